@@ -1,0 +1,104 @@
+//! Magic bytes, versions, feature bits, section kinds and the fixed offsets of
+//! the header and footer. `format-spec/FORMAT.md` is the authoritative layout;
+//! this module only names its numbers.
+
+use std::fmt;
+
+/// First eight bytes of every image.
+pub const HEADER_MAGIC: [u8; 8] = *b"\x89NSIMG\r\n";
+/// Last eight bytes of every image.
+pub const FOOTER_MAGIC: [u8; 8] = *b"NSIMGEND";
+
+/// The format version this build writes.
+pub const CURRENT_VERSION: u16 = 1;
+/// The oldest format version this build reads.
+pub const OLDEST_VERSION: u16 = 1;
+
+/// Required feature bits this build understands (none yet in v1).
+pub const KNOWN_REQUIRED_FEATURES: u32 = 0;
+
+/// Id of the root directory (the same as HDFS's `ROOT_INODE_ID`).
+pub const ROOT_ID: u64 = 16385;
+
+/// Header fields: each offset follows from the previous field's size.
+pub mod header {
+    pub const MAGIC: usize = 0;
+    pub const VERSION: usize = MAGIC + 8;
+    pub const LENGTH: usize = VERSION + 2;
+    pub const RESERVED: usize = LENGTH + 2;
+    pub const REQUIRED_FEATURES: usize = RESERVED + 4;
+    pub const OPTIONAL_FEATURES: usize = REQUIRED_FEATURES + 4;
+    pub const CHECKSUM: usize = OPTIONAL_FEATURES + 4;
+    /// Total header size; sections start here.
+    pub const SIZE: usize = CHECKSUM + 8;
+}
+
+/// Footer fields, relative to the footer's first byte (file length - SIZE).
+pub mod footer {
+    pub const INDEX_OFFSET: usize = 0;
+    pub const INDEX_LENGTH: usize = INDEX_OFFSET + 8;
+    pub const INDEX_CHECKSUM: usize = INDEX_LENGTH + 8;
+    pub const FILE_LENGTH: usize = INDEX_CHECKSUM + 8;
+    pub const CHECKSUM: usize = FILE_LENGTH + 8;
+    pub const MAGIC: usize = CHECKSUM + 8;
+    /// Total footer size.
+    pub const SIZE: usize = MAGIC + 8;
+}
+
+/// Largest index a reader accepts (the index is read whole into memory).
+pub const MAX_INDEX_LENGTH: u64 = 256 << 20;
+/// Largest single record a reader accepts.
+pub const MAX_RECORD_LENGTH: u64 = 1 << 30;
+/// Largest string-table entry, inode name or symlink target.
+pub const MAX_NAME_LENGTH: usize = 64 << 10;
+
+/// A section kind, as stored in the index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SectionKind(pub u32);
+
+impl SectionKind {
+    pub const NS_INFO: SectionKind = SectionKind(1);
+    pub const STRING_TABLE: SectionKind = SectionKind(2);
+    pub const INODE: SectionKind = SectionKind(3);
+    pub const INODE_DIR: SectionKind = SectionKind(4);
+    pub const INODE_REFERENCE: SectionKind = SectionKind(5);
+    pub const SNAPSHOT: SectionKind = SectionKind(6);
+    pub const SNAPSHOT_DIFF: SectionKind = SectionKind(7);
+    pub const FILES_UNDER_CONSTRUCTION: SectionKind = SectionKind(8);
+
+    /// Kinds this build reads; every other kind is unknown.
+    pub const KNOWN: [SectionKind; 4] = [
+        Self::NS_INFO,
+        Self::STRING_TABLE,
+        Self::INODE,
+        Self::INODE_DIR,
+    ];
+
+    /// The name used in the spec, the CLI and error messages.
+    pub fn name(self) -> Option<&'static str> {
+        Some(match self {
+            Self::NS_INFO => "NS_INFO",
+            Self::STRING_TABLE => "STRING_TABLE",
+            Self::INODE => "INODE",
+            Self::INODE_DIR => "INODE_DIR",
+            Self::INODE_REFERENCE => "INODE_REFERENCE",
+            Self::SNAPSHOT => "SNAPSHOT",
+            Self::SNAPSHOT_DIFF => "SNAPSHOT_DIFF",
+            Self::FILES_UNDER_CONSTRUCTION => "FILES_UNDER_CONSTRUCTION",
+            _ => return None,
+        })
+    }
+
+    pub fn is_known(self) -> bool {
+        Self::KNOWN.contains(&self)
+    }
+}
+
+impl fmt::Display for SectionKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.name() {
+            Some(n) => f.write_str(n),
+            None => write!(f, "KIND_{}", self.0),
+        }
+    }
+}

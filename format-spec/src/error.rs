@@ -1,0 +1,81 @@
+//! The format layer's error type.
+
+use crate::consts::SectionKind;
+use std::fmt;
+
+/// Where in an image a problem was found.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Location {
+    /// The section, if the problem lies inside one.
+    pub section: Option<SectionKind>,
+    /// The sub-section number within that section, if any.
+    pub sub_section: Option<usize>,
+    /// Absolute byte offset in the file.
+    pub offset: u64,
+}
+
+impl Location {
+    pub fn at(offset: u64) -> Self {
+        Location {
+            offset,
+            ..Location::default()
+        }
+    }
+
+    pub fn in_section(section: SectionKind, sub_section: Option<usize>, offset: u64) -> Self {
+        Location {
+            section: Some(section),
+            sub_section,
+            offset,
+        }
+    }
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(s) = self.section {
+            write!(f, "section {s}, ")?;
+        }
+        if let Some(i) = self.sub_section {
+            write!(f, "sub-section {i}, ")?;
+        }
+        write!(f, "byte offset {}", self.offset)
+    }
+}
+
+/// Errors of the format layer: decoding headers, footers, the index and records.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FormatError {
+    /// The bytes break a rule of the format.
+    #[error("corrupt image at {at}: {detail}")]
+    Corrupt { at: Location, detail: String },
+    /// The image's format version is outside the range this build reads.
+    #[error("unsupported format version {got} (this build reads {oldest}..={current})")]
+    Version { oldest: u16, current: u16, got: u16 },
+    /// The image needs features this build does not have.
+    #[error("image requires unknown features {bits:#x}")]
+    UnknownFeatures { bits: u32 },
+    /// The image holds a required section of a kind this build does not know.
+    #[error("image has an unknown required section of kind {kind} at byte offset {offset}")]
+    UnknownSection { kind: u32, offset: u64 },
+}
+
+impl FormatError {
+    pub fn corrupt(at: Location, detail: impl Into<String>) -> Self {
+        FormatError::Corrupt {
+            at,
+            detail: detail.into(),
+        }
+    }
+
+    /// The location of a corruption, if this error is one.
+    pub fn location(&self) -> Option<&Location> {
+        match self {
+            FormatError::Corrupt { at, .. } => Some(at),
+            _ => None,
+        }
+    }
+}
+
+pub type Result<T, E = FormatError> = std::result::Result<T, E>;

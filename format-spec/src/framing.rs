@@ -1,0 +1,123 @@
+//! Record framing: every record is a LEB128 varint length followed by that many
+//! bytes of protobuf message (FORMAT.md, "Records"). The journal of the
+//! checkpoint store reuses the same framing.
+
+use crate::consts::MAX_RECORD_LENGTH;
+use crate::error::{FormatError, Location, Result};
+
+/// Appends one framed record holding `msg` to `out`.
+pub fn put_record<M: prost::Message>(out: &mut Vec<u8>, msg: &M) {
+    let len = msg.encoded_len();
+    prost::encoding::encode_varint(len as u64, out);
+    out.reserve(len);
+    // Encoding into a Vec with reserved room cannot fail.
+    msg.encode_raw(out);
+}
+
+/// Reads one varint from the front of `buf`, returning it and its width.
+/// `None` when `buf` ends inside the varint or the varint is over 10 bytes.
+pub fn read_varint(buf: &[u8]) -> Option<(u64, usize)> {
+    let mut value: u64 = 0;
+    for (i, &b) in buf.iter().enumerate().take(10) {
+        let part = (b & 0x7f) as u64;
+        if i == 9 && b > 1 {
+            return None;
+        }
+        value |= part << (7 * i);
+        if b & 0x80 == 0 {
+            return Some((value, i + 1));
+        }
+    }
+    None
+}
+
+/// Iterates the framed records of one region of an image held in memory.
+///
+/// Each item is `(absolute offset of the record's length prefix, message bytes)`.
+/// A frame that runs past the region yields one `Corrupt` error, then the
+/// iterator ends.
+pub struct Records<'a> {
+    buf: &'a [u8],
+    pos: usize,
+    base: u64,
+    at: Location,
+    failed: bool,
+}
+
+impl<'a> Records<'a> {
+    /// `buf` is the region; `at` says where it starts (its offset field is the
+    /// absolute offset of `buf[0]`).
+    pub fn new(buf: &'a [u8], at: Location) -> Self {
+        Records {
+            buf,
+            pos: 0,
+            base: at.offset,
+            at,
+            failed: false,
+        }
+    }
+
+    fn location(&self) -> Location {
+        Location {
+            offset: self.base + self.pos as u64,
+            ..self.at.clone()
+        }
+    }
+}
+
+impl<'a> Iterator for Records<'a> {
+    type Item = Result<(u64, &'a [u8])>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed || self.pos >= self.buf.len() {
+            return None;
+        }
+        let rest = &self.buf[self.pos..];
+        let Some((len, width)) = read_varint(rest) else {
+            self.failed = true;
+            return Some(Err(FormatError::corrupt(
+                self.location(),
+                "bad record length prefix",
+            )));
+        };
+        let avail = (rest.len() - width) as u64;
+        if len > avail || len > MAX_RECORD_LENGTH {
+            self.failed = true;
+            return Some(Err(FormatError::corrupt(
+                self.location(),
+                format!("record length {len} runs past the end of its region ({avail} bytes left)"),
+            )));
+        }
+        let start = self.base + self.pos as u64;
+        let body = &rest[width..width + len as usize];
+        self.pos += width + len as usize;
+        Some(Ok((start, body)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varint_round_trip_and_limits() {
+        for v in [0u64, 1, 127, 128, 300, u32::MAX as u64, u64::MAX] {
+            let mut b = Vec::new();
+            prost::encoding::encode_varint(v, &mut b);
+            assert_eq!(read_varint(&b), Some((v, b.len())));
+            assert_eq!(read_varint(&b[..b.len() - 1]), None);
+        }
+        assert_eq!(read_varint(&[0xff; 11]), None);
+        assert_eq!(read_varint(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02]), None);
+    }
+
+    #[test]
+    fn records_stop_at_a_frame_past_the_end() {
+        let buf = [2u8, 0xaa, 0xbb, 5, 1];
+        let mut it = Records::new(&buf, Location::at(100));
+        assert_eq!(it.next().unwrap().unwrap(), (100, &buf[1..3]));
+        let err = it.next().unwrap().unwrap_err();
+        assert_eq!(err.location().unwrap().offset, 103);
+        assert!(it.next().is_none());
+    }
+}

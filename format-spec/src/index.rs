@@ -1,0 +1,223 @@
+//! The trailing index: which sections an image holds, where, and their
+//! sub-sections (FORMAT.md, "Index"). Decoding validates every rule that can be
+//! checked without reading the sections themselves.
+
+use crate::consts::{header, SectionKind};
+use crate::error::{FormatError, Location, Result};
+use crate::pb;
+use prost::Message;
+use xxhash_rust::xxh3::xxh3_64;
+
+/// One record-aligned slice of a section.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SubSectionInfo {
+    pub offset: u64,
+    pub length: u64,
+    pub records: u64,
+    /// Id of the first inode (INODE) or first parent (INODE_DIR).
+    pub first_key: u64,
+    pub checksum: u64,
+}
+
+/// One section as listed in the index.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SectionInfo {
+    pub kind: SectionKind,
+    pub optional: bool,
+    pub offset: u64,
+    pub length: u64,
+    pub records: u64,
+    pub checksum: u64,
+    pub sub_sections: Vec<SubSectionInfo>,
+}
+
+impl SectionInfo {
+    /// The byte ranges a reader works on: the sub-sections, or the whole
+    /// section as one piece when it has none.
+    pub fn pieces(&self) -> Vec<SubSectionInfo> {
+        if self.sub_sections.is_empty() {
+            vec![SubSectionInfo {
+                offset: self.offset,
+                length: self.length,
+                records: self.records,
+                first_key: 0,
+                checksum: self.checksum,
+            }]
+        } else {
+            self.sub_sections.clone()
+        }
+    }
+
+    pub fn end(&self) -> u64 {
+        self.offset + self.length
+    }
+}
+
+/// The decoded and validated index.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Index {
+    pub sections: Vec<SectionInfo>,
+}
+
+impl Index {
+    pub fn section(&self, kind: SectionKind) -> Option<&SectionInfo> {
+        self.sections.iter().find(|s| s.kind == kind)
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        let msg = pb::Index {
+            sections: self
+                .sections
+                .iter()
+                .map(|s| pb::Section {
+                    kind: s.kind.0,
+                    optional: s.optional,
+                    offset: s.offset,
+                    length: s.length,
+                    records: s.records,
+                    checksum: s.checksum,
+                    sub_sections: s
+                        .sub_sections
+                        .iter()
+                        .map(|u| pb::SubSection {
+                            offset: u.offset,
+                            length: u.length,
+                            records: u.records,
+                            first_key: u.first_key,
+                            checksum: u.checksum,
+                        })
+                        .collect(),
+                })
+                .collect(),
+        };
+        msg.encode_to_vec()
+    }
+
+    /// Decodes the index bytes found at `offset` and checks them against
+    /// `checksum` (from the footer). Sections must tile the file from the end of
+    /// the header to the index, so that every byte is under some checksum.
+    pub fn decode(bytes: &[u8], offset: u64, checksum: u64) -> Result<Index> {
+        let at = Location::at(offset);
+        let actual = xxh3_64(bytes);
+        if actual != checksum {
+            return Err(FormatError::corrupt(
+                at,
+                format!("index checksum mismatch (stored {checksum:016x}, computed {actual:016x})"),
+            ));
+        }
+        let msg = pb::Index::decode(bytes)
+            .map_err(|e| FormatError::corrupt(at.clone(), format!("undecodable index: {e}")))?;
+        let mut sections = Vec::with_capacity(msg.sections.len());
+        let mut expect = header::SIZE as u64;
+        for s in msg.sections {
+            let kind = SectionKind(s.kind);
+            let sat = Location::in_section(kind, None, s.offset);
+            if s.offset != expect {
+                return Err(FormatError::corrupt(
+                    sat,
+                    format!("section starts at {} but the previous one ends at {expect}", s.offset),
+                ));
+            }
+            let end = s
+                .offset
+                .checked_add(s.length)
+                .filter(|&e| e <= offset)
+                .ok_or_else(|| {
+                    FormatError::corrupt(sat.clone(), format!("section length {} runs past the index", s.length))
+                })?;
+            expect = end;
+            if !kind.is_known() && !s.optional {
+                return Err(FormatError::UnknownSection {
+                    kind: s.kind,
+                    offset: s.offset,
+                });
+            }
+            if sections.iter().any(|o: &SectionInfo| o.kind == kind) {
+                return Err(FormatError::corrupt(sat, "section kind listed twice"));
+            }
+            if s.records > s.length {
+                return Err(FormatError::corrupt(
+                    sat,
+                    format!("{} records cannot fit in {} bytes", s.records, s.length),
+                ));
+            }
+            let sub_sections = check_sub_sections(kind, &s)?;
+            sections.push(SectionInfo {
+                kind,
+                optional: s.optional,
+                offset: s.offset,
+                length: s.length,
+                records: s.records,
+                checksum: s.checksum,
+                sub_sections,
+            });
+        }
+        if expect != offset {
+            return Err(FormatError::corrupt(
+                Location::at(expect),
+                format!("{} bytes between the last section and the index", offset - expect),
+            ));
+        }
+        for kind in SectionKind::KNOWN {
+            if !sections.iter().any(|s| s.kind == kind) {
+                return Err(FormatError::corrupt(at.clone(), format!("index lists no {kind} section")));
+            }
+        }
+        Ok(Index { sections })
+    }
+}
+
+fn check_sub_sections(kind: SectionKind, s: &pb::Section) -> Result<Vec<SubSectionInfo>> {
+    let mut out = Vec::with_capacity(s.sub_sections.len());
+    if s.sub_sections.is_empty() {
+        return Ok(out);
+    }
+    let mut expect = s.offset;
+    let mut records: u64 = 0;
+    for (i, u) in s.sub_sections.iter().enumerate() {
+        let at = Location::in_section(kind, Some(i), u.offset);
+        let end = u.offset.checked_add(u.length);
+        if u.offset != expect || u.length == 0 || end.is_none_or(|e| e > s.offset + s.length) {
+            return Err(FormatError::corrupt(
+                at,
+                format!(
+                    "sub-section {}+{} does not continue the previous one (expected offset {expect})",
+                    u.offset, u.length
+                ),
+            ));
+        }
+        if u.records == 0 || u.records > u.length {
+            return Err(FormatError::corrupt(
+                at,
+                format!("{} records cannot fill {} bytes", u.records, u.length),
+            ));
+        }
+        if let Some(prev) = out.last() {
+            let prev: &SubSectionInfo = prev;
+            if u.first_key <= prev.first_key {
+                return Err(FormatError::corrupt(at, "sub-section first keys are not increasing"));
+            }
+        }
+        expect = u.offset + u.length;
+        records += u.records;
+        out.push(SubSectionInfo {
+            offset: u.offset,
+            length: u.length,
+            records: u.records,
+            first_key: u.first_key,
+            checksum: u.checksum,
+        });
+    }
+    if expect != s.offset + s.length || records != s.records {
+        return Err(FormatError::corrupt(
+            Location::in_section(kind, None, s.offset),
+            format!(
+                "sub-sections cover {} bytes and {records} records, the section {} bytes and {} records",
+                expect - s.offset,
+                s.length,
+                s.records
+            ),
+        ));
+    }
+    Ok(out)
+}

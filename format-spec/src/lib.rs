@@ -1,0 +1,31 @@
+//! nsimage format v1: everything the writer and the loader share.
+//!
+//! - [`consts`]: magic bytes, versions, section kinds, header and footer offsets;
+//! - [`layout`]: the header and footer codec;
+//! - [`index`]: the trailing index of sections and sub-sections;
+//! - [`framing`]: varint-length-delimited records;
+//! - [`pb`]: the protobuf messages generated from `proto/nsimage.proto`;
+//! - [`model`]: the in-memory namespace, its mutations and its digest.
+//!
+//! The byte layout is specified in `format-spec/FORMAT.md`; code here links to
+//! it rather than restating it.
+#![forbid(unsafe_code)]
+
+pub mod consts;
+pub mod error;
+pub mod framing;
+pub mod index;
+pub mod layout;
+pub mod model;
+
+/// Protobuf messages of the format, generated at build time.
+#[allow(clippy::all, missing_docs)]
+pub mod pb {
+    include!(concat!(env!("OUT_DIR"), "/nsimage.v1.rs"));
+}
+
+pub use consts::{SectionKind, CURRENT_VERSION, OLDEST_VERSION, ROOT_ID};
+pub use error::{FormatError, Location};
+pub use index::{Index, SectionInfo, SubSectionInfo};
+pub use layout::{Footer, Header};
+pub use model::Namespace;

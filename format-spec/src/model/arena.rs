@@ -1,0 +1,97 @@
+//! Chunked arenas that hold the variable-size parts of inodes (names, blocks,
+//! child lists) without one heap allocation per inode.
+//!
+//! A loader fills one chunk per sub-section; mutations append to the last
+//! chunk. Superseded ranges become garbage until the next checkpoint rewrites
+//! the image.
+
+/// A range inside an [`Arena`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Span {
+    pub chunk: u32,
+    pub start: u32,
+    pub len: u32,
+}
+
+/// Largest chunk a mutation appends to before starting a new one.
+const MAX_CHUNK: usize = 1 << 30;
+
+#[derive(Clone, Debug, Default)]
+pub struct Arena<T> {
+    chunks: Vec<Vec<T>>,
+}
+
+impl<T: Copy> Arena<T> {
+    pub fn get(&self, s: Span) -> &[T] {
+        if s.len == 0 {
+            return &[];
+        }
+        let start = s.start as usize;
+        &self.chunks[s.chunk as usize][start..start + s.len as usize]
+    }
+
+    /// Adds a whole chunk (a loader's per-sub-section buffer) and returns its number.
+    pub fn add_chunk(&mut self, chunk: Vec<T>) -> u32 {
+        self.chunks.push(chunk);
+        (self.chunks.len() - 1) as u32
+    }
+
+    /// Sets chunk `n`, growing the chunk list as needed (for loaders that
+    /// number chunks before filling them).
+    pub fn set_chunk(&mut self, n: u32, chunk: Vec<T>) {
+        let n = n as usize;
+        if self.chunks.len() <= n {
+            self.chunks.resize_with(n + 1, Vec::new);
+        }
+        self.chunks[n] = chunk;
+    }
+
+    pub fn chunk_count(&self) -> u32 {
+        self.chunks.len() as u32
+    }
+
+    fn tail(&mut self, need: usize) -> u32 {
+        let full = self.chunks.last().is_none_or(|c| c.len() + need > MAX_CHUNK);
+        if full {
+            self.chunks.push(Vec::new());
+        }
+        (self.chunks.len() - 1) as u32
+    }
+
+    /// Appends `items` as a new range.
+    pub fn push(&mut self, items: &[T]) -> Span {
+        if items.is_empty() {
+            return Span::default();
+        }
+        let chunk = self.tail(items.len());
+        let c = &mut self.chunks[chunk as usize];
+        let start = c.len() as u32;
+        c.extend_from_slice(items);
+        Span {
+            chunk,
+            start,
+            len: items.len() as u32,
+        }
+    }
+
+    /// Appends one item to range `s`, in place when `s` ends its chunk, else by
+    /// moving the range to the tail first.
+    pub fn append(&mut self, s: Span, item: T) -> Span {
+        if s.len > 0 {
+            let c = &mut self.chunks[s.chunk as usize];
+            if s.start as usize + s.len as usize == c.len() && c.len() < MAX_CHUNK {
+                c.push(item);
+                return Span { len: s.len + 1, ..s };
+            }
+        }
+        let mut items = self.get(s).to_vec();
+        items.push(item);
+        self.push(&items)
+    }
+
+    /// Bytes held, for memory accounting.
+    pub fn heap_bytes(&self) -> usize {
+        self.chunks.iter().map(|c| c.capacity() * size_of::<T>()).sum::<usize>()
+            + self.chunks.capacity() * size_of::<Vec<T>>()
+    }
+}

@@ -1,0 +1,329 @@
+//! Bulk construction of a namespace from decoded image records, for the
+//! loader. Work is cut into batches (one per sub-section) that can be filled
+//! independently and then merged; every structural rule of FORMAT.md that
+//! involves more than one record is checked here.
+
+use super::{
+    Arena, Block, Body, Extra, IdIndex, Namespace, NameRef, Node, NsInfo, Perm, Slot, Span,
+    StringTable, NO_SLOT,
+};
+use crate::consts::{MAX_NAME_LENGTH, ROOT_ID};
+use std::collections::HashMap;
+
+/// The kind-specific part of a decoded inode record.
+#[derive(Clone, Copy, Debug)]
+pub enum LoadedBody<'a> {
+    File {
+        atime: u64,
+        replication: u16,
+        preferred_block_size: u64,
+        storage_policy: u8,
+        blocks: &'a [Block],
+    },
+    Directory {
+        ns_quota: i64,
+        ds_quota: i64,
+    },
+    Symlink {
+        target: &'a [u8],
+    },
+}
+
+/// One decoded inode record.
+#[derive(Clone, Debug)]
+pub struct LoadedNode<'a> {
+    pub id: u64,
+    pub name: &'a [u8],
+    pub perm: u64,
+    pub mtime: u64,
+    pub body: LoadedBody<'a>,
+    pub extra: Option<Extra>,
+}
+
+/// Inodes decoded from one INODE piece, with their own arena chunk.
+pub struct InodeBatch {
+    chunk: u32,
+    ids: IdIndex,
+    nodes: Vec<Node>,
+    names: Vec<u8>,
+    blocks: Vec<Block>,
+    extras: Vec<(u32, Extra)>,
+}
+
+impl InodeBatch {
+    /// A batch filling arena chunk `chunk`; capacities are hints, bounded by
+    /// the caller from the piece's byte length.
+    pub fn new(chunk: u32, records: usize, bytes: usize) -> Self {
+        InodeBatch {
+            chunk,
+            ids: IdIndex::default(),
+            nodes: Vec::with_capacity(records),
+            names: Vec::with_capacity(bytes / 4),
+            blocks: Vec::new(),
+            extras: Vec::new(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    fn put(&mut self, bytes: &[u8]) -> Result<NameRef, String> {
+        if bytes.len() > MAX_NAME_LENGTH {
+            return Err(format!("name of {} bytes exceeds {MAX_NAME_LENGTH}", bytes.len()));
+        }
+        let off = u32::try_from(self.names.len()).map_err(|_| "name arena over 4 GiB".to_string())?;
+        prost::encoding::encode_varint(bytes.len() as u64, &mut self.names);
+        self.names.extend_from_slice(bytes);
+        Ok(NameRef {
+            chunk: self.chunk,
+            off,
+        })
+    }
+
+    /// Adds one record; ids must increase within the batch.
+    pub fn push(&mut self, n: LoadedNode<'_>, strings: &StringTable) -> Result<(), String> {
+        if self.ids.push(n.id).is_none() {
+            return Err(format!("inode id {} is not greater than the previous one", n.id));
+        }
+        let perm = Perm(n.perm);
+        if strings.get(perm.user()).is_none() || strings.get(perm.group()).is_none() {
+            return Err(format!("inode {} names an undefined user or group string", n.id));
+        }
+        let name = self.put(n.name)?;
+        let body = match n.body {
+            LoadedBody::File {
+                atime,
+                replication,
+                preferred_block_size,
+                storage_policy,
+                blocks,
+            } => {
+                let start = u32::try_from(self.blocks.len()).map_err(|_| "too many blocks".to_string())?;
+                self.blocks.extend_from_slice(blocks);
+                Body::File {
+                    atime,
+                    preferred_block_size,
+                    blocks: Span {
+                        chunk: if blocks.is_empty() { 0 } else { self.chunk },
+                        start: if blocks.is_empty() { 0 } else { start },
+                        len: blocks.len() as u32,
+                    },
+                    replication,
+                    storage_policy,
+                }
+            }
+            LoadedBody::Directory { ns_quota, ds_quota } => Body::Directory {
+                ns_quota,
+                ds_quota,
+                children: Span::default(),
+            },
+            LoadedBody::Symlink { target } => Body::Symlink {
+                target: self.put(target)?,
+            },
+        };
+        let mut has_extra = false;
+        if let Some(mut e) = n.extra.filter(|e| !e.is_empty()) {
+            e.xattrs.sort_by_key(|x| (x.ns, x.name));
+            if e.xattrs.windows(2).any(|w| (w[0].ns, w[0].name) == (w[1].ns, w[1].name)) {
+                return Err(format!("inode {} has a duplicate xattr", n.id));
+            }
+            let names_ok = e.xattrs.iter().all(|x| x.name != 0 && strings.get(x.name).is_some())
+                && e.acl.iter().all(|a| strings.get(a.name).is_some());
+            if !names_ok {
+                return Err(format!("inode {} has an xattr or ACL naming an undefined string", n.id));
+            }
+            if e.under_construction.is_some() && !matches!(body, Body::File { .. }) {
+                return Err(format!("inode {} is under construction but not a file", n.id));
+            }
+            self.extras.push((self.nodes.len() as u32, e));
+            has_extra = true;
+        }
+        self.nodes.push(Node {
+            mtime: n.mtime,
+            perm,
+            name,
+            parent: NO_SLOT,
+            has_extra,
+            body,
+        });
+        Ok(())
+    }
+}
+
+/// Child lists decoded from one INODE_DIR piece, with their own arena chunk.
+pub struct DirBatch {
+    chunk: u32,
+    children: Vec<Slot>,
+    dirs: Vec<(Slot, Span)>,
+    last_parent: Option<u64>,
+}
+
+impl DirBatch {
+    pub fn new(chunk: u32, bytes: usize) -> Self {
+        DirBatch {
+            chunk,
+            children: Vec::with_capacity(bytes / 4),
+            dirs: Vec::new(),
+            last_parent: None,
+        }
+    }
+
+    /// Adds one directory record: the parent's id and its children's ids in
+    /// name order. Checks everything that one record can break.
+    pub fn push(
+        &mut self,
+        b: &NamespaceBuilder,
+        parent: u64,
+        children: impl Iterator<Item = u64>,
+    ) -> Result<(), String> {
+        if self.last_parent.is_some_and(|p| parent <= p) {
+            return Err(format!("directory {parent} is not greater than the previous one"));
+        }
+        self.last_parent = Some(parent);
+        let ps = b.ns.ids.slot(parent).ok_or_else(|| format!("parent {parent} is not an inode"))?;
+        if !matches!(b.ns.nodes[ps as usize].body, Body::Directory { .. }) {
+            return Err(format!("parent {parent} is not a directory"));
+        }
+        let start = self.children.len();
+        let mut prev: Option<&[u8]> = None;
+        for c in children {
+            let cs = b.ns.ids.slot(c).ok_or_else(|| format!("child {c} of {parent} is not an inode"))?;
+            if cs == 0 {
+                return Err(format!("the root is listed as a child of {parent}"));
+            }
+            let name = b.name_of(cs);
+            if prev.is_some_and(|p| p >= name) {
+                return Err(format!("children of {parent} are not in strictly increasing name order at {c}"));
+            }
+            prev = Some(name);
+            self.children.push(cs);
+        }
+        let len = self.children.len() - start;
+        if len == 0 {
+            return Err(format!("directory {parent} has an empty child list"));
+        }
+        let span = Span {
+            chunk: self.chunk,
+            start: u32::try_from(start).map_err(|_| "child list over 4G entries".to_string())?,
+            len: len as u32,
+        };
+        self.dirs.push((ps, span));
+        Ok(())
+    }
+}
+
+/// Builds a [`Namespace`] from batches, then checks the whole tree.
+pub struct NamespaceBuilder {
+    ns: Namespace,
+}
+
+impl NamespaceBuilder {
+    /// Starts from the NS_INFO record and the string table.
+    pub fn new(info: NsInfo, strings: StringTable, inode_capacity: usize) -> Self {
+        NamespaceBuilder {
+            ns: Namespace {
+                info,
+                strings,
+                ids: IdIndex::default(),
+                nodes: Vec::with_capacity(inode_capacity),
+                names: Arena::default(),
+                blocks: Arena::default(),
+                children: Arena::default(),
+                owned_children: HashMap::new(),
+                extras: HashMap::new(),
+            },
+        }
+    }
+
+    pub fn strings(&self) -> &StringTable {
+        &self.ns.strings
+    }
+
+    pub fn inode_count(&self) -> usize {
+        self.ns.nodes.len()
+    }
+
+    fn name_of(&self, slot: Slot) -> &[u8] {
+        super::read_name(&self.ns.names, self.ns.nodes[slot as usize].name)
+    }
+
+    /// Appends a batch; batches must come in id order.
+    pub fn add_inodes(&mut self, batch: InodeBatch) -> Result<(), String> {
+        let base = self.ns.nodes.len() as u32;
+        if self.ns.ids.extend(&batch.ids).is_none() {
+            return Err(format!(
+                "inode ids of this piece do not follow the previous piece's (last id {:?})",
+                self.ns.ids.last_id()
+            ));
+        }
+        self.ns.nodes.extend_from_slice(&batch.nodes);
+        self.ns.names.set_chunk(batch.chunk, batch.names);
+        self.ns.blocks.set_chunk(batch.chunk, batch.blocks);
+        for (i, e) in batch.extras {
+            self.ns.extras.insert(base + i, e);
+        }
+        Ok(())
+    }
+
+    /// Attaches the child lists of a batch.
+    pub fn add_dirs(&mut self, batch: DirBatch) -> Result<(), String> {
+        let ns = &mut self.ns;
+        for &(ps, span) in &batch.dirs {
+            for &c in &batch.children[span.start as usize..(span.start + span.len) as usize] {
+                let node = &mut ns.nodes[c as usize];
+                if node.parent != NO_SLOT {
+                    return Err(format!("inode {} is listed in two directories", ns.ids.id(c)));
+                }
+                node.parent = ps;
+            }
+            if let Body::Directory { children, .. } = &mut ns.nodes[ps as usize].body {
+                if children.len != 0 {
+                    return Err(format!("directory {} is listed twice", ns.ids.id(ps)));
+                }
+                *children = span;
+            }
+        }
+        ns.children.set_chunk(batch.chunk, batch.children);
+        Ok(())
+    }
+
+    /// Checks the whole tree (a root, every inode reachable from it exactly
+    /// once, ids within the counters) and returns the namespace.
+    pub fn finish(self) -> Result<Namespace, String> {
+        let ns = self.ns;
+        match ns.nodes.first() {
+            Some(root) if ns.ids.id(0) == ROOT_ID && matches!(root.body, Body::Directory { .. }) => {}
+            _ => return Err(format!("the first inode is not the root directory {ROOT_ID}")),
+        }
+        if ns.ids.last_id().is_some_and(|l| l > ns.info.last_inode_id) {
+            return Err(format!(
+                "inode id {} exceeds last_inode_id {}",
+                ns.ids.last_id().unwrap_or(0),
+                ns.info.last_inode_id
+            ));
+        }
+        let mut seen = 1usize;
+        let mut stack: Vec<Slot> = vec![0];
+        while let Some(s) = stack.pop() {
+            let kids = ns.child_slots(s);
+            seen += kids.len();
+            stack.extend(kids.iter().copied().filter(|&k| matches!(ns.nodes[k as usize].body, Body::Directory { .. })));
+            if seen > ns.nodes.len() {
+                break;
+            }
+        }
+        if seen != ns.nodes.len() {
+            let orphan = ns.nodes.iter().skip(1).position(|n| n.parent == NO_SLOT);
+            return Err(match orphan {
+                Some(i) => format!("inode {} is in no directory", ns.ids.id(i as u32 + 1)),
+                None => "the directory tree has a cycle".to_string(),
+            });
+        }
+        Ok(ns)
+    }
+}

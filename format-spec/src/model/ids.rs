@@ -1,0 +1,110 @@
+//! Maps inode ids to slots. Ids are allocated in increasing order and slots
+//! follow id order, so the map is a short list of runs of consecutive ids:
+//! one run for a freshly generated namespace, a few for one with gaps.
+
+use super::Slot;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Run {
+    first_id: u64,
+    first_slot: Slot,
+    len: u32,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct IdIndex {
+    runs: Vec<Run>,
+    slots: u32,
+}
+
+impl IdIndex {
+    /// Number of slots (live or freed).
+    pub fn len(&self) -> u32 {
+        self.slots
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.slots == 0
+    }
+
+    /// Largest id ever given a slot.
+    pub fn last_id(&self) -> Option<u64> {
+        self.runs.last().map(|r| r.first_id + r.len as u64 - 1)
+    }
+
+    /// Gives the next slot to `id`, which must exceed every id given so far.
+    pub fn push(&mut self, id: u64) -> Option<Slot> {
+        if self.last_id().is_some_and(|l| id <= l) || self.slots == u32::MAX {
+            return None;
+        }
+        let slot = self.slots;
+        match self.runs.last_mut() {
+            Some(r) if r.first_id + r.len as u64 == id => r.len += 1,
+            _ => self.runs.push(Run {
+                first_id: id,
+                first_slot: slot,
+                len: 1,
+            }),
+        }
+        self.slots += 1;
+        Some(slot)
+    }
+
+    pub fn slot(&self, id: u64) -> Option<Slot> {
+        let i = self.runs.partition_point(|r| r.first_id <= id);
+        let r = self.runs.get(i.checked_sub(1)?)?;
+        let off = id - r.first_id;
+        (off < r.len as u64).then(|| r.first_slot + off as u32)
+    }
+
+    pub fn id(&self, slot: Slot) -> u64 {
+        let i = self.runs.partition_point(|r| r.first_slot <= slot);
+        let r = &self.runs[i - 1];
+        r.first_id + (slot - r.first_slot) as u64
+    }
+
+    /// Calls `f(slot, id)` for every slot in order.
+    pub fn for_each(&self, mut f: impl FnMut(Slot, u64)) {
+        for r in &self.runs {
+            for k in 0..r.len {
+                f(r.first_slot + k, r.first_id + k as u64);
+            }
+        }
+    }
+
+    /// Appends another index whose slots follow this one's.
+    pub fn extend(&mut self, other: &IdIndex) -> Option<()> {
+        for r in &other.runs {
+            for k in 0..r.len {
+                self.push(r.first_id + k as u64)?;
+            }
+        }
+        Some(())
+    }
+
+    pub fn heap_bytes(&self) -> usize {
+        self.runs.capacity() * size_of::<Run>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_map_both_ways() {
+        let mut ix = IdIndex::default();
+        for id in [5u64, 6, 7, 10, 11, 20] {
+            ix.push(id).unwrap();
+        }
+        assert_eq!(ix.push(20), None);
+        assert_eq!(ix.runs.len(), 3);
+        for (slot, id) in [5u64, 6, 7, 10, 11, 20].into_iter().enumerate() {
+            assert_eq!(ix.slot(id), Some(slot as u32));
+            assert_eq!(ix.id(slot as u32), id);
+        }
+        for missing in [0u64, 4, 8, 9, 12, 19, 21, u64::MAX] {
+            assert_eq!(ix.slot(missing), None);
+        }
+    }
+}

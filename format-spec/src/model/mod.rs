@@ -1,0 +1,473 @@
+//! The in-memory namespace: what a metadata server holds and what an image
+//! stores. Shared by the writer (which reads it), the loader (which builds it)
+//! and the journal (which mutates it).
+//!
+//! Layout, chosen for resident memory: one 64-byte [`Node`] per inode in a
+//! `Vec` indexed by slot (slots follow id order); names, blocks and child
+//! lists live in chunked arenas, not in per-inode allocations; rare
+//! attributes (xattrs, ACLs, under-construction info) sit in a side map.
+
+mod arena;
+mod build;
+mod digest;
+mod ids;
+mod ops;
+mod strings;
+
+pub use arena::{Arena, Span};
+pub use build::{DirBatch, InodeBatch, LoadedNode, NamespaceBuilder};
+pub use digest::Digest;
+pub use ids::IdIndex;
+pub use ops::{FileSpec, NsError, PermSpec};
+pub use strings::StringTable;
+
+use crate::consts::ROOT_ID;
+use std::collections::HashMap;
+
+/// Index of an inode in the node table.
+pub type Slot = u32;
+/// "No slot": the parent of the root, or of an inode not attached yet.
+pub const NO_SLOT: Slot = u32::MAX;
+
+/// Namespace-wide counters, as in HDFS's NameSystemSection.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NsInfo {
+    pub namespace_id: u64,
+    pub last_txid: u64,
+    pub last_inode_id: u64,
+    pub last_block_id: u64,
+    pub generation_stamp: u64,
+    pub creation_time: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct Block {
+    pub id: u64,
+    pub generation_stamp: u64,
+    pub length: u64,
+}
+
+/// Packed permission: bits 0-15 mode, 16-39 group string id, 40-63 user string id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Perm(pub u64);
+
+impl Perm {
+    pub fn new(user: u32, group: u32, mode: u16) -> Perm {
+        Perm(((user as u64 & 0xff_ffff) << 40) | ((group as u64 & 0xff_ffff) << 16) | mode as u64)
+    }
+    pub fn user(self) -> u32 {
+        (self.0 >> 40) as u32
+    }
+    pub fn group(self) -> u32 {
+        ((self.0 >> 16) & 0xff_ffff) as u32
+    }
+    pub fn mode(self) -> u16 {
+        self.0 as u16
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InodeKind {
+    File,
+    Directory,
+    Symlink,
+}
+
+/// Extended attribute namespaces (the HDFS ones).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(u8)]
+pub enum XAttrNs {
+    User = 0,
+    Trusted = 1,
+    Security = 2,
+    System = 3,
+    Raw = 4,
+}
+
+impl XAttrNs {
+    pub fn from_u32(v: u32) -> Option<XAttrNs> {
+        Some(match v {
+            0 => XAttrNs::User,
+            1 => XAttrNs::Trusted,
+            2 => XAttrNs::Security,
+            3 => XAttrNs::System,
+            4 => XAttrNs::Raw,
+            _ => return None,
+        })
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct XAttr {
+    pub ns: XAttrNs,
+    /// String table id of the name.
+    pub name: u32,
+    pub value: Box<[u8]>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AclEntry {
+    /// String table id of the user or group; 0 for the unnamed entry.
+    pub name: u32,
+    /// 0 user, 1 group, 2 mask, 3 other.
+    pub kind: u8,
+    pub default_scope: bool,
+    /// rwx bits.
+    pub perm: u8,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnderConstruction {
+    pub client_name: Box<[u8]>,
+    pub client_machine: Box<[u8]>,
+}
+
+/// Attributes few inodes have, kept out of [`Node`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Extra {
+    /// Sorted by (namespace, name id), names unique.
+    pub xattrs: Vec<XAttr>,
+    pub acl: Vec<AclEntry>,
+    pub under_construction: Option<UnderConstruction>,
+}
+
+impl Extra {
+    pub fn is_empty(&self) -> bool {
+        self.xattrs.is_empty() && self.acl.is_empty() && self.under_construction.is_none()
+    }
+}
+
+/// Where an inode's name (or a symlink's target) lives in the name arena:
+/// a varint length followed by the bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct NameRef {
+    pub chunk: u32,
+    pub off: u32,
+}
+
+/// Marks a directory whose child list lives in `Namespace::owned_children`.
+const OWNED_CHILDREN: u32 = u32::MAX;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Body {
+    /// A slot whose inode was deleted.
+    Free,
+    File {
+        atime: u64,
+        preferred_block_size: u64,
+        blocks: Span,
+        replication: u16,
+        storage_policy: u8,
+    },
+    Directory {
+        ns_quota: i64,
+        ds_quota: i64,
+        children: Span,
+    },
+    Symlink {
+        target: NameRef,
+    },
+}
+
+/// One inode's fixed-size part.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Node {
+    pub mtime: u64,
+    pub perm: Perm,
+    pub name: NameRef,
+    pub parent: Slot,
+    pub has_extra: bool,
+    pub body: Body,
+}
+
+/// A metadata server's namespace.
+#[derive(Clone, Debug)]
+pub struct Namespace {
+    info: NsInfo,
+    strings: StringTable,
+    ids: IdIndex,
+    nodes: Vec<Node>,
+    names: Arena<u8>,
+    blocks: Arena<Block>,
+    children: Arena<Slot>,
+    owned_children: HashMap<Slot, Vec<Slot>>,
+    extras: HashMap<Slot, Extra>,
+}
+
+/// Counts of what a namespace holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    pub inodes: u64,
+    pub files: u64,
+    pub directories: u64,
+    pub symlinks: u64,
+    pub blocks: u64,
+    /// Sum of block lengths.
+    pub bytes: u64,
+}
+
+impl Default for Namespace {
+    fn default() -> Self {
+        Self::new(NsInfo::default())
+    }
+}
+
+impl Namespace {
+    /// An empty namespace: the root directory alone, owned by the empty user.
+    pub fn new(info: NsInfo) -> Self {
+        let mut ns = Namespace {
+            info: NsInfo {
+                last_inode_id: info.last_inode_id.max(ROOT_ID),
+                ..info
+            },
+            strings: StringTable::default(),
+            ids: IdIndex::default(),
+            nodes: Vec::new(),
+            names: Arena::default(),
+            blocks: Arena::default(),
+            children: Arena::default(),
+            owned_children: HashMap::new(),
+            extras: HashMap::new(),
+        };
+        let name = ns.put_name(b"");
+        ns.ids.push(ROOT_ID);
+        ns.nodes.push(Node {
+            mtime: info.creation_time,
+            perm: Perm::new(0, 0, 0o755),
+            name,
+            parent: NO_SLOT,
+            has_extra: false,
+            body: Body::Directory {
+                ns_quota: -1,
+                ds_quota: -1,
+                children: Span::default(),
+            },
+        });
+        ns
+    }
+
+    pub fn info(&self) -> &NsInfo {
+        &self.info
+    }
+
+    pub fn info_mut(&mut self) -> &mut NsInfo {
+        &mut self.info
+    }
+
+    pub fn strings(&self) -> &StringTable {
+        &self.strings
+    }
+
+    /// Number of slots, live or freed; slots are `0..slot_count()`.
+    pub fn slot_count(&self) -> u32 {
+        self.nodes.len() as u32
+    }
+
+    pub fn slot_of(&self, id: u64) -> Option<Slot> {
+        self.ids
+            .slot(id)
+            .filter(|&s| self.nodes[s as usize].body != Body::Free)
+    }
+
+    pub fn id_of(&self, slot: Slot) -> u64 {
+        self.ids.id(slot)
+    }
+
+    /// A live inode by slot.
+    pub fn at(&self, slot: Slot) -> Option<Inode<'_>> {
+        let node = self.nodes.get(slot as usize)?;
+        (node.body != Body::Free).then_some(Inode {
+            ns: self,
+            slot,
+            node,
+        })
+    }
+
+    pub fn inode(&self, id: u64) -> Option<Inode<'_>> {
+        self.at(self.slot_of(id)?)
+    }
+
+    pub fn root(&self) -> Inode<'_> {
+        Inode {
+            ns: self,
+            slot: 0,
+            node: &self.nodes[0],
+        }
+    }
+
+    /// Live inodes in increasing id order.
+    pub fn iter(&self) -> impl Iterator<Item = Inode<'_>> + '_ {
+        (0..self.slot_count()).filter_map(|s| self.at(s))
+    }
+
+    pub fn stats(&self) -> Stats {
+        let mut st = Stats::default();
+        for n in &self.nodes {
+            match n.body {
+                Body::Free => continue,
+                Body::File { blocks, .. } => {
+                    st.files += 1;
+                    st.blocks += blocks.len as u64;
+                    st.bytes += self.blocks.get(blocks).iter().map(|b| b.length).sum::<u64>();
+                }
+                Body::Directory { .. } => st.directories += 1,
+                Body::Symlink { .. } => st.symlinks += 1,
+            }
+            st.inodes += 1;
+        }
+        st
+    }
+
+    /// Bytes of heap this namespace holds (capacity, not length).
+    pub fn heap_bytes(&self) -> usize {
+        self.nodes.capacity() * size_of::<Node>()
+            + self.names.heap_bytes()
+            + self.blocks.heap_bytes()
+            + self.children.heap_bytes()
+            + self.ids.heap_bytes()
+            + self.strings.heap_bytes()
+            + self
+                .owned_children
+                .values()
+                .map(|v| v.capacity() * 4 + 48)
+                .sum::<usize>()
+            + self.extras.len() * (size_of::<Extra>() + 16)
+    }
+
+    fn put_name(&mut self, name: &[u8]) -> NameRef {
+        let mut buf = Vec::with_capacity(name.len() + 3);
+        prost::encoding::encode_varint(name.len() as u64, &mut buf);
+        buf.extend_from_slice(name);
+        let s = self.names.push(&buf);
+        NameRef {
+            chunk: s.chunk,
+            off: s.start,
+        }
+    }
+
+    fn name_bytes(&self, r: NameRef) -> &[u8] {
+        read_name(&self.names, r)
+    }
+
+    fn child_slots(&self, slot: Slot) -> &[Slot] {
+        match self.nodes[slot as usize].body {
+            Body::Directory { children, .. } if children.chunk == OWNED_CHILDREN => {
+                self.owned_children.get(&slot).map_or(&[], |v| &v[..])
+            }
+            Body::Directory { children, .. } => self.children.get(children),
+            _ => &[],
+        }
+    }
+}
+
+/// Reads a length-prefixed name from the name arena. Arena contents are
+/// written by this crate (writer-side) or by the loader after bounds checks.
+fn read_name(names: &Arena<u8>, r: NameRef) -> &[u8] {
+    let head = names.get(Span {
+        chunk: r.chunk,
+        start: r.off,
+        len: 1,
+    });
+    if head.is_empty() {
+        return &[];
+    }
+    // Names are at most MAX_NAME_LENGTH bytes: a varint of at most 3 bytes.
+    let probe = names.get(Span {
+        chunk: r.chunk,
+        start: r.off,
+        len: if head[0] < 0x80 { 1 } else { 3 },
+    });
+    let (len, w) = crate::framing::read_varint(probe).unwrap_or((0, 1));
+    names.get(Span {
+        chunk: r.chunk,
+        start: r.off + w as u32,
+        len: len as u32,
+    })
+}
+
+/// A live inode, borrowed from its namespace.
+#[derive(Clone, Copy)]
+pub struct Inode<'a> {
+    ns: &'a Namespace,
+    slot: Slot,
+    node: &'a Node,
+}
+
+impl<'a> Inode<'a> {
+    pub fn slot(&self) -> Slot {
+        self.slot
+    }
+    pub fn id(&self) -> u64 {
+        self.ns.ids.id(self.slot)
+    }
+    pub fn kind(&self) -> InodeKind {
+        match self.node.body {
+            Body::File { .. } => InodeKind::File,
+            Body::Symlink { .. } => InodeKind::Symlink,
+            _ => InodeKind::Directory,
+        }
+    }
+    pub fn name(&self) -> &'a [u8] {
+        self.ns.name_bytes(self.node.name)
+    }
+    /// The parent's id; `None` for the root.
+    pub fn parent(&self) -> Option<u64> {
+        (self.node.parent != NO_SLOT).then(|| self.ns.ids.id(self.node.parent))
+    }
+    pub fn perm(&self) -> Perm {
+        self.node.perm
+    }
+    pub fn user(&self) -> &'a [u8] {
+        self.ns.strings.get(self.node.perm.user()).unwrap_or_default()
+    }
+    pub fn group(&self) -> &'a [u8] {
+        self.ns.strings.get(self.node.perm.group()).unwrap_or_default()
+    }
+    pub fn mode(&self) -> u16 {
+        self.node.perm.mode()
+    }
+    pub fn mtime(&self) -> u64 {
+        self.node.mtime
+    }
+    pub fn body(&self) -> &'a Body {
+        &self.node.body
+    }
+    pub fn blocks(&self) -> &'a [Block] {
+        match self.node.body {
+            Body::File { blocks, .. } => self.ns.blocks.get(blocks),
+            _ => &[],
+        }
+    }
+    /// Child slots, sorted by name.
+    pub fn child_slots(&self) -> &'a [Slot] {
+        self.ns.child_slots(self.slot)
+    }
+    pub fn children(&self) -> impl Iterator<Item = Inode<'a>> + 'a {
+        let ns = self.ns;
+        self.child_slots().iter().filter_map(move |&s| ns.at(s))
+    }
+    pub fn symlink_target(&self) -> Option<&'a [u8]> {
+        match self.node.body {
+            Body::Symlink { target } => Some(self.ns.name_bytes(target)),
+            _ => None,
+        }
+    }
+    pub fn extra(&self) -> Option<&'a Extra> {
+        if self.node.has_extra {
+            self.ns.extras.get(&self.slot)
+        } else {
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_stays_small() {
+        // Resident memory per inode is a product requirement (README, "Memory").
+        assert!(size_of::<Node>() <= 64, "Node is {} bytes", size_of::<Node>());
+    }
+}

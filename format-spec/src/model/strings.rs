@@ -1,0 +1,76 @@
+//! The string table: user, group, xattr and ACL names, interned to small ids.
+//! Id 0 is the empty string.
+
+use std::collections::HashMap;
+
+/// Ids must fit the 24-bit fields of a packed permission.
+pub const MAX_STRINGS: usize = (1 << 24) - 1;
+
+#[derive(Clone, Debug)]
+pub struct StringTable {
+    values: Vec<Box<[u8]>>,
+    ids: HashMap<Box<[u8]>, u32>,
+}
+
+impl Default for StringTable {
+    fn default() -> Self {
+        let mut t = StringTable {
+            values: Vec::new(),
+            ids: HashMap::new(),
+        };
+        t.values.push(Box::from(&b""[..]));
+        t.ids.insert(Box::from(&b""[..]), 0);
+        t
+    }
+}
+
+impl StringTable {
+    /// Returns the id of `s`, adding it if new; `None` when the table is full.
+    pub fn intern(&mut self, s: &[u8]) -> Option<u32> {
+        if let Some(&id) = self.ids.get(s) {
+            return Some(id);
+        }
+        if self.values.len() > MAX_STRINGS {
+            return None;
+        }
+        let id = self.values.len() as u32;
+        self.values.push(Box::from(s));
+        self.ids.insert(Box::from(s), id);
+        Some(id)
+    }
+
+    /// Appends the next string as read from an image; `false` if it is a
+    /// duplicate or the table is full.
+    pub fn push_loaded(&mut self, s: &[u8]) -> bool {
+        if self.ids.contains_key(s) || self.values.len() > MAX_STRINGS {
+            return false;
+        }
+        self.intern(s).is_some()
+    }
+
+    pub fn get(&self, id: u32) -> Option<&[u8]> {
+        self.values.get(id as usize).map(|b| &b[..])
+    }
+
+    pub fn lookup(&self, s: &[u8]) -> Option<u32> {
+        self.ids.get(s).copied()
+    }
+
+    /// Number of strings, the empty string included.
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.values.len() <= 1
+    }
+
+    /// Strings with ids 1.., in id order (what the STRING_TABLE section holds).
+    pub fn iter(&self) -> impl Iterator<Item = &[u8]> {
+        self.values.iter().skip(1).map(|b| &b[..])
+    }
+
+    pub fn heap_bytes(&self) -> usize {
+        self.values.iter().map(|v| 2 * v.len() + 48).sum()
+    }
+}

@@ -1,0 +1,1 @@
+//! nsimage loader.
