@@ -108,7 +108,10 @@ mod tests {
             assert_eq!(read_varint(&b[..b.len() - 1]), None);
         }
         assert_eq!(read_varint(&[0xff; 11]), None);
-        assert_eq!(read_varint(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02]), None);
+        assert_eq!(
+            read_varint(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02]),
+            None
+        );
     }
 
     #[test]

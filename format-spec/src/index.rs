@@ -115,7 +115,10 @@ impl Index {
             if s.offset != expect {
                 return Err(FormatError::corrupt(
                     sat,
-                    format!("section starts at {} but the previous one ends at {expect}", s.offset),
+                    format!(
+                        "section starts at {} but the previous one ends at {expect}",
+                        s.offset
+                    ),
                 ));
             }
             let end = s
@@ -123,7 +126,10 @@ impl Index {
                 .checked_add(s.length)
                 .filter(|&e| e <= offset)
                 .ok_or_else(|| {
-                    FormatError::corrupt(sat.clone(), format!("section length {} runs past the index", s.length))
+                    FormatError::corrupt(
+                        sat.clone(),
+                        format!("section length {} runs past the index", s.length),
+                    )
                 })?;
             expect = end;
             if !kind.is_known() && !s.optional {
@@ -155,12 +161,18 @@ impl Index {
         if expect != offset {
             return Err(FormatError::corrupt(
                 Location::at(expect),
-                format!("{} bytes between the last section and the index", offset - expect),
+                format!(
+                    "{} bytes between the last section and the index",
+                    offset - expect
+                ),
             ));
         }
         for kind in SectionKind::KNOWN {
             if !sections.iter().any(|s| s.kind == kind) {
-                return Err(FormatError::corrupt(at.clone(), format!("index lists no {kind} section")));
+                return Err(FormatError::corrupt(
+                    at.clone(),
+                    format!("index lists no {kind} section"),
+                ));
             }
         }
         Ok(Index { sections })
@@ -195,7 +207,10 @@ fn check_sub_sections(kind: SectionKind, s: &pb::Section) -> Result<Vec<SubSecti
         if let Some(prev) = out.last() {
             let prev: &SubSectionInfo = prev;
             if u.first_key <= prev.first_key {
-                return Err(FormatError::corrupt(at, "sub-section first keys are not increasing"));
+                return Err(FormatError::corrupt(
+                    at,
+                    "sub-section first keys are not increasing",
+                ));
             }
         }
         expect = u.offset + u.length;

@@ -1,1 +1,55 @@
-//! nsimage writer.
+//! nsimage writer: namespace → image (format v1, `format-spec/FORMAT.md`).
+//!
+//! - [`encode`]: turns inodes and directories into framed protobuf records,
+//!   in parallel batches (rayon);
+//! - [`image`]: lays sections out, cuts record-aligned sub-sections by a byte
+//!   target, computes checksums as bytes go out, writes index and footer;
+//! - [`save`]: the atomic save (temp file, fsync, rename, fsync of the
+//!   directory).
+#![forbid(unsafe_code)]
+
+mod encode;
+mod image;
+mod save;
+
+pub use image::{write_image, ImageSummary};
+pub use save::save;
+
+use std::path::PathBuf;
+
+/// How images are laid out.
+#[derive(Clone, Debug)]
+pub struct WriteOptions {
+    /// Target byte size of a sub-section (a sub-section ends at the first
+    /// record boundary at or past it).
+    pub sub_section_bytes: u64,
+    /// Sections of namespaces with fewer inodes than this get no sub-sections.
+    pub sub_section_min_inodes: u64,
+    /// Inodes encoded per parallel task.
+    pub batch_inodes: usize,
+}
+
+impl Default for WriteOptions {
+    fn default() -> Self {
+        WriteOptions {
+            sub_section_bytes: 2 << 20,
+            sub_section_min_inodes: 100_000,
+            batch_inodes: 16_384,
+        }
+    }
+}
+
+/// Errors of the writer layer.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WriteError {
+    #[error("writing {}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The namespace held in memory breaks a rule of the format (a bug).
+    #[error("namespace is corrupt: {detail}")]
+    Corrupt { detail: String },
+}

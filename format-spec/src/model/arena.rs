@@ -51,7 +51,10 @@ impl<T: Copy> Arena<T> {
     }
 
     fn tail(&mut self, need: usize) -> u32 {
-        let full = self.chunks.last().is_none_or(|c| c.len() + need > MAX_CHUNK);
+        let full = self
+            .chunks
+            .last()
+            .is_none_or(|c| c.len() + need > MAX_CHUNK);
         if full {
             self.chunks.push(Vec::new());
         }
@@ -81,7 +84,10 @@ impl<T: Copy> Arena<T> {
             let c = &mut self.chunks[s.chunk as usize];
             if s.start as usize + s.len as usize == c.len() && c.len() < MAX_CHUNK {
                 c.push(item);
-                return Span { len: s.len + 1, ..s };
+                return Span {
+                    len: s.len + 1,
+                    ..s
+                };
             }
         }
         let mut items = self.get(s).to_vec();
@@ -91,7 +97,10 @@ impl<T: Copy> Arena<T> {
 
     /// Bytes held, for memory accounting.
     pub fn heap_bytes(&self) -> usize {
-        self.chunks.iter().map(|c| c.capacity() * size_of::<T>()).sum::<usize>()
+        self.chunks
+            .iter()
+            .map(|c| c.capacity() * size_of::<T>())
+            .sum::<usize>()
             + self.chunks.capacity() * size_of::<Vec<T>>()
     }
 }

@@ -4,7 +4,7 @@
 //! involves more than one record is checked here.
 
 use super::{
-    Arena, Block, Body, Extra, IdIndex, Namespace, NameRef, Node, NsInfo, Perm, Slot, Span,
+    Arena, Block, Body, Extra, IdIndex, NameRef, Namespace, Node, NsInfo, Perm, Slot, Span,
     StringTable, NO_SLOT,
 };
 use crate::consts::{MAX_NAME_LENGTH, ROOT_ID};
@@ -74,9 +74,13 @@ impl InodeBatch {
 
     fn put(&mut self, bytes: &[u8]) -> Result<NameRef, String> {
         if bytes.len() > MAX_NAME_LENGTH {
-            return Err(format!("name of {} bytes exceeds {MAX_NAME_LENGTH}", bytes.len()));
+            return Err(format!(
+                "name of {} bytes exceeds {MAX_NAME_LENGTH}",
+                bytes.len()
+            ));
         }
-        let off = u32::try_from(self.names.len()).map_err(|_| "name arena over 4 GiB".to_string())?;
+        let off =
+            u32::try_from(self.names.len()).map_err(|_| "name arena over 4 GiB".to_string())?;
         prost::encoding::encode_varint(bytes.len() as u64, &mut self.names);
         self.names.extend_from_slice(bytes);
         Ok(NameRef {
@@ -88,11 +92,17 @@ impl InodeBatch {
     /// Adds one record; ids must increase within the batch.
     pub fn push(&mut self, n: LoadedNode<'_>, strings: &StringTable) -> Result<(), String> {
         if self.ids.push(n.id).is_none() {
-            return Err(format!("inode id {} is not greater than the previous one", n.id));
+            return Err(format!(
+                "inode id {} is not greater than the previous one",
+                n.id
+            ));
         }
         let perm = Perm(n.perm);
         if strings.get(perm.user()).is_none() || strings.get(perm.group()).is_none() {
-            return Err(format!("inode {} names an undefined user or group string", n.id));
+            return Err(format!(
+                "inode {} names an undefined user or group string",
+                n.id
+            ));
         }
         let name = self.put(n.name)?;
         let body = match n.body {
@@ -103,7 +113,8 @@ impl InodeBatch {
                 storage_policy,
                 blocks,
             } => {
-                let start = u32::try_from(self.blocks.len()).map_err(|_| "too many blocks".to_string())?;
+                let start =
+                    u32::try_from(self.blocks.len()).map_err(|_| "too many blocks".to_string())?;
                 self.blocks.extend_from_slice(blocks);
                 Body::File {
                     atime,
@@ -129,16 +140,28 @@ impl InodeBatch {
         let mut has_extra = false;
         if let Some(mut e) = n.extra.filter(|e| !e.is_empty()) {
             e.xattrs.sort_by_key(|x| (x.ns, x.name));
-            if e.xattrs.windows(2).any(|w| (w[0].ns, w[0].name) == (w[1].ns, w[1].name)) {
+            if e.xattrs
+                .windows(2)
+                .any(|w| (w[0].ns, w[0].name) == (w[1].ns, w[1].name))
+            {
                 return Err(format!("inode {} has a duplicate xattr", n.id));
             }
-            let names_ok = e.xattrs.iter().all(|x| x.name != 0 && strings.get(x.name).is_some())
+            let names_ok = e
+                .xattrs
+                .iter()
+                .all(|x| x.name != 0 && strings.get(x.name).is_some())
                 && e.acl.iter().all(|a| strings.get(a.name).is_some());
             if !names_ok {
-                return Err(format!("inode {} has an xattr or ACL naming an undefined string", n.id));
+                return Err(format!(
+                    "inode {} has an xattr or ACL naming an undefined string",
+                    n.id
+                ));
             }
             if e.under_construction.is_some() && !matches!(body, Body::File { .. }) {
-                return Err(format!("inode {} is under construction but not a file", n.id));
+                return Err(format!(
+                    "inode {} is under construction but not a file",
+                    n.id
+                ));
             }
             self.extras.push((self.nodes.len() as u32, e));
             has_extra = true;
@@ -182,23 +205,33 @@ impl DirBatch {
         children: impl Iterator<Item = u64>,
     ) -> Result<(), String> {
         if self.last_parent.is_some_and(|p| parent <= p) {
-            return Err(format!("directory {parent} is not greater than the previous one"));
+            return Err(format!(
+                "directory {parent} is not greater than the previous one"
+            ));
         }
         self.last_parent = Some(parent);
-        let ps = b.ns.ids.slot(parent).ok_or_else(|| format!("parent {parent} is not an inode"))?;
+        let ps =
+            b.ns.ids
+                .slot(parent)
+                .ok_or_else(|| format!("parent {parent} is not an inode"))?;
         if !matches!(b.ns.nodes[ps as usize].body, Body::Directory { .. }) {
             return Err(format!("parent {parent} is not a directory"));
         }
         let start = self.children.len();
         let mut prev: Option<&[u8]> = None;
         for c in children {
-            let cs = b.ns.ids.slot(c).ok_or_else(|| format!("child {c} of {parent} is not an inode"))?;
+            let cs =
+                b.ns.ids
+                    .slot(c)
+                    .ok_or_else(|| format!("child {c} of {parent} is not an inode"))?;
             if cs == 0 {
                 return Err(format!("the root is listed as a child of {parent}"));
             }
             let name = b.name_of(cs);
             if prev.is_some_and(|p| p >= name) {
-                return Err(format!("children of {parent} are not in strictly increasing name order at {c}"));
+                return Err(format!(
+                    "children of {parent} are not in strictly increasing name order at {c}"
+                ));
             }
             prev = Some(name);
             self.children.push(cs);
@@ -262,8 +295,11 @@ impl NamespaceBuilder {
             ));
         }
         self.ns.nodes.extend_from_slice(&batch.nodes);
-        self.ns.names.set_chunk(batch.chunk, batch.names);
-        self.ns.blocks.set_chunk(batch.chunk, batch.blocks);
+        let (mut names, mut blocks) = (batch.names, batch.blocks);
+        names.shrink_to_fit();
+        blocks.shrink_to_fit();
+        self.ns.names.set_chunk(batch.chunk, names);
+        self.ns.blocks.set_chunk(batch.chunk, blocks);
         for (i, e) in batch.extras {
             self.ns.extras.insert(base + i, e);
         }
@@ -277,7 +313,10 @@ impl NamespaceBuilder {
             for &c in &batch.children[span.start as usize..(span.start + span.len) as usize] {
                 let node = &mut ns.nodes[c as usize];
                 if node.parent != NO_SLOT {
-                    return Err(format!("inode {} is listed in two directories", ns.ids.id(c)));
+                    return Err(format!(
+                        "inode {} is listed in two directories",
+                        ns.ids.id(c)
+                    ));
                 }
                 node.parent = ps;
             }
@@ -288,7 +327,9 @@ impl NamespaceBuilder {
                 *children = span;
             }
         }
-        ns.children.set_chunk(batch.chunk, batch.children);
+        let mut children = batch.children;
+        children.shrink_to_fit();
+        ns.children.set_chunk(batch.chunk, children);
         Ok(())
     }
 
@@ -297,8 +338,13 @@ impl NamespaceBuilder {
     pub fn finish(self) -> Result<Namespace, String> {
         let ns = self.ns;
         match ns.nodes.first() {
-            Some(root) if ns.ids.id(0) == ROOT_ID && matches!(root.body, Body::Directory { .. }) => {}
-            _ => return Err(format!("the first inode is not the root directory {ROOT_ID}")),
+            Some(root)
+                if ns.ids.id(0) == ROOT_ID && matches!(root.body, Body::Directory { .. }) => {}
+            _ => {
+                return Err(format!(
+                    "the first inode is not the root directory {ROOT_ID}"
+                ))
+            }
         }
         if ns.ids.last_id().is_some_and(|l| l > ns.info.last_inode_id) {
             return Err(format!(
@@ -312,7 +358,11 @@ impl NamespaceBuilder {
         while let Some(s) = stack.pop() {
             let kids = ns.child_slots(s);
             seen += kids.len();
-            stack.extend(kids.iter().copied().filter(|&k| matches!(ns.nodes[k as usize].body, Body::Directory { .. })));
+            stack.extend(
+                kids.iter()
+                    .copied()
+                    .filter(|&k| matches!(ns.nodes[k as usize].body, Body::Directory { .. })),
+            );
             if seen > ns.nodes.len() {
                 break;
             }

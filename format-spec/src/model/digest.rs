@@ -112,7 +112,11 @@ impl Namespace {
                     c.u64(e.acl.len() as u64);
                     for a in &e.acl {
                         c.bytes(self.strings.get(a.name).unwrap_or_default());
-                        c.u64(((a.kind as u64) << 16) | ((a.default_scope as u64) << 8) | a.perm as u64);
+                        c.u64(
+                            ((a.kind as u64) << 16)
+                                | ((a.default_scope as u64) << 8)
+                                | a.perm as u64,
+                        );
                     }
                     match &e.under_construction {
                         None => c.u64(0),

@@ -15,7 +15,7 @@ mod ops;
 mod strings;
 
 pub use arena::{Arena, Span};
-pub use build::{DirBatch, InodeBatch, LoadedNode, NamespaceBuilder};
+pub use build::{DirBatch, InodeBatch, LoadedBody, LoadedNode, NamespaceBuilder};
 pub use digest::Digest;
 pub use ids::IdIndex;
 pub use ops::{FileSpec, NsError, PermSpec};
@@ -308,7 +308,12 @@ impl Namespace {
                 Body::File { blocks, .. } => {
                     st.files += 1;
                     st.blocks += blocks.len as u64;
-                    st.bytes += self.blocks.get(blocks).iter().map(|b| b.length).sum::<u64>();
+                    st.bytes += self
+                        .blocks
+                        .get(blocks)
+                        .iter()
+                        .map(|b| b.length)
+                        .sum::<u64>();
                 }
                 Body::Directory { .. } => st.directories += 1,
                 Body::Symlink { .. } => st.symlinks += 1,
@@ -418,10 +423,16 @@ impl<'a> Inode<'a> {
         self.node.perm
     }
     pub fn user(&self) -> &'a [u8] {
-        self.ns.strings.get(self.node.perm.user()).unwrap_or_default()
+        self.ns
+            .strings
+            .get(self.node.perm.user())
+            .unwrap_or_default()
     }
     pub fn group(&self) -> &'a [u8] {
-        self.ns.strings.get(self.node.perm.group()).unwrap_or_default()
+        self.ns
+            .strings
+            .get(self.node.perm.group())
+            .unwrap_or_default()
     }
     pub fn mode(&self) -> u16 {
         self.node.perm.mode()
@@ -468,6 +479,10 @@ mod tests {
     #[test]
     fn node_stays_small() {
         // Resident memory per inode is a product requirement (README, "Memory").
-        assert!(size_of::<Node>() <= 64, "Node is {} bytes", size_of::<Node>());
+        assert!(
+            size_of::<Node>() <= 64,
+            "Node is {} bytes",
+            size_of::<Node>()
+        );
     }
 }

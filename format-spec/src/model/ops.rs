@@ -162,8 +162,14 @@ impl Namespace {
     // ---- creation ------------------------------------------------------
 
     fn intern_perm(&mut self, p: &PermSpec<'_>) -> Result<Perm> {
-        let u = self.strings.intern(p.user).ok_or(NsError::StringTableFull)?;
-        let g = self.strings.intern(p.group).ok_or(NsError::StringTableFull)?;
+        let u = self
+            .strings
+            .intern(p.user)
+            .ok_or(NsError::StringTableFull)?;
+        let g = self
+            .strings
+            .intern(p.group)
+            .ok_or(NsError::StringTableFull)?;
         Ok(Perm::new(u, g, p.mode))
     }
 
@@ -226,7 +232,13 @@ impl Namespace {
     }
 
     /// Creates directory `name` in directory `parent`.
-    pub fn mkdir_in(&mut self, parent: u64, name: &[u8], perm: &PermSpec<'_>, mtime: u64) -> Result<u64> {
+    pub fn mkdir_in(
+        &mut self,
+        parent: u64,
+        name: &[u8],
+        perm: &PermSpec<'_>,
+        mtime: u64,
+    ) -> Result<u64> {
         let dir = self.dir_slot(parent)?;
         let pos = self.free_position(dir, name)?;
         let perm = self.intern_perm(perm)?;
@@ -285,7 +297,13 @@ impl Namespace {
     }
 
     /// Creates an empty file at `path`; its parent must exist.
-    pub fn create(&mut self, path: &[u8], perm: &PermSpec<'_>, spec: &FileSpec, mtime: u64) -> Result<u64> {
+    pub fn create(
+        &mut self,
+        path: &[u8],
+        perm: &PermSpec<'_>,
+        spec: &FileSpec,
+        mtime: u64,
+    ) -> Result<u64> {
         let (parent, name) = split_last(path)?;
         let parent = self.resolve(parent)?;
         self.create_in(parent, name, perm, spec, mtime)
@@ -303,14 +321,23 @@ impl Namespace {
         let dir = self.dir_slot(parent)?;
         let pos = self.free_position(dir, name)?;
         if target.is_empty() || target.len() > MAX_NAME_LENGTH {
-            return Err(NsError::Invalid(format!("symlink target of {} bytes", target.len())));
+            return Err(NsError::Invalid(format!(
+                "symlink target of {} bytes",
+                target.len()
+            )));
         }
         let perm = self.intern_perm(perm)?;
         let target = self.put_name(target);
         self.insert_node(dir, pos, name, perm, mtime, Body::Symlink { target })
     }
 
-    pub fn symlink(&mut self, path: &[u8], target: &[u8], perm: &PermSpec<'_>, mtime: u64) -> Result<u64> {
+    pub fn symlink(
+        &mut self,
+        path: &[u8],
+        target: &[u8],
+        perm: &PermSpec<'_>,
+        mtime: u64,
+    ) -> Result<u64> {
         let (parent, name) = split_last(path)?;
         let parent = self.resolve(parent)?;
         self.symlink_in(parent, name, target, perm, mtime)
@@ -487,7 +514,9 @@ impl Namespace {
     pub fn set_xattr(&mut self, id: u64, ns: XAttrNs, name: &[u8], value: &[u8]) -> Result<()> {
         let s = self.live_slot(id)?;
         if name.is_empty() || name.len() > MAX_NAME_LENGTH || value.len() > MAX_NAME_LENGTH {
-            return Err(NsError::Invalid("xattr name empty, or name or value too long".into()));
+            return Err(NsError::Invalid(
+                "xattr name empty, or name or value too long".into(),
+            ));
         }
         let name = self.strings.intern(name).ok_or(NsError::StringTableFull)?;
         let attr = XAttr {
@@ -496,7 +525,10 @@ impl Namespace {
             value: value.into(),
         };
         let e = self.extra_mut(s);
-        match e.xattrs.binary_search_by(|x| (x.ns, x.name).cmp(&(ns, name))) {
+        match e
+            .xattrs
+            .binary_search_by(|x| (x.ns, x.name).cmp(&(ns, name)))
+        {
             Ok(i) => e.xattrs[i] = attr,
             Err(i) => e.xattrs.insert(i, attr),
         }
@@ -512,7 +544,10 @@ impl Namespace {
         let Some(e) = self.extras.get_mut(&s) else {
             return Ok(false);
         };
-        let found = match e.xattrs.binary_search_by(|x| (x.ns, x.name).cmp(&(ns, name))) {
+        let found = match e
+            .xattrs
+            .binary_search_by(|x| (x.ns, x.name).cmp(&(ns, name)))
+        {
             Ok(i) => {
                 e.xattrs.remove(i);
                 true
@@ -527,7 +562,9 @@ impl Namespace {
     pub fn set_acl(&mut self, id: u64, entries: &[(&[u8], u8, bool, u8)]) -> Result<()> {
         let s = self.live_slot(id)?;
         if entries.iter().any(|e| e.1 > 3 || e.3 > 7) {
-            return Err(NsError::Invalid("ACL entry kind or permission out of range".into()));
+            return Err(NsError::Invalid(
+                "ACL entry kind or permission out of range".into(),
+            ));
         }
         let mut acl = Vec::with_capacity(entries.len());
         for &(name, kind, default_scope, perm) in entries {
@@ -545,7 +582,11 @@ impl Namespace {
     }
 
     /// Marks file `id` as being written by a client, or clears the mark.
-    pub fn set_under_construction(&mut self, id: u64, client: Option<(&[u8], &[u8])>) -> Result<()> {
+    pub fn set_under_construction(
+        &mut self,
+        id: u64,
+        client: Option<(&[u8], &[u8])>,
+    ) -> Result<()> {
         let s = self.live_slot(id)?;
         if !matches!(self.nodes[s as usize].body, Body::File { .. }) {
             return Err(NsError::NotAFile(format!("inode {id}")));
@@ -596,17 +637,41 @@ mod tests {
         let before = ns.digest();
         for bad in [&b""[..], b".", b"..", b"x/y"] {
             let a = ns.resolve(b"/a").unwrap();
-            assert!(matches!(ns.mkdir_in(a, bad, &P, 9), Err(NsError::InvalidName(_))));
+            assert!(matches!(
+                ns.mkdir_in(a, bad, &P, 9),
+                Err(NsError::InvalidName(_))
+            ));
         }
-        assert!(matches!(ns.create(b"/a/f", &P, &F, 9), Err(NsError::AlreadyExists(_))));
-        assert!(matches!(ns.create(b"/nope/f", &P, &F, 9), Err(NsError::NotFound(_))));
-        assert!(matches!(ns.create(b"/a/f/g", &P, &F, 9), Err(NsError::NotADirectory(_))));
-        assert!(matches!(ns.rename(b"/a", b"/a/b/a", 9), Err(NsError::IntoOwnSubtree(_))));
+        assert!(matches!(
+            ns.create(b"/a/f", &P, &F, 9),
+            Err(NsError::AlreadyExists(_))
+        ));
+        assert!(matches!(
+            ns.create(b"/nope/f", &P, &F, 9),
+            Err(NsError::NotFound(_))
+        ));
+        assert!(matches!(
+            ns.create(b"/a/f/g", &P, &F, 9),
+            Err(NsError::NotADirectory(_))
+        ));
+        assert!(matches!(
+            ns.rename(b"/a", b"/a/b/a", 9),
+            Err(NsError::IntoOwnSubtree(_))
+        ));
         assert!(matches!(ns.rename(b"/", b"/x", 9), Err(NsError::Root(_))));
-        assert!(matches!(ns.delete(b"/a", false, 9), Err(NsError::NotEmpty(_))));
+        assert!(matches!(
+            ns.delete(b"/a", false, 9),
+            Err(NsError::NotEmpty(_))
+        ));
         assert!(matches!(ns.delete(b"/", true, 9), Err(NsError::Root(_))));
-        assert!(matches!(ns.mkdirs(b"/a/f/x", &P, 9), Err(NsError::NotADirectory(_))));
-        assert!(matches!(ns.mkdirs(b"relative", &P, 9), Err(NsError::InvalidPath(_))));
+        assert!(matches!(
+            ns.mkdirs(b"/a/f/x", &P, 9),
+            Err(NsError::NotADirectory(_))
+        ));
+        assert!(matches!(
+            ns.mkdirs(b"relative", &P, 9),
+            Err(NsError::InvalidPath(_))
+        ));
         assert_eq!(ns.digest(), before);
     }
 
@@ -615,7 +680,15 @@ mod tests {
         let mut ns = Namespace::default();
         ns.mkdirs(b"/a/b/c", &P, 1).unwrap();
         let f = ns.create(b"/a/b/f", &P, &F, 1).unwrap();
-        ns.add_block(f, Block { id: 1, generation_stamp: 1001, length: 10 }).unwrap();
+        ns.add_block(
+            f,
+            Block {
+                id: 1,
+                generation_stamp: 1001,
+                length: 10,
+            },
+        )
+        .unwrap();
         assert_eq!(ns.delete(b"/a", true, 2).unwrap(), 4);
         assert_eq!(ns.stats().inodes, 1);
         assert!(ns.inode(f).is_none());

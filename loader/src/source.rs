@@ -1,0 +1,139 @@
+//! The image file as the loader sees it. Opening reads the header and the
+//! tail (footer and, usually, the whole index) with one read each; pieces are
+//! then read with one positioned read each.
+
+use crate::LoadError;
+use nsimage_format::consts::{footer, header};
+use nsimage_format::{Footer, Header, Index, SubSectionInfo};
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Bytes read from the end of the file at open, enough for most indexes.
+const TAIL_READ: u64 = 256 << 10;
+
+/// An open image with its validated header and index.
+pub struct ImageSource {
+    path: PathBuf,
+    file: File,
+    len: u64,
+    pub header: Header,
+    pub index: Index,
+    read_calls: AtomicU64,
+    bytes_read: AtomicU64,
+}
+
+impl ImageSource {
+    pub fn open(path: &Path) -> Result<ImageSource, LoadError> {
+        let io = |source| LoadError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let file = File::open(path).map_err(io)?;
+        let len = file.metadata().map_err(io)?.len();
+        let mut src = ImageSource {
+            path: path.to_path_buf(),
+            file,
+            len,
+            header: Header::current(),
+            index: Index::default(),
+            read_calls: AtomicU64::new(0),
+            bytes_read: AtomicU64::new(0),
+        };
+        let fmt = |e| LoadError::from_format(path, e);
+        let head = src.read_at(0, (header::SIZE as u64).min(len))?;
+        src.header = Header::decode(&head).map_err(fmt)?;
+        let tail_len = len.min(TAIL_READ);
+        let tail = src.read_at(len - tail_len, tail_len)?;
+        let foot =
+            Footer::decode(&tail[tail.len().saturating_sub(footer::SIZE)..], len).map_err(fmt)?;
+        let tail_start = len - tail_len;
+        let index_bytes = if foot.index_offset >= tail_start {
+            let s = (foot.index_offset - tail_start) as usize;
+            tail[s..s + foot.index_length as usize].to_vec()
+        } else {
+            src.read_at(foot.index_offset, foot.index_length)?
+        };
+        src.index =
+            Index::decode(&index_bytes, foot.index_offset, foot.index_checksum).map_err(fmt)?;
+        Ok(src)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Reads `len` bytes at `offset` with one positioned read (retried only
+    /// on short reads). The range must have been validated against the file
+    /// length by the index decoder.
+    pub fn read_at(&self, offset: u64, len: u64) -> Result<Vec<u8>, LoadError> {
+        let mut buf = Vec::new();
+        self.read_into(offset, len, &mut buf)?;
+        Ok(buf)
+    }
+
+    /// Like [`read_at`](Self::read_at) into a reusable buffer.
+    pub fn read_into(&self, offset: u64, len: u64, buf: &mut Vec<u8>) -> Result<(), LoadError> {
+        let end = offset.checked_add(len).filter(|&e| e <= self.len);
+        if end.is_none() {
+            return Err(LoadError::Corrupt {
+                path: self.path.clone(),
+                at: nsimage_format::Location::at(offset),
+                detail: format!(
+                    "range of {len} bytes runs past the end of the file ({})",
+                    self.len
+                ),
+            });
+        }
+        buf.clear();
+        buf.resize(len as usize, 0);
+        self.read_calls.fetch_add(1, Ordering::Relaxed);
+        self.bytes_read.fetch_add(len, Ordering::Relaxed);
+        self.file
+            .read_exact_at(buf, offset)
+            .map_err(|source| LoadError::Io {
+                path: self.path.clone(),
+                source,
+            })
+    }
+
+    /// Reads one piece into `buf` and checks its checksum.
+    pub fn read_piece(
+        &self,
+        piece: &SubSectionInfo,
+        at: nsimage_format::Location,
+        buf: &mut Vec<u8>,
+    ) -> Result<(), LoadError> {
+        self.read_into(piece.offset, piece.length, buf)?;
+        let actual = xxhash_rust::xxh3::xxh3_64(buf);
+        if actual != piece.checksum {
+            return Err(LoadError::Corrupt {
+                path: self.path.clone(),
+                at,
+                detail: format!(
+                    "checksum mismatch over {} bytes (stored {:016x}, computed {actual:016x})",
+                    piece.length, piece.checksum
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// Read calls issued so far (open included).
+    pub fn read_calls(&self) -> u64 {
+        self.read_calls.load(Ordering::Relaxed)
+    }
+
+    pub fn bytes_read(&self) -> u64 {
+        self.bytes_read.load(Ordering::Relaxed)
+    }
+}

@@ -1,0 +1,109 @@
+//! Subcommands, their shared output helpers and the exit-code policy.
+
+mod generate;
+mod info;
+mod load;
+mod verify;
+
+use clap::{Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use nsimage::loader::LoadError;
+use nsimage::Stats;
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Exit code for data that is corrupt or invalid.
+pub const EXIT_DATA: u8 = 1;
+/// Exit code for usage and I/O errors.
+pub const EXIT_USAGE_IO: u8 = 2;
+
+#[derive(Parser)]
+#[command(
+    name = "nsimage",
+    version,
+    about = "Filesystem-namespace snapshot images"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    cmd: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Generate a synthetic namespace and save it as an image.
+    Generate(generate::Args),
+    /// Show an image's format version, sections and sub-sections.
+    Info(info::Args),
+    /// Load an image into memory and report what it holds.
+    Load(load::Args),
+    /// Check every checksum and structural rule of an image.
+    Verify(verify::Args),
+}
+
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.cmd {
+        Command::Generate(a) => generate::run(a),
+        Command::Info(a) => info::run(a),
+        Command::Load(a) => load::run(a),
+        Command::Verify(a) => verify::run(a),
+    }
+}
+
+/// Maps an error to the exit code policy: data errors 1, the rest 2.
+pub fn exit_code(e: &anyhow::Error) -> u8 {
+    for cause in e.chain() {
+        if let Some(l) = cause.downcast_ref::<LoadError>() {
+            return if l.is_data_error() {
+                EXIT_DATA
+            } else {
+                EXIT_USAGE_IO
+            };
+        }
+    }
+    EXIT_USAGE_IO
+}
+
+/// A spinner on stderr when it is a terminal; hidden otherwise.
+pub fn spinner(msg: &str) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let pb = ProgressBar::new_spinner();
+    pb.set_style(
+        ProgressStyle::with_template("{spinner} {msg} {elapsed}")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
+    pb.set_message(msg.to_string());
+    pb.enable_steady_tick(Duration::from_millis(100));
+    pb
+}
+
+/// The counts every namespace-producing command reports.
+pub fn stats_json(
+    st: &Stats,
+    digest: &str,
+    seconds: f64,
+) -> serde_json::Map<String, serde_json::Value> {
+    let v = serde_json::json!({
+        "inodes": st.inodes,
+        "files": st.files,
+        "directories": st.directories,
+        "symlinks": st.symlinks,
+        "blocks": st.blocks,
+        "bytes": st.bytes,
+        "digest": digest,
+        "seconds": seconds,
+    });
+    match v {
+        serde_json::Value::Object(m) => m,
+        _ => unreachable!("json! of an object literal is an object"),
+    }
+}
+
+pub fn stats_text(st: &Stats, digest: &str) -> String {
+    format!(
+        "{} inodes ({} files, {} directories, {} symlinks), {} blocks, {} bytes, digest {digest}",
+        st.inodes, st.files, st.directories, st.symlinks, st.blocks, st.bytes
+    )
+}

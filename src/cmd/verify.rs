@@ -1,0 +1,67 @@
+//! `nsimage verify`: every checksum and structural rule; lists each bad
+//! region and exits 1 if there is one.
+
+use nsimage::loader::{verify, LoadError};
+use serde_json::json;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Image file.
+    file: PathBuf,
+    /// Print JSON on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(a: Args) -> anyhow::Result<ExitCode> {
+    let report = match verify(&a.file) {
+        Ok(r) => r,
+        // Header, footer or index damage: report it in the same shape.
+        Err(LoadError::Corrupt { at, detail, .. }) => nsimage::loader::VerifyReport {
+            problems: vec![nsimage::loader::Problem { at, detail }],
+            ..Default::default()
+        },
+        Err(e) => return Err(e.into()),
+    };
+    if a.json {
+        let problems: Vec<_> = report
+            .problems
+            .iter()
+            .map(|p| {
+                json!({
+                    "section": p.at.section.map(|s| s.to_string()),
+                    "sub_section": p.at.sub_section,
+                    "offset": p.at.offset,
+                    "detail": p.detail,
+                })
+            })
+            .collect();
+        let v = json!({
+            "ok": report.is_ok(),
+            "sections": report.sections,
+            "pieces": report.pieces,
+            "bytes": report.bytes,
+            "problems": problems,
+        });
+        println!("{v}");
+    } else if report.is_ok() {
+        println!(
+            "{}: ok ({} sections, {} pieces, {} bytes)",
+            a.file.display(),
+            report.sections,
+            report.pieces,
+            report.bytes
+        );
+    } else {
+        for p in &report.problems {
+            println!("{}: corrupt at {}: {}", a.file.display(), p.at, p.detail);
+        }
+    }
+    Ok(if report.is_ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(super::EXIT_DATA)
+    })
+}

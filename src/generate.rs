@@ -1,0 +1,311 @@
+//! A deterministic synthetic namespace shaped like a production cluster:
+//! a few top-level trees (users, warehouse tables with date partitions,
+//! logs, tmp), heavy-tailed fan-out with some directories holding a large
+//! share of all files, ~90% files of 0-3 blocks with mostly-small last
+//! blocks, a handful of users and groups, and a sprinkling of symlinks,
+//! xattrs, ACLs, quotas and files under construction.
+//!
+//! The same `(inodes, seed)` always gives the same namespace (same digest).
+
+use nsimage_format::model::{Block, FileSpec, Namespace, NsInfo, PermSpec, XAttrNs};
+use nsimage_format::ROOT_ID;
+use rand::{RngExt, SeedableRng};
+use rand_pcg::Pcg64Mcg;
+
+const USERS: [&[u8]; 8] = [
+    b"hdfs",
+    b"hive",
+    b"spark",
+    b"yarn",
+    b"etl",
+    b"alice",
+    b"bob",
+    b"analytics",
+];
+const GROUPS: [&[u8]; 4] = [b"supergroup", b"hadoop", b"analysts", b"etl"];
+const EXTS: [&str; 6] = [".parquet", ".orc", ".gz", ".csv", "", ".snappy.parquet"];
+const BLOCK_SIZE: u64 = 128 << 20;
+/// 2024-01-01T00:00:00Z in milliseconds.
+const EPOCH_MS: u64 = 1_704_067_200_000;
+
+/// What to generate.
+#[derive(Clone, Copy, Debug)]
+pub struct GenSpec {
+    pub inodes: u64,
+    pub seed: u64,
+}
+
+impl Default for GenSpec {
+    fn default() -> Self {
+        GenSpec {
+            inodes: 1_000_000,
+            seed: 1,
+        }
+    }
+}
+
+struct Plan {
+    /// Parent (index into this list) of each directory; entry 0 is the root.
+    parent: Vec<u32>,
+    name: Vec<Vec<u8>>,
+    files: Vec<u32>,
+    symlinks: Vec<u32>,
+}
+
+/// A directory name; `k` (the directory's number) keeps names unique.
+fn dir_name(rng: &mut Pcg64Mcg, depth: usize, k: usize) -> Vec<u8> {
+    let day = rng.random_range(0..730u64);
+    let (y, d) = (2024 + day / 365, day % 365);
+    match (depth, rng.random_range(0..5u32)) {
+        (1, _) => [
+            "user",
+            "warehouse",
+            "logs",
+            "tmp",
+            "apps",
+            "data",
+            "backup",
+            "staging",
+        ]
+        .get(k.wrapping_sub(1))
+        .map_or_else(|| format!("vol{k}"), |s| s.to_string()),
+        (_, 0) => format!("dt={y}-{:02}-{:02}.{k}", d / 31 + 1, d % 28 + 1),
+        (_, 1) => format!("hour={:02}_{k}", k % 24),
+        (_, 2) => format!("{}_{k}", ["job", "table", "project", "run"][k % 4]),
+        (_, 3) => format!("{}{k}", String::from_utf8_lossy(USERS[k % USERS.len()])),
+        _ => format!("batch_{:x}", rng.random::<u32>()),
+    }
+    .into_bytes()
+}
+
+fn file_name(rng: &mut Pcg64Mcg, k: u32) -> Vec<u8> {
+    match rng.random_range(0..6u32) {
+        0 | 1 => format!(
+            "part-{k:05}-{:08x}{}",
+            rng.random::<u32>(),
+            EXTS[k as usize % EXTS.len()]
+        ),
+        2 => format!("{k:06}_0"),
+        3 => format!("log.{k}.gz"),
+        4 => format!("f{k}"),
+        _ => format!("data_{k}.csv"),
+    }
+    .into_bytes()
+}
+
+/// Shapes the tree: directories first (breadth-first, heavy-tailed fan-out),
+/// then files per directory with Zipf-like weights.
+fn plan(spec: GenSpec, rng: &mut Pcg64Mcg) -> Plan {
+    let n = spec.inodes.max(1);
+    let dirs = ((n as f64 * 0.095) as u64).max(1) as usize;
+    let links = (n as f64 * 0.005) as u64;
+    let files = n.saturating_sub(dirs as u64 + links);
+    let mut p = Plan {
+        parent: vec![u32::MAX],
+        name: vec![Vec::new()],
+        files: vec![0],
+        symlinks: vec![0],
+    };
+    let mut depth = vec![0usize];
+    let mut next = 0usize;
+    while p.parent.len() < dirs {
+        let at = next.min(p.parent.len() - 1);
+        next += 1;
+        let d = depth[at] + 1;
+        // Heavy-tailed fan-out: most directories have few subdirectories.
+        let u: f64 = rng.random::<f64>().max(1e-9);
+        let fan = if d == 1 {
+            8
+        } else {
+            ((1.5 / u.powf(0.8)) as usize).min(2_000)
+        };
+        for _ in 0..fan {
+            if p.parent.len() >= dirs {
+                break;
+            }
+            let k = p.parent.len();
+            p.parent.push(at as u32);
+            p.name.push(dir_name(rng, d, k));
+            p.files.push(0);
+            p.symlinks.push(0);
+            depth.push(d);
+        }
+        if next >= p.parent.len() {
+            next = 0;
+        }
+    }
+    // Files: weight 1/rank^1.1 over a random order of the non-root directories,
+    // so a few directories get a large share (100k+ at a million inodes).
+    let d = p.parent.len();
+    let mut order: Vec<usize> = (1.max(d.min(2) - 1)..d).collect();
+    for i in (1..order.len()).rev() {
+        order.swap(i, rng.random_range(0..=i));
+    }
+    let weights: Vec<f64> = (1..=order.len())
+        .map(|r| 1.0 / (r as f64).powf(1.1))
+        .collect();
+    let total: f64 = weights.iter().sum();
+    let mut left = files;
+    for (w, &dir) in weights.iter().zip(&order) {
+        let k = ((files as f64 * w / total) as u64).min(left);
+        p.files[dir] += k as u32;
+        left -= k;
+    }
+    for _ in 0..left {
+        let dir = order
+            .get(rng.random_range(0..order.len().max(1)))
+            .copied()
+            .unwrap_or(0);
+        p.files[dir] += 1;
+    }
+    for _ in 0..links {
+        let dir = rng.random_range(0..d);
+        p.symlinks[dir] += 1;
+    }
+    p
+}
+
+fn perm<'a>(rng: &mut Pcg64Mcg, dir: bool) -> PermSpec<'a> {
+    let u = (rng.random::<f64>().powi(2) * USERS.len() as f64) as usize;
+    PermSpec {
+        user: USERS[u.min(USERS.len() - 1)],
+        group: GROUPS[u % GROUPS.len()],
+        mode: if dir {
+            0o755
+        } else {
+            [0o644, 0o640, 0o600][u % 3]
+        },
+    }
+}
+
+/// Builds the namespace described by `spec`.
+pub fn generate(spec: GenSpec) -> Namespace {
+    let mut rng = Pcg64Mcg::seed_from_u64(spec.seed);
+    let p = plan(spec, &mut rng);
+    let mut ns = Namespace::new(NsInfo {
+        namespace_id: rng.random::<u32>() as u64,
+        creation_time: EPOCH_MS,
+        last_block_id: 1 << 30,
+        generation_stamp: 1000,
+        ..NsInfo::default()
+    });
+    let mut ids = vec![0u64; p.parent.len()];
+    ids[0] = ROOT_ID;
+    let mut kids: Vec<Vec<usize>> = vec![Vec::new(); p.parent.len()];
+    for (i, &par) in p.parent.iter().enumerate().skip(1) {
+        kids[par as usize].push(i);
+    }
+    let mut next_block = (1u64 << 30) + 1;
+    let mut gs = 1001u64;
+    let mut entries: Vec<(Vec<u8>, u8, usize)> = Vec::new();
+    for dir in 0..p.parent.len() {
+        // Children of one directory are created in name order, so every
+        // insertion appends.
+        entries.clear();
+        entries.extend(kids[dir].iter().map(|&k| (p.name[k].clone(), 0u8, k)));
+        for f in 0..p.files[dir] {
+            entries.push((file_name(&mut rng, f), 1, 0));
+        }
+        for s in 0..p.symlinks[dir] {
+            entries.push((format!("link_{s}").into_bytes(), 2, 0));
+        }
+        // Directory names are unique; a file or link that happens to share
+        // a name with an earlier entry is dropped (directories sort first).
+        entries.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+        entries.dedup_by(|a, b| a.0 == b.0);
+        let parent = ids[dir];
+        for (name, kind, k) in entries.drain(..) {
+            let mtime = EPOCH_MS + rng.random_range(0..63_072_000_000u64);
+            let made = match kind {
+                0 => ns.mkdir_in(parent, &name, &perm(&mut rng, true), mtime),
+                1 => ns.create_in(
+                    parent,
+                    &name,
+                    &perm(&mut rng, false),
+                    &FileSpec {
+                        replication: if rng.random_bool(0.9) { 3 } else { 2 },
+                        preferred_block_size: BLOCK_SIZE,
+                        storage_policy: if rng.random_bool(0.05) { 12 } else { 0 },
+                    },
+                    mtime,
+                ),
+                _ => ns.symlink_in(
+                    parent,
+                    &name,
+                    b"/data/current",
+                    &perm(&mut rng, false),
+                    mtime,
+                ),
+            };
+            // The plan only makes valid, unique names: a failure is a bug.
+            let id = made.expect("generator plan yields valid names");
+            match kind {
+                0 => ids[k] = id,
+                1 => add_blocks(&mut ns, &mut rng, id, &mut next_block, &mut gs),
+                _ => {}
+            }
+            decorate(&mut ns, &mut rng, id, kind);
+        }
+    }
+    ns.info_mut().last_txid = ns.stats().inodes;
+    ns
+}
+
+fn add_blocks(ns: &mut Namespace, rng: &mut Pcg64Mcg, id: u64, next: &mut u64, gs: &mut u64) {
+    let r: f64 = rng.random();
+    let count = if r < 0.05 {
+        0
+    } else if r < 0.75 {
+        1
+    } else if r < 0.93 {
+        2
+    } else {
+        3
+    };
+    for b in 0..count {
+        let last = b + 1 == count;
+        // Last blocks are mostly small (log-uniform from 1 KiB to a full block).
+        let length = if last {
+            (1024.0 * (BLOCK_SIZE as f64 / 1024.0).powf(rng.random::<f64>())) as u64
+        } else {
+            BLOCK_SIZE
+        };
+        *gs += 1;
+        let block = Block {
+            id: *next,
+            generation_stamp: *gs,
+            length,
+        };
+        *next += 1;
+        ns.add_block(id, block).expect("file just created");
+    }
+}
+
+/// Rare attributes: xattrs, ACLs, quotas, under-construction files.
+fn decorate(ns: &mut Namespace, rng: &mut Pcg64Mcg, id: u64, kind: u8) {
+    let r: f64 = rng.random();
+    let ok = match kind {
+        0 if r < 0.02 => ns.set_quota(id, 1_000_000, 1 << 40),
+        0 if r < 0.04 => ns.set_acl(
+            id,
+            &[
+                (b"", 0, false, 7),
+                (b"analysts", 1, false, 5),
+                (b"", 2, false, 5),
+                (b"", 3, false, 0),
+            ],
+        ),
+        1 if r < 0.005 => ns.set_xattr(id, XAttrNs::User, b"checksum.type", b"crc32c"),
+        1 if r < 0.008 => ns.set_xattr(
+            id,
+            XAttrNs::Trusted,
+            b"encryption.zone",
+            &rng.random::<[u8; 16]>(),
+        ),
+        1 if r < 0.009 => {
+            ns.set_under_construction(id, Some((b"DFSClient_NONMAPREDUCE_1", b"10.0.0.7")))
+        }
+        _ => Ok(()),
+    };
+    ok.expect("decorating a live inode");
+}

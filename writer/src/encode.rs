@@ -1,0 +1,132 @@
+//! Record encoding. Each batch covers a range of slots and is encoded by one
+//! rayon task into its own buffer, with the key and framed length of every
+//! record so that sub-sections can be cut on record boundaries afterwards.
+
+use nsimage_format::framing::put_record;
+use nsimage_format::model::{Body, Inode, InodeKind, Namespace, Slot};
+use nsimage_format::pb;
+
+/// Encoded records of one slot range.
+#[derive(Default)]
+pub struct Encoded {
+    pub bytes: Vec<u8>,
+    /// (key, framed length) of each record, in order.
+    pub records: Vec<(u64, u32)>,
+}
+
+impl Encoded {
+    fn with_capacity(records: usize) -> Self {
+        Encoded {
+            bytes: Vec::with_capacity(records * 64),
+            records: Vec::with_capacity(records),
+        }
+    }
+
+    pub fn put<M: prost::Message>(&mut self, key: u64, msg: &M) {
+        let before = self.bytes.len();
+        put_record(&mut self.bytes, msg);
+        self.records.push((key, (self.bytes.len() - before) as u32));
+    }
+}
+
+/// Fills `msg` from `n`, reusing the message's buffers.
+fn fill_inode(n: &Inode<'_>, msg: &mut pb::Inode) {
+    msg.id = n.id();
+    msg.name.clear();
+    msg.name.extend_from_slice(n.name());
+    msg.permission = n.perm().0;
+    msg.mtime = n.mtime();
+    msg.file = None;
+    msg.directory = None;
+    msg.symlink = None;
+    msg.xattrs.clear();
+    msg.acl.clear();
+    match *n.body() {
+        Body::File {
+            atime,
+            preferred_block_size,
+            replication,
+            storage_policy,
+            ..
+        } => {
+            msg.r#type = pb::InodeType::File as i32;
+            let uc = n.extra().and_then(|e| e.under_construction.as_ref());
+            msg.file = Some(pb::FileAttrs {
+                atime,
+                replication: replication as u32,
+                preferred_block_size,
+                blocks: n
+                    .blocks()
+                    .iter()
+                    .map(|b| pb::Block {
+                        id: b.id,
+                        generation_stamp: b.generation_stamp,
+                        length: b.length,
+                    })
+                    .collect(),
+                storage_policy: storage_policy as u32,
+                under_construction: uc.map(|u| pb::UnderConstruction {
+                    client_name: u.client_name.to_vec(),
+                    client_machine: u.client_machine.to_vec(),
+                }),
+            });
+        }
+        Body::Directory {
+            ns_quota, ds_quota, ..
+        } => {
+            msg.r#type = pb::InodeType::Directory as i32;
+            msg.directory = Some(pb::DirectoryAttrs { ns_quota, ds_quota });
+        }
+        Body::Symlink { .. } => {
+            msg.r#type = pb::InodeType::Symlink as i32;
+            msg.symlink = Some(pb::SymlinkAttrs {
+                target: n.symlink_target().unwrap_or_default().to_vec(),
+            });
+        }
+        Body::Free => {}
+    }
+    if let Some(e) = n.extra() {
+        msg.xattrs.extend(e.xattrs.iter().map(|x| pb::XAttr {
+            namespace: x.ns as i32,
+            name: x.name,
+            value: x.value.to_vec(),
+        }));
+        msg.acl.extend(e.acl.iter().map(|a| pb::AclEntry {
+            name: a.name,
+            r#type: a.kind as i32,
+            default_scope: a.default_scope,
+            permission: a.perm as u32,
+        }));
+    }
+}
+
+/// INODE records of the live inodes in `slots`.
+pub fn inodes(ns: &Namespace, slots: std::ops::Range<Slot>) -> Encoded {
+    let mut out = Encoded::with_capacity(slots.len());
+    let mut msg = pb::Inode::default();
+    for s in slots {
+        if let Some(n) = ns.at(s) {
+            fill_inode(&n, &mut msg);
+            out.put(msg.id, &msg);
+        }
+    }
+    out
+}
+
+/// INODE_DIR records of the non-empty directories in `slots`.
+pub fn dirs(ns: &Namespace, slots: std::ops::Range<Slot>) -> Encoded {
+    let mut out = Encoded::with_capacity(slots.len() / 8);
+    let mut msg = pb::DirEntry::default();
+    for s in slots {
+        let Some(n) = ns.at(s) else { continue };
+        if n.kind() != InodeKind::Directory || n.child_slots().is_empty() {
+            continue;
+        }
+        msg.parent = n.id();
+        msg.children.clear();
+        msg.children
+            .extend(n.child_slots().iter().map(|&c| ns.id_of(c)));
+        out.put(msg.parent, &msg);
+    }
+    out
+}

@@ -1,0 +1,230 @@
+//! Section layout and the image stream: header, sections (with sub-sections
+//! cut by bytes on record boundaries), index, footer. Checksums are computed
+//! as the bytes go out.
+
+use crate::encode::{self, Encoded};
+use crate::WriteOptions;
+use nsimage_format::consts::header;
+use nsimage_format::model::{Namespace, Slot};
+use nsimage_format::{pb, Footer, Header, Index, SectionInfo, SectionKind, SubSectionInfo};
+use std::io::{self, Write};
+use xxhash_rust::xxh3::{xxh3_64, Xxh3};
+
+/// What a write produced.
+#[derive(Clone, Debug)]
+pub struct ImageSummary {
+    /// Total bytes of the image.
+    pub bytes: u64,
+    pub index: Index,
+}
+
+/// The output stream with the running section and sub-section checksums.
+struct Sink<W: Write> {
+    out: W,
+    pos: u64,
+    section: Xxh3,
+    sub: Xxh3,
+}
+
+impl<W: Write> Sink<W> {
+    fn write(&mut self, b: &[u8]) -> io::Result<()> {
+        self.out.write_all(b)?;
+        self.section.update(b);
+        self.sub.update(b);
+        self.pos += b.len() as u64;
+        Ok(())
+    }
+}
+
+/// A section being written.
+struct SectionOut {
+    info: SectionInfo,
+    split: bool,
+    target: u64,
+    /// The sub-section being filled.
+    open: Option<SubSectionInfo>,
+}
+
+impl SectionOut {
+    fn begin<W: Write>(sink: &mut Sink<W>, kind: SectionKind, split: bool, target: u64) -> Self {
+        sink.section.reset();
+        SectionOut {
+            info: SectionInfo {
+                kind,
+                optional: false,
+                offset: sink.pos,
+                length: 0,
+                records: 0,
+                checksum: 0,
+                sub_sections: Vec::new(),
+            },
+            split,
+            target: target.max(1),
+            open: None,
+        }
+    }
+
+    /// Writes encoded records, closing a sub-section each time one reaches
+    /// the target size.
+    fn put<W: Write>(&mut self, sink: &mut Sink<W>, enc: &Encoded) -> io::Result<()> {
+        let mut written = 0usize;
+        let mut cursor = 0usize;
+        for &(key, len) in &enc.records {
+            if self.split && self.open.is_none() {
+                sink.sub.reset();
+                self.open = Some(SubSectionInfo {
+                    offset: sink.pos + (cursor - written) as u64,
+                    length: 0,
+                    records: 0,
+                    first_key: key,
+                    checksum: 0,
+                });
+            }
+            cursor += len as usize;
+            self.info.records += 1;
+            if let Some(sub) = &mut self.open {
+                sub.records += 1;
+                sub.length += len as u64;
+                if sub.length >= self.target {
+                    sink.write(&enc.bytes[written..cursor])?;
+                    written = cursor;
+                    self.close_sub(sink);
+                }
+            }
+        }
+        sink.write(&enc.bytes[written..])
+    }
+
+    fn close_sub<W: Write>(&mut self, sink: &mut Sink<W>) {
+        if let Some(mut sub) = self.open.take() {
+            sub.checksum = sink.sub.digest();
+            self.info.sub_sections.push(sub);
+        }
+    }
+
+    fn end<W: Write>(mut self, sink: &mut Sink<W>) -> SectionInfo {
+        self.close_sub(sink);
+        if self.info.sub_sections.len() == 1 {
+            // One piece is the whole section: no sub-sections to list.
+            self.info.sub_sections.clear();
+        }
+        self.info.length = sink.pos - self.info.offset;
+        self.info.checksum = sink.section.digest();
+        self.info
+    }
+}
+
+/// Writes a section whose records are produced by `encode` over slot ranges,
+/// encoding the next window of batches while the current one is written.
+fn write_batched<W: Write + Send>(
+    sink: &mut Sink<W>,
+    sec: &mut SectionOut,
+    ns: &Namespace,
+    opts: &WriteOptions,
+    encode: fn(&Namespace, std::ops::Range<Slot>) -> Encoded,
+) -> io::Result<()> {
+    use rayon::prelude::*;
+    let n = ns.slot_count();
+    let batch = opts.batch_inodes.max(1) as u32;
+    let ranges: Vec<_> = (0..n.div_ceil(batch))
+        .map(|b| b * batch..((b + 1) * batch).min(n))
+        .collect();
+    let window = 4 * rayon::current_num_threads().max(1);
+    let encode_window = |w: &[std::ops::Range<Slot>]| -> Vec<Encoded> {
+        w.par_iter().map(|r| encode(ns, r.clone())).collect()
+    };
+    let mut chunks = ranges.chunks(window);
+    let mut ready = chunks.next().map(encode_window).unwrap_or_default();
+    loop {
+        let next = chunks.next();
+        let (written, upcoming) = rayon::join(
+            || -> io::Result<()> {
+                for e in &ready {
+                    sec.put(sink, e)?;
+                }
+                Ok(())
+            },
+            || next.map(encode_window),
+        );
+        written?;
+        match upcoming {
+            Some(u) => ready = u,
+            None => return Ok(()),
+        }
+    }
+}
+
+/// Writes `ns` as an image to `out` and returns its index and size.
+pub fn write_image<W: Write + Send>(
+    ns: &Namespace,
+    out: W,
+    opts: &WriteOptions,
+) -> io::Result<ImageSummary> {
+    let mut sink = Sink {
+        out,
+        pos: 0,
+        section: Xxh3::new(),
+        sub: Xxh3::new(),
+    };
+    sink.write(&Header::current().encode())?;
+    debug_assert_eq!(sink.pos, header::SIZE as u64);
+    let mut sections = Vec::new();
+
+    let i = ns.info();
+    let mut enc = Encoded::default();
+    enc.put(
+        0,
+        &pb::NsInfo {
+            namespace_id: i.namespace_id,
+            last_txid: i.last_txid,
+            last_inode_id: i.last_inode_id,
+            last_block_id: i.last_block_id,
+            generation_stamp: i.generation_stamp,
+            creation_time: i.creation_time,
+        },
+    );
+    let mut sec = SectionOut::begin(&mut sink, SectionKind::NS_INFO, false, 0);
+    sec.put(&mut sink, &enc)?;
+    sections.push(sec.end(&mut sink));
+
+    let mut enc = Encoded::default();
+    let mut entry = pb::StringEntry::default();
+    for (k, s) in ns.strings().iter().enumerate() {
+        entry.value.clear();
+        entry.value.extend_from_slice(s);
+        enc.put(k as u64 + 1, &entry);
+    }
+    let mut sec = SectionOut::begin(&mut sink, SectionKind::STRING_TABLE, false, 0);
+    sec.put(&mut sink, &enc)?;
+    sections.push(sec.end(&mut sink));
+
+    let split = ns.slot_count() as u64 >= opts.sub_section_min_inodes;
+    for (kind, f) in [
+        (
+            SectionKind::INODE,
+            encode::inodes as fn(&Namespace, _) -> Encoded,
+        ),
+        (SectionKind::INODE_DIR, encode::dirs),
+    ] {
+        let mut sec = SectionOut::begin(&mut sink, kind, split, opts.sub_section_bytes);
+        write_batched(&mut sink, &mut sec, ns, opts, f)?;
+        sections.push(sec.end(&mut sink));
+    }
+
+    let index = Index { sections };
+    let bytes = index.encode();
+    let index_offset = sink.pos;
+    sink.write(&bytes)?;
+    let footer = Footer {
+        index_offset,
+        index_length: bytes.len() as u64,
+        index_checksum: xxh3_64(&bytes),
+        file_length: sink.pos + nsimage_format::consts::footer::SIZE as u64,
+    };
+    sink.write(&footer.encode())?;
+    sink.out.flush()?;
+    Ok(ImageSummary {
+        bytes: sink.pos,
+        index,
+    })
+}
