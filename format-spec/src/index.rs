@@ -184,6 +184,12 @@ fn check_sub_sections(kind: SectionKind, s: &pb::Section) -> Result<Vec<SubSecti
     if s.sub_sections.is_empty() {
         return Ok(out);
     }
+    if kind == SectionKind::NS_INFO || kind == SectionKind::STRING_TABLE {
+        return Err(FormatError::corrupt(
+            Location::in_section(kind, None, s.offset),
+            "this section kind cannot have sub-sections",
+        ));
+    }
     let mut expect = s.offset;
     let mut records: u64 = 0;
     for (i, u) in s.sub_sections.iter().enumerate() {

@@ -1,0 +1,155 @@
+//! The command line contract: JSON keys, exit codes (0 ok, 1 corrupt data,
+//! 2 usage or I/O), and error messages that say where.
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn nsimage(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_nsimage"))
+        .args(args)
+        .output()
+        .expect("run nsimage")
+}
+
+fn json(out: &Output) -> Value {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("stdout is JSON")
+}
+
+fn generate(path: &Path, inodes: &str) -> Value {
+    json(&nsimage(&[
+        "generate",
+        "-o",
+        path.to_str().unwrap(),
+        "--inodes",
+        inodes,
+        "--seed",
+        "7",
+        "--sub-section-bytes",
+        "65536",
+        "--sub-section-min-inodes",
+        "0",
+        "--json",
+    ]))
+}
+
+#[test]
+fn generate_then_load_agree() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = dir.path().join("x.nsi");
+    let g = generate(&img, "50000");
+    let l = json(&nsimage(&["load", img.to_str().unwrap(), "--json"]));
+    for k in [
+        "inodes",
+        "files",
+        "directories",
+        "symlinks",
+        "blocks",
+        "bytes",
+        "digest",
+    ] {
+        assert_eq!(g[k], l[k], "{k}");
+    }
+    assert_eq!(g["inodes"], 50000);
+    assert!(l["seconds"].is_number() && l["threads"].is_number());
+    assert!(g["seconds"].is_number());
+
+    let info = json(&nsimage(&["info", img.to_str().unwrap(), "--json"]));
+    assert_eq!(info["format"], "nsimage");
+    assert_eq!(info["version"], 1);
+    let sections = info["sections"].as_array().unwrap();
+    for kind in ["INODE", "INODE_DIR"] {
+        let s = sections.iter().find(|s| s["kind"] == kind).unwrap();
+        assert!(
+            s["sub_sections"].as_array().unwrap().len() > 1,
+            "{kind} has sub-sections"
+        );
+        for key in ["offset", "length", "records", "checksum"] {
+            assert!(!s[key].is_null(), "{key}");
+        }
+        assert!(!s["sub_sections"][0]["first_key"].is_null());
+    }
+
+    let v = nsimage(&["verify", img.to_str().unwrap()]);
+    assert_eq!(v.status.code(), Some(0));
+}
+
+#[test]
+fn flipped_byte_exits_1_and_names_the_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = dir.path().join("x.nsi");
+    generate(&img, "20000");
+    let mut bytes = std::fs::read(&img).unwrap();
+    let len = bytes.len();
+    for (i, pos) in [5, 40, len / 3, len / 2, len - 200, len - 30, len - 3]
+        .into_iter()
+        .enumerate()
+    {
+        let bad = dir.path().join(format!("bad{i}.nsi"));
+        bytes[pos] ^= 0x10;
+        std::fs::write(&bad, &bytes).unwrap();
+        bytes[pos] ^= 0x10;
+        for cmd in ["verify", "load"] {
+            let out = nsimage(&[cmd, bad.to_str().unwrap()]);
+            assert_eq!(out.status.code(), Some(1), "{cmd} at byte {pos}");
+            let msg = String::from_utf8_lossy(if cmd == "verify" {
+                &out.stdout
+            } else {
+                &out.stderr
+            })
+            .to_string();
+            assert!(
+                msg.contains("byte offset") && msg.contains(bad.to_str().unwrap()),
+                "{cmd}: {msg}"
+            );
+        }
+    }
+    let out = nsimage(&[
+        "verify",
+        dir.path().join("bad2.nsi").to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["ok"], false);
+    assert_eq!(v["problems"][0]["section"], "INODE");
+}
+
+#[test]
+fn usage_and_io_errors_exit_2() {
+    assert_eq!(
+        nsimage(&["load", "/nonexistent/image.nsi"]).status.code(),
+        Some(2)
+    );
+    assert_eq!(nsimage(&["frobnicate"]).status.code(), Some(2));
+    assert_eq!(nsimage(&["generate"]).status.code(), Some(2));
+    assert_eq!(
+        nsimage(&["generate", "-o", "/nonexistent/dir/x.nsi", "--inodes", "10"])
+            .status
+            .code(),
+        Some(2)
+    );
+}
+
+#[test]
+fn not_an_image_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("junk");
+    std::fs::write(
+        &p,
+        b"this is not an image at all, just some text that is long enough",
+    )
+    .unwrap();
+    for cmd in ["load", "verify", "info"] {
+        assert_eq!(
+            nsimage(&[cmd, p.to_str().unwrap()]).status.code(),
+            Some(1),
+            "{cmd}"
+        );
+    }
+}

@@ -1,0 +1,213 @@
+//! Write → load gives the same namespace (same digest and counts), for random
+//! namespaces and for the edge cases named in the foundation issue, with
+//! sub-sections so small that every record border is crossed.
+
+mod common;
+
+use common::{image, load_bytes, sample, tiny, F, P};
+use nsimage::format::model::{Block, Namespace, XAttrNs};
+use proptest::prelude::*;
+
+fn assert_round_trip(ns: &Namespace, sub_bytes: u64) {
+    let bytes = image(ns, &tiny(sub_bytes));
+    let back = load_bytes(&bytes).expect("image loads");
+    assert_eq!(back.digest(), ns.digest());
+    assert_eq!(back.stats(), ns.stats());
+    // The loaded namespace writes back to the same bytes.
+    assert_eq!(image(&back, &tiny(sub_bytes)), bytes);
+}
+
+#[test]
+fn empty_namespace_round_trips() {
+    assert_round_trip(&Namespace::default(), 1);
+    assert_round_trip(&Namespace::default(), 1 << 20);
+}
+
+#[test]
+fn sample_round_trips_at_every_sub_section_size() {
+    let ns = sample();
+    for sub in [1, 2, 3, 17, 64, 500, 1 << 20] {
+        assert_round_trip(&ns, sub);
+    }
+}
+
+#[test]
+fn odd_names_round_trip() {
+    let mut ns = Namespace::default();
+    let root = ns.resolve(b"/").unwrap();
+    ns.create_in(root, b"x", &P, &F, 1).unwrap();
+    ns.create_in(root, &[b'n'; 300], &P, &F, 1).unwrap();
+    ns.create_in(root, &[0xff, 0xfe, 0x80, b'a'], &P, &F, 1)
+        .unwrap();
+    ns.mkdir_in(root, "ünïcødé".as_bytes(), &P, 1).unwrap();
+    assert_round_trip(&ns, 5);
+    let back = load_bytes(&image(&ns, &tiny(5))).unwrap();
+    assert!(back.resolve(&[b'/', 0xff, 0xfe, 0x80, b'a']).is_ok());
+    assert!(back
+        .resolve(
+            &[b'/']
+                .iter()
+                .chain(&[b'n'; 300])
+                .copied()
+                .collect::<Vec<_>>()
+        )
+        .is_ok());
+}
+
+#[test]
+fn deep_paths_round_trip() {
+    let mut ns = Namespace::default();
+    let mut id = ns.resolve(b"/").unwrap();
+    for i in 0..1000 {
+        id = ns.mkdir_in(id, format!("d{i}").as_bytes(), &P, i).unwrap();
+    }
+    ns.create_in(id, b"leaf", &P, &F, 1).unwrap();
+    assert_round_trip(&ns, 100);
+    let back = load_bytes(&image(&ns, &tiny(100))).unwrap();
+    let path = back.path_of(back.inode(id).unwrap().id()).unwrap();
+    assert_eq!(path.iter().filter(|&&b| b == b'/').count(), 1000);
+}
+
+#[test]
+fn files_with_zero_and_many_blocks_round_trip() {
+    let mut ns = Namespace::default();
+    ns.create(b"/empty", &P, &F, 1).unwrap();
+    let f = ns.create(b"/huge", &P, &F, 1).unwrap();
+    for b in 0..20_000u64 {
+        ns.add_block(
+            f,
+            Block {
+                id: b + 1,
+                generation_stamp: 1,
+                length: 128 << 20,
+            },
+        )
+        .unwrap();
+    }
+    assert_round_trip(&ns, 4096);
+    let back = load_bytes(&image(&ns, &tiny(4096))).unwrap();
+    assert_eq!(back.inode(f).unwrap().blocks().len(), 20_000);
+}
+
+#[test]
+fn one_directory_with_a_million_children_round_trips() {
+    let mut ns = Namespace::default();
+    let d = ns.mkdirs(b"/big", &P, 1).unwrap();
+    for i in 0..1_000_000u32 {
+        ns.create_in(d, format!("f{i:07}").as_bytes(), &P, &F, 1)
+            .unwrap();
+    }
+    let opts = nsimage::writer::WriteOptions {
+        sub_section_bytes: 1 << 16,
+        sub_section_min_inodes: 0,
+        ..Default::default()
+    };
+    let bytes = image(&ns, &opts);
+    let back = load_bytes(&bytes).unwrap();
+    assert_eq!(back.digest(), ns.digest());
+    assert_eq!(back.inode(d).unwrap().child_slots().len(), 1_000_000);
+    assert!(back.resolve(b"/big/f0999999").is_ok());
+}
+
+/// One step of a random workload; failures are part of the test (they must
+/// change nothing) and are ignored.
+#[derive(Clone, Debug)]
+enum Op {
+    Mkdir(u8, Vec<u8>),
+    Create(u8, Vec<u8>),
+    Symlink(u8, Vec<u8>),
+    Block(u8, u64),
+    Rename(u8, u8, Vec<u8>),
+    Delete(u8),
+    XAttr(u8, Vec<u8>, Vec<u8>),
+    Owner(u8, Vec<u8>),
+}
+
+fn name() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        4 => "[a-e]{1,3}".prop_map(String::into_bytes),
+        1 => proptest::collection::vec(any::<u8>(), 1..300),
+    ]
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        3 => (any::<u8>(), name()).prop_map(|(p, n)| Op::Mkdir(p, n)),
+        4 => (any::<u8>(), name()).prop_map(|(p, n)| Op::Create(p, n)),
+        1 => (any::<u8>(), name()).prop_map(|(p, n)| Op::Symlink(p, n)),
+        3 => (any::<u8>(), any::<u64>()).prop_map(|(f, b)| Op::Block(f, b)),
+        1 => (any::<u8>(), any::<u8>(), name()).prop_map(|(a, b, n)| Op::Rename(a, b, n)),
+        1 => any::<u8>().prop_map(Op::Delete),
+        1 => (any::<u8>(), name(), proptest::collection::vec(any::<u8>(), 0..20)).prop_map(|(i, n, v)| Op::XAttr(i, n, v)),
+        1 => (any::<u8>(), name()).prop_map(|(i, u)| Op::Owner(i, u)),
+    ]
+}
+
+/// The id of the k-th live inode (mod count).
+fn pick(ns: &Namespace, k: u8) -> u64 {
+    let ids: Vec<u64> = ns.iter().map(|n| n.id()).collect();
+    ids[k as usize % ids.len()]
+}
+
+/// Applies `op`; false when the namespace refused it.
+fn apply(ns: &mut Namespace, op: &Op) -> bool {
+    let r = match op {
+        Op::Mkdir(p, n) => ns.mkdir_in(pick(ns, *p), n, &P, 7).map(drop),
+        Op::Create(p, n) => ns.create_in(pick(ns, *p), n, &P, &F, 8).map(drop),
+        Op::Symlink(p, n) => ns.symlink_in(pick(ns, *p), n, b"/t", &P, 9).map(drop),
+        Op::Block(f, b) => ns.add_block(
+            pick(ns, *f),
+            Block {
+                id: *b,
+                generation_stamp: b / 3,
+                length: b % 1000,
+            },
+        ),
+        Op::Rename(a, b, n) => {
+            let (src, dst) = (
+                ns.path_of(pick(ns, *a)).unwrap(),
+                ns.path_of(pick(ns, *b)).unwrap(),
+            );
+            let mut dst = dst;
+            dst.push(b'/');
+            dst.extend_from_slice(n);
+            ns.rename(&src, &dst, 10)
+        }
+        Op::Delete(a) => {
+            let p = ns.path_of(pick(ns, *a)).unwrap();
+            ns.delete(&p, true, 11).map(drop)
+        }
+        Op::XAttr(i, n, v) => ns.set_xattr(pick(ns, *i), XAttrNs::User, n, v),
+        Op::Owner(i, u) => ns.set_owner(pick(ns, *i), Some(u), None),
+    };
+    r.is_ok()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_namespaces_round_trip(ops in proptest::collection::vec(op(), 0..120), sub in 1u64..400) {
+        let mut ns = Namespace::default();
+        for o in &ops {
+            apply(&mut ns, o);
+        }
+        let bytes = image(&ns, &tiny(sub));
+        let back = load_bytes(&bytes).expect("image loads");
+        prop_assert_eq!(back.digest(), ns.digest());
+        prop_assert_eq!(back.stats(), ns.stats());
+    }
+
+    #[test]
+    fn failed_ops_leave_the_digest_unchanged(ops in proptest::collection::vec(op(), 1..60)) {
+        let mut ns = Namespace::default();
+        for o in &ops {
+            let before = ns.digest();
+            let snapshot = image(&ns, &tiny(1 << 20));
+            if !apply(&mut ns, o) {
+                prop_assert_eq!(ns.digest(), before);
+                prop_assert!(image(&ns, &tiny(1 << 20)) == snapshot, "refused {:?} changed the image", o);
+            }
+        }
+    }
+}
