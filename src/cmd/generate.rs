@@ -10,7 +10,7 @@ use std::time::Instant;
 #[derive(clap::Args)]
 pub struct Args {
     /// Output image.
-    #[arg(short, long)]
+    #[arg(short, long, default_value = "namespace.nsi")]
     output: PathBuf,
     /// Number of inodes.
     #[arg(long, default_value_t = 1_000_000)]
