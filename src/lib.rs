@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 
 pub mod generate;
+pub mod mem;
 
 pub use nsimage_format as format;
 pub use nsimage_loader as loader;

@@ -4,7 +4,18 @@
 mod cmd;
 
 use clap::Parser;
+use stats_alloc::{StatsAlloc, INSTRUMENTED_SYSTEM};
+use std::alloc::System;
 use std::process::ExitCode;
+
+/// Counts allocations so that `load --json` and the bench can report them.
+#[global_allocator]
+static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
+
+/// Allocations made by this process so far.
+pub fn allocations() -> usize {
+    GLOBAL.stats().allocations + GLOBAL.stats().reallocations
+}
 
 fn main() -> ExitCode {
     let cli = cmd::Cli::parse();

@@ -16,7 +16,17 @@ pub fn put_record<M: prost::Message>(out: &mut Vec<u8>, msg: &M) {
 
 /// Reads one varint from the front of `buf`, returning it and its width.
 /// `None` when `buf` ends inside the varint or the varint is over 10 bytes.
+#[inline]
 pub fn read_varint(buf: &[u8]) -> Option<(u64, usize)> {
+    match buf.first() {
+        Some(&b) if b < 0x80 => Some((b as u64, 1)),
+        Some(_) => read_varint_long(buf),
+        None => None,
+    }
+}
+
+#[inline(never)]
+fn read_varint_long(buf: &[u8]) -> Option<(u64, usize)> {
     let mut value: u64 = 0;
     for (i, &b) in buf.iter().enumerate().take(10) {
         let part = (b & 0x7f) as u64;

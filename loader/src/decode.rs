@@ -2,9 +2,10 @@
 //! memory. The serial and the parallel loader both call these functions; a
 //! piece's bytes have had their checksum checked before they get here.
 
+use crate::walk;
 use nsimage_format::framing::Records;
 use nsimage_format::model::{
-    AclEntry, Block, DirBatch, Extra, InodeBatch, LoadedBody, LoadedNode, NamespaceBuilder, NsInfo,
+    Block, DirBatch, Extra, InodeBatch, LoadedBody, LoadedNode, NamespaceBuilder, NsInfo,
     StringTable, UnderConstruction, XAttr, XAttrNs,
 };
 use nsimage_format::{pb, FormatError, Location, SubSectionInfo};
@@ -12,7 +13,7 @@ use prost::Message;
 
 type Result<T> = std::result::Result<T, FormatError>;
 
-fn bad(at: &Location, offset: u64, detail: impl Into<String>) -> FormatError {
+pub(crate) fn bad(at: &Location, offset: u64, detail: impl Into<String>) -> FormatError {
     FormatError::corrupt(
         Location {
             offset,
@@ -23,7 +24,12 @@ fn bad(at: &Location, offset: u64, detail: impl Into<String>) -> FormatError {
 }
 
 /// Decodes a record into a reused message.
-fn merge<M: Message + Default>(msg: &mut M, body: &[u8], at: &Location, off: u64) -> Result<()> {
+pub(crate) fn merge<M: Message + Default>(
+    msg: &mut M,
+    body: &[u8],
+    at: &Location,
+    off: u64,
+) -> Result<()> {
     msg.clear();
     msg.merge(body)
         .map_err(|e| bad(at, off, format!("undecodable record: {e}")))
@@ -31,7 +37,7 @@ fn merge<M: Message + Default>(msg: &mut M, body: &[u8], at: &Location, off: u64
 
 /// Checks the count and first key the index declared for a piece.
 /// The first key is declared only for sub-sections (`at.sub_section` set).
-fn check_piece(
+pub(crate) fn check_piece(
     piece: &SubSectionInfo,
     at: &Location,
     records: u64,
@@ -108,56 +114,95 @@ pub fn strings(buf: &[u8], piece: &SubSectionInfo, at: &Location) -> Result<Stri
     Ok(table)
 }
 
-fn u16_field(v: u32, what: &str, at: &Location, off: u64) -> Result<u16> {
-    u16::try_from(v).map_err(|_| bad(at, off, format!("{what} {v} out of range")))
-}
-
-fn extra_of(msg: &pb::Inode, at: &Location, off: u64) -> Result<Option<Extra>> {
+/// Converts a prost-decoded `Inode` into a loader record, with the same
+/// checks as the walker (the streaming baseline and the differential tests
+/// use it).
+pub fn loaded_from_pb<'m>(
+    msg: &'m pb::Inode,
+    blocks: &'m mut Vec<Block>,
+) -> std::result::Result<LoadedNode<'m>, String> {
+    blocks.clear();
+    let body = match (
+        pb::InodeType::try_from(msg.r#type),
+        &msg.file,
+        &msg.directory,
+        &msg.symlink,
+    ) {
+        (Ok(pb::InodeType::File), Some(f), None, None) => {
+            blocks.extend(f.blocks.iter().map(|b| Block {
+                id: b.id,
+                generation_stamp: b.generation_stamp,
+                length: b.length,
+            }));
+            walk::file_body(
+                f.atime,
+                f.replication,
+                f.preferred_block_size,
+                f.storage_policy,
+                blocks,
+            )?
+        }
+        (Ok(pb::InodeType::Directory), None, Some(d), None) => {
+            walk::dir_body(d.ns_quota, d.ds_quota)?
+        }
+        (Ok(pb::InodeType::Symlink), None, None, Some(s)) => {
+            LoadedBody::Symlink { target: &s.target }
+        }
+        _ => {
+            return Err(walk::kind_error(
+                msg.id,
+                msg.r#type,
+                msg.file.is_some(),
+                msg.directory.is_some(),
+                msg.symlink.is_some(),
+            ))
+        }
+    };
     let uc = msg
         .file
         .as_ref()
         .and_then(|f| f.under_construction.as_ref());
-    if msg.xattrs.is_empty() && msg.acl.is_empty() && uc.is_none() {
-        return Ok(None);
-    }
-    let mut e = Extra::default();
-    for x in &msg.xattrs {
-        let ns = u32::try_from(x.namespace)
-            .ok()
-            .and_then(XAttrNs::from_u32)
-            .ok_or_else(|| bad(at, off, format!("unknown xattr namespace {}", x.namespace)))?;
-        e.xattrs.push(XAttr {
-            ns,
-            name: x.name,
-            value: x.value.as_slice().into(),
-        });
-    }
-    for a in &msg.acl {
-        if !(0..=3).contains(&a.r#type) || a.permission > 7 {
-            return Err(bad(
-                at,
-                off,
-                format!(
-                    "ACL entry type {} perm {} out of range",
-                    a.r#type, a.permission
-                ),
-            ));
+    let extra = if msg.xattrs.is_empty() && msg.acl.is_empty() && uc.is_none() {
+        None
+    } else {
+        let mut e = Extra::default();
+        for x in &msg.xattrs {
+            let ns = u32::try_from(x.namespace)
+                .ok()
+                .and_then(XAttrNs::from_u32)
+                .ok_or_else(|| format!("unknown xattr namespace {}", x.namespace))?;
+            e.xattrs.push(XAttr {
+                ns,
+                name: x.name,
+                value: x.value.as_slice().into(),
+            });
         }
-        e.acl.push(AclEntry {
-            name: a.name,
-            kind: a.r#type as u8,
-            default_scope: a.default_scope,
-            perm: a.permission as u8,
+        for a in &msg.acl {
+            e.acl.push(walk::acl_entry(
+                a.name,
+                a.r#type,
+                a.default_scope,
+                a.permission,
+            )?);
+        }
+        e.under_construction = uc.map(|u| UnderConstruction {
+            client_name: u.client_name.as_slice().into(),
+            client_machine: u.client_machine.as_slice().into(),
         });
-    }
-    e.under_construction = uc.map(|u| UnderConstruction {
-        client_name: u.client_name.as_slice().into(),
-        client_machine: u.client_machine.as_slice().into(),
-    });
-    Ok(Some(e))
+        Some(e)
+    };
+    Ok(LoadedNode {
+        id: msg.id,
+        name: &msg.name,
+        perm: msg.permission,
+        mtime: msg.mtime,
+        body,
+        extra,
+    })
 }
 
-/// The records of one INODE piece into a batch filling arena chunk `chunk`.
+/// The records of one INODE piece into a batch filling arena chunk `chunk`,
+/// through the zero-copy walker.
 pub fn inodes(
     buf: &[u8],
     piece: &SubSectionInfo,
@@ -168,76 +213,13 @@ pub fn inodes(
     // Capacity bound by the piece's bytes (already read), not by a count.
     let cap = (piece.records as usize).min(buf.len());
     let mut batch = InodeBatch::new(chunk, cap, buf.len());
-    let mut msg = pb::Inode::default();
-    let mut blocks: Vec<Block> = Vec::new();
+    let mut scratch = walk::InodeScratch::default();
     let mut first = None;
     for r in Records::new(buf, at.clone()) {
         let (off, body) = r?;
-        merge(&mut msg, body, at, off)?;
-        first.get_or_insert(msg.id);
-        let kind = pb::InodeType::try_from(msg.r#type).unwrap_or(pb::InodeType::Unspecified);
-        let attrs = (msg.file.is_some() as u8)
-            + (msg.directory.is_some() as u8)
-            + (msg.symlink.is_some() as u8);
-        let body = match (kind, &msg.file, &msg.directory, &msg.symlink) {
-            (pb::InodeType::File, Some(f), None, None) => {
-                blocks.clear();
-                blocks.extend(f.blocks.iter().map(|b| Block {
-                    id: b.id,
-                    generation_stamp: b.generation_stamp,
-                    length: b.length,
-                }));
-                LoadedBody::File {
-                    atime: f.atime,
-                    replication: u16_field(f.replication, "replication", at, off)?,
-                    preferred_block_size: f.preferred_block_size,
-                    storage_policy: u8::try_from(f.storage_policy).map_err(|_| {
-                        bad(
-                            at,
-                            off,
-                            format!("storage policy {} out of range", f.storage_policy),
-                        )
-                    })?,
-                    blocks: &blocks,
-                }
-            }
-            (pb::InodeType::Directory, None, Some(d), None) => {
-                if d.ns_quota < -1 || d.ds_quota < -1 {
-                    return Err(bad(at, off, "directory quota below -1"));
-                }
-                LoadedBody::Directory {
-                    ns_quota: d.ns_quota,
-                    ds_quota: d.ds_quota,
-                }
-            }
-            (pb::InodeType::Symlink, None, None, Some(s)) => {
-                LoadedBody::Symlink { target: &s.target }
-            }
-            _ => {
-                return Err(bad(
-                    at,
-                    off,
-                    format!(
-                        "inode {} has type {} with {attrs} attribute groups",
-                        msg.id, msg.r#type
-                    ),
-                ))
-            }
-        };
-        let extra = extra_of(&msg, at, off)?;
-        batch
-            .push(
-                LoadedNode {
-                    id: msg.id,
-                    name: &msg.name,
-                    perm: msg.permission,
-                    mtime: msg.mtime,
-                    body,
-                    extra,
-                },
-                strings,
-            )
-            .map_err(|d| bad(at, off, d))?;
+        let node = walk::inode(body, &mut scratch).map_err(|d| bad(at, off, d))?;
+        first.get_or_insert(node.id);
+        batch.push(node, strings).map_err(|d| bad(at, off, d))?;
     }
     check_piece(piece, at, batch.len() as u64, first)?;
     Ok(batch)
@@ -252,15 +234,15 @@ pub fn dirs(
     chunk: u32,
 ) -> Result<DirBatch> {
     let mut batch = DirBatch::new(chunk, buf.len());
-    let mut msg = pb::DirEntry::default();
+    let mut children = Vec::new();
     let mut first = None;
     let mut n = 0;
     for r in Records::new(buf, at.clone()) {
         let (off, body) = r?;
-        merge(&mut msg, body, at, off)?;
-        first.get_or_insert(msg.parent);
+        let parent = walk::dir_entry(body, &mut children).map_err(|d| bad(at, off, d))?;
+        first.get_or_insert(parent);
         batch
-            .push(builder, msg.parent, msg.children.iter().copied())
+            .push(builder, parent, children.iter().copied())
             .map_err(|d| bad(at, off, d))?;
         n += 1;
     }

@@ -3,20 +3,28 @@
 //!
 //! - [`source`]: the image file: one read of the tail for footer and index,
 //!   then one read per piece (section or sub-section), never one per record;
+//! - [`walk`]: the zero-copy protobuf record walker of the hot path;
 //! - [`decode`]: records of each section kind into builder batches; the unit
 //!   of work is one piece, so the serial and parallel paths share it;
-//! - [`load`]: plans the pieces and drives the builder;
+//! - `load`: plans the pieces and runs them on a thread pool, merging into
+//!   sharded tables ([`shard`]); one thread runs the same code serially;
+//! - `stream`: the streaming baseline (buffered reader, prost per record);
 //! - [`verify`]: checks every checksum and structural rule, listing each bad
 //!   region.
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
 pub mod decode;
 mod load;
+mod map;
+pub mod shard;
 pub mod source;
+mod stream;
 mod verify;
+pub mod walk;
 
-pub use load::{load, LoadOptions, LoadStats, Loaded};
-pub use source::ImageSource;
+pub use load::{load, LoadOptions, LoadStats, Loaded, DEFAULT_PARALLEL_THRESHOLD};
+pub use shard::LockStats;
+pub use source::{ImageSource, ReadStrategy};
 pub use verify::{verify, Problem, VerifyReport};
 
 use nsimage_format::{FormatError, Location};

@@ -1,27 +1,69 @@
-//! Planning and driving a load: NS_INFO and STRING_TABLE first, then the
-//! INODE pieces, then the INODE_DIR pieces, each piece read with one read
-//! call and decoded by [`crate::decode`].
+//! Planning and driving a load. NS_INFO and STRING_TABLE are read first;
+//! then the INODE pieces run on a thread pool, each decoded into a local
+//! batch whose nodes go into the sharded node table; then the INODE_DIR
+//! pieces run the same way (they need every inode id, so they wait for the
+//! INODE phase), their parent links going into a sharded parent table. One
+//! thread runs the same code without a pool: the serial path. Pieces are the
+//! unit of work (one task each, work-stealing), so balance does not depend on
+//! how many sub-sections the writer chose.
 
 use crate::decode;
-use crate::source::ImageSource;
+use crate::shard::{LockStats, Sharded};
+use crate::source::{ImageSource, ReadStrategy};
 use crate::LoadError;
-use nsimage_format::model::NamespaceBuilder;
+use nsimage_format::model::{NamespaceBuilder, Node, Slot, NO_SLOT};
 use nsimage_format::{Location, Namespace, SectionInfo, SectionKind, SubSectionInfo};
+use rayon::prelude::*;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
+/// Namespaces with fewer inodes than this load serially by default. Chosen
+/// from the crossover `nsimage bench` measures (see README, "Serial
+/// threshold").
+pub const DEFAULT_PARALLEL_THRESHOLD: u64 = 50_000;
+
+/// Shards of each shared table.
+const SHARDS: usize = 256;
+
 /// How to load.
-#[derive(Clone, Debug, Default)]
-pub struct LoadOptions {}
+#[derive(Clone, Debug)]
+pub struct LoadOptions {
+    /// Worker threads; 0 means the number of available cores.
+    pub threads: usize,
+    pub read: ReadStrategy,
+    /// Force the serial path.
+    pub serial: bool,
+    /// Below this many inodes (from the index) the load is serial.
+    pub parallel_threshold: u64,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        LoadOptions {
+            threads: 0,
+            read: ReadStrategy::default(),
+            serial: false,
+            parallel_threshold: DEFAULT_PARALLEL_THRESHOLD,
+        }
+    }
+}
 
 /// What a load did.
 #[derive(Clone, Debug, Default)]
 pub struct LoadStats {
+    /// "serial" or "parallel".
+    pub mode: &'static str,
+    pub read: &'static str,
+    pub threads: usize,
     /// Pieces (sections or sub-sections) decoded.
     pub pieces: u64,
     pub read_calls: u64,
     pub bytes_read: u64,
     pub seconds: f64,
+    pub inode_phase_seconds: f64,
+    pub dir_phase_seconds: f64,
+    pub locks: LockStats,
 }
 
 pub struct Loaded {
@@ -42,7 +84,7 @@ pub fn pieces(sec: &SectionInfo) -> Vec<(SubSectionInfo, Location)> {
         .collect()
 }
 
-fn section(src: &ImageSource, kind: SectionKind) -> Result<&SectionInfo, LoadError> {
+pub(crate) fn section(src: &ImageSource, kind: SectionKind) -> Result<&SectionInfo, LoadError> {
     // Index::decode already refuses an index without every known kind.
     src.index.section(kind).ok_or_else(|| LoadError::Corrupt {
         path: src.path().to_path_buf(),
@@ -51,62 +93,218 @@ fn section(src: &ImageSource, kind: SectionKind) -> Result<&SectionInfo, LoadErr
     })
 }
 
-/// Loads the image at `path`.
-pub fn load(path: &Path, _opts: &LoadOptions) -> Result<Loaded, LoadError> {
-    let started = Instant::now();
-    let src = ImageSource::open(path)?;
-    let namespace = load_from(&src)?;
-    let stats = LoadStats {
-        pieces: src
-            .index
-            .sections
-            .iter()
-            .map(|s| s.pieces().len() as u64)
-            .sum(),
-        read_calls: src.read_calls(),
-        bytes_read: src.bytes_read(),
-        seconds: started.elapsed().as_secs_f64(),
-    };
-    Ok(Loaded { namespace, stats })
-}
-
-/// The serial path: one piece after another.
-pub fn load_from(src: &ImageSource) -> Result<Namespace, LoadError> {
-    let fmt = |e| LoadError::from_format(src.path(), e);
-    let mut buf = Vec::new();
-    let mut one = |kind| -> Result<(SubSectionInfo, Location, Vec<u8>), LoadError> {
-        let sec = section(src, kind)?;
-        let (p, at) = pieces(sec).remove(0);
-        src.read_piece(&p, at.clone(), &mut buf)?;
-        Ok((p, at, std::mem::take(&mut buf)))
-    };
-    let (p, at, b) = one(SectionKind::NS_INFO)?;
-    let info = decode::ns_info(&b, &p, &at).map_err(fmt)?;
-    let (p, at, b) = one(SectionKind::STRING_TABLE)?;
-    let strings = decode::strings(&b, &p, &at).map_err(fmt)?;
-
-    let inode_sec = section(src, SectionKind::INODE)?;
-    let cap = (inode_sec.records as usize).min(inode_sec.length as usize);
-    let mut builder = NamespaceBuilder::new(info, strings, cap);
-    for (i, (p, at)) in pieces(inode_sec).into_iter().enumerate() {
-        src.read_piece(&p, at.clone(), &mut buf)?;
-        let batch = decode::inodes(&buf, &p, &at, builder.strings(), i as u32).map_err(fmt)?;
-        builder.add_inodes(batch).map_err(|d| corrupt(src, at, d))?;
-    }
-    let dir_sec = section(src, SectionKind::INODE_DIR)?;
-    for (i, (p, at)) in pieces(dir_sec).into_iter().enumerate() {
-        src.read_piece(&p, at.clone(), &mut buf)?;
-        let batch = decode::dirs(&buf, &p, &at, &builder, i as u32).map_err(fmt)?;
-        builder.add_dirs(batch).map_err(|d| corrupt(src, at, d))?;
-    }
-    let at = Location::in_section(SectionKind::INODE_DIR, None, dir_sec.offset);
-    builder.finish().map_err(|d| corrupt(src, at, d))
-}
-
-fn corrupt(src: &ImageSource, at: Location, detail: String) -> LoadError {
+pub(crate) fn corrupt(src: &ImageSource, at: Location, detail: String) -> LoadError {
     LoadError::Corrupt {
         path: src.path().to_path_buf(),
         at,
         detail,
     }
+}
+
+/// Loads the image at `path`.
+pub fn load(path: &Path, opts: &LoadOptions) -> Result<Loaded, LoadError> {
+    let started = Instant::now();
+    let mut src = ImageSource::open(path)?;
+    let inodes = src
+        .index
+        .section(SectionKind::INODE)
+        .map_or(0, |s| s.records);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let serial =
+        opts.serial || opts.read == ReadStrategy::Stream || inodes < opts.parallel_threshold;
+    let threads = if serial {
+        1
+    } else if opts.threads == 0 {
+        cores
+    } else {
+        opts.threads
+    };
+    let mut stats = LoadStats {
+        mode: if serial { "serial" } else { "parallel" },
+        read: opts.read.name(),
+        threads,
+        ..LoadStats::default()
+    };
+    let namespace = match opts.read {
+        ReadStrategy::Stream => crate::stream::load_stream(&src)?,
+        strategy => {
+            if strategy == ReadStrategy::Mmap {
+                src.map()?;
+            }
+            let pool = if threads > 1 {
+                let p = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .thread_name(|i| format!("nsimage-load-{i}"))
+                    .build()
+                    .map_err(|e| LoadError::Io {
+                        path: path.to_path_buf(),
+                        source: std::io::Error::other(e),
+                    })?;
+                Some(p)
+            } else {
+                None
+            };
+            load_pieces(&src, pool.as_ref(), &mut stats)?
+        }
+    };
+    stats.pieces = src
+        .index
+        .sections
+        .iter()
+        .filter(|s| s.kind.is_known())
+        .map(|s| s.pieces().len() as u64)
+        .sum();
+    stats.read_calls = src.read_calls();
+    stats.bytes_read = src.bytes_read();
+    stats.seconds = started.elapsed().as_secs_f64();
+    Ok(Loaded { namespace, stats })
+}
+
+/// Runs `f` over every piece, on `pool` when given (one task per piece,
+/// work-stealing) or in order on this thread. The first failure stops the
+/// workers from starting new pieces; the error of the lowest-numbered failed
+/// piece is returned.
+fn run_pieces<T: Send>(
+    pool: Option<&rayon::ThreadPool>,
+    pieces: &[(SubSectionInfo, Location)],
+    f: impl Fn(usize, &SubSectionInfo, &Location) -> Result<T, LoadError> + Sync,
+) -> Result<Vec<T>, LoadError> {
+    let Some(pool) = pool else {
+        return pieces
+            .iter()
+            .enumerate()
+            .map(|(i, (p, at))| f(i, p, at))
+            .collect();
+    };
+    let stop = AtomicBool::new(false);
+    let results: Vec<Option<Result<T, LoadError>>> = pool.install(|| {
+        pieces
+            .par_iter()
+            .with_max_len(1)
+            .enumerate()
+            .map(|(i, (p, at))| {
+                if stop.load(Ordering::Relaxed) {
+                    return None;
+                }
+                let r = f(i, p, at);
+                if r.is_err() {
+                    stop.store(true, Ordering::Relaxed);
+                }
+                Some(r)
+            })
+            .collect()
+    });
+    let mut out = Vec::with_capacity(results.len());
+    let mut skipped = false;
+    for r in results {
+        match r {
+            Some(Ok(v)) => out.push(v),
+            Some(Err(e)) => return Err(e),
+            None => skipped = true,
+        }
+    }
+    debug_assert!(!skipped, "pieces are only skipped after an error");
+    Ok(out)
+}
+
+/// The indexed path (mmap or bulk reads), serial or parallel.
+fn load_pieces(
+    src: &ImageSource,
+    pool: Option<&rayon::ThreadPool>,
+    stats: &mut LoadStats,
+) -> Result<Namespace, LoadError> {
+    let fmt = |e| LoadError::from_format(src.path(), e);
+    let mut buf = Vec::new();
+    let info = {
+        let (p, at) = pieces(section(src, SectionKind::NS_INFO)?).remove(0);
+        decode::ns_info(src.piece(&p, &at, &mut buf)?, &p, &at).map_err(fmt)?
+    };
+    let strings = {
+        let (p, at) = pieces(section(src, SectionKind::STRING_TABLE)?).remove(0);
+        decode::strings(src.piece(&p, &at, &mut buf)?, &p, &at).map_err(fmt)?
+    };
+
+    // INODE phase: slot ranges follow from the declared record counts
+    // (validated against the bytes by each piece's decoder).
+    let t = Instant::now();
+    let inode_sec = section(src, SectionKind::INODE)?;
+    let inode_pieces = pieces(inode_sec);
+    let total = inode_sec.records as usize;
+    let mut bases = Vec::with_capacity(inode_pieces.len());
+    let mut acc = 0usize;
+    for (p, _) in &inode_pieces {
+        bases.push(acc);
+        acc += p.records as usize;
+    }
+    let mut nodes: Vec<Node> = Vec::new();
+    match pool {
+        Some(pool) => {
+            pool.install(|| nodes.par_extend(rayon::iter::repeat_n(Node::PLACEHOLDER, total)))
+        }
+        None => nodes.resize(total, Node::PLACEHOLDER),
+    }
+    let (parts, locks) = {
+        let table = Sharded::new(&mut nodes, SHARDS);
+        let parts = run_pieces(pool, &inode_pieces, |i, p, at| {
+            let mut buf = Vec::new();
+            let bytes = src.piece(p, at, &mut buf)?;
+            let batch = decode::inodes(bytes, p, at, &strings, i as u32).map_err(fmt)?;
+            table
+                .put(bases[i], batch.nodes())
+                .map_err(|d| corrupt(src, at.clone(), d))?;
+            Ok(batch.into_parts())
+        })?;
+        (parts, table.stats())
+    };
+    stats.locks.add(locks);
+    let mut builder = NamespaceBuilder::new(info, strings, nodes);
+    for (parts, (_, at)) in parts.into_iter().zip(&inode_pieces) {
+        builder
+            .add_inode_parts(parts)
+            .map_err(|d| corrupt(src, at.clone(), d))?;
+    }
+    stats.inode_phase_seconds = t.elapsed().as_secs_f64();
+
+    // INODE_DIR phase: the builder is shared read-only (ids, names); parent
+    // links go to a sharded table, each set at most once.
+    let t = Instant::now();
+    let dir_sec = section(src, SectionKind::INODE_DIR)?;
+    let dir_pieces = pieces(dir_sec);
+    let mut parents: Vec<Slot> = vec![NO_SLOT; builder.inode_count()];
+    let (batches, locks) = {
+        let table = Sharded::new(&mut parents, SHARDS);
+        let b = &builder;
+        let batches = run_pieces(pool, &dir_pieces, |i, p, at| {
+            let mut buf = Vec::new();
+            let bytes = src.piece(p, at, &mut buf)?;
+            let batch = decode::dirs(bytes, p, at, b, i as u32).map_err(fmt)?;
+            table
+                .apply(batch.links(), |slot, child, parent| {
+                    if *slot != NO_SLOT {
+                        return Err(format!(
+                            "inode in slot {child} is listed in two directories"
+                        ));
+                    }
+                    *slot = parent;
+                    Ok(())
+                })
+                .map_err(|d| corrupt(src, at.clone(), d))?;
+            Ok(batch)
+        })?;
+        (batches, table.stats())
+    };
+    stats.locks.add(locks);
+    let at = Location::in_section(SectionKind::INODE_DIR, None, dir_sec.offset);
+    builder
+        .attach(&parents, batches)
+        .map_err(|d| corrupt(src, at.clone(), d))?;
+    drop(parents);
+    let ns = builder.finish().map_err(|d| corrupt(src, at, d))?;
+    stats.dir_phase_seconds = t.elapsed().as_secs_f64();
+    Ok(ns)
+}
+
+/// The serial path over an open source (used by `verify`).
+pub fn load_from(src: &ImageSource) -> Result<Namespace, LoadError> {
+    load_pieces(src, None, &mut LoadStats::default())
 }

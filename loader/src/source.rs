@@ -13,10 +13,48 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// Bytes read from the end of the file at open, enough for most indexes.
 const TAIL_READ: u64 = 256 << 10;
 
+/// How piece bytes are brought into memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ReadStrategy {
+    /// Map the file; pieces are slices of the mapping.
+    #[default]
+    Mmap,
+    /// One positioned read per piece into a buffer.
+    Bulk,
+    /// The baseline of loaders without an index: a buffered reader, record
+    /// by record, one section after another, each record decoded by prost.
+    Stream,
+}
+
+impl ReadStrategy {
+    pub fn name(self) -> &'static str {
+        match self {
+            ReadStrategy::Mmap => "mmap",
+            ReadStrategy::Bulk => "bulk",
+            ReadStrategy::Stream => "stream",
+        }
+    }
+}
+
+impl std::str::FromStr for ReadStrategy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "mmap" => Ok(ReadStrategy::Mmap),
+            "bulk" => Ok(ReadStrategy::Bulk),
+            "stream" => Ok(ReadStrategy::Stream),
+            _ => Err(format!(
+                "unknown read strategy {s:?} (mmap, bulk or stream)"
+            )),
+        }
+    }
+}
+
 /// An open image with its validated header and index.
 pub struct ImageSource {
     path: PathBuf,
     file: File,
+    map: Option<memmap2::Mmap>,
     len: u64,
     pub header: Header,
     pub index: Index,
@@ -36,6 +74,7 @@ impl ImageSource {
             path: path.to_path_buf(),
             file,
             len,
+            map: None,
             header: Header::current(),
             index: Index::default(),
             read_calls: AtomicU64::new(0),
@@ -58,6 +97,80 @@ impl ImageSource {
         src.index =
             Index::decode(&index_bytes, foot.index_offset, foot.index_checksum).map_err(fmt)?;
         Ok(src)
+    }
+
+    /// Maps the whole file, for [`ReadStrategy::Mmap`] (counted as one call).
+    pub fn map(&mut self) -> Result<(), LoadError> {
+        self.read_calls.fetch_add(1, Ordering::Relaxed);
+        let m = crate::map::map(&self.file).map_err(|source| LoadError::Io {
+            path: self.path.clone(),
+            source,
+        })?;
+        if m.len() as u64 != self.len {
+            return Err(LoadError::Corrupt {
+                path: self.path.clone(),
+                at: nsimage_format::Location::at(m.len() as u64),
+                detail: "file changed size while being opened".into(),
+            });
+        }
+        self.map = Some(m);
+        Ok(())
+    }
+
+    /// The file handle, for readers that stream it.
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+
+    /// Counts read calls made by a caller that reads the file itself.
+    pub fn count_reads(&self, calls: u64, bytes: u64) {
+        self.read_calls.fetch_add(calls, Ordering::Relaxed);
+        self.bytes_read.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// The bytes of one piece, checksum checked: a slice of the mapping when
+    /// the file is mapped, else one read into `buf`.
+    pub fn piece<'s>(
+        &'s self,
+        piece: &SubSectionInfo,
+        at: &nsimage_format::Location,
+        buf: &'s mut Vec<u8>,
+    ) -> Result<&'s [u8], LoadError> {
+        let bytes: &[u8] = match &self.map {
+            Some(m) => {
+                let end = piece
+                    .offset
+                    .checked_add(piece.length)
+                    .filter(|&e| e <= m.len() as u64);
+                let Some(end) = end else {
+                    return Err(LoadError::Corrupt {
+                        path: self.path.clone(),
+                        at: at.clone(),
+                        detail: format!(
+                            "range of {} bytes runs past the end of the file",
+                            piece.length
+                        ),
+                    });
+                };
+                &m[piece.offset as usize..end as usize]
+            }
+            None => {
+                self.read_into(piece.offset, piece.length, buf)?;
+                buf
+            }
+        };
+        let actual = xxhash_rust::xxh3::xxh3_64(bytes);
+        if actual != piece.checksum {
+            return Err(LoadError::Corrupt {
+                path: self.path.clone(),
+                at: at.clone(),
+                detail: format!(
+                    "checksum mismatch over {} bytes (stored {:016x}, computed {actual:016x})",
+                    piece.length, piece.checksum
+                ),
+            });
+        }
+        Ok(bytes)
     }
 
     pub fn path(&self) -> &Path {
@@ -104,28 +217,6 @@ impl ImageSource {
                 path: self.path.clone(),
                 source,
             })
-    }
-
-    /// Reads one piece into `buf` and checks its checksum.
-    pub fn read_piece(
-        &self,
-        piece: &SubSectionInfo,
-        at: nsimage_format::Location,
-        buf: &mut Vec<u8>,
-    ) -> Result<(), LoadError> {
-        self.read_into(piece.offset, piece.length, buf)?;
-        let actual = xxhash_rust::xxh3::xxh3_64(buf);
-        if actual != piece.checksum {
-            return Err(LoadError::Corrupt {
-                path: self.path.clone(),
-                at,
-                detail: format!(
-                    "checksum mismatch over {} bytes (stored {:016x}, computed {actual:016x})",
-                    piece.length, piece.checksum
-                ),
-            });
-        }
-        Ok(())
     }
 
     /// Read calls issued so far (open included).

@@ -1,7 +1,8 @@
-//! `nsimage load`: loads an image into memory and reports counts, digest and
-//! time.
+//! `nsimage load`: loads an image into memory and reports counts, digest,
+//! time, memory, allocations and lock contention.
 
-use nsimage::loader::{load, LoadOptions};
+use nsimage::loader::{load, LoadOptions, ReadStrategy, DEFAULT_PARALLEL_THRESHOLD};
+use nsimage::mem;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -9,33 +10,80 @@ use std::process::ExitCode;
 pub struct Args {
     /// Image file.
     file: PathBuf,
+    /// Worker threads (default: available cores).
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
+    /// How piece bytes are read: mmap, bulk (one read per piece) or stream
+    /// (the buffered record-by-record baseline, always serial).
+    #[arg(long, default_value = "mmap")]
+    read: ReadStrategy,
+    /// Force the serial path.
+    #[arg(long)]
+    serial: bool,
+    /// Below this many inodes the load is serial.
+    #[arg(long, default_value_t = DEFAULT_PARALLEL_THRESHOLD)]
+    parallel_threshold: u64,
     /// Print JSON on stdout.
     #[arg(long)]
     json: bool,
 }
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
+    let opts = LoadOptions {
+        threads: a.threads,
+        read: a.read,
+        serial: a.serial,
+        parallel_threshold: a.parallel_threshold,
+    };
     let pb = super::spinner(&format!("loading {}", a.file.display()));
-    let loaded = load(&a.file, &LoadOptions::default())?;
+    let rss_before = mem::rss_bytes();
+    let allocs_before = crate::allocations();
+    let loaded = load(&a.file, &opts)?;
+    let allocations = crate::allocations() - allocs_before;
+    let rss_after = mem::rss_bytes();
     pb.finish_and_clear();
     let ns = &loaded.namespace;
     let st = ns.stats();
     let digest = ns.digest().to_string();
     let s = &loaded.stats;
+    let per_inode = |v: u64| v as f64 / st.inodes.max(1) as f64;
     if a.json {
         let mut m = super::stats_json(&st, &digest, s.seconds);
-        m.insert("threads".into(), 1.into());
-        m.insert("mode".into(), "serial".into());
-        m.insert("read".into(), "bulk".into());
-        m.insert("sub_sections".into(), s.pieces.into());
-        m.insert("read_calls".into(), s.read_calls.into());
-        m.insert("heap_bytes".into(), ns.heap_bytes().into());
+        let extra = serde_json::json!({
+            "threads": s.threads,
+            "mode": s.mode,
+            "read": s.read,
+            "sub_sections": s.pieces,
+            "read_calls": s.read_calls,
+            "bytes_read": s.bytes_read,
+            "peak_rss_bytes": mem::peak_rss_bytes(),
+            "rss_after_bytes": rss_after,
+            "resident_bytes_per_inode": per_inode(rss_after.saturating_sub(rss_before)),
+            "heap_bytes": ns.heap_bytes(),
+            "allocations": allocations,
+            "allocations_per_inode": per_inode(allocations as u64),
+            "inode_phase_seconds": s.inode_phase_seconds,
+            "dir_phase_seconds": s.dir_phase_seconds,
+            "lock_acquisitions": s.locks.acquisitions,
+            "lock_contended": s.locks.contended,
+            "lock_wait_seconds": s.locks.wait_ns as f64 / 1e9,
+        });
+        if let serde_json::Value::Object(e) = extra {
+            m.extend(e);
+        }
         println!("{}", serde_json::Value::Object(m));
     } else {
         println!("{}: {}", a.file.display(), super::stats_text(&st, &digest));
         println!(
-            "loaded in {:.3} s: {} pieces, {} read calls, {} bytes read",
-            s.seconds, s.pieces, s.read_calls, s.bytes_read
+            "loaded in {:.3} s ({} mode, {} threads, {} reads): {} pieces, {} read calls, {} bytes read",
+            s.seconds, s.mode, s.threads, s.read, s.pieces, s.read_calls, s.bytes_read
+        );
+        println!(
+            "memory: {:.1} resident bytes per inode, {:.3} allocations per inode; locks: {} taken, {} contended",
+            per_inode(rss_after.saturating_sub(rss_before)),
+            per_inode(allocations as u64),
+            s.locks.acquisitions,
+            s.locks.contended
         );
     }
     Ok(ExitCode::SUCCESS)

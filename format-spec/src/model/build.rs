@@ -11,7 +11,7 @@ use crate::consts::{MAX_NAME_LENGTH, ROOT_ID};
 use std::collections::HashMap;
 
 /// The kind-specific part of a decoded inode record.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LoadedBody<'a> {
     File {
         atime: u64,
@@ -30,7 +30,7 @@ pub enum LoadedBody<'a> {
 }
 
 /// One decoded inode record.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LoadedNode<'a> {
     pub id: u64,
     pub name: &'a [u8],
@@ -70,6 +70,36 @@ impl InodeBatch {
 
     pub fn is_empty(&self) -> bool {
         self.nodes.is_empty()
+    }
+
+    /// The decoded fixed parts, to be copied into the node table.
+    pub fn nodes(&self) -> &[Node] {
+        &self.nodes
+    }
+
+    /// Splits the batch into its node table and everything else, for a
+    /// caller whose whole section is this one batch.
+    pub fn into_nodes_and_parts(mut self) -> (Vec<Node>, InodeParts) {
+        let nodes = std::mem::take(&mut self.nodes);
+        let len = nodes.len() as u32;
+        let mut parts = self.into_parts();
+        parts.len = len;
+        (nodes, parts)
+    }
+
+    /// Everything but the fixed parts (which the caller has copied).
+    pub fn into_parts(self) -> InodeParts {
+        let (mut names, mut blocks) = (self.names, self.blocks);
+        names.shrink_to_fit();
+        blocks.shrink_to_fit();
+        InodeParts {
+            chunk: self.chunk,
+            len: self.nodes.len() as u32,
+            ids: self.ids,
+            names,
+            blocks,
+            extras: self.extras,
+        }
     }
 
     fn put(&mut self, bytes: &[u8]) -> Result<NameRef, String> {
@@ -178,6 +208,16 @@ impl InodeBatch {
     }
 }
 
+/// What an [`InodeBatch`] leaves once its nodes are in the node table.
+pub struct InodeParts {
+    chunk: u32,
+    len: u32,
+    ids: IdIndex,
+    names: Vec<u8>,
+    blocks: Vec<Block>,
+    extras: Vec<(u32, Extra)>,
+}
+
 /// Child lists decoded from one INODE_DIR piece, with their own arena chunk.
 pub struct DirBatch {
     chunk: u32,
@@ -248,28 +288,49 @@ impl DirBatch {
         self.dirs.push((ps, span));
         Ok(())
     }
+
+    /// (child slot, parent slot) of every child in this batch.
+    pub fn links(&self) -> impl Iterator<Item = (Slot, Slot)> + '_ {
+        self.dirs.iter().flat_map(move |&(ps, span)| {
+            self.children[span.start as usize..(span.start + span.len) as usize]
+                .iter()
+                .map(move |&c| (c, ps))
+        })
+    }
+
+    pub fn child_count(&self) -> usize {
+        self.children.len()
+    }
 }
 
 /// Builds a [`Namespace`] from batches, then checks the whole tree.
+///
+/// The caller owns the node table while pieces are decoded (so that it can
+/// shard it between threads), hands it over with [`NamespaceBuilder::new`],
+/// adds each INODE piece's remaining parts in id order, then attaches the
+/// directory tree.
 pub struct NamespaceBuilder {
     ns: Namespace,
+    added: u32,
 }
 
 impl NamespaceBuilder {
-    /// Starts from the NS_INFO record and the string table.
-    pub fn new(info: NsInfo, strings: StringTable, inode_capacity: usize) -> Self {
+    /// Starts from the NS_INFO record, the string table and the node table
+    /// (filled by the caller from [`InodeBatch::nodes`], in piece order).
+    pub fn new(info: NsInfo, strings: StringTable, nodes: Vec<Node>) -> Self {
         NamespaceBuilder {
             ns: Namespace {
                 info,
                 strings,
                 ids: IdIndex::default(),
-                nodes: Vec::with_capacity(inode_capacity),
+                nodes,
                 names: Arena::default(),
                 blocks: Arena::default(),
                 children: Arena::default(),
                 owned_children: HashMap::new(),
                 extras: HashMap::new(),
             },
+            added: 0,
         }
     }
 
@@ -285,57 +346,71 @@ impl NamespaceBuilder {
         super::read_name(&self.ns.names, self.ns.nodes[slot as usize].name)
     }
 
-    /// Appends a batch; batches must come in id order.
-    pub fn add_inodes(&mut self, batch: InodeBatch) -> Result<(), String> {
-        let base = self.ns.nodes.len() as u32;
-        if self.ns.ids.extend(&batch.ids).is_none() {
+    /// Adds the parts of the next INODE piece (pieces in id order).
+    pub fn add_inode_parts(&mut self, parts: InodeParts) -> Result<(), String> {
+        let base = self.added;
+        if parts.len == 0 {
+            return Ok(());
+        }
+        if self.ns.ids.extend(&parts.ids).is_none() {
             return Err(format!(
-                "inode ids of this piece do not follow the previous piece's (last id {:?})",
-                self.ns.ids.last_id()
+                "inode ids of this piece do not follow the previous piece's (last id {})",
+                self.ns.ids.last_id().unwrap_or(0)
             ));
         }
-        self.ns.nodes.extend_from_slice(&batch.nodes);
-        let (mut names, mut blocks) = (batch.names, batch.blocks);
-        names.shrink_to_fit();
-        blocks.shrink_to_fit();
-        self.ns.names.set_chunk(batch.chunk, names);
-        self.ns.blocks.set_chunk(batch.chunk, blocks);
-        for (i, e) in batch.extras {
+        self.added += parts.len;
+        if self.added as usize > self.ns.nodes.len() {
+            return Err("more inodes than the node table holds".into());
+        }
+        self.ns.names.set_chunk(parts.chunk, parts.names);
+        self.ns.blocks.set_chunk(parts.chunk, parts.blocks);
+        for (i, e) in parts.extras {
             self.ns.extras.insert(base + i, e);
         }
         Ok(())
     }
 
-    /// Attaches the child lists of a batch.
-    pub fn add_dirs(&mut self, batch: DirBatch) -> Result<(), String> {
+    /// Attaches the directory tree: `parents[slot]` is each inode's parent
+    /// (checked by the caller to be set at most once) and `batches` hold the
+    /// child lists.
+    pub fn attach(&mut self, parents: &[Slot], batches: Vec<DirBatch>) -> Result<(), String> {
         let ns = &mut self.ns;
-        for &(ps, span) in &batch.dirs {
-            for &c in &batch.children[span.start as usize..(span.start + span.len) as usize] {
-                let node = &mut ns.nodes[c as usize];
-                if node.parent != NO_SLOT {
-                    return Err(format!(
-                        "inode {} is listed in two directories",
-                        ns.ids.id(c)
-                    ));
-                }
-                node.parent = ps;
-            }
-            if let Body::Directory { children, .. } = &mut ns.nodes[ps as usize].body {
-                if children.len != 0 {
-                    return Err(format!("directory {} is listed twice", ns.ids.id(ps)));
-                }
-                *children = span;
-            }
+        if self.added as usize != ns.nodes.len() || parents.len() != ns.nodes.len() {
+            return Err(format!(
+                "{} inodes decoded, {} expected",
+                self.added,
+                ns.nodes.len()
+            ));
         }
-        let mut children = batch.children;
-        children.shrink_to_fit();
-        ns.children.set_chunk(batch.chunk, children);
+        for (n, &p) in ns.nodes.iter_mut().zip(parents) {
+            n.parent = p;
+        }
+        for batch in batches {
+            for &(ps, span) in &batch.dirs {
+                if let Body::Directory { children, .. } = &mut ns.nodes[ps as usize].body {
+                    if children.len != 0 {
+                        return Err(format!("directory {} is listed twice", ns.ids.id(ps)));
+                    }
+                    *children = span;
+                }
+            }
+            let mut children = batch.children;
+            children.shrink_to_fit();
+            ns.children.set_chunk(batch.chunk, children);
+        }
         Ok(())
     }
 
     /// Checks the whole tree (a root, every inode reachable from it exactly
     /// once, ids within the counters) and returns the namespace.
     pub fn finish(self) -> Result<Namespace, String> {
+        if (self.added as usize) != self.ns.nodes.len() {
+            return Err(format!(
+                "{} inodes decoded, {} expected",
+                self.added,
+                self.ns.nodes.len()
+            ));
+        }
         let ns = self.ns;
         match ns.nodes.first() {
             Some(root)

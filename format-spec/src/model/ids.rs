@@ -72,12 +72,25 @@ impl IdIndex {
         }
     }
 
-    /// Appends another index whose slots follow this one's.
+    /// Appends another index whose slots follow this one's; `None` (and no
+    /// change) unless its ids all exceed this one's.
     pub fn extend(&mut self, other: &IdIndex) -> Option<()> {
+        let first = other.runs.first()?;
+        if self.last_id().is_some_and(|l| first.first_id <= l)
+            || self.slots.checked_add(other.slots).is_none()
+        {
+            return None;
+        }
         for r in &other.runs {
-            for k in 0..r.len {
-                self.push(r.first_id + k as u64)?;
+            let run = Run {
+                first_slot: self.slots,
+                ..*r
+            };
+            match self.runs.last_mut() {
+                Some(l) if l.first_id + l.len as u64 == r.first_id => l.len += r.len,
+                _ => self.runs.push(run),
             }
+            self.slots += r.len;
         }
         Some(())
     }

@@ -15,7 +15,7 @@ mod ops;
 mod strings;
 
 pub use arena::{Arena, Span};
-pub use build::{DirBatch, InodeBatch, LoadedBody, LoadedNode, NamespaceBuilder};
+pub use build::{DirBatch, InodeBatch, InodeParts, LoadedBody, LoadedNode, NamespaceBuilder};
 pub use digest::Digest;
 pub use ids::IdIndex;
 pub use ops::{FileSpec, NsError, PermSpec};
@@ -178,6 +178,18 @@ pub struct Node {
     pub parent: Slot,
     pub has_extra: bool,
     pub body: Body,
+}
+
+impl Node {
+    /// What a node table holds before a loader fills the slot.
+    pub const PLACEHOLDER: Node = Node {
+        mtime: 0,
+        perm: Perm(0),
+        name: NameRef { chunk: 0, off: 0 },
+        parent: NO_SLOT,
+        has_extra: false,
+        body: Body::Free,
+    };
 }
 
 /// A metadata server's namespace.
