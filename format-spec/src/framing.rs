@@ -25,8 +25,20 @@ pub fn read_varint(buf: &[u8]) -> Option<(u64, usize)> {
     }
 }
 
-#[inline(never)]
+/// Multi-byte varints; unrolled when ten bytes are available (the common
+/// case inside a section), byte by byte near the end of a buffer.
+#[inline]
 fn read_varint_long(buf: &[u8]) -> Option<(u64, usize)> {
+    if let Some(b) = buf.first_chunk::<10>() {
+        let mut value = (b[0] & 0x7f) as u64;
+        for (i, &x) in b.iter().enumerate().skip(1) {
+            value |= ((x & 0x7f) as u64) << (7 * i);
+            if x < 0x80 {
+                return (i < 9 || x <= 1).then_some((value, i + 1));
+            }
+        }
+        return None;
+    }
     let mut value: u64 = 0;
     for (i, &b) in buf.iter().enumerate().take(10) {
         let part = (b & 0x7f) as u64;

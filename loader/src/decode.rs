@@ -209,10 +209,11 @@ pub fn inodes(
     at: &Location,
     strings: &StringTable,
     chunk: u32,
+    mut nodes: Vec<nsimage_format::model::Node>,
 ) -> Result<InodeBatch> {
     // Capacity bound by the piece's bytes (already read), not by a count.
-    let cap = (piece.records as usize).min(buf.len());
-    let mut batch = InodeBatch::new(chunk, cap, buf.len());
+    nodes.reserve((piece.records as usize).min(buf.len()));
+    let mut batch = InodeBatch::with_buffer(chunk, nodes, buf.len());
     let mut scratch = walk::InodeScratch::default();
     let mut first = None;
     for r in Records::new(buf, at.clone()) {

@@ -164,16 +164,18 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<Loaded, LoadError> {
 /// work-stealing) or in order on this thread. The first failure stops the
 /// workers from starting new pieces; the error of the lowest-numbered failed
 /// piece is returned.
-fn run_pieces<T: Send>(
+fn run_pieces<T: Send, S>(
     pool: Option<&rayon::ThreadPool>,
     pieces: &[(SubSectionInfo, Location)],
-    f: impl Fn(usize, &SubSectionInfo, &Location) -> Result<T, LoadError> + Sync,
+    init: impl Fn() -> S + Sync + Send,
+    f: impl Fn(&mut S, usize, &SubSectionInfo, &Location) -> Result<T, LoadError> + Sync + Send,
 ) -> Result<Vec<T>, LoadError> {
     let Some(pool) = pool else {
+        let mut scratch = init();
         return pieces
             .iter()
             .enumerate()
-            .map(|(i, (p, at))| f(i, p, at))
+            .map(|(i, (p, at))| f(&mut scratch, i, p, at))
             .collect();
     };
     let stop = AtomicBool::new(false);
@@ -182,11 +184,11 @@ fn run_pieces<T: Send>(
             .par_iter()
             .with_max_len(1)
             .enumerate()
-            .map(|(i, (p, at))| {
+            .map_init(&init, |scratch, (i, (p, at))| {
                 if stop.load(Ordering::Relaxed) {
                     return None;
                 }
-                let r = f(i, p, at);
+                let r = f(scratch, i, p, at);
                 if r.is_err() {
                     stop.store(true, Ordering::Relaxed);
                 }
@@ -245,14 +247,19 @@ fn load_pieces(
     }
     let (parts, locks) = {
         let table = Sharded::new(&mut nodes, SHARDS);
-        let parts = run_pieces(pool, &inode_pieces, |i, p, at| {
-            let mut buf = Vec::new();
-            let bytes = src.piece(p, at, &mut buf)?;
-            let batch = decode::inodes(bytes, p, at, &strings, i as u32).map_err(fmt)?;
+        // Per-worker scratch: the read buffer and the node buffer are reused
+        // from one piece to the next.
+        let init = || (Vec::new(), Vec::new());
+        let parts = run_pieces(pool, &inode_pieces, init, |(buf, nodes), i, p, at| {
+            let bytes = src.piece(p, at, buf)?;
+            let batch = decode::inodes(bytes, p, at, &strings, i as u32, std::mem::take(nodes))
+                .map_err(fmt)?;
             table
                 .put(bases[i], batch.nodes())
                 .map_err(|d| corrupt(src, at.clone(), d))?;
-            Ok(batch.into_parts())
+            let (parts, buffer) = batch.into_parts_and_buffer();
+            *nodes = buffer;
+            Ok(parts)
         })?;
         (parts, table.stats())
     };
@@ -274,9 +281,8 @@ fn load_pieces(
     let (batches, locks) = {
         let table = Sharded::new(&mut parents, SHARDS);
         let b = &builder;
-        let batches = run_pieces(pool, &dir_pieces, |i, p, at| {
-            let mut buf = Vec::new();
-            let bytes = src.piece(p, at, &mut buf)?;
+        let batches = run_pieces(pool, &dir_pieces, Vec::new, |buf, i, p, at| {
+            let bytes = src.piece(p, at, buf)?;
             let batch = decode::dirs(bytes, p, at, b, i as u32).map_err(fmt)?;
             table
                 .apply(batch.links(), |slot, child, parent| {

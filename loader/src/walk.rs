@@ -47,6 +47,13 @@ impl<'a> Wire<'a> {
 
     #[inline]
     fn key(&mut self) -> Result<(u32, u8), WalkError> {
+        // Field numbers below 16 have one-byte keys.
+        if let Some(&b) = self.buf.get(self.pos) {
+            if (8..0x80).contains(&b) {
+                self.pos += 1;
+                return Ok(((b >> 3) as u32, b & 7));
+            }
+        }
         let k = self.varint()?;
         let field = u32::try_from(k >> 3).map_err(|_| "field number out of range".to_string())?;
         if field == 0 {

@@ -30,6 +30,12 @@ impl<T: Copy> Arena<T> {
         &self.chunks[s.chunk as usize][start..start + s.len as usize]
     }
 
+    /// The whole chunk `n` (empty if there is none).
+    #[inline]
+    pub fn chunk(&self, n: u32) -> &[T] {
+        self.chunks.get(n as usize).map_or(&[], |c| &c[..])
+    }
+
     /// Adds a whole chunk (a loader's per-sub-section buffer) and returns its number.
     pub fn add_chunk(&mut self, chunk: Vec<T>) -> u32 {
         self.chunks.push(chunk);

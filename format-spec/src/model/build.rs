@@ -54,10 +54,17 @@ impl InodeBatch {
     /// A batch filling arena chunk `chunk`; capacities are hints, bounded by
     /// the caller from the piece's byte length.
     pub fn new(chunk: u32, records: usize, bytes: usize) -> Self {
+        Self::with_buffer(chunk, Vec::with_capacity(records), bytes)
+    }
+
+    /// Like [`new`](Self::new), decoding nodes into a reused buffer (see
+    /// [`into_parts_and_buffer`](Self::into_parts_and_buffer)).
+    pub fn with_buffer(chunk: u32, mut nodes: Vec<Node>, bytes: usize) -> Self {
+        nodes.clear();
         InodeBatch {
             chunk,
             ids: IdIndex::default(),
-            nodes: Vec::with_capacity(records),
+            nodes,
             names: Vec::with_capacity(bytes / 4),
             blocks: Vec::new(),
             extras: Vec::new(),
@@ -85,6 +92,16 @@ impl InodeBatch {
         let mut parts = self.into_parts();
         parts.len = len;
         (nodes, parts)
+    }
+
+    /// Everything but the fixed parts (which the caller has copied), and the
+    /// node buffer for the next batch.
+    pub fn into_parts_and_buffer(mut self) -> (InodeParts, Vec<Node>) {
+        let nodes = std::mem::take(&mut self.nodes);
+        let len = nodes.len() as u32;
+        let mut parts = self.into_parts();
+        parts.len = len;
+        (parts, nodes)
     }
 
     /// Everything but the fixed parts (which the caller has copied).

@@ -377,29 +377,16 @@ impl Namespace {
     }
 }
 
-/// Reads a length-prefixed name from the name arena. Arena contents are
-/// written by this crate (writer-side) or by the loader after bounds checks.
+/// Reads a length-prefixed name from the name arena. A reference that does
+/// not resolve (which the builder never makes) reads as the empty name.
+#[inline]
 fn read_name(names: &Arena<u8>, r: NameRef) -> &[u8] {
-    let head = names.get(Span {
-        chunk: r.chunk,
-        start: r.off,
-        len: 1,
-    });
-    if head.is_empty() {
-        return &[];
+    let c = names.chunk(r.chunk);
+    let rest = c.get(r.off as usize..).unwrap_or_default();
+    match crate::framing::read_varint(rest) {
+        Some((len, w)) => rest.get(w..w + len as usize).unwrap_or_default(),
+        None => &[],
     }
-    // Names are at most MAX_NAME_LENGTH bytes: a varint of at most 3 bytes.
-    let probe = names.get(Span {
-        chunk: r.chunk,
-        start: r.off,
-        len: if head[0] < 0x80 { 1 } else { 3 },
-    });
-    let (len, w) = crate::framing::read_varint(probe).unwrap_or((0, 1));
-    names.get(Span {
-        chunk: r.chunk,
-        start: r.off + w as u32,
-        len: len as u32,
-    })
 }
 
 /// A live inode, borrowed from its namespace.

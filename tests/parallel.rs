@@ -1,0 +1,224 @@
+//! The parallel loader: the same namespace for every thread count, read
+//! strategy and sub-section size; read calls in proportion to pieces, not
+//! records; a bad piece stops a parallel load with a located error.
+
+mod common;
+
+use common::{image, tiny};
+use nsimage::format::{Footer, Index, SectionKind};
+use nsimage::generate::{generate, GenSpec};
+use nsimage::loader::{load, LoadError, LoadOptions, ReadStrategy};
+use std::path::Path;
+
+fn opts(threads: usize, read: ReadStrategy) -> LoadOptions {
+    LoadOptions {
+        threads,
+        read,
+        serial: false,
+        parallel_threshold: 0,
+    }
+}
+
+fn write(dir: &Path, name: &str, bytes: &[u8]) -> std::path::PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
+#[test]
+fn same_digest_for_every_thread_count_strategy_and_sub_section_size() {
+    let ns = generate(GenSpec {
+        inodes: 30_000,
+        seed: 5,
+    });
+    let want = ns.digest();
+    let dir = tempfile::tempdir().unwrap();
+    for sub in [97u64, 4096, 1 << 20] {
+        let path = write(dir.path(), &format!("s{sub}.nsi"), &image(&ns, &tiny(sub)));
+        for read in [ReadStrategy::Mmap, ReadStrategy::Bulk, ReadStrategy::Stream] {
+            for threads in [1, 2, 3, 8, 17] {
+                let l = load(&path, &opts(threads, read)).unwrap();
+                assert_eq!(
+                    l.namespace.digest(),
+                    want,
+                    "sub {sub}, {read:?}, {threads} threads"
+                );
+                assert_eq!(l.namespace.stats(), ns.stats());
+                if read != ReadStrategy::Stream && threads > 1 {
+                    assert_eq!(l.stats.mode, "parallel");
+                    assert_eq!(l.stats.threads, threads);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn serial_below_the_threshold_and_when_forced() {
+    let ns = generate(GenSpec {
+        inodes: 2_000,
+        seed: 1,
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "a.nsi", &image(&ns, &tiny(512)));
+    let mut o = opts(4, ReadStrategy::Bulk);
+    o.parallel_threshold = 2_001;
+    assert_eq!(load(&path, &o).unwrap().stats.mode, "serial");
+    o.parallel_threshold = 2_000;
+    assert_eq!(load(&path, &o).unwrap().stats.mode, "parallel");
+    o.serial = true;
+    assert_eq!(load(&path, &o).unwrap().stats.mode, "serial");
+}
+
+#[test]
+fn read_calls_follow_pieces_not_records() {
+    let dir = tempfile::tempdir().unwrap();
+    for (inodes, sub) in [(5_000u64, 8192u64), (40_000, 65_536)] {
+        let ns = generate(GenSpec { inodes, seed: 2 });
+        let path = write(
+            dir.path(),
+            &format!("{inodes}.nsi"),
+            &image(&ns, &tiny(sub)),
+        );
+        let bulk = load(&path, &opts(2, ReadStrategy::Bulk)).unwrap().stats;
+        // Header, tail, then one read per piece.
+        assert_eq!(bulk.read_calls, 2 + bulk.pieces, "{inodes} inodes");
+        let mmap = load(&path, &opts(2, ReadStrategy::Mmap)).unwrap().stats;
+        assert_eq!(mmap.read_calls, 3, "{inodes} inodes");
+    }
+}
+
+fn index_of(bytes: &[u8]) -> Index {
+    use nsimage::format::consts::footer;
+    let f = Footer::decode(&bytes[bytes.len() - footer::SIZE..], bytes.len() as u64).unwrap();
+    let s = f.index_offset as usize;
+    Index::decode(
+        &bytes[s..s + f.index_length as usize],
+        f.index_offset,
+        f.index_checksum,
+    )
+    .unwrap()
+}
+
+/// Rewrites the index so that the checksums match the (damaged) bytes: the
+/// damage then reaches the decoders instead of the checksum check.
+fn rechecksum(bytes: &mut Vec<u8>) {
+    use nsimage::format::consts::footer;
+    use xxhash_rust::xxh3::xxh3_64;
+    let f = Footer::decode(&bytes[bytes.len() - footer::SIZE..], bytes.len() as u64).unwrap();
+    let mut idx = index_of(bytes);
+    for s in &mut idx.sections {
+        s.checksum = xxh3_64(&bytes[s.offset as usize..s.end() as usize]);
+        for u in &mut s.sub_sections {
+            u.checksum = xxh3_64(&bytes[u.offset as usize..(u.offset + u.length) as usize]);
+        }
+    }
+    let ib = idx.encode();
+    bytes.truncate(f.index_offset as usize);
+    bytes.extend_from_slice(&ib);
+    let foot = Footer {
+        index_offset: f.index_offset,
+        index_length: ib.len() as u64,
+        index_checksum: xxh3_64(&ib),
+        file_length: (bytes.len() + footer::SIZE) as u64,
+    };
+    bytes.extend_from_slice(&foot.encode());
+}
+
+#[test]
+fn a_corrupt_sub_section_stops_a_parallel_load_with_its_location() {
+    let ns = generate(GenSpec {
+        inodes: 20_000,
+        seed: 3,
+    });
+    let good = image(&ns, &tiny(2048));
+    let idx = index_of(&good);
+    let dir = tempfile::tempdir().unwrap();
+    for kind in [SectionKind::INODE, SectionKind::INODE_DIR] {
+        let sec = idx.section(kind).unwrap();
+        let target = sec.sub_sections.len() / 2;
+        let sub = &sec.sub_sections[target];
+        // A checksum failure, then bytes that pass the checksum but do not decode.
+        for recheck in [false, true] {
+            let mut bad = good.clone();
+            // The first record's length prefix claims more than the piece holds.
+            bad[sub.offset as usize] = 0xff;
+            bad[sub.offset as usize + 1] = 0x7f;
+            if recheck {
+                rechecksum(&mut bad);
+            }
+            let path = write(dir.path(), "bad.nsi", &bad);
+            for threads in [1, 2, 8] {
+                for read in [ReadStrategy::Mmap, ReadStrategy::Bulk] {
+                    match load(&path, &opts(threads, read)) {
+                        Err(LoadError::Corrupt { at, detail, .. }) => {
+                            assert_eq!(at.section, Some(kind), "{detail}");
+                            assert_eq!(at.sub_section, Some(target), "{detail}");
+                            assert!(at.offset >= sub.offset && at.offset < sub.offset + sub.length);
+                        }
+                        Err(e) => panic!("expected a corruption error, got {e}"),
+                        Ok(_) => panic!("corrupt sub-section loaded"),
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_child_in_two_directories_is_refused_in_parallel() {
+    // Two directories each list the same file: encode by hand.
+    use nsimage::format::framing::put_record;
+    use nsimage::format::pb;
+    let mut ns = nsimage::Namespace::default();
+    ns.mkdirs(b"/a", &common::P, 1).unwrap();
+    ns.mkdirs(b"/b", &common::P, 1).unwrap();
+    let f = ns.create(b"/a/f", &common::P, &common::F, 1).unwrap();
+    let good = image(&ns, &tiny(1));
+    let idx = index_of(&good);
+    let dirsec = idx.section(SectionKind::INODE_DIR).unwrap();
+    // Replace the INODE_DIR section: root -> a, b; a -> f; b -> f.
+    let a = ns.resolve(b"/a").unwrap();
+    let b = ns.resolve(b"/b").unwrap();
+    let mut recs = Vec::new();
+    for (parent, children) in [
+        (nsimage::format::ROOT_ID, vec![a, b]),
+        (a, vec![f]),
+        (b, vec![f]),
+    ] {
+        put_record(&mut recs, &pb::DirEntry { parent, children });
+    }
+    let mut bad = good[..dirsec.offset as usize].to_vec();
+    bad.extend_from_slice(&recs);
+    let mut idx2 = idx.clone();
+    let s = idx2
+        .sections
+        .iter_mut()
+        .find(|s| s.kind == SectionKind::INODE_DIR)
+        .unwrap();
+    s.length = recs.len() as u64;
+    s.records = 3;
+    s.sub_sections.clear();
+    let ib = idx2.encode();
+    let index_offset = bad.len() as u64;
+    bad.extend_from_slice(&ib);
+    let foot = Footer {
+        index_offset,
+        index_length: ib.len() as u64,
+        index_checksum: xxhash_rust::xxh3::xxh3_64(&ib),
+        file_length: (bad.len() + nsimage::format::consts::footer::SIZE) as u64,
+    };
+    bad.extend_from_slice(&foot.encode());
+    rechecksum(&mut bad);
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "twice.nsi", &bad);
+    for threads in [1, 3] {
+        match load(&path, &opts(threads, ReadStrategy::Bulk)) {
+            Err(LoadError::Corrupt { at, detail, .. }) => {
+                assert_eq!(at.section, Some(SectionKind::INODE_DIR));
+                assert!(detail.contains("two directories"), "{detail}");
+            }
+            other => panic!("expected a corruption error, got {:?}", other.err()),
+        }
+    }
+}

@@ -1,0 +1,156 @@
+//! Differential test of the zero-copy record walker against prost: for
+//! random records, both decode to the same loader record, field by field,
+//! or both refuse it.
+
+use nsimage::format::model::Block;
+use nsimage::format::pb;
+use nsimage::loader::{decode::loaded_from_pb, walk};
+use proptest::prelude::*;
+use prost::Message;
+
+fn block() -> impl Strategy<Value = pb::Block> {
+    (any::<u64>(), any::<u64>(), any::<u64>()).prop_map(|(id, generation_stamp, length)| {
+        pb::Block {
+            id,
+            generation_stamp,
+            length,
+        }
+    })
+}
+
+fn bytes(max: usize) -> impl Strategy<Value = Vec<u8>> {
+    proptest::collection::vec(any::<u8>(), 0..max)
+}
+
+fn file() -> impl Strategy<Value = pb::FileAttrs> {
+    (
+        any::<u64>(),
+        prop_oneof![0u32..4, any::<u32>()],
+        any::<u64>(),
+        proptest::collection::vec(block(), 0..5),
+        prop_oneof![0u32..16, any::<u32>()],
+        proptest::option::of((bytes(10), bytes(10))),
+    )
+        .prop_map(
+            |(atime, replication, preferred_block_size, blocks, storage_policy, uc)| {
+                pb::FileAttrs {
+                    atime,
+                    replication,
+                    preferred_block_size,
+                    blocks,
+                    storage_policy,
+                    under_construction: uc.map(|(client_name, client_machine)| {
+                        pb::UnderConstruction {
+                            client_name,
+                            client_machine,
+                        }
+                    }),
+                }
+            },
+        )
+}
+
+fn inode() -> impl Strategy<Value = pb::Inode> {
+    (
+        any::<u64>(),
+        prop_oneof![1i32..=3, -2i32..6],
+        bytes(40),
+        any::<u64>(),
+        any::<u64>(),
+        proptest::option::of(file()),
+        proptest::option::of((prop_oneof![-1i64..5, any::<i64>()], -1i64..1 << 40)),
+        proptest::option::of(bytes(20)),
+        proptest::collection::vec((-1i32..6, any::<u32>(), bytes(8)), 0..3),
+        proptest::collection::vec((any::<u32>(), -1i32..5, any::<bool>(), 0u32..9), 0..3),
+    )
+        .prop_map(
+            |(id, ty, name, permission, mtime, file, dir, link, xattrs, acl)| pb::Inode {
+                id,
+                r#type: ty,
+                name,
+                permission,
+                mtime,
+                file,
+                directory: dir
+                    .map(|(ns_quota, ds_quota)| pb::DirectoryAttrs { ns_quota, ds_quota }),
+                symlink: link.map(|target| pb::SymlinkAttrs { target }),
+                xattrs: xattrs
+                    .into_iter()
+                    .map(|(namespace, name, value)| pb::XAttr {
+                        namespace,
+                        name,
+                        value,
+                    })
+                    .collect(),
+                acl: acl
+                    .into_iter()
+                    .map(|(name, r#type, default_scope, permission)| pb::AclEntry {
+                        name,
+                        r#type,
+                        default_scope,
+                        permission,
+                    })
+                    .collect(),
+            },
+        )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn walker_and_prost_agree_on_inodes(msg in inode()) {
+        let bytes = msg.encode_to_vec();
+        let decoded = pb::Inode::decode(&bytes[..]).unwrap();
+        let mut blocks: Vec<Block> = Vec::new();
+        let by_prost = loaded_from_pb(&decoded, &mut blocks);
+        let mut scratch = walk::InodeScratch::default();
+        let by_walker = walk::inode(&bytes, &mut scratch);
+        match (&by_prost, &by_walker) {
+            (Ok(a), Ok(b)) => prop_assert_eq!(a, b),
+            (Err(_), Err(_)) => {}
+            _ => prop_assert!(false, "prost {:?} vs walker {:?}", by_prost, by_walker),
+        }
+    }
+
+    #[test]
+    fn repeated_fields_merge_like_prost(a in inode(), b in inode()) {
+        // Two encodings back to back are one message with merged fields.
+        let mut bytes = a.encode_to_vec();
+        bytes.extend(b.encode_to_vec());
+        let decoded = pb::Inode::decode(&bytes[..]).unwrap();
+        let mut blocks: Vec<Block> = Vec::new();
+        let by_prost = loaded_from_pb(&decoded, &mut blocks);
+        let mut scratch = walk::InodeScratch::default();
+        let by_walker = walk::inode(&bytes, &mut scratch);
+        match (&by_prost, &by_walker) {
+            (Ok(x), Ok(y)) => prop_assert_eq!(x, y),
+            (Err(_), Err(_)) => {}
+            _ => prop_assert!(false, "prost {:?} vs walker {:?}", by_prost, by_walker),
+        }
+    }
+
+    #[test]
+    fn walker_and_prost_agree_on_dir_entries(parent in any::<u64>(), children in proptest::collection::vec(any::<u64>(), 0..50)) {
+        let msg = pb::DirEntry { parent, children: children.clone() };
+        let bytes = msg.encode_to_vec();
+        let mut got = Vec::new();
+        prop_assert_eq!(walk::dir_entry(&bytes, &mut got).unwrap(), parent);
+        prop_assert_eq!(&got, &pb::DirEntry::decode(&bytes[..]).unwrap().children);
+        // Unpacked encoding of the same list.
+        let mut unpacked = Vec::new();
+        prost::encoding::uint64::encode(1, &parent, &mut unpacked);
+        for c in &children {
+            prost::encoding::uint64::encode(2, c, &mut unpacked);
+        }
+        prop_assert_eq!(walk::dir_entry(&unpacked, &mut got).unwrap(), parent);
+        prop_assert_eq!(got, children);
+    }
+
+    #[test]
+    fn walker_never_panics_on_garbage(bytes in bytes(200)) {
+        let mut scratch = walk::InodeScratch::default();
+        let _ = walk::inode(&bytes, &mut scratch);
+        let _ = walk::dir_entry(&bytes, &mut Vec::new());
+    }
+}
