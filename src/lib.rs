@@ -7,6 +7,7 @@
 
 pub mod generate;
 pub mod mem;
+pub mod peers;
 
 pub use nsimage_format as format;
 pub use nsimage_loader as loader;

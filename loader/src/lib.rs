@@ -13,6 +13,7 @@
 //!   region.
 #![deny(unsafe_code)]
 
+mod assemble;
 pub mod decode;
 mod load;
 mod map;
@@ -22,6 +23,7 @@ mod stream;
 mod verify;
 pub mod walk;
 
+pub use assemble::Assembly;
 pub use load::{load, LoadOptions, LoadStats, Loaded, DEFAULT_PARALLEL_THRESHOLD};
 pub use shard::LockStats;
 pub use source::{ImageSource, ReadStrategy};

@@ -7,9 +7,10 @@
 use crate::decode::{self, bad, check_piece, loaded_from_pb};
 use crate::load::{corrupt, section};
 use crate::source::ImageSource;
+use crate::Assembly;
 use crate::LoadError;
 use nsimage_format::consts::MAX_RECORD_LENGTH;
-use nsimage_format::model::{DirBatch, InodeBatch, NamespaceBuilder, Slot, NO_SLOT};
+use nsimage_format::model::InodeBatch;
 use nsimage_format::{pb, Location, Namespace, SectionInfo, SectionKind, SubSectionInfo};
 use prost::Message;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
@@ -152,38 +153,18 @@ pub fn load_stream(src: &ImageSource) -> Result<Namespace, LoadError> {
             .map_err(|d| fmt(bad(&at, off, d)))
     })?;
     check_piece(&piece, &at, batch.len() as u64, first).map_err(fmt)?;
-    let (nodes, parts) = batch.into_nodes_and_parts();
-    let mut builder = NamespaceBuilder::new(info, strings, nodes);
-    builder
-        .add_inode_parts(parts)
-        .map_err(|d| corrupt(src, at.clone(), d))?;
+    let mut asm = Assembly::new(info, strings, batch).map_err(|d| corrupt(src, at.clone(), d))?;
 
     let sec = section(src, SectionKind::INODE_DIR)?;
     let (piece, at) = whole(sec);
-    let mut dirs = DirBatch::new(0, 0);
     let mut n = 0;
     stream_section(src, sec, |off, body| {
         let msg = pb::DirEntry::decode(body)
             .map_err(|e| fmt(bad(&at, off, format!("undecodable record: {e}"))))?;
         n += 1;
-        dirs.push(&builder, msg.parent, msg.children.iter().copied())
+        asm.dir(msg.parent, msg.children.iter().copied())
             .map_err(|d| fmt(bad(&at, off, d)))
     })?;
     check_piece(&piece, &at, n, None).map_err(fmt)?;
-    let mut parents: Vec<Slot> = vec![NO_SLOT; builder.inode_count()];
-    for (c, p) in dirs.links() {
-        let slot = &mut parents[c as usize];
-        if *slot != NO_SLOT {
-            return Err(corrupt(
-                src,
-                at,
-                format!("inode in slot {c} is listed in two directories"),
-            ));
-        }
-        *slot = p;
-    }
-    builder
-        .attach(&parents, vec![dirs])
-        .map_err(|d| corrupt(src, at.clone(), d))?;
-    builder.finish().map_err(|d| corrupt(src, at, d))
+    asm.finish().map_err(|d| corrupt(src, at, d))
 }

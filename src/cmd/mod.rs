@@ -1,8 +1,10 @@
 //! Subcommands, their shared output helpers and the exit-code policy.
 
+mod bench;
 mod generate;
 mod info;
 mod load;
+mod peer;
 mod verify;
 
 use clap::{Parser, Subcommand};
@@ -39,6 +41,12 @@ enum Command {
     Load(load::Args),
     /// Check every checksum and structural rule of an image.
     Verify(verify::Args),
+    /// Measure load time for every strategy and thread count, against the
+    /// streaming baseline and the JSON-lines and SQLite peers.
+    Bench(bench::Args),
+    /// Load a namespace from a peer format (used by the bench).
+    #[command(hide = true)]
+    PeerLoad(peer::Args),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -47,6 +55,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Info(a) => info::run(a),
         Command::Load(a) => load::run(a),
         Command::Verify(a) => verify::run(a),
+        Command::Bench(a) => bench::run(a),
+        Command::PeerLoad(a) => peer::run(a),
     }
 }
 

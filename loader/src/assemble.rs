@@ -1,0 +1,46 @@
+//! Single-threaded assembly of a namespace from one batch of inodes and a
+//! stream of directory records: used by the streaming baseline and by the
+//! peers the bench compares against (JSON lines, SQLite), so that every
+//! strategy builds the same model through the same builder.
+
+use nsimage_format::model::{
+    DirBatch, InodeBatch, NamespaceBuilder, NsInfo, Slot, StringTable, NO_SLOT,
+};
+use nsimage_format::Namespace;
+
+pub struct Assembly {
+    builder: NamespaceBuilder,
+    dirs: DirBatch,
+}
+
+impl Assembly {
+    /// Starts from all inodes, in id order, in one batch.
+    pub fn new(info: NsInfo, strings: StringTable, batch: InodeBatch) -> Result<Self, String> {
+        let (nodes, parts) = batch.into_nodes_and_parts();
+        let mut builder = NamespaceBuilder::new(info, strings, nodes);
+        builder.add_inode_parts(parts)?;
+        Ok(Assembly {
+            builder,
+            dirs: DirBatch::new(0, 0),
+        })
+    }
+
+    /// Adds one directory's children, in name order; directories in id order.
+    pub fn dir(&mut self, parent: u64, children: impl Iterator<Item = u64>) -> Result<(), String> {
+        self.dirs.push(&self.builder, parent, children)
+    }
+
+    /// Links children to parents and checks the whole tree.
+    pub fn finish(mut self) -> Result<Namespace, String> {
+        let mut parents: Vec<Slot> = vec![NO_SLOT; self.builder.inode_count()];
+        for (c, p) in self.dirs.links() {
+            let slot = &mut parents[c as usize];
+            if *slot != NO_SLOT {
+                return Err(format!("inode in slot {c} is listed in two directories"));
+            }
+            *slot = p;
+        }
+        self.builder.attach(&parents, vec![self.dirs])?;
+        self.builder.finish()
+    }
+}

@@ -1,0 +1,307 @@
+//! `nsimage bench`: generates (or reuses) images of the requested sizes,
+//! loads each with every strategy and thread count in a child process (so
+//! that memory and allocation figures are the load's own), compares with the
+//! serial streaming baseline and with the JSON-lines and SQLite peers, and
+//! reports medians as a table, JSON and an SVG plot.
+
+mod plot;
+
+use anyhow::{bail, Context};
+use indicatif::ProgressBar;
+use nsimage::generate::{generate, GenSpec};
+use nsimage::peers::{jsonl, sqlite};
+use nsimage::writer::{save, WriteOptions};
+use serde::Serialize;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::time::Instant;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Namespace sizes, comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = [200_000u64, 1_000_000])]
+    inodes: Vec<u64>,
+    /// Thread counts, comma-separated (default: 1 up to the available cores).
+    #[arg(long, value_delimiter = ',')]
+    threads: Vec<usize>,
+    /// Loads per configuration; medians are reported.
+    #[arg(long, default_value_t = 3)]
+    repeat: usize,
+    /// Generator seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Where images and peer files are kept and reused.
+    #[arg(long, default_value = "bench-out")]
+    dir: PathBuf,
+    /// SVG plot to write (default: DIR/bench.svg).
+    #[arg(long)]
+    plot: Option<PathBuf>,
+    /// Skip the JSON-lines and SQLite peers.
+    #[arg(long)]
+    no_peers: bool,
+    /// Print JSON on stdout instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The medians of one configuration.
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    pub inodes: u64,
+    pub strategy: String,
+    pub mode: String,
+    pub threads: usize,
+    pub seconds: f64,
+    pub runs: Vec<f64>,
+    pub inodes_per_second: f64,
+    pub mb_per_second: f64,
+    pub speedup_vs_stream: f64,
+    pub file_bytes: u64,
+    pub resident_bytes_per_inode: f64,
+    pub allocations_per_inode: f64,
+    pub peak_rss_bytes: u64,
+    pub lock_acquisitions: u64,
+    pub lock_contended: u64,
+    pub lock_wait_seconds: f64,
+    pub digest: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+struct Save {
+    inodes: u64,
+    seconds: f64,
+    image_bytes: u64,
+}
+
+struct Files {
+    image: PathBuf,
+    jsonl: PathBuf,
+    sqlite: PathBuf,
+    save: Option<Save>,
+}
+
+fn prepare(a: &Args, n: u64, pb: &ProgressBar) -> anyhow::Result<Files> {
+    let stem = a.dir.join(format!("ns-{n}-s{}", a.seed));
+    let f = Files {
+        image: stem.with_extension("nsi"),
+        jsonl: stem.with_extension("jsonl"),
+        sqlite: stem.with_extension("sqlite"),
+        save: None,
+    };
+    let need_peers = !a.no_peers && (!f.jsonl.exists() || !f.sqlite.exists());
+    if f.image.exists() && !need_peers {
+        return Ok(f);
+    }
+    pb.set_message(format!("generating {n} inodes"));
+    let ns = generate(GenSpec {
+        inodes: n,
+        seed: a.seed,
+    });
+    pb.set_message(format!("saving {}", f.image.display()));
+    let t = Instant::now();
+    let summary = save(&ns, &f.image, &WriteOptions::default())?;
+    let save = Save {
+        inodes: n,
+        seconds: t.elapsed().as_secs_f64(),
+        image_bytes: summary.bytes,
+    };
+    if !a.no_peers {
+        pb.set_message(format!("writing the JSON-lines peer for {n} inodes"));
+        jsonl::export(&ns, &f.jsonl).context("writing the JSON-lines peer")?;
+        pb.set_message(format!("writing the SQLite peer for {n} inodes"));
+        sqlite::export(&ns, &f.sqlite).context("writing the SQLite peer")?;
+    }
+    Ok(Files {
+        save: Some(save),
+        ..f
+    })
+}
+
+/// Runs one configuration `repeat` times in child processes.
+fn measure(exe: &Path, args: &[String], repeat: usize) -> anyhow::Result<Vec<Value>> {
+    let mut out = Vec::with_capacity(repeat);
+    for _ in 0..repeat {
+        let o = Command::new(exe).args(args).output()?;
+        if !o.status.success() {
+            bail!(
+                "{} {}: {}",
+                exe.display(),
+                args.join(" "),
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
+        out.push(serde_json::from_slice(&o.stdout)?);
+    }
+    Ok(out)
+}
+
+fn num(v: &Value, k: &str) -> f64 {
+    v[k].as_f64().unwrap_or(0.0)
+}
+
+fn row(n: u64, strategy: &str, threads: usize, runs: &[Value], file_bytes: u64) -> Row {
+    let mut order: Vec<usize> = (0..runs.len()).collect();
+    order.sort_by(|&x, &y| num(&runs[x], "seconds").total_cmp(&num(&runs[y], "seconds")));
+    let m = &runs[order[order.len() / 2]];
+    let seconds = num(m, "seconds");
+    Row {
+        inodes: n,
+        strategy: strategy.to_string(),
+        mode: m["mode"].as_str().unwrap_or("").to_string(),
+        threads,
+        seconds,
+        runs: runs.iter().map(|r| num(r, "seconds")).collect(),
+        inodes_per_second: n as f64 / seconds,
+        mb_per_second: file_bytes as f64 / 1e6 / seconds,
+        speedup_vs_stream: 0.0,
+        file_bytes,
+        resident_bytes_per_inode: num(m, "resident_bytes_per_inode"),
+        allocations_per_inode: num(m, "allocations_per_inode"),
+        peak_rss_bytes: num(m, "peak_rss_bytes") as u64,
+        lock_acquisitions: num(m, "lock_acquisitions") as u64,
+        lock_contended: num(m, "lock_contended") as u64,
+        lock_wait_seconds: num(m, "lock_wait_seconds"),
+        digest: m["digest"].as_str().unwrap_or("").to_string(),
+    }
+}
+
+pub fn run(mut a: Args) -> anyhow::Result<ExitCode> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if a.threads.is_empty() {
+        a.threads = (1..=cores).collect();
+    }
+    a.repeat = a.repeat.max(1);
+    std::fs::create_dir_all(&a.dir).with_context(|| format!("creating {}", a.dir.display()))?;
+    let exe = std::env::current_exe()?;
+    let pb = super::spinner("bench");
+    let mut rows: Vec<Row> = Vec::new();
+    let mut saves = Vec::new();
+    for &n in &a.inodes {
+        let files = prepare(&a, n, &pb)?;
+        saves.extend(files.save.clone());
+        let image_bytes = std::fs::metadata(&files.image)?.len();
+        let path = files.image.display().to_string();
+        let mut configs: Vec<(String, usize, Vec<String>, u64)> = Vec::new();
+        let load = |read: &str, t: usize| -> Vec<String> {
+            let mut v: Vec<String> = [
+                "load",
+                &path,
+                "--json",
+                "--read",
+                read,
+                "--threads",
+                &t.to_string(),
+                "--parallel-threshold",
+                "0",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+            if t == 1 {
+                v.push("--serial".into());
+            }
+            v
+        };
+        configs.push(("stream".into(), 1, load("stream", 1), image_bytes));
+        for &t in &a.threads {
+            for read in ["bulk", "mmap"] {
+                configs.push((read.into(), t, load(read, t), image_bytes));
+            }
+        }
+        if !a.no_peers {
+            for (fmt, p) in [("jsonl", &files.jsonl), ("sqlite", &files.sqlite)] {
+                let args = [
+                    "peer-load",
+                    "--format",
+                    fmt,
+                    &p.display().to_string(),
+                    "--json",
+                ]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+                configs.push((fmt.into(), 1, args, std::fs::metadata(p)?.len()));
+            }
+        }
+        let first = rows.len();
+        for (strategy, t, args, bytes) in configs {
+            pb.set_message(format!("{n} inodes: {strategy}, {t} threads"));
+            let runs = measure(&exe, &args, a.repeat)?;
+            rows.push(row(n, &strategy, t, &runs, bytes));
+        }
+        let base = rows[first].seconds;
+        let digest = rows[first].digest.clone();
+        for r in &mut rows[first..] {
+            r.speedup_vs_stream = base / r.seconds;
+            if r.digest != digest {
+                bail!(
+                    "{n} inodes: {} with {} threads loaded digest {}, the baseline {digest}",
+                    r.strategy,
+                    r.threads,
+                    r.digest
+                );
+            }
+        }
+    }
+    pb.finish_and_clear();
+    let plot_path = a.plot.clone().unwrap_or_else(|| a.dir.join("bench.svg"));
+    plot::draw(&rows, &plot_path)
+        .map_err(|e| anyhow::anyhow!("drawing the plot {}: {e}", plot_path.display()))?;
+    if a.json {
+        let v = serde_json::json!({
+            "cores": cores,
+            "repeat": a.repeat,
+            "runs": rows,
+            "saves": saves,
+            "plot": plot_path.display().to_string(),
+        });
+        println!("{v}");
+    } else {
+        print_table(&rows, &saves, cores, a.repeat);
+        println!("plot: {}", plot_path.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_table(rows: &[Row], saves: &[Save], cores: usize, repeat: usize) {
+    println!(
+        "medians of {repeat} runs, {cores} cores; speedup against the serial streaming baseline"
+    );
+    println!(
+        "{:>9} {:<7} {:<8} {:>3} {:>9} {:>11} {:>8} {:>8} {:>8} {:>9} {:>10}",
+        "inodes",
+        "read",
+        "mode",
+        "thr",
+        "seconds",
+        "inodes/s",
+        "MB/s",
+        "speedup",
+        "B/inode",
+        "allocs/in",
+        "contended"
+    );
+    for r in rows {
+        println!(
+            "{:>9} {:<7} {:<8} {:>3} {:>9.3} {:>11.0} {:>8.0} {:>7.2}x {:>8.1} {:>9.3} {:>10}",
+            r.inodes,
+            r.strategy,
+            r.mode,
+            r.threads,
+            r.seconds,
+            r.inodes_per_second,
+            r.mb_per_second,
+            r.speedup_vs_stream,
+            r.resident_bytes_per_inode,
+            r.allocations_per_inode,
+            r.lock_contended
+        );
+    }
+    for s in saves {
+        println!(
+            "save of {} inodes: {:.3} s, {} bytes",
+            s.inodes, s.seconds, s.image_bytes
+        );
+    }
+}
