@@ -16,7 +16,7 @@ pub fn put_record<M: prost::Message>(out: &mut Vec<u8>, msg: &M) {
 
 /// Reads one varint from the front of `buf`, returning it and its width.
 /// `None` when `buf` ends inside the varint or the varint is over 10 bytes.
-#[inline]
+#[inline(always)]
 pub fn read_varint(buf: &[u8]) -> Option<(u64, usize)> {
     match buf.first() {
         Some(&b) if b < 0x80 => Some((b as u64, 1)),
@@ -25,19 +25,31 @@ pub fn read_varint(buf: &[u8]) -> Option<(u64, usize)> {
     }
 }
 
-/// Multi-byte varints; unrolled when ten bytes are available (the common
-/// case inside a section), byte by byte near the end of a buffer.
-#[inline]
+/// Multi-byte varints. With eight bytes available, varints of up to eight
+/// bytes are decoded without a data-dependent branch: the first byte with a
+/// clear high bit is found with one mask, and the 7-bit groups are packed
+/// with three shift-and-mask steps. Longer varints and the last bytes of a
+/// buffer take the byte loop.
+#[inline(always)]
 fn read_varint_long(buf: &[u8]) -> Option<(u64, usize)> {
-    if let Some(b) = buf.first_chunk::<10>() {
-        let mut value = (b[0] & 0x7f) as u64;
-        for (i, &x) in b.iter().enumerate().skip(1) {
-            value |= ((x & 0x7f) as u64) << (7 * i);
-            if x < 0x80 {
-                return (i < 9 || x <= 1).then_some((value, i + 1));
-            }
+    if let Some(b) = buf.first_chunk::<8>() {
+        let x = u64::from_le_bytes(*b);
+        let stops = !x & 0x8080_8080_8080_8080;
+        if stops != 0 {
+            let stop_bit = stops.trailing_zeros();
+            let len = (stop_bit as usize + 1) / 8;
+            // Keep the bytes up to and including the last one.
+            let keep = if stop_bit >= 63 {
+                u64::MAX
+            } else {
+                (1u64 << (stop_bit + 1)) - 1
+            };
+            let mut v = x & keep & 0x7f7f_7f7f_7f7f_7f7f;
+            v = ((v & 0x7f00_7f00_7f00_7f00) >> 1) | (v & 0x007f_007f_007f_007f);
+            v = ((v & 0x3fff_0000_3fff_0000) >> 2) | (v & 0x0000_3fff_0000_3fff);
+            v = ((v & 0x0fff_ffff_0000_0000) >> 4) | (v & 0x0000_0000_0fff_ffff);
+            return Some((v, len));
         }
-        return None;
     }
     let mut value: u64 = 0;
     for (i, &b) in buf.iter().enumerate().take(10) {
@@ -130,6 +142,17 @@ mod tests {
             assert_eq!(read_varint(&b[..b.len() - 1]), None);
         }
         assert_eq!(read_varint(&[0xff; 11]), None);
+        // Every width, with and without trailing bytes after the varint.
+        for shift in 0..64 {
+            for v in [1u64 << shift, (1u64 << shift) - 1, (1u64 << shift) | 0x55] {
+                let mut b = Vec::new();
+                prost::encoding::encode_varint(v, &mut b);
+                let w = b.len();
+                assert_eq!(read_varint(&b), Some((v, w)));
+                b.extend_from_slice(&[0xff; 12]);
+                assert_eq!(read_varint(&b), Some((v, w)));
+            }
+        }
         assert_eq!(
             read_varint(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02]),
             None

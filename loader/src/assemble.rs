@@ -3,9 +3,7 @@
 //! peers the bench compares against (JSON lines, SQLite), so that every
 //! strategy builds the same model through the same builder.
 
-use nsimage_format::model::{
-    DirBatch, InodeBatch, NamespaceBuilder, NsInfo, Slot, StringTable, NO_SLOT,
-};
+use nsimage_format::model::{DirBatch, InodeBatch, NamespaceBuilder, NsInfo, StringTable, NO_SLOT};
 use nsimage_format::Namespace;
 
 pub struct Assembly {
@@ -32,15 +30,15 @@ impl Assembly {
 
     /// Links children to parents and checks the whole tree.
     pub fn finish(mut self) -> Result<Namespace, String> {
-        let mut parents: Vec<Slot> = vec![NO_SLOT; self.builder.inode_count()];
+        let nodes = self.builder.nodes_mut();
         for (c, p) in self.dirs.links() {
-            let slot = &mut parents[c as usize];
-            if *slot != NO_SLOT {
+            let node = &mut nodes[c as usize];
+            if node.parent != NO_SLOT {
                 return Err(format!("inode in slot {c} is listed in two directories"));
             }
-            *slot = p;
+            node.parent = p;
         }
-        self.builder.attach(&parents, vec![self.dirs])?;
+        self.builder.attach(vec![self.dirs])?;
         self.builder.finish()
     }
 }

@@ -301,8 +301,21 @@ fn load_pieces(
     };
     stats.locks.add(locks);
     let at = Location::in_section(SectionKind::INODE_DIR, None, dir_sec.offset);
+    let nodes = builder.nodes_mut();
+    match pool {
+        Some(pool) => pool.install(|| {
+            nodes
+                .par_iter_mut()
+                .zip(parents.par_iter())
+                .for_each(|(n, &p)| n.parent = p)
+        }),
+        None => nodes
+            .iter_mut()
+            .zip(&parents)
+            .for_each(|(n, &p)| n.parent = p),
+    }
     builder
-        .attach(&parents, batches)
+        .attach(batches)
         .map_err(|d| corrupt(src, at.clone(), d))?;
     drop(parents);
     let ns = builder.finish().map_err(|d| corrupt(src, at, d))?;

@@ -10,6 +10,13 @@ use nsimage_format::{pb, Footer, Header, Index, SectionInfo, SectionKind, SubSec
 use std::io::{self, Write};
 use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
+/// Sub-sections a large section is cut into at least, so that one image
+/// balances on anything from 2 to 64 threads.
+const MIN_PIECES: u64 = 64;
+/// Sub-sections are not made smaller than this to reach `MIN_PIECES`
+/// (an explicitly smaller `sub_section_bytes` still applies).
+const MIN_SUB_SECTION_BYTES: u64 = 64 << 10;
+
 /// What a write produced.
 #[derive(Clone, Debug)]
 pub struct ImageSummary {
@@ -199,14 +206,18 @@ pub fn write_image<W: Write + Send>(
     sections.push(sec.end(&mut sink));
 
     let split = ns.slot_count() as u64 >= opts.sub_section_min_inodes;
-    for (kind, f) in [
-        (
-            SectionKind::INODE,
-            encode::inodes as fn(&Namespace, _) -> Encoded,
-        ),
-        (SectionKind::INODE_DIR, encode::dirs),
+    // Rough section sizes (an inode record is ~80 bytes, a child id ~3),
+    // so that a big section gets at least MIN_PIECES sub-sections.
+    let slots = ns.slot_count() as u64;
+    let inodes: fn(&Namespace, _) -> Encoded = encode::inodes;
+    for (kind, f, estimate) in [
+        (SectionKind::INODE, inodes, slots * 80),
+        (SectionKind::INODE_DIR, encode::dirs, slots * 3),
     ] {
-        let mut sec = SectionOut::begin(&mut sink, kind, split, opts.sub_section_bytes);
+        let target = opts
+            .sub_section_bytes
+            .min((estimate / MIN_PIECES).max(MIN_SUB_SECTION_BYTES));
+        let mut sec = SectionOut::begin(&mut sink, kind, split, target);
         write_batched(&mut sink, &mut sec, ns, opts, f)?;
         sections.push(sec.end(&mut sink));
     }

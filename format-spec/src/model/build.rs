@@ -387,20 +387,23 @@ impl NamespaceBuilder {
         Ok(())
     }
 
-    /// Attaches the directory tree: `parents[slot]` is each inode's parent
-    /// (checked by the caller to be set at most once) and `batches` hold the
-    /// child lists.
-    pub fn attach(&mut self, parents: &[Slot], batches: Vec<DirBatch>) -> Result<(), String> {
+    /// The node table, for a caller that sets each node's `parent` from the
+    /// directory records (checking that none is set twice) before
+    /// [`attach`](Self::attach).
+    pub fn nodes_mut(&mut self) -> &mut [Node] {
+        &mut self.ns.nodes
+    }
+
+    /// Attaches the child lists of `batches` to their directories; parents
+    /// must already be set through [`nodes_mut`](Self::nodes_mut).
+    pub fn attach(&mut self, batches: Vec<DirBatch>) -> Result<(), String> {
         let ns = &mut self.ns;
-        if self.added as usize != ns.nodes.len() || parents.len() != ns.nodes.len() {
+        if self.added as usize != ns.nodes.len() {
             return Err(format!(
                 "{} inodes decoded, {} expected",
                 self.added,
                 ns.nodes.len()
             ));
-        }
-        for (n, &p) in ns.nodes.iter_mut().zip(parents) {
-            n.parent = p;
         }
         for batch in batches {
             for &(ps, span) in &batch.dirs {

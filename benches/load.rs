@@ -1,0 +1,117 @@
+//! Criterion benches of the loader's hot path: decoding one INODE
+//! sub-section (walker and, for comparison, prost), decoding one INODE_DIR
+//! sub-section, and merging a decoded batch into the sharded node table.
+
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use nsimage::format::framing::Records;
+use nsimage::format::model::{Block, InodeBatch, Node};
+use nsimage::format::{pb, Footer, Index, Location, SectionKind, SubSectionInfo};
+use nsimage::generate::{generate, GenSpec};
+use nsimage::loader::{decode, shard::Sharded};
+use nsimage::writer::{write_image, WriteOptions};
+use prost::Message;
+
+struct Fixture {
+    image: Vec<u8>,
+    index: Index,
+}
+
+fn fixture() -> Fixture {
+    let ns = generate(GenSpec {
+        inodes: 300_000,
+        seed: 1,
+    });
+    let mut image = Vec::new();
+    write_image(&ns, &mut image, &WriteOptions::default()).unwrap();
+    let n = image.len();
+    let f = Footer::decode(
+        &image[n - nsimage::format::consts::footer::SIZE..],
+        n as u64,
+    )
+    .unwrap();
+    let s = f.index_offset as usize;
+    let index = Index::decode(
+        &image[s..s + f.index_length as usize],
+        f.index_offset,
+        f.index_checksum,
+    )
+    .unwrap();
+    Fixture { image, index }
+}
+
+fn piece(fx: &Fixture, kind: SectionKind) -> (SubSectionInfo, Location, &[u8]) {
+    let sec = fx.index.section(kind).unwrap();
+    let p = sec.sub_sections[1].clone();
+    let at = Location::in_section(kind, Some(1), p.offset);
+    let bytes = &fx.image[p.offset as usize..(p.offset + p.length) as usize];
+    (p, at, bytes)
+}
+
+fn benches(c: &mut Criterion) {
+    let fx = fixture();
+    let strings = {
+        let sec = fx.index.section(SectionKind::STRING_TABLE).unwrap();
+        let p = sec.pieces().remove(0);
+        let at = Location::in_section(sec.kind, None, p.offset);
+        decode::strings(
+            &fx.image[p.offset as usize..(p.offset + p.length) as usize],
+            &p,
+            &at,
+        )
+        .unwrap()
+    };
+    let (p, at, bytes) = piece(&fx, SectionKind::INODE);
+    let mut g = c.benchmark_group("inode_sub_section");
+    g.throughput(Throughput::Elements(p.records));
+    g.bench_function("walker", |b| {
+        b.iter(|| decode::inodes(bytes, &p, &at, &strings, 0, Vec::new()).unwrap())
+    });
+    g.bench_function("prost", |b| {
+        b.iter(|| {
+            let mut batch = InodeBatch::new(0, p.records as usize, bytes.len());
+            let mut blocks: Vec<Block> = Vec::new();
+            for r in Records::new(bytes, at.clone()) {
+                let (_, body) = r.unwrap();
+                let msg = pb::Inode::decode(body).unwrap();
+                let node = decode::loaded_from_pb(&msg, &mut blocks).unwrap();
+                batch.push(node, &strings).unwrap();
+            }
+            batch
+        })
+    });
+    g.bench_function("walk_only", |b| {
+        let mut scratch = nsimage::loader::walk::InodeScratch::default();
+        b.iter(|| {
+            let mut n = 0u64;
+            for r in Records::new(bytes, at.clone()) {
+                let (_, body) = r.unwrap();
+                n += nsimage::loader::walk::inode(body, &mut scratch).unwrap().id;
+            }
+            n
+        })
+    });
+    g.bench_function("checksum", |b| b.iter(|| xxhash_rust::xxh3::xxh3_64(bytes)));
+    g.finish();
+
+    let batch = decode::inodes(bytes, &p, &at, &strings, 0, Vec::new()).unwrap();
+    let mut g = c.benchmark_group("merge");
+    g.throughput(Throughput::Elements(batch.len() as u64));
+    g.bench_function("sharded_put", |b| {
+        b.iter_batched_ref(
+            || vec![Node::PLACEHOLDER; 4 * batch.len()],
+            |table| {
+                let t = Sharded::new(table, 256);
+                t.put(batch.len(), batch.nodes()).unwrap();
+            },
+            BatchSize::LargeInput,
+        )
+    });
+    g.finish();
+}
+
+criterion_group! {
+    name = load;
+    config = Criterion::default().sample_size(30);
+    targets = benches
+}
+criterion_main!(load);
