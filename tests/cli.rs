@@ -156,3 +156,64 @@ fn not_an_image_exits_1() {
         );
     }
 }
+
+#[test]
+fn bench_reports_every_strategy_with_one_digest_and_a_plot() {
+    let dir = tempfile::tempdir().unwrap();
+    let plot = dir.path().join("b.svg");
+    let out = nsimage(&[
+        "bench",
+        "--inodes",
+        "3000,12000",
+        "--threads",
+        "1,2",
+        "--repeat",
+        "1",
+        "--dir",
+        dir.path().to_str().unwrap(),
+        "--plot",
+        plot.to_str().unwrap(),
+        "--json",
+    ]);
+    let v = json(&out);
+    let runs = v["runs"].as_array().unwrap();
+    for n in [3000, 12000] {
+        let at: Vec<&Value> = runs.iter().filter(|r| r["inodes"] == n).collect();
+        let mut names: Vec<String> = at
+            .iter()
+            .map(|r| format!("{}/{}", r["strategy"].as_str().unwrap(), r["threads"]))
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            ["bulk/1", "bulk/2", "jsonl/1", "mmap/1", "mmap/2", "sqlite/1", "stream/1"]
+        );
+        let digest = &at[0]["digest"];
+        assert!(at.iter().all(|r| &r["digest"] == digest));
+        let stream = at.iter().find(|r| r["strategy"] == "stream").unwrap();
+        assert_eq!(stream["speedup_vs_stream"], 1.0);
+        for r in &at {
+            assert!(r["seconds"].as_f64().unwrap() > 0.0);
+            assert!(
+                r["allocations_per_inode"].is_number() && r["resident_bytes_per_inode"].is_number()
+            );
+        }
+    }
+    let svg = std::fs::read_to_string(&plot).unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("mmap") && svg.contains("sqlite"));
+    // A second run reuses the generated files.
+    let again = nsimage(&[
+        "bench",
+        "--inodes",
+        "3000",
+        "--threads",
+        "2",
+        "--repeat",
+        "1",
+        "--no-peers",
+        "--dir",
+        dir.path().to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(json(&again)["saves"].as_array().unwrap().is_empty());
+}

@@ -20,6 +20,8 @@ mod map;
 pub mod shard;
 pub mod source;
 mod stream;
+mod table;
+mod trim;
 mod verify;
 pub mod walk;
 

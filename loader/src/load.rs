@@ -10,8 +10,9 @@
 use crate::decode;
 use crate::shard::{LockStats, Sharded};
 use crate::source::{ImageSource, ReadStrategy};
+use crate::table::NodeTable;
 use crate::LoadError;
-use nsimage_format::model::{NamespaceBuilder, Node, Slot, NO_SLOT};
+use nsimage_format::model::{NamespaceBuilder, Slot, NO_SLOT};
 use nsimage_format::{Location, Namespace, SectionInfo, SectionKind, SubSectionInfo};
 use rayon::prelude::*;
 use std::path::Path;
@@ -21,7 +22,12 @@ use std::time::Instant;
 /// Namespaces with fewer inodes than this load serially by default. Chosen
 /// from the crossover `nsimage bench` measures (see README, "Serial
 /// threshold").
-pub const DEFAULT_PARALLEL_THRESHOLD: u64 = 50_000;
+pub const DEFAULT_PARALLEL_THRESHOLD: u64 = 10_000;
+
+/// The smallest valid INODE record: a length byte, then id, type,
+/// permission (fixed64) and an attribute group. Bounds the node table
+/// allocated from the index's record count.
+const MIN_INODE_RECORD_BYTES: u64 = 14;
 
 /// Shards of each shared table.
 const SHARDS: usize = 256;
@@ -156,6 +162,8 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<Loaded, LoadError> {
         .sum();
     stats.read_calls = src.read_calls();
     stats.bytes_read = src.bytes_read();
+    drop(src);
+    crate::trim::release_free_memory();
     stats.seconds = started.elapsed().as_secs_f64();
     Ok(Loaded { namespace, stats })
 }
@@ -232,21 +240,33 @@ fn load_pieces(
     let inode_sec = section(src, SectionKind::INODE)?;
     let inode_pieces = pieces(inode_sec);
     let total = inode_sec.records as usize;
-    let mut bases = Vec::with_capacity(inode_pieces.len());
-    let mut acc = 0usize;
-    for (p, _) in &inode_pieces {
-        bases.push(acc);
-        acc += p.records as usize;
+    // Each piece owns the slot range its declared count gives it; a count
+    // the bytes do not bear out fails that piece before anything is written.
+    let counts: Vec<usize> = inode_pieces
+        .iter()
+        .map(|(p, _)| p.records as usize)
+        .collect();
+    let at0 = Location::in_section(SectionKind::INODE, None, inode_sec.offset);
+    let bound = inode_sec.length / MIN_INODE_RECORD_BYTES;
+    if inode_sec.records > bound {
+        return Err(corrupt(
+            src,
+            at0,
+            format!(
+                "{} inode records cannot fit in {} bytes",
+                inode_sec.records, inode_sec.length
+            ),
+        ));
     }
-    let mut nodes: Vec<Node> = Vec::new();
-    match pool {
-        Some(pool) => {
-            pool.install(|| nodes.par_extend(rayon::iter::repeat_n(Node::PLACEHOLDER, total)))
-        }
-        None => nodes.resize(total, Node::PLACEHOLDER),
-    }
+    let mut table = NodeTable::new(total);
     let (parts, locks) = {
-        let table = Sharded::new(&mut nodes, SHARDS);
+        let ranges = table.ranges(&counts).ok_or_else(|| {
+            corrupt(
+                src,
+                at0.clone(),
+                "sub-section record counts do not add up".into(),
+            )
+        })?;
         // Per-worker scratch: the read buffer and the node buffer are reused
         // from one piece to the next.
         let init = || (Vec::new(), Vec::new());
@@ -254,15 +274,26 @@ fn load_pieces(
             let bytes = src.piece(p, at, buf)?;
             let batch = decode::inodes(bytes, p, at, &strings, i as u32, std::mem::take(nodes))
                 .map_err(fmt)?;
-            table
-                .put(bases[i], batch.nodes())
-                .map_err(|d| corrupt(src, at.clone(), d))?;
+            if !ranges[i].fill(batch.nodes()) {
+                return Err(corrupt(
+                    src,
+                    at.clone(),
+                    "records do not fill the piece's slots".into(),
+                ));
+            }
             let (parts, buffer) = batch.into_parts_and_buffer();
             *nodes = buffer;
             Ok(parts)
         })?;
-        (parts, table.stats())
+        let locks = LockStats {
+            acquisitions: inode_pieces.len() as u64,
+            ..LockStats::default()
+        };
+        (parts, locks)
     };
+    let nodes = table
+        .finish()
+        .ok_or_else(|| corrupt(src, at0.clone(), "some inode slots were not filled".into()))?;
     stats.locks.add(locks);
     let mut builder = NamespaceBuilder::new(info, strings, nodes);
     for (parts, (_, at)) in parts.into_iter().zip(&inode_pieces) {
@@ -318,9 +349,41 @@ fn load_pieces(
         .attach(batches)
         .map_err(|d| corrupt(src, at.clone(), d))?;
     drop(parents);
-    let ns = builder.finish().map_err(|d| corrupt(src, at, d))?;
+    let reachable = match pool {
+        Some(pool) => pool.install(|| reachable(&builder, true)),
+        None => reachable(&builder, false),
+    };
+    let ns = builder
+        .finish_counted(reachable)
+        .map_err(|d| corrupt(src, at, d))?;
     stats.dir_phase_seconds = t.elapsed().as_secs_f64();
     Ok(ns)
+}
+
+/// Inodes reachable from the root: a breadth-first walk whose wide levels
+/// are expanded in parallel chunks (inside a pool) and narrow ones serially.
+fn reachable(b: &NamespaceBuilder, parallel: bool) -> usize {
+    let n = b.inode_count();
+    let mut frontier: Vec<Slot> = if n == 0 { Vec::new() } else { vec![0] };
+    let mut count = 1usize;
+    while !frontier.is_empty() && count <= n {
+        if frontier.len() < 1024 || !parallel {
+            let mut next = Vec::new();
+            count += b.expand(&frontier, &mut next);
+            frontier = next;
+        } else {
+            let parts: Vec<(usize, Vec<Slot>)> = frontier
+                .par_chunks(256)
+                .map(|c| {
+                    let mut next = Vec::new();
+                    (b.expand(c, &mut next), next)
+                })
+                .collect();
+            count += parts.iter().map(|p| p.0).sum::<usize>();
+            frontier = parts.into_iter().flat_map(|p| p.1).collect();
+        }
+    }
+    count
 }
 
 /// The serial path over an open source (used by `verify`).

@@ -51,14 +51,14 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         let mut m = super::stats_json(&st, &digest, seconds);
         m.insert("path".into(), a.output.display().to_string().into());
         m.insert("image_bytes".into(), summary.bytes.into());
-        println!("{}", serde_json::Value::Object(m));
+        out!("{}", serde_json::Value::Object(m));
     } else {
-        println!(
+        out!(
             "{}: {}",
             a.output.display(),
             super::stats_text(&st, &digest)
         );
-        println!("image {} bytes, {seconds:.2} s", summary.bytes);
+        out!("image {} bytes, {seconds:.2} s", summary.bytes);
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -49,25 +49,30 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             "bytes": src.len(),
             "sections": sections,
         });
-        println!("{v}");
+        out!("{v}");
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
+    out!(
         "{}: nsimage format version {}, {} bytes",
         a.file.display(),
         h.version,
         src.len()
     );
-    println!(
+    out!(
         "features: required {:#x}, optional {:#x}",
-        h.required_features, h.optional_features
+        h.required_features,
+        h.optional_features
     );
-    println!(
+    out!(
         "{:<14} {:>12} {:>12} {:>10} {:>6}  checksum",
-        "section", "offset", "length", "records", "subs"
+        "section",
+        "offset",
+        "length",
+        "records",
+        "subs"
     );
     for s in &src.index.sections {
-        println!(
+        out!(
             "{:<14} {:>12} {:>12} {:>10} {:>6}  {:016x}{}",
             s.kind.to_string(),
             s.offset,

@@ -71,14 +71,14 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         if let serde_json::Value::Object(e) = extra {
             m.extend(e);
         }
-        println!("{}", serde_json::Value::Object(m));
+        out!("{}", serde_json::Value::Object(m));
     } else {
-        println!("{}: {}", a.file.display(), super::stats_text(&st, &digest));
-        println!(
+        out!("{}: {}", a.file.display(), super::stats_text(&st, &digest));
+        out!(
             "loaded in {:.3} s ({} mode, {} threads, {} reads): {} pieces, {} read calls, {} bytes read",
             s.seconds, s.mode, s.threads, s.read, s.pieces, s.read_calls, s.bytes_read
         );
-        println!(
+        out!(
             "memory: {:.1} resident bytes per inode, {:.3} allocations per inode; locks: {} taken, {} contended",
             per_inode(rss_after.saturating_sub(rss_before)),
             per_inode(allocations as u64),

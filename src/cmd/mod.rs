@@ -1,5 +1,14 @@
 //! Subcommands, their shared output helpers and the exit-code policy.
 
+/// Prints a line on stdout; a closed pipe (`nsimage info x | head`) is not
+/// an error worth a panic, so write errors are ignored.
+macro_rules! out {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($t)*);
+    }};
+}
+
 mod bench;
 mod generate;
 mod info;

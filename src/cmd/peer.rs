@@ -44,9 +44,9 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         m.extend(e);
     }
     if a.json {
-        println!("{}", serde_json::Value::Object(m));
+        out!("{}", serde_json::Value::Object(m));
     } else {
-        println!(
+        out!(
             "{}: {} in {seconds:.3} s",
             a.file.display(),
             super::stats_text(&st, &ns.digest().to_string())

@@ -45,9 +45,9 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             "bytes": report.bytes,
             "problems": problems,
         });
-        println!("{v}");
+        out!("{v}");
     } else if report.is_ok() {
-        println!(
+        out!(
             "{}: ok ({} sections, {} pieces, {} bytes)",
             a.file.display(),
             report.sections,
@@ -56,7 +56,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         );
     } else {
         for p in &report.problems {
-            println!("{}: corrupt at {}: {}", a.file.display(), p.at, p.detail);
+            out!("{}: corrupt at {}: {}", a.file.display(), p.at, p.detail);
         }
     }
     Ok(if report.is_ok() {

@@ -33,7 +33,7 @@ impl Default for WriteOptions {
     fn default() -> Self {
         WriteOptions {
             sub_section_bytes: 2 << 20,
-            sub_section_min_inodes: 100_000,
+            sub_section_min_inodes: 10_000,
             batch_inodes: 16_384,
         }
     }

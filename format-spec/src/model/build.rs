@@ -65,8 +65,10 @@ impl InodeBatch {
             chunk,
             ids: IdIndex::default(),
             nodes,
-            names: Vec::with_capacity(bytes / 4),
-            blocks: Vec::new(),
+            // Sized for a typical record (~80 bytes: a ~16-byte name and one
+            // or two blocks) so that growth is rare; trimmed in `into_parts`.
+            names: Vec::with_capacity(bytes / 5),
+            blocks: Vec::with_capacity(bytes / 64),
             extras: Vec::new(),
         }
     }
@@ -424,6 +426,46 @@ impl NamespaceBuilder {
     /// Checks the whole tree (a root, every inode reachable from it exactly
     /// once, ids within the counters) and returns the namespace.
     pub fn finish(self) -> Result<Namespace, String> {
+        let mut frontier = if self.ns.nodes.is_empty() {
+            vec![]
+        } else {
+            vec![0]
+        };
+        let mut next = Vec::new();
+        let mut reachable = 1usize;
+        while !frontier.is_empty() && reachable <= self.ns.nodes.len() {
+            reachable += self.expand(&frontier, &mut next);
+            std::mem::swap(&mut frontier, &mut next);
+            next.clear();
+        }
+        self.finish_counted(reachable)
+    }
+
+    /// One breadth-first step of the reachability check: adds the
+    /// directories among the children of `dirs` to `next` and returns how
+    /// many children there were. Each inode is listed in at most one
+    /// directory and the root in none, so the walk from the root is a tree
+    /// walk and ends; callers may run steps over parts of a frontier in
+    /// parallel.
+    pub fn expand(&self, dirs: &[Slot], next: &mut Vec<Slot>) -> usize {
+        let ns = &self.ns;
+        let mut n = 0;
+        for &d in dirs {
+            let kids = ns.child_slots(d);
+            n += kids.len();
+            next.extend(
+                kids.iter()
+                    .copied()
+                    .filter(|&k| matches!(ns.nodes[k as usize].body, Body::Directory { .. })),
+            );
+        }
+        n
+    }
+
+    /// [`finish`](Self::finish) with the reachable count computed by the
+    /// caller through [`expand`](Self::expand), starting from `[0]` with a
+    /// count of 1 (the root).
+    pub fn finish_counted(self, reachable: usize) -> Result<Namespace, String> {
         if (self.added as usize) != self.ns.nodes.len() {
             return Err(format!(
                 "{} inodes decoded, {} expected",
@@ -448,20 +490,7 @@ impl NamespaceBuilder {
                 ns.info.last_inode_id
             ));
         }
-        let mut seen = 1usize;
-        let mut stack: Vec<Slot> = vec![0];
-        while let Some(s) = stack.pop() {
-            let kids = ns.child_slots(s);
-            seen += kids.len();
-            stack.extend(
-                kids.iter()
-                    .copied()
-                    .filter(|&k| matches!(ns.nodes[k as usize].body, Body::Directory { .. })),
-            );
-            if seen > ns.nodes.len() {
-                break;
-            }
-        }
+        let seen = reachable;
         if seen != ns.nodes.len() {
             let orphan = ns.nodes.iter().skip(1).position(|n| n.parent == NO_SLOT);
             return Err(match orphan {

@@ -224,11 +224,22 @@ pub fn run(mut a: Args) -> anyhow::Result<ExitCode> {
                 configs.push((fmt.into(), 1, args, std::fs::metadata(p)?.len()));
             }
         }
+        // Configurations take turns within each repeat, so that a noisy
+        // moment of the machine does not land on one configuration alone.
         let first = rows.len();
-        for (strategy, t, args, bytes) in configs {
-            pb.set_message(format!("{n} inodes: {strategy}, {t} threads"));
-            let runs = measure(&exe, &args, a.repeat)?;
-            rows.push(row(n, &strategy, t, &runs, bytes));
+        let mut results: Vec<Vec<Value>> = vec![Vec::new(); configs.len()];
+        for rep in 0..a.repeat {
+            for (k, (strategy, t, args, _)) in configs.iter().enumerate() {
+                pb.set_message(format!(
+                    "{n} inodes: {strategy}, {t} threads, run {}/{}",
+                    rep + 1,
+                    a.repeat
+                ));
+                results[k].extend(measure(&exe, args, 1)?);
+            }
+        }
+        for ((strategy, t, _, bytes), runs) in configs.iter().zip(&results) {
+            rows.push(row(n, strategy, *t, runs, *bytes));
         }
         let base = rows[first].seconds;
         let digest = rows[first].digest.clone();
@@ -256,19 +267,17 @@ pub fn run(mut a: Args) -> anyhow::Result<ExitCode> {
             "saves": saves,
             "plot": plot_path.display().to_string(),
         });
-        println!("{v}");
+        out!("{v}");
     } else {
         print_table(&rows, &saves, cores, a.repeat);
-        println!("plot: {}", plot_path.display());
+        out!("plot: {}", plot_path.display());
     }
     Ok(ExitCode::SUCCESS)
 }
 
 fn print_table(rows: &[Row], saves: &[Save], cores: usize, repeat: usize) {
-    println!(
-        "medians of {repeat} runs, {cores} cores; speedup against the serial streaming baseline"
-    );
-    println!(
+    out!("medians of {repeat} runs, {cores} cores; speedup against the serial streaming baseline");
+    out!(
         "{:>9} {:<7} {:<8} {:>3} {:>9} {:>11} {:>8} {:>8} {:>8} {:>9} {:>10}",
         "inodes",
         "read",
@@ -283,7 +292,7 @@ fn print_table(rows: &[Row], saves: &[Save], cores: usize, repeat: usize) {
         "contended"
     );
     for r in rows {
-        println!(
+        out!(
             "{:>9} {:<7} {:<8} {:>3} {:>9.3} {:>11.0} {:>8.0} {:>7.2}x {:>8.1} {:>9.3} {:>10}",
             r.inodes,
             r.strategy,
@@ -299,9 +308,11 @@ fn print_table(rows: &[Row], saves: &[Save], cores: usize, repeat: usize) {
         );
     }
     for s in saves {
-        println!(
+        out!(
             "save of {} inodes: {:.3} s, {} bytes",
-            s.inodes, s.seconds, s.image_bytes
+            s.inodes,
+            s.seconds,
+            s.image_bytes
         );
     }
 }

@@ -1,0 +1,125 @@
+//! The node table, filled in place by the INODE workers: each piece owns
+//! the slot range its declared record count gives it, behind its own lock
+//! (taken once per piece), so every slot is written exactly once, by one
+//! thread, with no placeholder pass over the memory beforehand.
+#![allow(unsafe_code)]
+
+use nsimage_format::model::Node;
+use parking_lot::Mutex;
+use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+pub struct NodeTable {
+    slots: Box<[MaybeUninit<Node>]>,
+    /// Slots written so far, by ranges that were each written whole.
+    filled: AtomicUsize,
+}
+
+/// The slot range of one piece, written once by the worker that decodes it.
+pub struct Range<'a> {
+    slots: Mutex<Option<&'a mut [MaybeUninit<Node>]>>,
+    filled: &'a AtomicUsize,
+}
+
+impl NodeTable {
+    /// An unfilled table of `len` slots. The caller bounds `len` (the
+    /// index's record count, itself bounded by the section's bytes).
+    pub fn new(len: usize) -> Self {
+        NodeTable {
+            slots: Box::new_uninit_slice(len),
+            filled: AtomicUsize::new(0),
+        }
+    }
+
+    /// Splits the table into consecutive ranges, `counts` long each; `None`
+    /// unless the counts add up to the table's length. Only writes made
+    /// through the ranges of the latest split count towards
+    /// [`finish`](Self::finish).
+    pub fn ranges(&mut self, counts: &[usize]) -> Option<Vec<Range<'_>>> {
+        let total = counts.iter().try_fold(0usize, |a, &c| a.checked_add(c));
+        if total != Some(self.slots.len()) {
+            return None;
+        }
+        *self.filled.get_mut() = 0;
+        let mut rest: &mut [MaybeUninit<Node>] = &mut self.slots;
+        let filled = &self.filled;
+        let mut out = Vec::with_capacity(counts.len());
+        for &c in counts {
+            let (head, tail) = rest.split_at_mut(c);
+            out.push(Range {
+                slots: Mutex::new(Some(head)),
+                filled,
+            });
+            rest = tail;
+        }
+        Some(out)
+    }
+
+    /// The filled table; `None` unless every slot has been written.
+    pub fn finish(self) -> Option<Vec<Node>> {
+        if self.filled.load(Ordering::Acquire) != self.slots.len() {
+            return None;
+        }
+        // Safety: ranges are disjoint and each can be written only once
+        // (`fill` takes its slice), whole, before adding its length to
+        // `filled`. `filled` equal to the table's length therefore means
+        // every slot was written. The Acquire load pairs with the Release
+        // add in `fill`, so the writes of other threads are visible.
+        Some(unsafe { self.slots.assume_init() }.into_vec())
+    }
+}
+
+impl Range<'_> {
+    /// Writes `nodes` into the range; `false` (and nothing written) unless
+    /// they fit it exactly and the range was not written before.
+    pub fn fill(&self, nodes: &[Node]) -> bool {
+        let mut g = self.slots.lock();
+        match g.take() {
+            Some(dst) if dst.len() == nodes.len() => {
+                for (d, s) in dst.iter_mut().zip(nodes) {
+                    d.write(*s);
+                }
+                self.filled.fetch_add(nodes.len(), Ordering::Release);
+                true
+            }
+            other => {
+                *g = other;
+                false
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_fully_written_table_finishes() {
+        let mut t = NodeTable::new(5);
+        {
+            let r = t.ranges(&[2, 3]).unwrap();
+            assert!(!r[0].fill(&[Node::PLACEHOLDER; 3]));
+            assert!(r[0].fill(&[Node::PLACEHOLDER; 2]));
+            assert!(!r[0].fill(&[Node::PLACEHOLDER; 2]));
+        }
+        assert!(t.ranges(&[2, 2]).is_none());
+        let t2 = NodeTable::new(5);
+        assert!(t2.finish().is_none());
+        {
+            // A new split starts the count again.
+            let r = t.ranges(&[2, 3]).unwrap();
+            assert!(r[1].fill(&[Node::PLACEHOLDER; 3]));
+        }
+        let mut t = {
+            assert!(t.finish().is_none());
+            NodeTable::new(5)
+        };
+        {
+            let r = t.ranges(&[2, 3]).unwrap();
+            assert!(r[1].fill(&[Node::PLACEHOLDER; 3]));
+            assert!(r[0].fill(&[Node::PLACEHOLDER; 2]));
+        }
+        assert_eq!(t.finish().unwrap().len(), 5);
+    }
+}
