@@ -72,6 +72,7 @@ pub fn draw(rows: &[Row], path: &Path) -> Result<(), Box<dyn std::error::Error>>
     c.configure_mesh()
         .x_desc("inodes")
         .y_desc("seconds")
+        .x_label_formatter(&|x| format!("{x:.0}"))
         .draw()?;
     for (i, s) in strategies.iter().enumerate() {
         let color = COLORS[i % COLORS.len()];
