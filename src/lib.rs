@@ -11,6 +11,7 @@ pub mod peers;
 
 pub use nsimage_format as format;
 pub use nsimage_loader as loader;
+pub use nsimage_store as store;
 pub use nsimage_writer as writer;
 
 pub use nsimage_format::model::{Digest, Stats};

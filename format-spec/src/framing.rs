@@ -14,6 +14,12 @@ pub fn put_record<M: prost::Message>(out: &mut Vec<u8>, msg: &M) {
     msg.encode_raw(out);
 }
 
+/// Appends one framed record whose bytes are already encoded.
+pub fn put_frame(out: &mut Vec<u8>, body: &[u8]) {
+    prost::encoding::encode_varint(body.len() as u64, out);
+    out.extend_from_slice(body);
+}
+
 /// Reads one varint from the front of `buf`, returning it and its width.
 /// `None` when `buf` ends inside the varint or the varint is over 10 bytes.
 #[inline(always)]

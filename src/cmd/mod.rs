@@ -12,8 +12,10 @@ macro_rules! out {
 mod bench;
 mod generate;
 mod info;
+mod journal;
 mod load;
 mod peer;
+mod store;
 mod verify;
 
 use clap::{Parser, Subcommand};
@@ -53,6 +55,12 @@ enum Command {
     /// Measure load time for every strategy and thread count, against the
     /// streaming baseline and the JSON-lines and SQLite peers.
     Bench(bench::Args),
+    /// A checkpoint store: journaled ops, atomic checkpoints, recovery.
+    #[command(subcommand)]
+    Store(store::Cmd),
+    /// The journal viewer.
+    #[command(subcommand)]
+    Journal(journal::Cmd),
     /// Load a namespace from a peer format (used by the bench).
     #[command(hide = true)]
     PeerLoad(peer::Args),
@@ -66,6 +74,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Verify(a) => verify::run(a),
         Command::Bench(a) => bench::run(a),
         Command::PeerLoad(a) => peer::run(a),
+        Command::Store(c) => store::run(c),
+        Command::Journal(c) => journal::run(c),
     }
 }
 

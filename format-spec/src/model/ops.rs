@@ -3,8 +3,8 @@
 //! operation leaves the namespace as it was.
 
 use super::{
-    AclEntry, Block, Body, Extra, Namespace, Node, Perm, Slot, Span, UnderConstruction, XAttr,
-    XAttrNs, NO_SLOT, OWNED_CHILDREN,
+    read_name, AclEntry, Block, Body, Extra, Namespace, Node, Perm, Slot, Span, UnderConstruction,
+    XAttr, XAttrNs, NO_SLOT, OWNED_CHILDREN,
 };
 use crate::consts::MAX_NAME_LENGTH;
 
@@ -98,6 +98,21 @@ fn split_last(path: &[u8]) -> Result<(&[u8], &[u8])> {
 
 impl Namespace {
     // ---- lookups -------------------------------------------------------
+
+    /// The position of `name` among the children of directory `dir`.
+    fn child_pos(&self, dir: Slot, name: &[u8]) -> std::result::Result<usize, usize> {
+        self.child_slots(dir)
+            .binary_search_by(|&c| self.name_bytes(self.nodes[c as usize].name).cmp(name))
+    }
+
+    /// Removes child `s` from its parent's list (found by name, not by scan).
+    fn unlink(&mut self, parent: Slot, s: Slot) {
+        let name = self.nodes[s as usize].name;
+        let pos = self.child_pos(parent, read_name(&self.names, name));
+        if let Ok(i) = pos {
+            self.owned_children_mut(parent).remove(i);
+        }
+    }
 
     /// The slot of `name` among the children of directory `dir`.
     pub(crate) fn find_child(&self, dir: Slot, name: &[u8]) -> std::result::Result<Slot, usize> {
@@ -363,27 +378,35 @@ impl Namespace {
     /// Moves `src` to `dst`; `dst` must not exist and its parent must.
     pub fn rename(&mut self, src: &[u8], dst: &[u8], mtime: u64) -> Result<()> {
         let s = self.resolve_slot(src)?;
+        let (dparent, dname) = split_last(dst)?;
+        let d = self.resolve_slot(dparent)?;
+        self.rename_slots(s, d, dname, mtime)
+    }
+
+    /// Moves inode `src` into directory `dst_parent` under `name`.
+    pub fn rename_in(&mut self, src: u64, dst_parent: u64, name: &[u8], mtime: u64) -> Result<()> {
+        let s = self.live_slot(src)?;
+        let d = self.live_slot(dst_parent)?;
+        self.rename_slots(s, d, name, mtime)
+    }
+
+    fn rename_slots(&mut self, s: Slot, d: Slot, dname: &[u8], mtime: u64) -> Result<()> {
         if s == 0 {
             return Err(NsError::Root("rename"));
         }
-        let (dparent, dname) = split_last(dst)?;
-        let d = self.resolve_slot(dparent)?;
         if !matches!(self.nodes[d as usize].body, Body::Directory { .. }) {
-            return Err(NsError::NotADirectory(show(dparent)));
+            return Err(NsError::NotADirectory(format!("inode {}", self.id_of(d))));
         }
         let mut up = d;
         while up != NO_SLOT {
             if up == s {
-                return Err(NsError::IntoOwnSubtree(show(src)));
+                return Err(NsError::IntoOwnSubtree(format!("inode {}", self.id_of(s))));
             }
             up = self.nodes[up as usize].parent;
         }
         let pos = self.free_position(d, dname)?;
         let old_parent = self.nodes[s as usize].parent;
-        let kids = self.owned_children_mut(old_parent);
-        if let Some(i) = kids.iter().position(|&k| k == s) {
-            kids.remove(i);
-        }
+        self.unlink(old_parent, s);
         self.nodes[old_parent as usize].mtime = mtime;
         // The insertion position was computed before the removal; recompute
         // when both parents are the same directory.
@@ -405,17 +428,24 @@ impl Namespace {
     /// Returns the number of inodes removed.
     pub fn delete(&mut self, path: &[u8], recursive: bool, mtime: u64) -> Result<u64> {
         let s = self.resolve_slot(path)?;
+        self.delete_slot(s, recursive, mtime)
+    }
+
+    /// Deletes inode `id`, as [`delete`](Self::delete).
+    pub fn delete_id(&mut self, id: u64, recursive: bool, mtime: u64) -> Result<u64> {
+        let s = self.live_slot(id)?;
+        self.delete_slot(s, recursive, mtime)
+    }
+
+    fn delete_slot(&mut self, s: Slot, recursive: bool, mtime: u64) -> Result<u64> {
         if s == 0 {
             return Err(NsError::Root("delete"));
         }
         if !recursive && !self.child_slots(s).is_empty() {
-            return Err(NsError::NotEmpty(show(path)));
+            return Err(NsError::NotEmpty(format!("inode {}", self.id_of(s))));
         }
         let parent = self.nodes[s as usize].parent;
-        let kids = self.owned_children_mut(parent);
-        if let Some(i) = kids.iter().position(|&k| k == s) {
-            kids.remove(i);
-        }
+        self.unlink(parent, s);
         self.nodes[parent as usize].mtime = mtime;
         let mut stack = vec![s];
         let mut removed = 0;

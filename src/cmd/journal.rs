@@ -1,0 +1,60 @@
+//! `nsimage journal dump`: the offline edits viewer, for one segment or a
+//! whole store.
+
+use nsimage::store::journal::{self, Segment};
+use nsimage::store::op::describe;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Subcommand)]
+pub enum Cmd {
+    /// Print the ops of a journal segment, or of every segment of a store.
+    Dump {
+        path: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
+    let Cmd::Dump { path, json } = cmd;
+    let fs = nsimage::store::io::RealFs::default();
+    let mut segments: Vec<Segment> = if path.is_dir() {
+        let mut v: Vec<Segment> = std::fs::read_dir(&path)?
+            .filter_map(|e| e.ok())
+            .filter_map(|e| Segment::parse(&path, &e.file_name().to_string_lossy()))
+            .collect();
+        v.sort_by_key(|s| s.first);
+        v
+    } else {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let dir = path.parent().unwrap_or(std::path::Path::new("."));
+        vec![Segment::parse(dir, &name)
+            .ok_or_else(|| anyhow::anyhow!("{}: not a journal segment name", path.display()))?]
+    };
+    segments.dedup();
+    for seg in &segments {
+        let r = journal::read(&fs, seg, seg.last.is_none(), u64::MAX)?;
+        for op in &r.ops {
+            if json {
+                out!(
+                    "{}",
+                    serde_json::json!({"segment": seg.name(), "txid": op.txid, "op": describe(op).trim_start().split_once(' ').map(|x| x.1).unwrap_or("")})
+                );
+            } else {
+                out!("{}", describe(op));
+            }
+        }
+        if r.torn_bytes > 0 {
+            eprintln!(
+                "{}: {} torn bytes at the end",
+                seg.path.display(),
+                r.torn_bytes
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,204 @@
+//! `nsimage store ...`: a checkpoint store (images + edit journal) driven
+//! from the command line.
+
+use nsimage::store::workload::Workload;
+use nsimage::store::{Store, StoreError};
+use serde_json::json;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+
+#[derive(clap::Subcommand)]
+pub enum Cmd {
+    /// Create an empty store in DIR.
+    Init { dir: PathBuf },
+    /// Apply N more ops of the deterministic workload, journaled.
+    Apply(ApplyArgs),
+    /// Save an image at the current txid and purge what is no longer needed.
+    Checkpoint { dir: PathBuf },
+    /// Show the store's txid, images and segments.
+    Status {
+        dir: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Recover the store (newest good image + journal) and report.
+    Recover {
+        dir: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(clap::Args)]
+pub struct ApplyArgs {
+    dir: PathBuf,
+    /// Ops to apply after the store's current txid.
+    #[arg(long)]
+    ops: u64,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Checkpoint whenever the txid is a multiple of K.
+    #[arg(long)]
+    checkpoint_every: Option<u64>,
+    /// Ops submitted before waiting for one fsync (group commit).
+    #[arg(long, default_value_t = 1024)]
+    batch: u64,
+    /// Print "durable TXID" each time ops become durable.
+    #[arg(long)]
+    print_durable: bool,
+    #[arg(long)]
+    json: bool,
+}
+
+fn open(dir: &std::path::Path) -> Result<Store, StoreError> {
+    Store::open_default(dir)
+}
+
+pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
+    match cmd {
+        Cmd::Init { dir } => {
+            Store::init(&dir, Arc::new(nsimage::store::io::RealFs::default()))?;
+            out!("initialized {}", dir.display());
+        }
+        Cmd::Apply(a) => apply(a)?,
+        Cmd::Checkpoint { dir } => {
+            let s = open(&dir)?;
+            let t = Instant::now();
+            let txid = s.checkpoint()?;
+            out!(
+                "checkpoint at txid {txid} in {:.3} s",
+                t.elapsed().as_secs_f64()
+            );
+        }
+        Cmd::Status { dir, json } => {
+            let s = open(&dir)?;
+            let st = s.status()?;
+            if json {
+                out!(
+                    "{}",
+                    json!({
+                        "txid": st.txid,
+                        "images": st.images.iter().map(|(t, b)| json!({"txid": t, "bytes": b})).collect::<Vec<_>>(),
+                        "segments": st.segments.iter().map(|(n, b)| json!({"name": n, "bytes": b})).collect::<Vec<_>>(),
+                    })
+                );
+            } else {
+                out!("{}: txid {}", dir.display(), st.txid);
+                for (t, b) in &st.images {
+                    out!("  image at txid {t}: {b} bytes");
+                }
+                for (n, b) in &st.segments {
+                    out!("  {n}: {b} bytes");
+                }
+            }
+        }
+        Cmd::Recover { dir, json } => {
+            let s = open(&dir)?;
+            let r = s.report().clone();
+            let digest = s.with_namespace(|ns| ns.digest().to_string());
+            if json {
+                out!(
+                    "{}",
+                    json!({
+                        "txid": r.txid,
+                        "image_txid": r.image_txid,
+                        "replayed": r.replayed,
+                        "torn_tail_bytes": r.torn_tail_bytes,
+                        "digest": digest,
+                        "seconds": r.seconds,
+                        "load_seconds": r.load_seconds,
+                        "replay_seconds": r.replay_seconds,
+                        "segments": r.segments,
+                        "bulk_segments": r.bulk_segments,
+                        "read_calls": r.read_calls,
+                        "skipped_images": r.skipped_images.iter().map(|(p, e)| json!({"path": p.display().to_string(), "error": e})).collect::<Vec<_>>(),
+                    })
+                );
+            } else {
+                for (p, e) in &r.skipped_images {
+                    out!("skipped {}: {e}", p.display());
+                }
+                out!(
+                    "{}: txid {} (image at {}, {} ops replayed from {} segments, {} torn tail bytes cut), digest {digest}, {:.3} s",
+                    dir.display(),
+                    r.txid,
+                    r.image_txid,
+                    r.replayed,
+                    r.segments,
+                    r.torn_tail_bytes,
+                    r.seconds
+                );
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn apply(a: ApplyArgs) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let store = open(&a.dir)?;
+    let w = Workload { seed: a.seed };
+    let first = store.with_namespace(|ns| ns.info().last_txid);
+    let end = first + a.ops;
+    let (mut refused, mut checkpoints, mut checkpoint_seconds) = (0u64, 0u64, 0.0f64);
+    let mut t = first;
+    while t < end {
+        let batch_end = (t + a.batch.max(1)).min(end);
+        while t < batch_end {
+            let next = t + 1;
+            if next % 10 == 0 {
+                let bad = store.with_namespace(|ns| w.bad_op(ns, next));
+                match store.submit(bad) {
+                    Err(StoreError::Refused(_)) => refused += 1,
+                    Err(e) => return Err(e.into()),
+                    Ok(txid) => anyhow::bail!("an invalid op was accepted as txid {txid}"),
+                }
+            }
+            let op = store.with_namespace(|ns| w.op(ns, next));
+            let txid = store.submit(op)?;
+            anyhow::ensure!(txid == next, "op got txid {txid}, expected {next}");
+            t = next;
+            if a.checkpoint_every.is_some_and(|k| k > 0 && t % k == 0) {
+                break;
+            }
+        }
+        let durable = store.sync()?;
+        if a.print_durable {
+            out!("durable {durable}");
+        }
+        if a.checkpoint_every.is_some_and(|k| k > 0 && t % k == 0) {
+            let c = Instant::now();
+            store.checkpoint()?;
+            checkpoint_seconds += c.elapsed().as_secs_f64();
+            checkpoints += 1;
+            if a.print_durable {
+                out!("checkpoint {t}");
+            }
+        }
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    let digest = store.with_namespace(|ns| ns.digest().to_string());
+    if a.json {
+        out!(
+            "{}",
+            json!({
+                "first_txid": first + 1,
+                "txid": t,
+                "ops": t - first,
+                "refused": refused,
+                "checkpoints": checkpoints,
+                "checkpoint_seconds": checkpoint_seconds,
+                "digest": digest,
+                "seconds": seconds,
+            })
+        );
+    } else if !a.print_durable {
+        out!(
+            "applied txids {}..={t} ({refused} invalid ops refused, {checkpoints} checkpoints) in {seconds:.2} s, digest {digest}",
+            first + 1
+        );
+    }
+    Ok(())
+}

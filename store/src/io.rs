@@ -1,0 +1,255 @@
+//! The store's file I/O, behind a small trait so that tests can inject
+//! failures (failed fsync, short write, no space left) and so that read
+//! calls can be counted.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+/// A file open for writing.
+pub trait FsFile: Write + Send {
+    /// Makes everything written so far durable (fsync).
+    fn sync(&mut self) -> io::Result<()>;
+}
+
+/// What the store does to files.
+pub trait Fs: Send + Sync {
+    /// Creates (or truncates) a file for writing.
+    fn create(&self, path: &Path) -> io::Result<Box<dyn FsFile>>;
+    /// Opens an existing file to append to it.
+    fn append(&self, path: &Path) -> io::Result<Box<dyn FsFile>>;
+    /// Reads a whole file with one read call.
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
+    /// Opens a file for streaming reads; each read call is counted.
+    fn open_read(&self, path: &Path) -> io::Result<Box<dyn Read + Send>>;
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    fn remove(&self, path: &Path) -> io::Result<()>;
+    /// Fsyncs a directory, making renames and creations in it durable.
+    fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+    /// Cuts a file to `len` bytes and fsyncs it.
+    fn truncate(&self, path: &Path, len: u64) -> io::Result<()>;
+    /// Names of the entries of a directory.
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>>;
+    fn len(&self, path: &Path) -> io::Result<u64>;
+    /// Read calls made so far (bulk reads count one each).
+    fn read_calls(&self) -> u64;
+}
+
+/// The real file system, counting read calls.
+#[derive(Default)]
+pub struct RealFs {
+    reads: Arc<AtomicU64>,
+}
+
+struct RealFile(File);
+
+impl Write for RealFile {
+    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        self.0.write(b)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
+    }
+}
+
+impl FsFile for RealFile {
+    fn sync(&mut self) -> io::Result<()> {
+        self.0.sync_data()
+    }
+}
+
+struct CountingRead {
+    file: File,
+    reads: Arc<AtomicU64>,
+}
+
+impl Read for CountingRead {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        self.file.read(buf)
+    }
+}
+
+impl Fs for RealFs {
+    fn create(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
+        Ok(Box::new(RealFile(File::create(path)?)))
+    }
+    fn append(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
+        Ok(Box::new(RealFile(
+            OpenOptions::new().append(true).open(path)?,
+        )))
+    }
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        let mut f = File::open(path)?;
+        let len = f.metadata()?.len();
+        let mut buf = vec![0u8; len as usize];
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        f.read_exact(&mut buf)?;
+        Ok(buf)
+    }
+    fn open_read(&self, path: &Path) -> io::Result<Box<dyn Read + Send>> {
+        Ok(Box::new(CountingRead {
+            file: File::open(path)?,
+            reads: self.reads.clone(),
+        }))
+    }
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        fs::rename(from, to)
+    }
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        fs::remove_file(path)
+    }
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        File::open(dir)?.sync_all()
+    }
+    fn truncate(&self, path: &Path, len: u64) -> io::Result<()> {
+        let f = OpenOptions::new().write(true).open(path)?;
+        f.set_len(len)?;
+        f.sync_all()
+    }
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
+        let mut out = Vec::new();
+        for e in fs::read_dir(dir)? {
+            if let Some(n) = e?.file_name().to_str() {
+                out.push(n.to_string());
+            }
+        }
+        Ok(out)
+    }
+    fn len(&self, path: &Path) -> io::Result<u64> {
+        Ok(fs::metadata(path)?.len())
+    }
+    fn read_calls(&self) -> u64 {
+        self.reads.load(Ordering::Relaxed)
+    }
+}
+
+/// Which call a [`FaultyFs`] breaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// The n-th fsync (of a file) fails with EIO.
+    Fsync,
+    /// The n-th write writes half its bytes, then fails with WriteZero.
+    ShortWrite,
+    /// The n-th write fails with "no space left on device".
+    NoSpace,
+    /// The n-th bulk read fails with EIO.
+    Read,
+}
+
+/// The real file system with one injected failure: the `after`-th call
+/// (counting from 0) of the kind `fault` names fails; every later call of
+/// that kind fails too (a broken disk stays broken).
+pub struct FaultyFs {
+    real: RealFs,
+    fault: Fault,
+    after: usize,
+    count: Arc<AtomicUsize>,
+}
+
+impl FaultyFs {
+    pub fn new(fault: Fault, after: usize) -> Self {
+        FaultyFs {
+            real: RealFs::default(),
+            fault,
+            after,
+            count: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    fn hit(count: &AtomicUsize, after: usize) -> bool {
+        count.fetch_add(1, Ordering::SeqCst) >= after
+    }
+}
+
+struct FaultyFile {
+    inner: Box<dyn FsFile>,
+    fault: Fault,
+    after: usize,
+    count: Arc<AtomicUsize>,
+}
+
+impl Write for FaultyFile {
+    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        match self.fault {
+            Fault::ShortWrite if FaultyFs::hit(&self.count, self.after) => {
+                let half = b.len() / 2;
+                if half > 0 {
+                    self.inner.write_all(&b[..half])?;
+                    return Ok(half);
+                }
+                Err(io::Error::new(
+                    io::ErrorKind::WriteZero,
+                    "injected short write",
+                ))
+            }
+            Fault::NoSpace if FaultyFs::hit(&self.count, self.after) => {
+                Err(io::Error::other("injected: no space left on device"))
+            }
+            _ => self.inner.write(b),
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+impl FsFile for FaultyFile {
+    fn sync(&mut self) -> io::Result<()> {
+        if self.fault == Fault::Fsync && FaultyFs::hit(&self.count, self.after) {
+            return Err(io::Error::other("injected fsync failure"));
+        }
+        self.inner.sync()
+    }
+}
+
+impl Fs for FaultyFs {
+    fn create(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
+        Ok(Box::new(FaultyFile {
+            inner: self.real.create(path)?,
+            fault: self.fault,
+            after: self.after,
+            count: self.count.clone(),
+        }))
+    }
+    fn append(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
+        Ok(Box::new(FaultyFile {
+            inner: self.real.append(path)?,
+            fault: self.fault,
+            after: self.after,
+            count: self.count.clone(),
+        }))
+    }
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        if self.fault == Fault::Read && FaultyFs::hit(&self.count, self.after) {
+            return Err(io::Error::other("injected read failure"));
+        }
+        self.real.read(path)
+    }
+    fn open_read(&self, path: &Path) -> io::Result<Box<dyn Read + Send>> {
+        self.real.open_read(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.real.rename(from, to)
+    }
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        self.real.remove(path)
+    }
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        self.real.sync_dir(dir)
+    }
+    fn truncate(&self, path: &Path, len: u64) -> io::Result<()> {
+        self.real.truncate(path, len)
+    }
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
+        self.real.list(dir)
+    }
+    fn len(&self, path: &Path) -> io::Result<u64> {
+        self.real.len(path)
+    }
+    fn read_calls(&self) -> u64 {
+        self.real.read_calls()
+    }
+}

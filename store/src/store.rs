@@ -1,0 +1,577 @@
+//! The `Store`: one directory holding images and journal segments, opened by
+//! one process at a time.
+
+use crate::io::{Fs, FsFile, RealFs};
+use crate::journal::{self, Segment};
+use crate::op;
+use crate::{failpoint, StoreError};
+use nsimage_format::pb;
+use nsimage_format::pb::journal_op::Op;
+use nsimage_format::{Location, Namespace};
+use nsimage_loader::{load, LoadOptions};
+use nsimage_writer::{write_image, WriteOptions};
+use parking_lot::{Condvar, Mutex};
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+const VERSION_FILE: &str = "VERSION";
+const VERSION_TEXT: &str = "nsimage-store 1\n";
+const LOCK_FILE: &str = "LOCK";
+
+/// How a store behaves.
+#[derive(Clone, Debug)]
+pub struct StoreOptions {
+    /// Images kept after a checkpoint (the newest ones).
+    pub keep_images: usize,
+    /// An open segment is finished once it reaches this many bytes.
+    pub segment_bytes: u64,
+    /// Segments up to this size are replayed from one bulk read.
+    pub bulk_replay_bytes: u64,
+    pub write: WriteOptions,
+    pub load: LoadOptions,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            keep_images: 2,
+            segment_bytes: 64 << 20,
+            bulk_replay_bytes: 64 << 20,
+            write: WriteOptions::default(),
+            load: LoadOptions::default(),
+        }
+    }
+}
+
+/// What opening (recovering) a store did.
+#[derive(Clone, Debug, Default)]
+pub struct RecoveryReport {
+    pub image: PathBuf,
+    pub image_txid: u64,
+    /// Newer images that did not load, with why.
+    pub skipped_images: Vec<(PathBuf, String)>,
+    pub replayed: u64,
+    pub segments: usize,
+    /// Segments read with one bulk read (the rest were streamed).
+    pub bulk_segments: usize,
+    pub read_calls: u64,
+    pub torn_tail_bytes: u64,
+    pub txid: u64,
+    pub load_seconds: f64,
+    pub replay_seconds: f64,
+    pub seconds: f64,
+}
+
+/// A summary of the store's files.
+#[derive(Clone, Debug, Default)]
+pub struct Status {
+    pub txid: u64,
+    pub images: Vec<(u64, u64)>,
+    pub segments: Vec<(String, u64)>,
+}
+
+struct JournalState {
+    file: Option<Box<dyn FsFile>>,
+    /// First txid of the open segment.
+    seg_first: u64,
+    seg_bytes: u64,
+    /// Encoded records not yet written, and the last txid among them.
+    pending: Vec<u8>,
+    pending_last: u64,
+    durable: u64,
+    flushing: bool,
+    failed: Option<String>,
+}
+
+pub struct Store {
+    dir: PathBuf,
+    fs: Arc<dyn Fs>,
+    opts: StoreOptions,
+    _lock: File,
+    ns: Mutex<Namespace>,
+    journal: Mutex<JournalState>,
+    flushed: Condvar,
+    report: RecoveryReport,
+}
+
+fn image_name(txid: u64) -> String {
+    format!("image_{txid:020}")
+}
+
+fn parse_image(name: &str) -> Option<u64> {
+    name.strip_prefix("image_")?.parse().ok()
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
+    move |source| StoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+fn lock_dir(dir: &Path) -> Result<File, StoreError> {
+    let path = dir.join(LOCK_FILE);
+    let f = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(io_err(&path))?;
+    match f.try_lock() {
+        Ok(()) => Ok(f),
+        Err(std::fs::TryLockError::WouldBlock) => Err(StoreError::Locked { path }),
+        Err(std::fs::TryLockError::Error(e)) => Err(io_err(&path)(e)),
+    }
+}
+
+impl Store {
+    /// Creates a store in `dir` (created if missing; must hold no store):
+    /// an empty namespace as image 0 and an open journal segment.
+    pub fn init(dir: &Path, fs: Arc<dyn Fs>) -> Result<(), StoreError> {
+        std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+        let _lock = lock_dir(dir)?;
+        let names = fs.list(dir).map_err(io_err(dir))?;
+        if names
+            .iter()
+            .any(|n| n == VERSION_FILE || parse_image(n).is_some())
+        {
+            return Err(StoreError::Invalid {
+                path: dir.to_path_buf(),
+                detail: "already holds a store".into(),
+            });
+        }
+        let ns = Namespace::default();
+        save_image(&*fs, dir, &ns, 0, &WriteOptions::default())?;
+        create_segment(&*fs, dir, 1)?;
+        let vpath = dir.join(VERSION_FILE);
+        let mut f = fs.create(&vpath).map_err(io_err(&vpath))?;
+        f.write_all(VERSION_TEXT.as_bytes())
+            .map_err(io_err(&vpath))?;
+        f.sync().map_err(io_err(&vpath))?;
+        fs.sync_dir(dir).map_err(io_err(dir))
+    }
+
+    /// Opens the store in `dir` on the real file system.
+    pub fn open_default(dir: &Path) -> Result<Store, StoreError> {
+        Store::open(dir, Arc::new(RealFs::default()), StoreOptions::default())
+    }
+
+    /// Opens (recovers) the store in `dir`: the newest image that loads,
+    /// then every journal record after it; a torn tail of the open segment
+    /// is cut off and reported.
+    pub fn open(dir: &Path, fs: Arc<dyn Fs>, opts: StoreOptions) -> Result<Store, StoreError> {
+        let started = Instant::now();
+        let lock = lock_dir(dir)?;
+        let vpath = dir.join(VERSION_FILE);
+        let version = fs.read(&vpath).map_err(io_err(&vpath))?;
+        if version != VERSION_TEXT.as_bytes() {
+            return Err(StoreError::Invalid {
+                path: vpath,
+                detail: format!(
+                    "unknown store version {:?}",
+                    String::from_utf8_lossy(&version)
+                ),
+            });
+        }
+        let reads_before = fs.read_calls();
+        let names = fs.list(dir).map_err(io_err(dir))?;
+        for n in names.iter().filter(|n| n.contains(".tmp")) {
+            // A checkpoint that did not finish; it was never renamed.
+            let p = dir.join(n);
+            fs.remove(&p).map_err(io_err(&p))?;
+        }
+        let mut images: Vec<u64> = names.iter().filter_map(|n| parse_image(n)).collect();
+        images.sort_unstable_by(|a, b| b.cmp(a));
+        let mut segments: Vec<Segment> = names
+            .iter()
+            .filter_map(|n| Segment::parse(dir, n))
+            .collect();
+        segments.sort_by_key(|s| (s.first, s.last.is_none()));
+
+        let mut report = RecoveryReport::default();
+        let mut ns = None;
+        for &t in &images {
+            let path = dir.join(image_name(t));
+            match load(&path, &opts.load) {
+                Ok(l) if l.namespace.info().last_txid == t => {
+                    report.image = path;
+                    report.image_txid = t;
+                    ns = Some(l.namespace);
+                    break;
+                }
+                Ok(l) => report.skipped_images.push((
+                    path,
+                    format!(
+                        "holds txid {}, its name says {t}",
+                        l.namespace.info().last_txid
+                    ),
+                )),
+                Err(e) => report.skipped_images.push((path, e.to_string())),
+            }
+        }
+        let Some(mut ns) = ns else {
+            let detail = report
+                .skipped_images
+                .iter()
+                .map(|(p, e)| format!("{}: {e}", p.display()))
+                .collect::<Vec<_>>()
+                .join("; ");
+            return Err(StoreError::NoImage {
+                path: dir.to_path_buf(),
+                detail: if detail.is_empty() {
+                    "no images".into()
+                } else {
+                    detail
+                },
+            });
+        };
+        report.load_seconds = started.elapsed().as_secs_f64();
+
+        let replay_started = Instant::now();
+        let base = report.image_txid;
+        let mut open_segment: Option<(u64, u64)> = None;
+        let n_segments = segments.len();
+        for (k, seg) in segments.iter().enumerate() {
+            if seg.last.is_some_and(|l| l <= base) {
+                continue;
+            }
+            let is_open = seg.last.is_none();
+            if is_open && k + 1 != n_segments {
+                return Err(StoreError::Corrupt {
+                    path: seg.path.clone(),
+                    at: Location::at(0),
+                    detail: "an open segment is followed by another segment".into(),
+                });
+            }
+            if seg.first > ns.info().last_txid + 1 {
+                return Err(StoreError::Corrupt {
+                    path: seg.path.clone(),
+                    at: Location::at(0),
+                    detail: format!(
+                        "journal gap: segment starts at txid {}, the namespace is at {}",
+                        seg.first,
+                        ns.info().last_txid
+                    ),
+                });
+            }
+            let r = journal::read(&*fs, seg, is_open, opts.bulk_replay_bytes)?;
+            report.segments += 1;
+            report.bulk_segments += r.bulk as usize;
+            for mut rec in r.ops {
+                if rec.txid <= ns.info().last_txid {
+                    continue;
+                }
+                let want = ns.info().last_txid + 1;
+                let bad = |detail: String| StoreError::Corrupt {
+                    path: seg.path.clone(),
+                    at: Location::at(0),
+                    detail,
+                };
+                if rec.txid != want {
+                    return Err(bad(format!(
+                        "journal gap: txid {} where {want} was expected",
+                        rec.txid
+                    )));
+                }
+                let Some(o) = rec.op.as_mut() else {
+                    return Err(bad(format!("txid {} holds no operation", rec.txid)));
+                };
+                op::apply(&mut ns, o)
+                    .map_err(|e| bad(format!("replaying txid {}: {e}", rec.txid)))?;
+                ns.info_mut().last_txid = rec.txid;
+                report.replayed += 1;
+            }
+            if let Some(last) = seg.last {
+                if ns.info().last_txid < last {
+                    return Err(StoreError::Corrupt {
+                        path: seg.path.clone(),
+                        at: Location::at(r.valid_len),
+                        detail: format!(
+                            "finished segment ends at txid {} but its name says {last}",
+                            ns.info().last_txid
+                        ),
+                    });
+                }
+            }
+            if is_open {
+                if r.torn_bytes > 0 {
+                    report.torn_tail_bytes += r.torn_bytes;
+                    if r.valid_len < journal::HEADER_LEN as u64 {
+                        fs.remove(&seg.path).map_err(io_err(&seg.path))?;
+                    } else {
+                        fs.truncate(&seg.path, r.valid_len)
+                            .map_err(io_err(&seg.path))?;
+                        open_segment = Some((seg.first, r.valid_len));
+                    }
+                } else {
+                    open_segment = Some((seg.first, r.valid_len));
+                }
+            }
+        }
+        report.replay_seconds = replay_started.elapsed().as_secs_f64();
+        let txid = ns.info().last_txid;
+        let (file, seg_first, seg_bytes) = match open_segment {
+            Some((first, len)) => {
+                let p = dir.join(journal::open_name(first));
+                (fs.append(&p).map_err(io_err(&p))?, first, len)
+            }
+            None => {
+                let f = create_segment(&*fs, dir, txid + 1)?;
+                (f, txid + 1, journal::HEADER_LEN as u64)
+            }
+        };
+        report.txid = txid;
+        report.read_calls = fs.read_calls() - reads_before;
+        report.seconds = started.elapsed().as_secs_f64();
+        Ok(Store {
+            dir: dir.to_path_buf(),
+            fs,
+            opts,
+            _lock: lock,
+            ns: Mutex::new(ns),
+            journal: Mutex::new(JournalState {
+                file: Some(file),
+                seg_first,
+                seg_bytes,
+                pending: Vec::new(),
+                pending_last: txid,
+                durable: txid,
+                flushing: false,
+                failed: None,
+            }),
+            flushed: Condvar::new(),
+            report,
+        })
+    }
+
+    pub fn report(&self) -> &RecoveryReport {
+        &self.report
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Runs `f` on the namespace (the state after the last applied op).
+    pub fn with_namespace<R>(&self, f: impl FnOnce(&Namespace) -> R) -> R {
+        f(&self.ns.lock())
+    }
+
+    /// Applies `op` and journals it; returns its txid once it is durable.
+    pub fn apply(&self, op: Op) -> Result<u64, StoreError> {
+        let txid = self.submit(op)?;
+        self.wait_durable(txid)?;
+        Ok(txid)
+    }
+
+    /// Applies `op` and queues its journal record; returns its txid, which
+    /// is durable only after [`wait_durable`](Self::wait_durable) or
+    /// [`sync`](Self::sync) returns.
+    pub fn submit(&self, mut op: Op) -> Result<u64, StoreError> {
+        let mut ns = self.ns.lock();
+        if let Some(e) = &self.journal.lock().failed {
+            return Err(StoreError::Poisoned(e.clone()));
+        }
+        op::apply(&mut ns, &mut op)?;
+        let txid = ns.info().last_txid + 1;
+        ns.info_mut().last_txid = txid;
+        let rec = pb::JournalOp { txid, op: Some(op) };
+        let mut j = self.journal.lock();
+        journal::encode(&rec, &mut j.pending);
+        j.pending_last = txid;
+        Ok(txid)
+    }
+
+    /// Makes every submitted op durable; returns the durable txid.
+    pub fn sync(&self) -> Result<u64, StoreError> {
+        let last = self.journal.lock().pending_last;
+        self.wait_durable(last)?;
+        Ok(last)
+    }
+
+    /// Waits until `txid` is durable. One waiter at a time writes and
+    /// fsyncs everything queued so far (group commit); the others wait for
+    /// it. A failed write or fsync poisons the store: it is never retried
+    /// as if it had succeeded.
+    pub fn wait_durable(&self, txid: u64) -> Result<(), StoreError> {
+        let mut j = self.journal.lock();
+        loop {
+            if j.durable >= txid {
+                return Ok(());
+            }
+            if let Some(e) = &j.failed {
+                return Err(StoreError::Poisoned(e.clone()));
+            }
+            if j.flushing {
+                self.flushed.wait(&mut j);
+                continue;
+            }
+            let buf = std::mem::take(&mut j.pending);
+            let last = j.pending_last;
+            let Some(mut file) = j.file.take() else {
+                return Err(StoreError::Poisoned("no open segment".into()));
+            };
+            j.flushing = true;
+            drop(j);
+            let res = file.write_all(&buf).and_then(|()| {
+                failpoint("journal-before-sync");
+                file.sync()
+            });
+            j = self.journal.lock();
+            j.file = Some(file);
+            j.flushing = false;
+            match res {
+                Ok(()) => {
+                    j.durable = last;
+                    j.seg_bytes += buf.len() as u64;
+                    if j.seg_bytes >= self.opts.segment_bytes {
+                        if let Err(e) = self.roll(&mut j) {
+                            j.failed = Some(e.to_string());
+                        }
+                    }
+                }
+                Err(e) => {
+                    let path = self.dir.join(journal::open_name(j.seg_first));
+                    j.failed = Some(format!("{}: {e}", path.display()));
+                }
+            }
+            self.flushed.notify_all();
+        }
+    }
+
+    /// Finishes the open segment at the durable txid and opens the next one.
+    /// Called with everything up to `durable` written and fsynced.
+    fn roll(&self, j: &mut JournalState) -> Result<(), StoreError> {
+        if j.durable < j.seg_first {
+            return Ok(()); // nothing in the open segment yet
+        }
+        let from = self.dir.join(journal::open_name(j.seg_first));
+        let to = self
+            .dir
+            .join(journal::finished_name(j.seg_first, j.durable));
+        j.file = None;
+        self.fs.rename(&from, &to).map_err(io_err(&from))?;
+        self.fs.sync_dir(&self.dir).map_err(io_err(&self.dir))?;
+        failpoint("roll-renamed");
+        j.file = Some(create_segment(&*self.fs, &self.dir, j.durable + 1)?);
+        j.seg_first = j.durable + 1;
+        j.seg_bytes = journal::HEADER_LEN as u64;
+        Ok(())
+    }
+
+    /// Saves the namespace as an image at the current txid (atomically),
+    /// finishes the journal segment there, and purges what retention no
+    /// longer needs. Returns the image's txid.
+    pub fn checkpoint(&self) -> Result<u64, StoreError> {
+        let ns = self.ns.lock();
+        let t = ns.info().last_txid;
+        self.wait_durable(t)?;
+        let path = self.dir.join(image_name(t));
+        if self.fs.len(&path).is_err() {
+            save_image(&*self.fs, &self.dir, &ns, t, &self.opts.write)?;
+        }
+        drop(ns);
+        {
+            let mut j = self.journal.lock();
+            // Only ops up to t are in the segment: nothing is pending past it
+            // while the namespace lock was held... unless submitted since; in
+            // that case those records stay pending for the next segment.
+            if j.durable >= j.seg_first && j.durable == t {
+                if let Err(e) = self.roll(&mut j) {
+                    j.failed = Some(e.to_string());
+                    return Err(e);
+                }
+            }
+        }
+        self.purge()?;
+        Ok(t)
+    }
+
+    /// Keeps the newest `keep_images` images and the segments needed to
+    /// replay from the oldest of them.
+    fn purge(&self) -> Result<(), StoreError> {
+        let dir = &self.dir;
+        let names = self.fs.list(dir).map_err(io_err(dir))?;
+        let mut images: Vec<u64> = names.iter().filter_map(|n| parse_image(n)).collect();
+        images.sort_unstable_by(|a, b| b.cmp(a));
+        let keep = self.opts.keep_images.max(1);
+        if images.len() <= keep {
+            return Ok(());
+        }
+        let oldest_kept = images[keep - 1];
+        for &t in &images[keep..] {
+            let p = dir.join(image_name(t));
+            self.fs.remove(&p).map_err(io_err(&p))?;
+            failpoint("purge-image");
+        }
+        for seg in names.iter().filter_map(|n| Segment::parse(dir, n)) {
+            if seg.last.is_some_and(|l| l <= oldest_kept) {
+                self.fs.remove(&seg.path).map_err(io_err(&seg.path))?;
+                failpoint("purge-segment");
+            }
+        }
+        self.fs.sync_dir(dir).map_err(io_err(dir))
+    }
+
+    pub fn status(&self) -> Result<Status, StoreError> {
+        let dir = &self.dir;
+        let mut st = Status {
+            txid: self.ns.lock().info().last_txid,
+            ..Status::default()
+        };
+        let mut names = self.fs.list(dir).map_err(io_err(dir))?;
+        names.sort();
+        for n in names {
+            let p = dir.join(&n);
+            let len = self.fs.len(&p).unwrap_or(0);
+            if let Some(t) = parse_image(&n) {
+                st.images.push((t, len));
+            } else if Segment::parse(dir, &n).is_some() {
+                st.segments.push((n, len));
+            }
+        }
+        Ok(st)
+    }
+}
+
+/// Writes a new open segment holding only its header, durably.
+fn create_segment(fs: &dyn Fs, dir: &Path, first: u64) -> Result<Box<dyn FsFile>, StoreError> {
+    let p = dir.join(journal::open_name(first));
+    let mut f = fs.create(&p).map_err(io_err(&p))?;
+    f.write_all(&journal::header()).map_err(io_err(&p))?;
+    f.sync().map_err(io_err(&p))?;
+    fs.sync_dir(dir).map_err(io_err(dir))?;
+    Ok(f)
+}
+
+/// Saves `ns` as `image_<txid>`: temporary file, fsync, rename, fsync of
+/// the directory.
+fn save_image(
+    fs: &dyn Fs,
+    dir: &Path,
+    ns: &Namespace,
+    txid: u64,
+    opts: &WriteOptions,
+) -> Result<(), StoreError> {
+    let path = dir.join(image_name(txid));
+    let tmp = dir.join(format!("{}.tmp", image_name(txid)));
+    let result = (|| {
+        let file = fs.create(&tmp).map_err(io_err(&tmp))?;
+        let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
+        write_image(ns, &mut out, opts).map_err(io_err(&tmp))?;
+        let mut file = out.into_inner().map_err(|e| io_err(&tmp)(e.into_error()))?;
+        file.sync().map_err(io_err(&tmp))?;
+        drop(file);
+        failpoint("checkpoint-written");
+        fs.rename(&tmp, &path).map_err(io_err(&tmp))?;
+        failpoint("checkpoint-renamed");
+        fs.sync_dir(dir).map_err(io_err(dir))
+    })();
+    if result.is_err() {
+        let _ = fs.remove(&tmp);
+    }
+    result
+}
