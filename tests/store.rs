@@ -309,6 +309,18 @@ fn concurrent_appliers_share_fsyncs() {
     let s = Store::open_default(&dir).unwrap();
     assert_eq!(s.report().txid, 800);
     assert_eq!(s.with_namespace(|ns| ns.digest()), digest);
-    let dump = journal::read(&RealFs::default(), &segments(&dir)[0], true, u64::MAX).unwrap();
-    assert_eq!(dump.ops.len(), 800);
+    let mut txids = Vec::new();
+    let dump = journal::read(
+        &RealFs::default(),
+        &segments(&dir)[0],
+        true,
+        u64::MAX,
+        &mut |op| {
+            txids.push(op.txid);
+            Ok(())
+        },
+    )
+    .unwrap();
+    assert_eq!(dump.ops, 800);
+    assert_eq!(txids, (1..=800).collect::<Vec<_>>());
 }

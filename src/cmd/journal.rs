@@ -37,17 +37,20 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
     };
     segments.dedup();
     for seg in &segments {
-        let r = journal::read(&fs, seg, seg.last.is_none(), u64::MAX)?;
-        for op in &r.ops {
+        let name = seg.name();
+        let r = journal::read(&fs, seg, seg.last.is_none(), u64::MAX, &mut |op| {
             if json {
+                let text = describe(&op);
+                let body = text.trim_start().split_once(' ').map_or("", |x| x.1);
                 out!(
                     "{}",
-                    serde_json::json!({"segment": seg.name(), "txid": op.txid, "op": describe(op).trim_start().split_once(' ').map(|x| x.1).unwrap_or("")})
+                    serde_json::json!({"segment": name, "txid": op.txid, "op": body})
                 );
             } else {
-                out!("{}", describe(op));
+                out!("{}", describe(&op));
             }
-        }
+            Ok(())
+        })?;
         if r.torn_bytes > 0 {
             eprintln!(
                 "{}: {} torn bytes at the end",

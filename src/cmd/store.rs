@@ -2,7 +2,7 @@
 //! from the command line.
 
 use nsimage::store::workload::Workload;
-use nsimage::store::{Store, StoreError};
+use nsimage::store::{Store, StoreError, StoreOptions};
 use serde_json::json;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -26,6 +26,10 @@ pub enum Cmd {
     /// Recover the store (newest good image + journal) and report.
     Recover {
         dir: PathBuf,
+        /// Segments up to this many bytes are replayed from one bulk read,
+        /// larger ones streamed.
+        #[arg(long, default_value_t = StoreOptions::default().bulk_replay_bytes)]
+        bulk_limit: u64,
         #[arg(long)]
         json: bool,
     },
@@ -94,8 +98,16 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
                 }
             }
         }
-        Cmd::Recover { dir, json } => {
-            let s = open(&dir)?;
+        Cmd::Recover {
+            dir,
+            bulk_limit,
+            json,
+        } => {
+            let opts = StoreOptions {
+                bulk_replay_bytes: bulk_limit,
+                ..StoreOptions::default()
+            };
+            let s = Store::open(&dir, Arc::new(nsimage::store::io::RealFs::default()), opts)?;
             let r = s.report().clone();
             let digest = s.with_namespace(|ns| ns.digest().to_string());
             if json {

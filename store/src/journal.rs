@@ -91,10 +91,10 @@ fn decode(body: &[u8]) -> Result<pb::JournalOp, &'static str> {
     pb::JournalOp::decode(msg).map_err(|_| "undecodable journal op")
 }
 
-/// What reading one segment gave.
+/// What reading one segment gave (its ops went to the caller's callback).
 #[derive(Debug, Default)]
 pub struct SegmentRead {
-    pub ops: Vec<pb::JournalOp>,
+    pub ops: u64,
     /// Bytes of valid header and records.
     pub valid_len: u64,
     /// Bytes after them cut off as a torn tail (open segment only).
@@ -112,7 +112,12 @@ fn corrupt(seg: &Segment, offset: u64, detail: impl Into<String>) -> StoreError 
 
 /// Parses a segment held in memory. In an open segment a bad last record,
 /// or zeros at the end, are a torn tail; anywhere else damage is an error.
-pub fn parse(seg: &Segment, bytes: &[u8], open: bool) -> Result<SegmentRead, StoreError> {
+pub fn parse(
+    seg: &Segment,
+    bytes: &[u8],
+    open: bool,
+    f: &mut dyn FnMut(pb::JournalOp) -> Result<(), StoreError>,
+) -> Result<SegmentRead, StoreError> {
     if bytes.len() < HEADER_LEN {
         if open && bytes.iter().all(|&b| b == 0) {
             // Created but its header never made it to disk.
@@ -148,7 +153,8 @@ pub fn parse(seg: &Segment, bytes: &[u8], open: bool) -> Result<SegmentRead, Sto
             Ok((_, rec)) => match decode(rec) {
                 Ok(op) => {
                     out.valid_len = pos + (rec.len() + varint_len(rec.len())) as u64;
-                    out.ops.push(op);
+                    out.ops += 1;
+                    f(op)?;
                     continue;
                 }
                 Err(e) => e,
@@ -191,6 +197,7 @@ pub fn read(
     seg: &Segment,
     open: bool,
     bulk_limit: u64,
+    f: &mut dyn FnMut(pb::JournalOp) -> Result<(), StoreError>,
 ) -> Result<SegmentRead, StoreError> {
     let io = |source| StoreError::Io {
         path: seg.path.clone(),
@@ -199,16 +206,21 @@ pub fn read(
     let len = fs.len(&seg.path).map_err(io)?;
     if len <= bulk_limit {
         if let Ok(bytes) = fs.read(&seg.path) {
-            let mut r = parse(seg, &bytes, open)?;
+            let mut r = parse(seg, &bytes, open, f)?;
             r.bulk = true;
             return Ok(r);
         }
     }
-    stream(fs, seg, open)
+    stream(fs, seg, open, f)
 }
 
 /// Streams a segment record by record through a buffered reader.
-fn stream(fs: &dyn Fs, seg: &Segment, open: bool) -> Result<SegmentRead, StoreError> {
+fn stream(
+    fs: &dyn Fs,
+    seg: &Segment,
+    open: bool,
+    f: &mut dyn FnMut(pb::JournalOp) -> Result<(), StoreError>,
+) -> Result<SegmentRead, StoreError> {
     let io = |source| StoreError::Io {
         path: seg.path.clone(),
         source,
@@ -227,7 +239,7 @@ fn stream(fs: &dyn Fs, seg: &Segment, open: bool) -> Result<SegmentRead, StoreEr
         // Short or damaged: the in-memory parser decides (torn or corrupt).
         let mut rest = head[..got].to_vec();
         rd.read_to_end(&mut rest).map_err(io)?;
-        return parse(seg, &rest, open);
+        return parse(seg, &rest, open, f);
     }
     let mut out = SegmentRead {
         valid_len: HEADER_LEN as u64,
@@ -269,7 +281,8 @@ fn stream(fs: &dyn Fs, seg: &Segment, open: bool) -> Result<SegmentRead, StoreEr
         match decoded {
             Ok(op) => {
                 out.valid_len += (prefix.len() + body.len()) as u64;
-                out.ops.push(op);
+                out.ops += 1;
+                f(op)?;
             }
             Err(e) => {
                 // Decide torn or corrupt from the bytes that remain.

@@ -257,12 +257,10 @@ impl Store {
                     ),
                 });
             }
-            let r = journal::read(&*fs, seg, is_open, opts.bulk_replay_bytes)?;
-            report.segments += 1;
-            report.bulk_segments += r.bulk as usize;
-            for mut rec in r.ops {
+            let mut replayed = 0u64;
+            let mut replay = |mut rec: pb::JournalOp| -> Result<(), StoreError> {
                 if rec.txid <= ns.info().last_txid {
-                    continue;
+                    return Ok(());
                 }
                 let want = ns.info().last_txid + 1;
                 let bad = |detail: String| StoreError::Corrupt {
@@ -282,8 +280,13 @@ impl Store {
                 op::apply(&mut ns, o)
                     .map_err(|e| bad(format!("replaying txid {}: {e}", rec.txid)))?;
                 ns.info_mut().last_txid = rec.txid;
-                report.replayed += 1;
-            }
+                replayed += 1;
+                Ok(())
+            };
+            let r = journal::read(&*fs, seg, is_open, opts.bulk_replay_bytes, &mut replay)?;
+            report.replayed += replayed;
+            report.segments += 1;
+            report.bulk_segments += r.bulk as usize;
             if let Some(last) = seg.last {
                 if ns.info().last_txid < last {
                     return Err(StoreError::Corrupt {

@@ -117,7 +117,15 @@ impl Namespace {
     /// The slot of `name` among the children of directory `dir`.
     pub(crate) fn find_child(&self, dir: Slot, name: &[u8]) -> std::result::Result<Slot, usize> {
         let kids = self.child_slots(dir);
-        kids.binary_search_by(|&c| self.name_bytes(self.nodes[c as usize].name).cmp(name))
+        let name_of = |c: Slot| self.name_bytes(self.nodes[c as usize].name);
+        // New names often sort last (sequential names, sorted bulk
+        // creation): one comparison instead of a search.
+        if let Some(&last) = kids.last() {
+            if name_of(last) < name {
+                return Err(kids.len());
+            }
+        }
+        kids.binary_search_by(|&c| name_of(c).cmp(name))
             .map(|i| kids[i])
     }
 
