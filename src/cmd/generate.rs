@@ -42,7 +42,9 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         sub_section_min_inodes: a.sub_section_min_inodes,
         ..WriteOptions::default()
     };
+    let saving = Instant::now();
     let summary = save(&ns, &a.output, &opts).context("saving the image")?;
+    let save_seconds = saving.elapsed().as_secs_f64();
     pb.finish_and_clear();
     let seconds = started.elapsed().as_secs_f64();
     let st = ns.stats();
@@ -51,6 +53,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         let mut m = super::stats_json(&st, &digest, seconds);
         m.insert("path".into(), a.output.display().to_string().into());
         m.insert("image_bytes".into(), summary.bytes.into());
+        m.insert("save_seconds".into(), save_seconds.into());
         out!("{}", serde_json::Value::Object(m));
     } else {
         out!(

@@ -30,7 +30,7 @@ impl Encoded {
 }
 
 /// Fills `msg` from `n`, reusing the message's buffers.
-fn fill_inode(n: &Inode<'_>, msg: &mut pb::Inode) {
+pub(crate) fn fill_inode(n: &Inode<'_>, msg: &mut pb::Inode) {
     msg.id = n.id();
     msg.name.clear();
     msg.name.extend_from_slice(n.name());
@@ -106,8 +106,14 @@ pub fn inodes(ns: &Namespace, slots: std::ops::Range<Slot>) -> Encoded {
     let mut msg = pb::Inode::default();
     for s in slots {
         if let Some(n) = ns.at(s) {
-            fill_inode(&n, &mut msg);
-            out.put(msg.id, &msg);
+            let before = out.bytes.len();
+            if crate::fast::put_inode(&n, &mut out.bytes) {
+                out.records
+                    .push((n.id(), (out.bytes.len() - before) as u32));
+            } else {
+                fill_inode(&n, &mut msg);
+                out.put(msg.id, &msg);
+            }
         }
     }
     out
@@ -116,17 +122,16 @@ pub fn inodes(ns: &Namespace, slots: std::ops::Range<Slot>) -> Encoded {
 /// INODE_DIR records of the non-empty directories in `slots`.
 pub fn dirs(ns: &Namespace, slots: std::ops::Range<Slot>) -> Encoded {
     let mut out = Encoded::with_capacity(slots.len() / 8);
-    let mut msg = pb::DirEntry::default();
+    let mut ids = Vec::new();
     for s in slots {
         let Some(n) = ns.at(s) else { continue };
         if n.kind() != InodeKind::Directory || n.child_slots().is_empty() {
             continue;
         }
-        msg.parent = n.id();
-        msg.children.clear();
-        msg.children
-            .extend(n.child_slots().iter().map(|&c| ns.id_of(c)));
-        out.put(msg.parent, &msg);
+        let before = out.bytes.len();
+        crate::fast::put_dir(ns, &n, &mut ids, &mut out.bytes);
+        out.records
+            .push((n.id(), (out.bytes.len() - before) as u32));
     }
     out
 }

@@ -1,7 +1,8 @@
 //! nsimage writer: namespace → image (format v1, `format-spec/FORMAT.md`).
 //!
-//! - [`encode`]: turns inodes and directories into framed protobuf records,
-//!   in parallel batches (rayon);
+//! - `encode`: turns inodes and directories into framed protobuf records,
+//!   in parallel batches (rayon), through the hand-written encoder of
+//!   `fast` (byte-identical to prost's, tested) or prost for rare attributes;
 //! - [`image`]: lays sections out, cuts record-aligned sub-sections by a byte
 //!   target, computes checksums as bytes go out, writes index and footer;
 //! - [`save`]: the atomic save (temp file, fsync, rename, fsync of the
@@ -9,6 +10,7 @@
 #![forbid(unsafe_code)]
 
 mod encode;
+mod fast;
 mod image;
 mod save;
 
