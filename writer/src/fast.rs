@@ -12,7 +12,7 @@ use nsimage_format::pb::InodeType;
 #[inline]
 fn varint_len(v: u64) -> usize {
     // 1 byte per 7 bits, at least one byte.
-    ((64 - (v | 1).leading_zeros() as usize) + 6) / 7
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
 }
 
 #[inline]
