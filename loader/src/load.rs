@@ -126,7 +126,7 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<Loaded, LoadError> {
         opts.threads
     };
     let mut stats = LoadStats {
-        mode: if serial { "serial" } else { "parallel" },
+        mode: if threads == 1 { "serial" } else { "parallel" },
         read: opts.read.name(),
         threads,
         ..LoadStats::default()
