@@ -3,9 +3,9 @@
 
 mod common;
 
-use common::{image, load_bytes, sample, tiny};
-use nsimage::format::consts::{footer, header};
-use nsimage::format::{Footer, FormatError, Header, Index, SectionInfo, SectionKind};
+use common::{image, index_of, load_bytes, sample, tiny, with_index};
+use nsimage::format::consts::header;
+use nsimage::format::{FormatError, Header, SectionInfo, SectionKind};
 use nsimage::loader::LoadError;
 use xxhash_rust::xxh3::xxh3_64;
 
@@ -108,24 +108,11 @@ fn wrong_magic_and_future_version_are_refused() {
     ));
 }
 
-fn index_of(bytes: &[u8]) -> Index {
-    let len = bytes.len() as u64;
-    let f = Footer::decode(&bytes[bytes.len() - footer::SIZE..], len).unwrap();
-    let s = f.index_offset as usize;
-    Index::decode(
-        &bytes[s..s + f.index_length as usize],
-        f.index_offset,
-        f.index_checksum,
-    )
-    .unwrap()
-}
-
 /// Appends a section of `kind` after the last one and rewrites index and footer.
 fn with_extra_section(bytes: &[u8], kind: u32, optional: bool) -> Vec<u8> {
-    let len = bytes.len() as u64;
-    let f = Footer::decode(&bytes[bytes.len() - footer::SIZE..], len).unwrap();
     let mut idx = index_of(bytes);
-    let mut out = bytes[..f.index_offset as usize].to_vec();
+    let index_offset = idx.sections.last().unwrap().end() as usize;
+    let mut out = bytes[..index_offset].to_vec();
     let payload = b"\x03abc\x01z".to_vec();
     idx.sections.push(SectionInfo {
         kind: SectionKind(kind),
@@ -137,17 +124,7 @@ fn with_extra_section(bytes: &[u8], kind: u32, optional: bool) -> Vec<u8> {
         sub_sections: Vec::new(),
     });
     out.extend_from_slice(&payload);
-    let ib = idx.encode();
-    let index_offset = out.len() as u64;
-    out.extend_from_slice(&ib);
-    let foot = Footer {
-        index_offset,
-        index_length: ib.len() as u64,
-        index_checksum: xxh3_64(&ib),
-        file_length: out.len() as u64 + footer::SIZE as u64,
-    };
-    out.extend_from_slice(&foot.encode());
-    out
+    with_index(out, &idx)
 }
 
 #[test]

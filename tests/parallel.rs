@@ -4,8 +4,8 @@
 
 mod common;
 
-use common::{image, tiny};
-use nsimage::format::{Footer, Index, SectionKind};
+use common::{image, index_of, tiny, with_index};
+use nsimage::format::SectionKind;
 use nsimage::generate::{generate, GenSpec};
 use nsimage::loader::{load, LoadError, LoadOptions, ReadStrategy};
 use std::path::Path;
@@ -88,24 +88,10 @@ fn read_calls_follow_pieces_not_records() {
     }
 }
 
-fn index_of(bytes: &[u8]) -> Index {
-    use nsimage::format::consts::footer;
-    let f = Footer::decode(&bytes[bytes.len() - footer::SIZE..], bytes.len() as u64).unwrap();
-    let s = f.index_offset as usize;
-    Index::decode(
-        &bytes[s..s + f.index_length as usize],
-        f.index_offset,
-        f.index_checksum,
-    )
-    .unwrap()
-}
-
 /// Rewrites the index so that the checksums match the (damaged) bytes: the
 /// damage then reaches the decoders instead of the checksum check.
 fn rechecksum(bytes: &mut Vec<u8>) {
-    use nsimage::format::consts::footer;
     use xxhash_rust::xxh3::xxh3_64;
-    let f = Footer::decode(&bytes[bytes.len() - footer::SIZE..], bytes.len() as u64).unwrap();
     let mut idx = index_of(bytes);
     for s in &mut idx.sections {
         s.checksum = xxh3_64(&bytes[s.offset as usize..s.end() as usize]);
@@ -113,16 +99,8 @@ fn rechecksum(bytes: &mut Vec<u8>) {
             u.checksum = xxh3_64(&bytes[u.offset as usize..(u.offset + u.length) as usize]);
         }
     }
-    let ib = idx.encode();
-    bytes.truncate(f.index_offset as usize);
-    bytes.extend_from_slice(&ib);
-    let foot = Footer {
-        index_offset: f.index_offset,
-        index_length: ib.len() as u64,
-        index_checksum: xxh3_64(&ib),
-        file_length: (bytes.len() + footer::SIZE) as u64,
-    };
-    bytes.extend_from_slice(&foot.encode());
+    let end = idx.sections.last().unwrap().end() as usize;
+    *bytes = with_index(bytes[..end].to_vec(), &idx);
 }
 
 #[test]
@@ -199,16 +177,7 @@ fn a_child_in_two_directories_is_refused_in_parallel() {
     s.length = recs.len() as u64;
     s.records = 3;
     s.sub_sections.clear();
-    let ib = idx2.encode();
-    let index_offset = bad.len() as u64;
-    bad.extend_from_slice(&ib);
-    let foot = Footer {
-        index_offset,
-        index_length: ib.len() as u64,
-        index_checksum: xxhash_rust::xxh3::xxh3_64(&ib),
-        file_length: (bad.len() + nsimage::format::consts::footer::SIZE) as u64,
-    };
-    bad.extend_from_slice(&foot.encode());
+    let mut bad = with_index(bad, &idx2);
     rechecksum(&mut bad);
     let dir = tempfile::tempdir().unwrap();
     let path = write(dir.path(), "twice.nsi", &bad);

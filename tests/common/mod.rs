@@ -72,3 +72,32 @@ pub fn load_bytes(bytes: &[u8]) -> Result<Namespace, nsimage::loader::LoadError>
     std::fs::write(&path, bytes).expect("write image");
     nsimage::loader::load(&path, &Default::default()).map(|l| l.namespace)
 }
+
+/// The index of an image held in memory.
+pub fn index_of(bytes: &[u8]) -> nsimage::format::Index {
+    use nsimage::format::{consts::footer, Footer, Index};
+    let f = Footer::decode(&bytes[bytes.len() - footer::SIZE..], bytes.len() as u64).unwrap();
+    let s = f.index_offset as usize;
+    Index::decode(
+        &bytes[s..s + f.index_length as usize],
+        f.index_offset,
+        f.index_checksum,
+    )
+    .unwrap()
+}
+
+/// Appends `idx` and a matching footer to `body` (header and sections).
+pub fn with_index(mut body: Vec<u8>, idx: &nsimage::format::Index) -> Vec<u8> {
+    use nsimage::format::{consts::footer, Footer};
+    let ib = idx.encode();
+    let index_offset = body.len() as u64;
+    body.extend_from_slice(&ib);
+    let foot = Footer {
+        index_offset,
+        index_length: ib.len() as u64,
+        index_checksum: xxhash_rust::xxh3::xxh3_64(&ib),
+        file_length: (body.len() + footer::SIZE) as u64,
+    };
+    body.extend_from_slice(&foot.encode());
+    body
+}
