@@ -105,10 +105,16 @@ impl Namespace {
             .binary_search_by(|&c| self.name_bytes(self.nodes[c as usize].name).cmp(name))
     }
 
-    /// Removes child `s` from its parent's list (found by name, not by scan).
+    /// Removes child `s` from its parent's list: a scan of the slots in a
+    /// small directory (no name is read), a search by name in a large one.
     fn unlink(&mut self, parent: Slot, s: Slot) {
-        let name = self.nodes[s as usize].name;
-        let pos = self.child_pos(parent, read_name(&self.names, name));
+        let kids = self.child_slots(parent);
+        let pos = if kids.len() <= 128 {
+            kids.iter().position(|&k| k == s).ok_or(0)
+        } else {
+            let name = self.nodes[s as usize].name;
+            self.child_pos(parent, read_name(&self.names, name))
+        };
         if let Ok(i) = pos {
             self.owned_children_mut(parent).remove(i);
         }
