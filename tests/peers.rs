@@ -4,30 +4,28 @@
 mod common;
 
 use nsimage::peers::{jsonl, sqlite};
+use nsimage::Namespace;
 
-#[test]
-fn peers_round_trip_the_sample() {
-    let ns = common::sample();
+fn assert_peers_round_trip(ns: &Namespace) {
     let dir = tempfile::tempdir().unwrap();
     let j = dir.path().join("ns.jsonl");
-    jsonl::export(&ns, &j).unwrap();
+    jsonl::export(ns, &j).unwrap();
     assert_eq!(jsonl::load(&j).unwrap().digest(), ns.digest());
     let s = dir.path().join("ns.sqlite");
-    sqlite::export(&ns, &s).unwrap();
+    sqlite::export(ns, &s).unwrap();
     assert_eq!(sqlite::load(&s).unwrap().digest(), ns.digest());
 }
 
 #[test]
+fn peers_round_trip_the_sample() {
+    assert_peers_round_trip(&common::sample());
+}
+
+#[test]
 fn peers_round_trip_a_generated_namespace() {
-    let ns = nsimage::generate::generate(nsimage::generate::GenSpec {
+    use nsimage::generate::{generate, GenSpec};
+    assert_peers_round_trip(&generate(GenSpec {
         inodes: 5_000,
         seed: 4,
-    });
-    let dir = tempfile::tempdir().unwrap();
-    let j = dir.path().join("ns.jsonl");
-    jsonl::export(&ns, &j).unwrap();
-    assert_eq!(jsonl::load(&j).unwrap().digest(), ns.digest());
-    let s = dir.path().join("ns.sqlite");
-    sqlite::export(&ns, &s).unwrap();
-    assert_eq!(sqlite::load(&s).unwrap().digest(), ns.digest());
+    }));
 }
