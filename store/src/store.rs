@@ -479,9 +479,9 @@ impl Store {
         drop(ns);
         {
             let mut j = self.journal.lock();
-            // Only ops up to t are in the segment: nothing is pending past it
-            // while the namespace lock was held... unless submitted since; in
-            // that case those records stay pending for the next segment.
+            // Finish the segment at t unless ops submitted after the image
+            // was taken are already durable in it (then it stays open; replay
+            // skips what the image holds).
             if j.durable >= j.seg_first && j.durable == t {
                 if let Err(e) = self.roll(&mut j) {
                     j.failed = Some(e.to_string());
