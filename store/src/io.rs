@@ -35,15 +35,18 @@ pub trait Fs: Send + Sync {
     fn len(&self, path: &Path) -> io::Result<u64>;
     /// Read calls made so far (bulk reads count one each).
     fn read_calls(&self) -> u64;
+    /// File fsyncs made so far.
+    fn sync_calls(&self) -> u64;
 }
 
-/// The real file system, counting read calls.
+/// The real file system, counting read calls and fsyncs.
 #[derive(Default)]
 pub struct RealFs {
     reads: Arc<AtomicU64>,
+    syncs: Arc<AtomicU64>,
 }
 
-struct RealFile(File);
+struct RealFile(File, Arc<AtomicU64>);
 
 impl Write for RealFile {
     fn write(&mut self, b: &[u8]) -> io::Result<usize> {
@@ -56,6 +59,7 @@ impl Write for RealFile {
 
 impl FsFile for RealFile {
     fn sync(&mut self) -> io::Result<()> {
+        self.1.fetch_add(1, Ordering::Relaxed);
         self.0.sync_data()
     }
 }
@@ -74,11 +78,12 @@ impl Read for CountingRead {
 
 impl Fs for RealFs {
     fn create(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
-        Ok(Box::new(RealFile(File::create(path)?)))
+        Ok(Box::new(RealFile(File::create(path)?, self.syncs.clone())))
     }
     fn append(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
         Ok(Box::new(RealFile(
             OpenOptions::new().append(true).open(path)?,
+            self.syncs.clone(),
         )))
     }
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
@@ -123,6 +128,9 @@ impl Fs for RealFs {
     }
     fn read_calls(&self) -> u64 {
         self.reads.load(Ordering::Relaxed)
+    }
+    fn sync_calls(&self) -> u64 {
+        self.syncs.load(Ordering::Relaxed)
     }
 }
 
@@ -251,5 +259,8 @@ impl Fs for FaultyFs {
     }
     fn read_calls(&self) -> u64 {
         self.real.read_calls()
+    }
+    fn sync_calls(&self) -> u64 {
+        self.real.sync_calls()
     }
 }
