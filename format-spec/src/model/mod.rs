@@ -145,6 +145,25 @@ pub struct NameRef {
     pub off: u32,
 }
 
+/// A child list that mutations have touched: child slots in name order and,
+/// beside each, the first eight bytes of its name (big-endian, zero-padded),
+/// so that a search compares keys in one array and reads a name only when
+/// two keys tie. Lists loaded from an image stay in the arena, without keys.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct OwnedChildren {
+    pub(crate) slots: Vec<Slot>,
+    pub(crate) keys: Vec<u64>,
+}
+
+/// The search key of a name: its first eight bytes, big-endian, zero-padded.
+/// Keys order like names do (a < b implies key(a) <= key(b)).
+pub(crate) fn name_key(name: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    let n = name.len().min(8);
+    b[..n].copy_from_slice(&name[..n]);
+    u64::from_be_bytes(b)
+}
+
 /// Marks a directory whose child list lives in `Namespace::owned_children`.
 const OWNED_CHILDREN: u32 = u32::MAX;
 
@@ -202,7 +221,7 @@ pub struct Namespace {
     names: Arena<u8>,
     blocks: Arena<Block>,
     children: Arena<Slot>,
-    owned_children: HashMap<Slot, Vec<Slot>>,
+    owned_children: HashMap<Slot, OwnedChildren>,
     extras: HashMap<Slot, Extra>,
 }
 
@@ -346,7 +365,7 @@ impl Namespace {
             + self
                 .owned_children
                 .values()
-                .map(|v| v.capacity() * 4 + 48)
+                .map(|v| v.slots.capacity() * 4 + v.keys.capacity() * 8 + 64)
                 .sum::<usize>()
             + self.extras.len() * (size_of::<Extra>() + 16)
     }
@@ -369,7 +388,7 @@ impl Namespace {
     fn child_slots(&self, slot: Slot) -> &[Slot] {
         match self.nodes[slot as usize].body {
             Body::Directory { children, .. } if children.chunk == OWNED_CHILDREN => {
-                self.owned_children.get(&slot).map_or(&[], |v| &v[..])
+                self.owned_children.get(&slot).map_or(&[], |v| &v.slots[..])
             }
             Body::Directory { children, .. } => self.children.get(children),
             _ => &[],
@@ -474,6 +493,27 @@ impl<'a> Inode<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn name_keys_order_like_names() {
+        let mut names: Vec<&[u8]> = vec![
+            b"a",
+            b"a\0",
+            b"a\0\0",
+            b"ab",
+            b"abcdefgh",
+            b"abcdefgh\0",
+            b"abcdefghi",
+            b"b",
+            b"\xff",
+            b"\0",
+            b"abcdefgg\xff",
+        ];
+        names.sort();
+        for w in names.windows(2) {
+            assert!(name_key(w[0]) <= name_key(w[1]), "{:?} {:?}", w[0], w[1]);
+        }
+    }
 
     #[test]
     fn node_stays_small() {

@@ -3,8 +3,8 @@
 //! operation leaves the namespace as it was.
 
 use super::{
-    read_name, AclEntry, Block, Body, Extra, Namespace, Node, Perm, Slot, Span, UnderConstruction,
-    XAttr, XAttrNs, NO_SLOT, OWNED_CHILDREN,
+    name_key, read_name, AclEntry, Block, Body, Extra, Namespace, Node, OwnedChildren, Perm, Slot,
+    Span, UnderConstruction, XAttr, XAttrNs, NO_SLOT, OWNED_CHILDREN,
 };
 use crate::consts::MAX_NAME_LENGTH;
 
@@ -96,13 +96,46 @@ fn split_last(path: &[u8]) -> Result<(&[u8], &[u8])> {
     Ok((&trimmed[..cut.max(1)], &trimmed[cut + 1..]))
 }
 
+impl OwnedChildren {
+    fn insert(&mut self, pos: usize, slot: Slot, key: u64) {
+        self.slots.insert(pos, slot);
+        self.keys.insert(pos, key);
+    }
+}
+
 impl Namespace {
     // ---- lookups -------------------------------------------------------
 
     /// The position of `name` among the children of directory `dir`.
     fn child_pos(&self, dir: Slot, name: &[u8]) -> std::result::Result<usize, usize> {
-        self.child_slots(dir)
-            .binary_search_by(|&c| self.name_bytes(self.nodes[c as usize].name).cmp(name))
+        let name_of = |c: Slot| self.name_bytes(self.nodes[c as usize].name);
+        if let Some(o) = self.owned_children.get(&dir) {
+            // Keys first; a name is read only when keys tie.
+            let key = name_key(name);
+            let (mut lo, mut hi) = (0, o.slots.len());
+            while lo < hi {
+                let mid = (lo + hi) / 2;
+                let ord = match o.keys[mid].cmp(&key) {
+                    std::cmp::Ordering::Equal => name_of(o.slots[mid]).cmp(name),
+                    other => other,
+                };
+                match ord {
+                    std::cmp::Ordering::Less => lo = mid + 1,
+                    std::cmp::Ordering::Greater => hi = mid,
+                    std::cmp::Ordering::Equal => return Ok(mid),
+                }
+            }
+            return Err(lo);
+        }
+        let kids = self.child_slots(dir);
+        // New names often sort last (sequential names, sorted bulk
+        // creation): one comparison instead of a search.
+        if let Some(&last) = kids.last() {
+            if name_of(last) < name {
+                return Err(kids.len());
+            }
+        }
+        kids.binary_search_by(|&c| name_of(c).cmp(name))
     }
 
     /// Removes child `s` from its parent's list: a scan of the slots in a
@@ -116,23 +149,15 @@ impl Namespace {
             self.child_pos(parent, read_name(&self.names, name))
         };
         if let Ok(i) = pos {
-            self.owned_children_mut(parent).remove(i);
+            let o = self.owned_children_mut(parent);
+            o.slots.remove(i);
+            o.keys.remove(i);
         }
     }
 
     /// The slot of `name` among the children of directory `dir`.
     pub(crate) fn find_child(&self, dir: Slot, name: &[u8]) -> std::result::Result<Slot, usize> {
-        let kids = self.child_slots(dir);
-        let name_of = |c: Slot| self.name_bytes(self.nodes[c as usize].name);
-        // New names often sort last (sequential names, sorted bulk
-        // creation): one comparison instead of a search.
-        if let Some(&last) = kids.last() {
-            if name_of(last) < name {
-                return Err(kids.len());
-            }
-        }
-        kids.binary_search_by(|&c| name_of(c).cmp(name))
-            .map(|i| kids[i])
+        self.child_pos(dir, name).map(|i| self.child_slots(dir)[i])
     }
 
     fn resolve_slot(&self, path: &[u8]) -> Result<Slot> {
@@ -229,6 +254,7 @@ impl Namespace {
             .ok_or(NsError::IdsExhausted)?;
         let slot = self.ids.push(id).ok_or(NsError::IdsExhausted)?;
         self.info.last_inode_id = id;
+        let key = name_key(name);
         let name = self.put_name(name);
         self.nodes.push(Node {
             mtime,
@@ -238,23 +264,30 @@ impl Namespace {
             has_extra: false,
             body,
         });
-        self.owned_children_mut(dir).insert(pos, slot);
+        self.owned_children_mut(dir).insert(pos, slot, key);
         self.nodes[dir as usize].mtime = mtime;
         Ok(id)
     }
 
     /// Makes the child list of `dir` mutable (copying it out of the arena
     /// the first time) and returns it.
-    fn owned_children_mut(&mut self, dir: Slot) -> &mut Vec<Slot> {
-        if let Body::Directory { children, .. } = &mut self.nodes[dir as usize].body {
+    fn owned_children_mut(&mut self, dir: Slot) -> &mut OwnedChildren {
+        if let Body::Directory { children, .. } = self.nodes[dir as usize].body {
             if children.chunk != OWNED_CHILDREN {
-                let v = self.children.get(*children).to_vec();
-                *children = Span {
-                    chunk: OWNED_CHILDREN,
-                    start: 0,
-                    len: 0,
-                };
-                self.owned_children.insert(dir, v);
+                let slots = self.children.get(children).to_vec();
+                let keys = slots
+                    .iter()
+                    .map(|&c| name_key(read_name(&self.names, self.nodes[c as usize].name)))
+                    .collect();
+                if let Body::Directory { children, .. } = &mut self.nodes[dir as usize].body {
+                    *children = Span {
+                        chunk: OWNED_CHILDREN,
+                        start: 0,
+                        len: 0,
+                    };
+                }
+                self.owned_children
+                    .insert(dir, OwnedChildren { slots, keys });
             }
         }
         self.owned_children.entry(dir).or_default()
@@ -433,7 +466,7 @@ impl Namespace {
         let n = &mut self.nodes[s as usize];
         n.name = name;
         n.parent = d;
-        self.owned_children_mut(d).insert(pos, s);
+        self.owned_children_mut(d).insert(pos, s, name_key(dname));
         self.nodes[d as usize].mtime = mtime;
         Ok(())
     }
