@@ -130,7 +130,11 @@ impl InodeBatch {
         }
         let off =
             u32::try_from(self.names.len()).map_err(|_| "name arena over 4 GiB".to_string())?;
-        prost::encoding::encode_varint(bytes.len() as u64, &mut self.names);
+        if bytes.len() < 0x80 {
+            self.names.push(bytes.len() as u8);
+        } else {
+            prost::encoding::encode_varint(bytes.len() as u64, &mut self.names);
+        }
         self.names.extend_from_slice(bytes);
         Ok(NameRef {
             chunk: self.chunk,
