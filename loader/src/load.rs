@@ -1,11 +1,12 @@
 //! Planning and driving a load. NS_INFO and STRING_TABLE are read first;
 //! then the INODE pieces run on a thread pool, each decoded into a local
-//! batch whose nodes go into the sharded node table; then the INODE_DIR
-//! pieces run the same way (they need every inode id, so they wait for the
-//! INODE phase), their parent links going into a sharded parent table. One
-//! thread runs the same code without a pool: the serial path. Pieces are the
-//! unit of work (one task each, work-stealing), so balance does not depend on
-//! how many sub-sections the writer chose.
+//! batch whose nodes are copied into the slot range of the node table that
+//! the piece owns (`table`); then the INODE_DIR pieces run the same way
+//! (they need every inode id, so they wait for the INODE phase), their
+//! parent links going into a sharded parent table (`shard`). One thread
+//! runs the same code without a pool: the serial path. Pieces are the unit
+//! of work (one task each, work-stealing), so balance does not depend on how
+//! many sub-sections the writer chose.
 
 use crate::decode;
 use crate::shard::{LockStats, Sharded};
@@ -20,16 +21,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 /// Namespaces with fewer inodes than this load serially by default. Chosen
-/// from the crossover `nsimage bench` measures (see README, "Serial
-/// threshold").
+/// from the measured serial/parallel crossover (README, "Serial threshold").
 pub const DEFAULT_PARALLEL_THRESHOLD: u64 = 10_000;
 
-/// The smallest valid INODE record: a length byte, then id, type,
-/// permission (fixed64) and an attribute group. Bounds the node table
-/// allocated from the index's record count.
-const MIN_INODE_RECORD_BYTES: u64 = 14;
+/// The smallest valid INODE record: a length byte, an id of at least 16385
+/// (4 bytes with its key), a type (2) and an empty attribute group (2).
+/// Bounds the node table allocated from the index's record count.
+const MIN_INODE_RECORD_BYTES: u64 = 9;
 
-/// Shards of each shared table.
+/// Shards of the parent table.
 const SHARDS: usize = 256;
 
 /// How to load.
@@ -285,6 +285,8 @@ fn load_pieces(
             *nodes = buffer;
             Ok(parts)
         })?;
+        // One range lock per piece, each taken by one worker only: never
+        // contended by construction.
         let locks = LockStats {
             acquisitions: inode_pieces.len() as u64,
             ..LockStats::default()
