@@ -217,3 +217,76 @@ fn bench_reports_every_strategy_with_one_digest_and_a_plot() {
     ]);
     assert!(json(&again)["saves"].as_array().unwrap().is_empty());
 }
+
+#[test]
+fn store_commands_and_their_exit_codes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("st");
+    let d = dir.to_str().unwrap();
+    assert_eq!(nsimage(&["store", "init", d]).status.code(), Some(0));
+    assert_eq!(
+        nsimage(&["store", "init", d]).status.code(),
+        Some(1),
+        "a second init"
+    );
+    let a = json(&nsimage(&[
+        "store",
+        "apply",
+        d,
+        "--ops",
+        "3000",
+        "--checkpoint-every",
+        "1000",
+        "--json",
+    ]));
+    assert_eq!(a["txid"], 3000);
+    assert_eq!(a["checkpoints"], 3);
+    assert_eq!(a["refused"], 300);
+    let r = json(&nsimage(&["store", "recover", d, "--json"]));
+    assert_eq!(r["digest"], a["digest"]);
+    assert_eq!(r["txid"], 3000);
+    let st = json(&nsimage(&["store", "status", d, "--json"]));
+    assert_eq!(
+        st["images"].as_array().unwrap().len(),
+        2,
+        "retention keeps two images"
+    );
+    // More ops without a checkpoint, then the journal viewer sees them.
+    json(&nsimage(&["store", "apply", d, "--ops", "50", "--json"]));
+    let dump = nsimage(&["journal", "dump", d]);
+    assert_eq!(dump.status.code(), Some(0));
+    // Retention keeps the journal from the oldest kept image (txid 2000).
+    let text = String::from_utf8_lossy(&dump.stdout).to_string();
+    assert_eq!(text.lines().count(), 1050);
+    assert!(text
+        .lines()
+        .next()
+        .unwrap()
+        .trim_start()
+        .starts_with("2001 "));
+    assert!(text
+        .lines()
+        .last()
+        .unwrap()
+        .trim_start()
+        .starts_with("3050 "));
+    // Damage in the middle of the open segment: recovery refuses, exit 1.
+    let seg = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().contains("edits_inprogress"))
+        .unwrap();
+    let mut bytes = std::fs::read(&seg).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x20;
+    std::fs::write(&seg, &bytes).unwrap();
+    let bad = nsimage(&["store", "recover", d]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("edits_inprogress"));
+    assert_eq!(
+        nsimage(&["store", "recover", "/nonexistent/store"])
+            .status
+            .code(),
+        Some(2)
+    );
+}

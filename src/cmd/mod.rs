@@ -81,13 +81,13 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 
 /// Maps an error to the exit code policy: data errors 1, the rest 2.
 pub fn exit_code(e: &anyhow::Error) -> u8 {
+    let code = |data: bool| if data { EXIT_DATA } else { EXIT_USAGE_IO };
     for cause in e.chain() {
+        if let Some(s) = cause.downcast_ref::<nsimage::store::StoreError>() {
+            return code(s.is_data_error());
+        }
         if let Some(l) = cause.downcast_ref::<LoadError>() {
-            return if l.is_data_error() {
-                EXIT_DATA
-            } else {
-                EXIT_USAGE_IO
-            };
+            return code(l.is_data_error());
         }
     }
     EXIT_USAGE_IO
