@@ -95,32 +95,16 @@ impl<'a, T: Copy> Sharded<'a, T> {
         items: impl Iterator<Item = (u32, U)>,
         f: impl Fn(&mut T, u32, U) -> Result<(), String>,
     ) -> Result<(), String> {
-        let items: Vec<(u32, U)> = items.collect();
-        let n = self.shards.len();
-        let mut start = vec![0usize; n + 1];
-        for &(s, _) in &items {
-            if s as usize >= self.len {
-                return Err(format!("slot {s} outside the table of {}", self.len));
-            }
-            start[s as usize / self.shard_len + 1] += 1;
+        let mut items: Vec<(u32, U)> = items.collect();
+        if let Some(&(s, _)) = items.iter().find(|&&(s, _)| s as usize >= self.len) {
+            return Err(format!("slot {s} outside the table of {}", self.len));
         }
-        for i in 0..n {
-            start[i + 1] += start[i];
-        }
-        let mut next = start.clone();
-        let mut sorted: Vec<(u32, U)> = Vec::with_capacity(items.len());
-        // Counting sort by shard: every position is written exactly once.
-        sorted.extend(items.iter().copied());
-        for &(s, u) in &items {
-            let b = s as usize / self.shard_len;
-            sorted[next[b]] = (s, u);
-            next[b] += 1;
-        }
-        for shard in 0..n {
-            let run = &sorted[start[shard]..start[shard + 1]];
-            if run.is_empty() {
-                continue;
-            }
+        // Group by shard (children of one directory are mostly in slot
+        // order already, so this sort is cheap), then lock each shard once.
+        let shard_of = |s: u32| s as usize / self.shard_len;
+        items.sort_unstable_by_key(|&(s, _)| shard_of(s));
+        for run in items.chunk_by(|a, b| shard_of(a.0) == shard_of(b.0)) {
+            let shard = shard_of(run[0].0);
             let mut g = self.lock(shard);
             let base = shard * self.shard_len;
             for &(s, u) in run {

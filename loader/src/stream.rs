@@ -13,7 +13,7 @@ use nsimage_format::consts::MAX_RECORD_LENGTH;
 use nsimage_format::model::InodeBatch;
 use nsimage_format::{pb, Location, Namespace, SectionInfo, SectionKind, SubSectionInfo};
 use prost::Message;
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
+use std::io::{BufReader, Read, Seek, SeekFrom};
 use xxhash_rust::xxh3::Xxh3;
 
 /// Counts read calls that reach the file.
@@ -94,7 +94,6 @@ fn stream_section(
         f(pos, &body)?;
         pos += width as u64 + len;
     }
-    let _ = rd.fill_buf();
     drop(rd);
     src.count_reads(counting.calls, counting.bytes);
     let sum = hash.digest();

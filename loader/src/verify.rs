@@ -33,7 +33,10 @@ impl VerifyReport {
 /// returned as an error (nothing else can be checked without them); problems
 /// inside sections are listed in the report.
 pub fn verify(path: &Path) -> Result<VerifyReport, LoadError> {
-    let src = ImageSource::open(path)?;
+    let mut src = ImageSource::open(path)?;
+    // Mapped, so that the structural pass below reads the same pages
+    // instead of reading the file a second time.
+    src.map()?;
     let mut report = VerifyReport {
         sections: src.index.sections.len(),
         bytes: src.len(),
@@ -42,21 +45,22 @@ pub fn verify(path: &Path) -> Result<VerifyReport, LoadError> {
     let mut buf = Vec::new();
     for sec in &src.index.sections {
         let mut whole = xxhash_rust::xxh3::Xxh3::new();
+        let mut pieces_ok = true;
         for (p, at) in pieces(sec) {
             report.pieces += 1;
-            // The source is not mapped: the piece is read into `buf`, which
-            // also feeds the whole-section checksum.
             match src.piece(&p, &at, &mut buf) {
-                Ok(_) => {}
+                Ok(bytes) => whole.update(bytes),
                 Err(LoadError::Corrupt { at, detail, .. }) => {
+                    pieces_ok = false;
                     report.problems.push(Problem { at, detail })
                 }
                 Err(e) => return Err(e),
             }
-            whole.update(&buf);
         }
+        // With every piece good, the section checksum must agree too (a
+        // bad piece is already listed).
         let sum = whole.digest();
-        if !sec.sub_sections.is_empty() && sum != sec.checksum {
+        if pieces_ok && !sec.sub_sections.is_empty() && sum != sec.checksum {
             report.problems.push(Problem {
                 at: Location::in_section(sec.kind, None, sec.offset),
                 detail: format!(

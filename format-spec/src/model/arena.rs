@@ -36,12 +36,6 @@ impl<T: Copy> Arena<T> {
         self.chunks.get(n as usize).map_or(&[], |c| &c[..])
     }
 
-    /// Adds a whole chunk (a loader's per-sub-section buffer) and returns its number.
-    pub fn add_chunk(&mut self, chunk: Vec<T>) -> u32 {
-        self.chunks.push(chunk);
-        (self.chunks.len() - 1) as u32
-    }
-
     /// Sets chunk `n`, growing the chunk list as needed (for loaders that
     /// number chunks before filling them).
     pub fn set_chunk(&mut self, n: u32, chunk: Vec<T>) {
@@ -50,10 +44,6 @@ impl<T: Copy> Arena<T> {
             self.chunks.resize_with(n + 1, Vec::new);
         }
         self.chunks[n] = chunk;
-    }
-
-    pub fn chunk_count(&self) -> u32 {
-        self.chunks.len() as u32
     }
 
     fn tail(&mut self, need: usize) -> u32 {

@@ -18,15 +18,6 @@ pub struct IdIndex {
 }
 
 impl IdIndex {
-    /// Number of slots (live or freed).
-    pub fn len(&self) -> u32 {
-        self.slots
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.slots == 0
-    }
-
     /// Largest id ever given a slot.
     pub fn last_id(&self) -> Option<u64> {
         self.runs.last().map(|r| r.first_id + r.len as u64 - 1)
@@ -61,15 +52,6 @@ impl IdIndex {
         let i = self.runs.partition_point(|r| r.first_slot <= slot);
         let r = &self.runs[i - 1];
         r.first_id + (slot - r.first_slot) as u64
-    }
-
-    /// Calls `f(slot, id)` for every slot in order.
-    pub fn for_each(&self, mut f: impl FnMut(Slot, u64)) {
-        for r in &self.runs {
-            for k in 0..r.len {
-                f(r.first_slot + k, r.first_id + k as u64);
-            }
-        }
     }
 
     /// Appends another index whose slots follow this one's; `None` (and no
