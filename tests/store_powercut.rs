@@ -100,7 +100,7 @@ fn batch(store: &Store, w: &Workload, batch: u64) -> Result<u64, String> {
     let mut t = store.with_namespace(|ns| ns.info().last_txid);
     for _ in 0..batch {
         let next = t + 1;
-        if next % 10 == 0 {
+        if next.is_multiple_of(10) {
             let bad = store.with_namespace(|ns| w.bad_op(ns, next));
             match store.submit(bad) {
                 Err(StoreError::Refused(_)) => {}
@@ -112,12 +112,12 @@ fn batch(store: &Store, w: &Workload, batch: u64) -> Result<u64, String> {
         let txid = store.submit(op).map_err(|e| e.to_string())?;
         assert_eq!(txid, next, "op got the wrong txid");
         t = next;
-        if t % CHECKPOINT_EVERY == 0 {
+        if t.is_multiple_of(CHECKPOINT_EVERY) {
             break;
         }
     }
     let durable = store.sync().map_err(|e| e.to_string())?;
-    if t % CHECKPOINT_EVERY == 0 {
+    if t.is_multiple_of(CHECKPOINT_EVERY) {
         let c = store.checkpoint().map_err(|e| e.to_string())?;
         assert_eq!(c, t, "checkpoint at the wrong txid");
     }
@@ -155,18 +155,16 @@ fn run(
         if in_recovery {
             sim.arm(rng.random_range(0..12));
         }
-        let store = match Store::open(&dir, wrap(sim.clone()), opts.clone()) {
-            Ok(s) if !sim.is_off() => s,
-            Ok(_) | Err(_) if sim.is_off() => {
-                let r = sim.cut_report().expect("cut");
-                figures.cut(&r);
-                figures.cuts_in_recovery += 1;
-                last_cut = Some(r);
-                continue;
-            }
-            Err(e) => return Err(where_(&format!("the store does not open: {e}"))),
-            Ok(_) => unreachable!(),
-        };
+        let opened = Store::open(&dir, wrap(sim.clone()), opts.clone());
+        if let Some(r) = sim.cut_report() {
+            // The cut came during the recovery: nothing to check yet.
+            drop(opened);
+            figures.cut(&r);
+            figures.cuts_in_recovery += 1;
+            last_cut = Some(r);
+            continue;
+        }
+        let store = opened.map_err(|e| where_(&format!("the store does not open: {e}")))?;
         let txid = store.report().txid;
         if txid < acked {
             return Err(where_(&format!(
@@ -213,12 +211,18 @@ fn no_wrap(sim: Arc<PowerCutFs>) -> Arc<dyn Fs> {
     sim
 }
 
-/// Runs `stores` stores (seeds 1, 2, ...) through `cuts` cuts each; panics
-/// on the first violation and prints the figures.
-fn many(name: &str, stores: u64, cuts: u64, model: impl Fn(u64) -> PowerCutOptions + Copy) {
+/// Runs one store per seed through `cuts` cuts each; panics on the first
+/// violation and prints the figures.
+fn many(
+    name: &str,
+    seeds: std::ops::RangeInclusive<u64>,
+    cuts: u64,
+    model: impl Fn(u64) -> PowerCutOptions + Copy,
+) {
     let started = Instant::now();
     let mut total = Figures::default();
-    for seed in 1..=stores {
+    let stores = seeds.clone().count() as u64;
+    for seed in seeds {
         match run(seed, cuts, model, &options(), &no_wrap) {
             Ok(f) => total.add(&f),
             Err(e) => panic!("{name}: {e}"),
@@ -251,29 +255,44 @@ fn many(name: &str, stores: u64, cuts: u64, model: impl Fn(u64) -> PowerCutOptio
 /// unsynced directory changes undone.
 #[test]
 fn power_cuts_lose_no_acknowledged_op() {
-    many("prefix and zero tears", 4, 100, |seed| PowerCutOptions {
-        garbage: false,
-        ..PowerCutOptions::new(seed)
+    many("prefix and zero tears", 1..=4, 100, |seed| {
+        PowerCutOptions {
+            garbage: false,
+            ..PowerCutOptions::new(seed)
+        }
     });
 }
 
 /// As above, and a torn tail may end in a sector of garbage (what a disk
 /// that does not write a sector atomically, or a file system that exposes
 /// unwritten blocks, leaves).
+///
+/// Fails on the store before the issue-7 recovery rewrite (item 1's rule):
+/// garbage after the last whole record of the open segment is refused as
+/// corruption ("record checksum mismatch") instead of cut as a torn tail,
+/// so the store does not open after such a cut.
 #[test]
 fn power_cuts_with_garbage_tails_lose_no_acknowledged_op() {
-    many("garbage tears", 4, 100, PowerCutOptions::new);
+    many("garbage tears", 11..=14, 100, PowerCutOptions::new);
 }
 
 /// Prefix and zero tears (no garbage), and an in-order prefix of the
-/// unsynced directory changes may persist (a metadata journal that committed in the background): e.g. a
-/// new segment's create without its header.
+/// unsynced directory changes may persist (a metadata journal that
+/// committed in the background): e.g. a new segment's create without its
+/// header.
+///
+/// Fails on the store before the issue-7 recovery rewrite (item 2): a
+/// newest open segment that is empty or holds a torn header is accepted
+/// (empty) or refused ("segment shorter than its header") instead of being
+/// replaced as a torn create.
 #[test]
 fn power_cuts_with_persisted_directory_ops_lose_no_acknowledged_op() {
-    many("persisted directory ops", 4, 100, |seed| PowerCutOptions {
-        dir_ops_may_persist: true,
-        garbage: false,
-        ..PowerCutOptions::new(seed)
+    many("persisted directory ops", 21..=24, 100, |seed| {
+        PowerCutOptions {
+            dir_ops_may_persist: true,
+            garbage: false,
+            ..PowerCutOptions::new(seed)
+        }
     });
 }
 
