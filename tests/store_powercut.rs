@@ -225,8 +225,9 @@ fn no_wrap(sim: Arc<PowerCutFs>) -> Arc<dyn Fs> {
     sim
 }
 
-/// Runs one store per seed through `cuts` cuts each; panics on the first
-/// violation and prints the figures.
+/// Runs one store per seed through `cuts` cuts each (or as many as
+/// `NSIMAGE_POWERCUTS_PER_STORE` says); panics on the first violation and
+/// prints the figures.
 fn many(
     name: &str,
     seeds: std::ops::RangeInclusive<u64>,
@@ -234,6 +235,11 @@ fn many(
     model: impl Fn(u64) -> PowerCutOptions + Copy,
 ) {
     let started = Instant::now();
+    // A longer run (nightly, or hunting a rare case): more cuts per store.
+    let cuts = std::env::var("NSIMAGE_POWERCUTS_PER_STORE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(cuts);
     let mut total = Figures::default();
     let stores = seeds.clone().count() as u64;
     for seed in seeds {
