@@ -213,12 +213,32 @@ fn run(
                 }
             }
         }
+        // The machine is off: the old instance can change nothing on disk.
+        let before = snapshot(&dir);
+        let t = store.with_namespace(|ns| ns.info().last_txid) + 1;
+        let op = store.with_namespace(|ns| w.op(ns, t));
+        assert!(store.apply(op).is_err(), "apply succeeded after the cut");
+        assert!(store.checkpoint().is_err(), "checkpoint after the cut");
+        drop(store);
+        assert!(before == snapshot(&dir), "the disk changed after the cut");
         let r = sim.cut_report().expect("cut");
         figures.cut(&r);
         cuts_since.push(r);
     }
     figures.acknowledged = acked;
     Ok(figures)
+}
+
+/// Every file of a directory with its bytes.
+fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            let name = e.file_name().to_string_lossy().into_owned();
+            (name, std::fs::read(e.path()).unwrap())
+        })
+        .collect()
 }
 
 fn no_wrap(sim: Arc<PowerCutFs>) -> Arc<dyn Fs> {
