@@ -16,6 +16,7 @@
 pub mod io;
 pub mod journal;
 pub mod op;
+pub mod powercut;
 mod store;
 pub mod workload;
 
