@@ -301,6 +301,18 @@ fn recover(fs: &dyn Fs, dir: &Path, opts: &StoreOptions) -> Result<Recovered, St
     let replay_started = Instant::now();
     let base = report.image_txid;
     let mut tail = Tail::Create;
+    for seg in &listing.segments {
+        if let Some(last) = seg.last.filter(|&l| l < seg.first) {
+            return Err(StoreError::Corrupt {
+                path: seg.path.clone(),
+                at: Location::at(0),
+                detail: format!(
+                    "segment name says it ends at txid {last}, before its first txid {}",
+                    seg.first
+                ),
+            });
+        }
+    }
     let n_segments = listing.segments.len();
     for (k, seg) in listing.segments.iter().enumerate() {
         let at0 = |detail: String| StoreError::Corrupt {
@@ -308,16 +320,8 @@ fn recover(fs: &dyn Fs, dir: &Path, opts: &StoreOptions) -> Result<Recovered, St
             at: Location::at(0),
             detail,
         };
-        if let Some(last) = seg.last {
-            if last < seg.first {
-                return Err(at0(format!(
-                    "segment name says it ends at txid {last}, before its first txid {}",
-                    seg.first
-                )));
-            }
-            if last <= base {
-                continue;
-            }
+        if seg.last.is_some_and(|last| last <= base) {
+            continue;
         }
         let is_open = seg.last.is_none();
         if is_open && k + 1 != n_segments {
