@@ -179,7 +179,7 @@ fn apply(a: ApplyArgs) -> anyhow::Result<()> {
     let Some(end) = first.checked_add(a.ops) else {
         // A usage error (exit 2): the txid space cannot hold that many ops.
         anyhow::bail!(
-            "--ops {}: the store is at txid {first}, and at most {} more ops fit below txid {}",
+            "--ops {}: the store is at txid {first}; at most {} more ops fit (the last txid is {})",
             a.ops,
             u64::MAX - first,
             u64::MAX
