@@ -143,13 +143,17 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
 /// Errors name `dir` (the path the user gave) unless a file in it is at
 /// fault.
 fn check_store(fs: &dyn Fs, dir: &Path) -> Result<(), StoreError> {
-    let meta = std::fs::metadata(dir).map_err(io_err(dir))?;
     let not_a_store = |detail: &str| StoreError::NotAStore {
         path: dir.to_path_buf(),
         detail: detail.into(),
     };
-    if !meta.is_dir() {
-        return Err(not_a_store("not a directory"));
+    // Through `fs` (not std::fs) so that a simulated file system works too.
+    if let Err(e) = fs.list(dir) {
+        return Err(if e.kind() == std::io::ErrorKind::NotADirectory {
+            not_a_store("not a directory")
+        } else {
+            io_err(dir)(e)
+        });
     }
     let vpath = dir.join(VERSION_FILE);
     let len = match fs.len(&vpath) {
@@ -504,12 +508,10 @@ impl Store {
             tail,
         } = recover(&*fs, dir, &opts)?;
         for n in &listing.temps {
-            // A checkpoint that did not finish; it was never renamed. Only
-            // a regular file is the store's own.
-            let p = dir.join(n);
-            if std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_file()) {
-                fs.remove(&p).map_err(io_err(&p))?;
-            }
+            // A checkpoint that did not finish; it was never renamed, and is
+            // never read. One that cannot be removed (a directory of that
+            // name: not the store's) is left and listed by `status`.
+            let _ = fs.remove(&dir.join(n));
         }
         let txid = ns.info().last_txid;
         let new_segment = |fs: &dyn Fs| {
