@@ -15,6 +15,9 @@ use xxhash_rust::xxh3::xxh3_64;
 pub const SEGMENT_MAGIC: [u8; 8] = *b"NSJOURNL";
 pub const SEGMENT_VERSION: u16 = 1;
 pub const HEADER_LEN: usize = 16;
+/// The first byte of every record's message: the key of `txid` (field 1,
+/// varint), which every record holds (txids start at 1) and writes first.
+const TXID_TAG: u8 = 0x08;
 /// Largest record accepted on replay.
 const MAX_OP_BYTES: u64 = 64 << 20;
 
@@ -163,9 +166,14 @@ fn frame_at(buf: &[u8]) -> Result<(pb::JournalOp, usize), Bad> {
 /// the damage; a good record there means the damage is something else.
 fn good_record_after(rest: &[u8]) -> Option<(usize, u64)> {
     (1..rest.len()).find_map(|q| {
-        let (len, _) = read_varint(&rest[q..])?;
-        // Cheap filters first: a record holds at least its checksum.
-        if len < 8 || len > (rest.len() - q) as u64 {
+        let (len, w) = read_varint(&rest[q..])?;
+        // Cheap filters before the checksum, so that scanning a long tail
+        // does not hash at every byte: the frame fits, and its message
+        // starts with the txid field (STORE.md, "Record").
+        if len <= 8 || len > (rest.len() - q) as u64 {
+            return None;
+        }
+        if rest.get(q + w + 8) != Some(&TXID_TAG) {
             return None;
         }
         frame_at(&rest[q..]).ok().map(|(op, _)| (q, op.txid))
