@@ -15,8 +15,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const SEED: u64 = 11;
-const FAILPOINTS: [&str; 6] = [
+const FAILPOINTS: [&str; 9] = [
     "journal-before-sync",
+    "segment-created",
+    "segment-header-synced",
+    "segment-dir-synced",
     "checkpoint-written",
     "checkpoint-renamed",
     "roll-renamed",

@@ -1,6 +1,7 @@
 //! `nsimage journal dump`: the offline edits viewer, for one segment or a
 //! whole store.
 
+use nsimage::store::io::Fs as _;
 use nsimage::store::journal::{self, Segment};
 use nsimage::store::op::describe;
 use std::path::PathBuf;
@@ -20,11 +21,16 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
     let Cmd::Dump { path, json } = cmd;
     let fs = nsimage::store::io::RealFs::default();
     let mut segments: Vec<Segment> = if path.is_dir() {
-        let mut v: Vec<Segment> = std::fs::read_dir(&path)?
-            .filter_map(|e| e.ok())
-            .filter_map(|e| Segment::parse(&path, &e.file_name().to_string_lossy()))
+        // A store: exit 2 with a message for a directory that is not one.
+        nsimage::store::Store::check_dir(&path)?;
+        let names = fs
+            .list(&path)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        let mut v: Vec<Segment> = names
+            .iter()
+            .filter_map(|n| Segment::parse(&path, n))
             .collect();
-        v.sort_by_key(|s| s.first);
+        v.sort_by_key(|s| (s.first, s.last.is_none()));
         v
     } else {
         let name = path

@@ -77,15 +77,23 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
             );
         }
         Cmd::Status { dir, json } => {
-            let s = open(&dir)?;
-            let st = s.status()?;
+            // Read only: no lock, no cleanup, no cut (works on a read-only
+            // mount and never changes the store).
+            let fs = nsimage::store::io::RealFs::default();
+            let st = Store::inspect(&dir, &fs, &StoreOptions::default())?;
             if json {
                 out!(
                     "{}",
                     json!({
                         "txid": st.txid,
+                        "image_txid": st.image_txid,
+                        "digest": st.digest,
                         "images": st.images.iter().map(|(t, b)| json!({"txid": t, "bytes": b})).collect::<Vec<_>>(),
                         "segments": st.segments.iter().map(|(n, b)| json!({"name": n, "bytes": b})).collect::<Vec<_>>(),
+                        "torn_tail_bytes": st.torn_tail_bytes,
+                        "torn_create": st.torn_create,
+                        "temporary_files": st.temps,
+                        "unknown_files": st.unknown,
                     })
                 );
             } else {
@@ -95,6 +103,21 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
                 }
                 for (n, b) in &st.segments {
                     out!("  {n}: {b} bytes");
+                }
+                if st.torn_tail_bytes > 0 {
+                    out!(
+                        "  torn tail: {} bytes (cut at the next open)",
+                        st.torn_tail_bytes
+                    );
+                }
+                if st.torn_create {
+                    out!("  the open segment is a torn create (replaced at the next open)");
+                }
+                for n in &st.temps {
+                    out!("  unfinished checkpoint: {n} (removed at the next open)");
+                }
+                for n in &st.unknown {
+                    out!("  unknown file: {n} (not the store's; left alone)");
                 }
             }
         }
@@ -153,12 +176,21 @@ fn apply(a: ApplyArgs) -> anyhow::Result<()> {
     let store = open(&a.dir)?;
     let w = Workload { seed: a.seed };
     let first = store.with_namespace(|ns| ns.info().last_txid);
-    let end = first + a.ops;
+    let Some(end) = first.checked_add(a.ops) else {
+        // A usage error (exit 2): the txid space cannot hold that many ops.
+        anyhow::bail!(
+            "--ops {}: the store is at txid {first}; at most {} more ops fit (the last txid is {})",
+            a.ops,
+            u64::MAX - first,
+            u64::MAX
+        );
+    };
     let (mut refused, mut checkpoints, mut checkpoint_seconds) = (0u64, 0u64, 0.0f64);
     let mut t = first;
     while t < end {
-        let batch_end = (t + a.batch.max(1)).min(end);
+        let batch_end = t.saturating_add(a.batch.max(1)).min(end);
         while t < batch_end {
+            // t < batch_end <= u64::MAX: no overflow.
             let next = t + 1;
             if next % 10 == 0 {
                 let bad = store.with_namespace(|ns| w.bad_op(ns, next));
@@ -196,7 +228,7 @@ fn apply(a: ApplyArgs) -> anyhow::Result<()> {
         out!(
             "{}",
             json!({
-                "first_txid": first + 1,
+                "first_txid": first.saturating_add(1),
                 "txid": t,
                 "ops": t - first,
                 "refused": refused,
@@ -209,7 +241,7 @@ fn apply(a: ApplyArgs) -> anyhow::Result<()> {
     } else if !a.print_durable {
         out!(
             "applied txids {}..={t} ({refused} invalid ops refused, {checkpoints} checkpoints) in {seconds:.2} s, digest {digest}",
-            first + 1
+            first.saturating_add(1)
         );
     }
     Ok(())

@@ -5,7 +5,7 @@
 
 use crate::io::Fs;
 use crate::StoreError;
-use nsimage_format::framing::{put_frame, read_varint, Records};
+use nsimage_format::framing::{put_frame, read_varint};
 use nsimage_format::{pb, Location};
 use prost::Message;
 use std::io::Read;
@@ -15,6 +15,9 @@ use xxhash_rust::xxh3::xxh3_64;
 pub const SEGMENT_MAGIC: [u8; 8] = *b"NSJOURNL";
 pub const SEGMENT_VERSION: u16 = 1;
 pub const HEADER_LEN: usize = 16;
+/// The first byte of every record's message: the key of `txid` (field 1,
+/// varint), which every record holds (txids start at 1) and writes first.
+const TXID_TAG: u8 = 0x08;
 /// Largest record accepted on replay.
 const MAX_OP_BYTES: u64 = 64 << 20;
 
@@ -43,20 +46,31 @@ pub fn open_name(first: u64) -> String {
     format!("edits_inprogress_{first:020}")
 }
 
+/// A txid as written in a file name: exactly 20 ASCII digits (so names sort
+/// in txid order), and at most `u64::MAX`.
+pub fn parse_txid20(s: &str) -> Option<u64> {
+    if s.len() != 20 || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok()
+}
+
 impl Segment {
+    /// Parses a segment file name; `None` for any other name (including a
+    /// txid that is not exactly 20 digits or does not fit in a u64).
     pub fn parse(dir: &Path, name: &str) -> Option<Segment> {
         if let Some(first) = name.strip_prefix("edits_inprogress_") {
             return Some(Segment {
                 path: dir.join(name),
-                first: first.parse().ok()?,
+                first: parse_txid20(first)?,
                 last: None,
             });
         }
         let (a, b) = name.strip_prefix("edits_")?.split_once('-')?;
         Some(Segment {
             path: dir.join(name),
-            first: a.parse().ok()?,
-            last: Some(b.parse().ok()?),
+            first: parse_txid20(a)?,
+            last: Some(parse_txid20(b)?),
         })
     }
 
@@ -77,28 +91,17 @@ pub fn encode(op: &pb::JournalOp, out: &mut Vec<u8>) {
     put_frame(out, &body);
 }
 
-/// Decodes one record body (checksum + message).
-fn decode(body: &[u8]) -> Result<pb::JournalOp, &'static str> {
-    if body.len() < 8 {
-        return Err("record shorter than its checksum");
-    }
-    let (sum, msg) = body.split_at(8);
-    let mut s = [0u8; 8];
-    s.copy_from_slice(sum);
-    if u64::from_le_bytes(s) != xxh3_64(msg) {
-        return Err("record checksum mismatch");
-    }
-    pb::JournalOp::decode(msg).map_err(|_| "undecodable journal op")
-}
-
 /// What reading one segment gave (its ops went to the caller's callback).
 #[derive(Debug, Default)]
 pub struct SegmentRead {
     pub ops: u64,
     /// Bytes of valid header and records.
     pub valid_len: u64,
-    /// Bytes after them cut off as a torn tail (open segment only).
+    /// Bytes after them that are a torn tail (open segment only).
     pub torn_bytes: u64,
+    /// The (open) segment holds no complete header and nothing else: a
+    /// torn create, to be replaced.
+    pub headerless: bool,
     pub bulk: bool,
 }
 
@@ -110,84 +113,154 @@ fn corrupt(seg: &Segment, offset: u64, detail: impl Into<String>) -> StoreError 
     }
 }
 
-/// Parses a segment held in memory. In an open segment a bad last record,
-/// or zeros at the end, are a torn tail; anywhere else damage is an error.
+/// Why the bytes at some offset are not a good record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Bad {
+    /// The length prefix is unreadable, or the frame runs past the end of
+    /// the segment (or over the largest record accepted).
+    Frame,
+    /// The frame is complete but its checksum does not match.
+    Checksum,
+    /// The checksum matches but the message does not decode: the record
+    /// was written whole, so this is never a torn write.
+    Undecodable,
+}
+
+impl Bad {
+    fn text(self) -> &'static str {
+        match self {
+            Bad::Frame => "record runs past the end of the segment",
+            Bad::Checksum => "record checksum mismatch",
+            Bad::Undecodable => "record checksum matches but the journal op does not decode",
+        }
+    }
+}
+
+/// Decodes one record body (checksum + message).
+fn decode(body: &[u8]) -> Result<pb::JournalOp, Bad> {
+    let Some((sum, msg)) = body.split_first_chunk::<8>() else {
+        return Err(Bad::Checksum);
+    };
+    if u64::from_le_bytes(*sum) != xxh3_64(msg) {
+        return Err(Bad::Checksum);
+    }
+    pb::JournalOp::decode(msg).map_err(|_| Bad::Undecodable)
+}
+
+/// Decodes the framed record at the front of `buf`: the op and the frame's
+/// length in bytes.
+fn frame_at(buf: &[u8]) -> Result<(pb::JournalOp, usize), Bad> {
+    let (len, width) = read_varint(buf).ok_or(Bad::Frame)?;
+    let avail = buf.len().checked_sub(width).ok_or(Bad::Frame)?;
+    if len > MAX_OP_BYTES || len > avail as u64 {
+        return Err(Bad::Frame);
+    }
+    // len <= avail, so it fits in usize and the sum cannot overflow.
+    let end = width + len as usize;
+    decode(&buf[width..end]).map(|op| (op, end))
+}
+
+/// The first good (complete, checksummed, decodable) record that starts
+/// after the first byte of `rest`: its offset in `rest` and its txid.
+/// A torn tail is the end of the last write, so nothing good can follow
+/// the damage; a good record there means the damage is something else.
+fn good_record_after(rest: &[u8]) -> Option<(usize, u64)> {
+    (1..rest.len()).find_map(|q| {
+        let (len, w) = read_varint(&rest[q..])?;
+        // Cheap filters before the checksum, so that scanning a long tail
+        // does not hash at every byte: the frame fits, and its message
+        // starts with the txid field (STORE.md, "Record").
+        if len <= 8 || len > (rest.len() - q) as u64 {
+            return None;
+        }
+        if rest.get(q + w + 8) != Some(&TXID_TAG) {
+            return None;
+        }
+        frame_at(&rest[q..]).ok().map(|(op, _)| (q, op.txid))
+    })
+}
+
+/// True for the remains of a segment whose creation did not complete: all
+/// zeros, or a strict prefix of the header (a crash before the header was
+/// durable). Nothing in such a file was ever acknowledged.
+fn is_torn_create(bytes: &[u8]) -> bool {
+    bytes.iter().all(|&b| b == 0) || (bytes.len() < HEADER_LEN && header().starts_with(bytes))
+}
+
+/// Decides what the bad bytes `rest`, found at offset `pos`, are. In an
+/// open segment they are a torn tail when no good record follows the
+/// damage; otherwise, and always in a finished segment, the segment is
+/// corrupt.
+fn classify_damage(
+    seg: &Segment,
+    open: bool,
+    pos: u64,
+    rest: &[u8],
+    why: Bad,
+) -> Result<u64, StoreError> {
+    if !open || why == Bad::Undecodable {
+        return Err(corrupt(seg, pos, why.text()));
+    }
+    if let Some((q, txid)) = good_record_after(rest) {
+        return Err(corrupt(
+            seg,
+            pos,
+            format!(
+                "{}, and a good record (txid {txid}) follows at offset {}: \
+                 damage, not a torn tail; nothing was cut",
+                why.text(),
+                pos.saturating_add(q as u64)
+            ),
+        ));
+    }
+    Ok(rest.len() as u64)
+}
+
+/// Parses a segment held in memory. In an open segment, bad bytes at the
+/// end that no good record follows are a torn tail, and a file that holds
+/// only zeros or part of the header is a torn create; anything else that
+/// is bad is an error.
 pub fn parse(
     seg: &Segment,
     bytes: &[u8],
     open: bool,
     f: &mut dyn FnMut(pb::JournalOp) -> Result<(), StoreError>,
 ) -> Result<SegmentRead, StoreError> {
-    if bytes.len() < HEADER_LEN {
-        if open && bytes.iter().all(|&b| b == 0) {
-            // Created but its header never made it to disk.
+    if bytes.len() < HEADER_LEN || bytes[..HEADER_LEN] != header() {
+        if open && is_torn_create(bytes) {
             return Ok(SegmentRead {
                 torn_bytes: bytes.len() as u64,
+                headerless: true,
                 ..SegmentRead::default()
             });
         }
-        return Err(corrupt(seg, 0, "segment shorter than its header"));
-    }
-    if bytes[..8] != SEGMENT_MAGIC || bytes[8..10] != SEGMENT_VERSION.to_le_bytes() {
-        if open && bytes.iter().all(|&b| b == 0) {
-            return Ok(SegmentRead {
-                torn_bytes: bytes.len() as u64,
-                ..SegmentRead::default()
-            });
-        }
-        return Err(corrupt(seg, 0, "bad segment header"));
+        let what = if bytes.len() < HEADER_LEN {
+            "segment shorter than its header"
+        } else {
+            "bad segment header"
+        };
+        return Err(corrupt(seg, 0, what));
     }
     let mut out = SegmentRead {
         valid_len: HEADER_LEN as u64,
         ..SegmentRead::default()
     };
-    let body = &bytes[HEADER_LEN..];
-    let mut it = Records::new(body, Location::at(HEADER_LEN as u64));
-    loop {
-        let pos = out.valid_len;
-        let r = match it.next() {
-            None => break,
-            Some(r) => r,
-        };
-        let problem = match r {
-            Ok((_, rec)) => match decode(rec) {
-                Ok(op) => {
-                    out.valid_len = pos + (rec.len() + varint_len(rec.len())) as u64;
-                    out.ops += 1;
-                    f(op)?;
-                    continue;
-                }
-                Err(e) => e,
-            },
-            Err(_) => "record runs past the end of the segment",
-        };
-        let rest = &bytes[pos as usize..];
-        if open && is_torn_tail(rest) {
-            out.torn_bytes = rest.len() as u64;
-            return Ok(out);
+    let mut pos = HEADER_LEN;
+    while pos < bytes.len() {
+        match frame_at(&bytes[pos..]) {
+            Ok((op, n)) => {
+                pos += n;
+                out.valid_len = pos as u64;
+                out.ops += 1;
+                f(op)?;
+            }
+            Err(why) => {
+                out.torn_bytes = classify_damage(seg, open, pos as u64, &bytes[pos..], why)?;
+                return Ok(out);
+            }
         }
-        return Err(corrupt(seg, pos, problem));
     }
     Ok(out)
-}
-
-fn varint_len(n: usize) -> usize {
-    prost::encoding::encoded_len_varint(n as u64)
-}
-
-/// A torn tail: the bad record is the last thing in the file (its frame
-/// reaches the end), or everything from it, or after its frame, is zeros.
-fn is_torn_tail(rest: &[u8]) -> bool {
-    if rest.iter().all(|&b| b == 0) {
-        return true;
-    }
-    match read_varint(rest) {
-        None => true,
-        Some((len, w)) => {
-            let end = (w as u64).saturating_add(len);
-            end >= rest.len() as u64 || rest[end as usize..].iter().all(|&b| b == 0)
-        }
-    }
 }
 
 /// Reads a segment: with one bulk read when it is at most `bulk_limit`
@@ -235,7 +308,7 @@ fn stream(
         }
         got += n;
     }
-    if got < HEADER_LEN || head[..8] != SEGMENT_MAGIC {
+    if got < HEADER_LEN || head != header() {
         // Short or damaged: the in-memory parser decides (torn or corrupt).
         let mut rest = head[..got].to_vec();
         rd.read_to_end(&mut rest).map_err(io)?;
@@ -265,37 +338,28 @@ fn stream(
                 break None;
             }
         };
+        body.clear();
         let ok = match len {
             Some(l) if l <= MAX_OP_BYTES => {
-                body.clear();
                 let got = (&mut rd).take(l).read_to_end(&mut body).map_err(io)?;
                 got as u64 == l
             }
             _ => false,
         };
-        let decoded = if ok {
-            decode(&body)
-        } else {
-            Err("record runs past the end of the segment")
-        };
+        let decoded = if ok { decode(&body) } else { Err(Bad::Frame) };
         match decoded {
             Ok(op) => {
                 out.valid_len += (prefix.len() + body.len()) as u64;
                 out.ops += 1;
                 f(op)?;
             }
-            Err(e) => {
-                // Decide torn or corrupt from the bytes that remain.
+            Err(why) => {
+                // Decide torn or corrupt from every byte from the damage on.
                 let mut rest = prefix;
-                if ok {
-                    rest.extend_from_slice(&body);
-                }
+                rest.extend_from_slice(&body);
                 rd.read_to_end(&mut rest).map_err(io)?;
-                if open && is_torn_tail(&rest) {
-                    out.torn_bytes = rest.len() as u64;
-                    return Ok(out);
-                }
-                return Err(corrupt(seg, out.valid_len, e));
+                out.torn_bytes = classify_damage(seg, open, out.valid_len, &rest, why)?;
+                return Ok(out);
             }
         }
     }

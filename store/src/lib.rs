@@ -56,6 +56,10 @@ pub enum StoreError {
     Locked { path: PathBuf },
     #[error("{}: {detail}", path.display())]
     Invalid { path: PathBuf, detail: String },
+    /// The path is not a store (missing VERSION, not a directory): a usage
+    /// error.
+    #[error("{}: {detail}", path.display())]
+    NotAStore { path: PathBuf, detail: String },
     /// No image in the store loads.
     #[error("{}: no image verifies: {detail}", path.display())]
     NoImage { path: PathBuf, detail: String },

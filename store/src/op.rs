@@ -21,7 +21,11 @@ fn create(
     c: &mut pb::CreateOp,
     make: impl FnOnce(&mut Namespace, &pb::CreateOp, &PermSpec<'_>) -> Result<u64, NsError>,
 ) -> Result<(), NsError> {
-    let expect = ns.info().last_inode_id + 1;
+    let expect = ns
+        .info()
+        .last_inode_id
+        .checked_add(1)
+        .ok_or(NsError::IdsExhausted)?;
     if c.new_id != 0 && c.new_id != expect {
         return Err(NsError::Invalid(format!(
             "journal says the new inode is {}, the namespace allocates {expect}",

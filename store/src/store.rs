@@ -69,8 +69,24 @@ pub struct RecoveryReport {
 #[derive(Clone, Debug, Default)]
 pub struct Status {
     pub txid: u64,
+    /// The txid of the image recovery starts from ([`Store::inspect`] only).
+    pub image_txid: u64,
+    /// `(txid, bytes)` of every image, oldest first.
     pub images: Vec<(u64, u64)>,
+    /// `(name, bytes)` of every journal segment, in txid order.
     pub segments: Vec<(String, u64)>,
+    /// Temporary files of checkpoints that did not finish (`image_<T>.tmp`).
+    pub temps: Vec<String>,
+    /// Names in the directory that are not the store's: never read, never
+    /// removed.
+    pub unknown: Vec<String>,
+    /// Bytes of a torn tail that opening would cut ([`Store::inspect`] only).
+    pub torn_tail_bytes: u64,
+    /// The open segment is a torn create that opening would replace
+    /// ([`Store::inspect`] only).
+    pub torn_create: bool,
+    /// The namespace digest at `txid` ([`Store::inspect`] only).
+    pub digest: Option<String>,
 }
 
 struct JournalState {
@@ -101,8 +117,19 @@ fn image_name(txid: u64) -> String {
     format!("image_{txid:020}")
 }
 
+/// The name of the temporary file a checkpoint at `txid` writes.
+fn temp_name(txid: u64) -> String {
+    format!("{}.tmp", image_name(txid))
+}
+
+/// `image_<20 digits>`: an image's txid; `None` for any other name.
 fn parse_image(name: &str) -> Option<u64> {
-    name.strip_prefix("image_")?.parse().ok()
+    journal::parse_txid20(name.strip_prefix("image_")?)
+}
+
+/// `image_<20 digits>.tmp`: a checkpoint that did not finish.
+fn parse_temp(name: &str) -> Option<u64> {
+    parse_image(name.strip_suffix(".tmp")?)
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
@@ -112,6 +139,48 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
     }
 }
 
+/// Checks that `dir` is a directory holding a store of this version.
+/// Errors name `dir` (the path the user gave) unless a file in it is at
+/// fault.
+fn check_store(fs: &dyn Fs, dir: &Path) -> Result<(), StoreError> {
+    let not_a_store = |detail: &str| StoreError::NotAStore {
+        path: dir.to_path_buf(),
+        detail: detail.into(),
+    };
+    // Through `fs` (not std::fs) so that a simulated file system works too.
+    if let Err(e) = fs.list(dir) {
+        return Err(if e.kind() == std::io::ErrorKind::NotADirectory {
+            not_a_store("not a directory")
+        } else {
+            io_err(dir)(e)
+        });
+    }
+    let vpath = dir.join(VERSION_FILE);
+    let len = match fs.len(&vpath) {
+        Ok(len) => len,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(not_a_store("no VERSION file: not a store"));
+        }
+        Err(e) => return Err(io_err(&vpath)(e)),
+    };
+    let version = if len == VERSION_TEXT.len() as u64 {
+        fs.read(&vpath).map_err(io_err(&vpath))?
+    } else {
+        Vec::new()
+    };
+    if version != VERSION_TEXT.as_bytes() {
+        return Err(StoreError::Invalid {
+            path: vpath,
+            detail: format!(
+                "unknown store version {:?} ({len} bytes)",
+                String::from_utf8_lossy(&version)
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Takes the store's exclusive lock. Errors name the store directory.
 fn lock_dir(dir: &Path) -> Result<File, StoreError> {
     let path = dir.join(LOCK_FILE);
     let f = File::options()
@@ -119,11 +188,253 @@ fn lock_dir(dir: &Path) -> Result<File, StoreError> {
         .truncate(false)
         .write(true)
         .open(&path)
-        .map_err(io_err(&path))?;
+        .map_err(io_err(dir))?;
     match f.try_lock() {
         Ok(()) => Ok(f),
-        Err(std::fs::TryLockError::WouldBlock) => Err(StoreError::Locked { path }),
-        Err(std::fs::TryLockError::Error(e)) => Err(io_err(&path)(e)),
+        Err(std::fs::TryLockError::WouldBlock) => Err(StoreError::Locked {
+            path: dir.to_path_buf(),
+        }),
+        Err(std::fs::TryLockError::Error(e)) => Err(io_err(dir)(e)),
+    }
+}
+
+/// The entries of a store directory, by kind.
+#[derive(Debug, Default)]
+struct Listing {
+    /// Image txids, newest first.
+    images: Vec<u64>,
+    /// Segments in txid order (at equal first txids, finished before open).
+    segments: Vec<Segment>,
+    /// `image_<T>.tmp` names: checkpoints that did not finish.
+    temps: Vec<String>,
+    /// Every other name except `VERSION` and `LOCK`: never read or removed.
+    unknown: Vec<String>,
+}
+
+fn list_store(fs: &dyn Fs, dir: &Path) -> Result<Listing, StoreError> {
+    let mut names = fs.list(dir).map_err(io_err(dir))?;
+    names.sort();
+    let mut l = Listing::default();
+    for n in names {
+        if n == VERSION_FILE || n == LOCK_FILE {
+            continue;
+        }
+        if let Some(t) = parse_image(&n) {
+            l.images.push(t);
+        } else if parse_temp(&n).is_some() {
+            l.temps.push(n);
+        } else if let Some(s) = Segment::parse(dir, &n) {
+            l.segments.push(s);
+        } else {
+            l.unknown.push(n);
+        }
+    }
+    l.images.sort_unstable_by(|a, b| b.cmp(a));
+    l.segments.sort_by_key(|s| (s.first, s.last.is_none()));
+    Ok(l)
+}
+
+/// What opening must do to the open segment once recovery has read it.
+#[derive(Debug)]
+enum Tail {
+    /// No open segment holds txids after the namespace: start a new one.
+    Create,
+    /// Go on appending to the open segment (first txid `first`) after its
+    /// first `len` bytes; `torn` bytes after them are a torn tail to cut.
+    Append { first: u64, len: u64, torn: u64 },
+    /// The open segment is a torn create (no complete header, nothing
+    /// else): remove it and start a new one.
+    Replace { path: PathBuf },
+}
+
+/// The state recovery reaches, found without changing any file.
+struct Recovered {
+    ns: Namespace,
+    report: RecoveryReport,
+    listing: Listing,
+    tail: Tail,
+}
+
+/// Reads the store in `dir`: the newest image that loads, then every
+/// journal record after it. Reads only: what the files need (a cut, a
+/// replaced segment) is returned in `tail` for [`Store::open`] to do.
+fn recover(fs: &dyn Fs, dir: &Path, opts: &StoreOptions) -> Result<Recovered, StoreError> {
+    let started = Instant::now();
+    let reads_before = fs.read_calls();
+    let listing = list_store(fs, dir)?;
+
+    let mut report = RecoveryReport::default();
+    let mut ns = None;
+    for &t in &listing.images {
+        let path = dir.join(image_name(t));
+        match load(&path, &opts.load) {
+            Ok(l) if l.namespace.info().last_txid == t => {
+                report.image = path;
+                report.image_txid = t;
+                ns = Some(l.namespace);
+                break;
+            }
+            Ok(l) => report.skipped_images.push((
+                path,
+                format!(
+                    "holds txid {}, its name says {t}",
+                    l.namespace.info().last_txid
+                ),
+            )),
+            Err(e) => report.skipped_images.push((path, e.to_string())),
+        }
+    }
+    let Some(mut ns) = ns else {
+        let detail = report
+            .skipped_images
+            .iter()
+            .map(|(p, e)| format!("{}: {e}", p.display()))
+            .collect::<Vec<_>>()
+            .join("; ");
+        return Err(StoreError::NoImage {
+            path: dir.to_path_buf(),
+            detail: if detail.is_empty() {
+                "no images".into()
+            } else {
+                detail
+            },
+        });
+    };
+    report.load_seconds = started.elapsed().as_secs_f64();
+
+    let replay_started = Instant::now();
+    let base = report.image_txid;
+    let mut tail = Tail::Create;
+    for seg in &listing.segments {
+        if let Some(last) = seg.last.filter(|&l| l < seg.first) {
+            return Err(StoreError::Corrupt {
+                path: seg.path.clone(),
+                at: Location::at(0),
+                detail: format!(
+                    "segment name says it ends at txid {last}, before its first txid {}",
+                    seg.first
+                ),
+            });
+        }
+    }
+    let n_segments = listing.segments.len();
+    for (k, seg) in listing.segments.iter().enumerate() {
+        let at0 = |detail: String| StoreError::Corrupt {
+            path: seg.path.clone(),
+            at: Location::at(0),
+            detail,
+        };
+        if seg.last.is_some_and(|last| last <= base) {
+            continue;
+        }
+        let is_open = seg.last.is_none();
+        if is_open && k + 1 != n_segments {
+            return Err(at0("an open segment is followed by another segment".into()));
+        }
+        // A gap: the segment starts after the txid that comes next.
+        if seg.first.saturating_sub(1) > ns.info().last_txid {
+            return Err(at0(format!(
+                "journal gap: segment starts at txid {}, the namespace is at {}",
+                seg.first,
+                ns.info().last_txid
+            )));
+        }
+        let mut replayed = 0u64;
+        let mut replay = |mut rec: pb::JournalOp| -> Result<(), StoreError> {
+            let now = ns.info().last_txid;
+            if rec.txid <= now {
+                return Ok(());
+            }
+            let bad = |detail: String| StoreError::Corrupt {
+                path: seg.path.clone(),
+                at: Location::at(0),
+                detail,
+            };
+            // rec.txid > now, so now < u64::MAX and this never fails.
+            let want = now
+                .checked_add(1)
+                .ok_or_else(|| bad("txid overflow".into()))?;
+            if rec.txid != want {
+                return Err(bad(format!(
+                    "journal gap: txid {} where {want} was expected",
+                    rec.txid
+                )));
+            }
+            let Some(o) = rec.op.as_mut() else {
+                return Err(bad(format!("txid {} holds no operation", rec.txid)));
+            };
+            op::apply(&mut ns, o).map_err(|e| bad(format!("replaying txid {}: {e}", rec.txid)))?;
+            ns.info_mut().last_txid = rec.txid;
+            replayed += 1;
+            Ok(())
+        };
+        let r = journal::read(fs, seg, is_open, opts.bulk_replay_bytes, &mut replay)?;
+        report.replayed += replayed;
+        report.segments += 1;
+        report.bulk_segments += usize::from(r.bulk);
+        if let Some(last) = seg.last {
+            if ns.info().last_txid < last {
+                return Err(StoreError::Corrupt {
+                    path: seg.path.clone(),
+                    at: Location::at(r.valid_len),
+                    detail: format!(
+                        "finished segment ends at txid {} but its name says {last}",
+                        ns.info().last_txid
+                    ),
+                });
+            }
+        }
+        if is_open {
+            report.torn_tail_bytes += r.torn_bytes;
+            tail = if r.headerless {
+                Tail::Replace {
+                    path: seg.path.clone(),
+                }
+            } else {
+                Tail::Append {
+                    first: seg.first,
+                    len: r.valid_len,
+                    torn: r.torn_bytes,
+                }
+            };
+        }
+    }
+    report.replay_seconds = replay_started.elapsed().as_secs_f64();
+    report.txid = ns.info().last_txid;
+    report.read_calls = fs.read_calls() - reads_before;
+    report.seconds = started.elapsed().as_secs_f64();
+    Ok(Recovered {
+        ns,
+        report,
+        listing,
+        tail,
+    })
+}
+
+/// The status of the files in `listing`, at `txid`.
+fn status_of(fs: &dyn Fs, dir: &Path, listing: &Listing, txid: u64) -> Status {
+    let len = |n: &str| fs.len(&dir.join(n)).unwrap_or(0);
+    let mut images: Vec<(u64, u64)> = listing
+        .images
+        .iter()
+        .map(|&t| (t, len(&image_name(t))))
+        .collect();
+    images.sort_unstable();
+    Status {
+        txid,
+        images,
+        segments: listing
+            .segments
+            .iter()
+            .map(|s| {
+                let n = s.name();
+                let l = len(&n);
+                (n, l)
+            })
+            .collect(),
+        temps: listing.temps.clone(),
+        unknown: listing.unknown.clone(),
+        ..Status::default()
     }
 }
 
@@ -159,175 +470,73 @@ impl Store {
         Store::open(dir, Arc::new(RealFs::default()), StoreOptions::default())
     }
 
+    /// Reads the store in `dir` as [`open`](Self::open) would recover it,
+    /// without the lock and without changing anything: no file is created,
+    /// removed, truncated or written, so it works on a read-only mount. A
+    /// torn tail is reported, not cut; temporary and unknown files are
+    /// listed. While another process writes the store, what it shows is a
+    /// snapshot that may include that process's unfinished last write.
+    pub fn inspect(dir: &Path, fs: &dyn Fs, opts: &StoreOptions) -> Result<Status, StoreError> {
+        check_store(fs, dir)?;
+        let rec = recover(fs, dir, opts)?;
+        let mut st = status_of(fs, dir, &rec.listing, rec.ns.info().last_txid);
+        st.image_txid = rec.report.image_txid;
+        st.torn_tail_bytes = rec.report.torn_tail_bytes;
+        st.torn_create = matches!(rec.tail, Tail::Replace { .. });
+        st.digest = Some(rec.ns.digest().to_string());
+        Ok(st)
+    }
+
+    /// Checks that `dir` holds a store of this version, reading only.
+    pub fn check_dir(dir: &Path) -> Result<(), StoreError> {
+        check_store(&RealFs::default(), dir)
+    }
+
     /// Opens (recovers) the store in `dir`: the newest image that loads,
-    /// then every journal record after it; a torn tail of the open segment
-    /// is cut off and reported.
+    /// then every journal record after it. A torn tail of the open segment
+    /// is cut off and reported, a torn create replaced, and the temporary
+    /// files of unfinished checkpoints removed (`format-spec/STORE.md`,
+    /// "Open").
     pub fn open(dir: &Path, fs: Arc<dyn Fs>, opts: StoreOptions) -> Result<Store, StoreError> {
         let started = Instant::now();
+        check_store(&*fs, dir)?;
         let lock = lock_dir(dir)?;
-        let vpath = dir.join(VERSION_FILE);
-        let version = fs.read(&vpath).map_err(io_err(&vpath))?;
-        if version != VERSION_TEXT.as_bytes() {
-            return Err(StoreError::Invalid {
-                path: vpath,
-                detail: format!(
-                    "unknown store version {:?}",
-                    String::from_utf8_lossy(&version)
-                ),
-            });
+        let Recovered {
+            ns,
+            mut report,
+            listing,
+            tail,
+        } = recover(&*fs, dir, &opts)?;
+        for n in &listing.temps {
+            // A checkpoint that did not finish; it was never renamed, and is
+            // never read. One that cannot be removed (a directory of that
+            // name: not the store's) is left and listed by `status`.
+            let _ = fs.remove(&dir.join(n));
         }
-        let reads_before = fs.read_calls();
-        let names = fs.list(dir).map_err(io_err(dir))?;
-        for n in names.iter().filter(|n| n.contains(".tmp")) {
-            // A checkpoint that did not finish; it was never renamed.
-            let p = dir.join(n);
-            fs.remove(&p).map_err(io_err(&p))?;
-        }
-        let mut images: Vec<u64> = names.iter().filter_map(|n| parse_image(n)).collect();
-        images.sort_unstable_by(|a, b| b.cmp(a));
-        let mut segments: Vec<Segment> = names
-            .iter()
-            .filter_map(|n| Segment::parse(dir, n))
-            .collect();
-        segments.sort_by_key(|s| (s.first, s.last.is_none()));
-
-        let mut report = RecoveryReport::default();
-        let mut ns = None;
-        for &t in &images {
-            let path = dir.join(image_name(t));
-            match load(&path, &opts.load) {
-                Ok(l) if l.namespace.info().last_txid == t => {
-                    report.image = path;
-                    report.image_txid = t;
-                    ns = Some(l.namespace);
-                    break;
-                }
-                Ok(l) => report.skipped_images.push((
-                    path,
-                    format!(
-                        "holds txid {}, its name says {t}",
-                        l.namespace.info().last_txid
-                    ),
-                )),
-                Err(e) => report.skipped_images.push((path, e.to_string())),
-            }
-        }
-        let Some(mut ns) = ns else {
-            let detail = report
-                .skipped_images
-                .iter()
-                .map(|(p, e)| format!("{}: {e}", p.display()))
-                .collect::<Vec<_>>()
-                .join("; ");
-            return Err(StoreError::NoImage {
-                path: dir.to_path_buf(),
-                detail: if detail.is_empty() {
-                    "no images".into()
-                } else {
-                    detail
-                },
-            });
-        };
-        report.load_seconds = started.elapsed().as_secs_f64();
-
-        let replay_started = Instant::now();
-        let base = report.image_txid;
-        let mut open_segment: Option<(u64, u64)> = None;
-        let n_segments = segments.len();
-        for (k, seg) in segments.iter().enumerate() {
-            if seg.last.is_some_and(|l| l <= base) {
-                continue;
-            }
-            let is_open = seg.last.is_none();
-            if is_open && k + 1 != n_segments {
-                return Err(StoreError::Corrupt {
-                    path: seg.path.clone(),
-                    at: Location::at(0),
-                    detail: "an open segment is followed by another segment".into(),
-                });
-            }
-            if seg.first > ns.info().last_txid + 1 {
-                return Err(StoreError::Corrupt {
-                    path: seg.path.clone(),
-                    at: Location::at(0),
-                    detail: format!(
-                        "journal gap: segment starts at txid {}, the namespace is at {}",
-                        seg.first,
-                        ns.info().last_txid
-                    ),
-                });
-            }
-            let mut replayed = 0u64;
-            let mut replay = |mut rec: pb::JournalOp| -> Result<(), StoreError> {
-                if rec.txid <= ns.info().last_txid {
-                    return Ok(());
-                }
-                let want = ns.info().last_txid + 1;
-                let bad = |detail: String| StoreError::Corrupt {
-                    path: seg.path.clone(),
-                    at: Location::at(0),
-                    detail,
-                };
-                if rec.txid != want {
-                    return Err(bad(format!(
-                        "journal gap: txid {} where {want} was expected",
-                        rec.txid
-                    )));
-                }
-                let Some(o) = rec.op.as_mut() else {
-                    return Err(bad(format!("txid {} holds no operation", rec.txid)));
-                };
-                op::apply(&mut ns, o)
-                    .map_err(|e| bad(format!("replaying txid {}: {e}", rec.txid)))?;
-                ns.info_mut().last_txid = rec.txid;
-                replayed += 1;
-                Ok(())
-            };
-            let r = journal::read(&*fs, seg, is_open, opts.bulk_replay_bytes, &mut replay)?;
-            report.replayed += replayed;
-            report.segments += 1;
-            report.bulk_segments += r.bulk as usize;
-            if let Some(last) = seg.last {
-                if ns.info().last_txid < last {
-                    return Err(StoreError::Corrupt {
-                        path: seg.path.clone(),
-                        at: Location::at(r.valid_len),
-                        detail: format!(
-                            "finished segment ends at txid {} but its name says {last}",
-                            ns.info().last_txid
-                        ),
-                    });
-                }
-            }
-            if is_open {
-                if r.torn_bytes > 0 {
-                    report.torn_tail_bytes += r.torn_bytes;
-                    if r.valid_len < journal::HEADER_LEN as u64 {
-                        fs.remove(&seg.path).map_err(io_err(&seg.path))?;
-                    } else {
-                        fs.truncate(&seg.path, r.valid_len)
-                            .map_err(io_err(&seg.path))?;
-                        open_segment = Some((seg.first, r.valid_len));
-                    }
-                } else {
-                    open_segment = Some((seg.first, r.valid_len));
-                }
-            }
-        }
-        report.replay_seconds = replay_started.elapsed().as_secs_f64();
         let txid = ns.info().last_txid;
-        let (file, seg_first, seg_bytes) = match open_segment {
-            Some((first, len)) => {
+        let new_segment = |fs: &dyn Fs| {
+            let first = txid.checked_add(1).ok_or_else(|| StoreError::Invalid {
+                path: dir.to_path_buf(),
+                detail: format!("the namespace is at txid {txid}, the last one: no op can follow"),
+            })?;
+            let f = create_segment(fs, dir, first)?;
+            Ok::<_, StoreError>((f, first, journal::HEADER_LEN as u64))
+        };
+        let (file, seg_first, seg_bytes) = match tail {
+            Tail::Append { first, len, torn } => {
                 let p = dir.join(journal::open_name(first));
+                if torn > 0 {
+                    fs.truncate(&p, len).map_err(io_err(&p))?;
+                }
                 (fs.append(&p).map_err(io_err(&p))?, first, len)
             }
-            None => {
-                let f = create_segment(&*fs, dir, txid + 1)?;
-                (f, txid + 1, journal::HEADER_LEN as u64)
+            Tail::Replace { path } => {
+                fs.remove(&path).map_err(io_err(&path))?;
+                fs.sync_dir(dir).map_err(io_err(dir))?;
+                new_segment(&*fs)?
             }
+            Tail::Create => new_segment(&*fs)?,
         };
-        report.txid = txid;
-        report.read_calls = fs.read_calls() - reads_before;
         report.seconds = started.elapsed().as_secs_f64();
         Ok(Store {
             dir: dir.to_path_buf(),
@@ -378,8 +587,17 @@ impl Store {
         if let Some(e) = &self.journal.lock().failed {
             return Err(StoreError::Poisoned(e.clone()));
         }
+        // Checked before the op changes the namespace: a refused op takes
+        // no txid.
+        let txid = ns
+            .info()
+            .last_txid
+            .checked_add(1)
+            .ok_or_else(|| StoreError::Invalid {
+                path: self.dir.clone(),
+                detail: format!("txid {} is the last txid: no op can follow", u64::MAX),
+            })?;
         op::apply(&mut ns, &mut op)?;
-        let txid = ns.info().last_txid + 1;
         ns.info_mut().last_txid = txid;
         let rec = pb::JournalOp { txid, op: Some(op) };
         let mut j = self.journal.lock();
@@ -459,8 +677,15 @@ impl Store {
         self.fs.rename(&from, &to).map_err(io_err(&from))?;
         self.fs.sync_dir(&self.dir).map_err(io_err(&self.dir))?;
         failpoint("roll-renamed");
-        j.file = Some(create_segment(&*self.fs, &self.dir, j.durable + 1)?);
-        j.seg_first = j.durable + 1;
+        let next = j
+            .durable
+            .checked_add(1)
+            .ok_or_else(|| StoreError::Invalid {
+                path: self.dir.clone(),
+                detail: format!("txid {} is the last txid: no segment can follow", j.durable),
+            })?;
+        j.file = Some(create_segment(&*self.fs, &self.dir, next)?);
+        j.seg_first = next;
         j.seg_bytes = journal::HEADER_LEN as u64;
         Ok(())
     }
@@ -519,34 +744,28 @@ impl Store {
         self.fs.sync_dir(dir).map_err(io_err(dir))
     }
 
+    /// The store's files and txid (of this open store).
     pub fn status(&self) -> Result<Status, StoreError> {
-        let dir = &self.dir;
-        let mut st = Status {
-            txid: self.ns.lock().info().last_txid,
-            ..Status::default()
-        };
-        let mut names = self.fs.list(dir).map_err(io_err(dir))?;
-        names.sort();
-        for n in names {
-            let p = dir.join(&n);
-            let len = self.fs.len(&p).unwrap_or(0);
-            if let Some(t) = parse_image(&n) {
-                st.images.push((t, len));
-            } else if Segment::parse(dir, &n).is_some() {
-                st.segments.push((n, len));
-            }
-        }
-        Ok(st)
+        let listing = list_store(&*self.fs, &self.dir)?;
+        let txid = self.ns.lock().info().last_txid;
+        Ok(status_of(&*self.fs, &self.dir, &listing, txid))
     }
 }
 
-/// Writes a new open segment holding only its header, durably.
+/// Writes a new open segment holding only its header, durably: the header
+/// written and fsynced and the directory fsynced before the segment is
+/// returned, so no op is acknowledged into a segment that a crash could
+/// leave without its header or its name. A crash at any step leaves a torn
+/// create (empty, zeros or part of the header), which opening replaces.
 fn create_segment(fs: &dyn Fs, dir: &Path, first: u64) -> Result<Box<dyn FsFile>, StoreError> {
     let p = dir.join(journal::open_name(first));
     let mut f = fs.create(&p).map_err(io_err(&p))?;
+    failpoint("segment-created");
     f.write_all(&journal::header()).map_err(io_err(&p))?;
     f.sync().map_err(io_err(&p))?;
+    failpoint("segment-header-synced");
     fs.sync_dir(dir).map_err(io_err(dir))?;
+    failpoint("segment-dir-synced");
     Ok(f)
 }
 
@@ -560,7 +779,7 @@ fn save_image(
     opts: &WriteOptions,
 ) -> Result<(), StoreError> {
     let path = dir.join(image_name(txid));
-    let tmp = dir.join(format!("{}.tmp", image_name(txid)));
+    let tmp = dir.join(temp_name(txid));
     let result = (|| {
         let file = fs.create(&tmp).map_err(io_err(&tmp))?;
         let mut out = std::io::BufWriter::with_capacity(1 << 20, file);

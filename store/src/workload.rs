@@ -16,6 +16,12 @@ const USERS: [&[u8]; 4] = [b"hdfs", b"hive", b"spark", b"etl"];
 /// 2025-01-01T00:00:00Z in milliseconds.
 const EPOCH_MS: u64 = 1_735_689_600_000;
 
+/// The time of txid `t` in milliseconds (saturating: a txid read from a
+/// store may be anywhere up to u64::MAX).
+fn at_ms(t: u64) -> u64 {
+    EPOCH_MS.saturating_add(t.saturating_mul(1000))
+}
+
 #[derive(Clone, Copy, Debug)]
 pub struct Workload {
     pub seed: u64,
@@ -30,8 +36,13 @@ fn rng(seed: u64, t: u64, salt: u64) -> Pcg64Mcg {
 fn pick(ns: &Namespace, r: &mut Pcg64Mcg, want: impl Fn(InodeKind) -> bool) -> Option<u64> {
     let last = ns.info().last_inode_id;
     let start = r.random_range(ROOT_ID..=last.max(ROOT_ID));
-    (0..64u64)
-        .map(|k| ROOT_ID + (start - ROOT_ID + k) % (last - ROOT_ID + 1))
+    // In u128: `last` comes from an image and may be u64::MAX.
+    let span = u128::from(last.max(ROOT_ID) - ROOT_ID) + 1;
+    (0..64u128)
+        .filter_map(|k| {
+            let off = (u128::from(start - ROOT_ID) + k) % span;
+            u64::try_from(off).ok()?.checked_add(ROOT_ID)
+        })
         .find(|&id| ns.inode(id).is_some_and(|n| want(n.kind())))
 }
 
@@ -46,7 +57,7 @@ fn create(kind: u8, parent: u64, name: String, t: u64, r: &mut Pcg64Mcg) -> Op {
         user: USERS[r.random_range(0..USERS.len())].to_vec(),
         group: b"hadoop".to_vec(),
         mode: if kind == 0 { 0o755 } else { 0o644 },
-        mtime: EPOCH_MS + t * 1000,
+        mtime: at_ms(t),
         replication: 3,
         preferred_block_size: 128 << 20,
         storage_policy: 0,
@@ -81,7 +92,7 @@ impl Workload {
     pub fn op(&self, ns: &Namespace, t: u64) -> Op {
         let mut r = rng(self.seed, t, 0);
         let roll = r.random_range(0..100u32);
-        let time = EPOCH_MS + t * 1000;
+        let time = at_ms(t);
         match roll {
             0..=9 => create(0, dir(ns, &mut r), format!("d{t}"), t, &mut r),
             10..=39 => create(1, dir(ns, &mut r), format!("f{t}"), t, &mut r),
@@ -90,8 +101,8 @@ impl Workload {
                 Some(id) => Op::AddBlock(pb::AddBlockOp {
                     id,
                     block: Some(pb::Block {
-                        id: ns.info().last_block_id.max(1 << 30) + 1,
-                        generation_stamp: ns.info().generation_stamp.max(1000) + 1,
+                        id: ns.info().last_block_id.max(1 << 30).saturating_add(1),
+                        generation_stamp: ns.info().generation_stamp.max(1000).saturating_add(1),
                         length: 1 + r.random_range(0..128u64 << 20),
                     }),
                 }),
@@ -181,7 +192,7 @@ impl Workload {
                 mtime: 0,
             }),
             _ => Op::AddBlock(pb::AddBlockOp {
-                id: ns.info().last_inode_id + 1000,
+                id: ns.info().last_inode_id.saturating_add(1000),
                 block: None,
             }),
         }
@@ -191,6 +202,7 @@ impl Workload {
     /// `txids` ops (the reference that tests compare recoveries against).
     pub fn advance(&self, ns: &mut Namespace, to_txid: u64) {
         while ns.info().last_txid < to_txid {
+            // last_txid < to_txid <= u64::MAX: no overflow.
             let t = ns.info().last_txid + 1;
             let mut op = self.op(ns, t);
             crate::op::apply(ns, &mut op).expect("workload ops are valid");
