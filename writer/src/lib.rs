@@ -15,7 +15,7 @@ mod image;
 mod save;
 
 pub use image::{sub_section_target, write_image, ImageSummary};
-pub use save::save;
+pub use save::{check_target, save};
 
 use std::path::PathBuf;
 
