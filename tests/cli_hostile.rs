@@ -177,7 +177,14 @@ fn thread_counts_are_bounded() {
     let b = dir.path().join("bench");
     for args in [
         // The parallel path: the serial one never started the pool.
-        vec!["load", i, "--threads", "100000", "--parallel-threshold", "0"],
+        vec![
+            "load",
+            i,
+            "--threads",
+            "100000",
+            "--parallel-threshold",
+            "0",
+        ],
         vec!["load", i, "--threads", "1025"],
         vec![
             "bench",

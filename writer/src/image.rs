@@ -197,6 +197,19 @@ fn write_batched<W: Write + Send>(
     }
 }
 
+/// The target of a section cut by `plan` (measured size, target), or none.
+fn plan_target(plan: Option<(Size, u64)>) -> u64 {
+    plan.map_or(u64::MAX, |(_, t)| t)
+}
+
+/// A section as written; in debug builds, checked against its measure.
+fn check_plan(info: SectionInfo, plan: Option<(Size, u64)>) -> SectionInfo {
+    if let Some((size, _)) = plan {
+        debug_assert_eq!((info.records, info.length), (size.records, size.bytes));
+    }
+    info
+}
+
 /// Writes `ns` as an image to `out` and returns its index and size.
 pub fn write_image<W: Write + Send>(
     ns: &Namespace,
@@ -242,27 +255,39 @@ pub fn write_image<W: Write + Send>(
     sections.push(sec.end(&mut sink));
 
     // The layout depends on the namespace alone: whether to cut on its
-    // number of live inodes, the target on each section's exact size.
+    // number of live inodes, the target on each section's exact size. The
+    // sizes are measured only when the sections are cut; INODE_DIR's is
+    // measured while INODE is written.
     let ranges = batches(ns, opts);
-    let inodes: fn(&Namespace, _) -> Encoded = encode::inodes;
-    let inode_size: fn(&Namespace, _) -> Size = encode::inode_size;
-    let plan = [
-        (SectionKind::INODE, inodes, measure(ns, &ranges, inode_size)),
-        (
-            SectionKind::INODE_DIR,
-            encode::dirs,
-            measure(ns, &ranges, encode::dir_size),
-        ),
-    ];
-    let split = plan[0].2.records >= opts.sub_section_min_inodes;
-    for (kind, f, size) in plan {
-        let target = sub_section_target(size.bytes, opts.sub_section_bytes);
-        let mut sec = SectionOut::begin(&mut sink, kind, split, target);
-        write_batched(&mut sink, &mut sec, ns, &ranges, f)?;
-        let info = sec.end(&mut sink);
-        debug_assert_eq!((info.records, info.length), (size.records, size.bytes));
-        sections.push(info);
-    }
+    let live = (0..ns.slot_count()).filter(|&s| ns.at(s).is_some()).count() as u64;
+    let split = live >= opts.sub_section_min_inodes;
+    let plan = |size: fn(&Namespace, std::ops::Range<Slot>) -> Size| {
+        split.then(|| {
+            let size = measure(ns, &ranges, size);
+            (size, sub_section_target(size.bytes, opts.sub_section_bytes))
+        })
+    };
+    let inode_plan = plan(encode::inode_size);
+    let mut sec = SectionOut::begin(
+        &mut sink,
+        SectionKind::INODE,
+        split,
+        plan_target(inode_plan),
+    );
+    let (written, dir_plan) = rayon::join(
+        || write_batched(&mut sink, &mut sec, ns, &ranges, encode::inodes),
+        || plan(encode::dir_size),
+    );
+    written?;
+    sections.push(check_plan(sec.end(&mut sink), inode_plan));
+    let mut sec = SectionOut::begin(
+        &mut sink,
+        SectionKind::INODE_DIR,
+        split,
+        plan_target(dir_plan),
+    );
+    write_batched(&mut sink, &mut sec, ns, &ranges, encode::dirs)?;
+    sections.push(check_plan(sec.end(&mut sink), dir_plan));
 
     let index = Index { sections };
     let bytes = index.encode();
