@@ -22,7 +22,7 @@ fn main() -> ExitCode {
     match cmd::run(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("nsimage: {e:#}");
+            eprintln!("nsimage: {}", cmd::message(&e));
             ExitCode::from(cmd::exit_code(&e))
         }
     }

@@ -139,6 +139,41 @@ fn usage_and_io_errors_exit_2() {
     );
 }
 
+/// An I/O error prints its cause once, with the path the user gave (not a
+/// temporary name): anyhow's chain used to repeat the cause that thiserror
+/// had already put in the message.
+#[test]
+fn io_errors_print_one_cause_and_the_given_path() {
+    let cause = "No such file or directory";
+    for (args, path) in [
+        (
+            vec!["load", "/nonexistent/image.nsi"],
+            "/nonexistent/image.nsi",
+        ),
+        (
+            vec!["info", "/nonexistent/image.nsi"],
+            "/nonexistent/image.nsi",
+        ),
+        (
+            vec!["verify", "/nonexistent/image.nsi"],
+            "/nonexistent/image.nsi",
+        ),
+        (
+            vec!["generate", "-o", "/nonexistent/dir/x.nsi", "--inodes", "10"],
+            "/nonexistent/dir/x.nsi",
+        ),
+    ] {
+        let out = nsimage(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.matches(cause).count(), 1, "{args:?}: {err}");
+        assert_eq!(err.matches("os error").count(), 1, "{args:?}: {err}");
+        assert!(err.contains(&format!("{path}:")), "{args:?}: {err}");
+        assert!(!err.contains(".tmp"), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+    }
+}
+
 #[test]
 fn not_an_image_exits_1() {
     let dir = tempfile::tempdir().unwrap();

@@ -50,6 +50,44 @@ impl std::str::FromStr for ReadStrategy {
     }
 }
 
+/// What a non-regular file is, for messages.
+fn describe(t: std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else {
+        "a file of an unknown kind"
+    }
+}
+
+/// Opens `path` for reading if it is a regular file (symbolic links
+/// followed). `O_NONBLOCK` makes the open of a FIFO return at once; the type
+/// is then checked on the handle itself, so the file checked is the file
+/// read. Reads of a regular file ignore `O_NONBLOCK`.
+fn open_regular(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let t = file.metadata()?.file_type();
+    if !t.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("is {}, not a regular file", describe(t)),
+        ));
+    }
+    Ok(file)
+}
+
 /// An open image with its validated header and index.
 pub struct ImageSource {
     path: PathBuf,
@@ -68,7 +106,7 @@ impl ImageSource {
             path: path.to_path_buf(),
             source,
         };
-        let file = File::open(path).map_err(io)?;
+        let file = open_regular(path).map_err(io)?;
         let len = file.metadata().map_err(io)?.len();
         let mut src = ImageSource {
             path: path.to_path_buf(),

@@ -30,6 +30,9 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
+    // Refuse what cannot be written or held before spending time on it.
+    nsimage::writer::check_target(&a.output)?;
+    nsimage::generate::check_fits(a.inodes)?;
     let started = Instant::now();
     let pb = super::spinner(&format!("generating {} inodes", a.inodes));
     let ns = generate(GenSpec {

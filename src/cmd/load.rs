@@ -10,8 +10,8 @@ use std::process::ExitCode;
 pub struct Args {
     /// Image file.
     file: PathBuf,
-    /// Worker threads (default: available cores).
-    #[arg(long, default_value_t = 0)]
+    /// Worker threads (default: available cores; at most 1024).
+    #[arg(long, default_value_t = 0, value_parser = super::parse_threads)]
     threads: usize,
     /// How piece bytes are read: mmap, bulk (one read per piece) or stream
     /// (the buffered record-by-record baseline, always serial).

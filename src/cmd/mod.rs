@@ -93,6 +93,40 @@ pub fn exit_code(e: &anyhow::Error) -> u8 {
     EXIT_USAGE_IO
 }
 
+/// The error and its causes on one line, each cause once: layers whose
+/// message already ends with their source's (thiserror's `{source}`) would
+/// otherwise print it twice through anyhow's chain.
+pub fn message(e: &anyhow::Error) -> String {
+    let mut msg = String::new();
+    for cause in e.chain() {
+        let s = cause.to_string();
+        if s.is_empty() || msg.contains(&s) {
+            continue;
+        }
+        if !msg.is_empty() {
+            msg.push_str(": ");
+        }
+        msg.push_str(&s);
+    }
+    msg
+}
+
+/// Most worker threads a command accepts: far more than any machine this
+/// runs on has cores, far fewer than the OS refuses to start.
+pub const MAX_THREADS: usize = 1024;
+
+/// Parses a `--threads` value (0: the available cores), refusing more than
+/// [`MAX_THREADS`] with a usage error.
+pub fn parse_threads(s: &str) -> Result<usize, String> {
+    let n: usize = s
+        .parse()
+        .map_err(|e| format!("{e} (a thread count, 0 to {MAX_THREADS})"))?;
+    if n > MAX_THREADS {
+        return Err(format!("at most {MAX_THREADS} threads"));
+    }
+    Ok(n)
+}
+
 /// A spinner on stderr when it is a terminal; hidden otherwise.
 pub fn spinner(msg: &str) -> ProgressBar {
     if !std::io::stderr().is_terminal() {

@@ -135,3 +135,54 @@ pub fn dirs(ns: &Namespace, slots: std::ops::Range<Slot>) -> Encoded {
     }
     out
 }
+
+/// Records and framed bytes of a section, as measured before it is written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Size {
+    pub records: u64,
+    pub bytes: u64,
+}
+
+impl std::ops::Add for Size {
+    type Output = Size;
+    fn add(self, o: Size) -> Size {
+        Size {
+            records: self.records + o.records,
+            bytes: self.bytes + o.bytes,
+        }
+    }
+}
+
+/// What [`inodes`] writes for `slots`, measured without writing it.
+pub fn inode_size(ns: &Namespace, slots: std::ops::Range<Slot>) -> Size {
+    let mut size = Size::default();
+    let mut msg = pb::Inode::default();
+    for s in slots {
+        let Some(n) = ns.at(s) else { continue };
+        let len = match crate::fast::inode_record_len(&n) {
+            Some(len) => len,
+            None => {
+                fill_inode(&n, &mut msg);
+                let l = prost::Message::encoded_len(&msg);
+                prost::encoding::encoded_len_varint(l as u64) + l
+            }
+        };
+        size.records += 1;
+        size.bytes += len as u64;
+    }
+    size
+}
+
+/// What [`dirs`] writes for `slots`, measured without writing it.
+pub fn dir_size(ns: &Namespace, slots: std::ops::Range<Slot>) -> Size {
+    let mut size = Size::default();
+    for s in slots {
+        let Some(n) = ns.at(s) else { continue };
+        if n.kind() != InodeKind::Directory || n.child_slots().is_empty() {
+            continue;
+        }
+        size.records += 1;
+        size.bytes += crate::fast::dir_record_len(ns, &n) as u64;
+    }
+    size
+}

@@ -65,13 +65,13 @@ fn block_len(b: &Block) -> usize {
     vfield_len(b.id) + vfield_len(b.generation_stamp) + vfield_len(b.length)
 }
 
-/// Appends the framed INODE record of `n`; `false` (nothing written) for an
-/// inode with rare attributes, which the caller encodes with prost.
-pub fn put_inode(n: &Inode<'_>, out: &mut Vec<u8>) -> bool {
+/// The type, body length and message length of the INODE record of `n`;
+/// `None` for an inode with rare attributes (encoded by prost) or a free slot.
+#[inline]
+fn inode_lens(n: &Inode<'_>) -> Option<(InodeType, usize, usize)> {
     if n.extra().is_some() {
-        return false;
+        return None;
     }
-    let name = n.name();
     let (ty, sub_len) = match *n.body() {
         Body::File {
             atime,
@@ -105,17 +105,33 @@ pub fn put_inode(n: &Inode<'_>, out: &mut Vec<u8>) -> bool {
             InodeType::Symlink,
             bytes_len(n.symlink_target().unwrap_or_default()),
         ),
-        Body::Free => return false,
+        Body::Free => return None,
     };
-    let perm = n.perm().0;
     let len = vfield_len(n.id())
         + vfield_len(ty as u64)
-        + bytes_len(name)
-        + if perm != 0 { 9 } else { 0 }
+        + bytes_len(n.name())
+        + if n.perm().0 != 0 { 9 } else { 0 }
         + vfield_len(n.mtime())
         + 1
         + varint_len(sub_len as u64)
         + sub_len;
+    Some((ty, sub_len, len))
+}
+
+/// Framed length of the INODE record [`put_inode`] would write for `n`
+/// (`None` where it would write nothing).
+pub fn inode_record_len(n: &Inode<'_>) -> Option<usize> {
+    inode_lens(n).map(|(_, _, len)| varint_len(len as u64) + len)
+}
+
+/// Appends the framed INODE record of `n`; `false` (nothing written) for an
+/// inode with rare attributes, which the caller encodes with prost.
+pub fn put_inode(n: &Inode<'_>, out: &mut Vec<u8>) -> bool {
+    let Some((ty, sub_len, len)) = inode_lens(n) else {
+        return false;
+    };
+    let name = n.name();
+    let perm = n.perm().0;
     out.reserve(len + 10);
     put_varint(out, len as u64);
     put_vfield(out, 0x08, n.id());
@@ -164,6 +180,17 @@ pub fn put_inode(n: &Inode<'_>, out: &mut Vec<u8>) -> bool {
         Body::Free => {}
     }
     true
+}
+
+/// Framed length of the INODE_DIR record [`put_dir`] writes for `n`.
+pub fn dir_record_len(ns: &Namespace, n: &Inode<'_>) -> usize {
+    let packed: usize = n
+        .child_slots()
+        .iter()
+        .map(|&c| varint_len(ns.id_of(c)))
+        .sum();
+    let len = vfield_len(n.id()) + 1 + varint_len(packed as u64) + packed;
+    varint_len(len as u64) + len
 }
 
 /// Appends the framed INODE_DIR record of directory `n` (with children).
@@ -272,6 +299,7 @@ mod tests {
             let mut slow = Vec::new();
             put_record(&mut slow, &msg);
             assert_eq!(fast, slow, "inode {}", n.id());
+            assert_eq!(inode_record_len(&n), Some(fast.len()));
             if !n.child_slots().is_empty() {
                 let mut fast = Vec::new();
                 put_dir(&ns, &n, &mut Vec::new(), &mut fast);
@@ -282,6 +310,7 @@ mod tests {
                 let mut slow = Vec::new();
                 put_record(&mut slow, &msg);
                 assert_eq!(fast, slow, "directory {}", n.id());
+                assert_eq!(dir_record_len(&ns, &n), fast.len());
             }
             checked += 1;
         }

@@ -2,7 +2,7 @@
 //! cut by bytes on record boundaries), index, footer. Checksums are computed
 //! as the bytes go out.
 
-use crate::encode::{self, Encoded};
+use crate::encode::{self, Encoded, Size};
 use crate::WriteOptions;
 use nsimage_format::consts::header;
 use nsimage_format::model::{Namespace, Slot};
@@ -71,32 +71,40 @@ impl SectionOut {
         }
     }
 
-    /// Writes encoded records, closing a sub-section each time one reaches
-    /// the target size.
+    /// Writes encoded records. A record that would take the open
+    /// sub-section past the target starts the next one, so no sub-section
+    /// exceeds the target unless it holds a single record.
     fn put<W: Write>(&mut self, sink: &mut Sink<W>, enc: &Encoded) -> io::Result<()> {
         let mut written = 0usize;
         let mut cursor = 0usize;
         for &(key, len) in &enc.records {
-            if self.split && self.open.is_none() {
-                sink.sub.reset();
-                self.open = Some(SubSectionInfo {
-                    offset: sink.pos + (cursor - written) as u64,
-                    length: 0,
-                    records: 0,
-                    first_key: key,
-                    checksum: 0,
-                });
+            let len64 = u64::from(len);
+            if self.split {
+                let full = self
+                    .open
+                    .as_ref()
+                    .is_some_and(|sub| sub.length + len64 > self.target);
+                if full {
+                    sink.write(&enc.bytes[written..cursor])?;
+                    written = cursor;
+                    self.close_sub(sink);
+                }
+                if self.open.is_none() {
+                    sink.sub.reset();
+                    self.open = Some(SubSectionInfo {
+                        offset: sink.pos + (cursor - written) as u64,
+                        length: 0,
+                        records: 0,
+                        first_key: key,
+                        checksum: 0,
+                    });
+                }
             }
             cursor += len as usize;
             self.info.records += 1;
             if let Some(sub) = &mut self.open {
                 sub.records += 1;
-                sub.length += len as u64;
-                if sub.length >= self.target {
-                    sink.write(&enc.bytes[written..cursor])?;
-                    written = cursor;
-                    self.close_sub(sink);
-                }
+                sub.length += len64;
             }
         }
         sink.write(&enc.bytes[written..])
@@ -121,21 +129,49 @@ impl SectionOut {
     }
 }
 
+/// The target size of the sub-sections of a section of `section_bytes`
+/// bytes (FORMAT.md, "Sub-sections"): a 64th of the section, at least
+/// 64 KiB and at most `max` (the floor is lowered to `max` when `max` is
+/// smaller).
+pub fn sub_section_target(section_bytes: u64, max: u64) -> u64 {
+    let max = max.max(1);
+    (section_bytes / MIN_PIECES)
+        .max(MIN_SUB_SECTION_BYTES.min(max))
+        .min(max)
+}
+
+/// The slot ranges encoded by one parallel task each.
+fn batches(ns: &Namespace, opts: &WriteOptions) -> Vec<std::ops::Range<Slot>> {
+    let n = ns.slot_count();
+    let batch = u32::try_from(opts.batch_inodes.max(1)).unwrap_or(u32::MAX);
+    (0..n.div_ceil(batch))
+        .map(|b| b * batch..b.saturating_add(1).saturating_mul(batch).min(n))
+        .collect()
+}
+
+/// Measures a section before it is written, in parallel over `ranges`.
+fn measure(
+    ns: &Namespace,
+    ranges: &[std::ops::Range<Slot>],
+    size: fn(&Namespace, std::ops::Range<Slot>) -> Size,
+) -> Size {
+    use rayon::prelude::*;
+    ranges
+        .par_iter()
+        .map(|r| size(ns, r.clone()))
+        .reduce(Size::default, |a, b| a + b)
+}
+
 /// Writes a section whose records are produced by `encode` over slot ranges,
 /// encoding the next window of batches while the current one is written.
 fn write_batched<W: Write + Send>(
     sink: &mut Sink<W>,
     sec: &mut SectionOut,
     ns: &Namespace,
-    opts: &WriteOptions,
+    ranges: &[std::ops::Range<Slot>],
     encode: fn(&Namespace, std::ops::Range<Slot>) -> Encoded,
 ) -> io::Result<()> {
     use rayon::prelude::*;
-    let n = ns.slot_count();
-    let batch = opts.batch_inodes.max(1) as u32;
-    let ranges: Vec<_> = (0..n.div_ceil(batch))
-        .map(|b| b * batch..((b + 1) * batch).min(n))
-        .collect();
     let window = 4 * rayon::current_num_threads().max(1);
     let encode_window = |w: &[std::ops::Range<Slot>]| -> Vec<Encoded> {
         w.par_iter().map(|r| encode(ns, r.clone())).collect()
@@ -159,6 +195,19 @@ fn write_batched<W: Write + Send>(
             None => return Ok(()),
         }
     }
+}
+
+/// The target of a section cut by `plan` (measured size, target), or none.
+fn plan_target(plan: Option<(Size, u64)>) -> u64 {
+    plan.map_or(u64::MAX, |(_, t)| t)
+}
+
+/// A section as written; in debug builds, checked against its measure.
+fn check_plan(info: SectionInfo, plan: Option<(Size, u64)>) -> SectionInfo {
+    if let Some((size, _)) = plan {
+        debug_assert_eq!((info.records, info.length), (size.records, size.bytes));
+    }
+    info
 }
 
 /// Writes `ns` as an image to `out` and returns its index and size.
@@ -205,22 +254,40 @@ pub fn write_image<W: Write + Send>(
     sec.put(&mut sink, &enc)?;
     sections.push(sec.end(&mut sink));
 
-    let split = ns.slot_count() as u64 >= opts.sub_section_min_inodes;
-    // Rough section sizes (an inode record is ~80 bytes, a child id ~3),
-    // so that a big section gets at least MIN_PIECES sub-sections.
-    let slots = ns.slot_count() as u64;
-    let inodes: fn(&Namespace, _) -> Encoded = encode::inodes;
-    for (kind, f, estimate) in [
-        (SectionKind::INODE, inodes, slots * 80),
-        (SectionKind::INODE_DIR, encode::dirs, slots * 3),
-    ] {
-        let target = opts
-            .sub_section_bytes
-            .min((estimate / MIN_PIECES).max(MIN_SUB_SECTION_BYTES));
-        let mut sec = SectionOut::begin(&mut sink, kind, split, target);
-        write_batched(&mut sink, &mut sec, ns, opts, f)?;
-        sections.push(sec.end(&mut sink));
-    }
+    // The layout depends on the namespace alone: whether to cut on its
+    // number of live inodes, the target on each section's exact size. The
+    // sizes are measured only when the sections are cut; INODE_DIR's is
+    // measured while INODE is written.
+    let ranges = batches(ns, opts);
+    let live = (0..ns.slot_count()).filter(|&s| ns.at(s).is_some()).count() as u64;
+    let split = live >= opts.sub_section_min_inodes;
+    let plan = |size: fn(&Namespace, std::ops::Range<Slot>) -> Size| {
+        split.then(|| {
+            let size = measure(ns, &ranges, size);
+            (size, sub_section_target(size.bytes, opts.sub_section_bytes))
+        })
+    };
+    let inode_plan = plan(encode::inode_size);
+    let mut sec = SectionOut::begin(
+        &mut sink,
+        SectionKind::INODE,
+        split,
+        plan_target(inode_plan),
+    );
+    let (written, dir_plan) = rayon::join(
+        || write_batched(&mut sink, &mut sec, ns, &ranges, encode::inodes),
+        || plan(encode::dir_size),
+    );
+    written?;
+    sections.push(check_plan(sec.end(&mut sink), inode_plan));
+    let mut sec = SectionOut::begin(
+        &mut sink,
+        SectionKind::INODE_DIR,
+        split,
+        plan_target(dir_plan),
+    );
+    write_batched(&mut sink, &mut sec, ns, &ranges, encode::dirs)?;
+    sections.push(check_plan(sec.end(&mut sink), dir_plan));
 
     let index = Index { sections };
     let bytes = index.encode();

@@ -14,18 +14,20 @@ mod fast;
 mod image;
 mod save;
 
-pub use image::{write_image, ImageSummary};
-pub use save::save;
+pub use image::{sub_section_target, write_image, ImageSummary};
+pub use save::{check_target, save};
 
 use std::path::PathBuf;
 
 /// How images are laid out.
 #[derive(Clone, Debug)]
 pub struct WriteOptions {
-    /// Target byte size of a sub-section (a sub-section ends at the first
-    /// record boundary at or past it).
+    /// Largest sub-section target in bytes; the target of a section is a
+    /// 64th of its bytes within 64 KiB..=this ([`sub_section_target`]), and
+    /// a record that would take a sub-section past it starts the next one.
     pub sub_section_bytes: u64,
-    /// Sections of namespaces with fewer inodes than this get no sub-sections.
+    /// Sections of namespaces with fewer live inodes than this get no
+    /// sub-sections.
     pub sub_section_min_inodes: u64,
     /// Inodes encoded per parallel task.
     pub batch_inodes: usize,

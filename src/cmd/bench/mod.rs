@@ -22,8 +22,9 @@ pub struct Args {
     /// Namespace sizes, comma-separated.
     #[arg(long, value_delimiter = ',', default_values_t = [200_000u64, 1_000_000])]
     inodes: Vec<u64>,
-    /// Thread counts, comma-separated (default: 1 up to the available cores).
-    #[arg(long, value_delimiter = ',')]
+    /// Thread counts, comma-separated (default: 1 up to the available
+    /// cores; each at most 1024).
+    #[arg(long, value_delimiter = ',', value_parser = super::parse_threads)]
     threads: Vec<usize>,
     /// Loads per configuration; medians are reported.
     #[arg(long, default_value_t = 3)]
@@ -93,6 +94,7 @@ fn prepare(a: &Args, n: u64, pb: &ProgressBar) -> anyhow::Result<Files> {
     if f.image.exists() && !need_peers {
         return Ok(f);
     }
+    nsimage::generate::check_fits(n)?;
     pb.set_message(format!("generating {n} inodes"));
     let ns = generate(GenSpec {
         inodes: n,

@@ -1,0 +1,209 @@
+//! Paths and sizes a hostile or careless user gives on the command line:
+//! each is refused with exit 2 and one clear message, quickly, and nothing
+//! that is not a regular file is replaced.
+
+use std::os::unix::fs::FileTypeExt;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// Runs nsimage, killing it if it has not exited within `limit` (a command
+/// that blocks or grows without end fails the test instead of hanging it).
+fn nsimage_within(args: &[&str], limit: Duration) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_nsimage"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run nsimage");
+    let start = Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("nsimage {args:?} still running after {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("collect output")
+}
+
+fn nsimage(args: &[&str]) -> Output {
+    nsimage_within(args, Duration::from_secs(30))
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn mkfifo(p: &Path) {
+    let st = Command::new("mkfifo").arg(p).status().expect("run mkfifo");
+    assert!(st.success(), "mkfifo {}", p.display());
+}
+
+fn generate_to(p: &Path) -> Output {
+    nsimage(&["generate", "-o", p.to_str().unwrap(), "--inodes", "200"])
+}
+
+/// `generate -o` writes only to a missing path or over a regular file: a
+/// FIFO, a directory and symbolic links (to a directory, to a regular file)
+/// are refused with exit 2 and left as they were.
+#[test]
+fn generate_replaces_only_a_regular_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    mkfifo(&fifo);
+    let sub = dir.path().join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    let regular = dir.path().join("regular.nsi");
+    std::fs::write(&regular, b"old").unwrap();
+    let to_dir = dir.path().join("to-dir");
+    std::os::unix::fs::symlink(&sub, &to_dir).unwrap();
+    let to_file = dir.path().join("to-file");
+    std::os::unix::fs::symlink(&regular, &to_file).unwrap();
+
+    for (p, what) in [
+        (&fifo, "a FIFO"),
+        (&sub, "a directory"),
+        (&to_dir, "a symbolic link"),
+        (&to_file, "a symbolic link"),
+    ] {
+        let before = std::fs::symlink_metadata(p).unwrap().file_type();
+        let out = generate_to(p);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{}: {err}", p.display());
+        assert!(
+            err.contains(p.to_str().unwrap()) && err.contains(what),
+            "{err}"
+        );
+        let after = std::fs::symlink_metadata(p).unwrap().file_type();
+        assert_eq!(before, after, "{} was replaced", p.display());
+    }
+    assert!(std::fs::symlink_metadata(&fifo)
+        .unwrap()
+        .file_type()
+        .is_fifo());
+    assert_eq!(std::fs::read(&regular).unwrap(), b"old");
+    // No temporary file is left behind.
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names.len(), 5, "{names:?}");
+
+    // A regular file and a missing path are written.
+    assert_eq!(generate_to(&regular).status.code(), Some(0));
+    assert_ne!(std::fs::read(&regular).unwrap(), b"old");
+    let new = dir.path().join("new.nsi");
+    assert_eq!(generate_to(&new).status.code(), Some(0));
+    assert!(new.is_file());
+}
+
+/// `verify`, `load` (every read strategy) and `info` refuse a FIFO and a
+/// directory with exit 2 at once; a plain open of a FIFO blocked forever.
+#[test]
+fn readers_refuse_a_fifo_without_blocking() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("image.nsi");
+    mkfifo(&fifo);
+    let f = fifo.to_str().unwrap();
+    let d = dir.path().to_str().unwrap();
+    for (path, what) in [(f, "a FIFO"), (d, "a directory")] {
+        for args in [
+            vec!["verify", path],
+            vec!["load", path],
+            vec!["load", path, "--read", "bulk"],
+            vec!["load", path, "--read", "stream"],
+            vec!["info", path],
+            vec!["info", path, "--json"],
+        ] {
+            let out = nsimage_within(&args, Duration::from_secs(10));
+            let err = stderr(&out);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+            assert!(err.contains(path) && err.contains(what), "{args:?}: {err}");
+        }
+    }
+}
+
+/// A namespace that cannot fit this machine's memory (or the 32-bit slot
+/// space) is refused up front, not generated until the allocator aborts.
+#[test]
+fn generate_refuses_what_cannot_fit() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_path = dir.path().join("x.nsi");
+    let o = out_path.to_str().unwrap();
+    let bench_dir = dir.path().join("bench");
+    let b = bench_dir.to_str().unwrap();
+    for (args, says) in [
+        (
+            vec!["generate", "-o", o, "--inodes", "1000000000000"],
+            "at most",
+        ),
+        // Below the slot limit, but 4e9 inodes need about a terabyte.
+        (
+            vec!["generate", "-o", o, "--inodes", "4000000000"],
+            "memory",
+        ),
+        (
+            vec![
+                "bench",
+                "--inodes",
+                "1000000000000",
+                "--dir",
+                b,
+                "--no-peers",
+            ],
+            "at most",
+        ),
+    ] {
+        let out = nsimage_within(&args, Duration::from_secs(20));
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(!out_path.exists());
+    }
+}
+
+/// `--threads` above the limit is a usage error with one message, for every
+/// command that takes it; the OS error used to be printed three times (or,
+/// where the OS let it, 100,000 threads were started).
+#[test]
+fn thread_counts_are_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = dir.path().join("x.nsi");
+    assert_eq!(generate_to(&img).status.code(), Some(0));
+    let i = img.to_str().unwrap();
+    let b = dir.path().join("bench");
+    for args in [
+        // The parallel path: the serial one never started the pool.
+        vec![
+            "load",
+            i,
+            "--threads",
+            "100000",
+            "--parallel-threshold",
+            "0",
+        ],
+        vec!["load", i, "--threads", "1025"],
+        vec![
+            "bench",
+            "--inodes",
+            "200",
+            "--threads",
+            "1,100000",
+            "--dir",
+            b.to_str().unwrap(),
+            "--no-peers",
+        ],
+    ] {
+        let out = nsimage(&args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.matches("at most 1024 threads").count(), 1, "{err}");
+        assert!(!err.contains("os error"), "{err}");
+    }
+    // The limit itself is accepted.
+    let out = nsimage(&["load", i, "--threads", "1024", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
