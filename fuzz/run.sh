@@ -77,6 +77,10 @@ for t in "${targets[@]}"; do
         execs=$(grep -o '^#[0-9]*' "$log" | tail -1 | tr -d '#' || true)
         rate=$(grep -o 'exec/s: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*$' || true)
     fi
+    # Fork mode's last line may say 0 exec/s: fall back to the average.
+    if [ -n "$execs" ] && [ "${rate:-0}" = 0 ] && [ "$elapsed" -gt 0 ]; then
+        rate=$((execs / elapsed))
+    fi
     after=$(ls "fuzz/artifacts/$t" | grep -c -E '^(crash|oom|timeout|leak)-' || true)
     new=$((after - before))
     echo "$t: ${execs:-?} executions in ${elapsed} s (${rate:-?} exec/s), findings: $new, libFuzzer exit $rc"
