@@ -40,9 +40,11 @@ fn reproducer(target: &str, name: &str) -> Vec<u8> {
 #[test]
 fn every_reproducer_has_a_test() {
     let tested = [
+        "image/item6-parents-out-of-order-across-sub-sections",
         "image/item8-group-in-dir-entry",
         "image/item8-group-in-inode",
         "image/item9-stream-length-underflow",
+        "image/new-field-number-past-2-29",
         "image/new-stream-ignores-sub-section-first-key",
         "journal/item1-length-prefix-flip-cuts-intact-records",
         "journal/item2-headerless-open-segment",
@@ -109,6 +111,17 @@ fn journal_item2_headerless_open_segment() {
     journal::run(&reproducer("journal", "item2-headerless-open-segment"));
 }
 
+// Issue 7, item 6: INODE_DIR records sorted within each sub-section but
+// not across them (a cut and a swap of two records) pass mmap, bulk and
+// verify; only the stream path refuses them.
+#[test]
+fn image_item6_parents_out_of_order_across_sub_sections() {
+    image::run(&reproducer(
+        "image",
+        "item6-parents-out-of-order-across-sub-sections",
+    ));
+}
+
 // Issue 7, item 8: an unknown group field (wire types 3 and 4) in an INODE
 // record is accepted by the stream path and refused by mmap, bulk, verify.
 #[test]
@@ -140,6 +153,13 @@ fn image_new_stream_ignores_sub_section_first_key() {
         "image",
         "new-stream-ignores-sub-section-first-key",
     ));
+}
+
+// New: the same in an image: an INODE record with a field number past
+// 2^29 - 1 passes mmap, bulk and verify, and the stream path refuses it.
+#[test]
+fn image_new_field_number_past_2_29() {
+    image::run(&reproducer("image", "new-field-number-past-2-29"));
 }
 
 // New: a field number above protobuf's 2^29 - 1 (a key above 2^32 - 1) is
