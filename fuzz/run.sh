@@ -3,21 +3,23 @@
 # committed seeds, and prints executions, exec/s and findings per target.
 # Installs the nightly toolchain and cargo-fuzz first when they are missing.
 #
-#   fuzz/run.sh [--runs N] [--seconds S] [--keep-going] [--sanitizer none|address] [TARGET...]
+#   fuzz/run.sh [--runs N] [--seconds S] [--jobs J] [--keep-going] [--sanitizer none|address] [TARGET...]
 #
 # TARGET: walker, image, journal (default: all three). --runs: executions per
 # target (default 20000). --seconds: stop a target after S seconds even if
-# it has not made N executions. --keep-going: run on after a crash (libFuzzer
-# fork mode, one worker) and save every crash, instead of stopping at the
-# first. Crashing inputs go to fuzz/artifacts/TARGET/, new inputs to
-# fuzz/grown/TARGET/ (both ignored by git); the committed seeds in
-# fuzz/corpus/TARGET/ are only read. Exit status: 0 when no target found
-# anything, 1 when one did, 2 on a usage or build error.
+# it has not made N executions. --jobs: J worker processes (libFuzzer fork
+# mode; default 1, in-process). --keep-going: run on after a crash (fork
+# mode) and save every crash, instead of stopping at the first. Crashing
+# inputs go to fuzz/artifacts/TARGET/, new inputs to fuzz/grown/TARGET/
+# (both ignored by git); the committed seeds in fuzz/corpus/TARGET/ are only
+# read. Exit status: 0 when no target found anything, 1 when one did, 2 on a
+# usage or build error.
 set -euo pipefail
 
 runs=20000
 seconds=0
 keep_going=0
+jobs=1
 sanitizer=none
 targets=()
 while [ $# -gt 0 ]; do
@@ -25,6 +27,7 @@ while [ $# -gt 0 ]; do
         --runs) runs="$2"; shift 2 ;;
         --seconds) seconds="$2"; shift 2 ;;
         --keep-going) keep_going=1; shift ;;
+        --jobs) jobs="$2"; shift 2 ;;
         --sanitizer) sanitizer="$2"; shift 2 ;;
         -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         walker|image|journal) targets+=("$1"); shift ;;
@@ -61,7 +64,10 @@ for t in "${targets[@]}"; do
     before=$(ls "fuzz/artifacts/$t" | grep -c -E '^(crash|oom|timeout|leak)-' || true)
     opts=(-runs="$runs" -max_len="$max_len" -timeout=20 -rss_limit_mb=4096 -print_final_stats=1)
     [ "$seconds" -gt 0 ] && opts+=(-max_total_time="$seconds")
-    [ "$keep_going" = 1 ] && opts+=(-fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1)
+    if [ "$jobs" -gt 1 ] || [ "$keep_going" = 1 ]; then
+        opts+=(-fork="$jobs")
+    fi
+    [ "$keep_going" = 1 ] && opts+=(-ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1)
     log="fuzz/artifacts/$t/run.log"
     echo "== $t: ${runs} executions$([ "$seconds" -gt 0 ] && echo " or ${seconds} s") (log: $log)"
     start=$(date +%s)
