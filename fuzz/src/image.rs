@@ -432,8 +432,7 @@ impl Model {
                 if let Some(sec) = self.secs.get_mut(s) {
                     sec.split = !sec.split;
                     if !sec.split {
-                        let all: Vec<Vec<u8>> =
-                            sec.pieces.drain(..).flat_map(|p| p.recs).collect();
+                        let all: Vec<Vec<u8>> = sec.pieces.drain(..).flat_map(|p| p.recs).collect();
                         sec.pieces.push(Piece {
                             recs: all,
                             ..Piece::default()
@@ -586,7 +585,10 @@ pub fn verdicts(img: &[u8]) -> Vec<(String, Result<u64, String>)> {
         let v = match load(path, &opts) {
             Ok(l) => Ok(l.namespace.digest().0),
             Err(e) => {
-                assert!(e.is_data_error(), "{name}: an image gives an I/O error: {e}");
+                assert!(
+                    e.is_data_error(),
+                    "{name}: an image gives an I/O error: {e}"
+                );
                 Err(e.to_string())
             }
         };
@@ -596,7 +598,10 @@ pub fn verdicts(img: &[u8]) -> Vec<(String, Result<u64, String>)> {
         Ok(r) if r.is_ok() => Ok(0),
         Ok(r) => Err(format!("{:?}", r.problems)),
         Err(e) => {
-            assert!(e.is_data_error(), "verify: an image gives an I/O error: {e}");
+            assert!(
+                e.is_data_error(),
+                "verify: an image gives an I/O error: {e}"
+            );
             Err(e.to_string())
         }
     };

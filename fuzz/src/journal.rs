@@ -242,7 +242,10 @@ pub fn run(data: &[u8]) {
 
     let t = match Store::open(&dir, fs(), opts.clone()) {
         Err(e) => {
-            assert!(e.is_data_error(), "recovery fails with a non-data error: {e} ({story})");
+            assert!(
+                e.is_data_error(),
+                "recovery fails with a non-data error: {e} ({story})"
+            );
             return;
         }
         Ok(s) => {
@@ -257,9 +260,16 @@ pub fn run(data: &[u8]) {
                 "recovery succeeded at txid {t}, but the record of txid {intact} is intact: \
                  acknowledged ops after the damage were discarded ({story})"
             );
-            assert!(t <= acked, "recovery reached txid {t} past the acknowledged {acked} ({story})");
+            assert!(
+                t <= acked,
+                "recovery reached txid {t} past the acknowledged {acked} ({story})"
+            );
             let got = s.with_namespace(|ns| ns.digest());
-            assert_eq!(got, reference(&w, t), "digest at txid {t} differs from the reference ({story})");
+            assert_eq!(
+                got,
+                reference(&w, t),
+                "digest at txid {t} differs from the reference ({story})"
+            );
             // The recovered store goes on: two more acknowledged ops.
             for k in 1..=2 {
                 let op = s.with_namespace(|ns| w.op(ns, t + k));
@@ -271,8 +281,16 @@ pub fn run(data: &[u8]) {
             t + 2
         }
     };
-    let s = Store::open(&dir, fs(), opts)
-        .unwrap_or_else(|e| panic!("reopening after a recovery at txid {}: {e} ({story})", t - 2));
+    let s = Store::open(&dir, fs(), opts).unwrap_or_else(|e| {
+        panic!(
+            "reopening after a recovery at txid {}: {e} ({story})",
+            t - 2
+        )
+    });
     assert_eq!(s.report().txid, t, "reopened at another txid ({story})");
-    assert_eq!(s.with_namespace(|ns| ns.digest()), reference(&w, t), "({story})");
+    assert_eq!(
+        s.with_namespace(|ns| ns.digest()),
+        reference(&w, t),
+        "({story})"
+    );
 }

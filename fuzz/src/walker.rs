@@ -26,7 +26,9 @@ pub fn check_inode(rec: &[u8]) {
     let mut blocks: Vec<Block> = Vec::new();
     match loaded_from_pb(&msg, &mut blocks) {
         Ok(by_prost) => assert_eq!(by_walker, by_prost, "walker and prost disagree"),
-        Err(e) => panic!("the walker accepts an inode that prost's path refuses ({e}): {by_walker:?}"),
+        Err(e) => {
+            panic!("the walker accepts an inode that prost's path refuses ({e}): {by_walker:?}")
+        }
     }
 }
 
