@@ -21,6 +21,7 @@ use nsimage::format::{Footer, Header, Index, Location, SectionInfo, SectionKind,
 use nsimage::loader::{load, verify, walk, LoadOptions, ReadStrategy};
 use nsimage::writer::{write_image, WriteOptions};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
@@ -549,25 +550,28 @@ pub fn image(data: &[u8]) -> Vec<u8> {
     m.build()
 }
 
-fn scratch_file() -> &'static Path {
-    static DIR: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
-    let (_, path) = DIR.get_or_init(|| {
+/// A file of its own for each call, in one temporary directory per process
+/// (tests call from several threads; libFuzzer from one).
+fn scratch_file() -> PathBuf {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let dir = DIR.get_or_init(|| {
         let shm = Path::new("/dev/shm");
-        let dir = if shm.is_dir() {
+        if shm.is_dir() {
             tempfile::tempdir_in(shm)
         } else {
             tempfile::tempdir()
         }
-        .expect("temporary directory");
-        let path = dir.path().join("fuzz.nsi");
-        (dir, path)
+        .expect("temporary directory")
     });
-    path
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    dir.path().join(format!("fuzz-{n}.nsi"))
 }
 
 /// The verdict of each read path on `img`: `Ok(digest)` or `Err(why)`.
 pub fn verdicts(img: &[u8]) -> Vec<(String, Result<u64, String>)> {
-    let path = scratch_file();
+    let file = scratch_file();
+    let path = file.as_path();
     std::fs::write(path, img).expect("writing the image");
     let mut out = Vec::new();
     let mut runs = vec![("stream".to_string(), ReadStrategy::Stream, 1, true)];
@@ -606,6 +610,7 @@ pub fn verdicts(img: &[u8]) -> Vec<(String, Result<u64, String>)> {
         }
     };
     out.push(("verify".to_string(), v));
+    let _ = std::fs::remove_file(path);
     out
 }
 
