@@ -350,11 +350,9 @@ impl Model {
                             prost::encoding::encode_varint(n as u64, &mut f);
                             f.extend(inp.bytes(n));
                         }
-                        3 => {
-                            // A group, closed when the next byte says so.
-                            if inp.u8() & 1 == 1 {
-                                prost::encoding::encode_varint(field << 3 | 4, &mut f);
-                            }
+                        // A group, closed when the next byte says so.
+                        3 if inp.u8() & 1 == 1 => {
+                            prost::encoding::encode_varint(field << 3 | 4, &mut f)
                         }
                         5 => f.extend(inp.bytes(4)),
                         _ => {}
@@ -536,7 +534,7 @@ fn first_key(kind: u32, rec: Option<&Vec<u8>>) -> u64 {
 pub fn image(data: &[u8]) -> Vec<u8> {
     let mut inp = Input::new(data);
     let mode = inp.u8();
-    if mode % 4 == 0 {
+    if mode.is_multiple_of(4) {
         return inp.rest().to_vec();
     }
     let bases = bases();

@@ -198,7 +198,7 @@ pub fn run(data: &[u8]) {
         let mut last = 0;
         for i in 1..=n_ops {
             let t = s.with_namespace(|ns| ns.info().last_txid) + 1;
-            if t % 10 == 0 {
+            if t.is_multiple_of(10) {
                 let bad = s.with_namespace(|ns| w.bad_op(ns, t));
                 assert!(
                     matches!(s.apply(bad), Err(StoreError::Refused(_))),
