@@ -1,0 +1,55 @@
+//! The walker target: any bytes as an `Inode` record and as a `DirEntry`
+//! record, through the loader's zero-copy walker and through prost.
+//!
+//! The property (differential): whatever the walker accepts, prost decodes
+//! too, to the same fields (`decode::loaded_from_pb` turns prost's message
+//! into the loader's record with the same range checks). The converse is not
+//! asserted here: prost skips unknown groups (wire types 3 and 4) that the
+//! walker refuses (issue 7, item 8; the image target checks that the read
+//! paths agree).
+
+use nsimage::format::model::Block;
+use nsimage::format::pb;
+use nsimage::loader::{decode::loaded_from_pb, walk};
+use prost::Message;
+
+/// Panics if the walker accepts `rec` as an inode and prost disagrees.
+pub fn check_inode(rec: &[u8]) {
+    let mut scratch = walk::InodeScratch::default();
+    let Ok(by_walker) = walk::inode(rec, &mut scratch) else {
+        return;
+    };
+    let msg = match pb::Inode::decode(rec) {
+        Ok(m) => m,
+        Err(e) => panic!("the walker accepts an inode that prost refuses ({e}): {by_walker:?}"),
+    };
+    let mut blocks: Vec<Block> = Vec::new();
+    match loaded_from_pb(&msg, &mut blocks) {
+        Ok(by_prost) => assert_eq!(by_walker, by_prost, "walker and prost disagree"),
+        Err(e) => {
+            panic!("the walker accepts an inode that prost's path refuses ({e}): {by_walker:?}")
+        }
+    }
+}
+
+/// Panics if the walker accepts `rec` as a directory entry and prost
+/// disagrees.
+pub fn check_dir_entry(rec: &[u8]) {
+    let mut children = Vec::new();
+    let Ok(parent) = walk::dir_entry(rec, &mut children) else {
+        return;
+    };
+    match pb::DirEntry::decode(rec) {
+        Ok(m) => {
+            assert_eq!(parent, m.parent, "parent differs");
+            assert_eq!(children, m.children, "children differ");
+        }
+        Err(e) => panic!("the walker accepts a directory entry that prost refuses ({e})"),
+    }
+}
+
+/// The fuzz target's body.
+pub fn run(data: &[u8]) {
+    check_inode(data);
+    check_dir_entry(data);
+}
