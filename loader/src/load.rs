@@ -24,10 +24,10 @@ use std::time::Instant;
 /// from the measured serial/parallel crossover (README, "Serial threshold").
 pub const DEFAULT_PARALLEL_THRESHOLD: u64 = 10_000;
 
-/// The smallest valid INODE record: a length byte, an id of at least 16385
-/// (4 bytes with its key), a type (2) and an empty attribute group (2).
-/// Bounds the node table allocated from the index's record count.
-const MIN_INODE_RECORD_BYTES: u64 = 9;
+/// The smallest valid INODE record (FORMAT.md, Limits). The index decoder
+/// already refuses more records than this allows; checked again here since
+/// it bounds the node table allocated from the index's record count.
+const MIN_INODE_RECORD_BYTES: u64 = nsimage_format::consts::MIN_INODE_RECORD;
 
 /// Shards of the parent table.
 const SHARDS: usize = 256;
