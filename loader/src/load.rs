@@ -107,6 +107,20 @@ pub(crate) fn corrupt(src: &ImageSource, at: Location, detail: String) -> LoadEr
     }
 }
 
+/// Checks the checksums of the sections this build does not know (optional
+/// ones; the index refuses the others). Their bytes mean nothing to this
+/// reader, but every reader checks them (FORMAT.md, "Unknown sections"), so
+/// that every read path gives the same verdict.
+pub(crate) fn check_unknown(src: &ImageSource) -> Result<(), LoadError> {
+    let mut buf = Vec::new();
+    for sec in src.index.sections.iter().filter(|s| !s.kind.is_known()) {
+        for (p, at) in pieces(sec) {
+            src.piece(&p, &at, &mut buf)?;
+        }
+    }
+    Ok(())
+}
+
 /// Loads the image at `path`.
 pub fn load(path: &Path, opts: &LoadOptions) -> Result<Loaded, LoadError> {
     let started = Instant::now();
@@ -224,6 +238,7 @@ fn load_pieces(
     stats: &mut LoadStats,
 ) -> Result<Namespace, LoadError> {
     let fmt = |e| LoadError::from_format(src.path(), e);
+    check_unknown(src)?;
     let mut buf = Vec::new();
     let info = {
         let (p, at) = pieces(section(src, SectionKind::NS_INFO)?).remove(0);

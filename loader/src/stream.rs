@@ -193,6 +193,7 @@ fn decode_pb<M: Message + Default>(
 
 pub fn load_stream(src: &ImageSource) -> Result<Namespace, LoadError> {
     let fmt = |e| LoadError::from_format(src.path(), e);
+    crate::load::check_unknown(src)?;
     let mut small = Vec::new();
     for kind in [SectionKind::NS_INFO, SectionKind::STRING_TABLE] {
         let sec = section(src, kind)?;
