@@ -3,6 +3,10 @@
 //! varint length a byte at a time, read the body, decode it with prost into
 //! a fresh message. It builds the same namespace through the same builder,
 //! so the bench compares reading and decoding strategies, nothing else.
+//! It applies every rule the indexed readers apply, so that both give the
+//! same verdict on every file: the wire rules (`wire::check`, which prost
+//! alone does not enforce), and each sub-section's bounds, record count,
+//! first key and checksum as the stream passes it.
 
 #![deny(
     clippy::arithmetic_side_effects,

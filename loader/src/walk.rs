@@ -5,9 +5,13 @@
 //! prost stays the schema and the encoder; `tests/walker.rs` checks that the
 //! walker and prost agree on every field of random records.
 //!
-//! Semantics follow protobuf: the last value of a scalar wins, repeated
-//! occurrences of a message field merge, unknown fields are skipped, packed
-//! and unpacked repeated scalars are both accepted.
+//! Semantics follow FORMAT.md's "Protobuf wire rules": the last value of a
+//! scalar wins, repeated occurrences of a message field merge, unknown
+//! fields are skipped, packed and unpacked repeated scalars are both
+//! accepted; groups, field number 0, a known field with the wrong wire type
+//! and a varint out of its field's range (uint32 over 32 bits, an enum
+//! outside i32, a bool other than 0 or 1) are refused. The prost paths run
+//! `nsimage_format::wire::check` for the same rules.
 
 #![deny(
     clippy::arithmetic_side_effects,
