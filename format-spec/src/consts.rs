@@ -49,6 +49,10 @@ pub mod footer {
 pub const MAX_INDEX_LENGTH: u64 = 256 << 20;
 /// Largest single record a reader accepts.
 pub const MAX_RECORD_LENGTH: u64 = 1 << 30;
+/// The smallest valid INODE record in bytes, length prefix included: an id
+/// of at least 16385 (4 bytes with its key), a type (2) and an empty
+/// attribute group (2). Bounds the record count of an INODE piece.
+pub const MIN_INODE_RECORD: u64 = 9;
 /// Largest string-table entry, inode name or symlink target.
 pub const MAX_NAME_LENGTH: usize = 64 << 10;
 

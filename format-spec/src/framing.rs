@@ -1,6 +1,11 @@
 //! Record framing: every record is a LEB128 varint length followed by that many
 //! bytes of protobuf message (FORMAT.md, "Records"). The journal of the
 //! checkpoint store reuses the same framing.
+#![deny(
+    clippy::arithmetic_side_effects,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss
+)]
 
 use crate::consts::MAX_RECORD_LENGTH;
 use crate::error::{FormatError, Location, Result};
@@ -37,6 +42,9 @@ pub fn read_varint(buf: &[u8]) -> Option<(u64, usize)> {
 /// with three shift-and-mask steps. Longer varints and the last bytes of a
 /// buffer take the byte loop.
 #[inline(always)]
+// Hot path: `stop_bit` is at most 63 and `i` below 10, so the shifts and
+// additions below cannot overflow.
+#[allow(clippy::arithmetic_side_effects)]
 fn read_varint_long(buf: &[u8]) -> Option<(u64, usize)> {
     if let Some(b) = buf.first_chunk::<8>() {
         let x = u64::from_le_bytes(*b);
@@ -99,7 +107,8 @@ impl<'a> Records<'a> {
 
     fn location(&self) -> Location {
         Location {
-            offset: self.base + self.pos as u64,
+            // Offsets of an image held in memory fit a u64.
+            offset: self.base.saturating_add(self.pos as u64),
             ..self.at.clone()
         }
     }
@@ -120,17 +129,25 @@ impl<'a> Iterator for Records<'a> {
                 "bad record length prefix",
             )));
         };
-        let avail = (rest.len() - width) as u64;
-        if len > avail || len > MAX_RECORD_LENGTH {
+        // read_varint returns a width within `rest`.
+        let after = rest.get(width..).unwrap_or_default();
+        let body = usize::try_from(len)
+            .ok()
+            .filter(|_| len <= MAX_RECORD_LENGTH)
+            .and_then(|n| after.get(..n));
+        let Some(body) = body else {
             self.failed = true;
             return Some(Err(FormatError::corrupt(
                 self.location(),
-                format!("record length {len} runs past the end of its region ({avail} bytes left)"),
+                format!(
+                    "record length {len} runs past the end of its region ({} bytes left)",
+                    after.len()
+                ),
             )));
-        }
-        let start = self.base + self.pos as u64;
-        let body = &rest[width..width + len as usize];
-        self.pos += width + len as usize;
+        };
+        let start = self.location().offset;
+        // Both within `buf`, so the sum is at most buf.len().
+        self.pos = self.pos.saturating_add(width).saturating_add(body.len());
         Some(Ok((start, body)))
     }
 }

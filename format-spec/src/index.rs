@@ -2,7 +2,13 @@
 //! sub-sections (FORMAT.md, "Index"). Decoding validates every rule that can be
 //! checked without reading the sections themselves.
 
-use crate::consts::{header, SectionKind};
+#![deny(
+    clippy::arithmetic_side_effects,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss
+)]
+
+use crate::consts::{header, SectionKind, MIN_INODE_RECORD};
 use crate::error::{FormatError, Location, Result};
 use crate::pb;
 use prost::Message;
@@ -48,8 +54,10 @@ impl SectionInfo {
         }
     }
 
+    /// One past the last byte (a decoded index has checked that the sum
+    /// does not overflow).
     pub fn end(&self) -> u64 {
-        self.offset + self.length
+        self.offset.saturating_add(self.length)
     }
 }
 
@@ -105,6 +113,8 @@ impl Index {
                 format!("index checksum mismatch (stored {checksum:016x}, computed {actual:016x})"),
             ));
         }
+        crate::wire::check(bytes, crate::wire::schema::INDEX)
+            .map_err(|e| FormatError::corrupt(at.clone(), format!("undecodable index: {e}")))?;
         let msg = pb::Index::decode(bytes)
             .map_err(|e| FormatError::corrupt(at.clone(), format!("undecodable index: {e}")))?;
         let mut sections = Vec::with_capacity(msg.sections.len());
@@ -141,7 +151,12 @@ impl Index {
             if sections.iter().any(|o: &SectionInfo| o.kind == kind) {
                 return Err(FormatError::corrupt(sat, "section kind listed twice"));
             }
-            if s.records > s.length {
+            let most = if kind == SectionKind::INODE {
+                s.length / MIN_INODE_RECORD
+            } else {
+                s.length
+            };
+            if s.records > most {
                 return Err(FormatError::corrupt(
                     sat,
                     format!("{} records cannot fit in {} bytes", s.records, s.length),
@@ -163,7 +178,7 @@ impl Index {
                 Location::at(expect),
                 format!(
                     "{} bytes between the last section and the index",
-                    offset - expect
+                    offset.saturating_sub(expect)
                 ),
             ));
         }
@@ -190,12 +205,14 @@ fn check_sub_sections(kind: SectionKind, s: &pb::Section) -> Result<Vec<SubSecti
             "this section kind cannot have sub-sections",
         ));
     }
+    // The section's end was checked by the caller not to overflow.
+    let sec_end = s.offset.saturating_add(s.length);
     let mut expect = s.offset;
     let mut records: u64 = 0;
     for (i, u) in s.sub_sections.iter().enumerate() {
         let at = Location::in_section(kind, Some(i), u.offset);
         let end = u.offset.checked_add(u.length);
-        if u.offset != expect || u.length == 0 || end.is_none_or(|e| e > s.offset + s.length) {
+        if u.offset != expect || u.length == 0 || end.is_none_or(|e| e > sec_end) {
             return Err(FormatError::corrupt(
                 at,
                 format!(
@@ -204,7 +221,13 @@ fn check_sub_sections(kind: SectionKind, s: &pb::Section) -> Result<Vec<SubSecti
                 ),
             ));
         }
-        if u.records == 0 || u.records > u.length {
+        // INODE records are at least MIN_INODE_RECORD bytes long.
+        let most = if kind == SectionKind::INODE {
+            u.length / MIN_INODE_RECORD
+        } else {
+            u.length
+        };
+        if u.records == 0 || u.records > most {
             return Err(FormatError::corrupt(
                 at,
                 format!("{} records cannot fill {} bytes", u.records, u.length),
@@ -219,8 +242,13 @@ fn check_sub_sections(kind: SectionKind, s: &pb::Section) -> Result<Vec<SubSecti
                 ));
             }
         }
-        expect = u.offset + u.length;
-        records += u.records;
+        // `end` was checked above.
+        expect = end.unwrap_or(u64::MAX);
+        // Each count is at most its length, and the lengths tile the
+        // section: the sum cannot overflow, but is checked all the same.
+        records = records.checked_add(u.records).ok_or_else(|| {
+            FormatError::corrupt(at.clone(), "sub-section record counts overflow")
+        })?;
         out.push(SubSectionInfo {
             offset: u.offset,
             length: u.length,
@@ -229,12 +257,12 @@ fn check_sub_sections(kind: SectionKind, s: &pb::Section) -> Result<Vec<SubSecti
             checksum: u.checksum,
         });
     }
-    if expect != s.offset + s.length || records != s.records {
+    if expect != sec_end || records != s.records {
         return Err(FormatError::corrupt(
             Location::in_section(kind, None, s.offset),
             format!(
                 "sub-sections cover {} bytes and {records} records, the section {} bytes and {} records",
-                expect - s.offset,
+                expect.saturating_sub(s.offset),
                 s.length,
                 s.records
             ),

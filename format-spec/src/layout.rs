@@ -1,5 +1,10 @@
 //! Codec of the fixed-size header and footer (see FORMAT.md, "Header" and
 //! "Footer").
+#![deny(
+    clippy::arithmetic_side_effects,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss
+)]
 
 use crate::consts::{
     footer as f, header as h, CURRENT_VERSION, FOOTER_MAGIC, HEADER_MAGIC, KNOWN_REQUIRED_FEATURES,
@@ -30,6 +35,8 @@ impl Header {
         let mut b = [0u8; h::SIZE];
         b[h::MAGIC..h::VERSION].copy_from_slice(&HEADER_MAGIC);
         LE::write_u16(&mut b[h::VERSION..], self.version);
+        // A constant (32).
+        #[allow(clippy::cast_possible_truncation)]
         LE::write_u16(&mut b[h::LENGTH..], h::SIZE as u16);
         LE::write_u32(&mut b[h::REQUIRED_FEATURES..], self.required_features);
         LE::write_u32(&mut b[h::OPTIONAL_FEATURES..], self.optional_features);
@@ -121,7 +128,8 @@ impl Footer {
                 format!("file too short ({file_length} bytes) to be an image"),
             ));
         }
-        let at = |field: usize| Location::at(start + field as u64);
+        // `start` is the footer's offset, `field` below the footer's size.
+        let at = |field: usize| Location::at(start.saturating_add(field as u64));
         if b[f::MAGIC..] != FOOTER_MAGIC {
             return Err(FormatError::corrupt(
                 at(f::MAGIC),

@@ -5,7 +5,8 @@
 //! - [`index`]: the trailing index of sections and sub-sections;
 //! - [`framing`]: varint-length-delimited records;
 //! - [`pb`]: the protobuf messages generated from `proto/nsimage.proto`;
-//! - [`model`]: the in-memory namespace, its mutations and its digest.
+//! - [`model`]: the in-memory namespace, its mutations and its digest;
+//! - [`wire`]: the protobuf wire rules every reader applies.
 //!
 //! The byte layout is specified in `format-spec/FORMAT.md`; code here links to
 //! it rather than restating it.
@@ -17,6 +18,7 @@ pub mod framing;
 pub mod index;
 pub mod layout;
 pub mod model;
+pub mod wire;
 
 /// Protobuf messages of the format, generated at build time.
 #[allow(clippy::all, missing_docs)]

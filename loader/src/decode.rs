@@ -2,12 +2,19 @@
 //! memory. The serial and the parallel loader both call these functions; a
 //! piece's bytes have had their checksum checked before they get here.
 
+#![deny(
+    clippy::arithmetic_side_effects,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss
+)]
+
 use crate::walk;
 use nsimage_format::framing::Records;
 use nsimage_format::model::{
     Block, DirBatch, Extra, InodeBatch, LoadedBody, LoadedNode, NamespaceBuilder, NsInfo,
     StringTable, UnderConstruction, XAttr, XAttrNs,
 };
+use nsimage_format::wire::{self, schema, Ty};
 use nsimage_format::{pb, FormatError, Location, SubSectionInfo};
 use prost::Message;
 
@@ -23,13 +30,16 @@ pub(crate) fn bad(at: &Location, offset: u64, detail: impl Into<String>) -> Form
     )
 }
 
-/// Decodes a record into a reused message.
+/// Decodes a record into a reused message, after checking it against the
+/// wire rules of FORMAT.md (which prost alone does not enforce).
 pub(crate) fn merge<M: Message + Default>(
     msg: &mut M,
+    schema: &[(u32, Ty)],
     body: &[u8],
     at: &Location,
     off: u64,
 ) -> Result<()> {
+    wire::check(body, schema).map_err(|e| bad(at, off, format!("undecodable record: {e}")))?;
     msg.clear();
     msg.merge(body)
         .map_err(|e| bad(at, off, format!("undecodable record: {e}")))
@@ -70,11 +80,11 @@ pub(crate) fn check_piece(
 /// The single NS_INFO record.
 pub fn ns_info(buf: &[u8], piece: &SubSectionInfo, at: &Location) -> Result<NsInfo> {
     let mut msg = pb::NsInfo::default();
-    let mut n = 0;
+    let mut n: u64 = 0;
     for r in Records::new(buf, at.clone()) {
         let (off, body) = r?;
-        merge(&mut msg, body, at, off)?;
-        n += 1;
+        merge(&mut msg, schema::NS_INFO, body, at, off)?;
+        n = n.saturating_add(1);
     }
     if n != 1 {
         return Err(bad(
@@ -98,17 +108,17 @@ pub fn ns_info(buf: &[u8], piece: &SubSectionInfo, at: &Location) -> Result<NsIn
 pub fn strings(buf: &[u8], piece: &SubSectionInfo, at: &Location) -> Result<StringTable> {
     let mut table = StringTable::default();
     let mut msg = pb::StringEntry::default();
-    let mut n = 0;
+    let mut n: u64 = 0;
     for r in Records::new(buf, at.clone()) {
         let (off, body) = r?;
-        merge(&mut msg, body, at, off)?;
+        merge(&mut msg, schema::STRING_ENTRY, body, at, off)?;
         if msg.value.is_empty() || msg.value.len() > nsimage_format::consts::MAX_NAME_LENGTH {
             return Err(bad(at, off, format!("string of {} bytes", msg.value.len())));
         }
         if !table.push_loaded(&msg.value) {
             return Err(bad(at, off, "duplicate string, or string table full"));
         }
-        n += 1;
+        n = n.saturating_add(1);
     }
     check_piece(piece, at, n, None)?;
     Ok(table)
@@ -212,7 +222,7 @@ pub fn inodes(
     mut nodes: Vec<nsimage_format::model::Node>,
 ) -> Result<InodeBatch> {
     // Capacity bound by the piece's bytes (already read), not by a count.
-    nodes.reserve((piece.records as usize).min(buf.len()));
+    nodes.reserve(usize::try_from(piece.records).map_or(buf.len(), |r| r.min(buf.len())));
     let mut batch = InodeBatch::with_buffer(chunk, nodes, buf.len());
     let mut scratch = walk::InodeScratch::default();
     let mut first = None;
@@ -237,7 +247,7 @@ pub fn dirs(
     let mut batch = DirBatch::new(chunk, buf.len());
     let mut children = Vec::new();
     let mut first = None;
-    let mut n = 0;
+    let mut n: u64 = 0;
     for r in Records::new(buf, at.clone()) {
         let (off, body) = r?;
         let parent = walk::dir_entry(body, &mut children).map_err(|d| bad(at, off, d))?;
@@ -245,7 +255,7 @@ pub fn dirs(
         batch
             .push(builder, parent, children.iter().copied())
             .map_err(|d| bad(at, off, d))?;
-        n += 1;
+        n = n.saturating_add(1);
     }
     check_piece(piece, at, n, first)?;
     Ok(batch)

@@ -24,10 +24,10 @@ use std::time::Instant;
 /// from the measured serial/parallel crossover (README, "Serial threshold").
 pub const DEFAULT_PARALLEL_THRESHOLD: u64 = 10_000;
 
-/// The smallest valid INODE record: a length byte, an id of at least 16385
-/// (4 bytes with its key), a type (2) and an empty attribute group (2).
-/// Bounds the node table allocated from the index's record count.
-const MIN_INODE_RECORD_BYTES: u64 = 9;
+/// The smallest valid INODE record (FORMAT.md, Limits). The index decoder
+/// already refuses more records than this allows; checked again here since
+/// it bounds the node table allocated from the index's record count.
+const MIN_INODE_RECORD_BYTES: u64 = nsimage_format::consts::MIN_INODE_RECORD;
 
 /// Shards of the parent table.
 const SHARDS: usize = 256;
@@ -105,6 +105,20 @@ pub(crate) fn corrupt(src: &ImageSource, at: Location, detail: String) -> LoadEr
         at,
         detail,
     }
+}
+
+/// Checks the checksums of the sections this build does not know (optional
+/// ones; the index refuses the others). Their bytes mean nothing to this
+/// reader, but every reader checks them (FORMAT.md, "Unknown sections"), so
+/// that every read path gives the same verdict.
+pub(crate) fn check_unknown(src: &ImageSource) -> Result<(), LoadError> {
+    let mut buf = Vec::new();
+    for sec in src.index.sections.iter().filter(|s| !s.kind.is_known()) {
+        for (p, at) in pieces(sec) {
+            src.piece(&p, &at, &mut buf)?;
+        }
+    }
+    Ok(())
 }
 
 /// Loads the image at `path`.
@@ -224,6 +238,7 @@ fn load_pieces(
     stats: &mut LoadStats,
 ) -> Result<Namespace, LoadError> {
     let fmt = |e| LoadError::from_format(src.path(), e);
+    check_unknown(src)?;
     let mut buf = Vec::new();
     let info = {
         let (p, at) = pieces(section(src, SectionKind::NS_INFO)?).remove(0);

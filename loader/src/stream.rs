@@ -3,15 +3,28 @@
 //! varint length a byte at a time, read the body, decode it with prost into
 //! a fresh message. It builds the same namespace through the same builder,
 //! so the bench compares reading and decoding strategies, nothing else.
+//! It applies every rule the indexed readers apply, so that both give the
+//! same verdict on every file: the wire rules (`wire::check`, which prost
+//! alone does not enforce), and each sub-section's bounds, record count,
+//! first key and checksum as the stream passes it.
+
+#![deny(
+    clippy::arithmetic_side_effects,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss
+)]
 
 use crate::decode::{self, bad, check_piece, loaded_from_pb};
-use crate::load::{corrupt, section};
+use crate::load::{corrupt, pieces, section};
 use crate::source::ImageSource;
 use crate::Assembly;
 use crate::LoadError;
 use nsimage_format::consts::MAX_RECORD_LENGTH;
 use nsimage_format::model::InodeBatch;
-use nsimage_format::{pb, Location, Namespace, SectionInfo, SectionKind, SubSectionInfo};
+use nsimage_format::wire::{self, schema, Ty};
+use nsimage_format::{
+    pb, FormatError, Location, Namespace, SectionInfo, SectionKind, SubSectionInfo,
+};
 use prost::Message;
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use xxhash_rust::xxh3::Xxh3;
@@ -25,24 +38,29 @@ struct Counting<'a> {
 
 impl Read for Counting<'_> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        self.calls += 1;
+        self.calls = self.calls.saturating_add(1);
         let n = (&*self.file).read(buf)?;
-        self.bytes += n as u64;
+        self.bytes = self.bytes.saturating_add(n as u64);
         Ok(n)
     }
 }
 
-/// Streams one section's records, calling `f(offset, body)` for each.
+/// Streams one section's records, calling `f(offset, location, body)` for
+/// each; `f` returns the record's key (INODE id, INODE_DIR parent) or
+/// `None`. Records are read in file order, but counted, keyed and
+/// checksummed per piece (sub-section), with the same rules as the indexed
+/// readers: no record may cross a sub-section's end, and each sub-section's
+/// checksum, record count and first key must match the index.
 fn stream_section(
     src: &ImageSource,
     sec: &SectionInfo,
-    mut f: impl FnMut(u64, &[u8]) -> Result<(), LoadError>,
+    mut f: impl FnMut(u64, &Location, &[u8]) -> Result<Option<u64>, LoadError>,
 ) -> Result<(), LoadError> {
     let io = |source| LoadError::Io {
         path: src.path().to_path_buf(),
         source,
     };
-    let at = Location::in_section(sec.kind, None, sec.offset);
+    let fmt = |e| LoadError::from_format(src.path(), e);
     let mut file = src.file();
     file.seek(SeekFrom::Start(sec.offset)).map_err(io)?;
     let mut counting = Counting {
@@ -51,56 +69,101 @@ fn stream_section(
         bytes: 0,
     };
     let mut rd = BufReader::with_capacity(64 << 10, &mut counting);
-    let mut hash = Xxh3::new();
-    let mut pos = sec.offset;
-    let end = sec.end();
-    while pos < end {
-        // The varint length, one byte at a time.
-        let mut len: u64 = 0;
-        let mut width = 0;
-        loop {
-            let mut b = [0u8; 1];
-            rd.read_exact(&mut b).map_err(io)?;
-            hash.update(&b);
-            len |= ((b[0] & 0x7f) as u64) << (7 * width);
-            width += 1;
-            if b[0] & 0x80 == 0 {
-                break;
+    let mut whole = Xxh3::new();
+    let split = !sec.sub_sections.is_empty();
+    for (piece, at) in pieces(sec) {
+        // Sub-sections' own checksums; the section's is `whole`.
+        let mut hash = split.then(Xxh3::new);
+        let mut pos = piece.offset;
+        // Validated by the index: sub-sections lie inside their section.
+        let end = piece.offset.checked_add(piece.length).ok_or_else(|| {
+            fmt(bad(
+                &at,
+                piece.offset,
+                "piece runs past the end of the file",
+            ))
+        })?;
+        let mut records: u64 = 0;
+        let mut first = None;
+        while pos < end {
+            // The varint length, one byte at a time, never past the piece.
+            let mut len: u64 = 0;
+            let mut width: u64 = 0;
+            loop {
+                let inside = pos.checked_add(width).is_some_and(|p| p < end);
+                if !inside {
+                    return Err(fmt(bad(&at, pos, "bad record length prefix")));
+                }
+                let mut b = [0u8; 1];
+                rd.read_exact(&mut b).map_err(io)?;
+                whole.update(&b);
+                if let Some(h) = &mut hash {
+                    h.update(&b);
+                }
+                // The tenth byte may only be 0 or 1 (FORMAT.md, Conventions).
+                if width == 9 && b[0] > 1 {
+                    return Err(fmt(bad(&at, pos, "bad record length prefix")));
+                }
+                // width <= 9 here: the shift is at most 63.
+                let shift = u32::try_from(width).map_or(u32::MAX, |w| w.saturating_mul(7));
+                len |= u64::from(b[0] & 0x7f).checked_shl(shift).unwrap_or(0);
+                width = width.saturating_add(1);
+                if b[0] & 0x80 == 0 {
+                    break;
+                }
+                if width == 10 {
+                    return Err(fmt(bad(&at, pos, "bad record length prefix")));
+                }
             }
-            if width == 10 {
-                return Err(LoadError::from_format(
-                    src.path(),
-                    bad(&at, pos, "bad record length prefix"),
-                ));
-            }
-        }
-        let left = end - pos - width as u64;
-        if len > left || len > MAX_RECORD_LENGTH {
-            return Err(LoadError::from_format(
-                src.path(),
-                bad(
+            // pos + width <= end: every byte of the prefix was inside.
+            let left = end.saturating_sub(pos).saturating_sub(width);
+            if len > left || len > MAX_RECORD_LENGTH {
+                return Err(fmt(bad(
                     &at,
                     pos,
                     format!(
                         "record length {len} runs past the end of its region ({left} bytes left)"
                     ),
-                ),
-            ));
+                )));
+            }
+            // A fresh buffer per record, as a message-at-a-time parser has.
+            // `len` is at most the piece's length, already bounded above.
+            let n = usize::try_from(len).map_err(|_| fmt(bad(&at, pos, "record too long")))?;
+            let mut body = vec![0u8; n];
+            rd.read_exact(&mut body).map_err(io)?;
+            whole.update(&body);
+            if let Some(h) = &mut hash {
+                h.update(&body);
+            }
+            let key = f(pos, &at, &body)?;
+            if first.is_none() {
+                first = Some(key);
+            }
+            records = records.saturating_add(1);
+            pos = pos.saturating_add(width).saturating_add(len);
         }
-        // A fresh buffer per record, as a message-at-a-time parser has.
-        let mut body = vec![0u8; len as usize];
-        rd.read_exact(&mut body).map_err(io)?;
-        hash.update(&body);
-        f(pos, &body)?;
-        pos += width as u64 + len;
+        if let Some(h) = hash {
+            let sum = h.digest();
+            if sum != piece.checksum {
+                return Err(corrupt(
+                    src,
+                    at,
+                    format!(
+                        "sub-section checksum mismatch (stored {:016x}, computed {sum:016x})",
+                        piece.checksum
+                    ),
+                ));
+            }
+        }
+        check_piece(&piece, &at, records, first.flatten()).map_err(fmt)?;
     }
     drop(rd);
     src.count_reads(counting.calls, counting.bytes);
-    let sum = hash.digest();
+    let sum = whole.digest();
     if sum != sec.checksum {
         return Err(corrupt(
             src,
-            at,
+            Location::in_section(sec.kind, None, sec.offset),
             format!(
                 "section checksum mismatch (stored {:016x}, computed {sum:016x})",
                 sec.checksum
@@ -121,16 +184,28 @@ fn whole(sec: &SectionInfo) -> (SubSectionInfo, Location) {
     (p, Location::in_section(sec.kind, None, sec.offset))
 }
 
+/// Checks a record against the wire rules, then decodes it with prost.
+fn decode_pb<M: Message + Default>(
+    schema: &[(u32, Ty)],
+    body: &[u8],
+    at: &Location,
+    off: u64,
+) -> Result<M, FormatError> {
+    wire::check(body, schema).map_err(|e| bad(at, off, format!("undecodable record: {e}")))?;
+    M::decode(body).map_err(|e| bad(at, off, format!("undecodable record: {e}")))
+}
+
 pub fn load_stream(src: &ImageSource) -> Result<Namespace, LoadError> {
     let fmt = |e| LoadError::from_format(src.path(), e);
+    crate::load::check_unknown(src)?;
     let mut small = Vec::new();
     for kind in [SectionKind::NS_INFO, SectionKind::STRING_TABLE] {
         let sec = section(src, kind)?;
         let mut bytes = Vec::new();
-        stream_section(src, sec, |_, body| {
+        stream_section(src, sec, |_, _, body| {
             prost::encoding::encode_varint(body.len() as u64, &mut bytes);
             bytes.extend_from_slice(body);
-            Ok(())
+            Ok(None)
         })?;
         small.push((whole(sec), bytes));
     }
@@ -138,32 +213,28 @@ pub fn load_stream(src: &ImageSource) -> Result<Namespace, LoadError> {
     let strings = decode::strings(&small[1].1, &small[1].0 .0, &small[1].0 .1).map_err(fmt)?;
 
     let sec = section(src, SectionKind::INODE)?;
-    let (piece, at) = whole(sec);
-    let mut batch = InodeBatch::new(0, (sec.records as usize).min(sec.length as usize), 0);
+    let (_, at) = whole(sec);
+    // Capacity bounded by the section's bytes, not by a count alone.
+    let cap = usize::try_from(sec.records.min(sec.length / 9)).unwrap_or(0);
+    let mut batch = InodeBatch::new(0, cap, 0);
     let mut blocks = Vec::new();
-    let mut first = None;
-    stream_section(src, sec, |off, body| {
-        let msg = pb::Inode::decode(body)
-            .map_err(|e| fmt(bad(&at, off, format!("undecodable record: {e}"))))?;
-        first.get_or_insert(msg.id);
-        let node = loaded_from_pb(&msg, &mut blocks).map_err(|d| fmt(bad(&at, off, d)))?;
+    stream_section(src, sec, |off, at, body| {
+        let msg: pb::Inode = decode_pb(schema::INODE, body, at, off).map_err(fmt)?;
+        let node = loaded_from_pb(&msg, &mut blocks).map_err(|d| fmt(bad(at, off, d)))?;
         batch
             .push(node, &strings)
-            .map_err(|d| fmt(bad(&at, off, d)))
+            .map_err(|d| fmt(bad(at, off, d)))?;
+        Ok(Some(msg.id))
     })?;
-    check_piece(&piece, &at, batch.len() as u64, first).map_err(fmt)?;
     let mut asm = Assembly::new(info, strings, batch).map_err(|d| corrupt(src, at.clone(), d))?;
 
     let sec = section(src, SectionKind::INODE_DIR)?;
-    let (piece, at) = whole(sec);
-    let mut n = 0;
-    stream_section(src, sec, |off, body| {
-        let msg = pb::DirEntry::decode(body)
-            .map_err(|e| fmt(bad(&at, off, format!("undecodable record: {e}"))))?;
-        n += 1;
+    let (_, at) = whole(sec);
+    stream_section(src, sec, |off, at, body| {
+        let msg: pb::DirEntry = decode_pb(schema::DIR_ENTRY, body, at, off).map_err(fmt)?;
         asm.dir(msg.parent, msg.children.iter().copied())
-            .map_err(|d| fmt(bad(&at, off, d)))
+            .map_err(|d| fmt(bad(at, off, d)))?;
+        Ok(Some(msg.parent))
     })?;
-    check_piece(&piece, &at, n, None).map_err(fmt)?;
     asm.finish().map_err(|d| corrupt(src, at, d))
 }

@@ -5,14 +5,25 @@
 //! prost stays the schema and the encoder; `tests/walker.rs` checks that the
 //! walker and prost agree on every field of random records.
 //!
-//! Semantics follow protobuf: the last value of a scalar wins, repeated
-//! occurrences of a message field merge, unknown fields are skipped, packed
-//! and unpacked repeated scalars are both accepted.
+//! Semantics follow FORMAT.md's "Protobuf wire rules": the last value of a
+//! scalar wins, repeated occurrences of a message field merge, unknown
+//! fields are skipped, packed and unpacked repeated scalars are both
+//! accepted; groups, field number 0, a known field with the wrong wire type
+//! and a varint out of its field's range (uint32 over 32 bits, an enum
+//! outside i32, a bool other than 0 or 1) are refused. The prost paths run
+//! `nsimage_format::wire::check` for the same rules.
+
+#![deny(
+    clippy::arithmetic_side_effects,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss
+)]
 
 use nsimage_format::model::{
     AclEntry, Block, Extra, LoadedBody, LoadedNode, UnderConstruction, XAttr, XAttrNs,
 };
 use nsimage_format::pb::InodeType;
+use nsimage_format::wire::{split_key, varint_fits, Ty};
 
 /// Why a record could not be walked.
 pub type WalkError = String;
@@ -26,14 +37,15 @@ const FIXED64: u8 = 1;
 const LEN: u8 = 2;
 const FIXED32: u8 = 5;
 
+/// The unread rest of a message. Holding the rest as a slice (rather
+/// than a buffer and a position) leaves no offset arithmetic to check.
 struct Wire<'a> {
     buf: &'a [u8],
-    pos: usize,
 }
 
 impl<'a> Wire<'a> {
     fn new(buf: &'a [u8]) -> Self {
-        Wire { buf, pos: 0 }
+        Wire { buf }
     }
 
     /// Consumes the one-byte key `tag` if it comes next. The writer emits
@@ -41,52 +53,76 @@ impl<'a> Wire<'a> {
     /// first is a well-predicted branch instead of a dispatch.
     #[inline(always)]
     fn eat(&mut self, tag: u8) -> bool {
-        if self.buf.get(self.pos) == Some(&tag) {
-            self.pos += 1;
-            true
-        } else {
-            false
+        match self.buf.split_first() {
+            Some((&b, rest)) if b == tag => {
+                self.buf = rest;
+                true
+            }
+            _ => false,
         }
     }
 
     #[inline(always)]
     fn done(&self) -> bool {
-        self.pos >= self.buf.len()
+        self.buf.is_empty()
     }
 
     #[inline(always)]
     fn varint(&mut self) -> Result<u64, Bad> {
-        let (v, w) =
-            nsimage_format::framing::read_varint(&self.buf[self.pos..]).ok_or("bad varint")?;
-        self.pos += w;
+        let (v, w) = nsimage_format::framing::read_varint(self.buf).ok_or("bad varint")?;
+        self.buf = self.buf.get(w..).ok_or("bad varint")?;
         Ok(v)
+    }
+
+    /// A uint32 field: refuses values of more than 32 bits.
+    #[inline(always)]
+    fn u32(&mut self) -> Result<u32, Bad> {
+        u32::try_from(self.varint()?).map_err(|_| "a uint32 field holds more than 32 bits")
+    }
+
+    /// An enum field: the varint of a value in i32's range (negative values
+    /// are sign-extended to 64 bits on the wire).
+    #[inline(always)]
+    fn enum_i32(&mut self) -> Result<i32, Bad> {
+        let v = self.varint()?;
+        if !varint_fits(Ty::Enum, v) {
+            return Err("an enum field holds a value outside i32");
+        }
+        // Checked just above.
+        #[allow(clippy::cast_possible_truncation)]
+        Ok(v as i32)
+    }
+
+    #[inline(always)]
+    fn bool(&mut self) -> Result<bool, Bad> {
+        match self.varint()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            _ => Err("a bool field holds a value other than 0 or 1"),
+        }
     }
 
     #[inline(always)]
     fn key(&mut self) -> Result<(u32, u8), Bad> {
         // Field numbers below 16 have one-byte keys.
-        if let Some(&b) = self.buf.get(self.pos) {
+        if let Some((&b, rest)) = self.buf.split_first() {
             if (8..0x80).contains(&b) {
-                self.pos += 1;
-                return Ok(((b >> 3) as u32, b & 7));
+                self.buf = rest;
+                return Ok((u32::from(b >> 3), b & 7));
             }
         }
         let k = self.varint()?;
-        let field = u32::try_from(k >> 3).map_err(|_| "field number out of range")?;
-        if field == 0 {
-            return Err("field number 0");
-        }
-        Ok((field, (k & 7) as u8))
+        split_key(k)
     }
 
     #[inline(always)]
     fn take(&mut self, n: u64) -> Result<&'a [u8], Bad> {
-        let left = (self.buf.len() - self.pos) as u64;
-        if n > left {
-            return Err("a field runs past the end of its record");
-        }
-        let s = &self.buf[self.pos..self.pos + n as usize];
-        self.pos += n as usize;
+        let n = usize::try_from(n)
+            .ok()
+            .filter(|&n| n <= self.buf.len())
+            .ok_or("a field runs past the end of its record")?;
+        let (s, rest) = self.buf.split_at(n);
+        self.buf = rest;
         Ok(s)
     }
 
@@ -197,7 +233,7 @@ fn walk_file<'a>(b: &'a [u8], acc: &mut FileAcc<'a>, blocks: &mut Vec<Block>) ->
         acc.atime = w.varint()?;
     }
     if w.eat(0x10) {
-        acc.replication = w.varint()? as u32;
+        acc.replication = w.u32()?;
     }
     if w.eat(0x18) {
         acc.preferred_block_size = w.varint()?;
@@ -206,19 +242,18 @@ fn walk_file<'a>(b: &'a [u8], acc: &mut FileAcc<'a>, blocks: &mut Vec<Block>) ->
         blocks.push(walk_block(w.bytes()?)?);
     }
     if w.eat(0x28) {
-        acc.storage_policy = w.varint()? as u32;
+        acc.storage_policy = w.u32()?;
     }
     while !w.done() {
         let (f, wt) = w.key()?;
         match f {
             1 | 2 | 3 | 5 => {
                 w.expect(wt, VARINT, "wrong wire type in FileAttrs")?;
-                let v = w.varint()?;
                 match f {
-                    1 => acc.atime = v,
-                    2 => acc.replication = v as u32,
-                    3 => acc.preferred_block_size = v,
-                    _ => acc.storage_policy = v as u32,
+                    1 => acc.atime = w.varint()?,
+                    2 => acc.replication = w.u32()?,
+                    3 => acc.preferred_block_size = w.varint()?,
+                    _ => acc.storage_policy = w.u32()?,
                 }
             }
             4 => {
@@ -242,6 +277,8 @@ fn walk_dir(b: &[u8], quotas: &mut (i64, i64)) -> Result<(), Bad> {
         match f {
             1 | 2 => {
                 w.expect(wt, VARINT, "wrong wire type in DirectoryAttrs")?;
+                // int64 on the wire: the two's complement bits.
+                #[allow(clippy::cast_possible_wrap)]
                 let v = w.varint()? as i64;
                 if f == 1 {
                     quotas.0 = v;
@@ -279,11 +316,10 @@ fn walk_xattr(b: &[u8]) -> Result<XAttr, WalkError> {
         match f {
             1 | 2 => {
                 w.expect(wt, VARINT, "wrong wire type in XAttr")?;
-                let v = w.varint()?;
                 if f == 1 {
-                    ns = v as i32;
+                    ns = w.enum_i32()?;
                 } else {
-                    name = v as u32;
+                    name = w.u32()?;
                 }
             }
             3 => {
@@ -313,12 +349,11 @@ fn walk_acl(b: &[u8]) -> Result<AclEntry, WalkError> {
         match f {
             1..=4 => {
                 w.expect(wt, VARINT, "wrong wire type in AclEntry")?;
-                let v = w.varint()?;
                 match f {
-                    1 => name = v as u32,
-                    2 => kind = v as i32,
-                    3 => scope = v != 0,
-                    _ => perm = v as u32,
+                    1 => name = w.u32()?,
+                    2 => kind = w.enum_i32()?,
+                    3 => scope = w.bool()?,
+                    _ => perm = w.u32()?,
                 }
             }
             _ => w.skip(wt)?,
@@ -339,8 +374,11 @@ pub fn acl_entry(
     }
     Ok(AclEntry {
         name,
+        // Both checked to be in 0..=7 above.
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
         kind: kind as u8,
         default_scope,
+        #[allow(clippy::cast_possible_truncation)]
         perm: perm as u8,
     })
 }
@@ -376,7 +414,9 @@ pub fn dir_body<'a>(ns_quota: i64, ds_quota: i64) -> Result<LoadedBody<'a>, Walk
 pub fn kind_error(id: u64, ty: i32, file: bool, dir: bool, link: bool) -> WalkError {
     format!(
         "inode {id} has type {ty} with {} attribute groups",
-        file as u8 + dir as u8 + link as u8
+        u8::from(file)
+            .saturating_add(u8::from(dir))
+            .saturating_add(u8::from(link))
     )
 }
 
@@ -398,7 +438,7 @@ pub fn inode<'a>(
         id = w.varint()?;
     }
     if w.eat(0x10) {
-        ty = w.varint()? as i32;
+        ty = w.enum_i32()?;
     }
     if w.eat(0x1a) {
         name = w.bytes()?;
@@ -424,11 +464,10 @@ pub fn inode<'a>(
         match f {
             1 | 2 | 5 => {
                 w.expect(wt, VARINT, "wrong wire type in Inode")?;
-                let v = w.varint()?;
                 match f {
-                    1 => id = v,
-                    2 => ty = v as i32,
-                    _ => mtime = v,
+                    1 => id = w.varint()?,
+                    2 => ty = w.enum_i32()?,
+                    _ => mtime = w.varint()?,
                 }
             }
             3 => {

@@ -101,3 +101,178 @@ pub fn with_index(mut body: Vec<u8>, idx: &nsimage::format::Index) -> Vec<u8> {
     body.extend_from_slice(&foot.encode());
     body
 }
+
+/// Recomputes every checksum of an image whose bytes were changed, so that
+/// only validation can catch the change: the header's, each section's and
+/// sub-section's (through a re-encoded index), the index's and the
+/// footer's. Regions that cannot be found any more (a damaged footer or
+/// index) are left as they are; the image is then refused for that.
+pub fn reseal(bytes: &mut Vec<u8>) {
+    use nsimage::format::consts::{footer, header};
+    use nsimage::format::pb;
+    use prost::Message;
+    use xxhash_rust::xxh3::xxh3_64;
+    let le = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+    if bytes.len() < header::SIZE + footer::SIZE {
+        return;
+    }
+    let sum = xxh3_64(&bytes[..header::CHECKSUM]);
+    bytes[header::CHECKSUM..header::CHECKSUM + 8].copy_from_slice(&sum.to_le_bytes());
+    let fstart = bytes.len() - footer::SIZE;
+    let (io, il) = (
+        le(bytes, fstart + footer::INDEX_OFFSET),
+        le(bytes, fstart + footer::INDEX_LENGTH),
+    );
+    let Some(iend) = io.checked_add(il).filter(|&e| e <= fstart as u64) else {
+        return;
+    };
+    let (io, iend) = (io as usize, iend as usize);
+    // Section checksums, when the index still decodes and its ranges lie
+    // inside the file; the index is re-encoded only if a sum changed.
+    if let Ok(mut idx) = pb::Index::decode(&bytes[io..iend]) {
+        let range = |o: u64, l: u64| {
+            o.checked_add(l)
+                .filter(|&e| e <= io as u64)
+                .map(|e| o as usize..e as usize)
+        };
+        let mut changed = false;
+        for s in &mut idx.sections {
+            if let Some(r) = range(s.offset, s.length) {
+                let c = xxh3_64(&bytes[r]);
+                changed |= c != s.checksum;
+                s.checksum = c;
+            }
+            for u in &mut s.sub_sections {
+                if let Some(r) = range(u.offset, u.length) {
+                    let c = xxh3_64(&bytes[r]);
+                    changed |= c != u.checksum;
+                    u.checksum = c;
+                }
+            }
+        }
+        if changed {
+            let mut out = bytes[..io].to_vec();
+            out.extend_from_slice(&idx.encode_to_vec());
+            let new_len = out.len() - io;
+            out.extend_from_slice(&bytes[iend..]);
+            *bytes = out;
+            let (total, fstart) = (bytes.len() as u64, bytes.len() - footer::SIZE);
+            bytes[fstart + footer::INDEX_LENGTH..fstart + footer::INDEX_LENGTH + 8]
+                .copy_from_slice(&(new_len as u64).to_le_bytes());
+            bytes[fstart + footer::FILE_LENGTH..fstart + footer::FILE_LENGTH + 8]
+                .copy_from_slice(&total.to_le_bytes());
+        }
+    }
+    let fstart = bytes.len() - footer::SIZE;
+    let (io, il) = (
+        le(bytes, fstart + footer::INDEX_OFFSET) as usize,
+        le(bytes, fstart + footer::INDEX_LENGTH) as usize,
+    );
+    let isum = xxh3_64(&bytes[io..io + il]);
+    bytes[fstart + footer::INDEX_CHECKSUM..fstart + footer::INDEX_CHECKSUM + 8]
+        .copy_from_slice(&isum.to_le_bytes());
+    let fsum = xxh3_64(&bytes[fstart..fstart + footer::CHECKSUM]);
+    bytes[fstart + footer::CHECKSUM..fstart + footer::CHECKSUM + 8]
+        .copy_from_slice(&fsum.to_le_bytes());
+}
+
+/// Rewrites every record of the sections of `kinds` through `f(kind,
+/// body)` (the new body), keeping each record in its sub-section; offsets,
+/// lengths and checksums of sections, sub-sections, index and footer are
+/// recomputed. First keys and record counts are kept as they were.
+pub fn rewrite_records(
+    bytes: &[u8],
+    kinds: &[nsimage::format::SectionKind],
+    mut f: impl FnMut(nsimage::format::SectionKind, &[u8]) -> Vec<u8>,
+) -> Vec<u8> {
+    use nsimage::format::consts::header;
+    use nsimage::format::framing::{put_frame, Records};
+    use nsimage::format::Location;
+    use xxhash_rust::xxh3::xxh3_64;
+    let mut idx = index_of(bytes);
+    let mut out = bytes[..header::SIZE].to_vec();
+    for s in &mut idx.sections {
+        let start = out.len() as u64;
+        if kinds.contains(&s.kind) {
+            let mut pieces: Vec<_> = s.pieces();
+            for p in &mut pieces {
+                let pstart = out.len() as u64;
+                let region = &bytes[p.offset as usize..(p.offset + p.length) as usize];
+                for r in Records::new(region, Location::at(p.offset)) {
+                    let (_, body) = r.expect("a well-framed image");
+                    put_frame(&mut out, &f(s.kind, body));
+                }
+                p.offset = pstart;
+                p.length = out.len() as u64 - pstart;
+                p.checksum = xxh3_64(&out[pstart as usize..]);
+            }
+            if !s.sub_sections.is_empty() {
+                s.sub_sections = pieces;
+            }
+        } else {
+            out.extend_from_slice(&bytes[s.offset as usize..s.end() as usize]);
+            for u in &mut s.sub_sections {
+                u.offset = u.offset - s.offset + start;
+            }
+        }
+        s.offset = start;
+        s.length = out.len() as u64 - start;
+        s.checksum = xxh3_64(&out[start as usize..]);
+    }
+    with_index(out, &idx)
+}
+
+/// The verdict of one read path: the digest, or refused.
+pub type Verdict = Option<nsimage::Digest>;
+
+/// Loads `path` through every read path (mmap, bulk, stream; 1 and 2
+/// threads, sub-sections in parallel) and `verify`; returns each path's
+/// name and verdict.
+pub fn every_path(path: &std::path::Path) -> Vec<(String, Verdict)> {
+    use nsimage::loader::{load, verify, LoadOptions, ReadStrategy};
+    let mut out = Vec::new();
+    for read in [ReadStrategy::Mmap, ReadStrategy::Bulk, ReadStrategy::Stream] {
+        for threads in [1, 2] {
+            let o = LoadOptions {
+                threads,
+                read,
+                serial: threads == 1,
+                parallel_threshold: 0,
+            };
+            let v = load(path, &o).ok().map(|l| l.namespace.digest());
+            out.push((format!("{read:?}/{threads}"), v));
+        }
+    }
+    let ok = verify(path).is_ok_and(|r| r.is_ok());
+    // verify gives no digest: it agrees when it accepts exactly what the
+    // loads accept; its verdict is compared through the first load's.
+    let first = out[0].1;
+    out.push((
+        "verify".into(),
+        if ok {
+            first.or(Some(nsimage::Digest(0)))
+        } else {
+            None
+        },
+    ));
+    out
+}
+
+/// Asserts that every read path gives the same verdict on `bytes`;
+/// returns it.
+pub fn same_verdict(bytes: &[u8], what: &str) -> Verdict {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("img.nsi");
+    std::fs::write(&path, bytes).expect("write image");
+    let all = every_path(&path);
+    let first = all[0].1;
+    for (name, v) in &all {
+        assert_eq!(
+            v.is_some(),
+            first.is_some(),
+            "{what}: {name} disagrees: {all:?}"
+        );
+        assert_eq!(v, &first, "{what}: {name} gives another digest: {all:?}");
+    }
+    first
+}

@@ -32,6 +32,11 @@ impl<T: Copy> Arena<T> {
 
     /// The whole chunk `n` (empty if there is none).
     #[inline]
+    /// Every chunk, in order.
+    pub fn chunks(&self) -> &[Vec<T>] {
+        &self.chunks
+    }
+
     pub fn chunk(&self, n: u32) -> &[T] {
         self.chunks.get(n as usize).map_or(&[], |c| &c[..])
     }

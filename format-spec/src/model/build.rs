@@ -48,6 +48,94 @@ pub struct InodeBatch {
     names: Vec<u8>,
     blocks: Vec<Block>,
     extras: Vec<(u32, Extra)>,
+    block_stats: BlockStats,
+}
+
+/// What the block rules need from a batch's blocks, gathered as they are
+/// decoded so that the whole-image check makes one pass only.
+#[derive(Clone, Copy, Debug)]
+pub struct BlockStats {
+    pub count: u64,
+    pub min_id: u64,
+    pub max_id: u64,
+    pub max_generation_stamp: u64,
+}
+
+impl Default for BlockStats {
+    fn default() -> Self {
+        BlockStats {
+            count: 0,
+            min_id: u64::MAX,
+            max_id: 0,
+            max_generation_stamp: 0,
+        }
+    }
+}
+
+impl BlockStats {
+    fn add(&mut self, blocks: &[Block]) {
+        for b in blocks {
+            self.min_id = self.min_id.min(b.id);
+            self.max_id = self.max_id.max(b.id);
+            self.max_generation_stamp = self.max_generation_stamp.max(b.generation_stamp);
+        }
+        self.count = self.count.saturating_add(blocks.len() as u64);
+    }
+
+    fn merge(&mut self, o: &BlockStats) {
+        self.count = self.count.saturating_add(o.count);
+        self.min_id = self.min_id.min(o.min_id);
+        self.max_id = self.max_id.max(o.max_id);
+        self.max_generation_stamp = self.max_generation_stamp.max(o.max_generation_stamp);
+    }
+}
+
+/// A valid name for an inode other than the root (FORMAT.md, INODE): 1 to
+/// 65,536 bytes, not `.` or `..`, no `/` and no NUL byte.
+#[inline]
+pub fn valid_name(name: &[u8]) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_NAME_LENGTH
+        && name != b"."
+        && name != b".."
+        && !has_slash_or_nul(name)
+}
+
+/// Whether `name` holds a `/` or a NUL byte, eight bytes at a time: this
+/// runs once per inode on the load's hot path.
+#[inline]
+fn has_slash_or_nul(name: &[u8]) -> bool {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    // Non-zero exactly when some byte of `w` is zero (a borrow can only
+    // mark bytes above a zero byte, so there are no false positives).
+    let zero = |w: u64| w.wrapping_sub(LO) & !w & HI;
+    let (words, rest) = name.as_chunks::<8>();
+    let mut hit = 0;
+    for c in words {
+        let w = u64::from_le_bytes(*c);
+        hit |= zero(w) | zero(w ^ (LO * u64::from(b'/')));
+    }
+    hit != 0 || rest.iter().any(|&b| b == b'/' || b == 0)
+}
+
+/// The ACL rules that involve more than one entry (FORMAT.md, INODE): a
+/// mask or other entry is unnamed, and no two entries share scope, type
+/// and name. `entries` are (name id, type, default scope).
+pub fn acl_error(entries: impl Iterator<Item = (u32, u8, bool)> + Clone) -> Option<&'static str> {
+    for (i, (name, kind, scope)) in entries.clone().enumerate() {
+        if kind >= 2 && name != 0 {
+            return Some("a mask or other ACL entry has a name");
+        }
+        if entries
+            .clone()
+            .take(i)
+            .any(|(n, k, s)| (n, k, s) == (name, kind, scope))
+        {
+            return Some("two ACL entries have the same scope, type and name");
+        }
+    }
+    None
 }
 
 impl InodeBatch {
@@ -70,6 +158,7 @@ impl InodeBatch {
             names: Vec::with_capacity(bytes / 5),
             blocks: Vec::with_capacity(bytes / 64),
             extras: Vec::new(),
+            block_stats: BlockStats::default(),
         }
     }
 
@@ -118,6 +207,7 @@ impl InodeBatch {
             names,
             blocks,
             extras: self.extras,
+            block_stats: self.block_stats,
         }
     }
 
@@ -157,6 +247,16 @@ impl InodeBatch {
                 n.id
             ));
         }
+        if n.id == ROOT_ID {
+            if !n.name.is_empty() {
+                return Err("the root has a name".into());
+            }
+        } else if !valid_name(n.name) {
+            return Err(format!(
+                "inode {} has an invalid name (empty, '.', '..', or holding '/' or NUL)",
+                n.id
+            ));
+        }
         let name = self.put(n.name)?;
         let body = match n.body {
             LoadedBody::File {
@@ -169,6 +269,7 @@ impl InodeBatch {
                 let start =
                     u32::try_from(self.blocks.len()).map_err(|_| "too many blocks".to_string())?;
                 self.blocks.extend_from_slice(blocks);
+                self.block_stats.add(blocks);
                 Body::File {
                     atime,
                     preferred_block_size,
@@ -186,9 +287,14 @@ impl InodeBatch {
                 ds_quota,
                 children: Span::default(),
             },
-            LoadedBody::Symlink { target } => Body::Symlink {
-                target: self.put(target)?,
-            },
+            LoadedBody::Symlink { target } => {
+                if target.is_empty() {
+                    return Err(format!("symlink {} has an empty target", n.id));
+                }
+                Body::Symlink {
+                    target: self.put(target)?,
+                }
+            }
         };
         let mut has_extra = false;
         if let Some(mut e) = n.extra.filter(|e| !e.is_empty()) {
@@ -209,6 +315,9 @@ impl InodeBatch {
                     "inode {} has an xattr or ACL naming an undefined string",
                     n.id
                 ));
+            }
+            if let Some(why) = acl_error(e.acl.iter().map(|a| (a.name, a.kind, a.default_scope))) {
+                return Err(format!("inode {}: {why}", n.id));
             }
             if e.under_construction.is_some() && !matches!(body, Body::File { .. }) {
                 return Err(format!(
@@ -239,6 +348,7 @@ pub struct InodeParts {
     names: Vec<u8>,
     blocks: Vec<Block>,
     extras: Vec<(u32, Extra)>,
+    block_stats: BlockStats,
 }
 
 /// Child lists decoded from one INODE_DIR piece, with their own arena chunk.
@@ -335,6 +445,7 @@ impl DirBatch {
 pub struct NamespaceBuilder {
     ns: Namespace,
     added: u32,
+    block_stats: BlockStats,
 }
 
 impl NamespaceBuilder {
@@ -354,6 +465,7 @@ impl NamespaceBuilder {
                 extras: HashMap::new(),
             },
             added: 0,
+            block_stats: BlockStats::default(),
         }
     }
 
@@ -385,6 +497,7 @@ impl NamespaceBuilder {
         if self.added as usize > self.ns.nodes.len() {
             return Err("more inodes than the node table holds".into());
         }
+        self.block_stats.merge(&parts.block_stats);
         self.ns.names.set_chunk(parts.chunk, parts.names);
         self.ns.blocks.set_chunk(parts.chunk, parts.blocks);
         for (i, e) in parts.extras {
@@ -411,7 +524,22 @@ impl NamespaceBuilder {
                 ns.nodes.len()
             ));
         }
+        let mut last: Option<Slot> = None;
         for batch in batches {
+            // Each batch is in parent order; across batches (sub-sections)
+            // the order must continue. Slots are in id order.
+            if let (Some(l), Some(&(first, _))) = (last, batch.dirs.first()) {
+                if first <= l {
+                    return Err(format!(
+                        "directory {} is not greater than the previous one {}",
+                        ns.ids.id(first),
+                        ns.ids.id(l)
+                    ));
+                }
+            }
+            if let Some(&(l, _)) = batch.dirs.last() {
+                last = Some(l);
+            }
             for &(ps, span) in &batch.dirs {
                 if let Body::Directory { children, .. } = &mut ns.nodes[ps as usize].body {
                     if children.len != 0 {
@@ -494,6 +622,7 @@ impl NamespaceBuilder {
                 ns.info.last_inode_id
             ));
         }
+        check_blocks(&ns, &self.block_stats)?;
         let seen = reachable;
         if seen != ns.nodes.len() {
             let orphan = ns.nodes.iter().skip(1).position(|n| n.parent == NO_SLOT);
@@ -503,5 +632,90 @@ impl NamespaceBuilder {
             });
         }
         Ok(ns)
+    }
+}
+
+/// The block rules across the image (FORMAT.md, INODE): ids at most
+/// `last_block_id`, generation stamps at most `generation_stamp`, and ids
+/// unique. Uniqueness takes one pass with a bitmap over the id range when
+/// that range is dense (the usual case: ids are allocated in sequence), and
+/// a sort of the ids otherwise; either way memory is bounded by the number
+/// of blocks decoded, never by a value read from the image.
+fn check_blocks(ns: &Namespace, st: &BlockStats) -> Result<(), String> {
+    if st.count == 0 {
+        return Ok(());
+    }
+    if st.max_id > ns.info.last_block_id {
+        return Err(format!(
+            "block id {} exceeds last_block_id {}",
+            st.max_id, ns.info.last_block_id
+        ));
+    }
+    if st.max_generation_stamp > ns.info.generation_stamp {
+        return Err(format!(
+            "block generation stamp {} exceeds the namespace's {}",
+            st.max_generation_stamp, ns.info.generation_stamp
+        ));
+    }
+    let dup = |id: u64| Err(format!("block id {id} is used twice"));
+    let span = st.max_id.saturating_sub(st.min_id);
+    // A bitmap of span/8 bytes, allowed up to 8 bytes per block (what a
+    // sorted copy of the ids would take).
+    if span / 64 <= st.count {
+        let words = usize::try_from(span / 64 + 1).map_err(|_| "too many blocks".to_string())?;
+        let mut bits = vec![0u64; words];
+        for chunk in ns.blocks.chunks() {
+            for b in chunk {
+                let off = b.id.saturating_sub(st.min_id);
+                let (w, bit) = ((off / 64) as usize, 1u64 << (off % 64));
+                let word = &mut bits[w];
+                if *word & bit != 0 {
+                    return dup(b.id);
+                }
+                *word |= bit;
+            }
+        }
+    } else {
+        let mut ids: Vec<u64> = ns
+            .blocks
+            .chunks()
+            .iter()
+            .flat_map(|c| c.iter().map(|b| b.id))
+            .collect();
+        ids.sort_unstable();
+        if let Some(w) = ids.windows(2).find(|w| w[0] == w[1]) {
+            return dup(w[0]);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slash_and_nul_are_found_at_every_position() {
+        for len in 1..40 {
+            let ok = vec![b'a'; len];
+            assert!(valid_name(&ok));
+            for i in 0..len {
+                for bad in [b'/', 0] {
+                    let mut n = ok.clone();
+                    n[i] = bad;
+                    assert!(!valid_name(&n), "{n:?}");
+                }
+                // Bytes next to the bad ones are fine.
+                for good in [b'.', b'0', 0x01, 0xff, 0x80, 0x2e, 0x30] {
+                    let mut n = ok.clone();
+                    n[i] = good;
+                    assert!(valid_name(&n) || n == b"." || n == b"..", "{n:?}");
+                }
+            }
+        }
+        assert!(!valid_name(b""));
+        assert!(!valid_name(b"."));
+        assert!(!valid_name(b".."));
+        assert!(valid_name(b"..."));
     }
 }

@@ -15,7 +15,10 @@ mod ops;
 mod strings;
 
 pub use arena::{Arena, Span};
-pub use build::{DirBatch, InodeBatch, InodeParts, LoadedBody, LoadedNode, NamespaceBuilder};
+pub use build::{
+    acl_error, valid_name, BlockStats, DirBatch, InodeBatch, InodeParts, LoadedBody, LoadedNode,
+    NamespaceBuilder,
+};
 pub use digest::Digest;
 pub use ids::IdIndex;
 pub use ops::{FileSpec, NsError, PermSpec};

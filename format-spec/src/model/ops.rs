@@ -20,7 +20,7 @@ pub enum NsError {
     NotADirectory(String),
     #[error("not a file: {0}")]
     NotAFile(String),
-    #[error("invalid name {0:?}: empty, '.', '..', containing '/' or too long")]
+    #[error("invalid name {0:?}: empty, '.', '..', containing '/' or NUL, or too long")]
     InvalidName(String),
     #[error("invalid path {0:?}: paths are absolute")]
     InvalidPath(String),
@@ -62,14 +62,11 @@ fn show(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-/// A valid single path component.
+/// A valid single path component: the same rule the readers apply to every
+/// inode but the root (FORMAT.md, INODE), so that no mutation can create a
+/// name an image may not hold.
 pub fn check_name(name: &[u8]) -> Result<()> {
-    if name.is_empty()
-        || name == b"."
-        || name == b".."
-        || name.contains(&b'/')
-        || name.len() > MAX_NAME_LENGTH
-    {
+    if !super::valid_name(name) {
         return Err(NsError::InvalidName(show(name)));
     }
     Ok(())
@@ -642,6 +639,23 @@ impl Namespace {
             return Err(NsError::Invalid(
                 "ACL entry kind or permission out of range".into(),
             ));
+        }
+        // The same rules the readers apply, checked on the names before any
+        // is interned, so that a refused call changes nothing.
+        for (i, e) in entries.iter().enumerate() {
+            if e.1 >= 2 && !e.0.is_empty() {
+                return Err(NsError::Invalid(
+                    "a mask or other ACL entry has a name".into(),
+                ));
+            }
+            if entries[..i]
+                .iter()
+                .any(|o| (o.0, o.1, o.2) == (e.0, e.1, e.2))
+            {
+                return Err(NsError::Invalid(
+                    "two ACL entries have the same scope, type and name".into(),
+                ));
+            }
         }
         let mut acl = Vec::with_capacity(entries.len());
         for &(name, kind, default_scope, perm) in entries {

@@ -1,0 +1,216 @@
+//! The wire rules of FORMAT.md ("Protobuf wire rules") as a schema-driven
+//! check. Readers that decode a message with prost run this check on the
+//! same bytes first, so that they accept exactly what the zero-copy walker
+//! of the loader accepts: prost alone skips groups and truncates a uint32
+//! or enum field that holds more than 32 bits, which the format refuses.
+#![deny(
+    clippy::arithmetic_side_effects,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss
+)]
+
+use crate::framing::read_varint;
+
+/// Protobuf wire types.
+pub const VARINT: u8 = 0;
+pub const FIXED64: u8 = 1;
+pub const LEN: u8 = 2;
+pub const FIXED32: u8 = 5;
+
+/// The type of a known field, as far as the wire rules go.
+#[derive(Clone, Copy, Debug)]
+pub enum Ty {
+    /// uint64 or int64: any varint.
+    U64,
+    /// uint32: a varint below 2^32.
+    U32,
+    /// An enum (or int32): the varint of a value in i32's range.
+    Enum,
+    /// bool: a varint of 0 or 1.
+    Bool,
+    Fixed64,
+    Bytes,
+    /// A nested message with its fields.
+    Msg(&'static [(u32, Ty)]),
+    /// A repeated uint64, packed or not.
+    RepeatedU64,
+}
+
+/// Checks a varint field's value against its type.
+#[inline]
+pub fn varint_fits(ty: Ty, v: u64) -> bool {
+    match ty {
+        Ty::U32 => v <= u64::from(u32::MAX),
+        // int32 values are sign-extended to 64 bits on the wire.
+        #[allow(clippy::cast_possible_wrap)]
+        Ty::Enum => i32::try_from(v as i64).is_ok(),
+        Ty::Bool => v <= 1,
+        _ => true,
+    }
+}
+
+/// Splits a field key into (field number, wire type); refuses field number
+/// 0 and numbers above 2^29 - 1.
+#[inline]
+pub fn split_key(k: u64) -> Result<(u32, u8), &'static str> {
+    let field = u32::try_from(k >> 3)
+        .ok()
+        .filter(|&f| f < (1 << 29))
+        .ok_or("field number out of range")?;
+    if field == 0 {
+        return Err("field number 0");
+    }
+    // Masked to three bits: the cast cannot truncate.
+    #[allow(clippy::cast_possible_truncation)]
+    Ok((field, (k & 7) as u8))
+}
+
+struct Cursor<'a> {
+    buf: &'a [u8],
+}
+
+impl<'a> Cursor<'a> {
+    fn varint(&mut self) -> Result<u64, &'static str> {
+        let (v, w) = read_varint(self.buf).ok_or("bad varint")?;
+        self.buf = self.buf.get(w..).ok_or("bad varint")?;
+        Ok(v)
+    }
+
+    fn take(&mut self, n: u64) -> Result<&'a [u8], &'static str> {
+        let n = usize::try_from(n).map_err(|_| "a field runs past the end of its record")?;
+        if n > self.buf.len() {
+            return Err("a field runs past the end of its record");
+        }
+        let (head, tail) = self.buf.split_at(n);
+        self.buf = tail;
+        Ok(head)
+    }
+}
+
+/// Checks that `buf` is a message with fields `schema` that follows the wire
+/// rules: every key has a field number of 1 or more and a wire type of 0, 1,
+/// 2 or 5 (groups, 3 and 4, are refused); a known field has its declared
+/// wire type and, for varints, a value its type can hold; nested messages
+/// follow the same rules; unknown fields are skipped.
+pub fn check(buf: &[u8], schema: &[(u32, Ty)]) -> Result<(), &'static str> {
+    let mut c = Cursor { buf };
+    while !c.buf.is_empty() {
+        let (field, wt) = split_key(c.varint()?)?;
+        let ty = schema.iter().find(|f| f.0 == field).map(|f| f.1);
+        match (ty, wt) {
+            (Some(Ty::RepeatedU64), VARINT) => {
+                c.varint()?;
+            }
+            (Some(Ty::RepeatedU64), LEN) => {
+                let n = c.varint()?;
+                let mut p = Cursor { buf: c.take(n)? };
+                while !p.buf.is_empty() {
+                    p.varint()?;
+                }
+            }
+            (Some(t @ (Ty::U64 | Ty::U32 | Ty::Enum | Ty::Bool)), VARINT) => {
+                if !varint_fits(t, c.varint()?) {
+                    return Err("a varint field holds a value out of its type's range");
+                }
+            }
+            (Some(Ty::Fixed64), FIXED64) => {
+                c.take(8)?;
+            }
+            (Some(Ty::Bytes), LEN) => {
+                let n = c.varint()?;
+                c.take(n)?;
+            }
+            (Some(Ty::Msg(fields)), LEN) => {
+                let n = c.varint()?;
+                check(c.take(n)?, fields)?;
+            }
+            (Some(_), _) => return Err("a known field has the wrong wire type"),
+            (None, VARINT) => {
+                c.varint()?;
+            }
+            (None, FIXED64) => {
+                c.take(8)?;
+            }
+            (None, LEN) => {
+                let n = c.varint()?;
+                c.take(n)?;
+            }
+            (None, FIXED32) => {
+                c.take(4)?;
+            }
+            (None, _) => return Err("unsupported wire type (groups are refused)"),
+        }
+    }
+    Ok(())
+}
+
+/// Field tables of the messages in `proto/nsimage.proto`.
+pub mod schema {
+    use super::Ty::{self, *};
+
+    pub const NS_INFO: &[(u32, Ty)] = &[(1, U64), (2, U64), (3, U64), (4, U64), (5, U64), (6, U64)];
+    pub const STRING_ENTRY: &[(u32, Ty)] = &[(1, Bytes)];
+    const BLOCK: &[(u32, Ty)] = &[(1, U64), (2, U64), (3, U64)];
+    const UC: &[(u32, Ty)] = &[(1, Bytes), (2, Bytes)];
+    const FILE: &[(u32, Ty)] = &[
+        (1, U64),
+        (2, U32),
+        (3, U64),
+        (4, Msg(BLOCK)),
+        (5, U32),
+        (6, Msg(UC)),
+    ];
+    const DIRECTORY: &[(u32, Ty)] = &[(1, U64), (2, U64)];
+    const SYMLINK: &[(u32, Ty)] = &[(1, Bytes)];
+    const XATTR: &[(u32, Ty)] = &[(1, Enum), (2, U32), (3, Bytes)];
+    const ACL: &[(u32, Ty)] = &[(1, U32), (2, Enum), (3, Bool), (4, U32)];
+    pub const INODE: &[(u32, Ty)] = &[
+        (1, U64),
+        (2, Enum),
+        (3, Bytes),
+        (4, Fixed64),
+        (5, U64),
+        (6, Msg(FILE)),
+        (7, Msg(DIRECTORY)),
+        (8, Msg(SYMLINK)),
+        (9, Msg(XATTR)),
+        (10, Msg(ACL)),
+    ];
+    pub const DIR_ENTRY: &[(u32, Ty)] = &[(1, U64), (2, RepeatedU64)];
+    const SUB_SECTION: &[(u32, Ty)] = &[(1, U64), (2, U64), (3, U64), (4, U64), (5, Fixed64)];
+    const SECTION: &[(u32, Ty)] = &[
+        (1, U32),
+        (2, Bool),
+        (3, U64),
+        (4, U64),
+        (5, U64),
+        (6, Fixed64),
+        (7, Msg(SUB_SECTION)),
+    ];
+    pub const INDEX: &[(u32, Ty)] = &[(1, Msg(SECTION))];
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn groups_wide_values_and_wrong_types_are_refused() {
+        let s = schema::INODE;
+        assert!(check(&[0x08, 0x81, 0x80, 0x01], s).is_ok());
+        // Unknown field 11 as a group start / end.
+        assert!(check(&[0x5b, 0x5c], s).is_err());
+        assert!(check(&[0x5c], s).is_err());
+        // Field number 0.
+        assert!(check(&[0x00, 0x01], s).is_err());
+        // type = 2^32 + 2.
+        assert!(check(&[0x10, 0x82, 0x80, 0x80, 0x80, 0x10], s).is_err());
+        // name as a varint.
+        assert!(check(&[0x18, 0x01], s).is_err());
+        // Unknown fixed32 and varint fields are skipped.
+        assert!(check(&[0x5d, 1, 2, 3, 4, 0x60, 0x05], s).is_ok());
+        // Packed and unpacked children.
+        assert!(check(&[0x10, 0x05, 0x12, 0x02, 0x01, 0x02], schema::DIR_ENTRY).is_ok());
+        assert!(check(&[0x12, 0x02, 0x01, 0x82], schema::DIR_ENTRY).is_err());
+    }
+}
