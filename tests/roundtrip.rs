@@ -158,7 +158,8 @@ fn apply(ns: &mut Namespace, op: &Op) -> bool {
         Op::Block(f, b) => ns.add_block(
             pick(ns, *f),
             Block {
-                id: *b,
+                // Fresh ids, as a NameNode allocates them (ids never repeat).
+                id: ns.info().last_block_id.saturating_add(1 + b % 5),
                 generation_stamp: b / 3,
                 length: b % 1000,
             },

@@ -266,7 +266,7 @@ mod tests {
                 .unwrap();
             for k in 0..blocks {
                 let b = Block {
-                    id: k,
+                    id: ns.info().last_block_id + 1,
                     generation_stamp: u64::MAX - k,
                     length: k * 1000,
                 };

@@ -402,8 +402,17 @@ impl Namespace {
         self.symlink_in(parent, name, target, perm, mtime)
     }
 
-    /// Appends a block to file `id`.
+    /// Appends a block to file `id`. Block ids are allocated in increasing
+    /// order and never reused, so a new block's id must be above
+    /// `last_block_id`; that keeps ids unique across the namespace, as
+    /// FORMAT.md requires of every image.
     pub fn add_block(&mut self, id: u64, block: Block) -> Result<()> {
+        if block.id <= self.info.last_block_id {
+            return Err(NsError::Invalid(format!(
+                "block id {} is not above last_block_id {}",
+                block.id, self.info.last_block_id
+            )));
+        }
         let s = self.live_slot(id)?;
         let Body::File { blocks, .. } = self.nodes[s as usize].body else {
             return Err(NsError::NotAFile(format!("inode {id}")));
@@ -412,7 +421,7 @@ impl Namespace {
         if let Body::File { blocks, .. } = &mut self.nodes[s as usize].body {
             *blocks = new;
         }
-        self.info.last_block_id = self.info.last_block_id.max(block.id);
+        self.info.last_block_id = block.id;
         self.info.generation_stamp = self.info.generation_stamp.max(block.generation_stamp);
         Ok(())
     }
@@ -764,6 +773,25 @@ mod tests {
             Err(NsError::InvalidPath(_))
         ));
         assert_eq!(ns.digest(), before);
+    }
+
+    #[test]
+    fn block_ids_must_be_fresh() {
+        let mut ns = Namespace::default();
+        let f = ns.create(b"/f", &P, &F, 1).unwrap();
+        let b = |id| Block {
+            id,
+            generation_stamp: 7,
+            length: 1,
+        };
+        ns.add_block(f, b(5)).unwrap();
+        assert_eq!(ns.info().last_block_id, 5);
+        // A repeated or older id would make two blocks share an id, which
+        // every reader refuses: the mutation is refused instead.
+        assert!(matches!(ns.add_block(f, b(5)), Err(NsError::Invalid(_))));
+        assert!(matches!(ns.add_block(f, b(3)), Err(NsError::Invalid(_))));
+        ns.add_block(f, b(9)).unwrap();
+        assert_eq!(ns.stats().blocks, 2);
     }
 
     #[test]
