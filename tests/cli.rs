@@ -1,25 +1,12 @@
 //! The command line contract: JSON keys, exit codes (0 ok, 1 corrupt data,
 //! 2 usage or I/O), and error messages that say where.
 
+mod common;
+
+use common::{json, nsimage};
 use serde_json::Value;
+
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn nsimage(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_nsimage"))
-        .args(args)
-        .output()
-        .expect("run nsimage")
-}
-
-fn json(out: &Output) -> Value {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("stdout is JSON")
-}
 
 fn generate(path: &Path, inodes: &str) -> Value {
     json(&nsimage(&[

@@ -2,30 +2,16 @@
 //! cleanup, no cut) and work where nothing can be written; errors name the
 //! path the user gave; `--ops` that would overflow the txid is refused.
 
+mod common;
+
+use common::{json, nsimage};
+
 use nsimage::store::io::{Fs, FsFile, RealFs};
 use nsimage::store::{Store, StoreOptions};
-use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 use std::time::SystemTime;
-
-fn nsimage(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_nsimage"))
-        .args(args)
-        .output()
-        .expect("run nsimage")
-}
-
-fn json(out: &Output) -> Value {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("stdout is JSON")
-}
 
 /// Every entry of the directory: its bytes (None for a directory) and mtime.
 fn snapshot(dir: &Path) -> BTreeMap<PathBuf, (Option<Vec<u8>>, SystemTime)> {

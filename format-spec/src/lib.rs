@@ -14,6 +14,7 @@
 
 pub mod consts;
 pub mod error;
+pub mod file_type;
 pub mod framing;
 pub mod index;
 pub mod layout;

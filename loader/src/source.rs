@@ -50,24 +50,6 @@ impl std::str::FromStr for ReadStrategy {
     }
 }
 
-/// What a non-regular file is, for messages.
-fn describe(t: std::fs::FileType) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    if t.is_dir() {
-        "a directory"
-    } else if t.is_fifo() {
-        "a FIFO"
-    } else if t.is_socket() {
-        "a socket"
-    } else if t.is_char_device() {
-        "a character device"
-    } else if t.is_block_device() {
-        "a block device"
-    } else {
-        "a file of an unknown kind"
-    }
-}
-
 /// Opens `path` for reading if it is a regular file (symbolic links
 /// followed). `O_NONBLOCK` makes the open of a FIFO return at once; the type
 /// is then checked on the handle itself, so the file checked is the file
@@ -82,7 +64,10 @@ fn open_regular(path: &Path) -> std::io::Result<File> {
     if !t.is_file() {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
-            format!("is {}, not a regular file", describe(t)),
+            format!(
+                "is {}, not a regular file",
+                nsimage_format::file_type::describe(t)
+            ),
         ));
     }
     Ok(file)

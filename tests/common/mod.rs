@@ -276,3 +276,21 @@ pub fn same_verdict(bytes: &[u8], what: &str) -> Verdict {
     }
     first
 }
+
+/// Runs the `nsimage` binary with `args`.
+pub fn nsimage(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_nsimage"))
+        .args(args)
+        .output()
+        .expect("run nsimage")
+}
+
+/// The JSON document a successful command printed on stdout.
+pub fn json(out: &std::process::Output) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("stdout is JSON")
+}

@@ -24,26 +24,6 @@ pub fn temp_path(path: &Path) -> PathBuf {
     path.with_file_name(name)
 }
 
-/// What a file type is, for messages.
-fn describe(t: fs::FileType) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    if t.is_dir() {
-        "a directory"
-    } else if t.is_symlink() {
-        "a symbolic link"
-    } else if t.is_fifo() {
-        "a FIFO"
-    } else if t.is_socket() {
-        "a socket"
-    } else if t.is_char_device() {
-        "a character device"
-    } else if t.is_block_device() {
-        "a block device"
-    } else {
-        "a file of an unknown kind"
-    }
-}
-
 /// Refuses a target that [`save`] must not replace: anything but a missing
 /// path or a regular file (a symbolic link is refused, not followed, even
 /// to a regular file). The check is repeated just before the rename.
@@ -56,7 +36,7 @@ pub fn check_target(path: &Path) -> Result<(), WriteError> {
                 std::io::ErrorKind::InvalidInput,
                 format!(
                     "is {}; only a missing path or a regular file is replaced",
-                    describe(m.file_type())
+                    nsimage_format::file_type::describe(m.file_type())
                 ),
             ),
         }),
