@@ -115,13 +115,7 @@ impl Fs for RealFs {
         f.sync_all()
     }
     fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
-        let mut out = Vec::new();
-        for e in fs::read_dir(dir)? {
-            if let Some(n) = e?.file_name().to_str() {
-                out.push(n.to_string());
-            }
-        }
-        Ok(out)
+        list_names(dir)
     }
     fn len(&self, path: &Path) -> io::Result<u64> {
         Ok(fs::metadata(path)?.len())
@@ -263,4 +257,15 @@ impl Fs for FaultyFs {
     fn sync_calls(&self) -> u64 {
         self.real.sync_calls()
     }
+}
+
+/// The UTF-8 names of the entries of `dir` (the store writes no others).
+pub(crate) fn list_names(dir: &Path) -> io::Result<Vec<String>> {
+    let mut out = Vec::new();
+    for e in fs::read_dir(dir)? {
+        if let Some(n) = e?.file_name().to_str() {
+            out.push(n.to_string());
+        }
+    }
+    Ok(out)
 }

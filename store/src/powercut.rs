@@ -582,13 +582,7 @@ impl Fs for PowerCutFs {
     }
     fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
         self.shared.state.lock().step("list")?;
-        let mut out = Vec::new();
-        for e in fs::read_dir(dir)? {
-            if let Some(n) = e?.file_name().to_str() {
-                out.push(n.to_string());
-            }
-        }
-        Ok(out)
+        crate::io::list_names(dir)
     }
     fn len(&self, path: &Path) -> io::Result<u64> {
         self.shared.state.lock().step("len")?;
