@@ -28,6 +28,7 @@
 use crate::input::Input;
 use nsimage::format::framing::Records;
 use nsimage::format::Location;
+use nsimage::loader::LoadOptions;
 use nsimage::store::io::{Fs, RealFs};
 use nsimage::store::journal::{Segment, HEADER_LEN};
 use nsimage::store::workload::Workload;
@@ -112,6 +113,14 @@ fn build(i: usize) -> Shape {
     let opts = StoreOptions {
         segment_bytes: [64 << 20, 512, 1500, 4096][i % 4],
         keep_images: 1 + (i / 16) % 2,
+        // A thread count, not 0 (the cores): asking the system for the
+        // cores on every open reads cgroup files, 5% of the target's time.
+        // These small images load serially either way (below the
+        // parallel threshold).
+        load: LoadOptions {
+            threads: 2,
+            ..LoadOptions::default()
+        },
         ..StoreOptions::default()
     };
     let plan = format!(
