@@ -1,11 +1,17 @@
 //! The journal target, model-based.
 //!
-//! The input chooses a workload seed, a number of ops, checkpoints, segment
-//! size, bulk or streamed replay and retention; the ops are applied to a
-//! `Store` in a temporary directory (tmpfs when there is one) and each is
-//! acknowledged. Then the input damages the journal files: bit flips (any
-//! byte, or a record's length prefix), truncation, zeroed tails, overwritten
-//! bytes, appended bytes. Then the store is opened (recovered).
+//! A store is built from a workload seed, a number of ops (1 to 60),
+//! checkpoints every 3, 7 or 16 ops or never, segments of 512 B to 64 MiB
+//! and 1 or 2 images kept: every op goes through `Store::apply` and is
+//! acknowledged. Building a store costs far more than recovering it, so the
+//! target builds each of [`SHAPES`] such stores once per process (when an
+//! input first asks for it), keeps its files' bytes and where each journal
+//! record is, and the reference digest at every txid. An input picks a
+//! shape and bulk or streamed replay, the shape's files are written to a
+//! fresh temporary directory (tmpfs when there is one), and the input
+//! damages the journal files: bit flips (any byte, or a record's length
+//! prefix), truncation, zeroed tails, overwritten bytes, appended bytes.
+//! Then the store is opened (recovered).
 //!
 //! The model knows which record (txid) every journal byte belongs to, so it
 //! knows the first damaged record. The property:
@@ -14,73 +20,188 @@
 //!   (a torn tail can only be the end of the last write: an intact record
 //!   after the damage shows the damage is not one, so cutting there loses
 //!   acknowledged ops; issue 7, item 1), at most the acknowledged ones, and
-//!   its digest is
-//!   the reference namespace's (a fresh namespace applying the same ops) at
-//!   the recovered txid; it then acknowledges more ops, and opening it again
-//!   gives exactly those;
+//!   its digest is the reference namespace's (a fresh namespace applying the
+//!   same ops) at the recovered txid; it then acknowledges two more ops, and
+//!   opening it again gives exactly those;
 //! - a recovery that fails says the data is corrupt (never an I/O error).
 
 use crate::input::Input;
 use nsimage::format::framing::Records;
 use nsimage::format::Location;
+use nsimage::loader::LoadOptions;
 use nsimage::store::io::{Fs, RealFs};
 use nsimage::store::journal::{Segment, HEADER_LEN};
 use nsimage::store::workload::Workload;
 use nsimage::store::{Store, StoreError, StoreOptions};
-use nsimage::Namespace;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use nsimage::{Digest, Namespace};
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
+
+/// How many pristine stores an input can choose from (one input byte).
+pub const SHAPES: usize = 256;
 
 /// One journal file before the damage: its bytes and where each record is.
 struct SegFile {
-    path: PathBuf,
+    name: String,
     first: u64,
     bytes: Vec<u8>,
     /// (start, end) of each record frame; record `i` holds txid `first + i`.
     frames: Vec<(usize, usize)>,
 }
 
-fn name(path: &Path) -> String {
-    path.file_name()
-        .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+/// A pristine store: what building it acknowledged, its files, and the
+/// reference digests.
+struct Shape {
+    w: Workload,
+    plan: String,
+    /// `segment_bytes` and `keep_images` as the store was built with.
+    opts: StoreOptions,
+    acked: u64,
+    /// Every file of the store directory but the journal segments.
+    others: Vec<(String, Vec<u8>)>,
+    /// The journal segments, oldest first.
+    segs: Vec<SegFile>,
+    /// The reference namespace's digest at txids `0..=acked + 2`.
+    digests: Vec<Digest>,
 }
 
 fn fs() -> Arc<dyn Fs> {
     Arc::new(RealFs::default())
 }
 
-fn reference(w: &Workload, txid: u64) -> nsimage::Digest {
-    let mut ns = Namespace::default();
-    w.advance(&mut ns, txid);
-    ns.digest()
+fn tempdir() -> tempfile::TempDir {
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir() {
+        tempfile::tempdir_in(shm)
+    } else {
+        tempfile::tempdir()
+    }
+    .expect("temporary directory")
 }
 
-fn segment_files(dir: &Path) -> Vec<SegFile> {
-    let mut segs: Vec<Segment> = std::fs::read_dir(dir)
-        .expect("listing the store")
-        .filter_map(|e| Segment::parse(dir, &e.expect("entry").file_name().to_string_lossy()))
-        .collect();
+/// The file name of `n` as a string.
+fn name_of(n: &std::ffi::OsStr) -> String {
+    n.to_string_lossy().into_owned()
+}
+
+fn segment_file(s: Segment) -> SegFile {
+    let bytes = std::fs::read(&s.path).expect("reading a segment");
+    let mut frames = Vec::new();
+    if bytes.len() >= HEADER_LEN {
+        for r in Records::new(&bytes[HEADER_LEN..], Location::at(HEADER_LEN as u64)) {
+            let (start, body) = r.expect("an undamaged segment frames");
+            let width = prost::encoding::encoded_len_varint(body.len() as u64);
+            let start = start as usize;
+            frames.push((start, start + width + body.len()));
+        }
+    }
+    SegFile {
+        name: s.path.file_name().map(name_of).unwrap_or_default(),
+        first: s.first,
+        bytes,
+        frames,
+    }
+}
+
+/// Builds shape `i`: a store that acknowledged a workload's ops, read back
+/// into memory.
+fn build(i: usize) -> Shape {
+    let w = Workload { seed: i as u64 };
+    // 37 is prime to 60: the op counts run over 1..=60 as `i` does.
+    let n_ops = 1 + (i as u64 * 37 + 5) % 60;
+    let checkpoint_every = [0u64, 3, 7, 16][(i / 4) % 4];
+    let opts = StoreOptions {
+        segment_bytes: [64 << 20, 512, 1500, 4096][i % 4],
+        keep_images: 1 + (i / 16) % 2,
+        // A thread count, not 0 (the cores): asking the system for the
+        // cores on every open reads cgroup files, 5% of the target's time.
+        // These small images load serially either way (below the
+        // parallel threshold).
+        load: LoadOptions {
+            threads: 2,
+            ..LoadOptions::default()
+        },
+        ..StoreOptions::default()
+    };
+    let plan = format!(
+        "shape {i}: seed {}, {n_ops} ops, checkpoint every {checkpoint_every}, segments of {} \
+         bytes, keep {} images",
+        w.seed, opts.segment_bytes, opts.keep_images
+    );
+
+    let tmp = tempdir();
+    let dir = tmp.path().join("store");
+    Store::init(&dir, fs()).expect("init");
+    let acked = {
+        let s = Store::open(&dir, fs(), opts.clone()).expect("opening a new store");
+        let mut last = 0;
+        for k in 1..=n_ops {
+            let t = s.with_namespace(|ns| ns.info().last_txid) + 1;
+            if t.is_multiple_of(10) {
+                let bad = s.with_namespace(|ns| w.bad_op(ns, t));
+                assert!(
+                    matches!(s.apply(bad), Err(StoreError::Refused(_))),
+                    "a bad op was not refused ({plan})"
+                );
+            }
+            let op = s.with_namespace(|ns| w.op(ns, t));
+            last = s.apply(op).expect("applying a workload op");
+            assert_eq!(last, t);
+            if checkpoint_every > 0 && k % checkpoint_every == 0 {
+                s.checkpoint().expect("checkpoint");
+            }
+        }
+        last
+    };
+
+    let mut segs = Vec::new();
+    let mut others = Vec::new();
+    for e in std::fs::read_dir(&dir).expect("listing the store") {
+        let e = e.expect("entry");
+        let n = name_of(&e.file_name());
+        match Segment::parse(&dir, &n) {
+            Some(s) => segs.push(s),
+            None => others.push((n, std::fs::read(e.path()).expect("reading a store file"))),
+        }
+    }
     segs.sort_by_key(|s| (s.first, s.last.is_none()));
-    segs.into_iter()
-        .map(|s| {
-            let bytes = std::fs::read(&s.path).expect("reading a segment");
-            let mut frames = Vec::new();
-            if bytes.len() >= HEADER_LEN {
-                for r in Records::new(&bytes[HEADER_LEN..], Location::at(HEADER_LEN as u64)) {
-                    let (start, body) = r.expect("an undamaged segment frames");
-                    let width = prost::encoding::encoded_len_varint(body.len() as u64);
-                    let start = start as usize;
-                    frames.push((start, start + width + body.len()));
-                }
-            }
-            SegFile {
-                path: s.path,
-                first: s.first,
-                bytes,
-                frames,
-            }
+    let segs = segs.into_iter().map(segment_file).collect();
+
+    let mut ns = Namespace::default();
+    let digests = (0..=acked + 2)
+        .map(|t| {
+            w.advance(&mut ns, t);
+            ns.digest()
         })
-        .collect()
+        .collect();
+    Shape {
+        w,
+        plan,
+        opts,
+        acked,
+        others,
+        segs,
+        digests,
+    }
+}
+
+/// Shape `i`, built on first use.
+fn shape(i: usize) -> &'static Shape {
+    static SHAPE: OnceLock<Vec<OnceLock<Shape>>> = OnceLock::new();
+    let all = SHAPE.get_or_init(|| (0..SHAPES).map(|_| OnceLock::new()).collect());
+    all[i % SHAPES].get_or_init(|| build(i % SHAPES))
+}
+
+/// The reference digest at `txid`.
+fn reference(sh: &Shape, txid: u64) -> Digest {
+    match usize::try_from(txid).ok().and_then(|t| sh.digests.get(t)) {
+        Some(d) => *d,
+        None => {
+            let mut ns = Namespace::default();
+            sh.w.advance(&mut ns, txid);
+            ns.digest()
+        }
+    }
 }
 
 /// The first txid whose record (or segment header) differs between `old`
@@ -162,66 +283,31 @@ fn damage(inp: &mut Input, seg: &SegFile, bytes: &mut Vec<u8>) -> String {
     }
 }
 
-/// The fuzz target's body.
+/// The fuzz target's body. Input: a shape (one byte, see [`build`]), a
+/// byte whose low bit chooses bulk (0) or streamed (1) replay, then up to 4
+/// damages, each a segment (two bytes), a kind and its arguments.
 pub fn run(data: &[u8]) {
     let mut inp = Input::new(data);
-    let w = Workload {
-        seed: inp.u8() as u64,
-    };
-    let n_ops = 1 + inp.u8() as u64 % 40;
-    let cfg = inp.u8();
-    let checkpoint_every = [0u64, 0, 3, 7, 11, 16][cfg as usize % 6];
+    let sh = shape(inp.u8() as usize);
     let opts = StoreOptions {
-        segment_bytes: [64 << 20, 512, 1500, 4096][(cfg as usize / 8) % 4],
-        bulk_replay_bytes: if cfg & 0x40 != 0 { 0 } else { 64 << 20 },
-        keep_images: 1 + (cfg >> 7) as usize,
-        ..StoreOptions::default()
+        bulk_replay_bytes: if inp.u8() & 1 != 0 { 0 } else { 64 << 20 },
+        ..sh.opts.clone()
     };
-    let plan = format!(
-        "seed {}, {n_ops} ops, checkpoint every {checkpoint_every}, segments of {} bytes, \
-         bulk replay up to {}, keep {} images",
-        w.seed, opts.segment_bytes, opts.bulk_replay_bytes, opts.keep_images
-    );
+    let acked = sh.acked;
+    let segs = &sh.segs;
 
-    let shm = Path::new("/dev/shm");
-    let tmp = if shm.is_dir() {
-        tempfile::tempdir_in(shm)
-    } else {
-        tempfile::tempdir()
-    }
-    .expect("temporary directory");
-    let dir = tmp.path().join("store");
-    Store::init(&dir, fs()).expect("init");
-
-    let acked = {
-        let s = Store::open(&dir, fs(), opts.clone()).expect("opening a new store");
-        let mut last = 0;
-        for i in 1..=n_ops {
-            let t = s.with_namespace(|ns| ns.info().last_txid) + 1;
-            if t.is_multiple_of(10) {
-                let bad = s.with_namespace(|ns| w.bad_op(ns, t));
-                assert!(
-                    matches!(s.apply(bad), Err(StoreError::Refused(_))),
-                    "a bad op was not refused"
-                );
-            }
-            let op = s.with_namespace(|ns| w.op(ns, t));
-            last = s.apply(op).expect("applying a workload op");
-            assert_eq!(last, t);
-            if checkpoint_every > 0 && i % checkpoint_every == 0 {
-                s.checkpoint().expect("checkpoint");
-            }
-        }
-        last
-    };
-
-    let segs = segment_files(&dir);
     let mut damaged: Vec<Vec<u8>> = segs.iter().map(|s| s.bytes.clone()).collect();
     let mut done = Vec::new();
     while !inp.done() && done.len() < 4 && !segs.is_empty() {
         let k = inp.below(segs.len());
         let what = damage(&mut inp, &segs[k], &mut damaged[k]);
-        done.push(format!("{}: {what}", name(&segs[k].path)));
+        done.push(format!("{}: {what}", segs[k].name));
+    }
+
+    let tmp = tempdir();
+    let dir = tmp.path();
+    for (n, bytes) in &sh.others {
+        std::fs::write(dir.join(n), bytes).expect("writing a store file");
     }
     // Every op before the first damaged record must survive, and so must
     // every record the damage left intact: a torn tail can only be the end
@@ -230,17 +316,18 @@ pub fn run(data: &[u8]) {
     let mut required = acked;
     let mut intact = 0;
     for (seg, new) in segs.iter().zip(&damaged) {
-        if *new != seg.bytes {
-            std::fs::write(&seg.path, new).expect("writing the damage");
-        }
+        std::fs::write(dir.join(&seg.name), new).expect("writing a segment");
         if let Some(t) = first_damaged(seg, new) {
             required = required.min(t.saturating_sub(1));
         }
         intact = intact.max(last_intact(seg, new));
     }
-    let story = format!("{plan}; acknowledged {acked}; damage: {done:?}");
+    let story = format!(
+        "{}, bulk replay up to {} bytes; acknowledged {acked}; damage: {done:?}",
+        sh.plan, opts.bulk_replay_bytes
+    );
 
-    let t = match Store::open(&dir, fs(), opts.clone()) {
+    let t = match Store::open(dir, fs(), opts.clone()) {
         Err(e) => {
             assert!(
                 e.is_data_error(),
@@ -267,12 +354,12 @@ pub fn run(data: &[u8]) {
             let got = s.with_namespace(|ns| ns.digest());
             assert_eq!(
                 got,
-                reference(&w, t),
+                reference(sh, t),
                 "digest at txid {t} differs from the reference ({story})"
             );
             // The recovered store goes on: two more acknowledged ops.
             for k in 1..=2 {
-                let op = s.with_namespace(|ns| w.op(ns, t + k));
+                let op = s.with_namespace(|ns| sh.w.op(ns, t + k));
                 let got = s.apply(op).unwrap_or_else(|e| {
                     panic!("applying after recovery at txid {t}: {e} ({story})")
                 });
@@ -281,7 +368,7 @@ pub fn run(data: &[u8]) {
             t + 2
         }
     };
-    let s = Store::open(&dir, fs(), opts).unwrap_or_else(|e| {
+    let s = Store::open(dir, fs(), opts).unwrap_or_else(|e| {
         panic!(
             "reopening after a recovery at txid {}: {e} ({story})",
             t - 2
@@ -290,7 +377,7 @@ pub fn run(data: &[u8]) {
     assert_eq!(s.report().txid, t, "reopened at another txid ({story})");
     assert_eq!(
         s.with_namespace(|ns| ns.digest()),
-        reference(&w, t),
+        reference(sh, t),
         "({story})"
     );
 }
