@@ -509,3 +509,56 @@ fn the_zero_spec_file_used_by_the_writer_tests_still_loads() {
         ns.digest()
     );
 }
+
+/// FORMAT.md, "Checksum coverage": the sub-sections' checksums decide. A
+/// split section whose own checksum is wrong while every sub-section's is
+/// right is accepted by every reader with the same digest (the serial
+/// reader included) and `verify` warns; an unsplit section with a wrong
+/// checksum is refused by all.
+#[test]
+fn the_sub_section_checksums_decide_for_a_split_section() {
+    let bytes = base();
+    let good = accepted(&bytes, "the base image");
+    let idx = index_of(&bytes);
+    let body = bytes[..idx_offset(&bytes)].to_vec();
+
+    let mut wrong = idx.clone();
+    let sec = wrong
+        .sections
+        .iter_mut()
+        .find(|s| s.kind == SectionKind::INODE)
+        .unwrap();
+    assert!(sec.sub_sections.len() >= 2, "the base image splits INODE");
+    sec.checksum ^= 1;
+    let split_wrong = with_index(body.clone(), &wrong);
+    assert_eq!(
+        accepted(&split_wrong, "a split section's own checksum wrong"),
+        good
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("w.nsi");
+    std::fs::write(&path, &split_wrong).unwrap();
+    let report = nsimage::loader::verify(&path).unwrap();
+    assert!(report.is_ok(), "{:?}", report.problems);
+    assert_eq!(report.warnings.len(), 1, "{:?}", report.warnings);
+    assert_eq!(report.warnings[0].at.section, Some(SectionKind::INODE));
+
+    let mut wrong = idx;
+    let sec = wrong
+        .sections
+        .iter_mut()
+        .find(|s| s.kind == SectionKind::NS_INFO)
+        .unwrap();
+    assert!(sec.sub_sections.is_empty());
+    sec.checksum ^= 1;
+    refused(
+        &with_index(body, &wrong),
+        "an unsplit section's checksum wrong",
+    );
+}
+
+fn idx_offset(bytes: &[u8]) -> usize {
+    use nsimage::format::{consts::footer, Footer};
+    let f = Footer::decode(&bytes[bytes.len() - footer::SIZE..], bytes.len() as u64).unwrap();
+    f.index_offset as usize
+}

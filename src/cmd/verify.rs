@@ -26,27 +26,31 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         Err(e) => return Err(e.into()),
     };
     if a.json {
-        let problems: Vec<_> = report
-            .problems
-            .iter()
-            .map(|p| {
-                json!({
-                    "section": p.at.section.map(|s| s.to_string()),
-                    "sub_section": p.at.sub_section,
-                    "offset": p.at.offset,
-                    "detail": p.detail,
+        let list = |ps: &[nsimage::loader::Problem]| -> Vec<_> {
+            ps.iter()
+                .map(|p| {
+                    json!({
+                        "section": p.at.section.map(|s| s.to_string()),
+                        "sub_section": p.at.sub_section,
+                        "offset": p.at.offset,
+                        "detail": p.detail,
+                    })
                 })
-            })
-            .collect();
+                .collect()
+        };
         let v = json!({
             "ok": report.is_ok(),
             "sections": report.sections,
             "pieces": report.pieces,
             "bytes": report.bytes,
-            "problems": problems,
+            "problems": list(&report.problems),
+            "warnings": list(&report.warnings),
         });
         out!("{v}");
     } else if report.is_ok() {
+        for w in &report.warnings {
+            eprintln!("{}: warning at {}: {}", a.file.display(), w.at, w.detail);
+        }
         out!(
             "{}: ok ({} sections, {} pieces, {} bytes)",
             a.file.display(),
