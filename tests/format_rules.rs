@@ -109,6 +109,33 @@ fn the_model_refuses_every_name_an_image_may_not_hold() {
         .is_err());
     assert!(ns.set_acl(d, &[(b"bob", 2, false, 5)]).is_err());
     assert_eq!(ns.digest(), before);
+    // Strings longer than a reader accepts (65,536 bytes): user, group, ACL
+    // and xattr names are refused, before anything is interned.
+    let long = vec![b'u'; 65_537];
+    let strings = ns.strings().len();
+    let too_long = PermSpec {
+        user: &long,
+        group: b"g",
+        mode: 0o644,
+    };
+    assert!(ns.create_in(d, b"x", &too_long, &F, 1).is_err());
+    let too_long = PermSpec {
+        user: b"u",
+        group: &long,
+        mode: 0o644,
+    };
+    assert!(ns.mkdir_in(d, b"y", &too_long, 1).is_err());
+    assert!(ns.set_owner(f, Some(b"ok"), Some(&long)).is_err());
+    assert!(ns.set_acl(d, &[(&long, 0, false, 5)]).is_err());
+    assert!(ns
+        .set_xattr(d, nsimage::format::model::XAttrNs::User, &long, b"v")
+        .is_err());
+    assert_eq!(ns.strings().len(), strings, "nothing was interned");
+    assert_eq!(ns.digest(), before);
+    // 65,536 bytes is still a valid string, and the image loads.
+    let max = vec![b'u'; 65_536];
+    ns.set_owner(f, Some(&max), None).unwrap();
+    accepted(&image(&ns, &tiny(1 << 20)), "a 65,536-byte user name");
 }
 
 #[test]

@@ -548,3 +548,38 @@ fn txids_and_ids_at_u64_max_are_refused_not_wrapped() {
         s.report().txid + s.with_namespace(|n| n.info().last_txid) - s.report().txid
     );
 }
+
+/// A user name longer than any reader accepts is refused by the store (it
+/// takes no txid), so no checkpoint can hold what its own open refuses:
+/// after two checkpoints (the second purges the journal behind the first)
+/// the store still opens with every acknowledged op.
+#[test]
+fn an_op_whose_strings_no_reader_accepts_is_refused_and_checkpoints_stay_loadable() {
+    use nsimage::format::pb::{journal_op::Op, SetOwnerOp};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    new_store(dir);
+    let s = Store::open(dir, real(), StoreOptions::default()).unwrap();
+    let acked = apply_n(&s, 20);
+    for (user, group) in [
+        (vec![b'u'; 65_537], b"g".to_vec()),
+        (b"u".to_vec(), vec![b'g'; 70_000]),
+    ] {
+        let r = s.apply(Op::SetOwner(SetOwnerOp {
+            id: nsimage::format::ROOT_ID,
+            user,
+            group,
+        }));
+        assert!(matches!(r, Err(StoreError::Refused(_))), "{r:?}");
+    }
+    assert_eq!(s.checkpoint().unwrap(), acked);
+    let acked = apply_n(&s, 5);
+    assert_eq!(s.checkpoint().unwrap(), acked);
+    drop(s);
+    let s = Store::open(dir, real(), StoreOptions::default()).unwrap();
+    assert_eq!(s.report().txid, acked);
+    assert_eq!(
+        s.with_namespace(|ns| ns.digest()),
+        reference(acked).digest()
+    );
+}

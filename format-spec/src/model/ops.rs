@@ -34,6 +34,8 @@ pub enum NsError {
     NoInode(u64),
     #[error("string table is full")]
     StringTableFull,
+    #[error("a user, group or attribute name of {0} bytes (at most {MAX_NAME_LENGTH})")]
+    StringTooLong(usize),
     #[error("inode ids exhausted")]
     IdsExhausted,
     #[error("invalid argument: {0}")]
@@ -212,15 +214,24 @@ impl Namespace {
 
     // ---- creation ------------------------------------------------------
 
+    /// Interns a user, group, xattr or ACL name: at most
+    /// `MAX_NAME_LENGTH` bytes, as every reader requires of a string.
+    fn intern(&mut self, s: &[u8]) -> Result<u32> {
+        if s.len() > MAX_NAME_LENGTH {
+            return Err(NsError::StringTooLong(s.len()));
+        }
+        self.strings.intern(s).ok_or(NsError::StringTableFull)
+    }
+
     fn intern_perm(&mut self, p: &PermSpec<'_>) -> Result<Perm> {
-        let u = self
-            .strings
-            .intern(p.user)
-            .ok_or(NsError::StringTableFull)?;
-        let g = self
-            .strings
-            .intern(p.group)
-            .ok_or(NsError::StringTableFull)?;
+        // Both checked before either is interned.
+        for s in [p.user, p.group] {
+            if s.len() > MAX_NAME_LENGTH {
+                return Err(NsError::StringTooLong(s.len()));
+            }
+        }
+        let u = self.intern(p.user)?;
+        let g = self.intern(p.group)?;
         Ok(Perm::new(u, g, p.mode))
     }
 
@@ -519,13 +530,18 @@ impl Namespace {
 
     pub fn set_owner(&mut self, id: u64, user: Option<&[u8]>, group: Option<&[u8]>) -> Result<()> {
         let s = self.live_slot(id)?;
+        for n in user.iter().chain(group.iter()) {
+            if n.len() > MAX_NAME_LENGTH {
+                return Err(NsError::StringTooLong(n.len()));
+            }
+        }
         let p = self.nodes[s as usize].perm;
         let u = match user {
-            Some(u) => self.strings.intern(u).ok_or(NsError::StringTableFull)?,
+            Some(u) => self.intern(u)?,
             None => p.user(),
         };
         let g = match group {
-            Some(g) => self.strings.intern(g).ok_or(NsError::StringTableFull)?,
+            Some(g) => self.intern(g)?,
             None => p.group(),
         };
         self.nodes[s as usize].perm = Perm::new(u, g, p.mode());
@@ -601,7 +617,7 @@ impl Namespace {
                 "xattr name empty, or name or value too long".into(),
             ));
         }
-        let name = self.strings.intern(name).ok_or(NsError::StringTableFull)?;
+        let name = self.intern(name)?;
         let attr = XAttr {
             ns,
             name,
@@ -652,6 +668,9 @@ impl Namespace {
         // The same rules the readers apply, checked on the names before any
         // is interned, so that a refused call changes nothing.
         for (i, e) in entries.iter().enumerate() {
+            if e.0.len() > MAX_NAME_LENGTH {
+                return Err(NsError::StringTooLong(e.0.len()));
+            }
             if e.1 >= 2 && !e.0.is_empty() {
                 return Err(NsError::Invalid(
                     "a mask or other ACL entry has a name".into(),
@@ -668,7 +687,7 @@ impl Namespace {
         }
         let mut acl = Vec::with_capacity(entries.len());
         for &(name, kind, default_scope, perm) in entries {
-            let name = self.strings.intern(name).ok_or(NsError::StringTableFull)?;
+            let name = self.intern(name)?;
             acl.push(AclEntry {
                 name,
                 kind,
