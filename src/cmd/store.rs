@@ -239,9 +239,13 @@ fn apply(a: ApplyArgs) -> anyhow::Result<()> {
             })
         );
     } else if !a.print_durable {
+        let applied = if t == first {
+            format!("applied no ops (txid {t})")
+        } else {
+            format!("applied txids {}..={t}", first.saturating_add(1))
+        };
         out!(
-            "applied txids {}..={t} ({refused} invalid ops refused, {checkpoints} checkpoints) in {seconds:.2} s, digest {digest}",
-            first.saturating_add(1)
+            "{applied} ({refused} invalid ops refused, {checkpoints} checkpoints) in {seconds:.2} s, digest {digest}"
         );
     }
     Ok(())

@@ -82,6 +82,12 @@ impl Segment {
     }
 }
 
+/// Whether a record whose message (with its checksum and frame) takes
+/// `bytes` bytes is within the largest record the journal holds.
+pub fn fits(bytes: usize) -> bool {
+    u64::try_from(bytes).is_ok_and(|b| b <= MAX_OP_BYTES)
+}
+
 /// Appends one journal record for `op` to `out`.
 pub fn encode(op: &pb::JournalOp, out: &mut Vec<u8>) {
     let msg = op.encode_to_vec();
@@ -144,7 +150,30 @@ fn decode(body: &[u8]) -> Result<pb::JournalOp, Bad> {
     if u64::from_le_bytes(*sum) != xxh3_64(msg) {
         return Err(Bad::Checksum);
     }
+    if !well_formed(msg) {
+        return Err(Bad::Undecodable);
+    }
     pb::JournalOp::decode(msg).map_err(|_| Bad::Undecodable)
+}
+
+/// The shape every record's message has (STORE.md, "Record"): the txid
+/// field, then the one operation field (numbers 2 to 13, length-delimited)
+/// running exactly to the end. The scan after damage relies on it to test
+/// candidates without hashing them.
+fn well_formed(msg: &[u8]) -> bool {
+    let Some((&TXID_TAG, rest)) = msg.split_first() else {
+        return false;
+    };
+    let Some(rest) = read_varint(rest).and_then(|(_, w)| rest.get(w..)) else {
+        return false;
+    };
+    let Some((&tag, rest)) = rest.split_first() else {
+        return false;
+    };
+    if tag & 7 != 2 || !(2..=13).contains(&(tag >> 3)) {
+        return false;
+    }
+    read_varint(rest).is_some_and(|(len, w)| rest.len().checked_sub(w) == usize::try_from(len).ok())
 }
 
 /// Decodes the framed record at the front of `buf`: the op and the frame's
@@ -160,31 +189,59 @@ fn frame_at(buf: &[u8]) -> Result<(pb::JournalOp, usize), Bad> {
     decode(&buf[width..end]).map(|op| (op, end))
 }
 
-/// The first good (complete, checksummed, decodable) record that starts
-/// after the first byte of `rest`: its offset in `rest` and its txid.
-/// A torn tail is the end of the last write, so nothing good can follow
-/// the damage; a good record there means the damage is something else.
-fn good_record_after(rest: &[u8]) -> Option<(usize, u64)> {
-    (1..rest.len()).find_map(|q| {
-        let (len, w) = read_varint(&rest[q..])?;
-        // Cheap filters before the checksum, so that scanning a long tail
-        // does not hash at every byte: the frame fits, and its message
-        // starts with the txid field (STORE.md, "Record").
-        if len <= 8 || len > (rest.len() - q) as u64 {
-            return None;
-        }
-        if rest.get(q + w + 8) != Some(&TXID_TAG) {
-            return None;
-        }
-        frame_at(&rest[q..]).ok().map(|(op, _)| (q, op.txid))
-    })
+/// What follows damage in an open segment.
+enum After {
+    /// Nothing good: the damage runs to the end, a torn tail.
+    Nothing,
+    /// A good record (its offset in `rest` and its txid): not a torn tail.
+    Good(usize, u64),
+    /// The scan gave up (a tail crafted so that many candidates need
+    /// hashing): undecided, so treated as damage and nothing is cut.
+    Undecided,
 }
 
-/// True for the remains of a segment whose creation did not complete: all
-/// zeros, or a strict prefix of the header (a crash before the header was
-/// durable). Nothing in such a file was ever acknowledged.
+/// Looks for the first good (complete, checksummed, decodable) record that
+/// starts after the first byte of `rest`. A torn tail is the end of the
+/// last write, so nothing good can follow the damage; a good record there
+/// means the damage is something else. Only candidates whose frame fits
+/// and whose message has a record's shape are hashed, and the bytes hashed
+/// are bounded (four times the tail plus 8 MiB), so a hostile tail cannot
+/// make the scan quadratic: when the budget runs out the scan is undecided.
+fn good_record_after(rest: &[u8]) -> After {
+    let mut budget = rest.len().saturating_mul(4).saturating_add(8 << 20);
+    for q in 1..rest.len() {
+        let Some((len, w)) = read_varint(&rest[q..]) else {
+            continue;
+        };
+        let Some(body) = usize::try_from(len)
+            .ok()
+            .filter(|&l| l > 8 && u64::try_from(l).is_ok_and(|l| l <= MAX_OP_BYTES))
+            .and_then(|l| rest.get(q.checked_add(w)?..q.checked_add(w)?.checked_add(l)?))
+        else {
+            continue;
+        };
+        if !well_formed(&body[8..]) {
+            continue;
+        }
+        let cost = body.len();
+        let Some(left) = budget.checked_sub(cost) else {
+            return After::Undecided;
+        };
+        budget = left;
+        if let Ok((op, _)) = frame_at(&rest[q..]) {
+            return After::Good(q, op.txid);
+        }
+    }
+    After::Nothing
+}
+
+/// True for the remains of a segment whose creation did not complete (a
+/// crash before the header was durable): at most the header's length, each
+/// byte the header's or zero (a torn or unwritten header). Records follow
+/// only a durable header, so nothing in such a file was ever acknowledged.
+/// Anything longer with a bad header held records, and is damage.
 fn is_torn_create(bytes: &[u8]) -> bool {
-    bytes.iter().all(|&b| b == 0) || (bytes.len() < HEADER_LEN && header().starts_with(bytes))
+    bytes.len() <= HEADER_LEN && bytes.iter().zip(header()).all(|(&b, h)| b == h || b == 0)
 }
 
 /// Decides what the bad bytes `rest`, found at offset `pos`, are. In an
@@ -201,8 +258,9 @@ fn classify_damage(
     if !open || why == Bad::Undecodable {
         return Err(corrupt(seg, pos, why.text()));
     }
-    if let Some((q, txid)) = good_record_after(rest) {
-        return Err(corrupt(
+    match good_record_after(rest) {
+        After::Nothing => Ok(rest.len() as u64),
+        After::Good(q, txid) => Err(corrupt(
             seg,
             pos,
             format!(
@@ -211,9 +269,18 @@ fn classify_damage(
                 why.text(),
                 pos.saturating_add(q as u64)
             ),
-        ));
+        )),
+        After::Undecided => Err(corrupt(
+            seg,
+            pos,
+            format!(
+                "{}, and the {} bytes after it cannot be shown to hold no good \
+                 record: treated as damage; nothing was cut",
+                why.text(),
+                rest.len()
+            ),
+        )),
     }
-    Ok(rest.len() as u64)
 }
 
 /// Parses a segment held in memory. In an open segment, bad bytes at the

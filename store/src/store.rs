@@ -5,6 +5,7 @@ use crate::io::{Fs, FsFile, RealFs};
 use crate::journal::{self, Segment};
 use crate::op;
 use crate::{failpoint, StoreError};
+use nsimage_format::model::NsError;
 use nsimage_format::pb;
 use nsimage_format::pb::journal_op::Op;
 use nsimage_format::{Location, Namespace};
@@ -597,6 +598,14 @@ impl Store {
                 path: self.dir.clone(),
                 detail: format!("txid {} is the last txid: no op can follow", u64::MAX),
             })?;
+        // A record the replay would refuse is refused here, before the op
+        // changes anything (applying may add `new_id`: a few bytes more).
+        let size = op.encoded_len();
+        if !journal::fits(size.saturating_add(64)) {
+            return Err(StoreError::Refused(NsError::Invalid(format!(
+                "a journal record of {size} bytes exceeds the largest the journal holds"
+            ))));
+        }
         op::apply(&mut ns, &mut op)?;
         ns.info_mut().last_txid = txid;
         let rec = pb::JournalOp { txid, op: Some(op) };

@@ -30,13 +30,13 @@ impl<T: Copy> Arena<T> {
         &self.chunks[s.chunk as usize][start..start + s.len as usize]
     }
 
-    /// The whole chunk `n` (empty if there is none).
-    #[inline]
     /// Every chunk, in order.
     pub fn chunks(&self) -> &[Vec<T>] {
         &self.chunks
     }
 
+    /// The whole chunk `n` (empty if there is none).
+    #[inline]
     pub fn chunk(&self, n: u32) -> &[T] {
         self.chunks.get(n as usize).map_or(&[], |c| &c[..])
     }
