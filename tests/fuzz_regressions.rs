@@ -45,6 +45,7 @@ fn every_reproducer_has_a_test() {
         "image/item8-group-in-inode",
         "image/item9-stream-length-underflow",
         "image/new-field-number-past-2-29",
+        "image/new-inode-id-u64-max",
         "image/new-stream-ignores-sub-section-first-key",
         "journal/item1-length-prefix-flip-cuts-intact-records",
         "journal/item2-headerless-open-segment",
@@ -168,4 +169,12 @@ fn image_new_field_number_past_2_29() {
 #[test]
 fn walker_new_field_number_past_2_29() {
     walker::run(&reproducer("walker", "new-field-number-past-2-29"));
+}
+
+// Found by the 2M-execution image campaign after the issue-7 fixes: an
+// inode id of u64::MAX overflowed the id index's run arithmetic
+// (`format-spec/src/model/ids.rs`, a panic with overflow checks).
+#[test]
+fn image_new_inode_id_u64_max() {
+    image::run(&reproducer("image", "new-inode-id-u64-max"));
 }

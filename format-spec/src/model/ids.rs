@@ -20,7 +20,12 @@ pub struct IdIndex {
 impl IdIndex {
     /// Largest id ever given a slot.
     pub fn last_id(&self) -> Option<u64> {
-        self.runs.last().map(|r| r.first_id + r.len as u64 - 1)
+        // A run's ids all exist, so its last one cannot overflow (a run
+        // holds at least one id).
+        self.runs.last().map(|r| {
+            r.first_id
+                .saturating_add(u64::from(r.len).saturating_sub(1))
+        })
     }
 
     /// Gives the next slot to `id`, which must exceed every id given so far.
@@ -30,7 +35,7 @@ impl IdIndex {
         }
         let slot = self.slots;
         match self.runs.last_mut() {
-            Some(r) if r.first_id + r.len as u64 == id => r.len += 1,
+            Some(r) if r.first_id.checked_add(u64::from(r.len)) == Some(id) => r.len += 1,
             _ => self.runs.push(Run {
                 first_id: id,
                 first_slot: slot,
@@ -69,7 +74,9 @@ impl IdIndex {
                 ..*r
             };
             match self.runs.last_mut() {
-                Some(l) if l.first_id + l.len as u64 == r.first_id => l.len += r.len,
+                Some(l) if l.first_id.checked_add(u64::from(l.len)) == Some(r.first_id) => {
+                    l.len += r.len
+                }
                 _ => self.runs.push(run),
             }
             self.slots += r.len;
@@ -101,5 +108,26 @@ mod tests {
         for missing in [0u64, 4, 8, 9, 12, 19, 21, u64::MAX] {
             assert_eq!(ix.slot(missing), None);
         }
+    }
+
+    /// Found by the image fuzz target: an inode id of u64::MAX overflowed
+    /// the run arithmetic (a panic in debug builds, a wrap in release).
+    #[test]
+    fn ids_up_to_u64_max() {
+        let mut ix = IdIndex::default();
+        ix.push(u64::MAX - 1).unwrap();
+        ix.push(u64::MAX).unwrap();
+        assert_eq!(ix.last_id(), Some(u64::MAX));
+        assert_eq!(ix.push(u64::MAX), None);
+        assert_eq!(ix.slot(u64::MAX), Some(1));
+        assert_eq!(ix.id(1), u64::MAX);
+        let mut single = IdIndex::default();
+        single.push(u64::MAX).unwrap();
+        assert_eq!(single.last_id(), Some(u64::MAX));
+        let mut joined = IdIndex::default();
+        joined.push(7).unwrap();
+        joined.extend(&single).unwrap();
+        assert_eq!(joined.last_id(), Some(u64::MAX));
+        assert_eq!(joined.slot(u64::MAX), Some(1));
     }
 }
