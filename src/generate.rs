@@ -76,17 +76,39 @@ pub fn check_fits_in(inodes: u64, available: Option<u64>) -> Result<(), SizeErro
     }
 }
 
-/// Bytes of memory available to a new allocation, from `/proc/meminfo`.
+/// Bytes of memory available to a new allocation: the least of the
+/// machine's available memory (`/proc/meminfo`) and what this process's
+/// control group still allows (cgroup v2 `memory.max - memory.current`, or
+/// v1 `memory.limit_in_bytes - memory.usage_in_bytes`), so that a container
+/// refuses what it cannot hold instead of being killed for it.
 fn available_memory() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let kb: u64 = s
-        .lines()
-        .find_map(|l| l.strip_prefix("MemAvailable:"))?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()?;
-    kb.checked_mul(1024)
+    let read = |p: &str| std::fs::read_to_string(p).ok();
+    let number = |s: Option<String>| s?.trim().parse::<u64>().ok();
+    let meminfo = read("/proc/meminfo").and_then(|s| {
+        let kb: u64 = s
+            .lines()
+            .find_map(|l| l.strip_prefix("MemAvailable:"))?
+            .split_whitespace()
+            .next()?
+            .parse()
+            .ok()?;
+        kb.checked_mul(1024)
+    });
+    let room = |limit: &str, usage: &str| {
+        // "max" (no limit) does not parse: no bound from this group.
+        let limit = number(read(limit))?;
+        Some(limit.saturating_sub(number(read(usage)).unwrap_or(0)))
+    };
+    let cgroup = room("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current").or_else(|| {
+        room(
+            "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+            "/sys/fs/cgroup/memory/memory.usage_in_bytes",
+        )
+    });
+    match (meminfo, cgroup) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
 }
 
 /// What to generate.
