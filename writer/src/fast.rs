@@ -295,7 +295,7 @@ mod tests {
         .unwrap();
         // "u" was interned before "g": the written ids differ from the
         // namespace's, and both encoders rewrite them the same way.
-        let strings = StringMap::of(&ns, &[0..ns.slot_count()]);
+        let (strings, _) = StringMap::of(&ns, &[0..ns.slot_count()]);
         let u = ns.strings().lookup(b"u").unwrap();
         assert_eq!((u, strings.id(u)), (1, 2));
         let mut checked = 0;

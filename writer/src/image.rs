@@ -243,9 +243,10 @@ pub fn write_image<W: Write + Send>(
     sections.push(sec.end(&mut sink));
 
     // The canonical string table: only the strings live inodes use, sorted
-    // by bytes; INODE records carry the ids it gives them.
+    // by bytes; INODE records carry the ids it gives them. The same pass
+    // counts the live inodes.
     let ranges = batches(ns, opts);
-    let strings = StringMap::of(ns, &ranges);
+    let (strings, live) = StringMap::of(ns, &ranges);
     let mut enc = Encoded::default();
     let mut entry = pb::StringEntry::default();
     for (k, s) in strings.strings(ns).enumerate() {
@@ -261,7 +262,6 @@ pub fn write_image<W: Write + Send>(
     // number of live inodes, the target on each section's exact size. The
     // sizes are measured only when the sections are cut; INODE_DIR's is
     // measured while INODE is written.
-    let live = (0..ns.slot_count()).filter(|&s| ns.at(s).is_some()).count() as u64;
     let split = live >= opts.sub_section_min_inodes;
     let plan = |size: &(dyn Fn(std::ops::Range<Slot>) -> Size + Sync)| {
         split.then(|| {

@@ -23,8 +23,9 @@ pub(crate) struct StringMap {
 
 impl StringMap {
     /// The map for `ns`, whose live inodes are scanned in parallel over
-    /// `ranges` (which cover every slot).
-    pub(crate) fn of(ns: &Namespace, ranges: &[Range<Slot>]) -> StringMap {
+    /// `ranges` (which cover every slot), and the number of live inodes
+    /// (counted in the same pass).
+    pub(crate) fn of(ns: &Namespace, ranges: &[Range<Slot>]) -> (StringMap, u64) {
         use rayon::prelude::*;
         let table = ns.strings();
         let count = table.len();
@@ -43,24 +44,30 @@ impl StringMap {
                 word.fetch_or(bit, Relaxed);
             }
         };
-        ranges.par_iter().for_each(|r| {
-            // Neighbouring inodes mostly have the same user and group.
-            let mut last_owner = u64::MAX;
-            for s in r.clone() {
-                let Some(n) = ns.at(s) else { continue };
-                let perm = n.perm();
-                let owner = perm.0 >> 16;
-                if owner != last_owner {
-                    last_owner = owner;
-                    mark(perm.user());
-                    mark(perm.group());
+        let live = ranges
+            .par_iter()
+            .map(|r| {
+                // Neighbouring inodes mostly have the same user and group.
+                let mut last_owner = u64::MAX;
+                let mut live = 0u64;
+                for s in r.clone() {
+                    let Some(n) = ns.at(s) else { continue };
+                    live += 1;
+                    let perm = n.perm();
+                    let owner = perm.0 >> 16;
+                    if owner != last_owner {
+                        last_owner = owner;
+                        mark(perm.user());
+                        mark(perm.group());
+                    }
+                    if let Some(e) = n.extra() {
+                        e.xattrs.iter().for_each(|x| mark(x.name));
+                        e.acl.iter().for_each(|a| mark(a.name));
+                    }
                 }
-                if let Some(e) = n.extra() {
-                    e.xattrs.iter().for_each(|x| mark(x.name));
-                    e.acl.iter().for_each(|a| mark(a.name));
-                }
-            }
-        });
+                live
+            })
+            .sum();
         let mut order: Vec<u32> = used
             .iter()
             .enumerate()
@@ -77,7 +84,7 @@ impl StringMap {
         for (k, &old) in order.iter().enumerate() {
             new[old as usize] = k as u32 + 1;
         }
-        StringMap { new, order }
+        (StringMap { new, order }, live)
     }
 
     /// The written id of in-memory string id `old`.
@@ -133,7 +140,8 @@ mod tests {
         let used: Vec<&[u8]> = vec![b"acl-user", b"ann", b"g", b"x.b", b"zed", b"\xffg"];
         let n = ns.slot_count();
         for ranges in [vec![0..n], (0..n).map(|s| s..s + 1).collect()] {
-            let map = StringMap::of(&ns, &ranges);
+            let (map, live) = StringMap::of(&ns, &ranges);
+            assert_eq!(live, 4);
             assert_eq!(map.strings(&ns).collect::<Vec<_>>(), used);
             let t = ns.strings();
             for (k, s) in used.iter().enumerate() {
