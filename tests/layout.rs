@@ -1,6 +1,7 @@
 //! The sub-section layout is a function of the namespace alone
 //! (FORMAT.md, "Sub-sections"): the same namespace gives the same sections
-//! and sub-sections whatever history produced it, and the rule's numbers
+//! and sub-sections whatever history produced it (string ids included: the
+//! string table is canonical), and the rule's numbers
 //! (no cut below 10,000 live inodes, at least 64 pieces unless the 64 KiB
 //! floor binds) hold.
 
