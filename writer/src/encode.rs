@@ -2,6 +2,7 @@
 //! rayon task into its own buffer, with the key and framed length of every
 //! record so that sub-sections can be cut on record boundaries afterwards.
 
+use crate::strings::StringMap;
 use nsimage_format::framing::put_record;
 use nsimage_format::model::{Body, Inode, InodeKind, Namespace, Slot};
 use nsimage_format::pb;
@@ -29,12 +30,13 @@ impl Encoded {
     }
 }
 
-/// Fills `msg` from `n`, reusing the message's buffers.
-pub(crate) fn fill_inode(n: &Inode<'_>, msg: &mut pb::Inode) {
+/// Fills `msg` from `n`, its string ids rewritten by `strings`, reusing the
+/// message's buffers.
+pub(crate) fn fill_inode(n: &Inode<'_>, strings: &StringMap, msg: &mut pb::Inode) {
     msg.id = n.id();
     msg.name.clear();
     msg.name.extend_from_slice(n.name());
-    msg.permission = n.perm().0;
+    msg.permission = strings.perm(n.perm());
     msg.mtime = n.mtime();
     msg.file = None;
     msg.directory = None;
@@ -88,11 +90,14 @@ pub(crate) fn fill_inode(n: &Inode<'_>, msg: &mut pb::Inode) {
     if let Some(e) = n.extra() {
         msg.xattrs.extend(e.xattrs.iter().map(|x| pb::XAttr {
             namespace: x.ns as i32,
-            name: x.name,
+            name: strings.id(x.name),
             value: x.value.to_vec(),
         }));
+        // The model keeps xattrs sorted by its own name ids; written, they
+        // are sorted by (namespace, written id), that is by name bytes.
+        msg.xattrs.sort_unstable_by_key(|x| (x.namespace, x.name));
         msg.acl.extend(e.acl.iter().map(|a| pb::AclEntry {
-            name: a.name,
+            name: strings.id(a.name),
             r#type: a.kind as i32,
             default_scope: a.default_scope,
             permission: a.perm as u32,
@@ -101,17 +106,17 @@ pub(crate) fn fill_inode(n: &Inode<'_>, msg: &mut pb::Inode) {
 }
 
 /// INODE records of the live inodes in `slots`.
-pub fn inodes(ns: &Namespace, slots: std::ops::Range<Slot>) -> Encoded {
+pub fn inodes(ns: &Namespace, strings: &StringMap, slots: std::ops::Range<Slot>) -> Encoded {
     let mut out = Encoded::with_capacity(slots.len());
     let mut msg = pb::Inode::default();
     for s in slots {
         if let Some(n) = ns.at(s) {
             let before = out.bytes.len();
-            if crate::fast::put_inode(&n, &mut out.bytes) {
+            if crate::fast::put_inode(&n, strings, &mut out.bytes) {
                 out.records
                     .push((n.id(), (out.bytes.len() - before) as u32));
             } else {
-                fill_inode(&n, &mut msg);
+                fill_inode(&n, strings, &mut msg);
                 out.put(msg.id, &msg);
             }
         }
@@ -154,15 +159,15 @@ impl std::ops::Add for Size {
 }
 
 /// What [`inodes`] writes for `slots`, measured without writing it.
-pub fn inode_size(ns: &Namespace, slots: std::ops::Range<Slot>) -> Size {
+pub fn inode_size(ns: &Namespace, strings: &StringMap, slots: std::ops::Range<Slot>) -> Size {
     let mut size = Size::default();
     let mut msg = pb::Inode::default();
     for s in slots {
         let Some(n) = ns.at(s) else { continue };
-        let len = match crate::fast::inode_record_len(&n) {
+        let len = match crate::fast::inode_record_len(&n, strings) {
             Some(len) => len,
             None => {
-                fill_inode(&n, &mut msg);
+                fill_inode(&n, strings, &mut msg);
                 let l = prost::Message::encoded_len(&msg);
                 prost::encoding::encoded_len_varint(l as u64) + l
             }

@@ -6,6 +6,7 @@
 //! byte. Inodes with xattrs, ACLs or under-construction info go through
 //! prost.
 
+use crate::strings::StringMap;
 use nsimage_format::model::{Block, Body, Inode, Namespace};
 use nsimage_format::pb::InodeType;
 
@@ -65,10 +66,11 @@ fn block_len(b: &Block) -> usize {
     vfield_len(b.id) + vfield_len(b.generation_stamp) + vfield_len(b.length)
 }
 
-/// The type, body length and message length of the INODE record of `n`;
-/// `None` for an inode with rare attributes (encoded by prost) or a free slot.
+/// The type, written permission (string ids rewritten by `strings`), body
+/// length and message length of the INODE record of `n`; `None` for an
+/// inode with rare attributes (encoded by prost) or a free slot.
 #[inline]
-fn inode_lens(n: &Inode<'_>) -> Option<(InodeType, usize, usize)> {
+fn inode_lens(n: &Inode<'_>, strings: &StringMap) -> Option<(InodeType, u64, usize, usize)> {
     if n.extra().is_some() {
         return None;
     }
@@ -107,31 +109,32 @@ fn inode_lens(n: &Inode<'_>) -> Option<(InodeType, usize, usize)> {
         ),
         Body::Free => return None,
     };
+    let perm = strings.perm(n.perm());
     let len = vfield_len(n.id())
         + vfield_len(ty as u64)
         + bytes_len(n.name())
-        + if n.perm().0 != 0 { 9 } else { 0 }
+        + if perm != 0 { 9 } else { 0 }
         + vfield_len(n.mtime())
         + 1
         + varint_len(sub_len as u64)
         + sub_len;
-    Some((ty, sub_len, len))
+    Some((ty, perm, sub_len, len))
 }
 
 /// Framed length of the INODE record [`put_inode`] would write for `n`
 /// (`None` where it would write nothing).
-pub fn inode_record_len(n: &Inode<'_>) -> Option<usize> {
-    inode_lens(n).map(|(_, _, len)| varint_len(len as u64) + len)
+pub fn inode_record_len(n: &Inode<'_>, strings: &StringMap) -> Option<usize> {
+    inode_lens(n, strings).map(|(_, _, _, len)| varint_len(len as u64) + len)
 }
 
-/// Appends the framed INODE record of `n`; `false` (nothing written) for an
-/// inode with rare attributes, which the caller encodes with prost.
-pub fn put_inode(n: &Inode<'_>, out: &mut Vec<u8>) -> bool {
-    let Some((ty, sub_len, len)) = inode_lens(n) else {
+/// Appends the framed INODE record of `n`, its string ids rewritten by
+/// `strings`; `false` (nothing written) for an inode with rare attributes,
+/// which the caller encodes with prost.
+pub fn put_inode(n: &Inode<'_>, strings: &StringMap, out: &mut Vec<u8>) -> bool {
+    let Some((ty, perm, sub_len, len)) = inode_lens(n, strings) else {
         return false;
     };
     let name = n.name();
-    let perm = n.perm().0;
     out.reserve(len + 10);
     put_varint(out, len as u64);
     put_vfield(out, 0x08, n.id());
@@ -290,16 +293,21 @@ mod tests {
             0,
         )
         .unwrap();
+        // "u" was interned before "g": the written ids differ from the
+        // namespace's, and both encoders rewrite them the same way.
+        let (strings, _) = StringMap::of(&ns, &[0..ns.slot_count()]);
+        let u = ns.strings().lookup(b"u").unwrap();
+        assert_eq!((u, strings.id(u)), (1, 2));
         let mut checked = 0;
         for n in ns.iter() {
             let mut fast = Vec::new();
-            assert!(put_inode(&n, &mut fast));
+            assert!(put_inode(&n, &strings, &mut fast));
             let mut msg = nsimage_format::pb::Inode::default();
-            crate::encode::fill_inode(&n, &mut msg);
+            crate::encode::fill_inode(&n, &strings, &mut msg);
             let mut slow = Vec::new();
             put_record(&mut slow, &msg);
             assert_eq!(fast, slow, "inode {}", n.id());
-            assert_eq!(inode_record_len(&n), Some(fast.len()));
+            assert_eq!(inode_record_len(&n, &strings), Some(fast.len()));
             if !n.child_slots().is_empty() {
                 let mut fast = Vec::new();
                 put_dir(&ns, &n, &mut Vec::new(), &mut fast);

@@ -3,6 +3,7 @@
 //! as the bytes go out.
 
 use crate::encode::{self, Encoded, Size};
+use crate::strings::StringMap;
 use crate::WriteOptions;
 use nsimage_format::consts::header;
 use nsimage_format::model::{Namespace, Slot};
@@ -151,14 +152,13 @@ fn batches(ns: &Namespace, opts: &WriteOptions) -> Vec<std::ops::Range<Slot>> {
 
 /// Measures a section before it is written, in parallel over `ranges`.
 fn measure(
-    ns: &Namespace,
     ranges: &[std::ops::Range<Slot>],
-    size: fn(&Namespace, std::ops::Range<Slot>) -> Size,
+    size: impl Fn(std::ops::Range<Slot>) -> Size + Sync,
 ) -> Size {
     use rayon::prelude::*;
     ranges
         .par_iter()
-        .map(|r| size(ns, r.clone()))
+        .map(|r| size(r.clone()))
         .reduce(Size::default, |a, b| a + b)
 }
 
@@ -167,14 +167,13 @@ fn measure(
 fn write_batched<W: Write + Send>(
     sink: &mut Sink<W>,
     sec: &mut SectionOut,
-    ns: &Namespace,
     ranges: &[std::ops::Range<Slot>],
-    encode: fn(&Namespace, std::ops::Range<Slot>) -> Encoded,
+    encode: impl Fn(std::ops::Range<Slot>) -> Encoded + Sync,
 ) -> io::Result<()> {
     use rayon::prelude::*;
     let window = 4 * rayon::current_num_threads().max(1);
     let encode_window = |w: &[std::ops::Range<Slot>]| -> Vec<Encoded> {
-        w.par_iter().map(|r| encode(ns, r.clone())).collect()
+        w.par_iter().map(|r| encode(r.clone())).collect()
     };
     let mut chunks = ranges.chunks(window);
     let mut ready = chunks.next().map(encode_window).unwrap_or_default();
@@ -243,9 +242,14 @@ pub fn write_image<W: Write + Send>(
     sec.put(&mut sink, &enc)?;
     sections.push(sec.end(&mut sink));
 
+    // The canonical string table: only the strings live inodes use, sorted
+    // by bytes; INODE records carry the ids it gives them. The same pass
+    // counts the live inodes.
+    let ranges = batches(ns, opts);
+    let (strings, live) = StringMap::of(ns, &ranges);
     let mut enc = Encoded::default();
     let mut entry = pb::StringEntry::default();
-    for (k, s) in ns.strings().iter().enumerate() {
+    for (k, s) in strings.strings(ns).enumerate() {
         entry.value.clear();
         entry.value.extend_from_slice(s);
         enc.put(k as u64 + 1, &entry);
@@ -258,16 +262,14 @@ pub fn write_image<W: Write + Send>(
     // number of live inodes, the target on each section's exact size. The
     // sizes are measured only when the sections are cut; INODE_DIR's is
     // measured while INODE is written.
-    let ranges = batches(ns, opts);
-    let live = (0..ns.slot_count()).filter(|&s| ns.at(s).is_some()).count() as u64;
     let split = live >= opts.sub_section_min_inodes;
-    let plan = |size: fn(&Namespace, std::ops::Range<Slot>) -> Size| {
+    let plan = |size: &(dyn Fn(std::ops::Range<Slot>) -> Size + Sync)| {
         split.then(|| {
-            let size = measure(ns, &ranges, size);
+            let size = measure(&ranges, size);
             (size, sub_section_target(size.bytes, opts.sub_section_bytes))
         })
     };
-    let inode_plan = plan(encode::inode_size);
+    let inode_plan = plan(&|r| encode::inode_size(ns, &strings, r));
     let mut sec = SectionOut::begin(
         &mut sink,
         SectionKind::INODE,
@@ -275,8 +277,12 @@ pub fn write_image<W: Write + Send>(
         plan_target(inode_plan),
     );
     let (written, dir_plan) = rayon::join(
-        || write_batched(&mut sink, &mut sec, ns, &ranges, encode::inodes),
-        || plan(encode::dir_size),
+        || {
+            write_batched(&mut sink, &mut sec, &ranges, |r| {
+                encode::inodes(ns, &strings, r)
+            })
+        },
+        || plan(&|r| encode::dir_size(ns, r)),
     );
     written?;
     sections.push(check_plan(sec.end(&mut sink), inode_plan));
@@ -286,7 +292,7 @@ pub fn write_image<W: Write + Send>(
         split,
         plan_target(dir_plan),
     );
-    write_batched(&mut sink, &mut sec, ns, &ranges, encode::dirs)?;
+    write_batched(&mut sink, &mut sec, &ranges, |r| encode::dirs(ns, r))?;
     sections.push(check_plan(sec.end(&mut sink), dir_plan));
 
     let index = Index { sections };

@@ -3,6 +3,8 @@
 //! - `encode`: turns inodes and directories into framed protobuf records,
 //!   in parallel batches (rayon), through the hand-written encoder of
 //!   `fast` (byte-identical to prost's, tested) or prost for rare attributes;
+//! - `strings`: the canonical string table (only strings in use, sorted by
+//!   bytes) and the map from the namespace's string ids to the written ones;
 //! - [`image`]: lays sections out, cuts record-aligned sub-sections by a byte
 //!   target, computes checksums as bytes go out, writes index and footer;
 //! - [`save`]: the atomic save (temp file, fsync, rename, fsync of the
@@ -13,6 +15,7 @@ mod encode;
 mod fast;
 mod image;
 mod save;
+mod strings;
 
 pub use image::{sub_section_target, write_image, ImageSummary};
 pub use save::{check_target, save};
