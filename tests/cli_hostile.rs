@@ -207,3 +207,30 @@ fn thread_counts_are_bounded() {
     let out = nsimage(&["load", i, "--threads", "1024", "--json"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
+
+/// A file left at the temporary name a save would use (by a crashed run
+/// that had the same process id, say: a FIFO here) neither blocks the save
+/// nor is opened or removed: the next temporary name is taken.
+#[test]
+fn a_stale_temporary_file_does_not_block_a_save() {
+    let tmp = tempfile::tempdir().unwrap();
+    let target = tmp.path().join("x.nsi");
+    let stale = nsimage::writer::temp_path(&target, 0);
+    mkfifo(&stale);
+    let mut ns = nsimage::Namespace::default();
+    ns.mkdirs(b"/a/b", &PERM, 1).unwrap();
+    nsimage::writer::save(&ns, &target, &Default::default()).expect("save beside a stale temp");
+    let loaded = nsimage::loader::load(&target, &Default::default()).unwrap();
+    assert_eq!(loaded.namespace.digest(), ns.digest());
+    assert!(std::fs::symlink_metadata(&stale)
+        .unwrap()
+        .file_type()
+        .is_fifo());
+    assert!(!nsimage::writer::temp_path(&target, 1).exists());
+}
+
+const PERM: nsimage::format::model::PermSpec<'static> = nsimage::format::model::PermSpec {
+    user: b"u",
+    group: b"g",
+    mode: 0o755,
+};

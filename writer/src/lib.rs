@@ -18,7 +18,7 @@ mod save;
 mod strings;
 
 pub use image::{sub_section_target, write_image, ImageSummary};
-pub use save::{check_target, save};
+pub use save::{check_target, save, temp_path};
 
 use std::path::PathBuf;
 

@@ -17,11 +17,38 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> WriteError + '_ {
     }
 }
 
-/// The temporary name used while `path` is being written.
-pub fn temp_path(path: &Path) -> PathBuf {
+/// The `attempt`-th temporary name for `path` (beside it, so the rename
+/// stays in one directory): `NAME.tmp.PID.ATTEMPT`.
+pub fn temp_path(path: &Path, attempt: u32) -> PathBuf {
     let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(format!(".tmp.{}", std::process::id()));
+    name.push(format!(".tmp.{}.{attempt}", std::process::id()));
     path.with_file_name(name)
+}
+
+/// Creates a new temporary file beside `path`. A file left at one name (by
+/// a crashed run that had the same process id, say) is neither opened nor
+/// removed: the next name is tried.
+fn create_temp(path: &Path) -> Result<(PathBuf, File), WriteError> {
+    const ATTEMPTS: u32 = 64;
+    for attempt in 0..ATTEMPTS {
+        let tmp = temp_path(path, attempt);
+        match fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+        {
+            Ok(f) => return Ok((tmp, f)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(io_err(path)(e)),
+        }
+    }
+    Err(io_err(path)(std::io::Error::new(
+        std::io::ErrorKind::AlreadyExists,
+        format!(
+            "{ATTEMPTS} temporary names like {} are taken",
+            temp_path(path, 0).display()
+        ),
+    )))
 }
 
 /// Refuses a target that [`save`] must not replace: anything but a missing
@@ -49,15 +76,8 @@ pub fn check_target(path: &Path) -> Result<(), WriteError> {
 /// may hold.
 pub fn save(ns: &Namespace, path: &Path, opts: &WriteOptions) -> Result<ImageSummary, WriteError> {
     check_target(path)?;
-    let tmp = temp_path(path);
     // Errors name the path the caller gave, not the temporary one.
-    // A new file: an existing one (a FIFO left there, say) is neither opened
-    // nor removed.
-    let file = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&tmp)
-        .map_err(io_err(path))?;
+    let (tmp, file) = create_temp(path)?;
     let result = (|| {
         let mut out = BufWriter::with_capacity(1 << 20, file);
         let summary = write_image(ns, &mut out, opts).map_err(io_err(path))?;
