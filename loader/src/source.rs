@@ -51,24 +51,34 @@ impl std::str::FromStr for ReadStrategy {
 }
 
 /// Opens `path` for reading if it is a regular file (symbolic links
-/// followed). `O_NONBLOCK` makes the open of a FIFO return at once; the type
-/// is then checked on the handle itself, so the file checked is the file
-/// read. Reads of a regular file ignore `O_NONBLOCK`.
+/// followed). Anything else is refused before it is opened (opening some
+/// devices has side effects); a file swapped in between is caught on the
+/// handle: `O_NONBLOCK` makes the open of a FIFO return at once,
+/// `O_NOCTTY` keeps a terminal from becoming the controlling one, and the
+/// type is checked again on the handle itself, so the file checked is the
+/// file read. Reads of a regular file ignore `O_NONBLOCK`.
 fn open_regular(path: &Path) -> std::io::Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)?;
-    let t = file.metadata()?.file_type();
-    if !t.is_file() {
-        return Err(std::io::Error::new(
+    let refuse = |t: std::fs::FileType| {
+        std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
             format!(
                 "is {}, not a regular file",
                 nsimage_format::file_type::describe(t)
             ),
-        ));
+        )
+    };
+    let t = std::fs::metadata(path)?.file_type();
+    if !t.is_file() {
+        return Err(refuse(t));
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    let t = file.metadata()?.file_type();
+    if !t.is_file() {
+        return Err(refuse(t));
     }
     Ok(file)
 }
