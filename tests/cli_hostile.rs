@@ -234,3 +234,18 @@ const PERM: nsimage::format::model::PermSpec<'static> = nsimage::format::model::
     group: b"g",
     mode: 0o755,
 };
+
+/// `journal dump` of a FIFO named like a segment is refused at once
+/// (exit 2), not read without end.
+#[test]
+fn journal_dump_refuses_a_fifo_without_blocking() {
+    let tmp = tempfile::tempdir().unwrap();
+    let seg = tmp.path().join("edits_inprogress_00000000000000000001");
+    mkfifo(&seg);
+    let out = nsimage_within(
+        &["journal", "dump", seg.to_str().unwrap()],
+        Duration::from_secs(20),
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("FIFO"), "{}", stderr(&out));
+}

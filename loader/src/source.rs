@@ -57,7 +57,7 @@ impl std::str::FromStr for ReadStrategy {
 /// `O_NOCTTY` keeps a terminal from becoming the controlling one, and the
 /// type is checked again on the handle itself, so the file checked is the
 /// file read. Reads of a regular file ignore `O_NONBLOCK`.
-fn open_regular(path: &Path) -> std::io::Result<File> {
+pub fn open_regular(path: &Path) -> std::io::Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
     let refuse = |t: std::fs::FileType| {
         std::io::Error::new(

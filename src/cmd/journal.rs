@@ -44,7 +44,8 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
     segments.dedup();
     for seg in &segments {
         let name = seg.name();
-        let r = journal::read(&fs, seg, seg.last.is_none(), u64::MAX, &mut |op| {
+        let bulk = nsimage::store::StoreOptions::default().bulk_replay_bytes;
+        let r = journal::read(&fs, seg, seg.last.is_none(), bulk, &mut |op| {
             if json {
                 let text = describe(&op);
                 let body = text.trim_start().split_once(' ').map_or("", |x| x.1);

@@ -87,7 +87,9 @@ impl Fs for RealFs {
         )))
     }
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
-        let mut f = File::open(path)?;
+        // Regular files only: a FIFO or a device named like a store file is
+        // refused instead of blocking or being read without end.
+        let mut f = nsimage_loader::source::open_regular(path)?;
         let len = f.metadata()?.len();
         let mut buf = vec![0u8; len as usize];
         self.reads.fetch_add(1, Ordering::Relaxed);
@@ -96,7 +98,7 @@ impl Fs for RealFs {
     }
     fn open_read(&self, path: &Path) -> io::Result<Box<dyn Read + Send>> {
         Ok(Box::new(CountingRead {
-            file: File::open(path)?,
+            file: nsimage_loader::source::open_regular(path)?,
             reads: self.reads.clone(),
         }))
     }
