@@ -100,7 +100,9 @@ pub fn message(e: &anyhow::Error) -> String {
     let mut msg = String::new();
     for cause in e.chain() {
         let s = cause.to_string();
-        if s.is_empty() || msg.contains(&s) {
+        // Only a repetition of what the line already ends with is dropped
+        // (a cause that merely occurs inside an earlier message is kept).
+        if s.is_empty() || msg.ends_with(&s) {
             continue;
         }
         if !msg.is_empty() {
