@@ -35,6 +35,18 @@ fn new_store(dir: &Path) {
     Store::init(dir, real()).unwrap();
 }
 
+/// A store (in `TEMP/s`) that applied 10 ops, and its open segment.
+fn store_after_10_ops() -> (tempfile::TempDir, Segment) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("s");
+    new_store(&dir);
+    let s = Store::open_default(&dir).unwrap();
+    apply_n(&s, 10);
+    drop(s);
+    let seg = segments(&dir).pop().unwrap();
+    (tmp, seg)
+}
+
 fn segments(dir: &Path) -> Vec<Segment> {
     let mut v: Vec<Segment> = std::fs::read_dir(dir)
         .unwrap()
@@ -589,14 +601,8 @@ fn an_op_whose_strings_no_reader_accepts_is_refused_and_checkpoints_stay_loadabl
 /// naming the segment, and changes nothing.
 #[test]
 fn a_zeroed_segment_longer_than_its_header_is_refused_not_replaced() {
-    let tmp = tempfile::tempdir().unwrap();
+    let (tmp, seg) = store_after_10_ops();
     let dir = tmp.path().join("s");
-    new_store(&dir);
-    {
-        let s = Store::open_default(&dir).unwrap();
-        apply_n(&s, 10);
-    }
-    let seg = segments(&dir).pop().unwrap();
     let len = std::fs::metadata(&seg.path).unwrap().len() as usize;
     assert!(len > 16);
     std::fs::write(&seg.path, vec![0u8; len]).unwrap();
@@ -617,14 +623,8 @@ fn a_zeroed_segment_longer_than_its_header_is_refused_not_replaced() {
 /// the budget this open hashes about a terabyte.)
 #[test]
 fn a_crafted_tail_cannot_make_the_damage_scan_quadratic() {
-    let tmp = tempfile::tempdir().unwrap();
+    let (tmp, seg) = store_after_10_ops();
     let dir = tmp.path().join("s");
-    new_store(&dir);
-    {
-        let s = Store::open_default(&dir).unwrap();
-        apply_n(&s, 10);
-    }
-    let seg = segments(&dir).pop().unwrap();
     let mut bytes = std::fs::read(&seg.path).unwrap();
     // A record with a bad checksum, then the crafted pattern: every 19
     // bytes a frame of 4 MiB whose message has a record's shape (the txid
