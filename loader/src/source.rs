@@ -1,6 +1,11 @@
 //! The image file as the loader sees it. Opening reads the header and the
 //! tail (footer and, usually, the whole index) with one read each; pieces are
 //! then read with one positioned read each.
+#![deny(
+    clippy::arithmetic_side_effects,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss
+)]
 
 use crate::LoadError;
 use nsimage_format::consts::{footer, header};
@@ -117,15 +122,23 @@ impl ImageSource {
         let head = src.read_at(0, (header::SIZE as u64).min(len))?;
         src.header = Header::decode(&head).map_err(fmt)?;
         let tail_len = len.min(TAIL_READ);
-        let tail = src.read_at(len - tail_len, tail_len)?;
+        let tail_start = len.saturating_sub(tail_len);
+        let tail = src.read_at(tail_start, tail_len)?;
         let foot =
             Footer::decode(&tail[tail.len().saturating_sub(footer::SIZE)..], len).map_err(fmt)?;
-        let tail_start = len - tail_len;
-        let index_bytes = if foot.index_offset >= tail_start {
-            let s = (foot.index_offset - tail_start) as usize;
-            tail[s..s + foot.index_length as usize].to_vec()
-        } else {
-            src.read_at(foot.index_offset, foot.index_length)?
+        // The index inside the tail already read, else one more read (which
+        // checks its range against the file).
+        let in_tail = foot
+            .index_offset
+            .checked_sub(tail_start)
+            .and_then(|s| usize::try_from(s).ok())
+            .and_then(|s| {
+                let e = s.checked_add(usize::try_from(foot.index_length).ok()?)?;
+                tail.get(s..e)
+            });
+        let index_bytes = match in_tail {
+            Some(b) => b.to_vec(),
+            None => src.read_at(foot.index_offset, foot.index_length)?,
         };
         src.index =
             Index::decode(&index_bytes, foot.index_offset, foot.index_checksum).map_err(fmt)?;
@@ -171,11 +184,11 @@ impl ImageSource {
     ) -> Result<&'s [u8], LoadError> {
         let bytes: &[u8] = match &self.map {
             Some(m) => {
-                let end = piece
-                    .offset
-                    .checked_add(piece.length)
-                    .filter(|&e| e <= m.len() as u64);
-                let Some(end) = end else {
+                let range = usize::try_from(piece.offset).ok().and_then(|s| {
+                    let e = s.checked_add(usize::try_from(piece.length).ok()?)?;
+                    m.get(s..e)
+                });
+                let Some(range) = range else {
                     return Err(LoadError::Corrupt {
                         path: self.path.clone(),
                         at: at.clone(),
@@ -185,7 +198,7 @@ impl ImageSource {
                         ),
                     });
                 };
-                &m[piece.offset as usize..end as usize]
+                range
             }
             None => {
                 self.read_into(piece.offset, piece.length, buf)?;
@@ -240,8 +253,15 @@ impl ImageSource {
                 ),
             });
         }
+        // Within the file's length, which is in memory's range on this
+        // machine only if it fits usize.
+        let n = usize::try_from(len).map_err(|_| LoadError::Corrupt {
+            path: self.path.clone(),
+            at: nsimage_format::Location::at(offset),
+            detail: format!("range of {len} bytes does not fit in memory"),
+        })?;
         buf.clear();
-        buf.resize(len as usize, 0);
+        buf.resize(n, 0);
         self.read_calls.fetch_add(1, Ordering::Relaxed);
         self.bytes_read.fetch_add(len, Ordering::Relaxed);
         self.file

@@ -2,6 +2,11 @@
 //! then records framed exactly like image records (a varint length, from
 //! `nsimage_format::framing`), whose bytes are an xxh3-64 of the message
 //! followed by the protobuf `JournalOp`.
+#![deny(
+    clippy::arithmetic_side_effects,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss
+)]
 
 use crate::io::Fs;
 use crate::StoreError;
@@ -91,7 +96,7 @@ pub fn fits(bytes: usize) -> bool {
 /// Appends one journal record for `op` to `out`.
 pub fn encode(op: &pb::JournalOp, out: &mut Vec<u8>) {
     let msg = op.encode_to_vec();
-    let mut body = Vec::with_capacity(8 + msg.len());
+    let mut body = Vec::with_capacity(msg.len().saturating_add(8));
     body.extend_from_slice(&xxh3_64(&msg).to_le_bytes());
     body.extend_from_slice(&msg);
     put_frame(out, &body);
@@ -184,9 +189,13 @@ fn frame_at(buf: &[u8]) -> Result<(pb::JournalOp, usize), Bad> {
     if len > MAX_OP_BYTES || len > avail as u64 {
         return Err(Bad::Frame);
     }
-    // len <= avail, so it fits in usize and the sum cannot overflow.
-    let end = width + len as usize;
-    decode(&buf[width..end]).map(|op| (op, end))
+    // len <= avail: it fits in usize, and the end lies within `buf`.
+    let end = usize::try_from(len)
+        .ok()
+        .and_then(|l| width.checked_add(l))
+        .ok_or(Bad::Frame)?;
+    let body = buf.get(width..end).ok_or(Bad::Frame)?;
+    decode(body).map(|op| (op, end))
 }
 
 /// What follows damage in an open segment.
@@ -316,9 +325,10 @@ pub fn parse(
     while pos < bytes.len() {
         match frame_at(&bytes[pos..]) {
             Ok((op, n)) => {
-                pos += n;
+                // n <= bytes.len() - pos.
+                pos = pos.saturating_add(n);
                 out.valid_len = pos as u64;
-                out.ops += 1;
+                out.ops = out.ops.saturating_add(1);
                 f(op)?;
             }
             Err(why) => {
@@ -373,7 +383,7 @@ fn stream(
         if n == 0 {
             break;
         }
-        got += n;
+        got = got.saturating_add(n);
     }
     if got < HEADER_LEN || head != header() {
         // Short or damaged: the in-memory parser decides (torn or corrupt).
@@ -416,8 +426,11 @@ fn stream(
         let decoded = if ok { decode(&body) } else { Err(Bad::Frame) };
         match decoded {
             Ok(op) => {
-                out.valid_len += (prefix.len() + body.len()) as u64;
-                out.ops += 1;
+                out.valid_len = out
+                    .valid_len
+                    .saturating_add(prefix.len() as u64)
+                    .saturating_add(body.len() as u64);
+                out.ops = out.ops.saturating_add(1);
                 f(op)?;
             }
             Err(why) => {
