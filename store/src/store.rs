@@ -282,7 +282,14 @@ fn recover(fs: &dyn Fs, dir: &Path, opts: &StoreOptions) -> Result<Recovered, St
                     l.namespace.info().last_txid
                 ),
             )),
-            Err(e) => report.skipped_images.push((path, e.to_string())),
+            Err(e) => {
+                // The load error names the image already: keep its cause
+                // only, the path is beside it.
+                let text = e.to_string();
+                let prefix = format!("{}: ", path.display());
+                let cause = text.strip_prefix(&prefix).unwrap_or(&text).to_string();
+                report.skipped_images.push((path, cause))
+            }
         }
     }
     let Some(mut ns) = ns else {
