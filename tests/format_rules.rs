@@ -489,11 +489,7 @@ fn a_length_prefix_running_past_its_region_is_refused_without_panic() {
     let mut body = good[..sec.end() as usize].to_vec();
     body.push(0x85);
     let mut idx2 = idx.clone();
-    let s = idx2
-        .sections
-        .iter_mut()
-        .find(|s| s.kind == SectionKind::INODE_DIR)
-        .unwrap();
+    let s = idx2.section_mut(SectionKind::INODE_DIR).unwrap();
     s.length += 1;
     if let Some(u) = s.sub_sections.last_mut() {
         u.length += 1;
@@ -550,11 +546,7 @@ fn the_sub_section_checksums_decide_for_a_split_section() {
     let body = bytes[..idx_offset(&bytes)].to_vec();
 
     let mut wrong = idx.clone();
-    let sec = wrong
-        .sections
-        .iter_mut()
-        .find(|s| s.kind == SectionKind::INODE)
-        .unwrap();
+    let sec = wrong.section_mut(SectionKind::INODE).unwrap();
     assert!(sec.sub_sections.len() >= 2, "the base image splits INODE");
     sec.checksum ^= 1;
     let split_wrong = with_index(body.clone(), &wrong);
@@ -571,11 +563,7 @@ fn the_sub_section_checksums_decide_for_a_split_section() {
     assert_eq!(report.warnings[0].at.section, Some(SectionKind::INODE));
 
     let mut wrong = idx;
-    let sec = wrong
-        .sections
-        .iter_mut()
-        .find(|s| s.kind == SectionKind::NS_INFO)
-        .unwrap();
+    let sec = wrong.section_mut(SectionKind::NS_INFO).unwrap();
     assert!(sec.sub_sections.is_empty());
     sec.checksum ^= 1;
     refused(

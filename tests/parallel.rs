@@ -169,11 +169,7 @@ fn a_child_in_two_directories_is_refused_in_parallel() {
     let mut bad = good[..dirsec.offset as usize].to_vec();
     bad.extend_from_slice(&recs);
     let mut idx2 = idx.clone();
-    let s = idx2
-        .sections
-        .iter_mut()
-        .find(|s| s.kind == SectionKind::INODE_DIR)
-        .unwrap();
+    let s = idx2.section_mut(SectionKind::INODE_DIR).unwrap();
     s.length = recs.len() as u64;
     s.records = 3;
     s.sub_sections.clear();

@@ -72,6 +72,12 @@ impl Index {
         self.sections.iter().find(|s| s.kind == kind)
     }
 
+    /// The section of `kind`, to change (writers and tests that rebuild an
+    /// index).
+    pub fn section_mut(&mut self, kind: SectionKind) -> Option<&mut SectionInfo> {
+        self.sections.iter_mut().find(|s| s.kind == kind)
+    }
+
     pub fn encode(&self) -> Vec<u8> {
         let msg = pb::Index {
             sections: self

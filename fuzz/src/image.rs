@@ -20,7 +20,7 @@ use nsimage::format::model::{Block, FileSpec, Namespace, PermSpec, XAttrNs};
 use nsimage::format::{Footer, Header, Index, Location, SectionInfo, SectionKind, SubSectionInfo};
 use nsimage::loader::{load, verify, walk, LoadOptions, ReadStrategy};
 use nsimage::writer::{write_image, WriteOptions};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use xxhash_rust::xxh3::{xxh3_64, Xxh3};
@@ -553,15 +553,7 @@ pub fn image(data: &[u8]) -> Vec<u8> {
 fn scratch_file() -> PathBuf {
     static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
     static NEXT: AtomicU64 = AtomicU64::new(0);
-    let dir = DIR.get_or_init(|| {
-        let shm = Path::new("/dev/shm");
-        if shm.is_dir() {
-            tempfile::tempdir_in(shm)
-        } else {
-            tempfile::tempdir()
-        }
-        .expect("temporary directory")
-    });
+    let dir = DIR.get_or_init(crate::input::scratch_dir);
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
     dir.path().join(format!("fuzz-{n}.nsi"))
 }

@@ -55,3 +55,15 @@ impl<'a> Input<'a> {
         r
     }
 }
+
+/// A temporary directory on `/dev/shm` when there is one (fsync is free
+/// there), else in the system's temporary directory.
+pub fn scratch_dir() -> tempfile::TempDir {
+    let shm = std::path::Path::new("/dev/shm");
+    if shm.is_dir() {
+        tempfile::tempdir_in(shm)
+    } else {
+        tempfile::tempdir()
+    }
+    .expect("temporary directory")
+}

@@ -34,7 +34,6 @@ use nsimage::store::journal::{Segment, HEADER_LEN};
 use nsimage::store::workload::Workload;
 use nsimage::store::{Store, StoreError, StoreOptions};
 use nsimage::{Digest, Namespace};
-use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 /// How many pristine stores an input can choose from (one input byte).
@@ -67,16 +66,6 @@ struct Shape {
 
 fn fs() -> Arc<dyn Fs> {
     Arc::new(RealFs::default())
-}
-
-fn tempdir() -> tempfile::TempDir {
-    let shm = Path::new("/dev/shm");
-    if shm.is_dir() {
-        tempfile::tempdir_in(shm)
-    } else {
-        tempfile::tempdir()
-    }
-    .expect("temporary directory")
 }
 
 /// The file name of `n` as a string.
@@ -129,7 +118,7 @@ fn build(i: usize) -> Shape {
         w.seed, opts.segment_bytes, opts.keep_images
     );
 
-    let tmp = tempdir();
+    let tmp = crate::input::scratch_dir();
     let dir = tmp.path().join("store");
     Store::init(&dir, fs()).expect("init");
     let acked = {
@@ -304,7 +293,7 @@ pub fn run(data: &[u8]) {
         done.push(format!("{}: {what}", segs[k].name));
     }
 
-    let tmp = tempdir();
+    let tmp = crate::input::scratch_dir();
     let dir = tmp.path();
     for (n, bytes) in &sh.others {
         std::fs::write(dir.join(n), bytes).expect("writing a store file");
