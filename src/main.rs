@@ -2,6 +2,7 @@
 //! Exit codes: 0 ok; 1 the data is corrupt or invalid; 2 usage or I/O error.
 
 mod cmd;
+mod mem;
 
 use clap::Parser;
 use stats_alloc::{StatsAlloc, INSTRUMENTED_SYSTEM};

@@ -4,16 +4,16 @@
 mod common;
 
 use common::{image, index_of, load_bytes, sample, tiny, with_index};
-use nsimage::format::consts::header;
-use nsimage::format::{FormatError, Header, SectionInfo, SectionKind};
-use nsimage::loader::LoadError;
+use nsimage_format::consts::header;
+use nsimage_format::{FormatError, Header, SectionInfo, SectionKind};
+use nsimage_loader::LoadError;
 use xxhash_rust::xxh3::xxh3_64;
 
 fn good() -> Vec<u8> {
     image(&sample(), &tiny(40))
 }
 
-fn corrupt_at(bytes: &[u8]) -> nsimage::format::Location {
+fn corrupt_at(bytes: &[u8]) -> nsimage_format::Location {
     match load_bytes(bytes) {
         Err(LoadError::Corrupt { at, .. }) => at,
         Err(e) => panic!("expected a corruption error, got {e}"),
@@ -81,7 +81,7 @@ fn wrong_magic_and_future_version_are_refused() {
 
     let mut bytes = good();
     let h = Header {
-        version: nsimage::format::CURRENT_VERSION + 1,
+        version: nsimage_format::CURRENT_VERSION + 1,
         ..Header::current()
     };
     bytes[..header::SIZE].copy_from_slice(&h.encode());
@@ -89,7 +89,7 @@ fn wrong_magic_and_future_version_are_refused() {
         Err(LoadError::Unsupported {
             source: FormatError::Version { got, .. },
             ..
-        }) => assert_eq!(got, nsimage::format::CURRENT_VERSION + 1),
+        }) => assert_eq!(got, nsimage_format::CURRENT_VERSION + 1),
         other => panic!("expected a version error, got {:?}", other.err()),
     }
 
@@ -154,7 +154,7 @@ fn verify_lists_each_bad_sub_section() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bad.nsi");
     std::fs::write(&path, &bad).unwrap();
-    let report = nsimage::loader::verify(&path).unwrap();
+    let report = nsimage_loader::verify(&path).unwrap();
     let subs: Vec<_> = report
         .problems
         .iter()

@@ -8,8 +8,8 @@
 mod common;
 
 use common::{image, index_of, reseal, rewrite_records, same_verdict, sample, tiny};
-use nsimage::format::{pb, SectionKind};
-use nsimage::generate::{generate, GenSpec};
+use nsimage_format::{pb, SectionKind};
+use nsimage_testkit::generate::{generate, GenSpec};
 use prost::Message;
 use rand::{RngExt, SeedableRng};
 

@@ -9,10 +9,10 @@ use common::{
     image, index_of, load_bytes, reseal, rewrite_records, same_verdict, sample, tiny, with_index,
     F, P,
 };
-use nsimage::format::framing::{put_frame, Records};
-use nsimage::format::model::{Body, FileSpec, Namespace, PermSpec};
-use nsimage::format::{pb, Location, SectionInfo, SectionKind, ROOT_ID};
-use nsimage::loader::{load, LoadError, LoadOptions, ReadStrategy};
+use nsimage_format::framing::{put_frame, Records};
+use nsimage_format::{pb, Location, SectionInfo, SectionKind, ROOT_ID};
+use nsimage_loader::{load, LoadError, LoadOptions, ReadStrategy};
+use nsimage_namespace::{Body, FileSpec, Namespace, PermSpec};
 use prost::Message;
 use xxhash_rust::xxh3::xxh3_64;
 
@@ -24,7 +24,7 @@ fn refused(bytes: &[u8], what: &str) {
     assert_eq!(same_verdict(bytes, what), None, "{what} must be refused");
 }
 
-fn accepted(bytes: &[u8], what: &str) -> nsimage::Digest {
+fn accepted(bytes: &[u8], what: &str) -> nsimage_namespace::Digest {
     same_verdict(bytes, what).unwrap_or_else(|| panic!("{what} must be accepted"))
 }
 
@@ -128,7 +128,7 @@ fn the_model_refuses_every_name_an_image_may_not_hold() {
     assert!(ns.set_owner(f, Some(b"ok"), Some(&long)).is_err());
     assert!(ns.set_acl(d, &[(&long, 0, false, 5)]).is_err());
     assert!(ns
-        .set_xattr(d, nsimage::format::model::XAttrNs::User, &long, b"v")
+        .set_xattr(d, nsimage_namespace::XAttrNs::User, &long, b"v")
         .is_err());
     assert_eq!(ns.strings().len(), strings, "nothing was interned");
     assert_eq!(ns.digest(), before);
@@ -209,13 +209,13 @@ fn a_uint32_or_enum_field_over_32_bits_is_refused_not_truncated() {
 
 fn index_bytes(bytes: &[u8]) -> &[u8] {
     let end = index_of(bytes).sections.last().unwrap().end() as usize;
-    &bytes[end..bytes.len() - nsimage::format::consts::footer::SIZE]
+    &bytes[end..bytes.len() - nsimage_format::consts::footer::SIZE]
 }
 
 /// The image with its index replaced by `raw` (and the footer resealed).
 fn with_raw_index(bytes: &[u8], raw: &[u8]) -> Vec<u8> {
-    use nsimage::format::consts::footer;
-    use nsimage::format::Footer;
+    use nsimage_format::consts::footer;
+    use nsimage_format::Footer;
     let end = index_of(bytes).sections.last().unwrap().end() as usize;
     let mut out = bytes[..end].to_vec();
     out.extend_from_slice(raw);
@@ -441,7 +441,7 @@ fn with_pieces(bytes: &[u8], kind: SectionKind, pieces: &[Vec<Vec<u8>>]) -> Vec<
     reseal_with(out, &idx)
 }
 
-fn reseal_with(body: Vec<u8>, idx: &nsimage::format::Index) -> Vec<u8> {
+fn reseal_with(body: Vec<u8>, idx: &nsimage_format::Index) -> Vec<u8> {
     let mut b = with_index(body, idx);
     reseal(&mut b);
     b
@@ -449,7 +449,7 @@ fn reseal_with(body: Vec<u8>, idx: &nsimage::format::Index) -> Vec<u8> {
 
 #[test]
 fn directory_records_stay_in_parent_order_across_sub_sections() {
-    let ns = nsimage::generate::generate(nsimage::generate::GenSpec {
+    let ns = nsimage_testkit::generate::generate(nsimage_testkit::generate::GenSpec {
         inodes: 2_000,
         seed: 3,
     });
@@ -557,7 +557,7 @@ fn the_sub_section_checksums_decide_for_a_split_section() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("w.nsi");
     std::fs::write(&path, &split_wrong).unwrap();
-    let report = nsimage::loader::verify(&path).unwrap();
+    let report = nsimage_loader::verify(&path).unwrap();
     assert!(report.is_ok(), "{:?}", report.problems);
     assert_eq!(report.warnings.len(), 1, "{:?}", report.warnings);
     assert_eq!(report.warnings[0].at.section, Some(SectionKind::INODE));
@@ -573,7 +573,7 @@ fn the_sub_section_checksums_decide_for_a_split_section() {
 }
 
 fn idx_offset(bytes: &[u8]) -> usize {
-    use nsimage::format::{consts::footer, Footer};
+    use nsimage_format::{consts::footer, Footer};
     let f = Footer::decode(&bytes[bytes.len() - footer::SIZE..], bytes.len() as u64).unwrap();
     f.index_offset as usize
 }

@@ -3,8 +3,8 @@
 //! `nsimage generate --inodes 3000 --seed 42 --sub-section-bytes 4096
 //! --sub-section-min-inodes 0` at format version 1.
 
-use nsimage::format::SectionKind;
-use nsimage::loader::{load, verify, ImageSource};
+use nsimage_format::SectionKind;
+use nsimage_loader::{load, verify, ImageSource};
 use std::path::Path;
 
 const GOLDEN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/golden_v1.nsi");
@@ -53,7 +53,7 @@ fn golden_v1_index_has_sub_sections() {
 
 #[test]
 fn generator_is_deterministic() {
-    use nsimage::generate::{generate, GenSpec};
+    use nsimage_testkit::generate::{generate, GenSpec};
     let a = generate(GenSpec {
         inodes: 20_000,
         seed: 9,
@@ -73,7 +73,7 @@ fn generator_is_deterministic() {
 
 #[test]
 fn generator_shape_is_realistic() {
-    use nsimage::generate::{generate, GenSpec};
+    use nsimage_testkit::generate::{generate, GenSpec};
     let ns = generate(GenSpec {
         inodes: 200_000,
         seed: 1,

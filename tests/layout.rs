@@ -8,11 +8,11 @@
 mod common;
 
 use common::{image, F, P};
-use nsimage::format::model::Namespace;
-use nsimage::format::{Index, SectionKind};
-use nsimage::generate::{generate, GenSpec};
-use nsimage::loader::ImageSource;
-use nsimage::writer::{sub_section_target, WriteOptions};
+use nsimage_format::{Index, SectionKind};
+use nsimage_loader::ImageSource;
+use nsimage_namespace::Namespace;
+use nsimage_testkit::generate::{generate, GenSpec};
+use nsimage_writer::{sub_section_target, WriteOptions};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -250,7 +250,7 @@ const FILES: u32 = 50;
 /// first, creates the files as (hdfs, g) directly, sets "x.a" before "x.b"
 /// and gives the directories to (etl, supergroup) at the end.
 fn route(a: bool) -> Namespace {
-    use nsimage::format::model::{FileSpec, PermSpec, XAttrNs};
+    use nsimage_namespace::{FileSpec, PermSpec, XAttrNs};
     let perm = |user: &'static [u8], group: &'static [u8], mode| PermSpec { user, group, mode };
     let spec = FileSpec {
         replication: 3,
@@ -357,7 +357,7 @@ fn same_namespace_by_other_routes_same_sections() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("a.nsi");
     std::fs::write(&p, &ia).unwrap();
-    let back = nsimage::loader::load(&p, &Default::default())
+    let back = nsimage_loader::load(&p, &Default::default())
         .unwrap()
         .namespace;
     assert_eq!(back.digest(), na.digest());

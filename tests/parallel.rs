@@ -5,9 +5,9 @@
 mod common;
 
 use common::{image, index_of, tiny, with_index};
-use nsimage::format::SectionKind;
-use nsimage::generate::{generate, GenSpec};
-use nsimage::loader::{load, LoadError, LoadOptions, ReadStrategy};
+use nsimage_format::SectionKind;
+use nsimage_loader::{load, LoadError, LoadOptions, ReadStrategy};
+use nsimage_testkit::generate::{generate, GenSpec};
 use std::path::Path;
 
 fn opts(threads: usize, read: ReadStrategy) -> LoadOptions {
@@ -146,9 +146,9 @@ fn a_corrupt_sub_section_stops_a_parallel_load_with_its_location() {
 #[test]
 fn a_child_in_two_directories_is_refused_in_parallel() {
     // Two directories each list the same file: encode by hand.
-    use nsimage::format::framing::put_record;
-    use nsimage::format::pb;
-    let mut ns = nsimage::Namespace::default();
+    use nsimage_format::framing::put_record;
+    use nsimage_format::pb;
+    let mut ns = nsimage_namespace::Namespace::default();
     ns.mkdirs(b"/a", &common::P, 1).unwrap();
     ns.mkdirs(b"/b", &common::P, 1).unwrap();
     let f = ns.create(b"/a/f", &common::P, &common::F, 1).unwrap();
@@ -160,7 +160,7 @@ fn a_child_in_two_directories_is_refused_in_parallel() {
     let b = ns.resolve(b"/b").unwrap();
     let mut recs = Vec::new();
     for (parent, children) in [
-        (nsimage::format::ROOT_ID, vec![a, b]),
+        (nsimage_namespace::ROOT_ID, vec![a, b]),
         (a, vec![f]),
         (b, vec![f]),
     ] {

@@ -3,8 +3,8 @@
 
 mod common;
 
-use nsimage::peers::{jsonl, sqlite};
-use nsimage::Namespace;
+use nsimage_namespace::Namespace;
+use nsimage_testkit::peers::{jsonl, sqlite};
 
 fn assert_peers_round_trip(ns: &Namespace) {
     let dir = tempfile::tempdir().unwrap();
@@ -23,7 +23,7 @@ fn peers_round_trip_the_sample() {
 
 #[test]
 fn peers_round_trip_a_generated_namespace() {
-    use nsimage::generate::{generate, GenSpec};
+    use nsimage_testkit::generate::{generate, GenSpec};
     assert_peers_round_trip(&generate(GenSpec {
         inodes: 5_000,
         seed: 4,

@@ -5,7 +5,7 @@
 mod common;
 
 use common::{image, load_bytes, sample, tiny, F, P};
-use nsimage::format::model::{Block, Namespace, XAttrNs};
+use nsimage_namespace::{Block, Namespace, XAttrNs};
 use proptest::prelude::*;
 
 fn assert_round_trip(ns: &Namespace, sub_bytes: u64) {
@@ -97,7 +97,7 @@ fn one_directory_with_a_million_children_round_trips() {
         ns.create_in(d, format!("f{i:07}").as_bytes(), &P, &F, 1)
             .unwrap();
     }
-    let opts = nsimage::writer::WriteOptions {
+    let opts = nsimage_writer::WriteOptions {
         sub_section_bytes: 1 << 16,
         sub_section_min_inodes: 0,
         ..Default::default()

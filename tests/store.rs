@@ -1,11 +1,11 @@
 //! The checkpoint store: injected I/O faults, damaged images and journals,
 //! torn tails, the process lock, bulk and streamed replay, group commit.
 
-use nsimage::store::io::{Fault, FaultyFs, Fs, RealFs};
-use nsimage::store::journal::{self, Segment};
-use nsimage::store::workload::Workload;
-use nsimage::store::{Store, StoreError, StoreOptions};
-use nsimage::Namespace;
+use nsimage_namespace::Namespace;
+use nsimage_store::fs::{Fault, FaultyFs, Fs, RealFs};
+use nsimage_store::journal::{self, Segment};
+use nsimage_store::{Store, StoreError, StoreOptions};
+use nsimage_testkit::workload::Workload;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -315,8 +315,8 @@ fn concurrent_appliers_share_fsyncs() {
                 let mut txids = Vec::new();
                 for i in 0..200u64 {
                     let op =
-                        nsimage::format::pb::journal_op::Op::Mkdir(nsimage::format::pb::CreateOp {
-                            parent: nsimage::format::ROOT_ID,
+                        nsimage_format::pb::journal_op::Op::Mkdir(nsimage_format::pb::CreateOp {
+                            parent: nsimage_namespace::ROOT_ID,
                             name: format!("t{k}-{i}").into_bytes(),
                             user: b"u".to_vec(),
                             group: b"g".to_vec(),
@@ -363,8 +363,7 @@ fn concurrent_appliers_share_fsyncs() {
 /// Writes `ns` as the store image `image_<txid>` (replacing any).
 fn put_image(dir: &Path, ns: &Namespace, txid: u64) {
     let mut bytes = Vec::new();
-    nsimage::writer::write_image(ns, &mut bytes, &nsimage::writer::WriteOptions::default())
-        .unwrap();
+    nsimage_writer::write_image(ns, &mut bytes, &nsimage_writer::WriteOptions::default()).unwrap();
     std::fs::write(dir.join(format!("image_{txid:020}")), bytes).unwrap();
 }
 
@@ -462,8 +461,8 @@ fn open_removes_only_the_stores_own_temp_files() {
 #[test]
 fn txids_and_ids_at_u64_max_are_refused_not_wrapped() {
     let root_times = || {
-        nsimage::format::pb::journal_op::Op::SetTimes(nsimage::format::pb::SetTimesOp {
-            id: nsimage::format::ROOT_ID,
+        nsimage_format::pb::journal_op::Op::SetTimes(nsimage_format::pb::SetTimesOp {
+            id: nsimage_namespace::ROOT_ID,
             mtime: 5,
             atime: 5,
         })
@@ -498,7 +497,7 @@ fn txids_and_ids_at_u64_max_are_refused_not_wrapped() {
     ns.info_mut().last_txid = u64::MAX - 1;
     put_image(&dir, &ns, u64::MAX - 1);
     let mut seg = journal::header().to_vec();
-    let rec = nsimage::format::pb::JournalOp {
+    let rec = nsimage_format::pb::JournalOp {
         txid: u64::MAX,
         op: Some(root_times()),
     };
@@ -541,8 +540,8 @@ fn txids_and_ids_at_u64_max_are_refused_not_wrapped() {
     put_image(&dir, &ns, 0);
     let s = Store::open_default(&dir).unwrap();
     let before = s.with_namespace(|n| n.digest());
-    let mkdir = nsimage::format::pb::journal_op::Op::Mkdir(nsimage::format::pb::CreateOp {
-        parent: nsimage::format::ROOT_ID,
+    let mkdir = nsimage_format::pb::journal_op::Op::Mkdir(nsimage_format::pb::CreateOp {
+        parent: nsimage_namespace::ROOT_ID,
         name: b"d".to_vec(),
         user: b"u".to_vec(),
         group: b"g".to_vec(),
@@ -567,7 +566,7 @@ fn txids_and_ids_at_u64_max_are_refused_not_wrapped() {
 /// the store still opens with every acknowledged op.
 #[test]
 fn an_op_whose_strings_no_reader_accepts_is_refused_and_checkpoints_stay_loadable() {
-    use nsimage::format::pb::{journal_op::Op, SetOwnerOp};
+    use nsimage_format::pb::{journal_op::Op, SetOwnerOp};
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     new_store(dir);
@@ -578,7 +577,7 @@ fn an_op_whose_strings_no_reader_accepts_is_refused_and_checkpoints_stay_loadabl
         (b"u".to_vec(), vec![b'g'; 70_000]),
     ] {
         let r = s.apply(Op::SetOwner(SetOwnerOp {
-            id: nsimage::format::ROOT_ID,
+            id: nsimage_namespace::ROOT_ID,
             user,
             group,
         }));
@@ -668,7 +667,7 @@ fn a_crafted_tail_cannot_make_the_damage_scan_quadratic() {
 /// it changes anything: replay would refuse such a record.
 #[test]
 fn an_op_too_large_for_the_journal_is_refused() {
-    use nsimage::format::pb::{journal_op::Op, CreateOp};
+    use nsimage_format::pb::{journal_op::Op, CreateOp};
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     new_store(dir);
@@ -676,7 +675,7 @@ fn an_op_too_large_for_the_journal_is_refused() {
     let acked = apply_n(&s, 3);
     let before = s.with_namespace(|ns| ns.digest());
     let r = s.apply(Op::Mkdir(CreateOp {
-        parent: nsimage::format::ROOT_ID,
+        parent: nsimage_namespace::ROOT_ID,
         name: b"big".to_vec(),
         target: vec![b't'; 65 << 20],
         ..Default::default()

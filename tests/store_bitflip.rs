@@ -5,13 +5,13 @@
 //! every op acknowledged before the damaged record, at the digest of a
 //! reference namespace at its txid. It never succeeds with fewer.
 
-use nsimage::format::framing::read_varint;
-use nsimage::loader::LoadOptions;
-use nsimage::store::io::{Fs, RealFs};
-use nsimage::store::journal::HEADER_LEN;
-use nsimage::store::workload::Workload;
-use nsimage::store::{Store, StoreOptions};
-use nsimage::{Digest, Namespace};
+use nsimage_format::framing::read_varint;
+use nsimage_loader::LoadOptions;
+use nsimage_namespace::{Digest, Namespace};
+use nsimage_store::fs::{Fs, RealFs};
+use nsimage_store::journal::HEADER_LEN;
+use nsimage_store::{Store, StoreOptions};
+use nsimage_testkit::workload::Workload;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -78,7 +78,7 @@ fn every_flipped_bit_of_the_open_segment_is_refused_or_loses_nothing_acknowledge
         W.advance(&mut ns, t);
         refs.push(ns.digest());
     }
-    let seg = dir.join(nsimage::store::journal::open_name(1));
+    let seg = dir.join(nsimage_store::journal::open_name(1));
     let pristine = std::fs::read(&seg).unwrap();
     // Where each record starts: record k holds txid k + 1.
     let mut starts = Vec::new();

@@ -4,9 +4,9 @@
 //! recover to at least the last txid the child reported durable, with the
 //! digest of a fresh namespace that applied exactly that many ops.
 
-use nsimage::store::workload::Workload;
-use nsimage::store::Store;
-use nsimage::Namespace;
+use nsimage_namespace::Namespace;
+use nsimage_store::Store;
+use nsimage_testkit::workload::Workload;
 use rand::{RngExt, SeedableRng};
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -94,7 +94,7 @@ fn run_child(dir: &std::path::Path, delay: Duration, failpoint: Option<&str>) ->
 fn killed_stores_recover_every_acknowledged_op() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("store");
-    Store::init(&dir, Arc::new(nsimage::store::io::RealFs::default())).unwrap();
+    Store::init(&dir, Arc::new(nsimage_store::fs::RealFs::default())).unwrap();
     let w = Workload { seed: SEED };
     let mut reference = Namespace::default();
     let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(5);

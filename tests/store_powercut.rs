@@ -10,11 +10,11 @@
 //! Unlike the SIGKILL crash test, this catches a missing fsync: the last
 //! tests here drop one of the store's fsyncs and show the check fails.
 
-use nsimage::store::io::{Fs, FsFile, RealFs};
-use nsimage::store::powercut::{CutReport, PowerCutFs, PowerCutOptions};
-use nsimage::store::workload::Workload;
-use nsimage::store::{Store, StoreError, StoreOptions};
-use nsimage::Namespace;
+use nsimage_namespace::Namespace;
+use nsimage_store::fs::{Fs, FsFile, RealFs};
+use nsimage_store::{Store, StoreError, StoreOptions};
+use nsimage_testkit::powercut::{CutReport, PowerCutFs, PowerCutOptions};
+use nsimage_testkit::workload::Workload;
 use rand::{RngExt, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use std::collections::BTreeMap;

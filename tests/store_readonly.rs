@@ -6,8 +6,8 @@ mod common;
 
 use common::{json, nsimage};
 
-use nsimage::store::io::{Fs, FsFile, RealFs};
-use nsimage::store::{Store, StoreOptions};
+use nsimage_store::fs::{Fs, FsFile, RealFs};
+use nsimage_store::{Store, StoreOptions};
 use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -91,7 +91,7 @@ fn status_and_dump_change_nothing() {
     json(&nsimage(&["store", "apply", d, "--ops", "40", "--json"]));
     // A torn tail, an unfinished checkpoint, a user's file; and no LOCK, as
     // in a read-only copy of a store.
-    let seg = dir.join(nsimage::store::journal::open_name(301));
+    let seg = dir.join(nsimage_store::journal::open_name(301));
     let mut bytes = std::fs::read(&seg).unwrap();
     bytes.extend_from_slice(b"\x40\x01\x02");
     std::fs::write(&seg, &bytes).unwrap();

@@ -2,9 +2,9 @@
 //! random records, both decode to the same loader record, field by field,
 //! or both refuse it.
 
-use nsimage::format::model::Block;
-use nsimage::format::pb;
-use nsimage::loader::{decode::loaded_from_pb, walk};
+use nsimage_format::pb;
+use nsimage_loader::{decode::loaded_from_pb, record};
+use nsimage_namespace::Block;
 use proptest::prelude::*;
 use prost::Message;
 
@@ -100,8 +100,8 @@ fn agree(bytes: &[u8]) -> Result<(), TestCaseError> {
     let decoded = pb::Inode::decode(bytes).unwrap();
     let mut blocks: Vec<Block> = Vec::new();
     let by_prost = loaded_from_pb(&decoded, &mut blocks);
-    let mut scratch = walk::InodeScratch::default();
-    let by_walker = walk::inode(bytes, &mut scratch);
+    let mut scratch = record::InodeScratch::default();
+    let by_walker = record::inode(bytes, &mut scratch);
     match (&by_prost, &by_walker) {
         (Ok(a), Ok(b)) => prop_assert_eq!(a, b),
         (Err(_), Err(_)) => {}
@@ -131,7 +131,7 @@ proptest! {
         let msg = pb::DirEntry { parent, children: children.clone() };
         let bytes = msg.encode_to_vec();
         let mut got = Vec::new();
-        prop_assert_eq!(walk::dir_entry(&bytes, &mut got).unwrap(), parent);
+        prop_assert_eq!(record::dir_entry(&bytes, &mut got).unwrap(), parent);
         prop_assert_eq!(&got, &pb::DirEntry::decode(&bytes[..]).unwrap().children);
         // Unpacked encoding of the same list.
         let mut unpacked = Vec::new();
@@ -139,14 +139,14 @@ proptest! {
         for c in &children {
             prost::encoding::uint64::encode(2, c, &mut unpacked);
         }
-        prop_assert_eq!(walk::dir_entry(&unpacked, &mut got).unwrap(), parent);
+        prop_assert_eq!(record::dir_entry(&unpacked, &mut got).unwrap(), parent);
         prop_assert_eq!(got, children);
     }
 
     #[test]
     fn walker_never_panics_on_garbage(bytes in bytes(200)) {
-        let mut scratch = walk::InodeScratch::default();
-        let _ = walk::inode(&bytes, &mut scratch);
-        let _ = walk::dir_entry(&bytes, &mut Vec::new());
+        let mut scratch = record::InodeScratch::default();
+        let _ = record::inode(&bytes, &mut scratch);
+        let _ = record::dir_entry(&bytes, &mut Vec::new());
     }
 }

@@ -5,7 +5,6 @@
 //! - [`index`]: the trailing index of sections and sub-sections;
 //! - [`framing`]: varint-length-delimited records;
 //! - [`pb`]: the protobuf messages generated from `proto/nsimage.proto`;
-//! - [`model`]: the in-memory namespace, its mutations and its digest;
 //! - [`wire`]: the protobuf wire rules every reader applies.
 //!
 //! The byte layout is specified in `format-spec/FORMAT.md`; code here links to
@@ -16,9 +15,8 @@ pub mod consts;
 pub mod error;
 pub mod file_type;
 pub mod framing;
+pub mod header_footer;
 pub mod index;
-pub mod layout;
-pub mod model;
 pub mod wire;
 
 /// Protobuf messages of the format, generated at build time.
@@ -29,6 +27,5 @@ pub mod pb {
 
 pub use consts::{SectionKind, CURRENT_VERSION, OLDEST_VERSION, ROOT_ID};
 pub use error::{FormatError, Location};
+pub use header_footer::{Footer, Header};
 pub use index::{Index, SectionInfo, SubSectionInfo};
-pub use layout::{Footer, Header};
-pub use model::Namespace;

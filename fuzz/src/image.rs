@@ -14,12 +14,12 @@
 //! same digest, or all refuse; a refusal is a data error, never an I/O error.
 
 use crate::input::Input;
-use nsimage::format::consts::footer;
-use nsimage::format::framing::{put_frame, Records};
-use nsimage::format::model::{Block, FileSpec, Namespace, PermSpec, XAttrNs};
-use nsimage::format::{Footer, Header, Index, Location, SectionInfo, SectionKind, SubSectionInfo};
-use nsimage::loader::{load, verify, walk, LoadOptions, ReadStrategy};
-use nsimage::writer::{write_image, WriteOptions};
+use nsimage_format::consts::footer;
+use nsimage_format::framing::{put_frame, Records};
+use nsimage_format::{Footer, Header, Index, Location, SectionInfo, SectionKind, SubSectionInfo};
+use nsimage_loader::{load, record, verify, LoadOptions, ReadStrategy};
+use nsimage_namespace::{Block, FileSpec, Namespace, PermSpec, XAttrNs};
+use nsimage_writer::{write_image, WriteOptions};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -122,7 +122,7 @@ fn write(ns: &Namespace, split_bytes: Option<u64>) -> Vec<u8> {
 pub fn bases() -> &'static [Vec<u8>] {
     static BASES: OnceLock<Vec<Vec<u8>>> = OnceLock::new();
     BASES.get_or_init(|| {
-        let generated = nsimage::generate::generate(nsimage::generate::GenSpec {
+        let generated = nsimage_testkit::generate::generate(nsimage_testkit::generate::GenSpec {
             inodes: 40,
             seed: 7,
         });
@@ -522,10 +522,10 @@ fn first_key(kind: u32, rec: Option<&Vec<u8>>) -> u64 {
     let Some(rec) = rec else { return 0 };
     match SectionKind(kind) {
         SectionKind::INODE => {
-            let mut scratch = walk::InodeScratch::default();
-            walk::inode(rec, &mut scratch).map_or(0, |n| n.id)
+            let mut scratch = record::InodeScratch::default();
+            record::inode(rec, &mut scratch).map_or(0, |n| n.id)
         }
-        SectionKind::INODE_DIR => walk::dir_entry(rec, &mut Vec::new()).unwrap_or(0),
+        SectionKind::INODE_DIR => record::dir_entry(rec, &mut Vec::new()).unwrap_or(0),
         _ => 0,
     }
 }

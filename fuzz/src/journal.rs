@@ -26,14 +26,14 @@
 //! - a recovery that fails says the data is corrupt (never an I/O error).
 
 use crate::input::Input;
-use nsimage::format::framing::Records;
-use nsimage::format::Location;
-use nsimage::loader::LoadOptions;
-use nsimage::store::io::{Fs, RealFs};
-use nsimage::store::journal::{Segment, HEADER_LEN};
-use nsimage::store::workload::Workload;
-use nsimage::store::{Store, StoreError, StoreOptions};
-use nsimage::{Digest, Namespace};
+use nsimage_format::framing::Records;
+use nsimage_format::Location;
+use nsimage_loader::LoadOptions;
+use nsimage_namespace::{Digest, Namespace};
+use nsimage_store::fs::{Fs, RealFs};
+use nsimage_store::journal::{Segment, HEADER_LEN};
+use nsimage_store::{Store, StoreError, StoreOptions};
+use nsimage_testkit::workload::Workload;
 use std::sync::{Arc, OnceLock};
 
 /// How many pristine stores an input can choose from (one input byte).

@@ -8,15 +8,15 @@
 //! walker refuses (issue 7, item 8; the image target checks that the read
 //! paths agree).
 
-use nsimage::format::model::Block;
-use nsimage::format::pb;
-use nsimage::loader::{decode::loaded_from_pb, walk};
+use nsimage_format::pb;
+use nsimage_loader::{decode::loaded_from_pb, record};
+use nsimage_namespace::Block;
 use prost::Message;
 
 /// Panics if the walker accepts `rec` as an inode and prost disagrees.
 pub fn check_inode(rec: &[u8]) {
-    let mut scratch = walk::InodeScratch::default();
-    let Ok(by_walker) = walk::inode(rec, &mut scratch) else {
+    let mut scratch = record::InodeScratch::default();
+    let Ok(by_walker) = record::inode(rec, &mut scratch) else {
         return;
     };
     let msg = match pb::Inode::decode(rec) {
@@ -36,7 +36,7 @@ pub fn check_inode(rec: &[u8]) {
 /// disagrees.
 pub fn check_dir_entry(rec: &[u8]) {
     let mut children = Vec::new();
-    let Ok(parent) = walk::dir_entry(rec, &mut children) else {
+    let Ok(parent) = record::dir_entry(rec, &mut children) else {
         return;
     };
     match pb::DirEntry::decode(rec) {

@@ -3,8 +3,8 @@
 //! peers the bench compares against (JSON lines, SQLite), so that every
 //! strategy builds the same model through the same builder.
 
-use nsimage_format::model::{DirBatch, InodeBatch, NamespaceBuilder, NsInfo, StringTable, NO_SLOT};
-use nsimage_format::Namespace;
+use nsimage_namespace::Namespace;
+use nsimage_namespace::{DirBatch, InodeBatch, NamespaceBuilder, NsInfo, StringTable, NO_SLOT};
 
 pub struct Assembly {
     builder: NamespaceBuilder,

@@ -8,14 +8,14 @@
     clippy::cast_sign_loss
 )]
 
-use crate::walk;
+use crate::record;
 use nsimage_format::framing::Records;
-use nsimage_format::model::{
+use nsimage_format::wire::{self, schema, Ty};
+use nsimage_format::{pb, FormatError, Location, SubSectionInfo};
+use nsimage_namespace::{
     Block, DirBatch, Extra, InodeBatch, LoadedBody, LoadedNode, NamespaceBuilder, NsInfo,
     StringTable, UnderConstruction, XAttr, XAttrNs,
 };
-use nsimage_format::wire::{self, schema, Ty};
-use nsimage_format::{pb, FormatError, Location, SubSectionInfo};
 use prost::Message;
 
 type Result<T> = std::result::Result<T, FormatError>;
@@ -144,7 +144,7 @@ pub fn loaded_from_pb<'m>(
                 generation_stamp: b.generation_stamp,
                 length: b.length,
             }));
-            walk::file_body(
+            record::file_body(
                 f.atime,
                 f.replication,
                 f.preferred_block_size,
@@ -153,13 +153,13 @@ pub fn loaded_from_pb<'m>(
             )?
         }
         (Ok(pb::InodeType::Directory), None, Some(d), None) => {
-            walk::dir_body(d.ns_quota, d.ds_quota)?
+            record::dir_body(d.ns_quota, d.ds_quota)?
         }
         (Ok(pb::InodeType::Symlink), None, None, Some(s)) => {
             LoadedBody::Symlink { target: &s.target }
         }
         _ => {
-            return Err(walk::kind_error(
+            return Err(record::kind_error(
                 msg.id,
                 msg.r#type,
                 msg.file.is_some(),
@@ -188,7 +188,7 @@ pub fn loaded_from_pb<'m>(
             });
         }
         for a in &msg.acl {
-            e.acl.push(walk::acl_entry(
+            e.acl.push(record::acl_entry(
                 a.name,
                 a.r#type,
                 a.default_scope,
@@ -219,16 +219,16 @@ pub fn inodes(
     at: &Location,
     strings: &StringTable,
     chunk: u32,
-    mut nodes: Vec<nsimage_format::model::Node>,
+    mut nodes: Vec<nsimage_namespace::Node>,
 ) -> Result<InodeBatch> {
     // Capacity bound by the piece's bytes (already read), not by a count.
     nodes.reserve(usize::try_from(piece.records).map_or(buf.len(), |r| r.min(buf.len())));
     let mut batch = InodeBatch::with_buffer(chunk, nodes, buf.len());
-    let mut scratch = walk::InodeScratch::default();
+    let mut scratch = record::InodeScratch::default();
     let mut first = None;
     for r in Records::new(buf, at.clone()) {
         let (off, body) = r?;
-        let node = walk::inode(body, &mut scratch).map_err(|d| bad(at, off, d))?;
+        let node = record::inode(body, &mut scratch).map_err(|d| bad(at, off, d))?;
         first.get_or_insert(node.id);
         batch.push(node, strings).map_err(|d| bad(at, off, d))?;
     }
@@ -250,7 +250,7 @@ pub fn dirs(
     let mut n: u64 = 0;
     for r in Records::new(buf, at.clone()) {
         let (off, body) = r?;
-        let parent = walk::dir_entry(body, &mut children).map_err(|d| bad(at, off, d))?;
+        let parent = record::dir_entry(body, &mut children).map_err(|d| bad(at, off, d))?;
         first.get_or_insert(parent);
         batch
             .push(builder, parent, children.iter().copied())

@@ -16,14 +16,14 @@
 mod assemble;
 pub mod decode;
 mod load;
-mod map;
+mod mmap;
+pub mod record;
 pub mod shard;
 pub mod source;
 mod stream;
 mod table;
 mod trim;
 mod verify;
-pub mod walk;
 
 pub use assemble::Assembly;
 pub use load::{load, LoadOptions, LoadStats, Loaded, DEFAULT_PARALLEL_THRESHOLD};

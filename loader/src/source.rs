@@ -148,7 +148,7 @@ impl ImageSource {
     /// Maps the whole file, for [`ReadStrategy::Mmap`] (counted as one call).
     pub fn map(&mut self) -> Result<(), LoadError> {
         self.read_calls.fetch_add(1, Ordering::Relaxed);
-        let m = crate::map::map(&self.file).map_err(|source| LoadError::Io {
+        let m = crate::mmap::map(&self.file).map_err(|source| LoadError::Io {
             path: self.path.clone(),
             source,
         })?;

@@ -20,11 +20,9 @@ use crate::source::ImageSource;
 use crate::Assembly;
 use crate::LoadError;
 use nsimage_format::consts::MAX_RECORD_LENGTH;
-use nsimage_format::model::InodeBatch;
 use nsimage_format::wire::{self, schema, Ty};
-use nsimage_format::{
-    pb, FormatError, Location, Namespace, SectionInfo, SectionKind, SubSectionInfo,
-};
+use nsimage_format::{pb, FormatError, Location, SectionInfo, SectionKind, SubSectionInfo};
+use nsimage_namespace::{InodeBatch, Namespace};
 use prost::Message;
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use xxhash_rust::xxh3::Xxh3;

@@ -4,7 +4,7 @@
 //! thread, with no placeholder pass over the memory beforehand.
 #![allow(unsafe_code)]
 
-use nsimage_format::model::Node;
+use nsimage_namespace::Node;
 use parking_lot::Mutex;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicUsize, Ordering};

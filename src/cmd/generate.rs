@@ -1,8 +1,8 @@
 //! `nsimage generate`: a deterministic synthetic namespace, saved as an image.
 
 use anyhow::Context;
-use nsimage::generate::{generate, GenSpec};
-use nsimage::writer::{save, WriteOptions};
+use nsimage_testkit::generate::{generate, GenSpec};
+use nsimage_writer::{save, WriteOptions};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -31,8 +31,8 @@ pub struct Args {
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     // Refuse what cannot be written or held before spending time on it.
-    nsimage::writer::check_target(&a.output)?;
-    nsimage::generate::check_fits(a.inodes)?;
+    nsimage_writer::check_target(&a.output)?;
+    nsimage_testkit::generate::check_fits(a.inodes)?;
     let started = Instant::now();
     let pb = super::spinner(&format!("generating {} inodes", a.inodes));
     let ns = generate(GenSpec {

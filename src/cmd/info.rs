@@ -1,7 +1,7 @@
 //! `nsimage info`: format version, features, sections and sub-sections, read
 //! from the header and index alone.
 
-use nsimage::loader::ImageSource;
+use nsimage_loader::ImageSource;
 use serde_json::json;
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -1,9 +1,9 @@
 //! `nsimage journal dump`: the offline edits viewer, for one segment or a
 //! whole store.
 
-use nsimage::store::io::Fs as _;
-use nsimage::store::journal::{self, Segment};
-use nsimage::store::op::describe;
+use nsimage_store::edit::describe;
+use nsimage_store::fs::Fs as _;
+use nsimage_store::journal::{self, Segment};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -19,10 +19,10 @@ pub enum Cmd {
 
 pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
     let Cmd::Dump { path, json } = cmd;
-    let fs = nsimage::store::io::RealFs::default();
+    let fs = nsimage_store::fs::RealFs::default();
     let mut segments: Vec<Segment> = if path.is_dir() {
         // A store: exit 2 with a message for a directory that is not one.
-        nsimage::store::Store::check_dir(&path)?;
+        nsimage_store::Store::check_dir(&path)?;
         let names = fs
             .list(&path)
             .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
@@ -44,7 +44,7 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
     segments.dedup();
     for seg in &segments {
         let name = seg.name();
-        let bulk = nsimage::store::StoreOptions::default().bulk_replay_bytes;
+        let bulk = nsimage_store::StoreOptions::default().bulk_replay_bytes;
         let r = journal::read(&fs, seg, seg.last.is_none(), bulk, &mut |op| {
             if json {
                 let text = describe(&op);

@@ -1,8 +1,8 @@
 //! `nsimage load`: loads an image into memory and reports counts, digest,
 //! time, memory, allocations and lock contention.
 
-use nsimage::loader::{load, LoadOptions, ReadStrategy, DEFAULT_PARALLEL_THRESHOLD};
-use nsimage::mem;
+use crate::mem;
+use nsimage_loader::{load, LoadOptions, ReadStrategy, DEFAULT_PARALLEL_THRESHOLD};
 use std::path::PathBuf;
 use std::process::ExitCode;
 

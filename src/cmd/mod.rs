@@ -20,8 +20,8 @@ mod verify;
 
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
-use nsimage::loader::LoadError;
-use nsimage::Stats;
+use nsimage_loader::LoadError;
+use nsimage_namespace::Stats;
 use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -83,7 +83,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 pub fn exit_code(e: &anyhow::Error) -> u8 {
     let code = |data: bool| if data { EXIT_DATA } else { EXIT_USAGE_IO };
     for cause in e.chain() {
-        if let Some(s) = cause.downcast_ref::<nsimage::store::StoreError>() {
+        if let Some(s) = cause.downcast_ref::<nsimage_store::StoreError>() {
             return code(s.is_data_error());
         }
         if let Some(l) = cause.downcast_ref::<LoadError>() {

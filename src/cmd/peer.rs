@@ -1,8 +1,8 @@
 //! `nsimage peer-load` (hidden): loads a namespace from one of the peer
 //! formats the bench compares against, reporting like `load --json`.
 
-use nsimage::mem;
-use nsimage::peers::{jsonl, sqlite};
+use crate::mem;
+use nsimage_testkit::peers::{jsonl, sqlite};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;

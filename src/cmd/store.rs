@@ -1,8 +1,8 @@
 //! `nsimage store ...`: a checkpoint store (images + edit journal) driven
 //! from the command line.
 
-use nsimage::store::workload::Workload;
-use nsimage::store::{Store, StoreError, StoreOptions};
+use nsimage_store::{Store, StoreError, StoreOptions};
+use nsimage_testkit::workload::Workload;
 use serde_json::json;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -63,7 +63,7 @@ fn open(dir: &std::path::Path) -> Result<Store, StoreError> {
 pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
     match cmd {
         Cmd::Init { dir } => {
-            Store::init(&dir, Arc::new(nsimage::store::io::RealFs::default()))?;
+            Store::init(&dir, Arc::new(nsimage_store::fs::RealFs::default()))?;
             out!("initialized {}", dir.display());
         }
         Cmd::Apply(a) => apply(a)?,
@@ -79,7 +79,7 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
         Cmd::Status { dir, json } => {
             // Read only: no lock, no cleanup, no cut (works on a read-only
             // mount and never changes the store).
-            let fs = nsimage::store::io::RealFs::default();
+            let fs = nsimage_store::fs::RealFs::default();
             let st = Store::inspect(&dir, &fs, &StoreOptions::default())?;
             if json {
                 out!(
@@ -130,7 +130,7 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
                 bulk_replay_bytes: bulk_limit,
                 ..StoreOptions::default()
             };
-            let s = Store::open(&dir, Arc::new(nsimage::store::io::RealFs::default()), opts)?;
+            let s = Store::open(&dir, Arc::new(nsimage_store::fs::RealFs::default()), opts)?;
             let r = s.report().clone();
             let digest = s.with_namespace(|ns| ns.digest().to_string());
             if json {

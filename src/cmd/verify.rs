@@ -1,7 +1,7 @@
 //! `nsimage verify`: every checksum and structural rule; lists each bad
 //! region and exits 1 if there is one.
 
-use nsimage::loader::{verify, LoadError};
+use nsimage_loader::{verify, LoadError};
 use serde_json::json;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -19,14 +19,14 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let report = match verify(&a.file) {
         Ok(r) => r,
         // Header, footer or index damage: report it in the same shape.
-        Err(LoadError::Corrupt { at, detail, .. }) => nsimage::loader::VerifyReport {
-            problems: vec![nsimage::loader::Problem { at, detail }],
+        Err(LoadError::Corrupt { at, detail, .. }) => nsimage_loader::VerifyReport {
+            problems: vec![nsimage_loader::Problem { at, detail }],
             ..Default::default()
         },
         Err(e) => return Err(e.into()),
     };
     if a.json {
-        let list = |ps: &[nsimage::loader::Problem]| -> Vec<_> {
+        let list = |ps: &[nsimage_loader::Problem]| -> Vec<_> {
             ps.iter()
                 .map(|p| {
                     json!({

@@ -8,7 +8,7 @@
     clippy::cast_sign_loss
 )]
 
-use crate::io::Fs;
+use crate::fs::Fs;
 use crate::StoreError;
 use nsimage_format::framing::{put_frame, read_varint};
 use nsimage_format::{pb, Location};

@@ -10,20 +10,17 @@
 //! - [`op`]: journal operations applied to the namespace model;
 //! - [`store`]: the `Store`: lock, group commit, checkpoints, retention,
 //!   recovery;
-//! - [`workload`]: the deterministic mixed workload of `nsimage store apply`.
 #![forbid(unsafe_code)]
 
-pub mod io;
+pub mod edit;
+pub mod fs;
 pub mod journal;
-pub mod op;
-pub mod powercut;
 mod store;
-pub mod workload;
 
 pub use store::{RecoveryReport, Status, Store, StoreOptions};
 
-use nsimage_format::model::NsError;
 use nsimage_format::Location;
+use nsimage_namespace::NsError;
 use std::path::PathBuf;
 
 /// Errors of the store layer.

@@ -1,15 +1,16 @@
 //! The `Store`: one directory holding images and journal segments, opened by
 //! one process at a time.
 
-use crate::io::{Fs, FsFile, RealFs};
+use crate::edit;
+use crate::fs::{Fs, FsFile, RealFs};
 use crate::journal::{self, Segment};
-use crate::op;
 use crate::{failpoint, StoreError};
-use nsimage_format::model::NsError;
 use nsimage_format::pb;
 use nsimage_format::pb::journal_op::Op;
-use nsimage_format::{Location, Namespace};
+use nsimage_format::Location;
 use nsimage_loader::{load, LoadOptions};
+use nsimage_namespace::Namespace;
+use nsimage_namespace::NsError;
 use nsimage_writer::{write_image, WriteOptions};
 use parking_lot::{Condvar, Mutex};
 use std::fs::File;
@@ -371,7 +372,8 @@ fn recover(fs: &dyn Fs, dir: &Path, opts: &StoreOptions) -> Result<Recovered, St
             let Some(o) = rec.op.as_mut() else {
                 return Err(bad(format!("txid {} holds no operation", rec.txid)));
             };
-            op::apply(&mut ns, o).map_err(|e| bad(format!("replaying txid {}: {e}", rec.txid)))?;
+            edit::apply(&mut ns, o)
+                .map_err(|e| bad(format!("replaying txid {}: {e}", rec.txid)))?;
             ns.info_mut().last_txid = rec.txid;
             replayed += 1;
             Ok(())
@@ -613,7 +615,7 @@ impl Store {
                 "a journal record of {size} bytes exceeds the largest the journal holds"
             ))));
         }
-        op::apply(&mut ns, &mut op)?;
+        edit::apply(&mut ns, &mut op)?;
         ns.info_mut().last_txid = txid;
         let rec = pb::JournalOp { txid, op: Some(op) };
         let mut j = self.journal.lock();

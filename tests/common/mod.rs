@@ -1,8 +1,8 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
-use nsimage::format::model::{Block, FileSpec, Namespace, PermSpec};
-use nsimage::writer::{write_image, WriteOptions};
+use nsimage_namespace::{Block, FileSpec, Namespace, PermSpec};
+use nsimage_writer::{write_image, WriteOptions};
 
 pub const P: PermSpec<'static> = PermSpec {
     user: b"hdfs",
@@ -54,7 +54,7 @@ pub fn sample() -> Namespace {
     let u = ns.mkdirs(b"/user/alice", &P, 30).unwrap();
     ns.symlink(b"/user/alice/latest", b"/data/2024/01", &P, 31)
         .unwrap();
-    ns.set_xattr(u, nsimage::format::model::XAttrNs::User, b"team", b"core")
+    ns.set_xattr(u, nsimage_namespace::XAttrNs::User, b"team", b"core")
         .unwrap();
     ns.set_acl(u, &[(b"", 0, false, 7), (b"bob", 0, false, 5)])
         .unwrap();
@@ -66,16 +66,16 @@ pub fn sample() -> Namespace {
 }
 
 /// Loads an image from bytes through a temporary file.
-pub fn load_bytes(bytes: &[u8]) -> Result<Namespace, nsimage::loader::LoadError> {
+pub fn load_bytes(bytes: &[u8]) -> Result<Namespace, nsimage_loader::LoadError> {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("img.nsi");
     std::fs::write(&path, bytes).expect("write image");
-    nsimage::loader::load(&path, &Default::default()).map(|l| l.namespace)
+    nsimage_loader::load(&path, &Default::default()).map(|l| l.namespace)
 }
 
 /// The index of an image held in memory.
-pub fn index_of(bytes: &[u8]) -> nsimage::format::Index {
-    use nsimage::format::{consts::footer, Footer, Index};
+pub fn index_of(bytes: &[u8]) -> nsimage_format::Index {
+    use nsimage_format::{consts::footer, Footer, Index};
     let f = Footer::decode(&bytes[bytes.len() - footer::SIZE..], bytes.len() as u64).unwrap();
     let s = f.index_offset as usize;
     Index::decode(
@@ -87,8 +87,8 @@ pub fn index_of(bytes: &[u8]) -> nsimage::format::Index {
 }
 
 /// Appends `idx` and a matching footer to `body` (header and sections).
-pub fn with_index(mut body: Vec<u8>, idx: &nsimage::format::Index) -> Vec<u8> {
-    use nsimage::format::{consts::footer, Footer};
+pub fn with_index(mut body: Vec<u8>, idx: &nsimage_format::Index) -> Vec<u8> {
+    use nsimage_format::{consts::footer, Footer};
     let ib = idx.encode();
     let index_offset = body.len() as u64;
     body.extend_from_slice(&ib);
@@ -108,8 +108,8 @@ pub fn with_index(mut body: Vec<u8>, idx: &nsimage::format::Index) -> Vec<u8> {
 /// footer's. Regions that cannot be found any more (a damaged footer or
 /// index) are left as they are; the image is then refused for that.
 pub fn reseal(bytes: &mut Vec<u8>) {
-    use nsimage::format::consts::{footer, header};
-    use nsimage::format::pb;
+    use nsimage_format::consts::{footer, header};
+    use nsimage_format::pb;
     use prost::Message;
     use xxhash_rust::xxh3::xxh3_64;
     let le = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
@@ -182,12 +182,12 @@ pub fn reseal(bytes: &mut Vec<u8>) {
 /// recomputed. First keys and record counts are kept as they were.
 pub fn rewrite_records(
     bytes: &[u8],
-    kinds: &[nsimage::format::SectionKind],
-    mut f: impl FnMut(nsimage::format::SectionKind, &[u8]) -> Vec<u8>,
+    kinds: &[nsimage_format::SectionKind],
+    mut f: impl FnMut(nsimage_format::SectionKind, &[u8]) -> Vec<u8>,
 ) -> Vec<u8> {
-    use nsimage::format::consts::header;
-    use nsimage::format::framing::{put_frame, Records};
-    use nsimage::format::Location;
+    use nsimage_format::consts::header;
+    use nsimage_format::framing::{put_frame, Records};
+    use nsimage_format::Location;
     use xxhash_rust::xxh3::xxh3_64;
     let mut idx = index_of(bytes);
     let mut out = bytes[..header::SIZE].to_vec();
@@ -223,13 +223,13 @@ pub fn rewrite_records(
 }
 
 /// The verdict of one read path: the digest, or refused.
-pub type Verdict = Option<nsimage::Digest>;
+pub type Verdict = Option<nsimage_namespace::Digest>;
 
 /// Loads `path` through every read path (mmap, bulk, stream; 1 and 2
 /// threads, sub-sections in parallel) and `verify`; returns each path's
 /// name and verdict.
 pub fn every_path(path: &std::path::Path) -> Vec<(String, Verdict)> {
-    use nsimage::loader::{load, verify, LoadOptions, ReadStrategy};
+    use nsimage_loader::{load, verify, LoadOptions, ReadStrategy};
     let mut out = Vec::new();
     for read in [ReadStrategy::Mmap, ReadStrategy::Bulk, ReadStrategy::Stream] {
         for threads in [1, 2] {
@@ -250,7 +250,7 @@ pub fn every_path(path: &std::path::Path) -> Vec<(String, Verdict)> {
     out.push((
         "verify".into(),
         if ok {
-            first.or(Some(nsimage::Digest(0)))
+            first.or(Some(nsimage_namespace::Digest(0)))
         } else {
             None
         },

@@ -4,8 +4,8 @@
 
 use crate::strings::StringMap;
 use nsimage_format::framing::put_record;
-use nsimage_format::model::{Body, Inode, InodeKind, Namespace, Slot};
 use nsimage_format::pb;
+use nsimage_namespace::{Body, Inode, InodeKind, Namespace, Slot};
 
 /// Encoded records of one slot range.
 #[derive(Default)]
@@ -112,7 +112,7 @@ pub fn inodes(ns: &Namespace, strings: &StringMap, slots: std::ops::Range<Slot>)
     for s in slots {
         if let Some(n) = ns.at(s) {
             let before = out.bytes.len();
-            if crate::fast::put_inode(&n, strings, &mut out.bytes) {
+            if crate::record::put_inode(&n, strings, &mut out.bytes) {
                 out.records
                     .push((n.id(), (out.bytes.len() - before) as u32));
             } else {
@@ -134,7 +134,7 @@ pub fn dirs(ns: &Namespace, slots: std::ops::Range<Slot>) -> Encoded {
             continue;
         }
         let before = out.bytes.len();
-        crate::fast::put_dir(ns, &n, &mut ids, &mut out.bytes);
+        crate::record::put_dir(ns, &n, &mut ids, &mut out.bytes);
         out.records
             .push((n.id(), (out.bytes.len() - before) as u32));
     }
@@ -164,7 +164,7 @@ pub fn inode_size(ns: &Namespace, strings: &StringMap, slots: std::ops::Range<Sl
     let mut msg = pb::Inode::default();
     for s in slots {
         let Some(n) = ns.at(s) else { continue };
-        let len = match crate::fast::inode_record_len(&n, strings) {
+        let len = match crate::record::inode_record_len(&n, strings) {
             Some(len) => len,
             None => {
                 fill_inode(&n, strings, &mut msg);
@@ -187,7 +187,7 @@ pub fn dir_size(ns: &Namespace, slots: std::ops::Range<Slot>) -> Size {
             continue;
         }
         size.records += 1;
-        size.bytes += crate::fast::dir_record_len(ns, &n) as u64;
+        size.bytes += crate::record::dir_record_len(ns, &n) as u64;
     }
     size
 }

@@ -6,8 +6,8 @@ use crate::encode::{self, Encoded, Size};
 use crate::strings::StringMap;
 use crate::WriteOptions;
 use nsimage_format::consts::header;
-use nsimage_format::model::{Namespace, Slot};
 use nsimage_format::{pb, Footer, Header, Index, SectionInfo, SectionKind, SubSectionInfo};
+use nsimage_namespace::{Namespace, Slot};
 use std::io::{self, Write};
 use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 

@@ -12,8 +12,8 @@
 #![forbid(unsafe_code)]
 
 mod encode;
-mod fast;
 mod image;
+mod record;
 mod save;
 mod strings;
 

@@ -5,7 +5,7 @@
 //! device or symbolic link at the target is refused, never renamed over.
 
 use crate::{write_image, ImageSummary, WriteError, WriteOptions};
-use nsimage_format::Namespace;
+use nsimage_namespace::Namespace;
 use std::fs::{self, File};
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};

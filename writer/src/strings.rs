@@ -6,7 +6,7 @@
 //! the same namespace gives the same STRING_TABLE and INODE bytes whatever
 //! history produced it.
 
-use nsimage_format::model::{Namespace, Perm, Slot};
+use nsimage_namespace::{Namespace, Perm, Slot};
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -110,7 +110,7 @@ impl StringMap {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use nsimage_format::model::{FileSpec, PermSpec, XAttrNs};
+    use nsimage_namespace::{FileSpec, PermSpec, XAttrNs};
 
     fn perm<'a>(user: &'a [u8], group: &'a [u8]) -> PermSpec<'a> {
         PermSpec {

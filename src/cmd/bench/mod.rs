@@ -8,9 +8,9 @@ mod plot;
 
 use anyhow::{bail, Context};
 use indicatif::ProgressBar;
-use nsimage::generate::{generate, GenSpec};
-use nsimage::peers::{jsonl, sqlite};
-use nsimage::writer::{save, WriteOptions};
+use nsimage_testkit::generate::{generate, GenSpec};
+use nsimage_testkit::peers::{jsonl, sqlite};
+use nsimage_writer::{save, WriteOptions};
 use serde::Serialize;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -94,7 +94,7 @@ fn prepare(a: &Args, n: u64, pb: &ProgressBar) -> anyhow::Result<Files> {
     if f.image.exists() && !need_peers {
         return Ok(f);
     }
-    nsimage::generate::check_fits(n)?;
+    nsimage_testkit::generate::check_fits(n)?;
     pb.set_message(format!("generating {n} inodes"));
     let ns = generate(GenSpec {
         inodes: n,

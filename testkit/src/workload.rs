@@ -5,10 +5,10 @@
 //! checkpoints, restarts and kills. Every generated op is valid; a second
 //! generator makes ops that must be refused.
 
-use nsimage_format::model::{Body, InodeKind, Namespace};
 use nsimage_format::pb::journal_op::Op;
 use nsimage_format::pb::{self, XAttrNamespace};
-use nsimage_format::ROOT_ID;
+use nsimage_namespace::ROOT_ID;
+use nsimage_namespace::{Body, InodeKind, Namespace};
 use rand::{RngExt, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 
@@ -205,7 +205,7 @@ impl Workload {
             // last_txid < to_txid <= u64::MAX: no overflow.
             let t = ns.info().last_txid + 1;
             let mut op = self.op(ns, t);
-            crate::op::apply(ns, &mut op).expect("workload ops are valid");
+            nsimage_store::edit::apply(ns, &mut op).expect("workload ops are valid");
             ns.info_mut().last_txid = t;
         }
     }

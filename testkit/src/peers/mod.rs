@@ -7,12 +7,12 @@
 pub mod jsonl;
 pub mod sqlite;
 
-use nsimage_format::model::{
+use nsimage_loader::Assembly;
+use nsimage_namespace::Namespace;
+use nsimage_namespace::{
     AclEntry, Block, Extra, InodeBatch, LoadedBody, LoadedNode, NsInfo, StringTable,
     UnderConstruction, XAttr, XAttrNs,
 };
-use nsimage_format::Namespace;
-use nsimage_loader::Assembly;
 use serde::{Deserialize, Serialize};
 
 /// Errors of the peer formats.
@@ -165,7 +165,7 @@ impl Rebuild {
         let node = LoadedNode {
             id: r.id,
             name: r.name,
-            perm: nsimage_format::model::Perm::new(user, group, r.mode).0,
+            perm: nsimage_namespace::Perm::new(user, group, r.mode).0,
             mtime: r.mtime,
             body,
             extra,

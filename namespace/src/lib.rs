@@ -6,6 +6,11 @@
 //! `Vec` indexed by slot (slots follow id order); names, blocks and child
 //! lists live in chunked arenas, not in per-inode allocations; rare
 //! attributes (xattrs, ACLs, under-construction info) sit in a side map.
+//!
+//! This crate is the ground floor: it imports no other nsimage crate. The
+//! image format, the HDFS reader and the journal all build or mutate the
+//! same [`Namespace`]; none of them is known here.
+#![forbid(unsafe_code)]
 
 mod arena;
 mod build;
@@ -24,8 +29,13 @@ pub use ids::IdIndex;
 pub use ops::{FileSpec, NsError, PermSpec};
 pub use strings::StringTable;
 
-use crate::consts::ROOT_ID;
 use std::collections::HashMap;
+
+/// Id of the root directory (the same as HDFS's `ROOT_INODE_ID`).
+pub const ROOT_ID: u64 = 16385;
+/// Longest name, symlink target, user, group or attribute string the
+/// namespace holds, in bytes.
+pub const MAX_NAME_LENGTH: usize = 64 << 10;
 
 /// Index of an inode in the node table.
 pub type Slot = u32;
@@ -405,9 +415,10 @@ impl Namespace {
 fn read_name(names: &Arena<u8>, r: NameRef) -> &[u8] {
     let c = names.chunk(r.chunk);
     let rest = c.get(r.off as usize..).unwrap_or_default();
-    match crate::framing::read_varint(rest) {
-        Some((len, w)) => rest.get(w..w + len as usize).unwrap_or_default(),
-        None => &[],
+    let mut cursor = rest;
+    match prost::encoding::decode_varint(&mut cursor) {
+        Ok(len) => cursor.get(..len as usize).unwrap_or_default(),
+        Err(_) => &[],
     }
 }
 

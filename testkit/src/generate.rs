@@ -7,8 +7,8 @@
 //!
 //! The same `(inodes, seed)` always gives the same namespace (same digest).
 
-use nsimage_format::model::{Block, FileSpec, Namespace, NsInfo, PermSpec, XAttrNs};
-use nsimage_format::ROOT_ID;
+use nsimage_namespace::ROOT_ID;
+use nsimage_namespace::{Block, FileSpec, Namespace, NsInfo, PermSpec, XAttrNs};
 use rand::{RngExt, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 

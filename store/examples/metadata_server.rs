@@ -5,10 +5,10 @@
 //!
 //! Run: `cargo run --release --example metadata_server`
 
-use nsimage::format::pb::journal_op::Op;
-use nsimage::format::pb::{AddBlockOp, Block, CreateOp};
-use nsimage::format::ROOT_ID;
-use nsimage::store::{Store, StoreError};
+use nsimage_format::pb::journal_op::Op;
+use nsimage_format::pb::{AddBlockOp, Block, CreateOp};
+use nsimage_namespace::ROOT_ID;
+use nsimage_store::{Store, StoreError};
 use std::sync::Arc;
 
 fn mkdir(parent: u64, name: &str) -> Op {
@@ -37,7 +37,7 @@ fn create(parent: u64, name: &str) -> Op {
 
 fn main() -> Result<(), StoreError> {
     let tmp = std::env::temp_dir().join(format!("nsimage-example-{}", std::process::id()));
-    Store::init(&tmp, Arc::new(nsimage::store::io::RealFs::default()))?;
+    Store::init(&tmp, Arc::new(nsimage_store::fs::RealFs::default()))?;
     let server = Arc::new(Store::open_default(&tmp)?);
 
     let clients: Vec<_> = (0..4)

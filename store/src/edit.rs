@@ -2,9 +2,9 @@
 //! applies an operation the first time (filling in the id it allocates) and
 //! on replay (checking that it allocates the same id).
 
-use nsimage_format::model::{Block, FileSpec, Namespace, NsError, PermSpec, XAttrNs};
 use nsimage_format::pb::journal_op::Op;
 use nsimage_format::pb::{self, XAttrNamespace};
+use nsimage_namespace::{Block, FileSpec, Namespace, NsError, PermSpec, XAttrNs};
 
 fn mode(m: u32) -> Result<u16, NsError> {
     u16::try_from(m).map_err(|_| NsError::Invalid(format!("mode {m:#o} out of range")))

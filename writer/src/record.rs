@@ -7,8 +7,8 @@
 //! prost.
 
 use crate::strings::StringMap;
-use nsimage_format::model::{Block, Body, Inode, Namespace};
 use nsimage_format::pb::InodeType;
+use nsimage_namespace::{Block, Body, Inode, Namespace};
 
 #[inline]
 fn varint_len(v: u64) -> usize {
@@ -216,7 +216,7 @@ pub fn put_dir(ns: &Namespace, n: &Inode<'_>, ids: &mut Vec<u64>, out: &mut Vec<
 mod tests {
     use super::*;
     use nsimage_format::framing::put_record;
-    use nsimage_format::model::{FileSpec, PermSpec};
+    use nsimage_namespace::{FileSpec, PermSpec};
 
     #[test]
     fn varint_lengths() {

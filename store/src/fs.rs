@@ -262,7 +262,7 @@ impl Fs for FaultyFs {
 }
 
 /// The UTF-8 names of the entries of `dir` (the store writes no others).
-pub(crate) fn list_names(dir: &Path) -> io::Result<Vec<String>> {
+pub fn list_names(dir: &Path) -> io::Result<Vec<String>> {
     let mut out = Vec::new();
     for e in fs::read_dir(dir)? {
         if let Some(n) = e?.file_name().to_str() {

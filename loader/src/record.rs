@@ -19,11 +19,11 @@
     clippy::cast_sign_loss
 )]
 
-use nsimage_format::model::{
-    AclEntry, Block, Extra, LoadedBody, LoadedNode, UnderConstruction, XAttr, XAttrNs,
-};
 use nsimage_format::pb::InodeType;
 use nsimage_format::wire::{split_key, varint_fits, Ty};
+use nsimage_namespace::{
+    AclEntry, Block, Extra, LoadedBody, LoadedNode, UnderConstruction, XAttr, XAttrNs,
+};
 
 /// Why a record could not be walked.
 pub type WalkError = String;
@@ -152,7 +152,7 @@ impl<'a> Wire<'a> {
 
     /// Checks a field's wire type; `what` names the field in the error.
     #[inline(always)]
-    fn expect(&mut self, wt: u8, want: u8, what: Bad) -> Result<(), Bad> {
+    fn check_wire_type(&mut self, wt: u8, want: u8, what: Bad) -> Result<(), Bad> {
         if wt != want {
             return Err(what);
         }
@@ -191,7 +191,7 @@ fn walk_block(b: &[u8]) -> Result<Block, Bad> {
         let (f, wt) = w.key()?;
         match f {
             1..=3 => {
-                w.expect(wt, VARINT, "wrong wire type in Block")?;
+                w.check_wire_type(wt, VARINT, "wrong wire type in Block")?;
                 let v = w.varint()?;
                 match f {
                     1 => blk.id = v,
@@ -212,7 +212,7 @@ fn walk_uc<'a>(b: &'a [u8], acc: &mut Option<(&'a [u8], &'a [u8])>) -> Result<()
         let (f, wt) = w.key()?;
         match f {
             1 | 2 => {
-                w.expect(wt, LEN, "wrong wire type in UnderConstruction")?;
+                w.check_wire_type(wt, LEN, "wrong wire type in UnderConstruction")?;
                 let v = w.bytes()?;
                 if f == 1 {
                     name = v;
@@ -248,7 +248,7 @@ fn walk_file<'a>(b: &'a [u8], acc: &mut FileAcc<'a>, blocks: &mut Vec<Block>) ->
         let (f, wt) = w.key()?;
         match f {
             1 | 2 | 3 | 5 => {
-                w.expect(wt, VARINT, "wrong wire type in FileAttrs")?;
+                w.check_wire_type(wt, VARINT, "wrong wire type in FileAttrs")?;
                 match f {
                     1 => acc.atime = w.varint()?,
                     2 => acc.replication = w.u32()?,
@@ -257,11 +257,11 @@ fn walk_file<'a>(b: &'a [u8], acc: &mut FileAcc<'a>, blocks: &mut Vec<Block>) ->
                 }
             }
             4 => {
-                w.expect(wt, LEN, "wrong wire type in FileAttrs.blocks")?;
+                w.check_wire_type(wt, LEN, "wrong wire type in FileAttrs.blocks")?;
                 blocks.push(walk_block(w.bytes()?)?);
             }
             6 => {
-                w.expect(wt, LEN, "wrong wire type in FileAttrs.under_construction")?;
+                w.check_wire_type(wt, LEN, "wrong wire type in FileAttrs.under_construction")?;
                 walk_uc(w.bytes()?, &mut acc.uc)?;
             }
             _ => w.skip(wt)?,
@@ -276,7 +276,7 @@ fn walk_dir(b: &[u8], quotas: &mut (i64, i64)) -> Result<(), Bad> {
         let (f, wt) = w.key()?;
         match f {
             1 | 2 => {
-                w.expect(wt, VARINT, "wrong wire type in DirectoryAttrs")?;
+                w.check_wire_type(wt, VARINT, "wrong wire type in DirectoryAttrs")?;
                 // int64 on the wire: the two's complement bits.
                 #[allow(clippy::cast_possible_wrap)]
                 let v = w.varint()? as i64;
@@ -298,7 +298,7 @@ fn walk_symlink<'a>(b: &'a [u8], target: &mut &'a [u8]) -> Result<(), Bad> {
         let (f, wt) = w.key()?;
         match f {
             1 => {
-                w.expect(wt, LEN, "wrong wire type in SymlinkAttrs")?;
+                w.check_wire_type(wt, LEN, "wrong wire type in SymlinkAttrs")?;
                 *target = w.bytes()?;
             }
             _ => w.skip(wt)?,
@@ -315,7 +315,7 @@ fn walk_xattr(b: &[u8]) -> Result<XAttr, WalkError> {
         let (f, wt) = w.key()?;
         match f {
             1 | 2 => {
-                w.expect(wt, VARINT, "wrong wire type in XAttr")?;
+                w.check_wire_type(wt, VARINT, "wrong wire type in XAttr")?;
                 if f == 1 {
                     ns = w.enum_i32()?;
                 } else {
@@ -323,7 +323,7 @@ fn walk_xattr(b: &[u8]) -> Result<XAttr, WalkError> {
                 }
             }
             3 => {
-                w.expect(wt, LEN, "wrong wire type in XAttr.value")?;
+                w.check_wire_type(wt, LEN, "wrong wire type in XAttr.value")?;
                 value = w.bytes()?;
             }
             _ => w.skip(wt)?,
@@ -348,7 +348,7 @@ fn walk_acl(b: &[u8]) -> Result<AclEntry, WalkError> {
         let (f, wt) = w.key()?;
         match f {
             1..=4 => {
-                w.expect(wt, VARINT, "wrong wire type in AclEntry")?;
+                w.check_wire_type(wt, VARINT, "wrong wire type in AclEntry")?;
                 match f {
                     1 => name = w.u32()?,
                     2 => kind = w.enum_i32()?,
@@ -463,7 +463,7 @@ pub fn inode<'a>(
         let (f, wt) = w.key()?;
         match f {
             1 | 2 | 5 => {
-                w.expect(wt, VARINT, "wrong wire type in Inode")?;
+                w.check_wire_type(wt, VARINT, "wrong wire type in Inode")?;
                 match f {
                     1 => id = w.varint()?,
                     2 => ty = w.enum_i32()?,
@@ -471,15 +471,15 @@ pub fn inode<'a>(
                 }
             }
             3 => {
-                w.expect(wt, LEN, "wrong wire type in Inode.name")?;
+                w.check_wire_type(wt, LEN, "wrong wire type in Inode.name")?;
                 name = w.bytes()?;
             }
             4 => {
-                w.expect(wt, FIXED64, "wrong wire type in Inode.permission")?;
+                w.check_wire_type(wt, FIXED64, "wrong wire type in Inode.permission")?;
                 perm = w.fixed64()?;
             }
             6 => {
-                w.expect(wt, LEN, "wrong wire type in Inode.file")?;
+                w.check_wire_type(wt, LEN, "wrong wire type in Inode.file")?;
                 let b = w.bytes()?;
                 walk_file(
                     b,
@@ -488,20 +488,20 @@ pub fn inode<'a>(
                 )?;
             }
             7 => {
-                w.expect(wt, LEN, "wrong wire type in Inode.directory")?;
+                w.check_wire_type(wt, LEN, "wrong wire type in Inode.directory")?;
                 walk_dir(w.bytes()?, dir.get_or_insert((0, 0)))?;
             }
             8 => {
-                w.expect(wt, LEN, "wrong wire type in Inode.symlink")?;
+                w.check_wire_type(wt, LEN, "wrong wire type in Inode.symlink")?;
                 walk_symlink(w.bytes()?, link.get_or_insert(&rec[..0]))?;
             }
             9 => {
-                w.expect(wt, LEN, "wrong wire type in Inode.xattrs")?;
+                w.check_wire_type(wt, LEN, "wrong wire type in Inode.xattrs")?;
                 let x = walk_xattr(w.bytes()?)?;
                 extra.get_or_insert_with(Extra::default).xattrs.push(x);
             }
             10 => {
-                w.expect(wt, LEN, "wrong wire type in Inode.acl")?;
+                w.check_wire_type(wt, LEN, "wrong wire type in Inode.acl")?;
                 let a = walk_acl(w.bytes()?)?;
                 extra.get_or_insert_with(Extra::default).acl.push(a);
             }

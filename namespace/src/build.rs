@@ -7,7 +7,7 @@ use super::{
     Arena, Block, Body, Extra, IdIndex, NameRef, Namespace, Node, NsInfo, Perm, Slot, Span,
     StringTable, NO_SLOT,
 };
-use crate::consts::{MAX_NAME_LENGTH, ROOT_ID};
+use crate::{MAX_NAME_LENGTH, ROOT_ID};
 use std::collections::HashMap;
 
 /// The kind-specific part of a decoded inode record.

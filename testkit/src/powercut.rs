@@ -26,7 +26,7 @@
 //! by other means (the store's `LOCK`) are adopted as durable when first
 //! seen and are never rewritten unless an `Fs` call changed them.
 
-use crate::io::{Fs, FsFile};
+use nsimage_store::fs::{Fs, FsFile};
 use parking_lot::Mutex;
 use rand::{RngExt, SeedableRng};
 use rand_pcg::Pcg64Mcg;
@@ -582,7 +582,7 @@ impl Fs for PowerCutFs {
     }
     fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
         self.shared.state.lock().step("list")?;
-        crate::io::list_names(dir)
+        nsimage_store::fs::list_names(dir)
     }
     fn len(&self, path: &Path) -> io::Result<u64> {
         self.shared.state.lock().step("len")?;

@@ -3,8 +3,8 @@
 //! back line by line with serde_json.
 
 use super::{info_fields, info_from, ExtraRow, PeerError, Rebuild, Row};
-use nsimage_format::model::{Block, Body};
-use nsimage_format::Namespace;
+use nsimage_namespace::Namespace;
+use nsimage_namespace::{Block, Body};
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::Path;

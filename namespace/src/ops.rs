@@ -6,7 +6,7 @@ use super::{
     name_key, read_name, AclEntry, Block, Body, Extra, Namespace, Node, OwnedChildren, Perm, Slot,
     Span, UnderConstruction, XAttr, XAttrNs, NO_SLOT, OWNED_CHILDREN,
 };
-use crate::consts::MAX_NAME_LENGTH;
+use crate::MAX_NAME_LENGTH;
 
 /// Why a mutation was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -722,7 +722,7 @@ impl Namespace {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::consts::ROOT_ID;
+    use crate::ROOT_ID;
 
     const P: PermSpec<'static> = PermSpec {
         user: b"hdfs",

@@ -3,12 +3,12 @@
 //! sub-section, and merging a decoded batch into the sharded node table.
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
-use nsimage::format::framing::Records;
-use nsimage::format::model::{Block, InodeBatch, Node};
-use nsimage::format::{pb, Footer, Index, Location, SectionKind, SubSectionInfo};
-use nsimage::generate::{generate, GenSpec};
-use nsimage::loader::{decode, shard::Sharded};
-use nsimage::writer::{write_image, WriteOptions};
+use nsimage_format::framing::Records;
+use nsimage_format::{pb, Footer, Index, Location, SectionKind, SubSectionInfo};
+use nsimage_loader::{decode, shard::Sharded};
+use nsimage_namespace::{Block, InodeBatch, Node};
+use nsimage_testkit::generate::{generate, GenSpec};
+use nsimage_writer::{write_image, WriteOptions};
 use prost::Message;
 
 struct Fixture {
@@ -24,11 +24,7 @@ fn fixture() -> Fixture {
     let mut image = Vec::new();
     write_image(&ns, &mut image, &WriteOptions::default()).unwrap();
     let n = image.len();
-    let f = Footer::decode(
-        &image[n - nsimage::format::consts::footer::SIZE..],
-        n as u64,
-    )
-    .unwrap();
+    let f = Footer::decode(&image[n - nsimage_format::consts::footer::SIZE..], n as u64).unwrap();
     let s = f.index_offset as usize;
     let index = Index::decode(
         &image[s..s + f.index_length as usize],
@@ -80,12 +76,14 @@ fn benches(c: &mut Criterion) {
         })
     });
     g.bench_function("walk_only", |b| {
-        let mut scratch = nsimage::loader::walk::InodeScratch::default();
+        let mut scratch = nsimage_loader::record::InodeScratch::default();
         b.iter(|| {
             let mut n = 0u64;
             for r in Records::new(bytes, at.clone()) {
                 let (_, body) = r.unwrap();
-                n += nsimage::loader::walk::inode(body, &mut scratch).unwrap().id;
+                n += nsimage_loader::record::inode(body, &mut scratch)
+                    .unwrap()
+                    .id;
             }
             n
         })

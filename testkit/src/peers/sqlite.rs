@@ -2,8 +2,8 @@
 //! plain SELECTs ordered by key (names as BLOBs, so any bytes round-trip).
 
 use super::{info_fields, info_from, ExtraRow, PeerError, Rebuild, Row};
-use nsimage_format::model::{Block, Body};
-use nsimage_format::Namespace;
+use nsimage_namespace::Namespace;
+use nsimage_namespace::{Block, Body};
 use rusqlite::{params, Connection};
 use std::path::Path;
 
