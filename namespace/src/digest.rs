@@ -3,7 +3,7 @@
 //! groups and xattrs are hashed as strings, so the digest does not depend on
 //! string-table ids, insertion order, image layout or thread count.
 
-use super::{Body, Namespace};
+use super::{Attrs, Namespace};
 use std::fmt;
 use xxhash_rust::xxh3::Xxh3;
 
@@ -63,39 +63,29 @@ impl Namespace {
             c.bytes(n.group());
             c.u64(n.mode() as u64);
             c.u64(n.mtime());
-            match *n.body() {
-                Body::File {
-                    atime,
-                    preferred_block_size,
-                    replication,
-                    storage_policy,
-                    ..
-                } => {
+            match n.attrs() {
+                Attrs::File(f) => {
                     c.u64(1);
-                    c.u64(atime);
-                    c.u64(preferred_block_size);
-                    c.u64(replication as u64);
-                    c.u64(storage_policy as u64);
-                    let blocks = n.blocks();
-                    c.u64(blocks.len() as u64);
-                    for b in blocks {
+                    c.u64(f.atime);
+                    c.u64(f.preferred_block_size);
+                    c.u64(f.replication as u64);
+                    c.u64(f.storage_policy as u64);
+                    c.u64(f.blocks.len() as u64);
+                    for b in f.blocks {
                         c.u64(b.id);
                         c.u64(b.generation_stamp);
                         c.u64(b.length);
                     }
                 }
-                Body::Directory {
-                    ns_quota, ds_quota, ..
-                } => {
+                Attrs::Directory { ns_quota, ds_quota } => {
                     c.u64(2);
                     c.u64(ns_quota as u64);
                     c.u64(ds_quota as u64);
                 }
-                Body::Symlink { .. } => {
+                Attrs::Symlink { target } => {
                     c.u64(3);
-                    c.bytes(n.symlink_target().unwrap_or_default());
+                    c.bytes(target);
                 }
-                Body::Free => {}
             }
             match n.extra() {
                 None => c.u64(0),

@@ -422,6 +422,41 @@ fn read_name(names: &Arena<u8>, r: NameRef) -> &[u8] {
     }
 }
 
+/// A file's own attributes, with its blocks resolved: what readers of an
+/// inode use instead of destructuring [`Body::File`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileAttrs<'a> {
+    /// Last access time, milliseconds since the Unix epoch.
+    pub atime: u64,
+    /// The block size new blocks of the file get, in bytes.
+    pub preferred_block_size: u64,
+    /// Replicas per block.
+    pub replication: u16,
+    /// HDFS storage policy id (0: unspecified).
+    pub storage_policy: u8,
+    /// The file's blocks, in order.
+    pub blocks: &'a [Block],
+}
+
+/// What an inode holds beyond the fields every inode has, by type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Attrs<'a> {
+    /// A file.
+    File(FileAttrs<'a>),
+    /// A directory and its quotas (-1: none).
+    Directory {
+        /// Namespace quota: most inodes in the subtree, or -1.
+        ns_quota: i64,
+        /// Disk-space quota in bytes, or -1.
+        ds_quota: i64,
+    },
+    /// A symbolic link.
+    Symlink {
+        /// The link's target, as stored.
+        target: &'a [u8],
+    },
+}
+
 /// A live inode, borrowed from its namespace.
 #[derive(Clone, Copy)]
 pub struct Inode<'a> {
@@ -474,6 +509,36 @@ impl<'a> Inode<'a> {
     }
     pub fn body(&self) -> &'a Body {
         &self.node.body
+    }
+    /// The type-specific attributes (file, directory or symlink).
+    pub fn attrs(&self) -> Attrs<'a> {
+        match self.node.body {
+            Body::File {
+                atime,
+                preferred_block_size,
+                blocks,
+                replication,
+                storage_policy,
+            } => Attrs::File(FileAttrs {
+                atime,
+                preferred_block_size,
+                replication,
+                storage_policy,
+                blocks: self.ns.blocks.get(blocks),
+            }),
+            Body::Directory {
+                ns_quota, ds_quota, ..
+            } => Attrs::Directory { ns_quota, ds_quota },
+            Body::Symlink { target } => Attrs::Symlink {
+                target: self.ns.name_bytes(target),
+            },
+            // An `Inode` is never a free slot (`Namespace::at` refuses
+            // them); read as `kind` reads it, a directory without quotas.
+            Body::Free => Attrs::Directory {
+                ns_quota: -1,
+                ds_quota: -1,
+            },
+        }
     }
     pub fn blocks(&self) -> &'a [Block] {
         match self.node.body {

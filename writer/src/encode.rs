@@ -5,7 +5,7 @@
 use crate::strings::StringMap;
 use nsimage_format::framing::put_record;
 use nsimage_format::pb;
-use nsimage_namespace::{Body, Inode, InodeKind, Namespace, Slot};
+use nsimage_namespace::{Attrs, Inode, InodeKind, Namespace, Slot};
 
 /// Encoded records of one slot range.
 #[derive(Default)]
@@ -43,22 +43,16 @@ pub(crate) fn fill_inode(n: &Inode<'_>, strings: &StringMap, msg: &mut pb::Inode
     msg.symlink = None;
     msg.xattrs.clear();
     msg.acl.clear();
-    match *n.body() {
-        Body::File {
-            atime,
-            preferred_block_size,
-            replication,
-            storage_policy,
-            ..
-        } => {
+    match n.attrs() {
+        Attrs::File(f) => {
             msg.r#type = pb::InodeType::File as i32;
             let uc = n.extra().and_then(|e| e.under_construction.as_ref());
             msg.file = Some(pb::FileAttrs {
-                atime,
-                replication: replication as u32,
-                preferred_block_size,
-                blocks: n
-                    .blocks()
+                atime: f.atime,
+                replication: u32::from(f.replication),
+                preferred_block_size: f.preferred_block_size,
+                blocks: f
+                    .blocks
                     .iter()
                     .map(|b| pb::Block {
                         id: b.id,
@@ -66,26 +60,23 @@ pub(crate) fn fill_inode(n: &Inode<'_>, strings: &StringMap, msg: &mut pb::Inode
                         length: b.length,
                     })
                     .collect(),
-                storage_policy: storage_policy as u32,
+                storage_policy: u32::from(f.storage_policy),
                 under_construction: uc.map(|u| pb::UnderConstruction {
                     client_name: u.client_name.to_vec(),
                     client_machine: u.client_machine.to_vec(),
                 }),
             });
         }
-        Body::Directory {
-            ns_quota, ds_quota, ..
-        } => {
+        Attrs::Directory { ns_quota, ds_quota } => {
             msg.r#type = pb::InodeType::Directory as i32;
             msg.directory = Some(pb::DirectoryAttrs { ns_quota, ds_quota });
         }
-        Body::Symlink { .. } => {
+        Attrs::Symlink { target } => {
             msg.r#type = pb::InodeType::Symlink as i32;
             msg.symlink = Some(pb::SymlinkAttrs {
-                target: n.symlink_target().unwrap_or_default().to_vec(),
+                target: target.to_vec(),
             });
         }
-        Body::Free => {}
     }
     if let Some(e) = n.extra() {
         msg.xattrs.extend(e.xattrs.iter().map(|x| pb::XAttr {

@@ -8,7 +8,7 @@
 
 use crate::strings::StringMap;
 use nsimage_format::pb::InodeType;
-use nsimage_namespace::{Block, Body, Inode, Namespace};
+use nsimage_namespace::{Attrs, Block, Inode, Namespace};
 
 #[inline]
 fn varint_len(v: u64) -> usize {
@@ -74,40 +74,28 @@ fn inode_lens(n: &Inode<'_>, strings: &StringMap) -> Option<(InodeType, u64, usi
     if n.extra().is_some() {
         return None;
     }
-    let (ty, sub_len) = match *n.body() {
-        Body::File {
-            atime,
-            preferred_block_size,
-            replication,
-            storage_policy,
-            ..
-        } => {
-            let blocks: usize = n
-                .blocks()
+    let (ty, sub_len) = match n.attrs() {
+        Attrs::File(f) => {
+            let blocks: usize = f
+                .blocks
                 .iter()
                 .map(|b| {
                     let l = block_len(b);
                     1 + varint_len(l as u64) + l
                 })
                 .sum();
-            let l = vfield_len(atime)
-                + vfield_len(replication as u64)
-                + vfield_len(preferred_block_size)
+            let l = vfield_len(f.atime)
+                + vfield_len(u64::from(f.replication))
+                + vfield_len(f.preferred_block_size)
                 + blocks
-                + vfield_len(storage_policy as u64);
+                + vfield_len(u64::from(f.storage_policy));
             (InodeType::File, l)
         }
-        Body::Directory {
-            ns_quota, ds_quota, ..
-        } => (
+        Attrs::Directory { ns_quota, ds_quota } => (
             InodeType::Directory,
             vfield_len(ns_quota as u64) + vfield_len(ds_quota as u64),
         ),
-        Body::Symlink { .. } => (
-            InodeType::Symlink,
-            bytes_len(n.symlink_target().unwrap_or_default()),
-        ),
-        Body::Free => return None,
+        Attrs::Symlink { target } => (InodeType::Symlink, bytes_len(target)),
     };
     let perm = strings.perm(n.perm());
     let len = vfield_len(n.id())
@@ -145,42 +133,33 @@ pub fn put_inode(n: &Inode<'_>, strings: &StringMap, out: &mut Vec<u8>) -> bool 
         out.extend_from_slice(&perm.to_le_bytes());
     }
     put_vfield(out, 0x28, n.mtime());
-    match *n.body() {
-        Body::File {
-            atime,
-            preferred_block_size,
-            replication,
-            storage_policy,
-            ..
-        } => {
+    match n.attrs() {
+        Attrs::File(f) => {
             out.push(0x32);
             put_varint(out, sub_len as u64);
-            put_vfield(out, 0x08, atime);
-            put_vfield(out, 0x10, replication as u64);
-            put_vfield(out, 0x18, preferred_block_size);
-            for b in n.blocks() {
+            put_vfield(out, 0x08, f.atime);
+            put_vfield(out, 0x10, u64::from(f.replication));
+            put_vfield(out, 0x18, f.preferred_block_size);
+            for b in f.blocks {
                 out.push(0x22);
                 put_varint(out, block_len(b) as u64);
                 put_vfield(out, 0x08, b.id);
                 put_vfield(out, 0x10, b.generation_stamp);
                 put_vfield(out, 0x18, b.length);
             }
-            put_vfield(out, 0x28, storage_policy as u64);
+            put_vfield(out, 0x28, u64::from(f.storage_policy));
         }
-        Body::Directory {
-            ns_quota, ds_quota, ..
-        } => {
+        Attrs::Directory { ns_quota, ds_quota } => {
             out.push(0x3a);
             put_varint(out, sub_len as u64);
             put_vfield(out, 0x08, ns_quota as u64);
             put_vfield(out, 0x10, ds_quota as u64);
         }
-        Body::Symlink { .. } => {
+        Attrs::Symlink { target } => {
             out.push(0x42);
             put_varint(out, sub_len as u64);
-            put_bytes(out, 0x0a, n.symlink_target().unwrap_or_default());
+            put_bytes(out, 0x0a, target);
         }
-        Body::Free => {}
     }
     true
 }

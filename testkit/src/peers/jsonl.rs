@@ -4,7 +4,7 @@
 
 use super::{info_fields, info_from, ExtraRow, PeerError, Rebuild, Row};
 use nsimage_namespace::Namespace;
-use nsimage_namespace::{Block, Body};
+use nsimage_namespace::{Attrs, Block};
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::Path;
@@ -78,36 +78,27 @@ pub fn export(ns: &Namespace, path: &Path) -> Result<u64, PeerError> {
             target: String::new(),
             extra: n.extra().map(|e| ExtraRow::of(ns, e)),
         };
-        match *n.body() {
-            Body::File {
-                atime,
-                preferred_block_size,
-                replication,
-                storage_policy,
-                ..
-            } => {
+        match n.attrs() {
+            Attrs::File(f) => {
                 l.kind = 1;
-                l.atime = atime;
-                l.replication = replication;
-                l.block_size = preferred_block_size;
-                l.policy = storage_policy;
-                l.blocks = n
-                    .blocks()
+                l.atime = f.atime;
+                l.replication = f.replication;
+                l.block_size = f.preferred_block_size;
+                l.policy = f.storage_policy;
+                l.blocks = f
+                    .blocks
                     .iter()
                     .map(|b| (b.id, b.generation_stamp, b.length))
                     .collect();
             }
-            Body::Directory {
-                ns_quota, ds_quota, ..
-            } => {
+            Attrs::Directory { ns_quota, ds_quota } => {
                 l.kind = 2;
                 l.quota = Some((ns_quota, ds_quota));
             }
-            Body::Symlink { .. } => {
+            Attrs::Symlink { target } => {
                 l.kind = 3;
-                l.target = text(n.symlink_target().unwrap_or_default())?;
+                l.target = text(target)?;
             }
-            Body::Free => continue,
         }
         serde_json::to_writer(&mut out, &l)?;
         out.write_all(b"\n")?;

@@ -3,7 +3,7 @@
 
 use super::{info_fields, info_from, ExtraRow, PeerError, Rebuild, Row};
 use nsimage_namespace::Namespace;
-use nsimage_namespace::{Block, Body};
+use nsimage_namespace::{Attrs, Block};
 use rusqlite::{params, Connection};
 use std::path::Path;
 
@@ -37,27 +37,20 @@ pub fn export(ns: &Namespace, path: &Path) -> Result<u64, PeerError> {
         )?;
         let mut blk = tx.prepare("INSERT INTO blocks VALUES (?1, ?2, ?3, ?4, ?5)")?;
         for n in ns.iter() {
-            let (kind, atime, repl, bs, policy, nq, dq) = match *n.body() {
-                Body::File {
-                    atime,
-                    preferred_block_size,
-                    replication,
-                    storage_policy,
-                    ..
-                } => (
+            let (kind, atime, repl, bs, policy, nq, dq) = match n.attrs() {
+                Attrs::File(f) => (
                     1,
-                    Some(atime as i64),
-                    Some(replication),
-                    Some(preferred_block_size as i64),
-                    Some(storage_policy),
+                    Some(f.atime as i64),
+                    Some(f.replication),
+                    Some(f.preferred_block_size as i64),
+                    Some(f.storage_policy),
                     None,
                     None,
                 ),
-                Body::Directory {
-                    ns_quota, ds_quota, ..
-                } => (2, None, None, None, None, Some(ns_quota), Some(ds_quota)),
-                Body::Symlink { .. } => (3, None, None, None, None, None, None),
-                Body::Free => continue,
+                Attrs::Directory { ns_quota, ds_quota } => {
+                    (2, None, None, None, None, Some(ns_quota), Some(ds_quota))
+                }
+                Attrs::Symlink { .. } => (3, None, None, None, None, None, None),
             };
             let extra = n
                 .extra()
