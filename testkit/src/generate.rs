@@ -40,15 +40,23 @@ pub const MAX_INODES: u64 = u32::MAX as u64 - 1;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SizeError {
+    /// More inodes than a namespace's slots can number.
     #[error("{inodes} inodes: a namespace holds at most {MAX_INODES}")]
-    TooMany { inodes: u64 },
+    TooMany {
+        /// The inodes asked for.
+        inodes: u64,
+    },
     #[error(
         "{inodes} inodes need about {need} bytes of memory ({BYTES_PER_INODE} per inode); \
          this machine has {available} available"
     )]
+    /// More memory than the machine has available.
     NoMemory {
+        /// The inodes asked for.
         inodes: u64,
+        /// Bytes the namespace and its image would need.
         need: u64,
+        /// Bytes available (`MemAvailable`).
         available: u64,
     },
 }
@@ -114,7 +122,9 @@ fn available_memory() -> Option<u64> {
 /// What to generate.
 #[derive(Clone, Copy, Debug)]
 pub struct GenSpec {
+    /// Live inodes, the root included.
     pub inodes: u64,
+    /// The seed: the same `(inodes, seed)` gives the same namespace.
     pub seed: u64,
 }
 

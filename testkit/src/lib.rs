@@ -12,6 +12,11 @@
 //! It may import every library crate of the workspace; no library crate
 //! imports it.
 #![forbid(unsafe_code)]
+// The generator computes with floats it draws itself, and the peers are the
+// plain code a user of JSON lines or SQLite would write (they read only
+// files the bench wrote): the workspace's cast lints guard decoders of
+// untrusted bytes, which this crate is not.
+#![allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
 
 pub mod generate;
 #[cfg(feature = "peers")]

@@ -71,6 +71,7 @@ pub struct CutReport {
     /// Index of the `Fs` operation that did not happen (the cut came just
     /// before it), and its kind.
     pub at_op: u64,
+    /// The kind of that operation (`append`, `sync`, `rename`...).
     pub op: &'static str,
     /// Files whose unsynced appends were lost or torn.
     pub files_torn: usize,
@@ -78,8 +79,10 @@ pub struct CutReport {
     pub bytes_lost: u64,
     /// Files that ended with zeros or garbage that was never written.
     pub files_with_junk: usize,
-    /// Directory operations (create, rename, remove) undone, and kept.
+    /// Directory operations (create, rename, remove) not made durable by a
+    /// sync and undone by the cut.
     pub dir_ops_undone: usize,
+    /// Directory operations kept although not made durable by a sync.
     pub dir_ops_kept: usize,
 }
 

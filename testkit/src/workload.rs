@@ -22,8 +22,10 @@ fn at_ms(t: u64) -> u64 {
     EPOCH_MS.saturating_add(t.saturating_mul(1000))
 }
 
+/// The workload of one seed.
 #[derive(Clone, Copy, Debug)]
 pub struct Workload {
+    /// Every op follows from the seed and its txid.
     pub seed: u64,
 }
 

@@ -18,10 +18,13 @@ use serde::{Deserialize, Serialize};
 /// Errors of the peer formats.
 #[derive(Debug, thiserror::Error)]
 pub enum PeerError {
+    /// Reading or writing the file failed.
     #[error("{0}")]
     Io(#[from] std::io::Error),
+    /// SQLite refused a statement.
     #[error("sqlite: {0}")]
     Sql(#[from] rusqlite::Error),
+    /// A line is not the JSON of a row.
     #[error("json: {0}")]
     Json(#[from] serde_json::Error),
     /// The stored data does not make a valid namespace.
@@ -36,10 +39,12 @@ pub struct ExtraRow {
     pub xattrs: Vec<(u8, Vec<u8>, Vec<u8>)>,
     /// (name, kind, default scope, perm)
     pub acl: Vec<(Vec<u8>, u8, bool, u8)>,
+    /// Under construction: (client name, client machine).
     pub uc: Option<(Vec<u8>, Vec<u8>)>,
 }
 
 impl ExtraRow {
+    /// The rare attributes `e` of an inode of `ns`, names resolved.
     pub fn of(ns: &Namespace, e: &Extra) -> ExtraRow {
         let s = |id| ns.strings().get(id).unwrap_or_default().to_vec();
         ExtraRow {
@@ -64,23 +69,39 @@ impl ExtraRow {
 /// One inode as a peer stores it: names of users and groups as strings,
 /// the parent as an id.
 pub struct Row<'a> {
+    /// Inode id.
     pub id: u64,
+    /// Parent id; `None` for the root.
     pub parent: Option<u64>,
+    /// Name within the parent (empty for the root).
     pub name: &'a [u8],
+    /// Owner.
     pub user: &'a [u8],
+    /// Group.
     pub group: &'a [u8],
+    /// Permission bits.
     pub mode: u16,
+    /// Modification time, ms since the epoch.
     pub mtime: u64,
     /// 1 file, 2 directory, 3 symlink.
     pub kind: u8,
+    /// Access time of a file, ms since the epoch.
     pub atime: u64,
+    /// Replication of a file.
     pub replication: u16,
+    /// Preferred block size of a file, bytes.
     pub block_size: u64,
+    /// Storage policy of a file.
     pub policy: u8,
+    /// Blocks of a file.
     pub blocks: &'a [Block],
+    /// Namespace quota of a directory (-1: none).
     pub ns_quota: i64,
+    /// Disk-space quota of a directory (-1: none).
     pub ds_quota: i64,
+    /// Target of a symlink.
     pub target: &'a [u8],
+    /// Rare attributes, if any.
     pub extra: Option<ExtraRow>,
 }
 
@@ -100,6 +121,8 @@ fn intern(strings: &mut StringTable, s: &[u8]) -> Result<u32, PeerError> {
 }
 
 impl Rebuild {
+    /// A rebuild of a namespace with counters `info` and about `inodes`
+    /// inodes.
     pub fn new(info: NsInfo, inodes: usize) -> Self {
         Rebuild {
             info,
@@ -109,6 +132,8 @@ impl Rebuild {
         }
     }
 
+    /// Adds one row (rows come in id order); `keep_links` keeps its
+    /// parent link for [`Rebuild::finish_from_links`] to build the directories from.
     pub fn push(&mut self, r: Row<'_>, keep_links: bool) -> Result<(), PeerError> {
         let user = intern(&mut self.strings, r.user)?;
         let group = intern(&mut self.strings, r.group)?;
@@ -215,6 +240,7 @@ pub fn info_fields(i: &NsInfo) -> [u64; 6] {
     ]
 }
 
+/// The counters from the six values [`info_fields`] stored.
 pub fn info_from(f: [u64; 6]) -> NsInfo {
     NsInfo {
         namespace_id: f[0],
