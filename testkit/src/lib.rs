@@ -10,7 +10,26 @@
 //!   compares loads against.
 //!
 //! It may import every library crate of the workspace; no library crate
-//! imports it.
+//! imports it (`tests/layering.rs` checks both).
+//!
+//! ```
+//! use nsimage_namespace::Namespace;
+//! use nsimage_testkit::generate::{generate, GenSpec};
+//! use nsimage_testkit::workload::Workload;
+//!
+//! // The same (inodes, seed) always gives the same namespace.
+//! let a = generate(GenSpec { inodes: 2_000, seed: 7 });
+//! let b = generate(GenSpec { inodes: 2_000, seed: 7 });
+//! assert_eq!(a.stats().inodes, 2_000);
+//! assert_eq!(a.digest(), b.digest());
+//!
+//! // The workload's state after txid t depends only on the seed and t.
+//! let (mut x, mut y) = (Namespace::default(), Namespace::default());
+//! Workload { seed: 3 }.advance(&mut x, 500);
+//! Workload { seed: 3 }.advance(&mut y, 200);
+//! Workload { seed: 3 }.advance(&mut y, 500);
+//! assert_eq!(x.digest(), y.digest());
+//! ```
 #![forbid(unsafe_code)]
 // The generator computes with floats it draws itself, and the peers are the
 // plain code a user of JSON lines or SQLite would write (they read only
@@ -23,3 +42,9 @@ pub mod generate;
 pub mod peers;
 pub mod powercut;
 pub mod workload;
+
+/// The README's Rust examples, run as doctests so the documented API cannot
+/// drift.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
