@@ -11,6 +11,7 @@ use std::time::Instant;
 /// Lock traffic of one load.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LockStats {
+    /// Lock acquisitions.
     pub acquisitions: u64,
     /// Acquisitions that found the lock held and had to wait.
     pub contended: u64,
@@ -19,6 +20,7 @@ pub struct LockStats {
 }
 
 impl LockStats {
+    /// Adds the traffic of `o` to this one.
     pub fn add(&mut self, o: LockStats) {
         self.acquisitions += o.acquisitions;
         self.contended += o.contended;
@@ -26,6 +28,8 @@ impl LockStats {
     }
 }
 
+/// A table split into contiguous shards, each behind its own mutex, with
+/// the lock traffic counted.
 pub struct Sharded<'a, T> {
     shards: Vec<Mutex<&'a mut [T]>>,
     shard_len: usize,
@@ -58,8 +62,10 @@ impl<'a, T: Copy> Sharded<'a, T> {
         self.contended.fetch_add(1, Ordering::Relaxed);
         let t = Instant::now();
         let g = self.shards[i].lock();
-        self.wait_ns
-            .fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        self.wait_ns.fetch_add(
+            u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
         g
     }
 
@@ -114,6 +120,7 @@ impl<'a, T: Copy> Sharded<'a, T> {
         Ok(())
     }
 
+    /// The lock traffic so far.
     pub fn stats(&self) -> LockStats {
         LockStats {
             acquisitions: self.acquisitions.load(Ordering::Relaxed),
