@@ -3,6 +3,7 @@
 //! each piece's parent links go to a sharded parent table (`shard`), each
 //! link set at most once; then the children lists are attached and the
 //! tree checked (every inode reachable from the root).
+#![deny(clippy::arithmetic_side_effects)]
 
 use crate::decode;
 use crate::error::LoadError;
@@ -111,7 +112,7 @@ fn reachable(b: &NamespaceBuilder, parallel: bool) -> usize {
     while !frontier.is_empty() && count <= n {
         if frontier.len() < 1024 || !parallel {
             let mut next = Vec::new();
-            count += b.expand(&frontier, &mut next);
+            count = count.saturating_add(b.expand(&frontier, &mut next));
             frontier = next;
         } else {
             let parts: Vec<(usize, Vec<Slot>)> = frontier
@@ -121,7 +122,8 @@ fn reachable(b: &NamespaceBuilder, parallel: bool) -> usize {
                     (b.expand(c, &mut next), next)
                 })
                 .collect();
-            count += parts.iter().map(|p| p.0).sum::<usize>();
+            let expanded = parts.iter().fold(0usize, |a, p| a.saturating_add(p.0));
+            count = count.saturating_add(expanded);
             frontier = parts.into_iter().flat_map(|p| p.1).collect();
         }
     }
