@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{image, index_of, tiny, with_index};
+use common::{image, index_of, mmap, tiny, with_index};
 use nsimage_format::SectionKind;
 use nsimage_loader::{load, LoadError, LoadOptions, ReadStrategy};
 use nsimage_testkit::generate::{generate, GenSpec};
@@ -35,7 +35,7 @@ fn same_digest_for_every_thread_count_strategy_and_sub_section_size() {
     let dir = tempfile::tempdir().unwrap();
     for sub in [97u64, 4096, 1 << 20] {
         let path = write(dir.path(), &format!("s{sub}.nsi"), &image(&ns, &tiny(sub)));
-        for read in [ReadStrategy::Mmap, ReadStrategy::Bulk, ReadStrategy::Stream] {
+        for read in [mmap(), ReadStrategy::Bulk, ReadStrategy::Stream] {
             for threads in [1, 2, 3, 8, 17] {
                 let l = load(&path, &opts(threads, read)).unwrap();
                 assert_eq!(
@@ -83,7 +83,7 @@ fn read_calls_follow_pieces_not_records() {
         let bulk = load(&path, &opts(2, ReadStrategy::Bulk)).unwrap().stats;
         // Header, tail, then one read per piece.
         assert_eq!(bulk.read_calls, 2 + bulk.pieces, "{inodes} inodes");
-        let mmap = load(&path, &opts(2, ReadStrategy::Mmap)).unwrap().stats;
+        let mmap = load(&path, &opts(2, mmap())).unwrap().stats;
         assert_eq!(mmap.read_calls, 3, "{inodes} inodes");
     }
 }
@@ -127,7 +127,7 @@ fn a_corrupt_sub_section_stops_a_parallel_load_with_its_location() {
             }
             let path = write(dir.path(), "bad.nsi", &bad);
             for threads in [1, 2, 8] {
-                for read in [ReadStrategy::Mmap, ReadStrategy::Bulk] {
+                for read in [mmap(), ReadStrategy::Bulk] {
                     match load(&path, &opts(threads, read)) {
                         Err(LoadError::Corrupt { at, detail, .. }) => {
                             assert_eq!(at.section, Some(kind), "{detail}");

@@ -6,6 +6,8 @@
 use nsimage_namespace::Namespace;
 use nsimage_namespace::{DirBatch, InodeBatch, NamespaceBuilder, NsInfo, StringTable, NO_SLOT};
 
+/// A namespace being assembled on one thread: all inodes first, then the
+/// directories' children one directory at a time.
 pub struct Assembly {
     builder: NamespaceBuilder,
     dirs: DirBatch,

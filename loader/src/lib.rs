@@ -1,82 +1,110 @@
 //! nsimage loader: image → in-memory namespace (format v1,
 //! `format-spec/FORMAT.md`).
 //!
+//! # What this crate owns
+//!
+//! Reading an image: opening it (header, footer, index), bringing each
+//! piece's bytes into memory (bulk reads, or a mapping the caller opted in
+//! to), checking every checksum and structural rule, decoding the records
+//! and building the [`Namespace`](nsimage_namespace::Namespace), serially or
+//! on a thread pool; and [`verify`], which lists every bad region instead of
+//! stopping at the first. Every byte read from disk is untrusted: errors are
+//! located ([`LoadError::Corrupt`] names section, sub-section and offset).
+//!
+//! # Layering
+//!
+//! The loader depends on `nsimage-namespace` (the model it builds) and
+//! `nsimage-format` (the format it reads) only. It must never import the
+//! writer (`nsimage-writer`, its sibling: the two meet only in the format),
+//! the store (`nsimage-store`, above it), the tooling crate
+//! (`nsimage-testkit`) or the CLI. The writer is a dev-dependency, for the
+//! examples and tests alone.
+//!
+//! # Module map
+//!
 //! - [`source`]: the image file: one read of the tail for footer and index,
-//!   then one read per piece (section or sub-section), never one per record;
-//! - [`walk`]: the zero-copy protobuf record walker of the hot path;
+//!   then one positioned read per piece (section or sub-section), or slices
+//!   of a mapping;
+//! - `mmap`: the one place a file is mapped, and [`MmapOptIn`], the caller's
+//!   `unsafe` promise that makes [`ReadStrategy::Mmap`] possible;
+//! - [`record`]: the zero-copy protobuf record decoder of the hot path
+//!   (`Inode` and `DirEntry` records);
 //! - [`decode`]: records of each section kind into builder batches; the unit
 //!   of work is one piece, so the serial and parallel paths share it;
-//! - `load`: plans the pieces and runs them on a thread pool, merging into
-//!   sharded tables ([`shard`]); one thread runs the same code serially;
+//! - `load`: the entry point, [`load`]: chooses the serial or parallel path
+//!   and the read strategy; `options` ([`LoadOptions`]) and `stats`
+//!   ([`LoadStats`], [`Loaded`]) are its inputs and outputs;
+//! - `indexed`: the indexed path: the small sections, then `inode_phase`
+//!   (inodes into the node table, `table`) and `dir_phase` (parent links
+//!   into a sharded table, [`shard`], then the tree check), each running its
+//!   pieces through `run` (a pool, or this thread);
 //! - `stream`: the streaming baseline (buffered reader, prost per record);
-//! - [`verify`]: checks every checksum and structural rule, listing each bad
-//!   region.
+//! - `sections`: what every read path shares: a section's pieces with their
+//!   locations, the located errors, the check of unknown sections;
+//! - `assemble`: single-threaded assembly, for the baseline and the peers;
+//! - `verify`: [`verify`] checks every checksum and structural rule,
+//!   listing each bad region;
+//! - `trim`: [`release_free_memory`], the caller's choice of giving the
+//!   allocator's free pages back after a load;
+//! - `error`: [`LoadError`].
+//!
+//! # Example
+//!
+//! A tiny namespace, written with the writer and loaded back, gives the
+//! same digest:
+//!
+//! ```
+//! use nsimage_loader::{load, LoadOptions};
+//! use nsimage_namespace::{Namespace, NsInfo, PermSpec};
+//! use nsimage_writer::{write_image, WriteOptions};
+//!
+//! let mut ns = Namespace::new(NsInfo::default());
+//! let perm = PermSpec { user: b"hdfs", group: b"supergroup", mode: 0o755 };
+//! ns.mkdirs(b"/user/alice", &perm, 1_700_000_000_000)?;
+//!
+//! let dir = tempfile::tempdir()?;
+//! let path = dir.path().join("fsimage");
+//! write_image(&ns, std::fs::File::create(&path)?, &WriteOptions::default())?;
+//!
+//! // The default reads the file with positioned reads; mapping it is an
+//! // `unsafe` opt-in (`ReadStrategy::mmap`).
+//! let loaded = load(&path, &LoadOptions::default())?;
+//! assert_eq!(loaded.namespace.digest(), ns.digest());
+//! assert_eq!(loaded.stats.read, "bulk");
+//!
+//! // Optional, process-wide: give the load's freed pages back.
+//! nsimage_loader::release_free_memory();
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 #![deny(unsafe_code)]
 
 mod assemble;
 pub mod decode;
+mod dir_phase;
+mod error;
+mod indexed;
+mod inode_phase;
 mod load;
 mod mmap;
+mod options;
 pub mod record;
+mod run;
+mod sections;
 pub mod shard;
 pub mod source;
+mod stats;
 mod stream;
 mod table;
 mod trim;
 mod verify;
 
 pub use assemble::Assembly;
-pub use load::{load, LoadOptions, LoadStats, Loaded, DEFAULT_PARALLEL_THRESHOLD};
+pub use error::LoadError;
+pub use load::load;
+pub use mmap::MmapOptIn;
+pub use options::{LoadOptions, DEFAULT_PARALLEL_THRESHOLD};
 pub use shard::LockStats;
 pub use source::{ImageSource, ReadStrategy};
-pub use verify::{verify, Problem, VerifyReport};
-
-use nsimage_format::{FormatError, Location};
-use std::path::PathBuf;
-
-/// Errors of the loader layer; each names the file.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum LoadError {
-    #[error("{}: {source}", path.display())]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// The image breaks a rule of the format at a known place.
-    #[error("{}: corrupt at {at}: {detail}", path.display())]
-    Corrupt {
-        path: PathBuf,
-        at: Location,
-        detail: String,
-    },
-    /// A well-formed image this build cannot read (version, features, kinds).
-    #[error("{}: {source}", path.display())]
-    Unsupported {
-        path: PathBuf,
-        #[source]
-        source: FormatError,
-    },
-}
-
-impl LoadError {
-    pub fn from_format(path: &std::path::Path, e: FormatError) -> Self {
-        match e {
-            FormatError::Corrupt { at, detail } => LoadError::Corrupt {
-                path: path.to_path_buf(),
-                at,
-                detail,
-            },
-            other => LoadError::Unsupported {
-                path: path.to_path_buf(),
-                source: other,
-            },
-        }
-    }
-
-    /// True when the data is at fault (corrupt or unsupported), false for I/O.
-    pub fn is_data_error(&self) -> bool {
-        !matches!(self, LoadError::Io { .. })
-    }
-}
+pub use stats::{LoadStats, Loaded};
+pub use trim::release_free_memory;
+pub use verify::{verify, verify_with, Problem, VerifyReport};

@@ -163,6 +163,7 @@ impl<'a> Wire<'a> {
 /// Reusable buffers for walking INODE records of one piece.
 #[derive(Default)]
 pub struct InodeScratch {
+    /// The blocks of the file being walked, reused from record to record.
     pub blocks: Vec<Block>,
 }
 
@@ -402,6 +403,7 @@ pub fn file_body(
     })
 }
 
+/// A directory's body, once its quotas are checked (-1 means none).
 pub fn dir_body<'a>(ns_quota: i64, ds_quota: i64) -> Result<LoadedBody<'a>, WalkError> {
     if ns_quota < -1 || ds_quota < -1 {
         return Err("directory quota below -1".into());

@@ -2,7 +2,9 @@
 //! contiguous slot ranges, each behind its own `parking_lot` mutex. Workers
 //! decode into local batches and take each shard lock once per batch, never
 //! once per record; contention is counted so the bench can show it stays
-//! small as threads grow.
+//! small as threads grow. Slot numbers come from decoded records, so the
+//! arithmetic on them is checked, or allowed where a bound is proven.
+#![deny(clippy::arithmetic_side_effects)]
 
 use parking_lot::{Mutex, MutexGuard};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -11,6 +13,7 @@ use std::time::Instant;
 /// Lock traffic of one load.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LockStats {
+    /// Lock acquisitions.
     pub acquisitions: u64,
     /// Acquisitions that found the lock held and had to wait.
     pub contended: u64,
@@ -19,13 +22,16 @@ pub struct LockStats {
 }
 
 impl LockStats {
+    /// Adds the traffic of `o` to this one.
     pub fn add(&mut self, o: LockStats) {
-        self.acquisitions += o.acquisitions;
-        self.contended += o.contended;
-        self.wait_ns += o.wait_ns;
+        self.acquisitions = self.acquisitions.saturating_add(o.acquisitions);
+        self.contended = self.contended.saturating_add(o.contended);
+        self.wait_ns = self.wait_ns.saturating_add(o.wait_ns);
     }
 }
 
+/// A table split into contiguous shards, each behind its own mutex, with
+/// the lock traffic counted.
 pub struct Sharded<'a, T> {
     shards: Vec<Mutex<&'a mut [T]>>,
     shard_len: usize,
@@ -58,13 +64,18 @@ impl<'a, T: Copy> Sharded<'a, T> {
         self.contended.fetch_add(1, Ordering::Relaxed);
         let t = Instant::now();
         let g = self.shards[i].lock();
-        self.wait_ns
-            .fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        self.wait_ns.fetch_add(
+            u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
         g
     }
 
     /// Copies `items` to positions `base..base + items.len()`, locking each
     /// shard the range touches once.
+    // Bounds: base <= pos < end <= len (checked first) and shard_len >= 1,
+    // so every quotient, product and difference below lies in 0..=len.
+    #[allow(clippy::arithmetic_side_effects)]
     pub fn put(&self, base: usize, items: &[T]) -> Result<(), String> {
         let end = base
             .checked_add(items.len())
@@ -90,6 +101,10 @@ impl<'a, T: Copy> Sharded<'a, T> {
 
     /// Applies `f(&mut table[slot], value)` to every `(slot, value)`,
     /// grouping by shard first so that each shard is locked once.
+    // Bounds: every slot is below len (checked first) and shard_len >= 1;
+    // a slot in shard k is at least k * shard_len, so `s - base` cannot
+    // underflow. Unchecked, as this runs once per directory child.
+    #[allow(clippy::arithmetic_side_effects)]
     pub fn apply<U: Copy>(
         &self,
         items: impl Iterator<Item = (u32, U)>,
@@ -114,6 +129,7 @@ impl<'a, T: Copy> Sharded<'a, T> {
         Ok(())
     }
 
+    /// The lock traffic so far.
     pub fn stats(&self) -> LockStats {
         LockStats {
             acquisitions: self.acquisitions.load(Ordering::Relaxed),

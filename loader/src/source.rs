@@ -7,7 +7,8 @@
     clippy::cast_sign_loss
 )]
 
-use crate::LoadError;
+use crate::error::LoadError;
+use crate::mmap::MmapOptIn;
 use nsimage_format::consts::{footer, header};
 use nsimage_format::{Footer, Header, Index, SubSectionInfo};
 use std::fs::File;
@@ -19,12 +20,18 @@ use std::sync::atomic::{AtomicU64, Ordering};
 const TAIL_READ: u64 = 256 << 10;
 
 /// How piece bytes are brought into memory.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+///
+/// The default, [`Bulk`](ReadStrategy::Bulk), only ever reads the file.
+/// Mapping it is faster on large images but sound only while the file does
+/// not change, so [`Mmap`](ReadStrategy::Mmap) can only be built through an
+/// `unsafe` opt-in: [`ReadStrategy::mmap`].
+#[derive(Clone, Copy, PartialEq, Eq, Default)]
 pub enum ReadStrategy {
-    /// Map the file; pieces are slices of the mapping.
-    #[default]
-    Mmap,
+    /// Map the file; pieces are slices of the mapping. Built with
+    /// [`ReadStrategy::mmap`], whose Safety section the caller upholds.
+    Mmap(MmapOptIn),
     /// One positioned read per piece into a buffer.
+    #[default]
     Bulk,
     /// The baseline of loaders without an index: a buffered reader, record
     /// by record, one section after another, each record decoded by prost.
@@ -32,26 +39,37 @@ pub enum ReadStrategy {
 }
 
 impl ReadStrategy {
+    /// Maps the file instead of reading it.
+    ///
+    /// # Safety
+    ///
+    /// The image file must not be modified or truncated by anyone while a
+    /// load or verification with this strategy maps it (see
+    /// [`MmapOptIn::new`]).
+    #[allow(unsafe_code)]
+    pub unsafe fn mmap() -> Self {
+        // SAFETY: this function's caller upholds the same contract.
+        ReadStrategy::Mmap(unsafe { MmapOptIn::new() })
+    }
+
+    /// The strategy's name: "mmap", "bulk" or "stream".
     pub fn name(self) -> &'static str {
         match self {
-            ReadStrategy::Mmap => "mmap",
+            ReadStrategy::Mmap(_) => "mmap",
             ReadStrategy::Bulk => "bulk",
             ReadStrategy::Stream => "stream",
         }
     }
 }
 
-impl std::str::FromStr for ReadStrategy {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "mmap" => Ok(ReadStrategy::Mmap),
-            "bulk" => Ok(ReadStrategy::Bulk),
-            "stream" => Ok(ReadStrategy::Stream),
-            _ => Err(format!(
-                "unknown read strategy {s:?} (mmap, bulk or stream)"
-            )),
-        }
+/// Shown as the variant's name alone (`Mmap`, `Bulk`, `Stream`).
+impl std::fmt::Debug for ReadStrategy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ReadStrategy::Mmap(_) => "Mmap",
+            ReadStrategy::Bulk => "Bulk",
+            ReadStrategy::Stream => "Stream",
+        })
     }
 }
 
@@ -94,13 +112,18 @@ pub struct ImageSource {
     file: File,
     map: Option<memmap2::Mmap>,
     len: u64,
+    /// The file's header.
     pub header: Header,
+    /// The file's index, validated against the file's length.
     pub index: Index,
     read_calls: AtomicU64,
     bytes_read: AtomicU64,
 }
 
 impl ImageSource {
+    /// Opens the image at `path`: reads and validates its header, footer
+    /// and index (one read for the tail, one more when the index does not
+    /// fit in it).
     pub fn open(path: &Path) -> Result<ImageSource, LoadError> {
         let io = |source| LoadError::Io {
             path: path.to_path_buf(),
@@ -145,10 +168,11 @@ impl ImageSource {
         Ok(src)
     }
 
-    /// Maps the whole file, for [`ReadStrategy::Mmap`] (counted as one call).
-    pub fn map(&mut self) -> Result<(), LoadError> {
+    /// Maps the whole file, for [`ReadStrategy::Mmap`] (counted as one
+    /// call); pieces are then slices of the mapping.
+    pub fn map(&mut self, opt_in: MmapOptIn) -> Result<(), LoadError> {
         self.read_calls.fetch_add(1, Ordering::Relaxed);
-        let m = crate::mmap::map(&self.file).map_err(|source| LoadError::Io {
+        let m = crate::mmap::map(&self.file, opt_in).map_err(|source| LoadError::Io {
             path: self.path.clone(),
             source,
         })?;
@@ -219,14 +243,17 @@ impl ImageSource {
         Ok(bytes)
     }
 
+    /// The image's path, as given to [`open`](Self::open).
     pub fn path(&self) -> &Path {
         &self.path
     }
 
+    /// The file's length in bytes, taken at open.
     pub fn len(&self) -> u64 {
         self.len
     }
 
+    /// True for an empty file (which `open` refuses).
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -277,6 +304,7 @@ impl ImageSource {
         self.read_calls.load(Ordering::Relaxed)
     }
 
+    /// Bytes read so far (open included; a mapping counts none).
     pub fn bytes_read(&self) -> u64 {
         self.bytes_read.load(Ordering::Relaxed)
     }

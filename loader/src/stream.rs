@@ -14,11 +14,11 @@
     clippy::cast_sign_loss
 )]
 
+use crate::assemble::Assembly;
 use crate::decode::{self, bad, check_piece, loaded_from_pb};
-use crate::load::{corrupt, pieces, section};
+use crate::error::LoadError;
+use crate::sections::{check_unknown, corrupt, pieces, section};
 use crate::source::ImageSource;
-use crate::Assembly;
-use crate::LoadError;
 use nsimage_format::consts::MAX_RECORD_LENGTH;
 use nsimage_format::wire::{self, schema, Ty};
 use nsimage_format::{pb, FormatError, Location, SectionInfo, SectionKind, SubSectionInfo};
@@ -175,9 +175,10 @@ fn decode_pb<M: Message + Default>(
     M::decode(body).map_err(|e| bad(at, off, format!("undecodable record: {e}")))
 }
 
-pub fn load_stream(src: &ImageSource) -> Result<Namespace, LoadError> {
+/// Loads the namespace of `src` with the streaming baseline.
+pub(crate) fn load_stream(src: &ImageSource) -> Result<Namespace, LoadError> {
     let fmt = |e| LoadError::from_format(src.path(), e);
-    crate::load::check_unknown(src)?;
+    check_unknown(src)?;
     let mut small = Vec::new();
     for kind in [SectionKind::NS_INFO, SectionKind::STRING_TABLE] {
         let sec = section(src, kind)?;

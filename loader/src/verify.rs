@@ -1,25 +1,32 @@
 //! Verification: every checksum and every structural rule. Unlike a load,
 //! it does not stop at the first bad piece: it lists each one.
 
-use crate::load::{load_from, pieces};
-use crate::source::ImageSource;
-use crate::LoadError;
+use crate::error::LoadError;
+use crate::indexed::load_serial;
+use crate::sections::pieces;
+use crate::source::{ImageSource, ReadStrategy};
 use nsimage_format::Location;
 use std::path::Path;
 
 /// One bad region.
 #[derive(Clone, Debug)]
 pub struct Problem {
+    /// Where: section, sub-section and byte offset.
     pub at: Location,
+    /// What is wrong there.
     pub detail: String,
 }
 
 /// The outcome of [`verify`].
 #[derive(Clone, Debug, Default)]
 pub struct VerifyReport {
+    /// Sections the index lists.
     pub sections: usize,
+    /// Pieces (sections or sub-sections) checked.
     pub pieces: usize,
+    /// The file's length in bytes.
     pub bytes: u64,
+    /// Every bad region found; empty for a valid image.
     pub problems: Vec<Problem>,
     /// Findings that do not make the image invalid: a split section whose
     /// own checksum disagrees while every sub-section's is right (FORMAT.md,
@@ -29,19 +36,29 @@ pub struct VerifyReport {
 }
 
 impl VerifyReport {
+    /// True when no problem was found (warnings do not count).
     pub fn is_ok(&self) -> bool {
         self.problems.is_empty()
     }
 }
 
-/// Verifies the image at `path`. Header, footer and index problems are
-/// returned as an error (nothing else can be checked without them); problems
-/// inside sections are listed in the report.
+/// Verifies the image at `path`, reading its pieces with positioned reads
+/// ([`ReadStrategy::Bulk`]). Header, footer and index problems are returned
+/// as an error (nothing else can be checked without them); problems inside
+/// sections are listed in the report.
 pub fn verify(path: &Path) -> Result<VerifyReport, LoadError> {
+    verify_with(path, ReadStrategy::Bulk)
+}
+
+/// [`verify`] with a chosen read strategy. With [`ReadStrategy::Mmap`] the
+/// file is mapped once, so that the structural pass reads the same pages
+/// instead of reading the file a second time; [`ReadStrategy::Stream`]
+/// reads like [`ReadStrategy::Bulk`].
+pub fn verify_with(path: &Path, read: ReadStrategy) -> Result<VerifyReport, LoadError> {
     let mut src = ImageSource::open(path)?;
-    // Mapped, so that the structural pass below reads the same pages
-    // instead of reading the file a second time.
-    src.map()?;
+    if let ReadStrategy::Mmap(opt_in) = read {
+        src.map(opt_in)?;
+    }
     let mut report = VerifyReport {
         sections: src.index.sections.len(),
         bytes: src.len(),
@@ -78,7 +95,7 @@ pub fn verify(path: &Path) -> Result<VerifyReport, LoadError> {
         }
     }
     if report.problems.is_empty() {
-        if let Err(e) = load_from(&src) {
+        if let Err(e) = load_serial(&src) {
             match e {
                 LoadError::Corrupt { at, detail, .. } => {
                     report.problems.push(Problem { at, detail })

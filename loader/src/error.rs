@@ -1,0 +1,62 @@
+//! The loader's error type: every error names the file, and data errors
+//! name the place in it (section, sub-section, offset).
+
+use nsimage_format::{FormatError, Location};
+use std::path::{Path, PathBuf};
+
+/// Errors of the loader layer; each names the file.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoadError {
+    /// The file could not be opened, mapped or read.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The image file.
+        path: PathBuf,
+        /// What the system reported.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The image breaks a rule of the format at a known place.
+    #[error("{}: corrupt at {at}: {detail}", path.display())]
+    Corrupt {
+        /// The image file.
+        path: PathBuf,
+        /// Where in the file: section, sub-section and byte offset.
+        at: Location,
+        /// Which rule the bytes break.
+        detail: String,
+    },
+    /// A well-formed image this build cannot read (version, features, kinds).
+    #[error("{}: {source}", path.display())]
+    Unsupported {
+        /// The image file.
+        path: PathBuf,
+        /// What this build does not support.
+        #[source]
+        source: FormatError,
+    },
+}
+
+impl LoadError {
+    /// Names the file in an error of the format layer: a corruption keeps
+    /// its location, anything else is unsupported.
+    pub fn from_format(path: &Path, e: FormatError) -> Self {
+        match e {
+            FormatError::Corrupt { at, detail } => LoadError::Corrupt {
+                path: path.to_path_buf(),
+                at,
+                detail,
+            },
+            other => LoadError::Unsupported {
+                path: path.to_path_buf(),
+                source: other,
+            },
+        }
+    }
+
+    /// True when the data is at fault (corrupt or unsupported), false for I/O.
+    pub fn is_data_error(&self) -> bool {
+        !matches!(self, LoadError::Io { .. })
+    }
+}

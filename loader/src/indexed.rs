@@ -1,0 +1,67 @@
+//! The indexed path (mapped or bulk reads), serial or parallel: NS_INFO and
+//! STRING_TABLE first, then the INODE phase (`inode_phase`), then the
+//! INODE_DIR phase (`dir_phase`), which needs every inode id. Pieces are the
+//! unit of work (one task each, work-stealing), so balance does not depend
+//! on how many sub-sections the writer chose; without a pool the same code
+//! runs on this thread: the serial path.
+
+use crate::decode;
+use crate::dir_phase::dir_phase;
+use crate::error::LoadError;
+use crate::inode_phase::inode_phase;
+use crate::sections::{check_unknown, pieces, section};
+use crate::source::ImageSource;
+use crate::stats::LoadStats;
+use nsimage_format::{Location, SectionKind, SubSectionInfo};
+use nsimage_namespace::{Namespace, NsInfo, StringTable};
+
+/// Loads the namespace of `src` through its index, on `pool` when given.
+pub(crate) fn load_indexed(
+    src: &ImageSource,
+    pool: Option<&rayon::ThreadPool>,
+    stats: &mut LoadStats,
+) -> Result<Namespace, LoadError> {
+    check_unknown(src)?;
+    let (info, strings) = small_sections(src)?;
+    let builder = inode_phase(src, pool, info, strings, stats)?;
+    dir_phase(src, pool, builder, stats)
+}
+
+/// The serial indexed path over an open source (used by `verify`).
+pub(crate) fn load_serial(src: &ImageSource) -> Result<Namespace, LoadError> {
+    load_indexed(src, None, &mut LoadStats::default())
+}
+
+/// NS_INFO and STRING_TABLE, each one piece.
+fn small_sections(src: &ImageSource) -> Result<(NsInfo, StringTable), LoadError> {
+    let fmt = |e| LoadError::from_format(src.path(), e);
+    let mut buf = Vec::new();
+    let info = {
+        let (p, at) = only_piece(src, SectionKind::NS_INFO)?;
+        decode::ns_info(src.piece(&p, &at, &mut buf)?, &p, &at).map_err(fmt)?
+    };
+    let strings = {
+        let (p, at) = only_piece(src, SectionKind::STRING_TABLE)?;
+        decode::strings(src.piece(&p, &at, &mut buf)?, &p, &at).map_err(fmt)?
+    };
+    Ok((info, strings))
+}
+
+/// The first piece of a section that the format does not split.
+fn only_piece(
+    src: &ImageSource,
+    kind: SectionKind,
+) -> Result<(SubSectionInfo, Location), LoadError> {
+    // Every section has at least one piece (the whole section when it has
+    // no sub-sections).
+    pieces(section(src, kind)?)
+        .into_iter()
+        .next()
+        .ok_or_else(|| {
+            crate::sections::corrupt(
+                src,
+                Location::default(),
+                format!("{kind} section has no piece"),
+            )
+        })
+}

@@ -1,0 +1,136 @@
+//! The INODE phase of the indexed path. Slot ranges follow from the
+//! declared record counts (validated against the bytes by each piece's
+//! decoder): each piece owns the range its count gives it in the node table
+//! (`table`) and its worker copies the decoded nodes there; the pieces'
+//! other parts (ids, names, blocks) then go to the builder in piece order.
+#![deny(
+    clippy::arithmetic_side_effects,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss
+)]
+
+use crate::decode;
+use crate::error::LoadError;
+use crate::run::run_pieces;
+use crate::sections::{chunk_of, corrupt, pieces, section};
+use crate::shard::LockStats;
+use crate::source::ImageSource;
+use crate::stats::LoadStats;
+use crate::table::NodeTable;
+use nsimage_format::{Location, SectionInfo, SectionKind, SubSectionInfo};
+use nsimage_namespace::{InodeParts, NamespaceBuilder, NsInfo, StringTable};
+use std::time::Instant;
+
+/// The smallest valid INODE record (FORMAT.md, Limits). The index decoder
+/// already refuses more records than this allows; checked again here since
+/// it bounds the node table allocated from the index's record count.
+const MIN_INODE_RECORD_BYTES: u64 = nsimage_format::consts::MIN_INODE_RECORD;
+
+/// Decodes every INODE piece into a builder holding all nodes; records the
+/// phase's time and lock traffic in `stats`.
+pub(crate) fn inode_phase(
+    src: &ImageSource,
+    pool: Option<&rayon::ThreadPool>,
+    info: NsInfo,
+    strings: StringTable,
+    stats: &mut LoadStats,
+) -> Result<NamespaceBuilder, LoadError> {
+    let t = Instant::now();
+    let sec = section(src, SectionKind::INODE)?;
+    let pieces = pieces(sec);
+    let at0 = Location::in_section(SectionKind::INODE, None, sec.offset);
+    let mut table = node_table(src, sec, &at0)?;
+    let parts = fill_table(src, pool, &pieces, &mut table, &strings, &at0)?;
+    let nodes = table
+        .finish()
+        .ok_or_else(|| corrupt(src, at0.clone(), "some inode slots were not filled".into()))?;
+    // One range lock per piece, each taken by one worker only: never
+    // contended by construction.
+    stats.locks.add(LockStats {
+        acquisitions: u64::try_from(pieces.len()).unwrap_or(u64::MAX),
+        ..LockStats::default()
+    });
+    let mut builder = NamespaceBuilder::new(info, strings, nodes);
+    for (parts, (_, at)) in parts.into_iter().zip(&pieces) {
+        builder
+            .add_inode_parts(parts)
+            .map_err(|d| corrupt(src, at.clone(), d))?;
+    }
+    stats.inode_phase_seconds = t.elapsed().as_secs_f64();
+    Ok(builder)
+}
+
+/// The node table for the section's declared record count, once the count
+/// is known to fit its bytes.
+fn node_table(
+    src: &ImageSource,
+    sec: &SectionInfo,
+    at0: &Location,
+) -> Result<NodeTable, LoadError> {
+    let bound = sec.length / MIN_INODE_RECORD_BYTES;
+    if sec.records > bound {
+        return Err(corrupt(
+            src,
+            at0.clone(),
+            format!(
+                "{} inode records cannot fit in {} bytes",
+                sec.records, sec.length
+            ),
+        ));
+    }
+    let total = usize::try_from(sec.records).map_err(|_| {
+        corrupt(
+            src,
+            at0.clone(),
+            format!("{} inode records do not fit in memory", sec.records),
+        )
+    })?;
+    Ok(NodeTable::new(total))
+}
+
+/// Decodes each piece into its own slot range of `table`, returning the
+/// pieces' other parts in piece order. Each piece owns the slot range its
+/// declared count gives it; a count the bytes do not bear out fails that
+/// piece before anything is written.
+fn fill_table(
+    src: &ImageSource,
+    pool: Option<&rayon::ThreadPool>,
+    pieces: &[(SubSectionInfo, Location)],
+    table: &mut NodeTable,
+    strings: &StringTable,
+    at0: &Location,
+) -> Result<Vec<InodeParts>, LoadError> {
+    let fmt = |e| LoadError::from_format(src.path(), e);
+    // A count past usize cannot add up to the table's length.
+    let counts: Vec<usize> = pieces
+        .iter()
+        .map(|(p, _)| usize::try_from(p.records).unwrap_or(usize::MAX))
+        .collect();
+    let ranges = table.ranges(&counts).ok_or_else(|| {
+        corrupt(
+            src,
+            at0.clone(),
+            "sub-section record counts do not add up".into(),
+        )
+    })?;
+    // Per-worker scratch: the read buffer and the node buffer are reused
+    // from one piece to the next.
+    let init = || (Vec::new(), Vec::new());
+    run_pieces(pool, pieces, init, |(buf, nodes), i, p, at| {
+        let bytes = src.piece(p, at, buf)?;
+        let chunk = chunk_of(src, i, at)?;
+        let batch =
+            decode::inodes(bytes, p, at, strings, chunk, std::mem::take(nodes)).map_err(fmt)?;
+        let filled = ranges.get(i).is_some_and(|r| r.fill(batch.nodes()));
+        if !filled {
+            return Err(corrupt(
+                src,
+                at.clone(),
+                "records do not fill the piece's slots".into(),
+            ));
+        }
+        let (parts, buffer) = batch.into_parts_and_buffer();
+        *nodes = buffer;
+        Ok(parts)
+    })
+}

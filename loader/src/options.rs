@@ -1,0 +1,33 @@
+//! How to load: threads, read strategy, the serial threshold.
+
+use crate::source::ReadStrategy;
+
+/// Namespaces with fewer inodes than this load serially by default. Chosen
+/// from the measured serial/parallel crossover (README, "Serial threshold").
+pub const DEFAULT_PARALLEL_THRESHOLD: u64 = 10_000;
+
+/// How to load. The default reads each piece with one positioned read
+/// ([`ReadStrategy::Bulk`]) on all cores; mapping the file instead is an
+/// explicit, `unsafe` opt-in ([`ReadStrategy::mmap`]).
+#[derive(Clone, Debug)]
+pub struct LoadOptions {
+    /// Worker threads; 0 means the number of available cores.
+    pub threads: usize,
+    /// How piece bytes are brought into memory.
+    pub read: ReadStrategy,
+    /// Force the serial path.
+    pub serial: bool,
+    /// Below this many inodes (from the index) the load is serial.
+    pub parallel_threshold: u64,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        LoadOptions {
+            threads: 0,
+            read: ReadStrategy::default(),
+            serial: false,
+            parallel_threshold: DEFAULT_PARALLEL_THRESHOLD,
+        }
+    }
+}

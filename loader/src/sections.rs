@@ -1,0 +1,66 @@
+//! Sections as every read path sees them: a section's pieces with the
+//! locations their errors name, the lookup of a section the format requires,
+//! the located error, and the checksum check of the sections this build
+//! does not know. Shared by the indexed path, the streaming baseline and
+//! `verify`, so that they name the same places and give the same verdicts.
+
+use crate::error::LoadError;
+use crate::source::ImageSource;
+use nsimage_format::{Location, SectionInfo, SectionKind, SubSectionInfo};
+
+/// Each piece of a section with the location used in its errors.
+pub(crate) fn pieces(sec: &SectionInfo) -> Vec<(SubSectionInfo, Location)> {
+    let split = !sec.sub_sections.is_empty();
+    sec.pieces()
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let at = Location::in_section(sec.kind, split.then_some(i), p.offset);
+            (p, at)
+        })
+        .collect()
+}
+
+/// The index entry of a section the format requires.
+pub(crate) fn section(src: &ImageSource, kind: SectionKind) -> Result<&SectionInfo, LoadError> {
+    // Index::decode already refuses an index without every known kind.
+    src.index.section(kind).ok_or_else(|| LoadError::Corrupt {
+        path: src.path().to_path_buf(),
+        at: Location::default(),
+        detail: format!("index lists no {kind} section"),
+    })
+}
+
+/// A corruption of `src` at `at`.
+pub(crate) fn corrupt(src: &ImageSource, at: Location, detail: String) -> LoadError {
+    LoadError::Corrupt {
+        path: src.path().to_path_buf(),
+        at,
+        detail,
+    }
+}
+
+/// Checks the checksums of the sections this build does not know (optional
+/// ones; the index refuses the others). Their bytes mean nothing to this
+/// reader, but every reader checks them (FORMAT.md, "Unknown sections"), so
+/// that every read path gives the same verdict.
+pub(crate) fn check_unknown(src: &ImageSource) -> Result<(), LoadError> {
+    let mut buf = Vec::new();
+    for sec in src.index.sections.iter().filter(|s| !s.kind.is_known()) {
+        for (p, at) in pieces(sec) {
+            src.piece(&p, &at, &mut buf)?;
+        }
+    }
+    Ok(())
+}
+
+/// A piece's number as the arena chunk its batch fills.
+pub(crate) fn chunk_of(src: &ImageSource, i: usize, at: &Location) -> Result<u32, LoadError> {
+    u32::try_from(i).map_err(|_| {
+        corrupt(
+            src,
+            at.clone(),
+            format!("piece {i} is past the arena's chunks"),
+        )
+    })
+}

@@ -1,0 +1,37 @@
+//! What a load gives back: the namespace and the figures of the load.
+
+use crate::shard::LockStats;
+use nsimage_namespace::Namespace;
+
+/// What a load did.
+#[derive(Clone, Debug, Default)]
+pub struct LoadStats {
+    /// "serial" or "parallel".
+    pub mode: &'static str,
+    /// The read strategy's name ([`ReadStrategy::name`](crate::ReadStrategy::name)).
+    pub read: &'static str,
+    /// Threads that decoded pieces (1 on the serial path).
+    pub threads: usize,
+    /// Pieces (sections or sub-sections) decoded.
+    pub pieces: u64,
+    /// Read calls that reached the file, the open's and a mapping's included.
+    pub read_calls: u64,
+    /// Bytes those calls read (a mapping counts none).
+    pub bytes_read: u64,
+    /// Wall-clock seconds of the whole load.
+    pub seconds: f64,
+    /// Seconds of the INODE phase.
+    pub inode_phase_seconds: f64,
+    /// Seconds of the INODE_DIR phase (linking and the reachability check).
+    pub dir_phase_seconds: f64,
+    /// Lock traffic of both phases.
+    pub locks: LockStats,
+}
+
+/// A loaded image.
+pub struct Loaded {
+    /// The namespace the image holds.
+    pub namespace: Namespace,
+    /// How the load went.
+    pub stats: LoadStats,
+}
