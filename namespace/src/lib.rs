@@ -13,20 +13,25 @@
 #![forbid(unsafe_code)]
 
 mod arena;
+mod attrs;
 mod build;
+mod children;
 mod digest;
+mod errors;
 mod ids;
-mod ops;
+mod lookup;
+mod mutate;
 mod strings;
 
 pub use arena::{Arena, Span};
+pub use attrs::{FileSpec, PermSpec};
 pub use build::{
     acl_error, valid_name, BlockStats, DirBatch, InodeBatch, InodeParts, LoadedBody, LoadedNode,
     NamespaceBuilder,
 };
 pub use digest::Digest;
+pub use errors::NsError;
 pub use ids::IdIndex;
-pub use ops::{FileSpec, NsError, PermSpec};
 pub use strings::StringTable;
 
 use std::collections::HashMap;
