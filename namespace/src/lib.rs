@@ -19,19 +19,20 @@ mod children;
 mod digest;
 mod errors;
 mod ids;
+mod inode_batch;
 mod lookup;
 mod mutate;
+mod rules;
 mod strings;
 
 pub use arena::{Arena, Span};
 pub use attrs::{FileSpec, PermSpec};
-pub use build::{
-    acl_error, valid_name, BlockStats, DirBatch, InodeBatch, InodeParts, LoadedBody, LoadedNode,
-    NamespaceBuilder,
-};
+pub use build::{DirBatch, NamespaceBuilder};
 pub use digest::Digest;
 pub use errors::NsError;
 pub use ids::IdIndex;
+pub use inode_batch::{BlockStats, InodeBatch, InodeParts, LoadedBody, LoadedNode};
+pub use rules::{acl_error, valid_name};
 pub use strings::StringTable;
 
 use std::collections::HashMap;

@@ -3,7 +3,8 @@
 //! with the error a mutation reports.
 
 use crate::errors::{show, NsError, Result};
-use crate::{valid_name, Body, Namespace, Slot, NO_SLOT};
+use crate::rules::valid_name;
+use crate::{Body, Namespace, Slot, NO_SLOT};
 
 /// A valid single path component: the same rule the readers apply to every
 /// inode but the root (FORMAT.md, INODE), so that no mutation can create a
