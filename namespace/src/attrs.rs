@@ -10,16 +10,22 @@ use crate::{AclEntry, Body, Extra, Namespace, Perm, Slot, UnderConstruction, XAt
 /// Owner, group and mode of a new inode.
 #[derive(Clone, Copy, Debug)]
 pub struct PermSpec<'a> {
+    /// Owning user's name, at most [`MAX_NAME_LENGTH`] bytes (interned).
     pub user: &'a [u8],
+    /// Owning group's name, at most [`MAX_NAME_LENGTH`] bytes (interned).
     pub group: &'a [u8],
+    /// Permission bits, e.g. `0o755`.
     pub mode: u16,
 }
 
 /// File attributes of a new file.
 #[derive(Clone, Copy, Debug)]
 pub struct FileSpec {
+    /// Number of replicas each block should have.
     pub replication: u16,
+    /// Block size new blocks are cut to, in bytes.
     pub preferred_block_size: u64,
+    /// HDFS storage policy id (0: unspecified).
     pub storage_policy: u8,
 }
 
@@ -45,6 +51,7 @@ impl Namespace {
         Ok(Perm::new(u, g, p.mode))
     }
 
+    /// Changes the owning user, group or both (`None` keeps one).
     pub fn set_owner(&mut self, id: u64, user: Option<&[u8]>, group: Option<&[u8]>) -> Result<()> {
         let s = self.live_slot(id)?;
         for n in user.iter().chain(group.iter()) {
@@ -65,6 +72,7 @@ impl Namespace {
         Ok(())
     }
 
+    /// Sets the permission bits.
     pub fn set_mode(&mut self, id: u64, mode: u16) -> Result<()> {
         let s = self.live_slot(id)?;
         let p = self.nodes[s as usize].perm;
@@ -85,6 +93,7 @@ impl Namespace {
         Ok(())
     }
 
+    /// Sets a file's replication.
     pub fn set_replication(&mut self, id: u64, replication: u16) -> Result<()> {
         let s = self.live_slot(id)?;
         match &mut self.nodes[s as usize].body {

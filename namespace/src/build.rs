@@ -19,6 +19,8 @@ pub struct DirBatch {
 }
 
 impl DirBatch {
+    /// A batch filling child arena chunk `chunk`; `bytes` (the piece's
+    /// length) bounds the capacity reserved.
     pub fn new(chunk: u32, bytes: usize) -> Self {
         DirBatch {
             chunk,
@@ -75,7 +77,7 @@ impl DirBatch {
         let span = Span {
             chunk: self.chunk,
             start: u32::try_from(start).map_err(|_| "child list over 4G entries".to_string())?,
-            len: len as u32,
+            len: u32::try_from(len).map_err(|_| "child list over 4G entries".to_string())?,
         };
         self.dirs.push((ps, span));
         Ok(())
@@ -90,6 +92,7 @@ impl DirBatch {
         })
     }
 
+    /// Number of children listed, over all records.
     pub fn child_count(&self) -> usize {
         self.children.len()
     }
@@ -128,10 +131,12 @@ impl NamespaceBuilder {
         }
     }
 
+    /// The string table the namespace is built with.
     pub fn strings(&self) -> &StringTable {
         &self.ns.strings
     }
 
+    /// Size of the node table (every inode of the image).
     pub fn inode_count(&self) -> usize {
         self.ns.nodes.len()
     }
@@ -286,7 +291,12 @@ impl NamespaceBuilder {
         if seen != ns.nodes.len() {
             let orphan = ns.nodes.iter().skip(1).position(|n| n.parent == NO_SLOT);
             return Err(match orphan {
-                Some(i) => format!("inode {} is in no directory", ns.ids.id(i as u32 + 1)),
+                Some(i) => {
+                    // i + 1 < nodes.len() == self.added, a u32 (checked above).
+                    #[allow(clippy::cast_possible_truncation)]
+                    let slot = i as u32 + 1;
+                    format!("inode {} is in no directory", ns.ids.id(slot))
+                }
                 None => "the directory tree has a cycle".to_string(),
             });
         }

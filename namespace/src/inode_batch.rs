@@ -13,18 +13,29 @@ use crate::{
 /// The kind-specific part of a decoded inode record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LoadedBody<'a> {
+    /// A file record (see [`Body::File`]).
     File {
+        /// Last access time, in milliseconds since the Unix epoch.
         atime: u64,
+        /// Number of replicas each block should have.
         replication: u16,
+        /// Block size new blocks are cut to, in bytes.
         preferred_block_size: u64,
+        /// HDFS storage policy id.
         storage_policy: u8,
+        /// The file's blocks, in file order.
         blocks: &'a [Block],
     },
+    /// A directory record; its children come later, from INODE_DIR.
     Directory {
+        /// Most inodes the subtree may hold; -1 for no quota.
         ns_quota: i64,
+        /// Most bytes the subtree may hold; -1 for no quota.
         ds_quota: i64,
     },
+    /// A symlink record.
     Symlink {
+        /// The target path (must not be empty).
         target: &'a [u8],
     },
 }
@@ -32,11 +43,18 @@ pub enum LoadedBody<'a> {
 /// One decoded inode record.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LoadedNode<'a> {
+    /// Inode id; ids increase within a batch.
     pub id: u64,
+    /// Name within the parent; empty for the root only.
     pub name: &'a [u8],
+    /// Packed permission, as [`Perm`]'s `u64`; both string ids must be
+    /// defined.
     pub perm: u64,
+    /// Modification time, in milliseconds since the Unix epoch.
     pub mtime: u64,
+    /// The kind-specific part.
     pub body: LoadedBody<'a>,
+    /// Xattrs, ACL and under-construction mark, if the record has any.
     pub extra: Option<Extra>,
 }
 
@@ -55,9 +73,13 @@ pub struct InodeBatch {
 /// decoded so that the whole-image check makes one pass only.
 #[derive(Clone, Copy, Debug)]
 pub struct BlockStats {
+    /// Number of blocks (saturating).
     pub count: u64,
+    /// Smallest block id; `u64::MAX` when there is none.
     pub min_id: u64,
+    /// Largest block id; 0 when there is none.
     pub max_id: u64,
+    /// Largest generation stamp; 0 when there is none.
     pub max_generation_stamp: u64,
 }
 
@@ -114,10 +136,12 @@ impl InodeBatch {
         }
     }
 
+    /// Number of records added.
     pub fn len(&self) -> usize {
         self.nodes.len()
     }
 
+    /// Whether no record was added.
     pub fn is_empty(&self) -> bool {
         self.nodes.is_empty()
     }
@@ -131,7 +155,7 @@ impl InodeBatch {
     /// caller whose whole section is this one batch.
     pub fn into_nodes_and_parts(mut self) -> (Vec<Node>, InodeParts) {
         let nodes = std::mem::take(&mut self.nodes);
-        let len = nodes.len() as u32;
+        let len = count(&nodes);
         let mut parts = self.into_parts();
         parts.len = len;
         (nodes, parts)
@@ -141,7 +165,7 @@ impl InodeBatch {
     /// node buffer for the next batch.
     pub fn into_parts_and_buffer(mut self) -> (InodeParts, Vec<Node>) {
         let nodes = std::mem::take(&mut self.nodes);
-        let len = nodes.len() as u32;
+        let len = count(&nodes);
         let mut parts = self.into_parts();
         parts.len = len;
         (parts, nodes)
@@ -154,7 +178,7 @@ impl InodeBatch {
         blocks.shrink_to_fit();
         InodeParts {
             chunk: self.chunk,
-            len: self.nodes.len() as u32,
+            len: count(&self.nodes),
             ids: self.ids,
             names,
             blocks,
@@ -163,6 +187,8 @@ impl InodeBatch {
         }
     }
 
+    // The one cast is of a length below 0x80, checked just before it.
+    #[allow(clippy::cast_possible_truncation)]
     fn put(&mut self, bytes: &[u8]) -> Result<NameRef, String> {
         if bytes.len() > MAX_NAME_LENGTH {
             return Err(format!(
@@ -220,6 +246,7 @@ impl InodeBatch {
             } => {
                 let start =
                     u32::try_from(self.blocks.len()).map_err(|_| "too many blocks".to_string())?;
+                let len = u32::try_from(blocks.len()).map_err(|_| "too many blocks".to_string())?;
                 self.blocks.extend_from_slice(blocks);
                 self.block_stats.add(blocks);
                 Body::File {
@@ -228,7 +255,7 @@ impl InodeBatch {
                     blocks: Span {
                         chunk: if blocks.is_empty() { 0 } else { self.chunk },
                         start: if blocks.is_empty() { 0 } else { start },
-                        len: blocks.len() as u32,
+                        len,
                     },
                     replication,
                     storage_policy,
@@ -277,7 +304,7 @@ impl InodeBatch {
                     n.id
                 ));
             }
-            self.extras.push((self.nodes.len() as u32, e));
+            self.extras.push((count(&self.nodes), e));
             has_extra = true;
         }
         self.nodes.push(Node {
@@ -290,6 +317,14 @@ impl InodeBatch {
         });
         Ok(())
     }
+}
+
+/// Number of nodes in a batch. Below 2^32: [`InodeBatch::push`] adds a node
+/// only after the batch's [`IdIndex`] gave its id a slot, and an `IdIndex`
+/// gives at most `u32::MAX` slots.
+#[allow(clippy::cast_possible_truncation)]
+fn count(nodes: &[Node]) -> u32 {
+    nodes.len() as u32
 }
 
 /// What an [`InodeBatch`] leaves once its nodes are in the node table.

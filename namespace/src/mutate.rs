@@ -151,6 +151,8 @@ impl Namespace {
         self.insert_node(dir, pos, name, perm, mtime, Body::Symlink { target })
     }
 
+    /// Creates a symlink at `path` pointing at `target` (1 to
+    /// [`MAX_NAME_LENGTH`] bytes, not resolved); its parent must exist.
     pub fn symlink(
         &mut self,
         path: &[u8],
