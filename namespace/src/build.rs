@@ -112,7 +112,8 @@ pub struct NamespaceBuilder {
 
 impl NamespaceBuilder {
     /// Starts from the NS_INFO record, the string table and the node table
-    /// (filled by the caller from [`InodeBatch::nodes`], in piece order).
+    /// (filled by the caller from
+    /// [`InodeBatch::nodes`](crate::InodeBatch::nodes), in piece order).
     pub fn new(info: NsInfo, strings: StringTable, nodes: Vec<Node>) -> Self {
         NamespaceBuilder {
             ns: Namespace {

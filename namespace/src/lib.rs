@@ -2,14 +2,90 @@
 //! stores. Shared by the writer (which reads it), the loader (which builds it)
 //! and the journal (which mutates it).
 //!
+//! # What this crate owns
+//!
+//! The model of an HDFS-like namespace ([`Namespace`]: inodes, names,
+//! blocks, owners, attributes), every mutation a metadata server journals
+//! (each validated in full before anything changes, so a refused one leaves
+//! the namespace as it was), the bulk builder a loader fills from decoded
+//! records while checking the structural rules of the image format, and the
+//! canonical [`Digest`] that tells whether two namespaces hold the same
+//! thing.
+//!
 //! Layout, chosen for resident memory: one 64-byte [`Node`] per inode in a
 //! `Vec` indexed by slot (slots follow id order); names, blocks and child
 //! lists live in chunked arenas, not in per-inode allocations; rare
 //! attributes (xattrs, ACLs, under-construction info) sit in a side map.
 //!
-//! This crate is the ground floor: it imports no other nsimage crate. The
-//! image format, the HDFS reader and the journal all build or mutate the
-//! same [`Namespace`]; none of them is known here.
+//! This crate is the ground floor: it imports no other nsimage crate, and
+//! must never do so. The image format, the HDFS reader and the journal all
+//! build or mutate the same [`Namespace`]; none of them is known here.
+//!
+//! # Module map
+//!
+//! | file | what it holds |
+//! |------|---------------|
+//! | `lib.rs` | [`Namespace`], [`Node`], [`Body`], [`Inode`] (the read view) and the small value types |
+//! | `arena.rs` | [`Arena`] and [`Span`]: chunked storage of names, blocks and child lists |
+//! | `ids.rs` | [`IdIndex`]: inode id to slot and back |
+//! | `strings.rs` | [`StringTable`]: interned user, group and attribute names |
+//! | `lookup.rs` | paths: [`Namespace::resolve`], [`Namespace::path_of`] |
+//! | `children.rs` | searching and editing a directory's sorted child list |
+//! | `mutate.rs` | [`Namespace::mkdirs`], [`create`](Namespace::create), [`symlink`](Namespace::symlink), [`add_block`](Namespace::add_block), [`rename`](Namespace::rename), [`delete`](Namespace::delete) and their by-id forms |
+//! | `attrs.rs` | [`PermSpec`], [`FileSpec`]; owner, mode, times, replication, quota, xattr, ACL and under-construction setters |
+//! | `errors.rs` | [`NsError`]: why a mutation was refused |
+//! | `rules.rs` | [`valid_name`], [`acl_error`]: per-record rules shared by loads and mutations |
+//! | `inode_batch.rs` | the inode phase of a load: [`LoadedNode`], [`InodeBatch`], [`InodeParts`], [`BlockStats`] |
+//! | `build.rs` | the directory phase and whole-tree checks: [`DirBatch`], [`NamespaceBuilder`] |
+//! | `digest.rs` | [`Digest`] and [`Namespace::digest`] |
+//!
+//! # Example
+//!
+//! Build a small namespace, look a path up, rename, and compare digests:
+//! the digest covers what the namespace holds, not how it got there.
+//!
+//! ```
+//! use nsimage_namespace::{Block, FileSpec, Namespace, NsError, NsInfo, PermSpec, XAttrNs};
+//!
+//! let hdfs = PermSpec { user: b"hdfs", group: b"supergroup", mode: 0o755 };
+//! let spec = FileSpec { replication: 3, preferred_block_size: 128 << 20, storage_policy: 0 };
+//! let block = Block { id: 1, generation_stamp: 1001, length: 42 };
+//!
+//! // Times are milliseconds since the Unix epoch.
+//! let mut a = Namespace::new(NsInfo::default());
+//! a.mkdirs(b"/data/logs", &hdfs, 1_000)?;
+//! let f = a.create(b"/data/logs/today", &hdfs, &spec, 2_000)?;
+//! a.add_block(f, block)?;
+//! a.set_xattr(f, XAttrNs::User, b"color", b"blue")?;
+//! a.set_xattr(f, XAttrNs::User, b"size", b"small")?;
+//! assert_eq!(a.resolve(b"/data/logs/today")?, f);
+//!
+//! // A rename moves the inode: same id, new path; the old path is gone.
+//! a.rename(b"/data/logs/today", b"/data/yesterday", 3_000)?;
+//! assert_eq!(a.path_of(f).as_deref(), Some(&b"/data/yesterday"[..]));
+//! assert!(matches!(a.resolve(b"/data/logs/today"), Err(NsError::NotFound(_))));
+//!
+//! // The same tree built another way: the file made under its final name,
+//! // its attributes set (and their names interned) in the other order, the
+//! // directories' times set directly instead of by the rename.
+//! let mut b = Namespace::new(NsInfo::default());
+//! b.mkdirs(b"/data/logs", &hdfs, 1_000)?;
+//! let g = b.create(b"/data/yesterday", &hdfs, &spec, 2_000)?;
+//! b.add_block(g, block)?;
+//! b.set_xattr(g, XAttrNs::User, b"size", b"small")?;
+//! b.set_xattr(g, XAttrNs::User, b"color", b"blue")?;
+//! for dir in [&b"/data"[..], b"/data/logs"] {
+//!     let id = b.resolve(dir)?;
+//!     b.set_times(id, Some(3_000), None)?;
+//! }
+//! assert_eq!(g, f);
+//! assert_eq!(b.digest(), a.digest());
+//!
+//! // One changed attribute changes the digest.
+//! b.set_mode(g, 0o700)?;
+//! assert_ne!(b.digest(), a.digest());
+//! # Ok::<(), NsError>(())
+//! ```
 #![forbid(unsafe_code)]
 
 mod arena;
