@@ -9,7 +9,7 @@ use crate::{Body, Namespace, Slot, NO_SLOT};
 /// A valid single path component: the same rule the readers apply to every
 /// inode but the root (FORMAT.md, INODE), so that no mutation can create a
 /// name an image may not hold.
-pub fn check_name(name: &[u8]) -> Result<()> {
+pub(crate) fn check_name(name: &[u8]) -> Result<()> {
     if !valid_name(name) {
         return Err(NsError::InvalidName(show(name)));
     }
