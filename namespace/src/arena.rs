@@ -8,20 +8,28 @@
 /// A range inside an [`Arena`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct Span {
+    /// Index of the chunk.
     pub chunk: u32,
+    /// Index of the first item within the chunk.
     pub start: u32,
+    /// Number of items; an empty range reads as empty whatever `chunk` and
+    /// `start` say.
     pub len: u32,
 }
 
 /// Largest chunk a mutation appends to before starting a new one.
 const MAX_CHUNK: usize = 1 << 30;
 
+/// Items of type `T` in chunks, addressed by [`Span`]s: a chunk per loaded
+/// sub-section, then chunks of at most 2^30 items that mutations append to.
 #[derive(Clone, Debug, Default)]
 pub struct Arena<T> {
     chunks: Vec<Vec<T>>,
 }
 
 impl<T: Copy> Arena<T> {
+    /// The items of range `s`. Panics if `s` is not a range of this arena
+    /// (the builder and the mutations make only ranges that are).
     pub fn get(&self, s: Span) -> &[T] {
         if s.len == 0 {
             return &[];
@@ -59,7 +67,7 @@ impl<T: Copy> Arena<T> {
         if full {
             self.chunks.push(Vec::new());
         }
-        (self.chunks.len() - 1) as u32
+        u32::try_from(self.chunks.len() - 1).expect("an arena holds fewer than 2^32 chunks")
     }
 
     /// Appends `items` as a new range.
@@ -69,13 +77,12 @@ impl<T: Copy> Arena<T> {
         }
         let chunk = self.tail(items.len());
         let c = &mut self.chunks[chunk as usize];
+        // `tail` left at most MAX_CHUNK - items.len() items in the chunk.
+        #[allow(clippy::cast_possible_truncation)]
         let start = c.len() as u32;
+        let len = u32::try_from(items.len()).expect("an arena range holds fewer than 2^32 items");
         c.extend_from_slice(items);
-        Span {
-            chunk,
-            start,
-            len: items.len() as u32,
-        }
+        Span { chunk, start, len }
     }
 
     /// Appends one item to range `s`, in place when `s` ends its chunk, else by

@@ -39,6 +39,9 @@ impl Canon {
 }
 
 impl Namespace {
+    /// The namespace's canonical digest: equal for two namespaces with the
+    /// same counters and the same live inodes (ids, names, owners, times,
+    /// blocks, attributes), however they were built, loaded or laid out.
     pub fn digest(&self) -> Digest {
         let mut c = Canon {
             buf: Vec::with_capacity(1 << 17),
@@ -79,8 +82,8 @@ impl Namespace {
                 }
                 Attrs::Directory { ns_quota, ds_quota } => {
                     c.u64(2);
-                    c.u64(ns_quota as u64);
-                    c.u64(ds_quota as u64);
+                    c.u64(ns_quota.cast_unsigned());
+                    c.u64(ds_quota.cast_unsigned());
                 }
                 Attrs::Symlink { target } => {
                     c.u64(3);

@@ -11,6 +11,8 @@ struct Run {
     len: u32,
 }
 
+/// The id <-> slot map of a namespace: runs of consecutive ids, each
+/// starting at a slot. Holds at most `u32::MAX` slots.
 #[derive(Clone, Debug, Default)]
 pub struct IdIndex {
     runs: Vec<Run>,
@@ -46,6 +48,9 @@ impl IdIndex {
         Some(slot)
     }
 
+    /// The slot given to `id`; `None` if it was never given one.
+    // `off < r.len`, a u32, so the cast keeps every bit.
+    #[allow(clippy::cast_possible_truncation)]
     pub fn slot(&self, id: u64) -> Option<Slot> {
         let i = self.runs.partition_point(|r| r.first_id <= id);
         let r = self.runs.get(i.checked_sub(1)?)?;
@@ -53,6 +58,7 @@ impl IdIndex {
         (off < r.len as u64).then(|| r.first_slot + off as u32)
     }
 
+    /// The id in `slot`. Panics if `slot` was never given out.
     pub fn id(&self, slot: Slot) -> u64 {
         let i = self.runs.partition_point(|r| r.first_slot <= slot);
         let r = &self.runs[i - 1];
@@ -84,6 +90,7 @@ impl IdIndex {
         Some(())
     }
 
+    /// Bytes of heap held, for memory accounting.
     pub fn heap_bytes(&self) -> usize {
         self.runs.capacity() * size_of::<Run>()
     }
@@ -101,9 +108,9 @@ mod tests {
         }
         assert_eq!(ix.push(20), None);
         assert_eq!(ix.runs.len(), 3);
-        for (slot, id) in [5u64, 6, 7, 10, 11, 20].into_iter().enumerate() {
-            assert_eq!(ix.slot(id), Some(slot as u32));
-            assert_eq!(ix.id(slot as u32), id);
+        for (slot, id) in (0u32..).zip([5u64, 6, 7, 10, 11, 20]) {
+            assert_eq!(ix.slot(id), Some(slot));
+            assert_eq!(ix.id(slot), id);
         }
         for missing in [0u64, 4, 8, 9, 12, 19, 21, u64::MAX] {
             assert_eq!(ix.slot(missing), None);

@@ -6,6 +6,9 @@ use std::collections::HashMap;
 /// Ids must fit the 24-bit fields of a packed permission.
 pub const MAX_STRINGS: usize = (1 << 24) - 1;
 
+/// Interned strings (user, group, xattr and ACL names), each with a small id
+/// that fits the 24-bit fields of a [`Perm`](crate::Perm). Id 0 is the
+/// empty string; ids are given in interning order.
 #[derive(Clone, Debug)]
 pub struct StringTable {
     values: Vec<Box<[u8]>>,
@@ -33,6 +36,8 @@ impl StringTable {
         if self.values.len() > MAX_STRINGS {
             return None;
         }
+        // At most MAX_STRINGS (< 2^24) strings, checked just above.
+        #[allow(clippy::cast_possible_truncation)]
         let id = self.values.len() as u32;
         self.values.push(Box::from(s));
         self.ids.insert(Box::from(s), id);
@@ -48,10 +53,12 @@ impl StringTable {
         self.intern(s).is_some()
     }
 
+    /// The string with id `id`; `None` if there is none.
     pub fn get(&self, id: u32) -> Option<&[u8]> {
         self.values.get(id as usize).map(|b| &b[..])
     }
 
+    /// The id of `s` if it is interned (never adds it).
     pub fn lookup(&self, s: &[u8]) -> Option<u32> {
         self.ids.get(s).copied()
     }
@@ -61,6 +68,7 @@ impl StringTable {
         self.values.len()
     }
 
+    /// Whether the table holds nothing but the empty string.
     pub fn is_empty(&self) -> bool {
         self.values.len() <= 1
     }
@@ -70,6 +78,8 @@ impl StringTable {
         self.values.iter().skip(1).map(|b| &b[..])
     }
 
+    /// Bytes of heap held (an estimate: each string is stored twice, plus
+    /// per-entry overhead), for memory accounting.
     pub fn heap_bytes(&self) -> usize {
         self.values.iter().map(|v| 2 * v.len() + 48).sum()
     }

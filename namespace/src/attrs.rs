@@ -1,0 +1,246 @@
+//! Attributes of existing inodes: owner, group and mode, times,
+//! replication, quotas, extended attributes, ACLs and the
+//! under-construction mark; and the owner/file attributes a new inode is
+//! created with ([`PermSpec`], [`FileSpec`]).
+
+use crate::errors::{NsError, Result};
+use crate::MAX_NAME_LENGTH;
+use crate::{AclEntry, Body, Extra, Namespace, Perm, Slot, UnderConstruction, XAttr, XAttrNs};
+
+/// Owner, group and mode of a new inode.
+#[derive(Clone, Copy, Debug)]
+pub struct PermSpec<'a> {
+    /// Owning user's name, at most [`MAX_NAME_LENGTH`] bytes (interned).
+    pub user: &'a [u8],
+    /// Owning group's name, at most [`MAX_NAME_LENGTH`] bytes (interned).
+    pub group: &'a [u8],
+    /// Permission bits, e.g. `0o755`.
+    pub mode: u16,
+}
+
+/// File attributes of a new file.
+#[derive(Clone, Copy, Debug)]
+pub struct FileSpec {
+    /// Number of replicas each block should have.
+    pub replication: u16,
+    /// Block size new blocks are cut to, in bytes.
+    pub preferred_block_size: u64,
+    /// HDFS storage policy id (0: unspecified).
+    pub storage_policy: u8,
+}
+
+impl Namespace {
+    /// Interns a user, group, xattr or ACL name: at most
+    /// `MAX_NAME_LENGTH` bytes, as every reader requires of a string.
+    fn intern(&mut self, s: &[u8]) -> Result<u32> {
+        if s.len() > MAX_NAME_LENGTH {
+            return Err(NsError::StringTooLong(s.len()));
+        }
+        self.strings.intern(s).ok_or(NsError::StringTableFull)
+    }
+
+    pub(crate) fn intern_perm(&mut self, p: &PermSpec<'_>) -> Result<Perm> {
+        // Both checked before either is interned.
+        for s in [p.user, p.group] {
+            if s.len() > MAX_NAME_LENGTH {
+                return Err(NsError::StringTooLong(s.len()));
+            }
+        }
+        let u = self.intern(p.user)?;
+        let g = self.intern(p.group)?;
+        Ok(Perm::new(u, g, p.mode))
+    }
+
+    /// Changes the owning user, group or both (`None` keeps one).
+    pub fn set_owner(&mut self, id: u64, user: Option<&[u8]>, group: Option<&[u8]>) -> Result<()> {
+        let s = self.live_slot(id)?;
+        for n in user.iter().chain(group.iter()) {
+            if n.len() > MAX_NAME_LENGTH {
+                return Err(NsError::StringTooLong(n.len()));
+            }
+        }
+        let p = self.nodes[s as usize].perm;
+        let u = match user {
+            Some(u) => self.intern(u)?,
+            None => p.user(),
+        };
+        let g = match group {
+            Some(g) => self.intern(g)?,
+            None => p.group(),
+        };
+        self.nodes[s as usize].perm = Perm::new(u, g, p.mode());
+        Ok(())
+    }
+
+    /// Sets the permission bits.
+    pub fn set_mode(&mut self, id: u64, mode: u16) -> Result<()> {
+        let s = self.live_slot(id)?;
+        let p = self.nodes[s as usize].perm;
+        self.nodes[s as usize].perm = Perm::new(p.user(), p.group(), mode);
+        Ok(())
+    }
+
+    /// Sets modification and (files only) access time.
+    pub fn set_times(&mut self, id: u64, mtime: Option<u64>, atime: Option<u64>) -> Result<()> {
+        let s = self.live_slot(id)?;
+        let n = &mut self.nodes[s as usize];
+        if let (Some(a), Body::File { atime, .. }) = (atime, &mut n.body) {
+            *atime = a;
+        }
+        if let Some(m) = mtime {
+            n.mtime = m;
+        }
+        Ok(())
+    }
+
+    /// Sets a file's replication.
+    pub fn set_replication(&mut self, id: u64, replication: u16) -> Result<()> {
+        let s = self.live_slot(id)?;
+        match &mut self.nodes[s as usize].body {
+            Body::File { replication: r, .. } => {
+                *r = replication;
+                Ok(())
+            }
+            _ => Err(NsError::NotAFile(format!("inode {id}"))),
+        }
+    }
+
+    /// Sets directory quotas; -1 removes one.
+    pub fn set_quota(&mut self, id: u64, ns_quota: i64, ds_quota: i64) -> Result<()> {
+        let s = self.dir_slot(id)?;
+        if ns_quota < -1 || ds_quota < -1 {
+            return Err(NsError::Invalid("quota below -1".into()));
+        }
+        if let Body::Directory {
+            ns_quota: n,
+            ds_quota: d,
+            ..
+        } = &mut self.nodes[s as usize].body
+        {
+            *n = ns_quota;
+            *d = ds_quota;
+        }
+        Ok(())
+    }
+
+    fn extra_mut(&mut self, s: Slot) -> &mut Extra {
+        self.nodes[s as usize].has_extra = true;
+        self.extras.entry(s).or_default()
+    }
+
+    fn tidy_extra(&mut self, s: Slot) {
+        if self.extras.get(&s).is_some_and(Extra::is_empty) {
+            self.extras.remove(&s);
+            self.nodes[s as usize].has_extra = false;
+        }
+    }
+
+    /// Sets (adds or replaces) an extended attribute.
+    pub fn set_xattr(&mut self, id: u64, ns: XAttrNs, name: &[u8], value: &[u8]) -> Result<()> {
+        let s = self.live_slot(id)?;
+        if name.is_empty() || name.len() > MAX_NAME_LENGTH || value.len() > MAX_NAME_LENGTH {
+            return Err(NsError::Invalid(
+                "xattr name empty, or name or value too long".into(),
+            ));
+        }
+        let name = self.intern(name)?;
+        let attr = XAttr {
+            ns,
+            name,
+            value: value.into(),
+        };
+        let e = self.extra_mut(s);
+        match e
+            .xattrs
+            .binary_search_by(|x| (x.ns, x.name).cmp(&(ns, name)))
+        {
+            Ok(i) => e.xattrs[i] = attr,
+            Err(i) => e.xattrs.insert(i, attr),
+        }
+        Ok(())
+    }
+
+    /// Removes an extended attribute; `Ok(false)` if it was not set.
+    pub fn remove_xattr(&mut self, id: u64, ns: XAttrNs, name: &[u8]) -> Result<bool> {
+        let s = self.live_slot(id)?;
+        let Some(name) = self.strings.lookup(name) else {
+            return Ok(false);
+        };
+        let Some(e) = self.extras.get_mut(&s) else {
+            return Ok(false);
+        };
+        let found = match e
+            .xattrs
+            .binary_search_by(|x| (x.ns, x.name).cmp(&(ns, name)))
+        {
+            Ok(i) => {
+                e.xattrs.remove(i);
+                true
+            }
+            Err(_) => false,
+        };
+        self.tidy_extra(s);
+        Ok(found)
+    }
+
+    /// Replaces the ACL: entries are (name, kind 0..=3, default scope, rwx).
+    pub fn set_acl(&mut self, id: u64, entries: &[(&[u8], u8, bool, u8)]) -> Result<()> {
+        let s = self.live_slot(id)?;
+        if entries.iter().any(|e| e.1 > 3 || e.3 > 7) {
+            return Err(NsError::Invalid(
+                "ACL entry kind or permission out of range".into(),
+            ));
+        }
+        // The same rules the readers apply, checked on the names before any
+        // is interned, so that a refused call changes nothing.
+        for (i, e) in entries.iter().enumerate() {
+            if e.0.len() > MAX_NAME_LENGTH {
+                return Err(NsError::StringTooLong(e.0.len()));
+            }
+            if e.1 >= 2 && !e.0.is_empty() {
+                return Err(NsError::Invalid(
+                    "a mask or other ACL entry has a name".into(),
+                ));
+            }
+            if entries[..i]
+                .iter()
+                .any(|o| (o.0, o.1, o.2) == (e.0, e.1, e.2))
+            {
+                return Err(NsError::Invalid(
+                    "two ACL entries have the same scope, type and name".into(),
+                ));
+            }
+        }
+        let mut acl = Vec::with_capacity(entries.len());
+        for &(name, kind, default_scope, perm) in entries {
+            let name = self.intern(name)?;
+            acl.push(AclEntry {
+                name,
+                kind,
+                default_scope,
+                perm,
+            });
+        }
+        self.extra_mut(s).acl = acl;
+        self.tidy_extra(s);
+        Ok(())
+    }
+
+    /// Marks file `id` as being written by a client, or clears the mark.
+    pub fn set_under_construction(
+        &mut self,
+        id: u64,
+        client: Option<(&[u8], &[u8])>,
+    ) -> Result<()> {
+        let s = self.live_slot(id)?;
+        if !matches!(self.nodes[s as usize].body, Body::File { .. }) {
+            return Err(NsError::NotAFile(format!("inode {id}")));
+        }
+        self.extra_mut(s).under_construction = client.map(|(n, m)| UnderConstruction {
+            client_name: n.into(),
+            client_machine: m.into(),
+        });
+        self.tidy_extra(s);
+        Ok(())
+    }
+}

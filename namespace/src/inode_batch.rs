@@ -1,0 +1,339 @@
+//! The inode phase of a load: decoded INODE records ([`LoadedNode`]) go
+//! into an [`InodeBatch`], one per piece and with its own arena chunk, which
+//! checks each record on its own; what remains once the fixed parts are in
+//! the node table ([`InodeParts`]) goes to the
+//! [`NamespaceBuilder`](crate::NamespaceBuilder).
+
+use crate::rules::{acl_error, valid_name};
+use crate::{
+    Block, Body, Extra, IdIndex, NameRef, Node, Perm, Span, StringTable, MAX_NAME_LENGTH, NO_SLOT,
+    ROOT_ID,
+};
+
+/// The kind-specific part of a decoded inode record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LoadedBody<'a> {
+    /// A file record (see [`Body::File`]).
+    File {
+        /// Last access time, in milliseconds since the Unix epoch.
+        atime: u64,
+        /// Number of replicas each block should have.
+        replication: u16,
+        /// Block size new blocks are cut to, in bytes.
+        preferred_block_size: u64,
+        /// HDFS storage policy id.
+        storage_policy: u8,
+        /// The file's blocks, in file order.
+        blocks: &'a [Block],
+    },
+    /// A directory record; its children come later, from INODE_DIR.
+    Directory {
+        /// Most inodes the subtree may hold; -1 for no quota.
+        ns_quota: i64,
+        /// Most bytes the subtree may hold; -1 for no quota.
+        ds_quota: i64,
+    },
+    /// A symlink record.
+    Symlink {
+        /// The target path (must not be empty).
+        target: &'a [u8],
+    },
+}
+
+/// One decoded inode record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoadedNode<'a> {
+    /// Inode id; ids increase within a batch.
+    pub id: u64,
+    /// Name within the parent; empty for the root only.
+    pub name: &'a [u8],
+    /// Packed permission, as [`Perm`]'s `u64`; both string ids must be
+    /// defined.
+    pub perm: u64,
+    /// Modification time, in milliseconds since the Unix epoch.
+    pub mtime: u64,
+    /// The kind-specific part.
+    pub body: LoadedBody<'a>,
+    /// Xattrs, ACL and under-construction mark, if the record has any.
+    pub extra: Option<Extra>,
+}
+
+/// Inodes decoded from one INODE piece, with their own arena chunk.
+pub struct InodeBatch {
+    chunk: u32,
+    ids: IdIndex,
+    nodes: Vec<Node>,
+    names: Vec<u8>,
+    blocks: Vec<Block>,
+    extras: Vec<(u32, Extra)>,
+    block_stats: BlockStats,
+}
+
+/// What the block rules need from a batch's blocks, gathered as they are
+/// decoded so that the whole-image check makes one pass only.
+#[derive(Clone, Copy, Debug)]
+pub struct BlockStats {
+    /// Number of blocks (saturating).
+    pub count: u64,
+    /// Smallest block id; `u64::MAX` when there is none.
+    pub min_id: u64,
+    /// Largest block id; 0 when there is none.
+    pub max_id: u64,
+    /// Largest generation stamp; 0 when there is none.
+    pub max_generation_stamp: u64,
+}
+
+impl Default for BlockStats {
+    fn default() -> Self {
+        BlockStats {
+            count: 0,
+            min_id: u64::MAX,
+            max_id: 0,
+            max_generation_stamp: 0,
+        }
+    }
+}
+
+impl BlockStats {
+    fn add(&mut self, blocks: &[Block]) {
+        for b in blocks {
+            self.min_id = self.min_id.min(b.id);
+            self.max_id = self.max_id.max(b.id);
+            self.max_generation_stamp = self.max_generation_stamp.max(b.generation_stamp);
+        }
+        self.count = self.count.saturating_add(blocks.len() as u64);
+    }
+
+    pub(crate) fn merge(&mut self, o: &BlockStats) {
+        self.count = self.count.saturating_add(o.count);
+        self.min_id = self.min_id.min(o.min_id);
+        self.max_id = self.max_id.max(o.max_id);
+        self.max_generation_stamp = self.max_generation_stamp.max(o.max_generation_stamp);
+    }
+}
+
+impl InodeBatch {
+    /// A batch filling arena chunk `chunk`; capacities are hints, bounded by
+    /// the caller from the piece's byte length.
+    pub fn new(chunk: u32, records: usize, bytes: usize) -> Self {
+        Self::with_buffer(chunk, Vec::with_capacity(records), bytes)
+    }
+
+    /// Like [`new`](Self::new), decoding nodes into a reused buffer (see
+    /// [`into_parts_and_buffer`](Self::into_parts_and_buffer)).
+    pub fn with_buffer(chunk: u32, mut nodes: Vec<Node>, bytes: usize) -> Self {
+        nodes.clear();
+        InodeBatch {
+            chunk,
+            ids: IdIndex::default(),
+            nodes,
+            // Sized for a typical record (~80 bytes: a ~16-byte name and one
+            // or two blocks) so that growth is rare; trimmed in `into_parts`.
+            names: Vec::with_capacity(bytes / 5),
+            blocks: Vec::with_capacity(bytes / 64),
+            extras: Vec::new(),
+            block_stats: BlockStats::default(),
+        }
+    }
+
+    /// Number of records added.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Whether no record was added.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// The decoded fixed parts, to be copied into the node table.
+    pub fn nodes(&self) -> &[Node] {
+        &self.nodes
+    }
+
+    /// Splits the batch into its node table and everything else, for a
+    /// caller whose whole section is this one batch.
+    pub fn into_nodes_and_parts(mut self) -> (Vec<Node>, InodeParts) {
+        let nodes = std::mem::take(&mut self.nodes);
+        let len = count(&nodes);
+        let mut parts = self.into_parts();
+        parts.len = len;
+        (nodes, parts)
+    }
+
+    /// Everything but the fixed parts (which the caller has copied), and the
+    /// node buffer for the next batch.
+    pub fn into_parts_and_buffer(mut self) -> (InodeParts, Vec<Node>) {
+        let nodes = std::mem::take(&mut self.nodes);
+        let len = count(&nodes);
+        let mut parts = self.into_parts();
+        parts.len = len;
+        (parts, nodes)
+    }
+
+    /// Everything but the fixed parts (which the caller has copied).
+    pub fn into_parts(self) -> InodeParts {
+        let (mut names, mut blocks) = (self.names, self.blocks);
+        names.shrink_to_fit();
+        blocks.shrink_to_fit();
+        InodeParts {
+            chunk: self.chunk,
+            len: count(&self.nodes),
+            ids: self.ids,
+            names,
+            blocks,
+            extras: self.extras,
+            block_stats: self.block_stats,
+        }
+    }
+
+    // The one cast is of a length below 0x80, checked just before it.
+    #[allow(clippy::cast_possible_truncation)]
+    fn put(&mut self, bytes: &[u8]) -> Result<NameRef, String> {
+        if bytes.len() > MAX_NAME_LENGTH {
+            return Err(format!(
+                "name of {} bytes exceeds {MAX_NAME_LENGTH}",
+                bytes.len()
+            ));
+        }
+        let off =
+            u32::try_from(self.names.len()).map_err(|_| "name arena over 4 GiB".to_string())?;
+        if bytes.len() < 0x80 {
+            self.names.push(bytes.len() as u8);
+        } else {
+            prost::encoding::encode_varint(bytes.len() as u64, &mut self.names);
+        }
+        self.names.extend_from_slice(bytes);
+        Ok(NameRef {
+            chunk: self.chunk,
+            off,
+        })
+    }
+
+    /// Adds one record; ids must increase within the batch.
+    pub fn push(&mut self, n: LoadedNode<'_>, strings: &StringTable) -> Result<(), String> {
+        if self.ids.push(n.id).is_none() {
+            return Err(format!(
+                "inode id {} is not greater than the previous one",
+                n.id
+            ));
+        }
+        let perm = Perm(n.perm);
+        if strings.get(perm.user()).is_none() || strings.get(perm.group()).is_none() {
+            return Err(format!(
+                "inode {} names an undefined user or group string",
+                n.id
+            ));
+        }
+        if n.id == ROOT_ID {
+            if !n.name.is_empty() {
+                return Err("the root has a name".into());
+            }
+        } else if !valid_name(n.name) {
+            return Err(format!(
+                "inode {} has an invalid name (empty, '.', '..', or holding '/' or NUL)",
+                n.id
+            ));
+        }
+        let name = self.put(n.name)?;
+        let body = match n.body {
+            LoadedBody::File {
+                atime,
+                replication,
+                preferred_block_size,
+                storage_policy,
+                blocks,
+            } => {
+                let start =
+                    u32::try_from(self.blocks.len()).map_err(|_| "too many blocks".to_string())?;
+                let len = u32::try_from(blocks.len()).map_err(|_| "too many blocks".to_string())?;
+                self.blocks.extend_from_slice(blocks);
+                self.block_stats.add(blocks);
+                Body::File {
+                    atime,
+                    preferred_block_size,
+                    blocks: Span {
+                        chunk: if blocks.is_empty() { 0 } else { self.chunk },
+                        start: if blocks.is_empty() { 0 } else { start },
+                        len,
+                    },
+                    replication,
+                    storage_policy,
+                }
+            }
+            LoadedBody::Directory { ns_quota, ds_quota } => Body::Directory {
+                ns_quota,
+                ds_quota,
+                children: Span::default(),
+            },
+            LoadedBody::Symlink { target } => {
+                if target.is_empty() {
+                    return Err(format!("symlink {} has an empty target", n.id));
+                }
+                Body::Symlink {
+                    target: self.put(target)?,
+                }
+            }
+        };
+        let mut has_extra = false;
+        if let Some(mut e) = n.extra.filter(|e| !e.is_empty()) {
+            e.xattrs.sort_by_key(|x| (x.ns, x.name));
+            if e.xattrs
+                .windows(2)
+                .any(|w| (w[0].ns, w[0].name) == (w[1].ns, w[1].name))
+            {
+                return Err(format!("inode {} has a duplicate xattr", n.id));
+            }
+            let names_ok = e
+                .xattrs
+                .iter()
+                .all(|x| x.name != 0 && strings.get(x.name).is_some())
+                && e.acl.iter().all(|a| strings.get(a.name).is_some());
+            if !names_ok {
+                return Err(format!(
+                    "inode {} has an xattr or ACL naming an undefined string",
+                    n.id
+                ));
+            }
+            if let Some(why) = acl_error(e.acl.iter().map(|a| (a.name, a.kind, a.default_scope))) {
+                return Err(format!("inode {}: {why}", n.id));
+            }
+            if e.under_construction.is_some() && !matches!(body, Body::File { .. }) {
+                return Err(format!(
+                    "inode {} is under construction but not a file",
+                    n.id
+                ));
+            }
+            self.extras.push((count(&self.nodes), e));
+            has_extra = true;
+        }
+        self.nodes.push(Node {
+            mtime: n.mtime,
+            perm,
+            name,
+            parent: NO_SLOT,
+            has_extra,
+            body,
+        });
+        Ok(())
+    }
+}
+
+/// Number of nodes in a batch. Below 2^32: [`InodeBatch::push`] adds a node
+/// only after the batch's [`IdIndex`] gave its id a slot, and an `IdIndex`
+/// gives at most `u32::MAX` slots.
+#[allow(clippy::cast_possible_truncation)]
+fn count(nodes: &[Node]) -> u32 {
+    nodes.len() as u32
+}
+
+/// What an [`InodeBatch`] leaves once its nodes are in the node table.
+pub struct InodeParts {
+    pub(crate) chunk: u32,
+    pub(crate) len: u32,
+    pub(crate) ids: IdIndex,
+    pub(crate) names: Vec<u8>,
+    pub(crate) blocks: Vec<Block>,
+    pub(crate) extras: Vec<(u32, Extra)>,
+    pub(crate) block_stats: BlockStats,
+}
