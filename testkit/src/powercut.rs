@@ -69,8 +69,9 @@ impl PowerCutOptions {
 #[derive(Clone, Debug, Default)]
 pub struct CutReport {
     /// Index of the `Fs` operation that did not happen (the cut came just
-    /// before it), and its kind.
+    /// before it).
     pub at_op: u64,
+    /// Its kind (`"write"`, `"rename"`, ...).
     pub op: &'static str,
     /// Files whose unsynced appends were lost or torn.
     pub files_torn: usize,
@@ -78,8 +79,10 @@ pub struct CutReport {
     pub bytes_lost: u64,
     /// Files that ended with zeros or garbage that was never written.
     pub files_with_junk: usize,
-    /// Directory operations (create, rename, remove) undone, and kept.
+    /// Directory operations (create, rename, remove) undone.
     pub dir_ops_undone: usize,
+    /// Directory operations kept (see
+    /// [`PowerCutOptions::dir_ops_may_persist`]).
     pub dir_ops_kept: usize,
 }
 
