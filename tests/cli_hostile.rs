@@ -215,18 +215,24 @@ fn thread_counts_are_bounded() {
 fn a_stale_temporary_file_does_not_block_a_save() {
     let tmp = tempfile::tempdir().unwrap();
     let target = tmp.path().join("x.nsi");
-    let stale = nsimage_writer::temp_path(&target, 0);
+    let stale = nsimage_store::save::temp_path(&target, 0);
     mkfifo(&stale);
     let mut ns = nsimage_namespace::Namespace::default();
     ns.mkdirs(b"/a/b", &PERM, 1).unwrap();
-    nsimage_writer::save(&ns, &target, &Default::default()).expect("save beside a stale temp");
+    nsimage_store::save::save_image(
+        &nsimage_store::fs::RealFs::default(),
+        &target,
+        &ns,
+        &Default::default(),
+    )
+    .expect("save beside a stale temp");
     let loaded = nsimage_loader::load(&target, &Default::default()).unwrap();
     assert_eq!(loaded.namespace.digest(), ns.digest());
     assert!(std::fs::symlink_metadata(&stale)
         .unwrap()
         .file_type()
         .is_fifo());
-    assert!(!nsimage_writer::temp_path(&target, 1).exists());
+    assert!(!nsimage_store::save::temp_path(&target, 1).exists());
 }
 
 const PERM: nsimage_namespace::PermSpec<'static> = nsimage_namespace::PermSpec {

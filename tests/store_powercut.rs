@@ -399,6 +399,11 @@ impl Fs for DropSync {
             .store(name.starts_with("edits_inprogress_"), Ordering::SeqCst);
         Ok(self.wrap(path, f))
     }
+    fn create_new(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
+        let f = self.inner.create_new(path)?;
+        self.after_segment_create.store(false, Ordering::SeqCst);
+        Ok(self.wrap(path, f))
+    }
     fn append(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
         let f = self.inner.append(path)?;
         Ok(self.wrap(path, f))
@@ -430,6 +435,9 @@ impl Fs for DropSync {
     }
     fn len(&self, path: &Path) -> io::Result<u64> {
         self.inner.len(path)
+    }
+    fn file_type(&self, path: &Path) -> io::Result<std::fs::FileType> {
+        self.inner.file_type(path)
     }
     fn read_calls(&self) -> u64 {
         self.inner.read_calls()

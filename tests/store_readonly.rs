@@ -37,6 +37,9 @@ impl Fs for ReadOnlyFs {
     fn create(&self, _: &Path) -> io::Result<Box<dyn FsFile>> {
         erofs()
     }
+    fn create_new(&self, _: &Path) -> io::Result<Box<dyn FsFile>> {
+        erofs()
+    }
     fn append(&self, _: &Path) -> io::Result<Box<dyn FsFile>> {
         erofs()
     }
@@ -63,6 +66,9 @@ impl Fs for ReadOnlyFs {
     }
     fn len(&self, path: &Path) -> io::Result<u64> {
         self.0.len(path)
+    }
+    fn file_type(&self, path: &Path) -> io::Result<std::fs::FileType> {
+        self.0.file_type(path)
     }
     fn read_calls(&self) -> u64 {
         self.0.read_calls()

@@ -1,8 +1,10 @@
 //! `nsimage generate`: a deterministic synthetic namespace, saved as an image.
 
 use anyhow::Context;
+use nsimage_store::fs::RealFs;
+use nsimage_store::save::{check_target, save_image};
 use nsimage_testkit::generate::{generate, GenSpec};
-use nsimage_writer::{save, WriteOptions};
+use nsimage_writer::WriteOptions;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -31,7 +33,8 @@ pub struct Args {
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     // Refuse what cannot be written or held before spending time on it.
-    nsimage_writer::check_target(&a.output)?;
+    let fs = RealFs::default();
+    check_target(&fs, &a.output)?;
     nsimage_testkit::generate::check_fits(a.inodes)?;
     let started = Instant::now();
     let pb = super::spinner(&format!("generating {} inodes", a.inodes));
@@ -46,7 +49,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         ..WriteOptions::default()
     };
     let saving = Instant::now();
-    let summary = save(&ns, &a.output, &opts).context("saving the image")?;
+    let summary = save_image(&fs, &a.output, &ns, &opts).context("saving the image")?;
     let save_seconds = saving.elapsed().as_secs_f64();
     pb.finish_and_clear();
     let seconds = started.elapsed().as_secs_f64();

@@ -1,6 +1,7 @@
 //! `nsimage store ...`: a checkpoint store (images + edit journal) driven
 //! from the command line.
 
+use nsimage_loader::ReadStrategy;
 use nsimage_store::{Store, StoreError, StoreOptions};
 use nsimage_testkit::workload::Workload;
 use serde_json::json;
@@ -56,8 +57,25 @@ pub struct ApplyArgs {
     json: bool,
 }
 
+/// The command line's store: images mapped (the library's default is the
+/// bulk read) and the allocator trimmed after the load, as `nsimage load`
+/// does.
+fn options() -> StoreOptions {
+    let mut opts = StoreOptions::default();
+    // SAFETY: the store's images are written once, renamed into place and
+    // never changed; the store holds its lock for the whole open, so no
+    // other nsimage process rewrites them while they are mapped.
+    opts.load.read = unsafe { ReadStrategy::mmap() };
+    opts.release_memory_after_load = true;
+    opts
+}
+
 fn open(dir: &std::path::Path) -> Result<Store, StoreError> {
-    Store::open_default(dir)
+    Store::open(
+        dir,
+        Arc::new(nsimage_store::fs::RealFs::default()),
+        options(),
+    )
 }
 
 pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
@@ -128,7 +146,7 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
         } => {
             let opts = StoreOptions {
                 bulk_replay_bytes: bulk_limit,
-                ..StoreOptions::default()
+                ..options()
             };
             let s = Store::open(&dir, Arc::new(nsimage_store::fs::RealFs::default()), opts)?;
             let r = s.report().clone();

@@ -1,6 +1,7 @@
 //! The store's file I/O, behind a small trait so that tests can inject
-//! failures (failed fsync, short write, no space left) and so that read
-//! calls can be counted.
+//! failures (failed fsync, short write, no space left) or simulate a power
+//! cut, and so that read calls can be counted. Everything the store and
+//! the atomic save ([`crate::save`]) do to files goes through [`Fs`].
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
@@ -18,13 +19,20 @@ pub trait FsFile: Write + Send {
 pub trait Fs: Send + Sync {
     /// Creates (or truncates) a file for writing.
     fn create(&self, path: &Path) -> io::Result<Box<dyn FsFile>>;
+    /// Creates a new file for writing; fails with
+    /// [`io::ErrorKind::AlreadyExists`] if anything (of any kind, a
+    /// symbolic link included) is at `path`, which is then neither opened
+    /// nor changed.
+    fn create_new(&self, path: &Path) -> io::Result<Box<dyn FsFile>>;
     /// Opens an existing file to append to it.
     fn append(&self, path: &Path) -> io::Result<Box<dyn FsFile>>;
     /// Reads a whole file with one read call.
     fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
     /// Opens a file for streaming reads; each read call is counted.
     fn open_read(&self, path: &Path) -> io::Result<Box<dyn Read + Send>>;
+    /// Renames `from` to `to` (in one directory), replacing `to`.
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// Removes a file.
     fn remove(&self, path: &Path) -> io::Result<()>;
     /// Fsyncs a directory, making renames and creations in it durable.
     fn sync_dir(&self, dir: &Path) -> io::Result<()>;
@@ -32,7 +40,12 @@ pub trait Fs: Send + Sync {
     fn truncate(&self, path: &Path, len: u64) -> io::Result<()>;
     /// Names of the entries of a directory.
     fn list(&self, dir: &Path) -> io::Result<Vec<String>>;
+    /// The length of a file in bytes.
     fn len(&self, path: &Path) -> io::Result<u64>;
+    /// The type of what is at `path`, without following a symbolic link
+    /// (a link is reported as a link); [`io::ErrorKind::NotFound`] when
+    /// nothing is there.
+    fn file_type(&self, path: &Path) -> io::Result<fs::FileType>;
     /// Read calls made so far (bulk reads count one each).
     fn read_calls(&self) -> u64;
     /// File fsyncs made so far.
@@ -80,6 +93,12 @@ impl Fs for RealFs {
     fn create(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
         Ok(Box::new(RealFile(File::create(path)?, self.syncs.clone())))
     }
+    fn create_new(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
+        Ok(Box::new(RealFile(
+            OpenOptions::new().write(true).create_new(true).open(path)?,
+            self.syncs.clone(),
+        )))
+    }
     fn append(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
         Ok(Box::new(RealFile(
             OpenOptions::new().append(true).open(path)?,
@@ -91,7 +110,13 @@ impl Fs for RealFs {
         // refused instead of blocking or being read without end.
         let mut f = nsimage_loader::source::open_regular(path)?;
         let len = f.metadata()?.len();
-        let mut buf = vec![0u8; len as usize];
+        let len = usize::try_from(len).map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{len} bytes do not fit in memory"),
+            )
+        })?;
+        let mut buf = vec![0u8; len];
         self.reads.fetch_add(1, Ordering::Relaxed);
         f.read_exact(&mut buf)?;
         Ok(buf)
@@ -121,6 +146,9 @@ impl Fs for RealFs {
     }
     fn len(&self, path: &Path) -> io::Result<u64> {
         Ok(fs::metadata(path)?.len())
+    }
+    fn file_type(&self, path: &Path) -> io::Result<fs::FileType> {
+        Ok(fs::symlink_metadata(path)?.file_type())
     }
     fn read_calls(&self) -> u64 {
         self.reads.load(Ordering::Relaxed)
@@ -154,6 +182,8 @@ pub struct FaultyFs {
 }
 
 impl FaultyFs {
+    /// The real file system, with the `after`-th call (from 0) of the kind
+    /// `fault` names failing, and every later one.
     pub fn new(fault: Fault, after: usize) -> Self {
         FaultyFs {
             real: RealFs::default(),
@@ -218,6 +248,14 @@ impl Fs for FaultyFs {
             count: self.count.clone(),
         }))
     }
+    fn create_new(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
+        Ok(Box::new(FaultyFile {
+            inner: self.real.create_new(path)?,
+            fault: self.fault,
+            after: self.after,
+            count: self.count.clone(),
+        }))
+    }
     fn append(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
         Ok(Box::new(FaultyFile {
             inner: self.real.append(path)?,
@@ -252,6 +290,9 @@ impl Fs for FaultyFs {
     }
     fn len(&self, path: &Path) -> io::Result<u64> {
         self.real.len(path)
+    }
+    fn file_type(&self, path: &Path) -> io::Result<fs::FileType> {
+        self.real.file_type(path)
     }
     fn read_calls(&self) -> u64 {
         self.real.read_calls()

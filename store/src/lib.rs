@@ -1,86 +1,86 @@
 //! nsimage checkpoint store: what a metadata server does around its image.
-//! It journals every mutation, checkpoints the namespace now and then, and at
-//! restart loads the newest image that verifies and replays the journal
+//! It journals every mutation, checkpoints the namespace now and then, and
+//! at restart loads the newest image that verifies and replays the journal
 //! after it. File names and formats: `format-spec/STORE.md`.
 //!
-//! - [`io`]: the file-system trait the store writes through (real, or with
+//! # What this crate owns
+//!
+//! The store directory (journal segments framed like image records, group
+//! commit, atomic checkpoints, retention, recovery with image fallback and
+//! torn-tail cut), the one atomic save of an image to a file (used by the
+//! checkpoint and by `nsimage generate`), and the [`fs::Fs`] trait that all
+//! of its file I/O goes through, so that faults and power cuts can be
+//! injected. Errors are [`StoreError`].
+//!
+//! # Layering
+//!
+//! The store sits above `nsimage-namespace`, `nsimage-format`,
+//! `nsimage-writer` and `nsimage-loader`. It must never import the tooling
+//! crate (`nsimage-testkit`: generator, workload, power-cut simulation,
+//! peers) or the command line (`nsimage`, clap and the rest): those sit
+//! above it and use it. Tests reach it only through its public API.
+//!
+//! # Modules
+//!
+//! - [`fs`]: the file-system trait the store writes through (real, or with
 //!   injected faults for tests);
-//! - [`journal`]: segment files, record framing (shared with images), bulk or
-//!   streamed replay, torn-tail detection;
-//! - [`op`]: journal operations applied to the namespace model;
-//! - [`store`]: the `Store`: lock, group commit, checkpoints, retention,
-//!   recovery;
+//! - [`save`]: the atomic save of an image (temporary file, fsync, rename,
+//!   fsync of the directory), for the checkpoint and for any caller;
+//! - [`journal`]: segment files, record framing (shared with images), bulk
+//!   or streamed replay, torn-tail detection;
+//! - [`edit`]: journal operations applied to the namespace model;
+//! - `store`: the [`Store`] (recovery, commit, checkpoint, files);
+//! - `error`: [`StoreError`]; `failpoint`: [`failpoint()`] for crash tests.
+//!
+//! # Example
+//!
+//! Create a store, journal two operations, and find them again after a
+//! restart:
+//!
+//! ```
+//! use nsimage_format::pb::{journal_op::Op, CreateOp};
+//! use nsimage_store::{fs::RealFs, Store, StoreError, StoreOptions};
+//! use std::sync::Arc;
+//!
+//! # fn main() -> Result<(), StoreError> {
+//! let tmp = tempfile::tempdir().expect("a temporary directory");
+//! let dir = tmp.path().join("store");
+//! Store::init(&dir, Arc::new(RealFs::default()))?;
+//!
+//! let mkdir = |name: &str| {
+//!     Op::Mkdir(CreateOp {
+//!         parent: nsimage_namespace::ROOT_ID,
+//!         name: name.as_bytes().to_vec(),
+//!         user: b"hdfs".to_vec(),
+//!         group: b"supergroup".to_vec(),
+//!         mode: 0o755,
+//!         ..Default::default()
+//!     })
+//! };
+//! let store = Store::open(&dir, Arc::new(RealFs::default()), StoreOptions::default())?;
+//! assert_eq!(store.apply(mkdir("user"))?, 1); // durable once it returns
+//! assert_eq!(store.apply(mkdir("tmp"))?, 2);
+//! let digest = store.with_namespace(|ns| ns.digest().to_string());
+//! drop(store); // a restart: the journal is replayed onto image 0
+//!
+//! let store = Store::open_default(&dir)?;
+//! assert_eq!(store.report().txid, 2);
+//! assert_eq!(store.report().replayed, 2);
+//! assert_eq!(store.with_namespace(|ns| ns.digest().to_string()), digest);
+//! assert_eq!(store.checkpoint()?, 2); // image_<2> now holds both
+//! # Ok(())
+//! # }
+//! ```
 #![forbid(unsafe_code)]
 
 pub mod edit;
+mod error;
+mod failpoint;
 pub mod fs;
 pub mod journal;
+pub mod save;
 mod store;
 
+pub use error::StoreError;
+pub use failpoint::failpoint;
 pub use store::{RecoveryReport, Status, Store, StoreOptions};
-
-use nsimage_format::Location;
-use nsimage_namespace::NsError;
-use std::path::PathBuf;
-
-/// Errors of the store layer.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum StoreError {
-    #[error("{}: {source}", path.display())]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// A journal segment or image is damaged where damage is not expected.
-    #[error("{}: corrupt at {at}: {detail}", path.display())]
-    Corrupt {
-        path: PathBuf,
-        at: Location,
-        detail: String,
-    },
-    /// The namespace refused the operation; nothing was journaled.
-    #[error("operation refused: {0}")]
-    Refused(#[from] NsError),
-    /// An earlier write or fsync of the journal failed: what is durable is
-    /// unknown past the last acknowledged op, so the store accepts nothing
-    /// more until it is reopened (which recovers the durable state).
-    #[error("the journal failed earlier ({0}); reopen the store to recover")]
-    Poisoned(String),
-    /// Another process holds the store.
-    #[error("{}: the store is locked by another process", path.display())]
-    Locked { path: PathBuf },
-    #[error("{}: {detail}", path.display())]
-    Invalid { path: PathBuf, detail: String },
-    /// The path is not a store (missing VERSION, not a directory): a usage
-    /// error.
-    #[error("{}: {detail}", path.display())]
-    NotAStore { path: PathBuf, detail: String },
-    /// No image in the store loads.
-    #[error("{}: no image verifies: {detail}", path.display())]
-    NoImage { path: PathBuf, detail: String },
-    #[error(transparent)]
-    Load(#[from] nsimage_loader::LoadError),
-}
-
-impl StoreError {
-    /// True when stored data is at fault (exit code 1 in the CLI).
-    pub fn is_data_error(&self) -> bool {
-        matches!(
-            self,
-            StoreError::Corrupt { .. } | StoreError::NoImage { .. } | StoreError::Invalid { .. }
-        ) || matches!(self, StoreError::Load(l) if l.is_data_error())
-    }
-}
-
-/// Aborts the process at a named point when `NSIMAGE_FAILPOINT` names it,
-/// so crash tests can stop a store exactly inside a checkpoint or a purge.
-pub fn failpoint(name: &str) {
-    static POINT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
-    let point = POINT.get_or_init(|| std::env::var("NSIMAGE_FAILPOINT").ok());
-    if point.as_deref() == Some(name) {
-        eprintln!("nsimage: failpoint {name} reached, aborting");
-        std::process::abort();
-    }
-}

@@ -69,9 +69,9 @@ impl PowerCutOptions {
 #[derive(Clone, Debug, Default)]
 pub struct CutReport {
     /// Index of the `Fs` operation that did not happen (the cut came just
-    /// before it), and its kind.
+    /// before it).
     pub at_op: u64,
-    /// The kind of that operation (`append`, `sync`, `rename`...).
+    /// Its kind (`"write"`, `"rename"`, ...).
     pub op: &'static str,
     /// Files whose unsynced appends were lost or torn.
     pub files_torn: usize,
@@ -79,10 +79,10 @@ pub struct CutReport {
     pub bytes_lost: u64,
     /// Files that ended with zeros or garbage that was never written.
     pub files_with_junk: usize,
-    /// Directory operations (create, rename, remove) not made durable by a
-    /// sync and undone by the cut.
+    /// Directory operations (create, rename, remove) undone.
     pub dir_ops_undone: usize,
-    /// Directory operations kept although not made durable by a sync.
+    /// Directory operations kept (see
+    /// [`PowerCutOptions::dir_ops_may_persist`]).
     pub dir_ops_kept: usize,
 }
 
@@ -404,6 +404,28 @@ impl PowerCutFs {
         self.shared.state.lock().ops
     }
 
+    /// Creates a file that must not exist (nothing of any kind at its
+    /// name, on disk, which equals the page cache): a new directory entry,
+    /// durable only after an fsync of the directory, as for `create`.
+    fn create_new_file(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
+        let mut s = self.shared.state.lock();
+        s.step("create_new")?;
+        let (dir, name) = split(path)?;
+        // Scan the directory first: the file made below is new, not
+        // adopted as durable.
+        s.dir(&dir)?;
+        let file = OpenOptions::new().write(true).create_new(true).open(path)?;
+        let id = s.new_file(Vec::new());
+        let d = s.dir(&dir)?;
+        d.current.insert(name.clone(), id);
+        d.log.push(DirOp::Link(name, id));
+        Ok(Box::new(SimFile {
+            shared: self.shared.clone(),
+            id,
+            file,
+        }))
+    }
+
     fn open_file(&self, path: &Path, create: bool) -> io::Result<Box<dyn FsFile>> {
         let mut s = self.shared.state.lock();
         s.step(if create { "create" } else { "append" })?;
@@ -499,6 +521,9 @@ impl Fs for PowerCutFs {
     fn create(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
         self.open_file(path, true)
     }
+    fn create_new(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
+        self.create_new_file(path)
+    }
     fn append(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
         self.open_file(path, false)
     }
@@ -590,6 +615,11 @@ impl Fs for PowerCutFs {
     fn len(&self, path: &Path) -> io::Result<u64> {
         self.shared.state.lock().step("len")?;
         Ok(fs::metadata(path)?.len())
+    }
+    fn file_type(&self, path: &Path) -> io::Result<fs::FileType> {
+        // The disk equals the page cache (what the running machine sees).
+        self.shared.state.lock().step("file_type")?;
+        Ok(fs::symlink_metadata(path)?.file_type())
     }
     fn read_calls(&self) -> u64 {
         self.shared.reads.load(Ordering::Relaxed)

@@ -6,19 +6,20 @@
 //! - `strings`: the canonical string table (only strings in use, sorted by
 //!   bytes) and the map from the namespace's string ids to the written ones;
 //! - [`image`]: lays sections out, cuts record-aligned sub-sections by a byte
-//!   target, computes checksums as bytes go out, writes index and footer;
-//! - [`save`]: the atomic save (temp file, fsync, rename, fsync of the
-//!   directory).
+//!   target, computes checksums as bytes go out, writes index and footer.
+//!
+//! The writer turns a namespace into bytes on any `Write`
+//! ([`write_image`]); the atomic save of an image to a file (temporary
+//! file, fsync, rename, fsync of the directory) is the store's
+//! (`nsimage_store::save`), so that its fault and power-cut tests cover it.
 #![forbid(unsafe_code)]
 
 mod encode;
 mod image;
 mod record;
-mod save;
 mod strings;
 
 pub use image::{sub_section_target, write_image, ImageSummary};
-pub use save::{check_target, save, temp_path};
 
 use std::path::PathBuf;
 

@@ -8,9 +8,11 @@ mod plot;
 
 use anyhow::{bail, Context};
 use indicatif::ProgressBar;
+use nsimage_store::fs::RealFs;
+use nsimage_store::save::save_image;
 use nsimage_testkit::generate::{generate, GenSpec};
 use nsimage_testkit::peers::{jsonl, sqlite};
-use nsimage_writer::{save, WriteOptions};
+use nsimage_writer::WriteOptions;
 use serde::Serialize;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -102,7 +104,7 @@ fn prepare(a: &Args, n: u64, pb: &ProgressBar) -> anyhow::Result<Files> {
     });
     pb.set_message(format!("saving {}", f.image.display()));
     let t = Instant::now();
-    let summary = save(&ns, &f.image, &WriteOptions::default())?;
+    let summary = save_image(&RealFs::default(), &f.image, &ns, &WriteOptions::default())?;
     let save = Save {
         inodes: n,
         seconds: t.elapsed().as_secs_f64(),

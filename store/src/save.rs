@@ -1,0 +1,170 @@
+//! The atomic save of an image, the one sequence that both the store's
+//! checkpoint and `nsimage generate` use: the image is written to a
+//! temporary file beside the target, fsynced, renamed over the target, and
+//! the directory fsynced, so a crash (or a failed call) at any point leaves
+//! either the old file or the new one, never a part of one.
+//!
+//! Every step goes through an [`Fs`], so the fault-injecting
+//! [`FaultyFs`](crate::fs::FaultyFs) and the power-cut simulation of the
+//! tests cover it. Only a missing path or a regular file is replaced: a
+//! directory, FIFO, socket, device or symbolic link at the target is
+//! refused, never renamed over (see [`check_target`]).
+
+use crate::error::{io_err, StoreError};
+use crate::failpoint;
+use crate::fs::Fs;
+use nsimage_namespace::Namespace;
+use nsimage_writer::{write_image, ImageSummary, WriteOptions};
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+
+/// Temporary names tried by [`save_image`] before it gives up.
+const ATTEMPTS: u32 = 64;
+
+/// How a save names its temporary file.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Temp<'a> {
+    /// Fresh names ([`temp_path`]), each created new: a name someone else
+    /// holds is neither opened nor removed, the next one is tried. Errors
+    /// name the target.
+    Fresh,
+    /// The store's checkpoint: this one name (`image_<T>.tmp`), created or
+    /// truncated (opening the store removes leftovers of that name), with
+    /// the failpoints `checkpoint-written` (after the fsync of the
+    /// temporary file) and `checkpoint-renamed` (after the rename). Errors
+    /// name the temporary file, or the directory for its fsync.
+    Checkpoint(&'a Path),
+}
+
+/// The `attempt`-th temporary name for `path` (beside it, so the rename
+/// stays in one directory): `NAME.tmp.PID.ATTEMPT`.
+pub fn temp_path(path: &Path, attempt: u32) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".tmp.{}.{attempt}", std::process::id()));
+    path.with_file_name(name)
+}
+
+/// The directory holding `path` (`.` for a bare file name).
+fn parent_dir(path: &Path) -> &Path {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    }
+}
+
+/// Refuses a target that a save must not replace: anything but a missing
+/// path or a regular file (a symbolic link is refused, not followed, even
+/// to a regular file). A save repeats the check just before its rename.
+///
+/// # Errors
+/// [`StoreError::Io`] naming `path`: `InvalidInput` for a refused kind of
+/// file, or the error of looking at it.
+pub fn check_target(fs: &dyn Fs, path: &Path) -> Result<(), StoreError> {
+    match fs.file_type(path) {
+        Ok(t) if t.is_file() => Ok(()),
+        Ok(t) => Err(StoreError::Io {
+            path: path.to_path_buf(),
+            source: std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!(
+                    "is {}; only a missing path or a regular file is replaced",
+                    nsimage_format::file_type::describe(t)
+                ),
+            ),
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(io_err(path)(e)),
+    }
+}
+
+/// Saves `ns` to `path` atomically through `fs`, with a fresh temporary
+/// name ([`temp_path`]) that is removed if the save fails; see
+/// [`check_target`] for what `path` may hold. Errors name `path`, never
+/// the temporary file.
+///
+/// # Errors
+/// [`StoreError::Io`] naming `path` when the target is refused, no
+/// temporary name is free, or a write, fsync or rename fails.
+pub fn save_image(
+    fs: &dyn Fs,
+    path: &Path,
+    ns: &Namespace,
+    opts: &WriteOptions,
+) -> Result<ImageSummary, StoreError> {
+    save_as(fs, path, Temp::Fresh, ns, opts)
+}
+
+/// The one atomic save sequence, with the temporary file `temp` names.
+pub(crate) fn save_as(
+    fs: &dyn Fs,
+    path: &Path,
+    temp: Temp<'_>,
+    ns: &Namespace,
+    opts: &WriteOptions,
+) -> Result<ImageSummary, StoreError> {
+    check_target(fs, path)?;
+    let dir = parent_dir(path);
+    let (tmp, file) = match temp {
+        Temp::Fresh => create_fresh(fs, path)?,
+        Temp::Checkpoint(tmp) => (tmp.to_path_buf(), fs.create(tmp).map_err(io_err(tmp))?),
+    };
+    let checkpoint = matches!(temp, Temp::Checkpoint(_));
+    // Errors of the file name the target for a fresh name (the caller's
+    // path, not a temporary one), the temporary file for a checkpoint.
+    let (file_err, dir_err) = if checkpoint {
+        (tmp.as_path(), dir)
+    } else {
+        (path, path)
+    };
+    let mut renamed = false;
+    let result = (|| {
+        let mut out = BufWriter::with_capacity(1 << 20, file);
+        let summary = write_image(ns, &mut out, opts).map_err(io_err(file_err))?;
+        let mut file = out
+            .into_inner()
+            .map_err(|e| io_err(file_err)(e.into_error()))?;
+        file.sync().map_err(io_err(file_err))?;
+        drop(file);
+        if checkpoint {
+            failpoint("checkpoint-written");
+        }
+        check_target(fs, path)?;
+        fs.rename(&tmp, path).map_err(io_err(file_err))?;
+        renamed = true;
+        if checkpoint {
+            failpoint("checkpoint-renamed");
+        }
+        fs.sync_dir(dir).map_err(io_err(dir_err))?;
+        Ok(summary)
+    })();
+    // After the rename the temporary name is no longer ours: never remove
+    // what someone may have created there since.
+    if result.is_err() && !renamed {
+        let _ = fs.remove(&tmp);
+    }
+    result
+}
+
+/// Creates a new temporary file beside `path`. A file left at one name (by
+/// a crashed run that had the same process id, say) is neither opened nor
+/// removed: the next name is tried.
+fn create_fresh(
+    fs: &dyn Fs,
+    path: &Path,
+) -> Result<(PathBuf, Box<dyn crate::fs::FsFile>), StoreError> {
+    for attempt in 0..ATTEMPTS {
+        let tmp = temp_path(path, attempt);
+        match fs.create_new(&tmp) {
+            Ok(f) => return Ok((tmp, f)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(io_err(path)(e)),
+        }
+    }
+    Err(io_err(path)(std::io::Error::new(
+        std::io::ErrorKind::AlreadyExists,
+        format!(
+            "{ATTEMPTS} temporary names like {} are taken",
+            temp_path(path, 0).display()
+        ),
+    )))
+}

@@ -1,0 +1,157 @@
+//! Commit: ops applied to the namespace and queued as journal records,
+//! written and fsynced by one waiter for all (group commit), and the open
+//! segment finished and the next one created once it is large enough.
+
+use super::{files, JournalState, Store};
+use crate::edit;
+use crate::error::{io_err, StoreError};
+use crate::failpoint;
+use crate::journal;
+use nsimage_format::pb;
+use nsimage_format::pb::journal_op::Op;
+use nsimage_namespace::NsError;
+use std::io::Write;
+
+impl Store {
+    /// Applies `op` and journals it; returns its txid once it is durable.
+    ///
+    /// # Errors
+    /// As [`submit`](Self::submit) and
+    /// [`wait_durable`](Self::wait_durable).
+    pub fn apply(&self, op: Op) -> Result<u64, StoreError> {
+        let txid = self.submit(op)?;
+        self.wait_durable(txid)?;
+        Ok(txid)
+    }
+
+    /// Applies `op` and queues its journal record; returns its txid, which
+    /// is durable only after [`wait_durable`](Self::wait_durable) or
+    /// [`sync`](Self::sync) returns.
+    ///
+    /// # Errors
+    /// [`StoreError::Refused`] when the namespace refuses the op (nothing
+    /// changes, no txid is taken), [`StoreError::Poisoned`] after an
+    /// earlier journal failure, [`StoreError::Invalid`] past the last txid.
+    pub fn submit(&self, mut op: Op) -> Result<u64, StoreError> {
+        let mut ns = self.ns.lock();
+        if let Some(e) = &self.journal.lock().failed {
+            return Err(StoreError::Poisoned(e.clone()));
+        }
+        // Checked before the op changes the namespace: a refused op takes
+        // no txid.
+        let txid = ns
+            .info()
+            .last_txid
+            .checked_add(1)
+            .ok_or_else(|| StoreError::Invalid {
+                path: self.dir.clone(),
+                detail: format!("txid {} is the last txid: no op can follow", u64::MAX),
+            })?;
+        // A record the replay would refuse is refused here, before the op
+        // changes anything (applying may add `new_id`: a few bytes more).
+        let size = op.encoded_len();
+        if !journal::fits(size.saturating_add(64)) {
+            return Err(StoreError::Refused(NsError::Invalid(format!(
+                "a journal record of {size} bytes exceeds the largest the journal holds"
+            ))));
+        }
+        edit::apply(&mut ns, &mut op)?;
+        ns.info_mut().last_txid = txid;
+        let rec = pb::JournalOp { txid, op: Some(op) };
+        let mut j = self.journal.lock();
+        journal::encode(&rec, &mut j.pending);
+        j.pending_last = txid;
+        Ok(txid)
+    }
+
+    /// Makes every submitted op durable; returns the durable txid.
+    ///
+    /// # Errors
+    /// As [`wait_durable`](Self::wait_durable).
+    pub fn sync(&self) -> Result<u64, StoreError> {
+        let last = self.journal.lock().pending_last;
+        self.wait_durable(last)?;
+        Ok(last)
+    }
+
+    /// Waits until `txid` is durable. One waiter at a time writes and
+    /// fsyncs everything queued so far (group commit); the others wait for
+    /// it. A failed write or fsync poisons the store: it is never retried
+    /// as if it had succeeded.
+    ///
+    /// # Errors
+    /// [`StoreError::Poisoned`] when this or an earlier write or fsync of
+    /// the journal failed.
+    pub fn wait_durable(&self, txid: u64) -> Result<(), StoreError> {
+        let mut j = self.journal.lock();
+        loop {
+            if j.durable >= txid {
+                return Ok(());
+            }
+            if let Some(e) = &j.failed {
+                return Err(StoreError::Poisoned(e.clone()));
+            }
+            if j.flushing {
+                self.flushed.wait(&mut j);
+                continue;
+            }
+            let buf = std::mem::take(&mut j.pending);
+            let last = j.pending_last;
+            let Some(mut file) = j.file.take() else {
+                return Err(StoreError::Poisoned("no open segment".into()));
+            };
+            j.flushing = true;
+            drop(j);
+            let res = file.write_all(&buf).and_then(|()| {
+                failpoint("journal-before-sync");
+                file.sync()
+            });
+            j = self.journal.lock();
+            j.file = Some(file);
+            j.flushing = false;
+            match res {
+                Ok(()) => {
+                    j.durable = last;
+                    j.seg_bytes += buf.len() as u64;
+                    if j.seg_bytes >= self.opts.segment_bytes {
+                        if let Err(e) = self.roll(&mut j) {
+                            j.failed = Some(e.to_string());
+                        }
+                    }
+                }
+                Err(e) => {
+                    let path = self.dir.join(journal::open_name(j.seg_first));
+                    j.failed = Some(format!("{}: {e}", path.display()));
+                }
+            }
+            self.flushed.notify_all();
+        }
+    }
+
+    /// Finishes the open segment at the durable txid and opens the next one.
+    /// Called with everything up to `durable` written and fsynced.
+    pub(super) fn roll(&self, j: &mut JournalState) -> Result<(), StoreError> {
+        if j.durable < j.seg_first {
+            return Ok(()); // nothing in the open segment yet
+        }
+        let from = self.dir.join(journal::open_name(j.seg_first));
+        let to = self
+            .dir
+            .join(journal::finished_name(j.seg_first, j.durable));
+        j.file = None;
+        self.fs.rename(&from, &to).map_err(io_err(&from))?;
+        self.fs.sync_dir(&self.dir).map_err(io_err(&self.dir))?;
+        failpoint("roll-renamed");
+        let next = j
+            .durable
+            .checked_add(1)
+            .ok_or_else(|| StoreError::Invalid {
+                path: self.dir.clone(),
+                detail: format!("txid {} is the last txid: no segment can follow", j.durable),
+            })?;
+        j.file = Some(files::create_segment(&*self.fs, &self.dir, next)?);
+        j.seg_first = next;
+        j.seg_bytes = journal::HEADER_LEN as u64;
+        Ok(())
+    }
+}

@@ -1,0 +1,267 @@
+//! The files of a store directory: their names, the listing by kind, the
+//! version check and the lock, segment creation, retention (purge) and the
+//! cleanup of unfinished checkpoints, and the [`Status`] summary.
+
+use crate::error::{io_err, StoreError};
+use crate::failpoint;
+use crate::fs::{Fs, FsFile};
+use crate::journal::{self, Segment};
+use std::fs::File;
+use std::io::Write;
+use std::path::Path;
+
+pub(super) const VERSION_FILE: &str = "VERSION";
+pub(super) const VERSION_TEXT: &str = "nsimage-store 1\n";
+const LOCK_FILE: &str = "LOCK";
+
+/// A summary of the store's files.
+#[derive(Clone, Debug, Default)]
+pub struct Status {
+    /// The txid of the namespace (the last applied op).
+    pub txid: u64,
+    /// The txid of the image recovery starts from ([`Store::inspect`] only).
+    ///
+    /// [`Store::inspect`]: crate::Store::inspect
+    pub image_txid: u64,
+    /// `(txid, bytes)` of every image, oldest first.
+    pub images: Vec<(u64, u64)>,
+    /// `(name, bytes)` of every journal segment, in txid order.
+    pub segments: Vec<(String, u64)>,
+    /// Temporary files of checkpoints that did not finish (`image_<T>.tmp`).
+    pub temps: Vec<String>,
+    /// Names in the directory that are not the store's: never read, never
+    /// removed.
+    pub unknown: Vec<String>,
+    /// Bytes of a torn tail that opening would cut ([`Store::inspect`]
+    /// only).
+    ///
+    /// [`Store::inspect`]: crate::Store::inspect
+    pub torn_tail_bytes: u64,
+    /// The open segment is a torn create that opening would replace
+    /// ([`Store::inspect`] only).
+    ///
+    /// [`Store::inspect`]: crate::Store::inspect
+    pub torn_create: bool,
+    /// The namespace digest at `txid` ([`Store::inspect`] only).
+    ///
+    /// [`Store::inspect`]: crate::Store::inspect
+    pub digest: Option<String>,
+}
+
+/// `image_<txid, 20 digits>`.
+pub(super) fn image_name(txid: u64) -> String {
+    format!("image_{txid:020}")
+}
+
+/// The name of the temporary file a checkpoint at `txid` writes.
+pub(super) fn temp_name(txid: u64) -> String {
+    format!("{}.tmp", image_name(txid))
+}
+
+/// `image_<20 digits>`: an image's txid; `None` for any other name.
+pub(super) fn parse_image(name: &str) -> Option<u64> {
+    journal::parse_txid20(name.strip_prefix("image_")?)
+}
+
+/// `image_<20 digits>.tmp`: a checkpoint that did not finish.
+fn parse_temp(name: &str) -> Option<u64> {
+    parse_image(name.strip_suffix(".tmp")?)
+}
+
+/// True when one of `names` says a store is already there.
+pub(super) fn holds_store(names: &[String]) -> bool {
+    names
+        .iter()
+        .any(|n| n == VERSION_FILE || parse_image(n).is_some())
+}
+
+/// Checks that `dir` is a directory holding a store of this version.
+/// Errors name `dir` (the path the user gave) unless a file in it is at
+/// fault.
+pub(super) fn check_store(fs: &dyn Fs, dir: &Path) -> Result<(), StoreError> {
+    let not_a_store = |detail: &str| StoreError::NotAStore {
+        path: dir.to_path_buf(),
+        detail: detail.into(),
+    };
+    // Through `fs` (not std::fs) so that a simulated file system works too.
+    if let Err(e) = fs.list(dir) {
+        return Err(if e.kind() == std::io::ErrorKind::NotADirectory {
+            not_a_store("not a directory")
+        } else {
+            io_err(dir)(e)
+        });
+    }
+    let vpath = dir.join(VERSION_FILE);
+    let len = match fs.len(&vpath) {
+        Ok(len) => len,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(not_a_store("no VERSION file: not a store"));
+        }
+        Err(e) => return Err(io_err(&vpath)(e)),
+    };
+    let version = if usize::try_from(len) == Ok(VERSION_TEXT.len()) {
+        fs.read(&vpath).map_err(io_err(&vpath))?
+    } else {
+        Vec::new()
+    };
+    if version != VERSION_TEXT.as_bytes() {
+        return Err(StoreError::Invalid {
+            path: vpath,
+            detail: format!(
+                "unknown store version {:?} ({len} bytes)",
+                String::from_utf8_lossy(&version)
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Takes the store's exclusive lock. Errors name the store directory.
+pub(super) fn lock_dir(dir: &Path) -> Result<File, StoreError> {
+    let path = dir.join(LOCK_FILE);
+    let f = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(io_err(dir))?;
+    match f.try_lock() {
+        Ok(()) => Ok(f),
+        Err(std::fs::TryLockError::WouldBlock) => Err(StoreError::Locked {
+            path: dir.to_path_buf(),
+        }),
+        Err(std::fs::TryLockError::Error(e)) => Err(io_err(dir)(e)),
+    }
+}
+
+/// The entries of a store directory, by kind.
+#[derive(Debug, Default)]
+pub(super) struct Listing {
+    /// Image txids, newest first.
+    pub(super) images: Vec<u64>,
+    /// Segments in txid order (at equal first txids, finished before open).
+    pub(super) segments: Vec<Segment>,
+    /// `image_<T>.tmp` names: checkpoints that did not finish.
+    pub(super) temps: Vec<String>,
+    /// Every other name except `VERSION` and `LOCK`: never read or removed.
+    pub(super) unknown: Vec<String>,
+}
+
+/// Lists the store in `dir` by kind of file.
+pub(super) fn list_store(fs: &dyn Fs, dir: &Path) -> Result<Listing, StoreError> {
+    let mut names = fs.list(dir).map_err(io_err(dir))?;
+    names.sort();
+    let mut l = Listing::default();
+    for n in names {
+        if n == VERSION_FILE || n == LOCK_FILE {
+            continue;
+        }
+        if let Some(t) = parse_image(&n) {
+            l.images.push(t);
+        } else if parse_temp(&n).is_some() {
+            l.temps.push(n);
+        } else if let Some(s) = Segment::parse(dir, &n) {
+            l.segments.push(s);
+        } else {
+            l.unknown.push(n);
+        }
+    }
+    l.images.sort_unstable_by(|a, b| b.cmp(a));
+    l.segments.sort_by_key(|s| (s.first, s.last.is_none()));
+    Ok(l)
+}
+
+/// The status of the files in `listing`, at `txid`.
+pub(super) fn status_of(fs: &dyn Fs, dir: &Path, listing: &Listing, txid: u64) -> Status {
+    let len = |n: &str| fs.len(&dir.join(n)).unwrap_or(0);
+    let mut images: Vec<(u64, u64)> = listing
+        .images
+        .iter()
+        .map(|&t| (t, len(&image_name(t))))
+        .collect();
+    images.sort_unstable();
+    Status {
+        txid,
+        images,
+        segments: listing
+            .segments
+            .iter()
+            .map(|s| {
+                let n = s.name();
+                let l = len(&n);
+                (n, l)
+            })
+            .collect(),
+        temps: listing.temps.clone(),
+        unknown: listing.unknown.clone(),
+        ..Status::default()
+    }
+}
+
+/// Removes the temporary files of checkpoints that did not finish: they
+/// were never renamed, and are never read. One that cannot be removed (a
+/// directory of that name: not the store's) is left and listed by
+/// `status`.
+pub(super) fn remove_temps(fs: &dyn Fs, dir: &Path, listing: &Listing) {
+    for n in &listing.temps {
+        let _ = fs.remove(&dir.join(n));
+    }
+}
+
+/// Writes the `VERSION` file durably (the last step of creating a store).
+pub(super) fn write_version(fs: &dyn Fs, dir: &Path) -> Result<(), StoreError> {
+    let vpath = dir.join(VERSION_FILE);
+    let mut f = fs.create(&vpath).map_err(io_err(&vpath))?;
+    f.write_all(VERSION_TEXT.as_bytes())
+        .map_err(io_err(&vpath))?;
+    f.sync().map_err(io_err(&vpath))?;
+    fs.sync_dir(dir).map_err(io_err(dir))
+}
+
+/// Writes a new open segment holding only its header, durably: the header
+/// written and fsynced and the directory fsynced before the segment is
+/// returned, so no op is acknowledged into a segment that a crash could
+/// leave without its header or its name. A crash at any step leaves a torn
+/// create (empty, zeros or part of the header), which opening replaces.
+pub(super) fn create_segment(
+    fs: &dyn Fs,
+    dir: &Path,
+    first: u64,
+) -> Result<Box<dyn FsFile>, StoreError> {
+    let p = dir.join(journal::open_name(first));
+    let mut f = fs.create(&p).map_err(io_err(&p))?;
+    failpoint("segment-created");
+    f.write_all(&journal::header()).map_err(io_err(&p))?;
+    f.sync().map_err(io_err(&p))?;
+    failpoint("segment-header-synced");
+    fs.sync_dir(dir).map_err(io_err(dir))?;
+    failpoint("segment-dir-synced");
+    Ok(f)
+}
+
+/// Retention: keeps the newest `keep` images (at least one) and the
+/// segments needed to replay from the oldest of them; removes the rest.
+pub(super) fn purge(fs: &dyn Fs, dir: &Path, keep: usize) -> Result<(), StoreError> {
+    let names = fs.list(dir).map_err(io_err(dir))?;
+    let mut images: Vec<u64> = names.iter().filter_map(|n| parse_image(n)).collect();
+    images.sort_unstable_by(|a, b| b.cmp(a));
+    let keep = keep.max(1);
+    let (Some(&oldest_kept), Some(old)) = (images.get(keep - 1), images.get(keep..)) else {
+        return Ok(());
+    };
+    if old.is_empty() {
+        return Ok(());
+    }
+    for &t in old {
+        let p = dir.join(image_name(t));
+        fs.remove(&p).map_err(io_err(&p))?;
+        failpoint("purge-image");
+    }
+    for seg in names.iter().filter_map(|n| Segment::parse(dir, n)) {
+        if seg.last.is_some_and(|l| l <= oldest_kept) {
+            fs.remove(&seg.path).map_err(io_err(&seg.path))?;
+            failpoint("purge-segment");
+        }
+    }
+    fs.sync_dir(dir).map_err(io_err(dir))
+}

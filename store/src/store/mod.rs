@@ -1,0 +1,209 @@
+//! The [`Store`]: one directory holding images and journal segments,
+//! opened by one process at a time.
+//!
+//! - `recover`: what opening reads (image choice, replay, torn tail);
+//! - `commit`: journal appends, group commit, durability, segment rolls;
+//! - `checkpoint`: images at the current txid, then retention;
+//! - `files`: names, listing, version and lock, segment creation,
+//!   retention and temporary-file cleanup, [`Status`];
+//! - `options`: [`StoreOptions`].
+
+mod checkpoint;
+mod commit;
+mod files;
+mod options;
+mod recover;
+
+pub use files::Status;
+pub use options::StoreOptions;
+pub use recover::RecoveryReport;
+
+use self::recover::{Recovered, Tail};
+use crate::error::{io_err, StoreError};
+use crate::fs::{Fs, FsFile, RealFs};
+use crate::save::{self, Temp};
+use nsimage_namespace::Namespace;
+use nsimage_writer::WriteOptions;
+use parking_lot::{Condvar, Mutex};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The journal's side of an open store (behind its own lock).
+struct JournalState {
+    file: Option<Box<dyn FsFile>>,
+    /// First txid of the open segment.
+    seg_first: u64,
+    seg_bytes: u64,
+    /// Encoded records not yet written, and the last txid among them.
+    pending: Vec<u8>,
+    pending_last: u64,
+    durable: u64,
+    flushing: bool,
+    failed: Option<String>,
+}
+
+/// An open store: the namespace at the last applied op, its journal, and
+/// the exclusive lock on the directory. Ops are applied with
+/// [`apply`](Self::apply) (or [`submit`](Self::submit) and
+/// [`wait_durable`](Self::wait_durable) for group commit); a
+/// [`checkpoint`](Self::checkpoint) saves an image and purges what
+/// retention no longer needs.
+pub struct Store {
+    dir: PathBuf,
+    fs: Arc<dyn Fs>,
+    opts: StoreOptions,
+    _lock: File,
+    ns: Mutex<Namespace>,
+    journal: Mutex<JournalState>,
+    flushed: Condvar,
+    report: RecoveryReport,
+}
+
+/// Saves `ns` as the store's image at `txid`, through the atomic save
+/// with the checkpoint's temporary name (`image_<T>.tmp`).
+fn save_image(
+    fs: &dyn Fs,
+    dir: &Path,
+    ns: &Namespace,
+    txid: u64,
+    opts: &WriteOptions,
+) -> Result<(), StoreError> {
+    let path = dir.join(files::image_name(txid));
+    let tmp = dir.join(files::temp_name(txid));
+    save::save_as(fs, &path, Temp::Checkpoint(&tmp), ns, opts).map(drop)
+}
+
+impl Store {
+    /// Creates a store in `dir` (created if missing; must hold no store):
+    /// an empty namespace as image 0 and an open journal segment.
+    ///
+    /// # Errors
+    /// [`StoreError::Invalid`] when `dir` already holds a store,
+    /// [`StoreError::Locked`] when another process holds it, and
+    /// [`StoreError::Io`] when a file cannot be written.
+    pub fn init(dir: &Path, fs: Arc<dyn Fs>) -> Result<(), StoreError> {
+        std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+        let _lock = files::lock_dir(dir)?;
+        let names = fs.list(dir).map_err(io_err(dir))?;
+        if files::holds_store(&names) {
+            return Err(StoreError::Invalid {
+                path: dir.to_path_buf(),
+                detail: "already holds a store".into(),
+            });
+        }
+        let ns = Namespace::default();
+        save_image(&*fs, dir, &ns, 0, &WriteOptions::default())?;
+        files::create_segment(&*fs, dir, 1)?;
+        files::write_version(&*fs, dir)
+    }
+
+    /// Opens the store in `dir` on the real file system.
+    ///
+    /// # Errors
+    /// As [`open`](Self::open).
+    pub fn open_default(dir: &Path) -> Result<Store, StoreError> {
+        Store::open(dir, Arc::new(RealFs::default()), StoreOptions::default())
+    }
+
+    /// Reads the store in `dir` as [`open`](Self::open) would recover it,
+    /// without the lock and without changing anything: no file is created,
+    /// removed, truncated or written, so it works on a read-only mount. A
+    /// torn tail is reported, not cut; temporary and unknown files are
+    /// listed. While another process writes the store, what it shows is a
+    /// snapshot that may include that process's unfinished last write.
+    ///
+    /// # Errors
+    /// As [`open`](Self::open), less the lock and the writes.
+    pub fn inspect(dir: &Path, fs: &dyn Fs, opts: &StoreOptions) -> Result<Status, StoreError> {
+        files::check_store(fs, dir)?;
+        let rec = recover::recover(fs, dir, opts)?;
+        let mut st = files::status_of(fs, dir, &rec.listing, rec.ns.info().last_txid);
+        st.image_txid = rec.report.image_txid;
+        st.torn_tail_bytes = rec.report.torn_tail_bytes;
+        st.torn_create = matches!(rec.tail, Tail::Replace { .. });
+        st.digest = Some(rec.ns.digest().to_string());
+        Ok(st)
+    }
+
+    /// Checks that `dir` holds a store of this version, reading only.
+    ///
+    /// # Errors
+    /// [`StoreError::NotAStore`] for a path that is not a store,
+    /// [`StoreError::Invalid`] for an unknown version, [`StoreError::Io`].
+    pub fn check_dir(dir: &Path) -> Result<(), StoreError> {
+        files::check_store(&RealFs::default(), dir)
+    }
+
+    /// Opens (recovers) the store in `dir`: the newest image that loads,
+    /// then every journal record after it. A torn tail of the open segment
+    /// is cut off and reported, a torn create replaced, and the temporary
+    /// files of unfinished checkpoints removed (`format-spec/STORE.md`,
+    /// "Open").
+    ///
+    /// # Errors
+    /// [`StoreError::NotAStore`], [`StoreError::Locked`],
+    /// [`StoreError::NoImage`] when no image loads,
+    /// [`StoreError::Corrupt`] for damage recovery must not repair (a gap,
+    /// a bad record before the tail), [`StoreError::Io`].
+    pub fn open(dir: &Path, fs: Arc<dyn Fs>, opts: StoreOptions) -> Result<Store, StoreError> {
+        let started = Instant::now();
+        files::check_store(&*fs, dir)?;
+        let lock = files::lock_dir(dir)?;
+        let Recovered {
+            ns,
+            mut report,
+            listing,
+            tail,
+        } = recover::recover(&*fs, dir, &opts)?;
+        files::remove_temps(&*fs, dir, &listing);
+        let txid = ns.info().last_txid;
+        let (file, seg_first, seg_bytes) = recover::open_tail(&*fs, dir, tail, txid)?;
+        report.seconds = started.elapsed().as_secs_f64();
+        Ok(Store {
+            dir: dir.to_path_buf(),
+            fs,
+            opts,
+            _lock: lock,
+            ns: Mutex::new(ns),
+            journal: Mutex::new(JournalState {
+                file: Some(file),
+                seg_first,
+                seg_bytes,
+                pending: Vec::new(),
+                pending_last: txid,
+                durable: txid,
+                flushing: false,
+                failed: None,
+            }),
+            flushed: Condvar::new(),
+            report,
+        })
+    }
+
+    /// What opening this store did.
+    pub fn report(&self) -> &RecoveryReport {
+        &self.report
+    }
+
+    /// The store's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Runs `f` on the namespace (the state after the last applied op).
+    pub fn with_namespace<R>(&self, f: impl FnOnce(&Namespace) -> R) -> R {
+        f(&self.ns.lock())
+    }
+
+    /// The store's files and txid (of this open store).
+    ///
+    /// # Errors
+    /// [`StoreError::Io`] when the directory cannot be listed.
+    pub fn status(&self) -> Result<Status, StoreError> {
+        let listing = files::list_store(&*self.fs, &self.dir)?;
+        let txid = self.ns.lock().info().last_txid;
+        Ok(files::status_of(&*self.fs, &self.dir, &listing, txid))
+    }
+}
