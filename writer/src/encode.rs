@@ -51,20 +51,9 @@ pub(crate) fn fill_inode(n: &Inode<'_>, strings: &StringMap, msg: &mut pb::Inode
                 atime: f.atime,
                 replication: u32::from(f.replication),
                 preferred_block_size: f.preferred_block_size,
-                blocks: f
-                    .blocks
-                    .iter()
-                    .map(|b| pb::Block {
-                        id: b.id,
-                        generation_stamp: b.generation_stamp,
-                        length: b.length,
-                    })
-                    .collect(),
+                blocks: f.blocks.iter().map(pb::Block::from).collect(),
                 storage_policy: u32::from(f.storage_policy),
-                under_construction: uc.map(|u| pb::UnderConstruction {
-                    client_name: u.client_name.to_vec(),
-                    client_machine: u.client_machine.to_vec(),
-                }),
+                under_construction: uc.map(pb::UnderConstruction::from),
             });
         }
         Attrs::Directory { ns_quota, ds_quota } => {
@@ -80,7 +69,7 @@ pub(crate) fn fill_inode(n: &Inode<'_>, strings: &StringMap, msg: &mut pb::Inode
     }
     if let Some(e) = n.extra() {
         msg.xattrs.extend(e.xattrs.iter().map(|x| pb::XAttr {
-            namespace: x.ns as i32,
+            namespace: pb::XAttrNamespace::from(x.ns).into(),
             name: strings.id(x.name),
             value: x.value.to_vec(),
         }));

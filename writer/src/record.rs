@@ -8,22 +8,9 @@
 
 use crate::strings::StringMap;
 use nsimage_format::pb::InodeType;
+use nsimage_format::wire::tags;
+use nsimage_format::wire::varint::{put_varint, varint_len};
 use nsimage_namespace::{Attrs, Block, Inode, Namespace};
-
-#[inline]
-fn varint_len(v: u64) -> usize {
-    // 1 byte per 7 bits, at least one byte.
-    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
-}
-
-#[inline]
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push(v as u8 | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
 
 /// Length of a varint field (key + value), zero when proto3 omits it.
 #[inline]
@@ -125,40 +112,48 @@ pub fn put_inode(n: &Inode<'_>, strings: &StringMap, out: &mut Vec<u8>) -> bool 
     let name = n.name();
     out.reserve(len + 10);
     put_varint(out, len as u64);
-    put_vfield(out, 0x08, n.id());
-    put_vfield(out, 0x10, ty as u64);
-    put_bytes(out, 0x1a, name);
+    put_vfield(out, tags::inode::ID, n.id());
+    put_vfield(out, tags::inode::TYPE, ty as u64);
+    put_bytes(out, tags::inode::NAME, name);
     if perm != 0 {
-        out.push(0x21);
+        out.push(tags::inode::PERMISSION);
         out.extend_from_slice(&perm.to_le_bytes());
     }
-    put_vfield(out, 0x28, n.mtime());
+    put_vfield(out, tags::inode::MTIME, n.mtime());
     match n.attrs() {
         Attrs::File(f) => {
-            out.push(0x32);
+            out.push(tags::inode::FILE);
             put_varint(out, sub_len as u64);
-            put_vfield(out, 0x08, f.atime);
-            put_vfield(out, 0x10, u64::from(f.replication));
-            put_vfield(out, 0x18, f.preferred_block_size);
+            put_vfield(out, tags::file_attrs::ATIME, f.atime);
+            put_vfield(out, tags::file_attrs::REPLICATION, u64::from(f.replication));
+            put_vfield(
+                out,
+                tags::file_attrs::PREFERRED_BLOCK_SIZE,
+                f.preferred_block_size,
+            );
             for b in f.blocks {
-                out.push(0x22);
+                out.push(tags::file_attrs::BLOCKS);
                 put_varint(out, block_len(b) as u64);
-                put_vfield(out, 0x08, b.id);
-                put_vfield(out, 0x10, b.generation_stamp);
-                put_vfield(out, 0x18, b.length);
+                put_vfield(out, tags::block::ID, b.id);
+                put_vfield(out, tags::block::GENERATION_STAMP, b.generation_stamp);
+                put_vfield(out, tags::block::LENGTH, b.length);
             }
-            put_vfield(out, 0x28, u64::from(f.storage_policy));
+            put_vfield(
+                out,
+                tags::file_attrs::STORAGE_POLICY,
+                u64::from(f.storage_policy),
+            );
         }
         Attrs::Directory { ns_quota, ds_quota } => {
-            out.push(0x3a);
+            out.push(tags::inode::DIRECTORY);
             put_varint(out, sub_len as u64);
-            put_vfield(out, 0x08, ns_quota as u64);
-            put_vfield(out, 0x10, ds_quota as u64);
+            put_vfield(out, tags::directory_attrs::NS_QUOTA, ns_quota as u64);
+            put_vfield(out, tags::directory_attrs::DS_QUOTA, ds_quota as u64);
         }
         Attrs::Symlink { target } => {
-            out.push(0x42);
+            out.push(tags::inode::SYMLINK);
             put_varint(out, sub_len as u64);
-            put_bytes(out, 0x0a, target);
+            put_bytes(out, tags::symlink_attrs::TARGET, target);
         }
     }
     true
@@ -183,8 +178,8 @@ pub fn put_dir(ns: &Namespace, n: &Inode<'_>, ids: &mut Vec<u64>, out: &mut Vec<
     let len = vfield_len(n.id()) + 1 + varint_len(packed as u64) + packed;
     out.reserve(len + 10);
     put_varint(out, len as u64);
-    put_vfield(out, 0x08, n.id());
-    out.push(0x12);
+    put_vfield(out, tags::dir_entry::PARENT, n.id());
+    out.push(tags::dir_entry::CHILDREN);
     put_varint(out, packed as u64);
     for &c in ids.iter() {
         put_varint(out, c);
