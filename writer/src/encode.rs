@@ -7,9 +7,23 @@ use nsimage_format::framing::put_record;
 use nsimage_format::pb;
 use nsimage_namespace::{Attrs, Inode, InodeKind, Namespace, Slot};
 
+/// The framed length of a record as the index counts it.
+#[inline]
+fn framed(len: usize) -> u32 {
+    debug_assert!(u64::try_from(len).is_ok_and(|l| l <= nsimage_format::consts::MAX_RECORD_LENGTH));
+    // A record the readers accept is at most MAX_RECORD_LENGTH (1 GiB)
+    // long; the model holds no inode whose record comes near it (names and
+    // strings are at most 64 KiB, a file would need some 100 million
+    // blocks).
+    #[allow(clippy::cast_possible_truncation)]
+    let l = len as u32;
+    l
+}
+
 /// Encoded records of one slot range.
 #[derive(Default)]
 pub struct Encoded {
+    /// The framed records, back to back.
     pub bytes: Vec<u8>,
     /// (key, framed length) of each record, in order.
     pub records: Vec<(u64, u32)>,
@@ -23,10 +37,12 @@ impl Encoded {
         }
     }
 
+    /// Appends the framed record of `msg`, keyed `key` (an inode id, a
+    /// parent id, a string id).
     pub fn put<M: prost::Message>(&mut self, key: u64, msg: &M) {
         let before = self.bytes.len();
         put_record(&mut self.bytes, msg);
-        self.records.push((key, (self.bytes.len() - before) as u32));
+        self.records.push((key, framed(self.bytes.len() - before)));
     }
 }
 
@@ -78,9 +94,9 @@ pub(crate) fn fill_inode(n: &Inode<'_>, strings: &StringMap, msg: &mut pb::Inode
         msg.xattrs.sort_unstable_by_key(|x| (x.namespace, x.name));
         msg.acl.extend(e.acl.iter().map(|a| pb::AclEntry {
             name: strings.id(a.name),
-            r#type: a.kind as i32,
+            r#type: i32::from(a.kind),
             default_scope: a.default_scope,
-            permission: a.perm as u32,
+            permission: u32::from(a.perm),
         }));
     }
 }
@@ -93,8 +109,7 @@ pub fn inodes(ns: &Namespace, strings: &StringMap, slots: std::ops::Range<Slot>)
         if let Some(n) = ns.at(s) {
             let before = out.bytes.len();
             if crate::record::put_inode(&n, strings, &mut out.bytes) {
-                out.records
-                    .push((n.id(), (out.bytes.len() - before) as u32));
+                out.records.push((n.id(), framed(out.bytes.len() - before)));
             } else {
                 fill_inode(&n, strings, &mut msg);
                 out.put(msg.id, &msg);
@@ -115,8 +130,7 @@ pub fn dirs(ns: &Namespace, slots: std::ops::Range<Slot>) -> Encoded {
         }
         let before = out.bytes.len();
         crate::record::put_dir(ns, &n, &mut ids, &mut out.bytes);
-        out.records
-            .push((n.id(), (out.bytes.len() - before) as u32));
+        out.records.push((n.id(), framed(out.bytes.len() - before)));
     }
     out
 }
@@ -124,7 +138,9 @@ pub fn dirs(ns: &Namespace, slots: std::ops::Range<Slot>) -> Encoded {
 /// Records and framed bytes of a section, as measured before it is written.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Size {
+    /// Number of records.
     pub records: u64,
+    /// Framed bytes.
     pub bytes: u64,
 }
 

@@ -23,6 +23,7 @@ const MIN_SUB_SECTION_BYTES: u64 = 64 << 10;
 pub struct ImageSummary {
     /// Total bytes of the image.
     pub bytes: u64,
+    /// The index written at its end.
     pub index: Index,
 }
 

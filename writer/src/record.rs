@@ -80,7 +80,7 @@ fn inode_lens(n: &Inode<'_>, strings: &StringMap) -> Option<(InodeType, u64, usi
         }
         Attrs::Directory { ns_quota, ds_quota } => (
             InodeType::Directory,
-            vfield_len(ns_quota as u64) + vfield_len(ds_quota as u64),
+            vfield_len(ns_quota.cast_unsigned()) + vfield_len(ds_quota.cast_unsigned()),
         ),
         Attrs::Symlink { target } => (InodeType::Symlink, bytes_len(target)),
     };
@@ -147,8 +147,17 @@ pub fn put_inode(n: &Inode<'_>, strings: &StringMap, out: &mut Vec<u8>) -> bool 
         Attrs::Directory { ns_quota, ds_quota } => {
             out.push(tags::inode::DIRECTORY);
             put_varint(out, sub_len as u64);
-            put_vfield(out, tags::directory_attrs::NS_QUOTA, ns_quota as u64);
-            put_vfield(out, tags::directory_attrs::DS_QUOTA, ds_quota as u64);
+            // int64 on the wire: the two's complement bits.
+            put_vfield(
+                out,
+                tags::directory_attrs::NS_QUOTA,
+                ns_quota.cast_unsigned(),
+            );
+            put_vfield(
+                out,
+                tags::directory_attrs::DS_QUOTA,
+                ds_quota.cast_unsigned(),
+            );
         }
         Attrs::Symlink { target } => {
             out.push(tags::inode::SYMLINK);
@@ -201,9 +210,9 @@ mod tests {
             128,
             16383,
             16384,
-            u32::MAX as u64,
+            u64::from(u32::MAX),
             u64::MAX,
-            (-1i64) as u64,
+            (-1i64).cast_unsigned(),
         ] {
             let mut b = Vec::new();
             put_varint(&mut b, v);
@@ -228,9 +237,9 @@ mod tests {
             .unwrap();
         for (i, blocks) in [0u64, 1, 3].into_iter().enumerate() {
             let spec = FileSpec {
-                replication: i as u16,
+                replication: u16::try_from(i).unwrap(),
                 preferred_block_size: [0, 1, 128 << 20][i],
-                storage_policy: [0, 7, 255][i] as u8,
+                storage_policy: [0u8, 7, 255][i],
             };
             let f = ns
                 .create_in(
@@ -269,7 +278,7 @@ mod tests {
         .unwrap();
         // "u" was interned before "g": the written ids differ from the
         // namespace's, and both encoders rewrite them the same way.
-        let (strings, _) = StringMap::of(&ns, &[0..ns.slot_count()]);
+        let (strings, _) = StringMap::of(&ns, std::slice::from_ref(&(0..ns.slot_count())));
         let u = ns.strings().lookup(b"u").unwrap();
         assert_eq!((u, strings.id(u)), (1, 2));
         let mut checked = 0;
