@@ -159,6 +159,7 @@ impl<'a> Wire<'a> {
 /// Reusable buffers for walking INODE records of one piece.
 #[derive(Default)]
 pub struct InodeScratch {
+    /// The blocks of the file record walked last.
     pub blocks: Vec<Block>,
 }
 
@@ -401,6 +402,8 @@ pub fn file_body(
     })
 }
 
+/// Range check of a directory's quotas (-1: none), shared with the prost
+/// path.
 pub fn dir_body<'a>(ns_quota: i64, ds_quota: i64) -> Result<LoadedBody<'a>, WalkError> {
     if ns_quota < -1 || ds_quota < -1 {
         return Err("directory quota below -1".into());

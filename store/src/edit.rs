@@ -54,7 +54,7 @@ pub fn apply(ns: &mut Namespace, op: &mut Op) -> Result<(), NsError> {
             ns.mkdir_in(c.parent, &c.name, perm, c.mtime)
         }),
         Op::Create(c) => create(ns, c, |ns, c, perm| {
-            let spec = FileSpec::try_from(&*c).map_err(invalid)?;
+            let spec = FileSpec::try_from(c).map_err(invalid)?;
             ns.create_in(c.parent, &c.name, perm, &spec, c.mtime)
         }),
         Op::Symlink(c) => create(ns, c, |ns, c, perm| {

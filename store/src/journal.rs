@@ -18,8 +18,11 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use xxhash_rust::xxh3::xxh3_64;
 
+/// First eight bytes of every segment.
 pub const SEGMENT_MAGIC: [u8; 8] = *b"NSJOURNL";
+/// The segment layout version this build writes and reads.
 pub const SEGMENT_VERSION: u16 = 1;
+/// Bytes of a segment header: magic, version, reserved zeros.
 pub const HEADER_LEN: usize = 16;
 /// The first byte of every record's message: the key of `txid` (field 1,
 /// varint), which every record holds (txids start at 1) and writes first.
@@ -30,6 +33,7 @@ const OPS: std::ops::RangeInclusive<u32> =
 /// Largest record accepted on replay.
 const MAX_OP_BYTES: u64 = 64 << 20;
 
+/// The header every segment starts with.
 pub fn header() -> [u8; HEADER_LEN] {
     let mut h = [0u8; HEADER_LEN];
     h[..8].copy_from_slice(&SEGMENT_MAGIC);
@@ -41,16 +45,20 @@ pub fn header() -> [u8; HEADER_LEN] {
 /// `edits_inprogress_<first>` (txids zero-padded to 20 digits).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Segment {
+    /// The segment file.
     pub path: PathBuf,
+    /// Its first txid.
     pub first: u64,
     /// `None` while the segment is open.
     pub last: Option<u64>,
 }
 
+/// The name of a finished segment holding txids `first..=last`.
 pub fn finished_name(first: u64, last: u64) -> String {
     format!("edits_{first:020}-{last:020}")
 }
 
+/// The name of the open segment starting at txid `first`.
 pub fn open_name(first: u64) -> String {
     format!("edits_inprogress_{first:020}")
 }
@@ -83,6 +91,7 @@ impl Segment {
         })
     }
 
+    /// The segment's file name.
     pub fn name(&self) -> String {
         self.path
             .file_name()
@@ -109,6 +118,7 @@ pub fn encode(op: &pb::JournalOp, out: &mut Vec<u8>) {
 /// What reading one segment gave (its ops went to the caller's callback).
 #[derive(Debug, Default)]
 pub struct SegmentRead {
+    /// Ops read (and given to the callback).
     pub ops: u64,
     /// Bytes of valid header and records.
     pub valid_len: u64,
@@ -117,6 +127,7 @@ pub struct SegmentRead {
     /// The (open) segment holds no complete header and nothing else: a
     /// torn create, to be replaced.
     pub headerless: bool,
+    /// Read with one bulk read (else streamed).
     pub bulk: bool,
 }
 
