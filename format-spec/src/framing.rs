@@ -1,6 +1,8 @@
 //! Record framing: every record is a LEB128 varint length followed by that many
 //! bytes of protobuf message (FORMAT.md, "Records"). The journal of the
-//! checkpoint store reuses the same framing.
+//! checkpoint store reuses the same framing. [`Records`] reads the frames
+//! of a region held in memory; [`crate::wire::FrameReader`] reads them
+//! from a stream.
 #![deny(
     clippy::arithmetic_side_effects,
     clippy::cast_possible_truncation,

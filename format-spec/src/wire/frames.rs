@@ -48,7 +48,8 @@ pub enum FrameError {
         /// Bytes of the region after the prefix, when its end is known.
         left: Option<u64>,
     },
-    /// The input ended inside the frame (the prefix or the body).
+    /// The input ended inside the frame (the prefix or the body), or before
+    /// the region's known end.
     #[error("record truncated at byte offset {offset}: the input ends inside it")]
     Truncated {
         /// Offset of the frame.
@@ -185,8 +186,8 @@ impl<R: Read> FrameReader<R> {
     }
 
     /// Reads the next frame's body into `body` (cleared first) and returns
-    /// the frame's absolute offset; `None` at the end of the region (or of
-    /// the input, between frames). After an error, [`prefix`](Self::prefix)
+    /// the frame's absolute offset; `None` at the end of the region (with no
+    /// end set: at the end of the input, between frames). After an error, [`prefix`](Self::prefix)
     /// and `body` hold the bytes read of the bad frame, and the reader is
     /// not to be used again.
     pub fn read_frame(&mut self, body: &mut Vec<u8>) -> Result<Option<u64>, FrameError> {
@@ -208,7 +209,9 @@ impl<R: Read> FrameReader<R> {
                 return Err(FrameError::Prefix { offset: at });
             }
             let Some(b) = self.byte(at)? else {
-                if width == 0 {
+                // Between frames, the input may end where the region does
+                // when its end is not known; before a known end, never.
+                if width == 0 && self.end.is_none() {
                     return Ok(None);
                 }
                 return Err(FrameError::Truncated { offset: at });
@@ -321,6 +324,10 @@ mod tests {
         assert_eq!(frames(&b, Some(100 + b.len() as u64)), got);
         // An end between frames stops the reader there.
         assert_eq!(frames(&b, Some(103)), got[..1].to_vec());
+        // Input that ends before a known end is truncated.
+        let mut short = got.clone();
+        short.push(Err("the input ends inside a record@306".into()));
+        assert_eq!(frames(&b, Some(400)), short);
     }
 
     #[test]
