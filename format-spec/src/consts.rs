@@ -22,12 +22,19 @@ pub const ROOT_ID: u64 = 16385;
 
 /// Header fields: each offset follows from the previous field's size.
 pub mod header {
+    /// The magic bytes [`HEADER_MAGIC`](super::HEADER_MAGIC) (8 bytes).
     pub const MAGIC: usize = 0;
+    /// The format version (u16).
     pub const VERSION: usize = MAGIC + 8;
+    /// The header length (u16), 32 in v1.
     pub const LENGTH: usize = VERSION + 2;
+    /// Reserved, zero (4 bytes).
     pub const RESERVED: usize = LENGTH + 2;
+    /// Required feature bits (u32).
     pub const REQUIRED_FEATURES: usize = RESERVED + 4;
+    /// Optional feature bits (u32).
     pub const OPTIONAL_FEATURES: usize = REQUIRED_FEATURES + 4;
+    /// xxh3-64 of the header bytes before it (u64).
     pub const CHECKSUM: usize = OPTIONAL_FEATURES + 4;
     /// Total header size; sections start here.
     pub const SIZE: usize = CHECKSUM + 8;
@@ -35,11 +42,17 @@ pub mod header {
 
 /// Footer fields, relative to the footer's first byte (file length - SIZE).
 pub mod footer {
+    /// Absolute offset of the index (u64).
     pub const INDEX_OFFSET: usize = 0;
+    /// Length of the index (u64).
     pub const INDEX_LENGTH: usize = INDEX_OFFSET + 8;
+    /// xxh3-64 of the index (u64).
     pub const INDEX_CHECKSUM: usize = INDEX_LENGTH + 8;
+    /// Length of the whole file (u64).
     pub const FILE_LENGTH: usize = INDEX_CHECKSUM + 8;
+    /// xxh3-64 of the footer bytes before it (u64).
     pub const CHECKSUM: usize = FILE_LENGTH + 8;
+    /// The magic bytes [`FOOTER_MAGIC`](super::FOOTER_MAGIC) (8 bytes).
     pub const MAGIC: usize = CHECKSUM + 8;
     /// Total footer size.
     pub const SIZE: usize = MAGIC + 8;
@@ -58,16 +71,27 @@ pub const MAX_NAME_LENGTH: usize = 64 << 10;
 
 /// A section kind, as stored in the index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct SectionKind(pub u32);
+pub struct SectionKind(
+    /// The kind number stored in the index.
+    pub u32,
+);
 
 impl SectionKind {
+    /// Namespace-wide counters: one `NsInfo` record.
     pub const NS_INFO: SectionKind = SectionKind(1);
+    /// The string table: `StringEntry` records.
     pub const STRING_TABLE: SectionKind = SectionKind(2);
+    /// One `Inode` record per inode, by increasing id.
     pub const INODE: SectionKind = SectionKind(3);
+    /// One `DirEntry` record per non-empty directory.
     pub const INODE_DIR: SectionKind = SectionKind(4);
+    /// Reserved (unknown to a v1 reader).
     pub const INODE_REFERENCE: SectionKind = SectionKind(5);
+    /// Reserved (unknown to a v1 reader).
     pub const SNAPSHOT: SectionKind = SectionKind(6);
+    /// Reserved (unknown to a v1 reader).
     pub const SNAPSHOT_DIFF: SectionKind = SectionKind(7);
+    /// Reserved (unknown to a v1 reader).
     pub const FILES_UNDER_CONSTRUCTION: SectionKind = SectionKind(8);
 
     /// Kinds this build reads; every other kind is unknown.
@@ -93,6 +117,7 @@ impl SectionKind {
         })
     }
 
+    /// Whether this build reads sections of this kind.
     pub fn is_known(self) -> bool {
         Self::KNOWN.contains(&self)
     }

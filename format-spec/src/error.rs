@@ -15,6 +15,7 @@ pub struct Location {
 }
 
 impl Location {
+    /// A location outside any section.
     pub fn at(offset: u64) -> Self {
         Location {
             offset,
@@ -22,6 +23,7 @@ impl Location {
         }
     }
 
+    /// A location inside a section (and a sub-section, if given).
     pub fn in_section(section: SectionKind, sub_section: Option<usize>, offset: u64) -> Self {
         Location {
             section: Some(section),
@@ -49,19 +51,40 @@ impl fmt::Display for Location {
 pub enum FormatError {
     /// The bytes break a rule of the format.
     #[error("corrupt image at {at}: {detail}")]
-    Corrupt { at: Location, detail: String },
+    Corrupt {
+        /// Where.
+        at: Location,
+        /// The rule broken.
+        detail: String,
+    },
     /// The image's format version is outside the range this build reads.
     #[error("unsupported format version {got} (this build reads {oldest}..={current})")]
-    Version { oldest: u16, current: u16, got: u16 },
+    Version {
+        /// The oldest version this build reads.
+        oldest: u16,
+        /// The version this build writes.
+        current: u16,
+        /// The image's version.
+        got: u16,
+    },
     /// The image needs features this build does not have.
     #[error("image requires unknown features {bits:#x}")]
-    UnknownFeatures { bits: u32 },
+    UnknownFeatures {
+        /// The required feature bits this build does not know.
+        bits: u32,
+    },
     /// The image holds a required section of a kind this build does not know.
     #[error("image has an unknown required section of kind {kind} at byte offset {offset}")]
-    UnknownSection { kind: u32, offset: u64 },
+    UnknownSection {
+        /// The section's kind number.
+        kind: u32,
+        /// The section's offset.
+        offset: u64,
+    },
 }
 
 impl FormatError {
+    /// A [`FormatError::Corrupt`] at `at`.
     pub fn corrupt(at: Location, detail: impl Into<String>) -> Self {
         FormatError::Corrupt {
             at,
@@ -78,4 +101,5 @@ impl FormatError {
     }
 }
 
+/// The format layer's result.
 pub type Result<T, E = FormatError> = std::result::Result<T, E>;

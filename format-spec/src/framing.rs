@@ -1,6 +1,8 @@
 //! Record framing: every record is a LEB128 varint length followed by that many
 //! bytes of protobuf message (FORMAT.md, "Records"). The journal of the
-//! checkpoint store reuses the same framing.
+//! checkpoint store reuses the same framing. [`Records`] reads the frames
+//! of a region held in memory; [`crate::wire::FrameReader`] reads them
+//! from a stream.
 #![deny(
     clippy::arithmetic_side_effects,
     clippy::cast_possible_truncation,
@@ -9,6 +11,8 @@
 
 use crate::consts::MAX_RECORD_LENGTH;
 use crate::error::{FormatError, Location, Result};
+/// Re-exported from [`crate::wire::varint`], where varints live.
+pub use crate::wire::varint::read_varint;
 
 /// Appends one framed record holding `msg` to `out`.
 pub fn put_record<M: prost::Message>(out: &mut Vec<u8>, msg: &M) {
@@ -23,60 +27,6 @@ pub fn put_record<M: prost::Message>(out: &mut Vec<u8>, msg: &M) {
 pub fn put_frame(out: &mut Vec<u8>, body: &[u8]) {
     prost::encoding::encode_varint(body.len() as u64, out);
     out.extend_from_slice(body);
-}
-
-/// Reads one varint from the front of `buf`, returning it and its width.
-/// `None` when `buf` ends inside the varint or the varint is over 10 bytes.
-#[inline(always)]
-pub fn read_varint(buf: &[u8]) -> Option<(u64, usize)> {
-    match buf.first() {
-        Some(&b) if b < 0x80 => Some((b as u64, 1)),
-        Some(_) => read_varint_long(buf),
-        None => None,
-    }
-}
-
-/// Multi-byte varints. With eight bytes available, varints of up to eight
-/// bytes are decoded without a data-dependent branch: the first byte with a
-/// clear high bit is found with one mask, and the 7-bit groups are packed
-/// with three shift-and-mask steps. Longer varints and the last bytes of a
-/// buffer take the byte loop.
-#[inline(always)]
-// Hot path: `stop_bit` is at most 63 and `i` below 10, so the shifts and
-// additions below cannot overflow.
-#[allow(clippy::arithmetic_side_effects)]
-fn read_varint_long(buf: &[u8]) -> Option<(u64, usize)> {
-    if let Some(b) = buf.first_chunk::<8>() {
-        let x = u64::from_le_bytes(*b);
-        let stops = !x & 0x8080_8080_8080_8080;
-        if stops != 0 {
-            let stop_bit = stops.trailing_zeros();
-            let len = (stop_bit as usize + 1) / 8;
-            // Keep the bytes up to and including the last one.
-            let keep = if stop_bit >= 63 {
-                u64::MAX
-            } else {
-                (1u64 << (stop_bit + 1)) - 1
-            };
-            let mut v = x & keep & 0x7f7f_7f7f_7f7f_7f7f;
-            v = ((v & 0x7f00_7f00_7f00_7f00) >> 1) | (v & 0x007f_007f_007f_007f);
-            v = ((v & 0x3fff_0000_3fff_0000) >> 2) | (v & 0x0000_3fff_0000_3fff);
-            v = ((v & 0x0fff_ffff_0000_0000) >> 4) | (v & 0x0000_0000_0fff_ffff);
-            return Some((v, len));
-        }
-    }
-    let mut value: u64 = 0;
-    for (i, &b) in buf.iter().enumerate().take(10) {
-        let part = (b & 0x7f) as u64;
-        if i == 9 && b > 1 {
-            return None;
-        }
-        value |= part << (7 * i);
-        if b & 0x80 == 0 {
-            return Some((value, i + 1));
-        }
-    }
-    None
 }
 
 /// Iterates the framed records of one region of an image held in memory.
@@ -155,32 +105,6 @@ impl<'a> Iterator for Records<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn varint_round_trip_and_limits() {
-        for v in [0u64, 1, 127, 128, 300, u32::MAX as u64, u64::MAX] {
-            let mut b = Vec::new();
-            prost::encoding::encode_varint(v, &mut b);
-            assert_eq!(read_varint(&b), Some((v, b.len())));
-            assert_eq!(read_varint(&b[..b.len() - 1]), None);
-        }
-        assert_eq!(read_varint(&[0xff; 11]), None);
-        // Every width, with and without trailing bytes after the varint.
-        for shift in 0..64 {
-            for v in [1u64 << shift, (1u64 << shift) - 1, (1u64 << shift) | 0x55] {
-                let mut b = Vec::new();
-                prost::encoding::encode_varint(v, &mut b);
-                let w = b.len();
-                assert_eq!(read_varint(&b), Some((v, w)));
-                b.extend_from_slice(&[0xff; 12]);
-                assert_eq!(read_varint(&b), Some((v, w)));
-            }
-        }
-        assert_eq!(
-            read_varint(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02]),
-            None
-        );
-    }
 
     #[test]
     fn records_stop_at_a_frame_past_the_end() {

@@ -17,12 +17,16 @@ use xxhash_rust::xxh3::xxh3_64;
 /// The decoded header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Header {
+    /// Format version of the image.
     pub version: u16,
+    /// Features a reader must understand to read the image.
     pub required_features: u32,
+    /// Features a reader may ignore.
     pub optional_features: u32,
 }
 
 impl Header {
+    /// The header this build writes: the current version, no features.
     pub fn current() -> Self {
         Header {
             version: CURRENT_VERSION,
@@ -31,6 +35,7 @@ impl Header {
         }
     }
 
+    /// The header's bytes, checksum included.
     pub fn encode(&self) -> [u8; h::SIZE] {
         let mut b = [0u8; h::SIZE];
         b[h::MAGIC..h::VERSION].copy_from_slice(&HEADER_MAGIC);
@@ -98,13 +103,18 @@ impl Header {
 /// The decoded footer: where the index is and how long the file must be.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Footer {
+    /// Absolute offset of the index.
     pub index_offset: u64,
+    /// Length of the index in bytes.
     pub index_length: u64,
+    /// xxh3-64 of the index bytes.
     pub index_checksum: u64,
+    /// Length of the whole file, footer included.
     pub file_length: u64,
 }
 
 impl Footer {
+    /// The footer's bytes, checksum and magic included.
     pub fn encode(&self) -> [u8; f::SIZE] {
         let mut b = [0u8; f::SIZE];
         LE::write_u64(&mut b[f::INDEX_OFFSET..], self.index_offset);

@@ -17,23 +17,34 @@ use xxhash_rust::xxh3::xxh3_64;
 /// One record-aligned slice of a section.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SubSectionInfo {
+    /// Absolute offset of its first record.
     pub offset: u64,
+    /// Length in bytes.
     pub length: u64,
+    /// Number of records.
     pub records: u64,
     /// Id of the first inode (INODE) or first parent (INODE_DIR).
     pub first_key: u64,
+    /// xxh3-64 of its bytes.
     pub checksum: u64,
 }
 
 /// One section as listed in the index.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SectionInfo {
+    /// What the section holds.
     pub kind: SectionKind,
+    /// Whether a reader that does not know `kind` may skip it.
     pub optional: bool,
+    /// Absolute offset of its first record.
     pub offset: u64,
+    /// Length in bytes.
     pub length: u64,
+    /// Number of records.
     pub records: u64,
+    /// xxh3-64 of its bytes.
     pub checksum: u64,
+    /// Its record-aligned slices, in order; empty when it is not split.
     pub sub_sections: Vec<SubSectionInfo>,
 }
 
@@ -64,10 +75,12 @@ impl SectionInfo {
 /// The decoded and validated index.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct Index {
+    /// The sections, in file order.
     pub sections: Vec<SectionInfo>,
 }
 
 impl Index {
+    /// The section of `kind`, if the image has one.
     pub fn section(&self, kind: SectionKind) -> Option<&SectionInfo> {
         self.sections.iter().find(|s| s.kind == kind)
     }
@@ -78,6 +91,7 @@ impl Index {
         self.sections.iter_mut().find(|s| s.kind == kind)
     }
 
+    /// The index's bytes (a protobuf `Index` message, unframed).
     pub fn encode(&self) -> Vec<u8> {
         let msg = pb::Index {
             sections: self

@@ -1,14 +1,68 @@
-//! nsimage format v1: everything the writer and the loader share.
+//! nsimage format v1: exactly what an independent reader of the format
+//! needs, and what the writer and the loader share.
 //!
-//! - [`consts`]: magic bytes, versions, section kinds, header and footer offsets;
-//! - [`layout`]: the header and footer codec;
+//! This crate owns:
+//!
+//! - the specification: `format-spec/FORMAT.md` (the image) and
+//!   `format-spec/STORE.md` (the checkpoint store's journal), which the code
+//!   here links to rather than restates;
+//! - the schemas: [`pb`], the protobuf messages generated from
+//!   `proto/nsimage.proto`;
+//! - [`consts`]: magic bytes, versions, section kinds, header and footer
+//!   offsets, the format's limits;
+//! - [`header_footer`]: the header and footer codec;
 //! - [`index`]: the trailing index of sections and sub-sections;
-//! - [`framing`]: varint-length-delimited records;
-//! - [`pb`]: the protobuf messages generated from `proto/nsimage.proto`;
-//! - [`wire`]: the protobuf wire rules every reader applies.
+//! - [`framing`]: varint-length-delimited records, written, and read from
+//!   memory ([`framing::Records`]);
+//! - checksums: xxh3-64, over the header, footer, index, sections and
+//!   sub-sections (FORMAT.md, "Checksum coverage");
+//! - [`wire`]: the protobuf wire format as nsimage uses it: field numbers
+//!   and keys of every message, varints, the wire rules every reader
+//!   applies, the streamed frame reader, and the conversions between the
+//!   messages and the namespace model;
+//! - [`error`]: located errors ([`FormatError`], [`Location`]).
 //!
-//! The byte layout is specified in `format-spec/FORMAT.md`; code here links to
-//! it rather than restating it.
+//! Layering: this crate is the ground of the image path. It must never
+//! import the writer, the loader, the store, the testkit or the command
+//! line (`nsimage-writer`, `nsimage-loader`, `nsimage-store`,
+//! `nsimage-testkit`, `nsimage`); they import it. It imports the namespace
+//! model (`nsimage-namespace`) only for the conversions of
+//! [`wire::convert`]; the model never imports the format.
+//!
+//! # Example
+//!
+//! A record framed and read back, from memory and as a stream, and a header
+//! written and read:
+//!
+//! ```
+//! use nsimage_format::framing::{put_record, Records};
+//! use nsimage_format::wire::FrameReader;
+//! use nsimage_format::{pb, Header, Location};
+//! use prost::Message;
+//!
+//! let entry = pb::StringEntry { value: b"alice".to_vec() };
+//! let mut bytes = Vec::new();
+//! put_record(&mut bytes, &entry);
+//!
+//! // From memory: (offset of the record, its message bytes).
+//! let mut records = Records::new(&bytes, Location::at(32));
+//! let (offset, body) = records.next().unwrap()?;
+//! assert_eq!(offset, 32);
+//! assert_eq!(pb::StringEntry::decode(body)?, entry);
+//! assert!(records.next().is_none());
+//!
+//! // As a stream, from any `std::io::Read`.
+//! let mut frames = FrameReader::new(&bytes[..], 32);
+//! let mut body = Vec::new();
+//! assert_eq!(frames.read_frame(&mut body)?, Some(32));
+//! assert_eq!(pb::StringEntry::decode(&body[..])?, entry);
+//! assert_eq!(frames.read_frame(&mut body)?, None);
+//!
+//! // The header codec.
+//! let header = Header::current().encode();
+//! assert_eq!(Header::decode(&header)?, Header::current());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 #![forbid(unsafe_code)]
 
 pub mod consts;
@@ -19,7 +73,8 @@ pub mod header_footer;
 pub mod index;
 pub mod wire;
 
-/// Protobuf messages of the format, generated at build time.
+/// Protobuf messages of the format, generated at build time from
+/// `proto/nsimage.proto` (each message's fields are documented there).
 #[allow(clippy::all, missing_docs)]
 pub mod pb {
     include!(concat!(env!("OUT_DIR"), "/nsimage.v1.rs"));

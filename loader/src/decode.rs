@@ -14,7 +14,7 @@ use nsimage_format::wire::{self, schema, Ty};
 use nsimage_format::{pb, FormatError, Location, SubSectionInfo};
 use nsimage_namespace::{
     Block, DirBatch, Extra, InodeBatch, LoadedBody, LoadedNode, NamespaceBuilder, NsInfo,
-    StringTable, UnderConstruction, XAttr, XAttrNs,
+    StringTable, UnderConstruction, XAttr,
 };
 use prost::Message;
 
@@ -94,14 +94,7 @@ pub fn ns_info(buf: &[u8], piece: &SubSectionInfo, at: &Location) -> Result<NsIn
         ));
     }
     check_piece(piece, at, n, None)?;
-    Ok(NsInfo {
-        namespace_id: msg.namespace_id,
-        last_txid: msg.last_txid,
-        last_inode_id: msg.last_inode_id,
-        last_block_id: msg.last_block_id,
-        generation_stamp: msg.generation_stamp,
-        creation_time: msg.creation_time,
-    })
+    Ok(NsInfo::from(&msg))
 }
 
 /// The STRING_TABLE records, in id order.
@@ -139,11 +132,7 @@ pub fn loaded_from_pb<'m>(
         &msg.symlink,
     ) {
         (Ok(pb::InodeType::File), Some(f), None, None) => {
-            blocks.extend(f.blocks.iter().map(|b| Block {
-                id: b.id,
-                generation_stamp: b.generation_stamp,
-                length: b.length,
-            }));
+            blocks.extend(f.blocks.iter().map(Block::from));
             record::file_body(
                 f.atime,
                 f.replication,
@@ -177,15 +166,8 @@ pub fn loaded_from_pb<'m>(
     } else {
         let mut e = Extra::default();
         for x in &msg.xattrs {
-            let ns = u32::try_from(x.namespace)
-                .ok()
-                .and_then(XAttrNs::from_u32)
-                .ok_or_else(|| format!("unknown xattr namespace {}", x.namespace))?;
-            e.xattrs.push(XAttr {
-                ns,
-                name: x.name,
-                value: x.value.as_slice().into(),
-            });
+            e.xattrs
+                .push(XAttr::try_from(x).map_err(|e| e.to_string())?);
         }
         for a in &msg.acl {
             e.acl.push(record::acl_entry(
@@ -195,10 +177,7 @@ pub fn loaded_from_pb<'m>(
                 a.permission,
             )?);
         }
-        e.under_construction = uc.map(|u| UnderConstruction {
-            client_name: u.client_name.as_slice().into(),
-            client_machine: u.client_machine.as_slice().into(),
-        });
+        e.under_construction = uc.map(UnderConstruction::from);
         Some(e)
     };
     Ok(LoadedNode {

@@ -20,10 +20,11 @@
 )]
 
 use nsimage_format::pb::InodeType;
-use nsimage_format::wire::{split_key, varint_fits, Ty};
-use nsimage_namespace::{
-    AclEntry, Block, Extra, LoadedBody, LoadedNode, UnderConstruction, XAttr, XAttrNs,
+use nsimage_format::wire::convert::xattr_ns;
+use nsimage_format::wire::{
+    fields, split_key, tags, varint_fits, Ty, FIXED32, FIXED64, LEN, VARINT,
 };
+use nsimage_namespace::{AclEntry, Block, Extra, LoadedBody, LoadedNode, UnderConstruction, XAttr};
 
 /// Why a record could not be walked.
 pub type WalkError = String;
@@ -31,11 +32,6 @@ pub type WalkError = String;
 /// Errors inside the walker are static strings, so that the hot path builds
 /// no message; the record-level functions turn them into [`WalkError`].
 type Bad = &'static str;
-
-const VARINT: u8 = 0;
-const FIXED64: u8 = 1;
-const LEN: u8 = 2;
-const FIXED32: u8 = 5;
 
 /// The unread rest of a message. Holding the rest as a slice (rather
 /// than a buffer and a position) leaves no offset arithmetic to check.
@@ -69,7 +65,7 @@ impl<'a> Wire<'a> {
 
     #[inline(always)]
     fn varint(&mut self) -> Result<u64, Bad> {
-        let (v, w) = nsimage_format::framing::read_varint(self.buf).ok_or("bad varint")?;
+        let (v, w) = nsimage_format::wire::read_varint(self.buf).ok_or("bad varint")?;
         self.buf = self.buf.get(w..).ok_or("bad varint")?;
         Ok(v)
     }
@@ -179,24 +175,25 @@ struct FileAcc<'a> {
 fn walk_block(b: &[u8]) -> Result<Block, Bad> {
     let mut w = Wire::new(b);
     let mut blk = Block::default();
-    if w.eat(0x08) {
+    if w.eat(tags::block::ID) {
         blk.id = w.varint()?;
     }
-    if w.eat(0x10) {
+    if w.eat(tags::block::GENERATION_STAMP) {
         blk.generation_stamp = w.varint()?;
     }
-    if w.eat(0x18) {
+    if w.eat(tags::block::LENGTH) {
         blk.length = w.varint()?;
     }
     while !w.done() {
         let (f, wt) = w.key()?;
+        use fields::block as b;
         match f {
-            1..=3 => {
+            b::ID | b::GENERATION_STAMP | b::LENGTH => {
                 w.check_wire_type(wt, VARINT, "wrong wire type in Block")?;
                 let v = w.varint()?;
                 match f {
-                    1 => blk.id = v,
-                    2 => blk.generation_stamp = v,
+                    b::ID => blk.id = v,
+                    b::GENERATION_STAMP => blk.generation_stamp = v,
                     _ => blk.length = v,
                 }
             }
@@ -211,11 +208,12 @@ fn walk_uc<'a>(b: &'a [u8], acc: &mut Option<(&'a [u8], &'a [u8])>) -> Result<()
     let mut w = Wire::new(b);
     while !w.done() {
         let (f, wt) = w.key()?;
+        use fields::under_construction as u;
         match f {
-            1 | 2 => {
+            u::CLIENT_NAME | u::CLIENT_MACHINE => {
                 w.check_wire_type(wt, LEN, "wrong wire type in UnderConstruction")?;
                 let v = w.bytes()?;
-                if f == 1 {
+                if f == u::CLIENT_NAME {
                     name = v;
                 } else {
                     machine = v;
@@ -230,38 +228,39 @@ fn walk_uc<'a>(b: &'a [u8], acc: &mut Option<(&'a [u8], &'a [u8])>) -> Result<()
 
 fn walk_file<'a>(b: &'a [u8], acc: &mut FileAcc<'a>, blocks: &mut Vec<Block>) -> Result<(), Bad> {
     let mut w = Wire::new(b);
-    if w.eat(0x08) {
+    if w.eat(tags::file_attrs::ATIME) {
         acc.atime = w.varint()?;
     }
-    if w.eat(0x10) {
+    if w.eat(tags::file_attrs::REPLICATION) {
         acc.replication = w.u32()?;
     }
-    if w.eat(0x18) {
+    if w.eat(tags::file_attrs::PREFERRED_BLOCK_SIZE) {
         acc.preferred_block_size = w.varint()?;
     }
-    while w.eat(0x22) {
+    while w.eat(tags::file_attrs::BLOCKS) {
         blocks.push(walk_block(w.bytes()?)?);
     }
-    if w.eat(0x28) {
+    if w.eat(tags::file_attrs::STORAGE_POLICY) {
         acc.storage_policy = w.u32()?;
     }
     while !w.done() {
         let (f, wt) = w.key()?;
+        use fields::file_attrs as fa;
         match f {
-            1 | 2 | 3 | 5 => {
+            fa::ATIME | fa::REPLICATION | fa::PREFERRED_BLOCK_SIZE | fa::STORAGE_POLICY => {
                 w.check_wire_type(wt, VARINT, "wrong wire type in FileAttrs")?;
                 match f {
-                    1 => acc.atime = w.varint()?,
-                    2 => acc.replication = w.u32()?,
-                    3 => acc.preferred_block_size = w.varint()?,
+                    fa::ATIME => acc.atime = w.varint()?,
+                    fa::REPLICATION => acc.replication = w.u32()?,
+                    fa::PREFERRED_BLOCK_SIZE => acc.preferred_block_size = w.varint()?,
                     _ => acc.storage_policy = w.u32()?,
                 }
             }
-            4 => {
+            fa::BLOCKS => {
                 w.check_wire_type(wt, LEN, "wrong wire type in FileAttrs.blocks")?;
                 blocks.push(walk_block(w.bytes()?)?);
             }
-            6 => {
+            fa::UNDER_CONSTRUCTION => {
                 w.check_wire_type(wt, LEN, "wrong wire type in FileAttrs.under_construction")?;
                 walk_uc(w.bytes()?, &mut acc.uc)?;
             }
@@ -275,13 +274,14 @@ fn walk_dir(b: &[u8], quotas: &mut (i64, i64)) -> Result<(), Bad> {
     let mut w = Wire::new(b);
     while !w.done() {
         let (f, wt) = w.key()?;
+        use fields::directory_attrs as d;
         match f {
-            1 | 2 => {
+            d::NS_QUOTA | d::DS_QUOTA => {
                 w.check_wire_type(wt, VARINT, "wrong wire type in DirectoryAttrs")?;
                 // int64 on the wire: the two's complement bits.
                 #[allow(clippy::cast_possible_wrap)]
                 let v = w.varint()? as i64;
-                if f == 1 {
+                if f == d::NS_QUOTA {
                     quotas.0 = v;
                 } else {
                     quotas.1 = v;
@@ -298,7 +298,7 @@ fn walk_symlink<'a>(b: &'a [u8], target: &mut &'a [u8]) -> Result<(), Bad> {
     while !w.done() {
         let (f, wt) = w.key()?;
         match f {
-            1 => {
+            fields::symlink_attrs::TARGET => {
                 w.check_wire_type(wt, LEN, "wrong wire type in SymlinkAttrs")?;
                 *target = w.bytes()?;
             }
@@ -314,26 +314,24 @@ fn walk_xattr(b: &[u8]) -> Result<XAttr, WalkError> {
     let (mut ns, mut name, mut value): (i32, u32, &[u8]) = (0, 0, &[]);
     while !w.done() {
         let (f, wt) = w.key()?;
+        use fields::xattr as x;
         match f {
-            1 | 2 => {
+            x::NAMESPACE | x::NAME => {
                 w.check_wire_type(wt, VARINT, "wrong wire type in XAttr")?;
-                if f == 1 {
+                if f == x::NAMESPACE {
                     ns = w.enum_i32()?;
                 } else {
                     name = w.u32()?;
                 }
             }
-            3 => {
+            x::VALUE => {
                 w.check_wire_type(wt, LEN, "wrong wire type in XAttr.value")?;
                 value = w.bytes()?;
             }
             _ => w.skip(wt)?,
         }
     }
-    let ns = u32::try_from(ns)
-        .ok()
-        .and_then(XAttrNs::from_u32)
-        .ok_or_else(|| format!("unknown xattr namespace {ns}"))?;
+    let ns = xattr_ns(ns).map_err(|e| e.to_string())?;
     Ok(XAttr {
         ns,
         name,
@@ -347,13 +345,14 @@ fn walk_acl(b: &[u8]) -> Result<AclEntry, WalkError> {
     let (mut name, mut kind, mut scope, mut perm) = (0u32, 0i32, false, 0u32);
     while !w.done() {
         let (f, wt) = w.key()?;
+        use fields::acl_entry as a;
         match f {
-            1..=4 => {
+            a::NAME | a::TYPE | a::DEFAULT_SCOPE | a::PERMISSION => {
                 w.check_wire_type(wt, VARINT, "wrong wire type in AclEntry")?;
                 match f {
-                    1 => name = w.u32()?,
-                    2 => kind = w.enum_i32()?,
-                    3 => scope = w.bool()?,
+                    a::NAME => name = w.u32()?,
+                    a::TYPE => kind = w.enum_i32()?,
+                    a::DEFAULT_SCOPE => scope = w.bool()?,
                     _ => perm = w.u32()?,
                 }
             }
@@ -436,51 +435,52 @@ pub fn inode<'a>(
     let mut extra: Option<Extra> = None;
     // The fields in the order the writer emits them; the loop below takes
     // whatever else comes, with the same semantics.
-    if w.eat(0x08) {
+    if w.eat(tags::inode::ID) {
         id = w.varint()?;
     }
-    if w.eat(0x10) {
+    if w.eat(tags::inode::TYPE) {
         ty = w.enum_i32()?;
     }
-    if w.eat(0x1a) {
+    if w.eat(tags::inode::NAME) {
         name = w.bytes()?;
     }
-    if w.eat(0x21) {
+    if w.eat(tags::inode::PERMISSION) {
         perm = w.fixed64()?;
     }
-    if w.eat(0x28) {
+    if w.eat(tags::inode::MTIME) {
         mtime = w.varint()?;
     }
-    if w.eat(0x32) {
+    if w.eat(tags::inode::FILE) {
         let b = w.bytes()?;
         walk_file(
             b,
             file.get_or_insert_with(FileAcc::default),
             &mut scratch.blocks,
         )?;
-    } else if w.eat(0x3a) {
+    } else if w.eat(tags::inode::DIRECTORY) {
         walk_dir(w.bytes()?, dir.get_or_insert((0, 0)))?;
     }
     while !w.done() {
         let (f, wt) = w.key()?;
+        use fields::inode as i;
         match f {
-            1 | 2 | 5 => {
+            i::ID | i::TYPE | i::MTIME => {
                 w.check_wire_type(wt, VARINT, "wrong wire type in Inode")?;
                 match f {
-                    1 => id = w.varint()?,
-                    2 => ty = w.enum_i32()?,
+                    i::ID => id = w.varint()?,
+                    i::TYPE => ty = w.enum_i32()?,
                     _ => mtime = w.varint()?,
                 }
             }
-            3 => {
+            i::NAME => {
                 w.check_wire_type(wt, LEN, "wrong wire type in Inode.name")?;
                 name = w.bytes()?;
             }
-            4 => {
+            i::PERMISSION => {
                 w.check_wire_type(wt, FIXED64, "wrong wire type in Inode.permission")?;
                 perm = w.fixed64()?;
             }
-            6 => {
+            i::FILE => {
                 w.check_wire_type(wt, LEN, "wrong wire type in Inode.file")?;
                 let b = w.bytes()?;
                 walk_file(
@@ -489,20 +489,20 @@ pub fn inode<'a>(
                     &mut scratch.blocks,
                 )?;
             }
-            7 => {
+            i::DIRECTORY => {
                 w.check_wire_type(wt, LEN, "wrong wire type in Inode.directory")?;
                 walk_dir(w.bytes()?, dir.get_or_insert((0, 0)))?;
             }
-            8 => {
+            i::SYMLINK => {
                 w.check_wire_type(wt, LEN, "wrong wire type in Inode.symlink")?;
                 walk_symlink(w.bytes()?, link.get_or_insert(&rec[..0]))?;
             }
-            9 => {
+            i::XATTRS => {
                 w.check_wire_type(wt, LEN, "wrong wire type in Inode.xattrs")?;
                 let x = walk_xattr(w.bytes()?)?;
                 extra.get_or_insert_with(Extra::default).xattrs.push(x);
             }
-            10 => {
+            i::ACL => {
                 w.check_wire_type(wt, LEN, "wrong wire type in Inode.acl")?;
                 let a = walk_acl(w.bytes()?)?;
                 extra.get_or_insert_with(Extra::default).acl.push(a);
@@ -553,16 +553,19 @@ pub fn dir_entry(rec: &[u8], children: &mut Vec<u64>) -> Result<u64, WalkError> 
     let mut parent = 0;
     while !w.done() {
         let (f, wt) = w.key()?;
+        use fields::dir_entry as d;
         match (f, wt) {
-            (1, VARINT) => parent = w.varint()?,
-            (2, VARINT) => children.push(w.varint()?),
-            (2, LEN) => {
+            (d::PARENT, VARINT) => parent = w.varint()?,
+            (d::CHILDREN, VARINT) => children.push(w.varint()?),
+            (d::CHILDREN, LEN) => {
                 let mut p = Wire::new(w.bytes()?);
                 while !p.done() {
                     children.push(p.varint()?);
                 }
             }
-            (1 | 2, _) => return Err(format!("DirEntry field {f} has wire type {wt}")),
+            (d::PARENT | d::CHILDREN, _) => {
+                return Err(format!("DirEntry field {f} has wire type {wt}"))
+            }
             _ => w.skip(wt)?,
         }
     }

@@ -19,8 +19,8 @@ use crate::decode::{self, bad, check_piece, loaded_from_pb};
 use crate::error::LoadError;
 use crate::sections::{check_unknown, corrupt, pieces, section};
 use crate::source::ImageSource;
-use nsimage_format::consts::MAX_RECORD_LENGTH;
-use nsimage_format::wire::{self, schema, Ty};
+use nsimage_format::framing::put_frame;
+use nsimage_format::wire::{self, schema, FrameError, FrameReader, Ty};
 use nsimage_format::{pb, FormatError, Location, SectionInfo, SectionKind, SubSectionInfo};
 use nsimage_namespace::{InodeBatch, Namespace};
 use prost::Message;
@@ -72,7 +72,6 @@ fn stream_section(
         // Each sub-section's checksum, or the section's when it is not
         // split (FORMAT.md, "Checksum coverage": the sub-sections' decide).
         let mut hash = Xxh3::new();
-        let mut pos = piece.offset;
         // Validated by the index: sub-sections lie inside their section.
         let end = piece.offset.checked_add(piece.length).ok_or_else(|| {
             fmt(bad(
@@ -83,56 +82,30 @@ fn stream_section(
         })?;
         let mut records: u64 = 0;
         let mut first = None;
-        while pos < end {
-            // The varint length, one byte at a time, never past the piece.
-            let mut len: u64 = 0;
-            let mut width: u64 = 0;
-            loop {
-                let inside = pos.checked_add(width).is_some_and(|p| p < end);
-                if !inside {
-                    return Err(fmt(bad(&at, pos, "bad record length prefix")));
-                }
-                let mut b = [0u8; 1];
-                rd.read_exact(&mut b).map_err(io)?;
-                hash.update(&b);
-                // The tenth byte may only be 0 or 1 (FORMAT.md, Conventions).
-                if width == 9 && b[0] > 1 {
-                    return Err(fmt(bad(&at, pos, "bad record length prefix")));
-                }
-                // width <= 9 here: the shift is at most 63.
-                let shift = u32::try_from(width).map_or(u32::MAX, |w| w.saturating_mul(7));
-                len |= u64::from(b[0] & 0x7f).checked_shl(shift).unwrap_or(0);
-                width = width.saturating_add(1);
-                if b[0] & 0x80 == 0 {
-                    break;
-                }
-                if width == 10 {
-                    return Err(fmt(bad(&at, pos, "bad record length prefix")));
-                }
-            }
-            // pos + width <= end: every byte of the prefix was inside.
-            let left = end.saturating_sub(pos).saturating_sub(width);
-            if len > left || len > MAX_RECORD_LENGTH {
-                return Err(fmt(bad(
-                    &at,
-                    pos,
-                    format!(
-                        "record length {len} runs past the end of its region ({left} bytes left)"
-                    ),
-                )));
-            }
+        // The varint length a byte at a time, never past the piece, then
+        // the body.
+        let mut frames = FrameReader::new(&mut rd, piece.offset).with_end(end);
+        loop {
             // A fresh buffer per record, as a message-at-a-time parser has.
-            // `len` is at most the piece's length, already bounded above.
-            let n = usize::try_from(len).map_err(|_| fmt(bad(&at, pos, "record too long")))?;
-            let mut body = vec![0u8; n];
-            rd.read_exact(&mut body).map_err(io)?;
+            let mut body = Vec::new();
+            let pos = match frames.read_frame(&mut body) {
+                Ok(Some(pos)) => pos,
+                Ok(None) => break,
+                Err(FrameError::Io { source, .. }) => return Err(io(source)),
+                // The piece lies inside the file (checked against the
+                // index): the file was cut while being read.
+                Err(FrameError::Truncated { .. }) => {
+                    return Err(io(std::io::ErrorKind::UnexpectedEof.into()))
+                }
+                Err(e) => return Err(fmt(bad(&at, e.offset(), e.detail()))),
+            };
+            hash.update(frames.prefix());
             hash.update(&body);
             let key = f(pos, &at, &body)?;
             if first.is_none() {
                 first = Some(key);
             }
             records = records.saturating_add(1);
-            pos = pos.saturating_add(width).saturating_add(len);
         }
         let sum = hash.digest();
         if sum != piece.checksum {
@@ -184,8 +157,7 @@ pub(crate) fn load_stream(src: &ImageSource) -> Result<Namespace, LoadError> {
         let sec = section(src, kind)?;
         let mut bytes = Vec::new();
         stream_section(src, sec, |_, _, body| {
-            prost::encoding::encode_varint(body.len() as u64, &mut bytes);
-            bytes.extend_from_slice(body);
+            put_frame(&mut bytes, body);
             Ok(None)
         })?;
         small.push((whole(sec), bytes));

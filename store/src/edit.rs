@@ -2,8 +2,9 @@
 //! applies an operation the first time (filling in the id it allocates) and
 //! on replay (checking that it allocates the same id).
 
+use nsimage_format::pb;
 use nsimage_format::pb::journal_op::Op;
-use nsimage_format::pb::{self, XAttrNamespace};
+use nsimage_format::wire::convert;
 use nsimage_namespace::{Block, FileSpec, Namespace, NsError, PermSpec, XAttrNs};
 
 fn mode(m: u32) -> Result<u16, NsError> {
@@ -11,9 +12,11 @@ fn mode(m: u32) -> Result<u16, NsError> {
 }
 
 fn xattr_ns(v: i32) -> Result<XAttrNs, NsError> {
-    let ns = XAttrNamespace::try_from(v)
-        .map_err(|_| NsError::Invalid(format!("xattr namespace {v}")))?;
-    XAttrNs::from_u32(ns as u32).ok_or_else(|| NsError::Invalid(format!("xattr namespace {v}")))
+    convert::xattr_ns(v).map_err(|_| NsError::Invalid(format!("xattr namespace {v}")))
+}
+
+fn invalid(e: convert::ConvertError) -> NsError {
+    NsError::Invalid(e.to_string())
 }
 
 fn create(
@@ -51,39 +54,21 @@ pub fn apply(ns: &mut Namespace, op: &mut Op) -> Result<(), NsError> {
             ns.mkdir_in(c.parent, &c.name, perm, c.mtime)
         }),
         Op::Create(c) => create(ns, c, |ns, c, perm| {
-            let spec = FileSpec {
-                replication: u16::try_from(c.replication)
-                    .map_err(|_| NsError::Invalid("replication out of range".into()))?,
-                preferred_block_size: c.preferred_block_size,
-                storage_policy: u8::try_from(c.storage_policy)
-                    .map_err(|_| NsError::Invalid("storage policy out of range".into()))?,
-            };
+            let spec = FileSpec::try_from(c).map_err(invalid)?;
             ns.create_in(c.parent, &c.name, perm, &spec, c.mtime)
         }),
         Op::Symlink(c) => create(ns, c, |ns, c, perm| {
             ns.symlink_in(c.parent, &c.name, &c.target, perm, c.mtime)
         }),
-        Op::AddBlock(a) => {
-            let b = a.block.unwrap_or_default();
-            ns.add_block(
-                a.id,
-                Block {
-                    id: b.id,
-                    generation_stamp: b.generation_stamp,
-                    length: b.length,
-                },
-            )
-        }
+        Op::AddBlock(a) => ns.add_block(a.id, Block::from(a.block.unwrap_or_default())),
         Op::Rename(r) => ns.rename_in(r.id, r.new_parent, &r.new_name, r.mtime),
         Op::Delete(d) => ns.delete_id(d.id, d.recursive, d.mtime).map(drop),
         Op::SetTimes(t) => ns.set_times(t.id, Some(t.mtime), Some(t.atime)),
         Op::SetOwner(o) => ns.set_owner(o.id, Some(&o.user), Some(&o.group)),
         Op::SetMode(m) => ns.set_mode(m.id, mode(m.mode)?),
-        Op::SetReplication(r) => ns.set_replication(
-            r.id,
-            u16::try_from(r.replication)
-                .map_err(|_| NsError::Invalid("replication out of range".into()))?,
-        ),
+        Op::SetReplication(r) => {
+            ns.set_replication(r.id, convert::replication(r.replication).map_err(invalid)?)
+        }
         Op::SetXattr(x) => ns.set_xattr(x.id, xattr_ns(x.namespace)?, &x.name, &x.value),
         Op::RemoveXattr(x) => ns
             .remove_xattr(x.id, xattr_ns(x.namespace)?, &x.name)

@@ -10,22 +10,30 @@
 
 use crate::fs::Fs;
 use crate::StoreError;
-use nsimage_format::framing::{put_frame, read_varint};
+use nsimage_format::framing::put_frame;
+use nsimage_format::wire::{fields, read_varint, tags, FrameError, FrameReader, LEN};
 use nsimage_format::{pb, Location};
 use prost::Message;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use xxhash_rust::xxh3::xxh3_64;
 
+/// First eight bytes of every segment.
 pub const SEGMENT_MAGIC: [u8; 8] = *b"NSJOURNL";
+/// The segment layout version this build writes and reads.
 pub const SEGMENT_VERSION: u16 = 1;
+/// Bytes of a segment header: magic, version, reserved zeros.
 pub const HEADER_LEN: usize = 16;
 /// The first byte of every record's message: the key of `txid` (field 1,
 /// varint), which every record holds (txids start at 1) and writes first.
-const TXID_TAG: u8 = 0x08;
+const TXID_TAG: u8 = tags::journal_op::TXID;
+/// The field numbers of the `op` oneof: the first and the last.
+const OPS: std::ops::RangeInclusive<u32> =
+    fields::journal_op::MKDIR..=fields::journal_op::REMOVE_XATTR;
 /// Largest record accepted on replay.
 const MAX_OP_BYTES: u64 = 64 << 20;
 
+/// The header every segment starts with.
 pub fn header() -> [u8; HEADER_LEN] {
     let mut h = [0u8; HEADER_LEN];
     h[..8].copy_from_slice(&SEGMENT_MAGIC);
@@ -37,16 +45,20 @@ pub fn header() -> [u8; HEADER_LEN] {
 /// `edits_inprogress_<first>` (txids zero-padded to 20 digits).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Segment {
+    /// The segment file.
     pub path: PathBuf,
+    /// Its first txid.
     pub first: u64,
     /// `None` while the segment is open.
     pub last: Option<u64>,
 }
 
+/// The name of a finished segment holding txids `first..=last`.
 pub fn finished_name(first: u64, last: u64) -> String {
     format!("edits_{first:020}-{last:020}")
 }
 
+/// The name of the open segment starting at txid `first`.
 pub fn open_name(first: u64) -> String {
     format!("edits_inprogress_{first:020}")
 }
@@ -79,6 +91,7 @@ impl Segment {
         })
     }
 
+    /// The segment's file name.
     pub fn name(&self) -> String {
         self.path
             .file_name()
@@ -105,6 +118,7 @@ pub fn encode(op: &pb::JournalOp, out: &mut Vec<u8>) {
 /// What reading one segment gave (its ops went to the caller's callback).
 #[derive(Debug, Default)]
 pub struct SegmentRead {
+    /// Ops read (and given to the callback).
     pub ops: u64,
     /// Bytes of valid header and records.
     pub valid_len: u64,
@@ -113,6 +127,7 @@ pub struct SegmentRead {
     /// The (open) segment holds no complete header and nothing else: a
     /// torn create, to be replaced.
     pub headerless: bool,
+    /// Read with one bulk read (else streamed).
     pub bulk: bool,
 }
 
@@ -175,7 +190,7 @@ fn well_formed(msg: &[u8]) -> bool {
     let Some((&tag, rest)) = rest.split_first() else {
         return false;
     };
-    if tag & 7 != 2 || !(2..=13).contains(&(tag >> 3)) {
+    if tag & 7 != LEN || !OPS.contains(&u32::from(tag >> 3)) {
         return false;
     }
     read_varint(rest).is_some_and(|(len, w)| rest.len().checked_sub(w) == usize::try_from(len).ok())
@@ -395,49 +410,27 @@ fn stream(
         valid_len: HEADER_LEN as u64,
         ..SegmentRead::default()
     };
+    let mut frames = FrameReader::new(&mut rd, HEADER_LEN as u64).with_max_len(MAX_OP_BYTES);
     let mut body = Vec::new();
     loop {
-        // The varint length, a byte at a time.
-        let mut prefix = Vec::with_capacity(10);
-        let mut b = [0u8; 1];
-        let len = loop {
-            if rd.read(&mut b).map_err(io)? == 0 {
-                if prefix.is_empty() {
-                    return Ok(out);
-                }
-                break None;
-            }
-            prefix.push(b[0]);
-            if b[0] & 0x80 == 0 {
-                break read_varint(&prefix).map(|(v, _)| v);
-            }
-            if prefix.len() == 10 {
-                break None;
-            }
+        // The varint length a byte at a time, then the body.
+        let decoded = match frames.read_frame(&mut body) {
+            Ok(None) => return Ok(out),
+            Ok(Some(_)) => decode(&body),
+            Err(FrameError::Io { source, .. }) => return Err(io(source)),
+            Err(_) => Err(Bad::Frame),
         };
-        body.clear();
-        let ok = match len {
-            Some(l) if l <= MAX_OP_BYTES => {
-                let got = (&mut rd).take(l).read_to_end(&mut body).map_err(io)?;
-                got as u64 == l
-            }
-            _ => false,
-        };
-        let decoded = if ok { decode(&body) } else { Err(Bad::Frame) };
         match decoded {
             Ok(op) => {
-                out.valid_len = out
-                    .valid_len
-                    .saturating_add(prefix.len() as u64)
-                    .saturating_add(body.len() as u64);
+                out.valid_len = frames.offset();
                 out.ops = out.ops.saturating_add(1);
                 f(op)?;
             }
             Err(why) => {
                 // Decide torn or corrupt from every byte from the damage on.
-                let mut rest = prefix;
+                let mut rest = frames.prefix().to_vec();
                 rest.extend_from_slice(&body);
-                rd.read_to_end(&mut rest).map_err(io)?;
+                frames.into_inner().read_to_end(&mut rest).map_err(io)?;
                 out.torn_bytes = classify_damage(seg, open, out.valid_len, &rest, why)?;
                 return Ok(out);
             }

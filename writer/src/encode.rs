@@ -7,9 +7,23 @@ use nsimage_format::framing::put_record;
 use nsimage_format::pb;
 use nsimage_namespace::{Attrs, Inode, InodeKind, Namespace, Slot};
 
+/// The framed length of a record as the index counts it.
+#[inline]
+fn framed(len: usize) -> u32 {
+    debug_assert!(u64::try_from(len).is_ok_and(|l| l <= nsimage_format::consts::MAX_RECORD_LENGTH));
+    // A record the readers accept is at most MAX_RECORD_LENGTH (1 GiB)
+    // long; the model holds no inode whose record comes near it (names and
+    // strings are at most 64 KiB, a file would need some 100 million
+    // blocks).
+    #[allow(clippy::cast_possible_truncation)]
+    let l = len as u32;
+    l
+}
+
 /// Encoded records of one slot range.
 #[derive(Default)]
 pub struct Encoded {
+    /// The framed records, back to back.
     pub bytes: Vec<u8>,
     /// (key, framed length) of each record, in order.
     pub records: Vec<(u64, u32)>,
@@ -23,10 +37,12 @@ impl Encoded {
         }
     }
 
+    /// Appends the framed record of `msg`, keyed `key` (an inode id, a
+    /// parent id, a string id).
     pub fn put<M: prost::Message>(&mut self, key: u64, msg: &M) {
         let before = self.bytes.len();
         put_record(&mut self.bytes, msg);
-        self.records.push((key, (self.bytes.len() - before) as u32));
+        self.records.push((key, framed(self.bytes.len() - before)));
     }
 }
 
@@ -51,20 +67,9 @@ pub(crate) fn fill_inode(n: &Inode<'_>, strings: &StringMap, msg: &mut pb::Inode
                 atime: f.atime,
                 replication: u32::from(f.replication),
                 preferred_block_size: f.preferred_block_size,
-                blocks: f
-                    .blocks
-                    .iter()
-                    .map(|b| pb::Block {
-                        id: b.id,
-                        generation_stamp: b.generation_stamp,
-                        length: b.length,
-                    })
-                    .collect(),
+                blocks: f.blocks.iter().map(pb::Block::from).collect(),
                 storage_policy: u32::from(f.storage_policy),
-                under_construction: uc.map(|u| pb::UnderConstruction {
-                    client_name: u.client_name.to_vec(),
-                    client_machine: u.client_machine.to_vec(),
-                }),
+                under_construction: uc.map(pb::UnderConstruction::from),
             });
         }
         Attrs::Directory { ns_quota, ds_quota } => {
@@ -80,7 +85,7 @@ pub(crate) fn fill_inode(n: &Inode<'_>, strings: &StringMap, msg: &mut pb::Inode
     }
     if let Some(e) = n.extra() {
         msg.xattrs.extend(e.xattrs.iter().map(|x| pb::XAttr {
-            namespace: x.ns as i32,
+            namespace: pb::XAttrNamespace::from(x.ns).into(),
             name: strings.id(x.name),
             value: x.value.to_vec(),
         }));
@@ -89,9 +94,9 @@ pub(crate) fn fill_inode(n: &Inode<'_>, strings: &StringMap, msg: &mut pb::Inode
         msg.xattrs.sort_unstable_by_key(|x| (x.namespace, x.name));
         msg.acl.extend(e.acl.iter().map(|a| pb::AclEntry {
             name: strings.id(a.name),
-            r#type: a.kind as i32,
+            r#type: i32::from(a.kind),
             default_scope: a.default_scope,
-            permission: a.perm as u32,
+            permission: u32::from(a.perm),
         }));
     }
 }
@@ -104,8 +109,7 @@ pub fn inodes(ns: &Namespace, strings: &StringMap, slots: std::ops::Range<Slot>)
         if let Some(n) = ns.at(s) {
             let before = out.bytes.len();
             if crate::record::put_inode(&n, strings, &mut out.bytes) {
-                out.records
-                    .push((n.id(), (out.bytes.len() - before) as u32));
+                out.records.push((n.id(), framed(out.bytes.len() - before)));
             } else {
                 fill_inode(&n, strings, &mut msg);
                 out.put(msg.id, &msg);
@@ -126,8 +130,7 @@ pub fn dirs(ns: &Namespace, slots: std::ops::Range<Slot>) -> Encoded {
         }
         let before = out.bytes.len();
         crate::record::put_dir(ns, &n, &mut ids, &mut out.bytes);
-        out.records
-            .push((n.id(), (out.bytes.len() - before) as u32));
+        out.records.push((n.id(), framed(out.bytes.len() - before)));
     }
     out
 }
@@ -135,7 +138,9 @@ pub fn dirs(ns: &Namespace, slots: std::ops::Range<Slot>) -> Encoded {
 /// Records and framed bytes of a section, as measured before it is written.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Size {
+    /// Number of records.
     pub records: u64,
+    /// Framed bytes.
     pub bytes: u64,
 }
 
@@ -181,4 +186,99 @@ pub fn dir_size(ns: &Namespace, slots: std::ops::Range<Slot>) -> Size {
         size.bytes += crate::record::dir_record_len(ns, &n) as u64;
     }
     size
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record;
+    use nsimage_format::framing::put_record;
+    use nsimage_namespace::{Block, FileSpec, PermSpec};
+
+    /// The hand-written record encoder writes the bytes prost writes for
+    /// the same record.
+    #[test]
+    fn same_bytes_as_prost() {
+        let p = PermSpec {
+            user: b"u",
+            group: b"g",
+            mode: 0o755,
+        };
+        let mut ns = Namespace::default();
+        let d = ns.mkdirs(b"/a/b", &p, 0).unwrap();
+        ns.set_quota(d, 10, -1).unwrap();
+        ns.set_quota(ns.resolve(b"/a").unwrap(), -1, 1 << 50)
+            .unwrap();
+        for (i, blocks) in [0u64, 1, 3].into_iter().enumerate() {
+            let spec = FileSpec {
+                replication: u16::try_from(i).unwrap(),
+                preferred_block_size: [0, 1, 128 << 20][i],
+                storage_policy: [0u8, 7, 255][i],
+            };
+            let f = ns
+                .create_in(
+                    d,
+                    format!("f{i}").as_bytes(),
+                    &p,
+                    &spec,
+                    [0, 1, u64::MAX][i],
+                )
+                .unwrap();
+            for k in 0..blocks {
+                let b = Block {
+                    id: ns.info().last_block_id + 1,
+                    generation_stamp: u64::MAX - k,
+                    length: k * 1000,
+                };
+                ns.add_block(f, b).unwrap();
+            }
+        }
+        ns.symlink(b"/a/l", b"/a/b", &p, 5).unwrap();
+        let zero = PermSpec {
+            user: b"",
+            group: b"",
+            mode: 0,
+        };
+        ns.create(
+            b"/z",
+            &zero,
+            &FileSpec {
+                replication: 0,
+                preferred_block_size: 0,
+                storage_policy: 0,
+            },
+            0,
+        )
+        .unwrap();
+        // "u" was interned before "g": the written ids differ from the
+        // namespace's, and both encoders rewrite them the same way.
+        let (strings, _) = StringMap::of(&ns, std::slice::from_ref(&(0..ns.slot_count())));
+        let u = ns.strings().lookup(b"u").unwrap();
+        assert_eq!((u, strings.id(u)), (1, 2));
+        let mut checked = 0;
+        for n in ns.iter() {
+            let mut fast = Vec::new();
+            assert!(record::put_inode(&n, &strings, &mut fast));
+            let mut msg = nsimage_format::pb::Inode::default();
+            fill_inode(&n, &strings, &mut msg);
+            let mut slow = Vec::new();
+            put_record(&mut slow, &msg);
+            assert_eq!(fast, slow, "inode {}", n.id());
+            assert_eq!(record::inode_record_len(&n, &strings), Some(fast.len()));
+            if !n.child_slots().is_empty() {
+                let mut fast = Vec::new();
+                record::put_dir(&ns, &n, &mut Vec::new(), &mut fast);
+                let msg = nsimage_format::pb::DirEntry {
+                    parent: n.id(),
+                    children: n.child_slots().iter().map(|&c| ns.id_of(c)).collect(),
+                };
+                let mut slow = Vec::new();
+                put_record(&mut slow, &msg);
+                assert_eq!(fast, slow, "directory {}", n.id());
+                assert_eq!(record::dir_record_len(&ns, &n), fast.len());
+            }
+            checked += 1;
+        }
+        assert_eq!(checked, 8);
+    }
 }

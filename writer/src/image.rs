@@ -23,6 +23,7 @@ const MIN_SUB_SECTION_BYTES: u64 = 64 << 10;
 pub struct ImageSummary {
     /// Total bytes of the image.
     pub bytes: u64,
+    /// The index written at its end.
     pub index: Index,
 }
 
@@ -227,17 +228,7 @@ pub fn write_image<W: Write + Send>(
 
     let i = ns.info();
     let mut enc = Encoded::default();
-    enc.put(
-        0,
-        &pb::NsInfo {
-            namespace_id: i.namespace_id,
-            last_txid: i.last_txid,
-            last_inode_id: i.last_inode_id,
-            last_block_id: i.last_block_id,
-            generation_stamp: i.generation_stamp,
-            creation_time: i.creation_time,
-        },
-    );
+    enc.put(0, &pb::NsInfo::from(i));
     let mut sec = SectionOut::begin(&mut sink, SectionKind::NS_INFO, false, 0);
     sec.put(&mut sink, &enc)?;
     sections.push(sec.end(&mut sink));

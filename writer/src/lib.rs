@@ -1,17 +1,64 @@
 //! nsimage writer: namespace → image (format v1, `format-spec/FORMAT.md`).
 //!
+//! This crate owns turning an in-memory namespace (`nsimage-namespace`)
+//! into the bytes of an image:
+//!
 //! - `encode`: turns inodes and directories into framed protobuf records,
-//!   in parallel batches (rayon), through the hand-written encoder of
-//!   `fast` (byte-identical to prost's, tested) or prost for rare attributes;
+//!   in parallel batches (rayon), through the hand-written record encoder
+//!   of `record` (byte-identical to prost's, tested; it writes the keys of
+//!   `nsimage_format::wire::tags`) or prost for rare attributes;
 //! - `strings`: the canonical string table (only strings in use, sorted by
 //!   bytes) and the map from the namespace's string ids to the written ones;
-//! - [`image`]: lays sections out, cuts record-aligned sub-sections by a byte
-//!   target, computes checksums as bytes go out, writes index and footer.
+//! - [`image`](write_image): lays sections out, cuts record-aligned
+//!   sub-sections by a byte target, computes checksums as bytes go out,
+//!   writes index and footer.
 //!
 //! The writer turns a namespace into bytes on any `Write`
 //! ([`write_image`]); the atomic save of an image to a file (temporary
 //! file, fsync, rename, fsync of the directory) is the store's
 //! (`nsimage_store::save`), so that its fault and power-cut tests cover it.
+//! The writer reads nothing from disk, and the namespace it reads upholds
+//! the format's rules by construction (its mutations and its builder refuse
+//! what an image may not hold), so the only error it returns is the output's
+//! `std::io::Error`.
+//!
+//! Layering: the writer depends on the namespace model and on the format
+//! (`nsimage-format`) only. It must never import the loader, the store, the
+//! testkit or the command line (`nsimage-loader`, `nsimage-store`,
+//! `nsimage-testkit`, `nsimage`); the loader and the writer stand side by
+//! side and meet only in the format.
+//!
+//! # Example
+//!
+//! A two-inode namespace written into memory, then its footer and index
+//! read back with `nsimage_format`:
+//!
+//! ```
+//! use nsimage_format::consts::footer;
+//! use nsimage_format::{Footer, Index, SectionKind};
+//! use nsimage_namespace::{FileSpec, Namespace, PermSpec};
+//! use nsimage_writer::{write_image, WriteOptions};
+//!
+//! let perm = PermSpec { user: b"alice", group: b"staff", mode: 0o755 };
+//! let mut ns = Namespace::default();
+//! ns.mkdirs(b"/data", &perm, 1)?;
+//! let spec = FileSpec { replication: 3, preferred_block_size: 128 << 20, storage_policy: 0 };
+//! ns.create(b"/data/a.txt", &perm, &spec, 2)?;
+//!
+//! let mut image = Vec::new();
+//! let summary = write_image(&ns, &mut image, &WriteOptions::default())?;
+//! assert_eq!(summary.bytes, image.len() as u64);
+//!
+//! let len = image.len() as u64;
+//! let foot = Footer::decode(&image[image.len() - footer::SIZE..], len)?;
+//! let start = usize::try_from(foot.index_offset)?;
+//! let end = start + usize::try_from(foot.index_length)?;
+//! let index = Index::decode(&image[start..end], foot.index_offset, foot.index_checksum)?;
+//! assert_eq!(index, summary.index);
+//! // The root, /data and /data/a.txt.
+//! assert_eq!(index.section(SectionKind::INODE).map(|s| s.records), Some(3));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 #![forbid(unsafe_code)]
 
 mod encode;
@@ -20,8 +67,6 @@ mod record;
 mod strings;
 
 pub use image::{sub_section_target, write_image, ImageSummary};
-
-use std::path::PathBuf;
 
 /// How images are laid out.
 #[derive(Clone, Debug)]
@@ -45,19 +90,4 @@ impl Default for WriteOptions {
             batch_inodes: 16_384,
         }
     }
-}
-
-/// Errors of the writer layer.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum WriteError {
-    #[error("writing {}: {source}", path.display())]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// The namespace held in memory breaks a rule of the format (a bug).
-    #[error("namespace is corrupt: {detail}")]
-    Corrupt { detail: String },
 }

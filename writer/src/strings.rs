@@ -73,16 +73,23 @@ impl StringMap {
             .enumerate()
             .flat_map(|(w, word)| {
                 let bits = word.load(Relaxed);
+                // Word w holds the bits of ids 64w..64w+63, all ids of a
+                // table whose ids are u32: in range.
+                #[allow(clippy::cast_possible_truncation)]
+                let base = w as u32 * 64;
                 (0..64u32)
                     .filter(move |b| bits & (1u64 << b) != 0)
-                    .map(move |b| w as u32 * 64 + b)
+                    .map(move |b| base + b)
             })
             .collect();
         // Strings are pairwise distinct, so the order is total.
         order.sort_unstable_by(|&a, &b| table.get(a).cmp(&table.get(b)));
         let mut new = vec![0u32; count];
         for (k, &old) in order.iter().enumerate() {
-            new[old as usize] = k as u32 + 1;
+            // At most one written string per in-memory id, a u32.
+            #[allow(clippy::cast_possible_truncation)]
+            let k = k as u32;
+            new[old as usize] = k + 1;
         }
         (StringMap { new, order }, live)
     }
@@ -139,13 +146,16 @@ mod tests {
         ns.set_owner(f, Some(b"ann"), None).unwrap();
         let used: Vec<&[u8]> = vec![b"acl-user", b"ann", b"g", b"x.b", b"zed", b"\xffg"];
         let n = ns.slot_count();
-        for ranges in [vec![0..n], (0..n).map(|s| s..s + 1).collect()] {
+        for ranges in [
+            std::iter::once(0..n).collect(),
+            (0..n).map(|s| s..s + 1).collect::<Vec<_>>(),
+        ] {
             let (map, live) = StringMap::of(&ns, &ranges);
             assert_eq!(live, 4);
             assert_eq!(map.strings(&ns).collect::<Vec<_>>(), used);
             let t = ns.strings();
             for (k, s) in used.iter().enumerate() {
-                assert_eq!(map.id(t.lookup(s).unwrap()), k as u32 + 1);
+                assert_eq!(map.id(t.lookup(s).unwrap()), u32::try_from(k).unwrap() + 1);
             }
             assert_eq!(map.id(t.lookup(b"dead").unwrap()), 0);
             assert_eq!(map.id(0), 0);

@@ -9,13 +9,8 @@
     clippy::cast_sign_loss
 )]
 
-use crate::framing::read_varint;
-
-/// Protobuf wire types.
-pub const VARINT: u8 = 0;
-pub const FIXED64: u8 = 1;
-pub const LEN: u8 = 2;
-pub const FIXED32: u8 = 5;
+use super::varint::read_varint;
+use super::{split_key, FIXED32, FIXED64, LEN, VARINT};
 
 /// The type of a known field, as far as the wire rules go.
 #[derive(Clone, Copy, Debug)]
@@ -28,7 +23,9 @@ pub enum Ty {
     Enum,
     /// bool: a varint of 0 or 1.
     Bool,
+    /// fixed64: eight bytes.
     Fixed64,
+    /// bytes or string: a length-delimited field.
     Bytes,
     /// A nested message with its fields.
     Msg(&'static [(u32, Ty)]),
@@ -47,22 +44,6 @@ pub fn varint_fits(ty: Ty, v: u64) -> bool {
         Ty::Bool => v <= 1,
         _ => true,
     }
-}
-
-/// Splits a field key into (field number, wire type); refuses field number
-/// 0 and numbers above 2^29 - 1.
-#[inline]
-pub fn split_key(k: u64) -> Result<(u32, u8), &'static str> {
-    let field = u32::try_from(k >> 3)
-        .ok()
-        .filter(|&f| f < (1 << 29))
-        .ok_or("field number out of range")?;
-    if field == 0 {
-        return Err("field number 0");
-    }
-    // Masked to three bits: the cast cannot truncate.
-    #[allow(clippy::cast_possible_truncation)]
-    Ok((field, (k & 7) as u8))
 }
 
 struct Cursor<'a> {
@@ -144,50 +125,92 @@ pub fn check(buf: &[u8], schema: &[(u32, Ty)]) -> Result<(), &'static str> {
     Ok(())
 }
 
-/// Field tables of the messages in `proto/nsimage.proto`.
+/// Field tables of the messages in `proto/nsimage.proto`, by the field
+/// numbers of [`super::fields`].
 pub mod schema {
+    use super::super::fields as f;
     use super::Ty::{self, *};
 
-    pub const NS_INFO: &[(u32, Ty)] = &[(1, U64), (2, U64), (3, U64), (4, U64), (5, U64), (6, U64)];
-    pub const STRING_ENTRY: &[(u32, Ty)] = &[(1, Bytes)];
-    const BLOCK: &[(u32, Ty)] = &[(1, U64), (2, U64), (3, U64)];
-    const UC: &[(u32, Ty)] = &[(1, Bytes), (2, Bytes)];
+    /// `NsInfo`.
+    pub const NS_INFO: &[(u32, Ty)] = &[
+        (f::ns_info::NAMESPACE_ID, U64),
+        (f::ns_info::LAST_TXID, U64),
+        (f::ns_info::LAST_INODE_ID, U64),
+        (f::ns_info::LAST_BLOCK_ID, U64),
+        (f::ns_info::GENERATION_STAMP, U64),
+        (f::ns_info::CREATION_TIME, U64),
+    ];
+    /// `StringEntry`.
+    pub const STRING_ENTRY: &[(u32, Ty)] = &[(f::string_entry::VALUE, Bytes)];
+    const BLOCK: &[(u32, Ty)] = &[
+        (f::block::ID, U64),
+        (f::block::GENERATION_STAMP, U64),
+        (f::block::LENGTH, U64),
+    ];
+    const UC: &[(u32, Ty)] = &[
+        (f::under_construction::CLIENT_NAME, Bytes),
+        (f::under_construction::CLIENT_MACHINE, Bytes),
+    ];
     const FILE: &[(u32, Ty)] = &[
-        (1, U64),
-        (2, U32),
-        (3, U64),
-        (4, Msg(BLOCK)),
-        (5, U32),
-        (6, Msg(UC)),
+        (f::file_attrs::ATIME, U64),
+        (f::file_attrs::REPLICATION, U32),
+        (f::file_attrs::PREFERRED_BLOCK_SIZE, U64),
+        (f::file_attrs::BLOCKS, Msg(BLOCK)),
+        (f::file_attrs::STORAGE_POLICY, U32),
+        (f::file_attrs::UNDER_CONSTRUCTION, Msg(UC)),
     ];
-    const DIRECTORY: &[(u32, Ty)] = &[(1, U64), (2, U64)];
-    const SYMLINK: &[(u32, Ty)] = &[(1, Bytes)];
-    const XATTR: &[(u32, Ty)] = &[(1, Enum), (2, U32), (3, Bytes)];
-    const ACL: &[(u32, Ty)] = &[(1, U32), (2, Enum), (3, Bool), (4, U32)];
+    const DIRECTORY: &[(u32, Ty)] = &[
+        (f::directory_attrs::NS_QUOTA, U64),
+        (f::directory_attrs::DS_QUOTA, U64),
+    ];
+    const SYMLINK: &[(u32, Ty)] = &[(f::symlink_attrs::TARGET, Bytes)];
+    const XATTR: &[(u32, Ty)] = &[
+        (f::xattr::NAMESPACE, Enum),
+        (f::xattr::NAME, U32),
+        (f::xattr::VALUE, Bytes),
+    ];
+    const ACL: &[(u32, Ty)] = &[
+        (f::acl_entry::NAME, U32),
+        (f::acl_entry::TYPE, Enum),
+        (f::acl_entry::DEFAULT_SCOPE, Bool),
+        (f::acl_entry::PERMISSION, U32),
+    ];
+    /// `Inode`, with its nested messages.
     pub const INODE: &[(u32, Ty)] = &[
-        (1, U64),
-        (2, Enum),
-        (3, Bytes),
-        (4, Fixed64),
-        (5, U64),
-        (6, Msg(FILE)),
-        (7, Msg(DIRECTORY)),
-        (8, Msg(SYMLINK)),
-        (9, Msg(XATTR)),
-        (10, Msg(ACL)),
+        (f::inode::ID, U64),
+        (f::inode::TYPE, Enum),
+        (f::inode::NAME, Bytes),
+        (f::inode::PERMISSION, Fixed64),
+        (f::inode::MTIME, U64),
+        (f::inode::FILE, Msg(FILE)),
+        (f::inode::DIRECTORY, Msg(DIRECTORY)),
+        (f::inode::SYMLINK, Msg(SYMLINK)),
+        (f::inode::XATTRS, Msg(XATTR)),
+        (f::inode::ACL, Msg(ACL)),
     ];
-    pub const DIR_ENTRY: &[(u32, Ty)] = &[(1, U64), (2, RepeatedU64)];
-    const SUB_SECTION: &[(u32, Ty)] = &[(1, U64), (2, U64), (3, U64), (4, U64), (5, Fixed64)];
+    /// `DirEntry`.
+    pub const DIR_ENTRY: &[(u32, Ty)] = &[
+        (f::dir_entry::PARENT, U64),
+        (f::dir_entry::CHILDREN, RepeatedU64),
+    ];
+    const SUB_SECTION: &[(u32, Ty)] = &[
+        (f::sub_section::OFFSET, U64),
+        (f::sub_section::LENGTH, U64),
+        (f::sub_section::RECORDS, U64),
+        (f::sub_section::FIRST_KEY, U64),
+        (f::sub_section::CHECKSUM, Fixed64),
+    ];
     const SECTION: &[(u32, Ty)] = &[
-        (1, U32),
-        (2, Bool),
-        (3, U64),
-        (4, U64),
-        (5, U64),
-        (6, Fixed64),
-        (7, Msg(SUB_SECTION)),
+        (f::section::KIND, U32),
+        (f::section::OPTIONAL, Bool),
+        (f::section::OFFSET, U64),
+        (f::section::LENGTH, U64),
+        (f::section::RECORDS, U64),
+        (f::section::CHECKSUM, Fixed64),
+        (f::section::SUB_SECTIONS, Msg(SUB_SECTION)),
     ];
-    pub const INDEX: &[(u32, Ty)] = &[(1, Msg(SECTION))];
+    /// `Index`, with its nested messages.
+    pub const INDEX: &[(u32, Ty)] = &[(f::index::SECTIONS, Msg(SECTION))];
 }
 
 #[cfg(test)]
