@@ -68,7 +68,6 @@
 pub mod consts;
 pub mod error;
 pub mod file_type;
-pub mod framing;
 pub mod header_footer;
 pub mod index;
 pub mod wire;
@@ -84,3 +83,5 @@ pub use consts::{SectionKind, CURRENT_VERSION, OLDEST_VERSION, ROOT_ID};
 pub use error::{FormatError, Location};
 pub use header_footer::{Footer, Header};
 pub use index::{Index, SectionInfo, SubSectionInfo};
+/// Record framing, at its historical path (it lives in [`wire`]).
+pub use wire::framing;

@@ -30,6 +30,7 @@
 pub mod convert;
 pub mod fields;
 pub mod frames;
+pub mod framing;
 pub mod rules;
 pub mod tags;
 pub mod varint;
