@@ -1,7 +1,7 @@
 //! The format layer's error type.
 
 use crate::consts::SectionKind;
-use std::fmt;
+use std::{fmt, io};
 
 /// Where in an image a problem was found.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
@@ -73,6 +73,34 @@ pub enum FormatError {
         /// The required feature bits this build does not know.
         bits: u32,
     },
+    /// Reading a stream of records failed: the reader's own error.
+    #[error("reading the record at byte offset {offset}: {source}")]
+    Io {
+        /// Offset of the record being read.
+        offset: u64,
+        /// The reader's error.
+        #[source]
+        source: io::Error,
+    },
+    /// A stream of records ended inside a record, or before the end of its
+    /// region (the region itself was cut short).
+    #[error("record truncated at byte offset {offset}: the input ends inside it")]
+    Truncated {
+        /// Offset of the record.
+        offset: u64,
+    },
+    /// A record's number does not fit the namespace's field (the caller
+    /// locates the record).
+    #[error("{field} {value} out of range")]
+    OutOfRange {
+        /// The field, as named in the schema.
+        field: &'static str,
+        /// The value the record holds.
+        value: u64,
+    },
+    /// An xattr namespace that is not one of `XAttrNamespace`'s.
+    #[error("unknown xattr namespace {0}")]
+    XAttrNamespace(i32),
     /// The image holds a required section of a kind this build does not know.
     #[error("image has an unknown required section of kind {kind} at byte offset {offset}")]
     UnknownSection {

@@ -20,7 +20,7 @@
 )]
 
 use nsimage_format::pb::InodeType;
-use nsimage_format::wire::convert::xattr_ns;
+use nsimage_format::wire::convert::{self, xattr_ns};
 use nsimage_format::wire::{
     fields, split_key, tags, varint_fits, Ty, FIXED32, FIXED64, LEN, VARINT,
 };
@@ -393,11 +393,9 @@ pub fn file_body(
 ) -> Result<LoadedBody<'_>, WalkError> {
     Ok(LoadedBody::File {
         atime,
-        replication: u16::try_from(replication)
-            .map_err(|_| format!("replication {replication} out of range"))?,
+        replication: convert::replication(replication).map_err(|e| e.to_string())?,
         preferred_block_size,
-        storage_policy: u8::try_from(storage_policy)
-            .map_err(|_| format!("storage policy {storage_policy} out of range"))?,
+        storage_policy: convert::storage_policy(storage_policy).map_err(|e| e.to_string())?,
         blocks,
     })
 }

@@ -20,7 +20,7 @@ use crate::error::LoadError;
 use crate::sections::{check_unknown, corrupt, pieces, section};
 use crate::source::ImageSource;
 use nsimage_format::framing::put_frame;
-use nsimage_format::wire::{self, schema, FrameError, FrameReader, Ty};
+use nsimage_format::wire::{self, schema, FrameReader, Ty};
 use nsimage_format::{pb, FormatError, Location, SectionInfo, SectionKind, SubSectionInfo};
 use nsimage_namespace::{InodeBatch, Namespace};
 use prost::Message;
@@ -91,13 +91,17 @@ fn stream_section(
             let pos = match frames.read_frame(&mut body) {
                 Ok(Some(pos)) => pos,
                 Ok(None) => break,
-                Err(FrameError::Io { source, .. }) => return Err(io(source)),
+                Err(FormatError::Io { source, .. }) => return Err(io(source)),
                 // The piece lies inside the file (checked against the
                 // index): the file was cut while being read.
-                Err(FrameError::Truncated { .. }) => {
+                Err(FormatError::Truncated { .. }) => {
                     return Err(io(std::io::ErrorKind::UnexpectedEof.into()))
                 }
-                Err(e) => return Err(fmt(bad(&at, e.offset(), e.detail()))),
+                // Located within the piece: its section and sub-section.
+                Err(FormatError::Corrupt { at: frame, detail }) => {
+                    return Err(fmt(bad(&at, frame.offset, detail)))
+                }
+                Err(e) => return Err(fmt(e)),
             };
             hash.update(frames.prefix());
             hash.update(&body);

@@ -5,6 +5,7 @@
 use nsimage_format::pb;
 use nsimage_format::pb::journal_op::Op;
 use nsimage_format::wire::convert;
+use nsimage_format::FormatError;
 use nsimage_namespace::{Block, FileSpec, Namespace, NsError, PermSpec, XAttrNs};
 
 fn mode(m: u32) -> Result<u16, NsError> {
@@ -15,7 +16,7 @@ fn xattr_ns(v: i32) -> Result<XAttrNs, NsError> {
     convert::xattr_ns(v).map_err(|_| NsError::Invalid(format!("xattr namespace {v}")))
 }
 
-fn invalid(e: convert::ConvertError) -> NsError {
+fn invalid(e: FormatError) -> NsError {
     NsError::Invalid(e.to_string())
 }
 

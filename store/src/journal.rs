@@ -11,8 +11,8 @@
 use crate::fs::Fs;
 use crate::StoreError;
 use nsimage_format::framing::put_frame;
-use nsimage_format::wire::{fields, read_varint, tags, FrameError, FrameReader, LEN};
-use nsimage_format::{pb, Location};
+use nsimage_format::wire::{fields, read_varint, tags, FrameReader, LEN};
+use nsimage_format::{pb, FormatError, Location};
 use prost::Message;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -417,7 +417,7 @@ fn stream(
         let decoded = match frames.read_frame(&mut body) {
             Ok(None) => return Ok(out),
             Ok(Some(_)) => decode(&body),
-            Err(FrameError::Io { source, .. }) => return Err(io(source)),
+            Err(FormatError::Io { source, .. }) => return Err(io(source)),
             Err(_) => Err(Bad::Frame),
         };
         match decoded {

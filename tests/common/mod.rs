@@ -65,12 +65,32 @@ pub fn sample() -> Namespace {
     ns
 }
 
-/// Loads an image from bytes through a temporary file.
+/// Loads an image from bytes through a temporary file, mapped (the
+/// command line's default) and read in bulk (the library's default): both
+/// must agree, and the mapped load's result is returned.
 pub fn load_bytes(bytes: &[u8]) -> Result<Namespace, nsimage_loader::LoadError> {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("img.nsi");
     std::fs::write(&path, bytes).expect("write image");
-    nsimage_loader::load(&path, &Default::default()).map(|l| l.namespace)
+    let load = |read| {
+        let opts = nsimage_loader::LoadOptions {
+            read,
+            ..Default::default()
+        };
+        nsimage_loader::load(&path, &opts).map(|l| l.namespace)
+    };
+    let mapped = load(mmap());
+    let bulk = load(nsimage_loader::ReadStrategy::Bulk);
+    match (&mapped, &bulk) {
+        (Ok(a), Ok(b)) => assert_eq!(a.digest(), b.digest(), "mmap and bulk loads differ"),
+        (Err(_), Err(_)) => {}
+        (a, b) => panic!(
+            "mmap and bulk disagree: mmap {:?}, bulk {:?}",
+            a.as_ref().map(|n| n.digest()),
+            b.as_ref().map(|n| n.digest())
+        ),
+    }
+    mapped
 }
 
 /// The index of an image held in memory.

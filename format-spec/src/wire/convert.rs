@@ -9,6 +9,7 @@
 //! are the leaf types both sides spell the same way.
 
 use crate::consts;
+use crate::error::FormatError;
 use crate::pb;
 use nsimage_namespace::{Block, FileSpec, NsInfo, UnderConstruction, XAttr, XAttrNs};
 
@@ -16,23 +17,6 @@ use nsimage_namespace::{Block, FileSpec, NsInfo, UnderConstruction, XAttr, XAttr
 // holds exactly the namespaces the model can.
 const _: () = assert!(consts::ROOT_ID == nsimage_namespace::ROOT_ID);
 const _: () = assert!(consts::MAX_NAME_LENGTH == nsimage_namespace::MAX_NAME_LENGTH);
-
-/// A message holds a value the model cannot.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ConvertError {
-    /// An xattr namespace that is not one of `XAttrNamespace`'s.
-    #[error("unknown xattr namespace {0}")]
-    XAttrNamespace(i32),
-    /// A number too large for the model's field.
-    #[error("{field} out of range")]
-    OutOfRange {
-        /// The field, as named in the schema.
-        field: &'static str,
-        /// The value the message holds.
-        value: u64,
-    },
-}
 
 impl From<&NsInfo> for pb::NsInfo {
     fn from(i: &NsInfo) -> Self {
@@ -114,17 +98,17 @@ impl From<pb::XAttrNamespace> for XAttrNs {
 }
 
 /// The model's xattr namespace of an enum value as decoded (`i32`).
-pub fn xattr_ns(v: i32) -> Result<XAttrNs, ConvertError> {
+pub fn xattr_ns(v: i32) -> Result<XAttrNs, FormatError> {
     pb::XAttrNamespace::try_from(v)
         .map(XAttrNs::from)
-        .map_err(|_| ConvertError::XAttrNamespace(v))
+        .map_err(|_| FormatError::XAttrNamespace(v))
 }
 
 impl TryFrom<&pb::XAttr> for XAttr {
-    type Error = ConvertError;
+    type Error = FormatError;
 
     /// The name stays a string id of the image it was read from.
-    fn try_from(x: &pb::XAttr) -> Result<Self, ConvertError> {
+    fn try_from(x: &pb::XAttr) -> Result<Self, FormatError> {
         Ok(XAttr {
             ns: xattr_ns(x.namespace)?,
             name: x.name,
@@ -152,26 +136,26 @@ impl From<&pb::UnderConstruction> for UnderConstruction {
 }
 
 /// A replication factor as the model holds it.
-pub fn replication(v: u32) -> Result<u16, ConvertError> {
-    u16::try_from(v).map_err(|_| ConvertError::OutOfRange {
+pub fn replication(v: u32) -> Result<u16, FormatError> {
+    u16::try_from(v).map_err(|_| FormatError::OutOfRange {
         field: "replication",
         value: u64::from(v),
     })
 }
 
 /// A storage policy as the model holds it.
-pub fn storage_policy(v: u32) -> Result<u8, ConvertError> {
-    u8::try_from(v).map_err(|_| ConvertError::OutOfRange {
+pub fn storage_policy(v: u32) -> Result<u8, FormatError> {
+    u8::try_from(v).map_err(|_| FormatError::OutOfRange {
         field: "storage policy",
         value: u64::from(v),
     })
 }
 
 impl TryFrom<&pb::CreateOp> for FileSpec {
-    type Error = ConvertError;
+    type Error = FormatError;
 
     /// The file attributes of a journaled `create`.
-    fn try_from(c: &pb::CreateOp) -> Result<Self, ConvertError> {
+    fn try_from(c: &pb::CreateOp) -> Result<Self, FormatError> {
         Ok(FileSpec {
             replication: replication(c.replication)?,
             preferred_block_size: c.preferred_block_size,
@@ -207,15 +191,15 @@ mod tests {
             assert_eq!(pb::XAttrNamespace::from(ns) as i32, v);
             assert_eq!(XAttrNs::from_u32(v.unsigned_abs()), Some(ns));
         }
-        assert_eq!(xattr_ns(5), Err(ConvertError::XAttrNamespace(5)));
-        assert_eq!(xattr_ns(-1), Err(ConvertError::XAttrNamespace(-1)));
+        assert!(matches!(xattr_ns(5), Err(FormatError::XAttrNamespace(5))));
+        assert!(matches!(xattr_ns(-1), Err(FormatError::XAttrNamespace(-1))));
         let c = pb::CreateOp {
             replication: 70_000,
             ..pb::CreateOp::default()
         };
         assert_eq!(
             FileSpec::try_from(&c).unwrap_err().to_string(),
-            "replication out of range"
+            "replication 70000 out of range"
         );
     }
 }

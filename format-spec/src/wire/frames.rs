@@ -14,47 +14,19 @@
 )]
 
 use crate::consts::MAX_RECORD_LENGTH;
+use crate::error::{FormatError, Location, Result};
 use std::io::{self, Read};
 
-/// Why a frame could not be read. Each variant holds the offset of the
-/// frame's first byte (its length prefix).
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum FrameError {
-    /// The underlying reader failed.
-    #[error("reading the record at byte offset {offset}: {source}")]
-    Io {
-        /// Offset of the frame.
-        offset: u64,
-        /// The reader's error.
-        #[source]
-        source: io::Error,
-    },
-    /// The length prefix is over ten bytes, has a tenth byte above 1, or
-    /// runs past the end of the region.
-    #[error("bad record length prefix at byte offset {offset}")]
-    Prefix {
-        /// Offset of the frame.
-        offset: u64,
-    },
-    /// The length is over the reader's limit, or over the bytes left in
-    /// the region (`left`, when the region's end is known).
-    #[error("{} at byte offset {offset}", length_text(*len, *left))]
-    Length {
-        /// Offset of the frame.
-        offset: u64,
-        /// The length the prefix declares.
-        len: u64,
-        /// Bytes of the region after the prefix, when its end is known.
-        left: Option<u64>,
-    },
-    /// The input ended inside the frame (the prefix or the body), or before
-    /// the region's known end.
-    #[error("record truncated at byte offset {offset}: the input ends inside it")]
-    Truncated {
-        /// Offset of the frame.
-        offset: u64,
-    },
+/// A length prefix over ten bytes, with a tenth byte above 1, or running
+/// past the end of the region.
+fn bad_prefix(at: u64) -> FormatError {
+    FormatError::corrupt(Location::at(at), "bad record length prefix")
+}
+
+/// A length over the reader's limit, or over the bytes left in the region
+/// (`left`, when its end is known).
+fn bad_length(at: u64, len: u64, left: Option<u64>) -> FormatError {
+    FormatError::corrupt(Location::at(at), length_text(len, left))
 }
 
 fn length_text(len: u64, left: Option<u64>) -> String {
@@ -63,32 +35,6 @@ fn length_text(len: u64, left: Option<u64>) -> String {
             format!("record length {len} runs past the end of its region ({left} bytes left)")
         }
         None => format!("record length {len} is over the largest record accepted"),
-    }
-}
-
-impl FrameError {
-    /// Offset of the frame the error happened in.
-    #[must_use]
-    pub fn offset(&self) -> u64 {
-        match self {
-            FrameError::Io { offset, .. }
-            | FrameError::Prefix { offset }
-            | FrameError::Length { offset, .. }
-            | FrameError::Truncated { offset } => *offset,
-        }
-    }
-
-    /// The rule the frame broke, without its offset: for callers that
-    /// report the offset in their own located error (the texts are those of
-    /// [`crate::framing::Records`]).
-    #[must_use]
-    pub fn detail(&self) -> String {
-        match self {
-            FrameError::Io { source, .. } => source.to_string(),
-            FrameError::Prefix { .. } => "bad record length prefix".to_string(),
-            FrameError::Length { len, left, .. } => length_text(*len, *left),
-            FrameError::Truncated { .. } => "the input ends inside a record".to_string(),
-        }
     }
 }
 
@@ -173,14 +119,14 @@ impl<R: Read> FrameReader<R> {
     }
 
     /// One byte, or `None` at the end of the input.
-    fn byte(&mut self, at: u64) -> Result<Option<u8>, FrameError> {
+    fn byte(&mut self, at: u64) -> Result<Option<u8>> {
         let mut b = [0u8; 1];
         loop {
             match self.inner.read(&mut b) {
                 Ok(0) => return Ok(None),
                 Ok(_) => return Ok(Some(b[0])),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(source) => return Err(FrameError::Io { offset: at, source }),
+                Err(source) => return Err(FormatError::Io { offset: at, source }),
             }
         }
     }
@@ -190,7 +136,7 @@ impl<R: Read> FrameReader<R> {
     /// end set: at the end of the input, between frames). After an error, [`prefix`](Self::prefix)
     /// and `body` hold the bytes read of the bad frame, and the reader is
     /// not to be used again.
-    pub fn read_frame(&mut self, body: &mut Vec<u8>) -> Result<Option<u64>, FrameError> {
+    pub fn read_frame(&mut self, body: &mut Vec<u8>) -> Result<Option<u64>> {
         body.clear();
         self.prefix_len = 0;
         let at = self.pos;
@@ -206,7 +152,7 @@ impl<R: Read> FrameReader<R> {
                 .and_then(|w| at.checked_add(w))
                 .is_some_and(|p| self.end.is_none_or(|end| p < end));
             if !inside {
-                return Err(FrameError::Prefix { offset: at });
+                return Err(bad_prefix(at));
             }
             let Some(b) = self.byte(at)? else {
                 // Between frames, the input may end where the region does
@@ -214,16 +160,16 @@ impl<R: Read> FrameReader<R> {
                 if width == 0 && self.end.is_none() {
                     return Ok(None);
                 }
-                return Err(FrameError::Truncated { offset: at });
+                return Err(FormatError::Truncated { offset: at });
             };
             let Some(slot) = self.prefix.get_mut(width) else {
-                return Err(FrameError::Prefix { offset: at });
+                return Err(bad_prefix(at));
             };
             *slot = b;
             self.prefix_len = width.saturating_add(1);
             // The tenth byte may only be 0 or 1 (FORMAT.md, Conventions).
             if width == 9 && b > 1 {
-                return Err(FrameError::Prefix { offset: at });
+                return Err(bad_prefix(at));
             }
             // width <= 9 here: the shift is at most 63.
             let shift = u32::try_from(width).map_or(u32::MAX, |w| w.saturating_mul(7));
@@ -233,7 +179,7 @@ impl<R: Read> FrameReader<R> {
                 break;
             }
             if width == 10 {
-                return Err(FrameError::Prefix { offset: at });
+                return Err(bad_prefix(at));
             }
         }
         // width <= 10: both conversions and the sum are exact for any
@@ -242,17 +188,9 @@ impl<R: Read> FrameReader<R> {
         let body_at = at.saturating_add(width);
         let left = self.end.map(|end| end.saturating_sub(body_at));
         if len > self.max_len || left.is_some_and(|left| len > left) {
-            return Err(FrameError::Length {
-                offset: at,
-                len,
-                left,
-            });
+            return Err(bad_length(at, len, left));
         }
-        let n = usize::try_from(len).map_err(|_| FrameError::Length {
-            offset: at,
-            len,
-            left,
-        })?;
+        let n = usize::try_from(len).map_err(|_| bad_length(at, len, left))?;
         if self.end.is_some() {
             // The region's end is known and the length within it: read
             // the body into a buffer of its size.
@@ -263,7 +201,7 @@ impl<R: Read> FrameReader<R> {
                     Ok(0) => break,
                     Ok(k) => got = got.saturating_add(k),
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(source) => return Err(FrameError::Io { offset: at, source }),
+                    Err(source) => return Err(FormatError::Io { offset: at, source }),
                 }
             }
             body.truncate(got);
@@ -273,10 +211,10 @@ impl<R: Read> FrameReader<R> {
             (&mut self.inner)
                 .take(len)
                 .read_to_end(body)
-                .map_err(|source| FrameError::Io { offset: at, source })?;
+                .map_err(|source| FormatError::Io { offset: at, source })?;
         }
         if body.len() != n {
-            return Err(FrameError::Truncated { offset: at });
+            return Err(FormatError::Truncated { offset: at });
         }
         self.pos = body_at.saturating_add(len);
         Ok(Some(at))
@@ -300,10 +238,15 @@ mod tests {
                 Ok(Some(at)) => out.push(Ok((at, body.clone()))),
                 Ok(None) => return out,
                 Err(e) => {
-                    assert!(e
-                        .to_string()
-                        .contains(&format!("byte offset {}", e.offset())));
-                    out.push(Err(format!("{}@{}", e.detail(), e.offset())));
+                    let (detail, offset) = match &e {
+                        FormatError::Corrupt { at, detail } => (detail.clone(), at.offset),
+                        FormatError::Truncated { offset } => {
+                            ("the input ends inside a record".to_string(), *offset)
+                        }
+                        other => panic!("unexpected error {other}"),
+                    };
+                    assert!(e.to_string().contains(&format!("byte offset {offset}")));
+                    out.push(Err(format!("{detail}@{offset}")));
                     return out;
                 }
             }
@@ -372,11 +315,8 @@ mod tests {
         let e = r.read_frame(&mut Vec::new()).unwrap_err();
         assert!(matches!(
             e,
-            FrameError::Length {
-                offset: 0,
-                len: 5,
-                left: None
-            }
+            FormatError::Corrupt { ref at, ref detail }
+                if at.offset == 0 && detail == "record length 5 is over the largest record accepted"
         ));
         assert_eq!(r.prefix(), &[5]);
     }

@@ -35,7 +35,7 @@ pub mod rules;
 pub mod tags;
 pub mod varint;
 
-pub use frames::{FrameError, FrameReader};
+pub use frames::FrameReader;
 pub use rules::{check, schema, varint_fits, Ty};
 pub use varint::read_varint;
 
