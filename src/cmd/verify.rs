@@ -16,12 +16,10 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
-    // SAFETY: as for `load` (see `load::parse_read`): the CLI reads images
-    // nsimage saved, never rewritten in place. Mapped, so that the
-    // structural pass reads the same pages instead of reading the file a
-    // second time.
-    let read = unsafe { ReadStrategy::mmap() };
-    let report = match verify_with(&a.file, read) {
+    // Positioned reads, not a mapping: `verify` is for files of unknown
+    // origin, and one cut short while mapped would be a SIGBUS, not a
+    // report.
+    let report = match verify_with(&a.file, ReadStrategy::Bulk) {
         Ok(r) => r,
         // Header, footer or index damage: report it in the same shape.
         Err(LoadError::Corrupt { at, detail, .. }) => nsimage_loader::VerifyReport {

@@ -9,8 +9,9 @@
 //! - `peers` (feature `peers`): the JSON-lines and SQLite formats the bench
 //!   compares loads against.
 //!
-//! It may import every library crate of the workspace; no library crate
-//! imports it (`tests/layering.rs` checks both).
+//! It may import every library crate of the workspace, never the command
+//! line (`nsimage`, the binary above it); no library crate imports it
+//! (`tests/layering.rs` checks both).
 //!
 //! ```
 //! use nsimage_namespace::Namespace;

@@ -194,30 +194,3 @@ pub fn put_dir(ns: &Namespace, n: &Inode<'_>, ids: &mut Vec<u64>, out: &mut Vec<
         put_varint(out, c);
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn varint_lengths() {
-        for v in [
-            0u64,
-            1,
-            127,
-            128,
-            16383,
-            16384,
-            u64::from(u32::MAX),
-            u64::MAX,
-            (-1i64).cast_unsigned(),
-        ] {
-            let mut b = Vec::new();
-            put_varint(&mut b, v);
-            assert_eq!(b.len(), varint_len(v), "{v}");
-            let mut p = Vec::new();
-            prost::encoding::encode_varint(v, &mut p);
-            assert_eq!(b, p);
-        }
-    }
-}

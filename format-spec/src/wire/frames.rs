@@ -85,6 +85,10 @@ impl<R: Read> FrameReader<R> {
 
     /// Ends the region at absolute offset `end`: no frame may run past it,
     /// and [`read_frame`](Self::read_frame) gives `None` once it is reached.
+    /// A frame's body is read into a buffer of its declared length (at most
+    /// the reader's limit) once that length fits before `end`, so `end` must
+    /// be a bound the caller has checked against the input (an index entry
+    /// checked against the file's length, say), not a number read from it.
     #[must_use]
     pub fn with_end(mut self, end: u64) -> Self {
         self.end = Some(end);

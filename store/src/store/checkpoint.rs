@@ -1,7 +1,7 @@
 //! Checkpoints: the namespace saved as an image at the current txid, the
 //! journal segment finished there, and retention applied.
 
-use super::{files, save_image, Store};
+use super::{files, save_checkpoint, Store};
 use crate::error::StoreError;
 
 impl Store {
@@ -18,7 +18,7 @@ impl Store {
         self.wait_durable(t)?;
         let path = self.dir.join(files::image_name(t));
         if self.fs.len(&path).is_err() {
-            save_image(&*self.fs, &self.dir, &ns, t, &self.opts.write)?;
+            save_checkpoint(&*self.fs, &self.dir, &ns, t, &self.opts.write)?;
         }
         drop(ns);
         {

@@ -63,7 +63,7 @@ pub struct Store {
 
 /// Saves `ns` as the store's image at `txid`, through the atomic save
 /// with the checkpoint's temporary name (`image_<T>.tmp`).
-fn save_image(
+fn save_checkpoint(
     fs: &dyn Fs,
     dir: &Path,
     ns: &Namespace,
@@ -94,7 +94,7 @@ impl Store {
             });
         }
         let ns = Namespace::default();
-        save_image(&*fs, dir, &ns, 0, &WriteOptions::default())?;
+        save_checkpoint(&*fs, dir, &ns, 0, &WriteOptions::default())?;
         files::create_segment(&*fs, dir, 1)?;
         files::write_version(&*fs, dir)
     }

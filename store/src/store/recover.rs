@@ -1,7 +1,8 @@
 //! Recovery, the reading half of opening a store: choose the newest image
 //! that loads, replay every journal record after it, and find what the
-//! open segment's tail needs (a cut, a replacement, a new segment). Reads
-//! only; [`open_tail`] then does to the files what recovery found.
+//! open segment's tail needs (a cut, a replacement, a new segment). All of
+//! that reads only; [`open_tail`], the last step, then does to the files
+//! what recovery found.
 
 use super::files::{self, image_name, Listing};
 use super::options::StoreOptions;
