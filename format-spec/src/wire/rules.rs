@@ -9,8 +9,8 @@
     clippy::cast_sign_loss
 )]
 
+use super::keys::{split_key, FIXED32, FIXED64, LEN, VARINT};
 use super::varint::read_varint;
-use super::{split_key, FIXED32, FIXED64, LEN, VARINT};
 
 /// The type of a known field, as far as the wire rules go.
 #[derive(Clone, Copy, Debug)]
@@ -128,8 +128,8 @@ pub fn check(buf: &[u8], schema: &[(u32, Ty)]) -> Result<(), &'static str> {
 /// Field tables of the messages in `proto/nsimage.proto`, by the field
 /// numbers of [`super::fields`].
 pub mod schema {
-    use super::super::fields as f;
     use super::Ty::{self, *};
+    use crate::wire::fields as f;
 
     /// `NsInfo`.
     pub const NS_INFO: &[(u32, Ty)] = &[
