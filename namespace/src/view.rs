@@ -23,7 +23,7 @@ impl Namespace {
         self.at(self.slot_of(id)?)
     }
 
-    /// The root directory (slot 0, id [`ROOT_ID`]).
+    /// The root directory (slot 0, id [`ROOT_ID`](crate::ROOT_ID)).
     pub fn root(&self) -> Inode<'_> {
         Inode {
             ns: self,
