@@ -4,10 +4,14 @@
 //! decoded from INODE_DIR pieces, and checks every structural rule of
 //! FORMAT.md that involves more than one record (ids in order, every inode
 //! in exactly one directory, block ids unique and within the counters).
+use crate::arena::{Arena, Span};
+use crate::consts::{Slot, NO_SLOT, ROOT_ID};
+use crate::ids::IdIndex;
 use crate::inode_batch::{BlockStats, InodeParts};
-use crate::{
-    Arena, Body, IdIndex, Namespace, Node, NsInfo, Slot, Span, StringTable, NO_SLOT, ROOT_ID,
-};
+use crate::namespace::{read_name, Namespace};
+use crate::node::{Body, Node};
+use crate::strings::StringTable;
+use crate::values::NsInfo;
 use std::collections::HashMap;
 
 /// Child lists decoded from one INODE_DIR piece, with their own arena chunk.
@@ -143,7 +147,7 @@ impl NamespaceBuilder {
     }
 
     fn name_of(&self, slot: Slot) -> &[u8] {
-        super::read_name(&self.ns.names, self.ns.nodes[slot as usize].name)
+        read_name(&self.ns.names, self.ns.nodes[slot as usize].name)
     }
 
     /// Adds the parts of the next INODE piece (pieces in id order).

@@ -1,7 +1,10 @@
 //! Child lists: finding a name among a directory's children (keys first,
 //! names only on a tie), and the owned, sorted lists that mutations edit.
 
-use crate::{name_key, read_name, Body, Namespace, OwnedChildren, Slot, Span, OWNED_CHILDREN};
+use crate::arena::Span;
+use crate::consts::Slot;
+use crate::namespace::{read_name, Namespace};
+use crate::node::{name_key, Body, OwnedChildren, OWNED_CHILDREN};
 
 impl OwnedChildren {
     /// Inserts `slot` with its name key at `pos`, keeping both arrays aligned.

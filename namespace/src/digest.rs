@@ -3,7 +3,8 @@
 //! groups and xattrs are hashed as strings, so the digest does not depend on
 //! string-table ids, insertion order, image layout or thread count.
 
-use super::{Attrs, Namespace};
+use crate::namespace::Namespace;
+use crate::view::Attrs;
 use std::fmt;
 use xxhash_rust::xxh3::Xxh3;
 

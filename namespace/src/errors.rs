@@ -1,7 +1,7 @@
 //! Why a mutation of the namespace was refused: [`NsError`], and the
 //! helpers that build its messages.
 
-use crate::MAX_NAME_LENGTH;
+use crate::consts::MAX_NAME_LENGTH;
 
 /// Why a mutation was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -20,7 +20,7 @@ pub enum NsError {
     /// another kind.
     #[error("not a file: {0}")]
     NotAFile(String),
-    /// A name an image may not hold (see [`valid_name`](crate::valid_name)).
+    /// A name an image may not hold (see `valid_name` in `rules.rs`).
     #[error("invalid name {0:?}: empty, '.', '..', containing '/' or NUL, or too long")]
     InvalidName(String),
     /// A path that does not start with `/`.

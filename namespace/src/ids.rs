@@ -2,7 +2,7 @@
 //! follow id order, so the map is a short list of runs of consecutive ids:
 //! one run for a freshly generated namespace, a few for one with gaps.
 
-use super::Slot;
+use crate::consts::Slot;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Run {

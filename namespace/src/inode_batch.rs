@@ -4,11 +4,13 @@
 //! the node table ([`InodeParts`]) goes to the
 //! [`NamespaceBuilder`](crate::NamespaceBuilder).
 
+use crate::arena::Span;
+use crate::consts::{MAX_NAME_LENGTH, NO_SLOT, ROOT_ID};
+use crate::ids::IdIndex;
+use crate::node::{Body, NameRef, Node};
 use crate::rules::{acl_error, valid_name};
-use crate::{
-    Block, Body, Extra, IdIndex, NameRef, Node, Perm, Span, StringTable, MAX_NAME_LENGTH, NO_SLOT,
-    ROOT_ID,
-};
+use crate::strings::StringTable;
+use crate::values::{Block, Extra, Perm};
 
 /// The kind-specific part of a decoded inode record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

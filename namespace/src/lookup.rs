@@ -2,9 +2,11 @@
 //! inodes (and back, [`Namespace::path_of`]), ids resolved to live slots
 //! with the error a mutation reports.
 
+use crate::consts::{Slot, NO_SLOT};
 use crate::errors::{show, NsError, Result};
+use crate::namespace::Namespace;
+use crate::node::Body;
 use crate::rules::valid_name;
-use crate::{Body, Namespace, Slot, NO_SLOT};
 
 /// A valid single path component: the same rule the readers apply to every
 /// inode but the root (FORMAT.md, INODE), so that no mutation can create a
@@ -97,7 +99,10 @@ impl Namespace {
 
 #[cfg(test)]
 mod tests {
-    use crate::{FileSpec, Namespace, NsError, PermSpec, ROOT_ID};
+    use crate::consts::ROOT_ID;
+    use crate::errors::NsError;
+    use crate::namespace::Namespace;
+    use crate::values::{FileSpec, PermSpec};
 
     const P: PermSpec<'static> = PermSpec {
         user: b"hdfs",

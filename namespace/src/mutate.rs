@@ -2,11 +2,13 @@
 //! blocks, renaming and deleting. Each one validates everything before it
 //! changes anything, so a failed operation leaves the namespace as it was.
 
-use crate::attrs::{FileSpec, PermSpec};
+use crate::arena::Span;
+use crate::consts::{Slot, MAX_NAME_LENGTH, NO_SLOT};
 use crate::errors::{show, NsError, Result};
 use crate::lookup::{check_name, components, split_last};
-use crate::MAX_NAME_LENGTH;
-use crate::{name_key, Block, Body, Namespace, Node, Perm, Slot, Span, NO_SLOT};
+use crate::namespace::Namespace;
+use crate::node::{name_key, Body, Node};
+use crate::values::{Block, FileSpec, Perm, PermSpec};
 
 impl Namespace {
     /// Checks that `name` may be created in directory slot `dir` and returns
@@ -281,7 +283,9 @@ impl Namespace {
 
 #[cfg(test)]
 mod tests {
-    use crate::{Block, FileSpec, Namespace, NsError, PermSpec};
+    use crate::errors::NsError;
+    use crate::namespace::Namespace;
+    use crate::values::{Block, FileSpec, PermSpec};
 
     const P: PermSpec<'static> = PermSpec {
         user: b"hdfs",

@@ -2,12 +2,12 @@
 //! batches and the namespace's mutations apply, so that no mutation can make
 //! what an image may not hold.
 
-use crate::MAX_NAME_LENGTH;
+use crate::consts::MAX_NAME_LENGTH;
 
 /// A valid name for an inode other than the root (FORMAT.md, INODE): 1 to
 /// 65,536 bytes, not `.` or `..`, no `/` and no NUL byte.
 #[inline]
-pub fn valid_name(name: &[u8]) -> bool {
+pub(crate) fn valid_name(name: &[u8]) -> bool {
     !name.is_empty()
         && name.len() <= MAX_NAME_LENGTH
         && name != b"."
@@ -36,7 +36,9 @@ fn has_slash_or_nul(name: &[u8]) -> bool {
 /// The ACL rules that involve more than one entry (FORMAT.md, INODE): a
 /// mask or other entry is unnamed, and no two entries share scope, type
 /// and name. `entries` are (name id, type, default scope).
-pub fn acl_error(entries: impl Iterator<Item = (u32, u8, bool)> + Clone) -> Option<&'static str> {
+pub(crate) fn acl_error(
+    entries: impl Iterator<Item = (u32, u8, bool)> + Clone,
+) -> Option<&'static str> {
     for (i, (name, kind, scope)) in entries.clone().enumerate() {
         if kind >= 2 && name != 0 {
             return Some("a mask or other ACL entry has a name");

@@ -3,8 +3,8 @@
 //! as the bytes go out.
 
 use crate::encode::{self, Encoded, Size};
+use crate::options::WriteOptions;
 use crate::strings::StringMap;
-use crate::WriteOptions;
 use nsimage_format::consts::header;
 use nsimage_format::{pb, Footer, Header, Index, SectionInfo, SectionKind, SubSectionInfo};
 use nsimage_namespace::{Namespace, Slot};

@@ -11,7 +11,9 @@
 //!   bytes) and the map from the namespace's string ids to the written ones;
 //! - [`image`](write_image): lays sections out, cuts record-aligned
 //!   sub-sections by a byte target, computes checksums as bytes go out,
-//!   writes index and footer.
+//!   writes index and footer;
+//! - `options`: [`WriteOptions`], how an image is laid out (sub-section
+//!   sizes, inodes per parallel batch).
 //!
 //! The writer turns a namespace into bytes on any `Write`
 //! ([`write_image`]); the atomic save of an image to a file (temporary
@@ -63,31 +65,9 @@
 
 mod encode;
 mod image;
+mod options;
 mod record;
 mod strings;
 
 pub use image::{sub_section_target, write_image, ImageSummary};
-
-/// How images are laid out.
-#[derive(Clone, Debug)]
-pub struct WriteOptions {
-    /// Largest sub-section target in bytes; the target of a section is a
-    /// 64th of its bytes within 64 KiB..=this ([`sub_section_target`]), and
-    /// a record that would take a sub-section past it starts the next one.
-    pub sub_section_bytes: u64,
-    /// Sections of namespaces with fewer live inodes than this get no
-    /// sub-sections.
-    pub sub_section_min_inodes: u64,
-    /// Inodes encoded per parallel task.
-    pub batch_inodes: usize,
-}
-
-impl Default for WriteOptions {
-    fn default() -> Self {
-        WriteOptions {
-            sub_section_bytes: 2 << 20,
-            sub_section_min_inodes: 10_000,
-            batch_inodes: 16_384,
-        }
-    }
-}
+pub use options::WriteOptions;

@@ -1,33 +1,13 @@
-//! Attributes of existing inodes: owner, group and mode, times,
-//! replication, quotas, extended attributes, ACLs and the
-//! under-construction mark; and the owner/file attributes a new inode is
-//! created with ([`PermSpec`], [`FileSpec`]).
+//! Setters of the attributes of existing inodes: owner, group and mode,
+//! times, replication, quotas, extended attributes, ACLs and the
+//! under-construction mark; and the interning of the owner a new inode is
+//! created with ([`PermSpec`]).
 
+use crate::consts::{Slot, MAX_NAME_LENGTH};
 use crate::errors::{NsError, Result};
-use crate::MAX_NAME_LENGTH;
-use crate::{AclEntry, Body, Extra, Namespace, Perm, Slot, UnderConstruction, XAttr, XAttrNs};
-
-/// Owner, group and mode of a new inode.
-#[derive(Clone, Copy, Debug)]
-pub struct PermSpec<'a> {
-    /// Owning user's name, at most [`MAX_NAME_LENGTH`] bytes (interned).
-    pub user: &'a [u8],
-    /// Owning group's name, at most [`MAX_NAME_LENGTH`] bytes (interned).
-    pub group: &'a [u8],
-    /// Permission bits, e.g. `0o755`.
-    pub mode: u16,
-}
-
-/// File attributes of a new file.
-#[derive(Clone, Copy, Debug)]
-pub struct FileSpec {
-    /// Number of replicas each block should have.
-    pub replication: u16,
-    /// Block size new blocks are cut to, in bytes.
-    pub preferred_block_size: u64,
-    /// HDFS storage policy id (0: unspecified).
-    pub storage_policy: u8,
-}
+use crate::namespace::Namespace;
+use crate::node::Body;
+use crate::values::{AclEntry, Extra, Perm, PermSpec, UnderConstruction, XAttr, XAttrNs};
 
 impl Namespace {
     /// Interns a user, group, xattr or ACL name: at most

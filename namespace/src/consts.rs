@@ -1,0 +1,13 @@
+//! The namespace's fixed numbers: the root's id, the longest name it holds,
+//! and the slot type that indexes the node table, with its "none" value.
+
+/// Id of the root directory (the same as HDFS's `ROOT_INODE_ID`).
+pub const ROOT_ID: u64 = 16385;
+/// Longest name, symlink target, user, group or attribute string the
+/// namespace holds, in bytes.
+pub const MAX_NAME_LENGTH: usize = 64 << 10;
+
+/// Index of an inode in the node table.
+pub type Slot = u32;
+/// "No slot": the parent of the root, or of an inode not attached yet.
+pub const NO_SLOT: Slot = u32::MAX;

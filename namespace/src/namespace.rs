@@ -1,0 +1,200 @@
+//! The [`Namespace`] itself: its tables, its constructor and counters,
+//! slots and ids, [`Stats`], and reading a name from the name arena.
+
+use crate::arena::{Arena, Span};
+use crate::consts::{Slot, NO_SLOT, ROOT_ID};
+use crate::ids::IdIndex;
+use crate::node::{Body, NameRef, Node, OwnedChildren, OWNED_CHILDREN};
+use crate::strings::StringTable;
+use crate::values::{Block, Extra, NsInfo, Perm};
+use std::collections::HashMap;
+
+/// A metadata server's namespace.
+#[derive(Clone, Debug)]
+pub struct Namespace {
+    pub(crate) info: NsInfo,
+    pub(crate) strings: StringTable,
+    pub(crate) ids: IdIndex,
+    pub(crate) nodes: Vec<Node>,
+    pub(crate) names: Arena<u8>,
+    pub(crate) blocks: Arena<Block>,
+    pub(crate) children: Arena<Slot>,
+    pub(crate) owned_children: HashMap<Slot, OwnedChildren>,
+    pub(crate) extras: HashMap<Slot, Extra>,
+}
+
+/// Counts of what a namespace holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Live inodes, the root included.
+    pub inodes: u64,
+    /// Live files.
+    pub files: u64,
+    /// Live directories, the root included.
+    pub directories: u64,
+    /// Live symbolic links.
+    pub symlinks: u64,
+    /// Blocks of live files.
+    pub blocks: u64,
+    /// Sum of block lengths.
+    pub bytes: u64,
+}
+
+impl Default for Namespace {
+    fn default() -> Self {
+        Self::new(NsInfo::default())
+    }
+}
+
+impl Namespace {
+    /// An empty namespace: the root directory alone, owned by the empty user.
+    pub fn new(info: NsInfo) -> Self {
+        let mut ns = Namespace {
+            info: NsInfo {
+                last_inode_id: info.last_inode_id.max(ROOT_ID),
+                ..info
+            },
+            strings: StringTable::default(),
+            ids: IdIndex::default(),
+            nodes: Vec::new(),
+            names: Arena::default(),
+            blocks: Arena::default(),
+            children: Arena::default(),
+            owned_children: HashMap::new(),
+            extras: HashMap::new(),
+        };
+        let name = ns.put_name(b"");
+        ns.ids.push(ROOT_ID);
+        ns.nodes.push(Node {
+            mtime: info.creation_time,
+            perm: Perm::new(0, 0, 0o755),
+            name,
+            parent: NO_SLOT,
+            has_extra: false,
+            body: Body::Directory {
+                ns_quota: -1,
+                ds_quota: -1,
+                children: Span::default(),
+            },
+        });
+        ns
+    }
+
+    /// The namespace-wide counters.
+    pub fn info(&self) -> &NsInfo {
+        &self.info
+    }
+
+    /// The counters, for a journal replaying a transaction (which sets
+    /// `last_txid`); the mutations keep the id counters up to date.
+    pub fn info_mut(&mut self) -> &mut NsInfo {
+        &mut self.info
+    }
+
+    /// The interned user, group, xattr and ACL names.
+    pub fn strings(&self) -> &StringTable {
+        &self.strings
+    }
+
+    /// Number of slots, live or freed; slots are `0..slot_count()`.
+    // Every slot was given by an `IdIndex`, which stops at u32::MAX slots
+    // (and the builder checks its node table against one).
+    #[allow(clippy::cast_possible_truncation)]
+    pub fn slot_count(&self) -> u32 {
+        self.nodes.len() as u32
+    }
+
+    /// The slot of live inode `id`; `None` if there is none.
+    pub fn slot_of(&self, id: u64) -> Option<Slot> {
+        self.ids
+            .slot(id)
+            .filter(|&s| self.nodes[s as usize].body != Body::Free)
+    }
+
+    /// The id of the inode in `slot`, live or freed. Panics if `slot` is
+    /// not below [`slot_count`](Self::slot_count).
+    pub fn id_of(&self, slot: Slot) -> u64 {
+        self.ids.id(slot)
+    }
+
+    /// Counts the live inodes and their blocks (one pass over the nodes).
+    pub fn stats(&self) -> Stats {
+        let mut st = Stats::default();
+        for n in &self.nodes {
+            match n.body {
+                Body::Free => continue,
+                Body::File { blocks, .. } => {
+                    st.files += 1;
+                    st.blocks += blocks.len as u64;
+                    st.bytes += self
+                        .blocks
+                        .get(blocks)
+                        .iter()
+                        .map(|b| b.length)
+                        .sum::<u64>();
+                }
+                Body::Directory { .. } => st.directories += 1,
+                Body::Symlink { .. } => st.symlinks += 1,
+            }
+            st.inodes += 1;
+        }
+        st
+    }
+
+    /// Bytes of heap this namespace holds (capacity, not length).
+    pub fn heap_bytes(&self) -> usize {
+        self.nodes.capacity() * size_of::<Node>()
+            + self.names.heap_bytes()
+            + self.blocks.heap_bytes()
+            + self.children.heap_bytes()
+            + self.ids.heap_bytes()
+            + self.strings.heap_bytes()
+            + self
+                .owned_children
+                .values()
+                .map(|v| v.slots.capacity() * 4 + v.keys.capacity() * 8 + 64)
+                .sum::<usize>()
+            + self.extras.len() * (size_of::<Extra>() + 16)
+    }
+
+    pub(crate) fn put_name(&mut self, name: &[u8]) -> NameRef {
+        let mut buf = Vec::with_capacity(name.len() + 3);
+        prost::encoding::encode_varint(name.len() as u64, &mut buf);
+        buf.extend_from_slice(name);
+        let s = self.names.push(&buf);
+        NameRef {
+            chunk: s.chunk,
+            off: s.start,
+        }
+    }
+
+    pub(crate) fn name_bytes(&self, r: NameRef) -> &[u8] {
+        read_name(&self.names, r)
+    }
+
+    pub(crate) fn child_slots(&self, slot: Slot) -> &[Slot] {
+        match self.nodes[slot as usize].body {
+            Body::Directory { children, .. } if children.chunk == OWNED_CHILDREN => {
+                self.owned_children.get(&slot).map_or(&[], |v| &v.slots[..])
+            }
+            Body::Directory { children, .. } => self.children.get(children),
+            _ => &[],
+        }
+    }
+}
+
+/// Reads a length-prefixed name from the name arena. A reference that does
+/// not resolve (which the builder never makes) reads as the empty name.
+#[inline]
+pub(crate) fn read_name(names: &Arena<u8>, r: NameRef) -> &[u8] {
+    let c = names.chunk(r.chunk);
+    let rest = c.get(r.off as usize..).unwrap_or_default();
+    let mut cursor = rest;
+    match prost::encoding::decode_varint(&mut cursor) {
+        Ok(len) => usize::try_from(len)
+            .ok()
+            .and_then(|len| cursor.get(..len))
+            .unwrap_or_default(),
+        Err(_) => &[],
+    }
+}
