@@ -1,6 +1,9 @@
 //! The checkpoint store: injected I/O faults, damaged images and journals,
 //! torn tails, the process lock, bulk and streamed replay, group commit.
 
+mod common;
+
+use common::names;
 use nsimage_namespace::Namespace;
 use nsimage_store::fs::{Fault, FaultyFs, Fs, RealFs};
 use nsimage_store::journal::{self, Segment};
@@ -365,15 +368,6 @@ fn put_image(dir: &Path, ns: &Namespace, txid: u64) {
     let mut bytes = Vec::new();
     nsimage_writer::write_image(ns, &mut bytes, &nsimage_writer::WriteOptions::default()).unwrap();
     std::fs::write(dir.join(format!("image_{txid:020}")), bytes).unwrap();
-}
-
-fn names(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    v.sort();
-    v
 }
 
 #[test]

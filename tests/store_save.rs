@@ -4,13 +4,15 @@
 //! any step leaves the old file or the new one, never a part of one, and a
 //! failed save leaves no temporary file behind.
 
+mod common;
+
+use common::names;
 use nsimage_namespace::Namespace;
 use nsimage_store::fs::{Fault, FaultyFs, Fs, RealFs};
 use nsimage_store::save::{check_target, save_image, temp_path};
 use nsimage_testkit::generate::{generate, GenSpec};
 use nsimage_testkit::powercut::{PowerCutFs, PowerCutOptions};
 use nsimage_writer::{write_image, WriteOptions};
-use std::path::Path;
 
 const OLD: &[u8] = b"the old image, which must survive whole or be replaced whole";
 
@@ -25,15 +27,6 @@ fn namespace() -> (Namespace, Vec<u8>) {
     write_image(&ns, &mut bytes, &WriteOptions::default()).unwrap();
     assert!(bytes.len() > 1 << 20, "{} bytes", bytes.len());
     (ns, bytes)
-}
-
-fn names(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    v.sort();
-    v
 }
 
 /// Every fsync, short write and full disk at every call leaves the old

@@ -129,3 +129,6 @@ pub use values::{
     XAttrNs,
 };
 pub use view::{Attrs, FileAttrs, Inode};
+
+#[cfg(test)]
+mod fixtures;

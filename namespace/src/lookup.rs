@@ -101,19 +101,8 @@ impl Namespace {
 mod tests {
     use crate::consts::ROOT_ID;
     use crate::errors::NsError;
+    use crate::fixtures::{F, P};
     use crate::namespace::Namespace;
-    use crate::values::{FileSpec, PermSpec};
-
-    const P: PermSpec<'static> = PermSpec {
-        user: b"hdfs",
-        group: b"supergroup",
-        mode: 0o755,
-    };
-    const F: FileSpec = FileSpec {
-        replication: 3,
-        preferred_block_size: 128 << 20,
-        storage_policy: 0,
-    };
 
     #[test]
     fn paths_resolve_after_mkdirs_create_and_rename() {

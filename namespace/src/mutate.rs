@@ -285,18 +285,9 @@ impl Namespace {
 mod tests {
     use crate::errors::NsError;
     use crate::namespace::Namespace;
-    use crate::values::{Block, FileSpec, PermSpec};
+    use crate::values::Block;
 
-    const P: PermSpec<'static> = PermSpec {
-        user: b"hdfs",
-        group: b"supergroup",
-        mode: 0o755,
-    };
-    const F: FileSpec = FileSpec {
-        replication: 3,
-        preferred_block_size: 128 << 20,
-        storage_policy: 0,
-    };
+    use crate::fixtures::{F, P};
 
     #[test]
     fn failed_ops_change_nothing() {

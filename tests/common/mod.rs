@@ -321,3 +321,13 @@ pub fn json(out: &std::process::Output) -> serde_json::Value {
     );
     serde_json::from_slice(&out.stdout).expect("stdout is JSON")
 }
+
+/// The sorted names of the entries of `dir`.
+pub fn names(dir: &std::path::Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
