@@ -10,11 +10,18 @@ macro_rules! out {
 }
 
 mod bench;
+mod diff;
+mod distribution;
+mod du;
+mod dump;
+mod find;
 mod generate;
 mod info;
 mod journal;
 mod load;
+mod ls;
 mod peer;
+mod stat;
 mod store;
 mod verify;
 
@@ -52,6 +59,20 @@ enum Command {
     Load(load::Args),
     /// Check every checksum and structural rule of an image.
     Verify(verify::Args),
+    /// List a directory of an image, like `hdfs dfs -ls`.
+    Ls(ls::Args),
+    /// Everything an image holds for one inode.
+    Stat(stat::Args),
+    /// Per-subtree counts, bytes, space consumed and quota use.
+    Du(du::Args),
+    /// Find inodes by name, type, size, time or owner.
+    Find(find::Args),
+    /// Dump every inode: OIV XML, OIV Delimited or JSON lines.
+    Dump(dump::Args),
+    /// File-size histogram, with an SVG bar chart.
+    Distribution(distribution::Args),
+    /// What changed between two images of the same namespace.
+    Diff(diff::Args),
     /// Measure load time for every strategy and thread count, against the
     /// streaming baseline and the JSON-lines and SQLite peers.
     Bench(bench::Args),
@@ -73,6 +94,13 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Load(a) => load::run(a),
         Command::Verify(a) => verify::run(a),
         Command::Bench(a) => bench::run(a),
+        Command::Ls(a) => ls::run(a),
+        Command::Stat(a) => stat::run(a),
+        Command::Du(a) => du::run(a),
+        Command::Find(a) => find::run(a),
+        Command::Dump(a) => dump::run(a),
+        Command::Distribution(a) => distribution::run(a),
+        Command::Diff(a) => diff::run(a),
         Command::PeerLoad(a) => peer::run(a),
         Command::Store(c) => store::run(c),
         Command::Journal(c) => journal::run(c),
@@ -88,6 +116,9 @@ pub fn exit_code(e: &anyhow::Error) -> u8 {
         }
         if let Some(l) = cause.downcast_ref::<LoadError>() {
             return code(l.is_data_error());
+        }
+        if let Some(v) = cause.downcast_ref::<nsimage_viewer::ViewError>() {
+            return code(v.is_data_error());
         }
     }
     EXIT_USAGE_IO

@@ -1,0 +1,63 @@
+//! [`ViewError`]: the viewer layer's errors.
+
+use nsimage_format::Location;
+use nsimage_loader::LoadError;
+use std::path::PathBuf;
+
+/// Errors of the viewer layer.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ViewError {
+    /// The image could not be read or decoded.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// A path the user gave is not one the viewer accepts (relative, with
+    /// `.` or `..` segments, a NUL byte): a usage error.
+    #[error("{path:?}: {detail}")]
+    BadPath {
+        /// The path as given.
+        path: String,
+        /// What is wrong with it.
+        detail: String,
+    },
+    /// The path names nothing in the image, or goes through a file or a
+    /// symlink: the data does not hold it.
+    #[error("{path}: no such path in the image{}", why.as_deref().map(|w| format!(" ({w})")).unwrap_or_default())]
+    NoSuchPath {
+        /// The path as given.
+        path: String,
+        /// Why, when the walk stopped somewhere telling (a file on the way).
+        why: Option<String>,
+    },
+    /// Writing an output failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file written.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The image breaks a rule of the format at a known place.
+    #[error("{}: corrupt at {at}: {detail}", path.display())]
+    Corrupt {
+        /// The image.
+        path: PathBuf,
+        /// Where.
+        at: Location,
+        /// The rule broken.
+        detail: String,
+    },
+}
+
+impl ViewError {
+    /// True when the image's data is at fault or lacks what was asked (exit
+    /// code 1 in the CLI), false for usage and I/O errors (exit code 2).
+    pub fn is_data_error(&self) -> bool {
+        match self {
+            ViewError::Load(l) => l.is_data_error(),
+            ViewError::NoSuchPath { .. } | ViewError::Corrupt { .. } => true,
+            ViewError::BadPath { .. } | ViewError::Io { .. } => false,
+        }
+    }
+}

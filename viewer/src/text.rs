@@ -1,0 +1,113 @@
+//! Human-readable forms shared by the viewer's commands.
+
+use nsimage_namespace::InodeKind;
+
+/// `ls -l`'s type and permission string: `drwxr-xr-x`, `-rw-r--r--`,
+/// `lrwxrwxrwx`; the sticky bit shows as `t` (or `T` without others' x).
+pub fn permission_string(kind: InodeKind, mode: u16) -> String {
+    let mut s = String::with_capacity(10);
+    s.push(match kind {
+        InodeKind::Directory => 'd',
+        InodeKind::Symlink => 'l',
+        InodeKind::File => '-',
+    });
+    for shift in [6u16, 3, 0] {
+        let bits = (mode >> shift) & 7;
+        s.push(if bits & 4 != 0 { 'r' } else { '-' });
+        s.push(if bits & 2 != 0 { 'w' } else { '-' });
+        let x = bits & 1 != 0;
+        if shift == 0 && mode & 0o1000 != 0 {
+            s.push(if x { 't' } else { 'T' });
+        } else {
+            s.push(if x { 'x' } else { '-' });
+        }
+    }
+    s
+}
+
+/// A time in milliseconds since the Unix epoch as UTC ISO 8601, to the
+/// second: `2025-01-01T00:00:00Z`.
+pub fn utc_iso8601(ms: u64) -> String {
+    let (y, mo, d, h, mi, s) = civil(ms / 1000);
+    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z")
+}
+
+/// The same time as OIV's Delimited processor writes it (`yyyy-MM-dd
+/// HH:mm`, UTC).
+pub fn oiv_time(ms: u64) -> String {
+    let (y, mo, d, h, mi, _) = civil(ms / 1000);
+    format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}")
+}
+
+/// Seconds since the epoch as (year, month, day, hour, minute, second) in
+/// the proleptic Gregorian calendar, UTC (the days-to-civil algorithm over
+/// 400-year eras).
+fn civil(secs: u64) -> (u64, u64, u64, u64, u64, u64) {
+    let days = secs / 86_400;
+    let rem = secs % 86_400;
+    // Shift the epoch to 0000-03-01 so leap days end each era's year.
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z % 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + u64::from(m <= 2);
+    (y, m, d, rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+/// Bytes in binary units, one decimal: `0 B`, `1023 B`, `1.5 KiB`,
+/// `128.0 MiB`.
+pub fn human_size(bytes: u64) -> String {
+    const UNITS: [&str; 6] = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut v = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    format!("{v:.1} {}", UNITS[unit])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn permission_strings() {
+        assert_eq!(permission_string(InodeKind::Directory, 0o755), "drwxr-xr-x");
+        assert_eq!(permission_string(InodeKind::File, 0o644), "-rw-r--r--");
+        assert_eq!(permission_string(InodeKind::Symlink, 0o777), "lrwxrwxrwx");
+        assert_eq!(
+            permission_string(InodeKind::Directory, 0o1777),
+            "drwxrwxrwt"
+        );
+        assert_eq!(
+            permission_string(InodeKind::Directory, 0o1770),
+            "drwxrwx--T"
+        );
+    }
+
+    #[test]
+    fn utc_times() {
+        assert_eq!(utc_iso8601(0), "1970-01-01T00:00:00Z");
+        assert_eq!(utc_iso8601(1_735_689_600_000), "2025-01-01T00:00:00Z");
+        // A leap day, and the last second of a year.
+        assert_eq!(utc_iso8601(951_782_400_000), "2000-02-29T00:00:00Z");
+        assert_eq!(utc_iso8601(1_704_067_199_000), "2023-12-31T23:59:59Z");
+        assert_eq!(oiv_time(1_735_689_600_000 + 61_000), "2025-01-01 00:01");
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(human_size(0), "0 B");
+        assert_eq!(human_size(1023), "1023 B");
+        assert_eq!(human_size(1536), "1.5 KiB");
+        assert_eq!(human_size(128 << 20), "128.0 MiB");
+    }
+}
