@@ -149,7 +149,10 @@ mod tests {
             resolve(&ns, &p("/b/nope")),
             Err(ViewError::NoSuchPath { why: None, .. })
         ));
-        let e = resolve(&ns, &p("/b/f/g")).unwrap_err().to_string();
+        let Err(e) = resolve(&ns, &p("/b/f/g")) else {
+            panic!("a path through a file resolves")
+        };
+        let e = e.to_string();
         assert!(
             e.contains("no such path") && e.contains("/b/f is a file"),
             "{e}"
