@@ -421,3 +421,108 @@ pub fn to_json(r: &DuReport) -> serde_json::Value {
         "rows": rows,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nsimage_namespace::{Block, FileSpec, PermSpec, ROOT_ID};
+
+    const P: PermSpec<'static> = PermSpec {
+        user: b"u",
+        group: b"g",
+        mode: 0o755,
+    };
+    const F: FileSpec = FileSpec {
+        replication: 2,
+        preferred_block_size: 100,
+        storage_policy: 0,
+    };
+
+    /// A bushy tree over the parallel levels, and a chain far deeper than
+    /// any thread's stack would take by recursion.
+    fn tree() -> (Namespace, u64) {
+        let mut ns = Namespace::default();
+        let mut block = 0;
+        let mut files = 0;
+        for a in 0..6u64 {
+            let da = ns
+                .mkdir_in(ROOT_ID, format!("a{a}").as_bytes(), &P, 1)
+                .unwrap();
+            for b in 0..5u64 {
+                let db = ns.mkdir_in(da, format!("b{b}").as_bytes(), &P, 1).unwrap();
+                for c in 0..4u64 {
+                    let dc = ns.mkdir_in(db, format!("c{c}").as_bytes(), &P, 1).unwrap();
+                    let dd = ns.mkdir_in(dc, b"d", &P, 1).unwrap();
+                    for f in 0..3u64 {
+                        let fi = ns
+                            .create_in(dd, format!("f{f}").as_bytes(), &P, &F, 1)
+                            .unwrap();
+                        files += 1;
+                        for _ in 0..f {
+                            block += 1;
+                            ns.add_block(
+                                fi,
+                                Block {
+                                    id: block,
+                                    generation_stamp: 1,
+                                    length: 70,
+                                },
+                            )
+                            .unwrap();
+                        }
+                    }
+                }
+            }
+        }
+        let mut d = ROOT_ID;
+        for _ in 0..20_000 {
+            d = ns.mkdir_in(d, b"deep", &P, 1).unwrap();
+        }
+        ns.create_in(d, b"bottom", &P, &F, 1).unwrap();
+        (ns, files + 1)
+    }
+
+    #[test]
+    fn exact_and_the_same_for_any_thread_count() {
+        let (ns, files) = tree();
+        let st = ns.stats();
+        let opts = DuOptions {
+            depth: 3,
+            sort: Sort::Path,
+        };
+        let run = |threads| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap()
+                .install(|| du(&ns, &ImagePath::root(), &opts).unwrap())
+        };
+        let one = run(1);
+        assert_eq!(one, run(4));
+        let top = one.total().unwrap();
+        assert_eq!(top.usage.files, files);
+        assert_eq!(top.usage.files, st.files);
+        assert_eq!(top.usage.directories, st.directories);
+        assert_eq!(top.usage.bytes, st.bytes);
+        assert_eq!(top.usage.space_consumed, 2 * st.bytes);
+        // f0 (empty), f1 (70 bytes) and the bottom file are below 100 bytes.
+        assert_eq!(top.usage.small_files, 2 * 120 + 1);
+        assert_eq!(top.ns_used(), st.inodes);
+        // Rows: the root, 6 + 30 + 120 directories, and deep, deep/deep,
+        // deep/deep/deep.
+        assert_eq!(one.rows.len(), 1 + 6 + 30 + 120 + 3);
+        let deep = one.rows.iter().find(|r| r.path == b"/deep").unwrap();
+        assert_eq!(deep.usage.directories, 20_000);
+        assert_eq!(deep.usage.files, 1);
+        // Below the parallel levels too.
+        let c = du(
+            &ns,
+            &ImagePath::parse("/a1/b2/c3").unwrap(),
+            &DuOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(c.rows.len(), 2);
+        assert_eq!(c.rows[0].usage.files, 3);
+        assert_eq!(c.rows[0].usage.bytes, 70 * 3);
+    }
+}
