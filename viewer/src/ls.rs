@@ -283,3 +283,60 @@ fn write_json_line(e: &LsEntry, out: &mut impl Write) -> io::Result<()> {
     serde_json::to_writer(&mut *out, &entry_json(e))?;
     writeln!(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stat::stat;
+    use nsimage_namespace::{FileSpec, PermSpec};
+
+    const P: PermSpec<'static> = PermSpec {
+        user: b"u",
+        group: b"g",
+        mode: 0o750,
+    };
+    const F: FileSpec = FileSpec {
+        replication: 3,
+        preferred_block_size: 1 << 20,
+        storage_policy: 7,
+    };
+
+    /// What a one-path lookup holds for `/user/alice` and its children:
+    /// the same first inodes as the whole namespace, nothing else.
+    fn partial() -> Namespace {
+        let mut ns = Namespace::default();
+        ns.mkdirs(b"/user/alice", &P, 5).unwrap();
+        ns.create(b"/user/alice/f", &P, &F, 6).unwrap();
+        ns.symlink(b"/user/alice/l", b"/x", &P, 7).unwrap();
+        ns
+    }
+
+    #[test]
+    fn ls_and_stat_need_only_the_path_and_its_children() {
+        let part = partial();
+        let mut whole = partial();
+        whole.mkdirs(b"/data/a/b", &P, 8).unwrap();
+        whole.create(b"/user/zed", &P, &F, 9).unwrap();
+        for p in ["/user/alice", "/user/alice/f", "/user/alice/l"] {
+            let p = ImagePath::parse(p).unwrap();
+            assert_eq!(ls(&part, &p).unwrap(), ls(&whole, &p).unwrap());
+            assert_eq!(stat(&part, &p).unwrap(), stat(&whole, &p).unwrap());
+        }
+        let l = ls(&part, &ImagePath::parse("/user/alice").unwrap()).unwrap();
+        assert!(l.directory);
+        assert_eq!(l.entries.len(), 2);
+        assert_eq!(l.entries[1].symlink_target.as_deref(), Some(&b"/x"[..]));
+        let mut text = Vec::new();
+        write_listing(&l, Format::Text, &mut text).unwrap();
+        assert_eq!(
+            String::from_utf8(text).unwrap(),
+            "Found 2 items\n\
+             -rwxr-x---   3 u g  0 1970-01-01T00:00:00Z /user/alice/f\n\
+             lrwxr-x---   - u g  0 1970-01-01T00:00:00Z /user/alice/l -> /x\n"
+        );
+        assert!(matches!(
+            ls(&part, &ImagePath::parse("/data").unwrap()),
+            Err(ViewError::NoSuchPath { .. })
+        ));
+    }
+}
