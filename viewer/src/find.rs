@@ -18,7 +18,7 @@ use crate::paths::ImagePath;
 use crate::text::utc_iso8601;
 use crate::walk::{kind_name, length, lossy, resolve, walk};
 use nsimage_namespace::{Inode, InodeKind, Namespace};
-use serde_json::json;
+use std::borrow::Cow;
 use std::io::{self, Write};
 
 /// A size filter.
@@ -188,11 +188,11 @@ impl FindOptions {
     }
 }
 
-/// One match.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Found {
+/// One match, borrowed from the walk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Found<'a> {
     /// Its path.
-    pub path: Vec<u8>,
+    pub path: &'a [u8],
     /// Its id.
     pub id: u64,
     /// Its kind.
@@ -202,7 +202,7 @@ pub struct Found {
     /// Modification time, ms since the epoch.
     pub mtime: u64,
     /// Owning user.
-    pub owner: Vec<u8>,
+    pub owner: &'a [u8],
 }
 
 /// Calls `each` with every match below `path` (itself included), depth
@@ -212,7 +212,7 @@ pub fn find_each<E: From<ViewError>>(
     ns: &Namespace,
     path: &ImagePath,
     opts: &FindOptions,
-    mut each: impl FnMut(&Found) -> Result<(), E>,
+    mut each: impl FnMut(&Found<'_>) -> Result<(), E>,
 ) -> Result<(), E> {
     let top = resolve(ns, path)?;
     walk(top, &path.canonical(), |inode, p, _| {
@@ -220,44 +220,60 @@ pub fn find_each<E: From<ViewError>>(
             return Ok(());
         }
         each(&Found {
-            path: p.to_vec(),
+            path: p,
             id: inode.id(),
             kind: inode.kind(),
             length: length(&inode),
             mtime: inode.mtime(),
-            owner: inode.user().to_vec(),
+            owner: inode.user(),
         })
     })
 }
 
-/// Every match, collected (see [`find_each`] to stream them).
-pub fn find(ns: &Namespace, path: &ImagePath, opts: &FindOptions) -> Result<Vec<Found>, ViewError> {
+/// The paths of every match, collected (see [`find_each`] to stream the
+/// matches).
+pub fn find(
+    ns: &Namespace,
+    path: &ImagePath,
+    opts: &FindOptions,
+) -> Result<Vec<Vec<u8>>, ViewError> {
     let mut out = Vec::new();
     find_each(ns, path, opts, |f| {
-        out.push(f.clone());
+        out.push(f.path.to_vec());
         Ok::<(), ViewError>(())
     })?;
     Ok(out)
 }
 
 /// Writes one match: its path (text) or its JSON object (a line).
-pub fn write_found(f: &Found, json: bool, out: &mut impl Write) -> io::Result<()> {
+pub fn write_found(f: &Found<'_>, json: bool, out: &mut impl Write) -> io::Result<()> {
+    /// A match as JSON, serialized field by field.
+    #[derive(serde::Serialize)]
+    struct FoundJson<'a> {
+        path: Cow<'a, str>,
+        id: u64,
+        #[serde(rename = "type")]
+        kind: &'static str,
+        length: u64,
+        modification_time: u64,
+        modification_time_utc: String,
+        owner: Cow<'a, str>,
+    }
     if json {
-        serde_json::to_writer(
-            &mut *out,
-            &json!({
-                "path": lossy(&f.path),
-                "id": f.id,
-                "type": kind_name(f.kind),
-                "length": f.length,
-                "modification_time": f.mtime,
-                "modification_time_utc": utc_iso8601(f.mtime),
-                "owner": lossy(&f.owner),
-            }),
-        )?;
+        let j = FoundJson {
+            path: lossy(f.path),
+            id: f.id,
+            kind: kind_name(f.kind),
+            length: f.length,
+            modification_time: f.mtime,
+            modification_time_utc: utc_iso8601(f.mtime),
+            owner: lossy(f.owner),
+        };
+        serde_json::to_writer(&mut *out, &j)?;
         writeln!(out)
     } else {
-        writeln!(out, "{}", lossy(&f.path))
+        out.write_all(f.path)?;
+        out.write_all(b"\n")
     }
 }
 

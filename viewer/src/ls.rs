@@ -22,6 +22,7 @@ use crate::paths::ImagePath;
 use crate::text::{permission_string, utc_iso8601};
 use crate::walk::{join, kind_name, length, lossy, resolve};
 use nsimage_namespace::{Attrs, Inode, InodeKind, Namespace};
+use std::borrow::Cow;
 use std::io::{self, Write};
 
 /// One line of a listing.
@@ -256,31 +257,59 @@ fn write_text_line(e: &LsEntry, w: &Widths, out: &mut impl Write) -> io::Result<
     writeln!(out)
 }
 
+/// One entry as JSON, serialized field by field (no map built per line).
+#[derive(serde::Serialize)]
+struct EntryJson<'a> {
+    path: Cow<'a, str>,
+    id: u64,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    permission: PermissionJson,
+    replication: Option<u16>,
+    owner: Cow<'a, str>,
+    group: Cow<'a, str>,
+    length: u64,
+    modification_time: u64,
+    modification_time_utc: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    symlink_target: Option<Cow<'a, str>>,
+}
+
+/// A permission as JSON: `{"octal": "0755", "string": "drwxr-xr-x"}`.
+#[derive(serde::Serialize)]
+struct PermissionJson {
+    octal: String,
+    string: String,
+}
+
+impl<'a> EntryJson<'a> {
+    fn of(e: &'a LsEntry) -> EntryJson<'a> {
+        EntryJson {
+            path: lossy(&e.path),
+            id: e.id,
+            kind: kind_name(e.kind),
+            permission: PermissionJson {
+                octal: format!("{:04o}", e.mode),
+                string: permission_string(e.kind, e.mode),
+            },
+            replication: e.replication,
+            owner: lossy(&e.owner),
+            group: lossy(&e.group),
+            length: e.length,
+            modification_time: e.mtime,
+            modification_time_utc: utc_iso8601(e.mtime),
+            symlink_target: e.symlink_target.as_deref().map(lossy),
+        }
+    }
+}
+
 /// The JSON object of one entry (what `--json` prints per line).
 pub fn entry_json(e: &LsEntry) -> serde_json::Value {
-    let mut v = serde_json::json!({
-        "path": lossy(&e.path),
-        "id": e.id,
-        "type": kind_name(e.kind),
-        "permission": {
-            "octal": format!("{:04o}", e.mode),
-            "string": permission_string(e.kind, e.mode),
-        },
-        "replication": e.replication,
-        "owner": lossy(&e.owner),
-        "group": lossy(&e.group),
-        "length": e.length,
-        "modification_time": e.mtime,
-        "modification_time_utc": utc_iso8601(e.mtime),
-    });
-    if let (Some(t), serde_json::Value::Object(m)) = (&e.symlink_target, &mut v) {
-        m.insert("symlink_target".into(), lossy(t).into());
-    }
-    v
+    serde_json::to_value(EntryJson::of(e)).unwrap_or_default()
 }
 
 fn write_json_line(e: &LsEntry, out: &mut impl Write) -> io::Result<()> {
-    serde_json::to_writer(&mut *out, &entry_json(e))?;
+    serde_json::to_writer(&mut *out, &EntryJson::of(e))?;
     writeln!(out)
 }
 
