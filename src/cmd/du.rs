@@ -1,6 +1,9 @@
-//! `nsimage du`: per-subtree counts, bytes, space consumed and quota use.
-//! (Being built for issue 9.)
+//! `nsimage du`: per-subtree counts, bytes, space consumed, small files and
+//! quota use, like `hdfs dfs -count -q` and `du`.
 
+use nsimage_viewer::du::{self, DuOptions, Sort};
+use nsimage_viewer::paths::ImagePath;
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -8,8 +11,51 @@ use std::process::ExitCode;
 pub struct Args {
     /// Image file.
     image: PathBuf,
+    /// Absolute path inside the image.
+    #[arg(default_value = "/")]
+    path: String,
+    /// Rows for subdirectories down to this many levels below the path
+    /// (0: the path alone).
+    #[arg(short = 'd', long, default_value_t = 1)]
+    depth: usize,
+    /// Row order: path (depth first), bytes or files (most first).
+    #[arg(long, default_value = "path", value_parser = parse_sort)]
+    sort: Sort,
+    /// One JSON document on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+fn parse_sort(s: &str) -> Result<Sort, String> {
+    match s {
+        "path" => Ok(Sort::Path),
+        "bytes" => Ok(Sort::Bytes),
+        "files" => Ok(Sort::Files),
+        _ => Err(format!("unknown sort {s:?} (path, bytes or files)")),
+    }
 }
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("{}: `nsimage du` is not built yet", a.image.display())
+    let path = ImagePath::parse(&a.path)?;
+    let ns = super::ls::load_whole(&a.image)?;
+    let pb = super::spinner("summing subtrees");
+    let report = du::du(
+        &ns,
+        &path,
+        &DuOptions {
+            depth: a.depth,
+            sort: a.sort,
+        },
+    );
+    pb.finish_and_clear();
+    let report = report?;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let r = if a.json {
+        serde_json::to_writer(&mut out, &du::to_json(&report))
+            .map_err(std::io::Error::from)
+            .and_then(|()| writeln!(out))
+    } else {
+        du::write_text(&report, &mut out)
+    };
+    super::ls::finish(r.and_then(|()| out.flush()))
 }

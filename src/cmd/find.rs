@@ -1,6 +1,9 @@
-//! `nsimage find`: find inodes by name, type, size, time or owner.
-//! (Being built for issue 9.)
+//! `nsimage find`: inodes below a path by name, type, size, time or owner.
 
+use nsimage_namespace::InodeKind;
+use nsimage_viewer::find::{self, FindOptions, SizeFilter};
+use nsimage_viewer::paths::ImagePath;
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -8,8 +11,78 @@ use std::process::ExitCode;
 pub struct Args {
     /// Image file.
     image: PathBuf,
+    /// Absolute path inside the image where the search starts.
+    #[arg(default_value = "/")]
+    path: String,
+    /// Shell glob over the inode's own name (`*.log`, `part-0?`, `{a,b}*`).
+    #[arg(long)]
+    name: Option<String>,
+    /// Only files (f), directories (d) or symlinks (l).
+    #[arg(long = "type", value_parser = parse_kind)]
+    kind: Option<InodeKind>,
+    /// Length more than (+N), less than (-N) or exactly (N) N bytes; k, M,
+    /// G, T suffixes (powers of 1024).
+    #[arg(long, allow_hyphen_values = true, value_parser = SizeFilter::parse)]
+    size: Option<SizeFilter>,
+    /// Modified before this time: ISO 8601 UTC (2024-01-31,
+    /// 2024-01-31T12:00:00Z) or milliseconds since the epoch.
+    #[arg(long, value_parser = find::parse_time)]
+    mtime_before: Option<u64>,
+    /// Owned by this user.
+    #[arg(long)]
+    user: Option<String>,
+    /// JSON lines on stdout, one object per match.
+    #[arg(long)]
+    json: bool,
+}
+
+fn parse_kind(s: &str) -> Result<InodeKind, String> {
+    match s {
+        "f" => Ok(InodeKind::File),
+        "d" => Ok(InodeKind::Directory),
+        "l" => Ok(InodeKind::Symlink),
+        _ => Err(format!("unknown type {s:?} (f, d or l)")),
+    }
 }
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("{}: `nsimage find` is not built yet", a.image.display())
+    let path = ImagePath::parse(&a.path)?;
+    let name = match &a.name {
+        Some(g) => Some(FindOptions::glob(g).map_err(|e| anyhow::anyhow!("--name {e}"))?),
+        None => None,
+    };
+    let opts = FindOptions {
+        name,
+        kind: a.kind,
+        size: a.size,
+        mtime_before: a.mtime_before,
+        user: a.user.map(String::into_bytes),
+    };
+    let ns = super::ls::load_whole(&a.image)?;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    // A write error stops the walk and is told apart from a lookup error.
+    let mut write_err = None;
+    let r = find::find_each(&ns, &path, &opts, |f| {
+        find::write_found(f, a.json, &mut out).map_err(|e| {
+            write_err = Some(e);
+            Stop::Write
+        })
+    });
+    match r {
+        Ok(()) => super::ls::finish(out.flush()),
+        Err(Stop::View(e)) => Err(e.into()),
+        Err(Stop::Write) => super::ls::finish(Err(write_err.expect("set with Stop::Write"))),
+    }
+}
+
+/// Why a search stopped early.
+enum Stop {
+    View(nsimage_viewer::ViewError),
+    Write,
+}
+
+impl From<nsimage_viewer::ViewError> for Stop {
+    fn from(e: nsimage_viewer::ViewError) -> Self {
+        Stop::View(e)
+    }
 }

@@ -4,7 +4,11 @@
 //! - [`paths`]: the paths users type (absolute, no `.` or `..`), checked
 //!   before anything is read;
 //! - [`text`]: the human-readable forms shared by the commands (permission
-//!   strings, UTC times, sizes).
+//!   strings, UTC times, sizes);
+//! - [`walk`]: a path resolved component by component, a subtree walked
+//!   depth first in name order;
+//! - [`ls`], [`stat`], [`du`], [`find`]: the commands over a loaded
+//!   namespace, each as plain data plus text and JSON renderers.
 //!
 //! Layering: above the loader (it reads images through `nsimage-loader`
 //! and looks at `nsimage-namespace`); it must never import the writer, the
@@ -12,8 +16,13 @@
 //! per viewer command in `src/cmd/`.
 #![forbid(unsafe_code)]
 
+pub mod du;
 pub mod error;
+pub mod find;
+pub mod ls;
 pub mod paths;
+pub mod stat;
 pub mod text;
+pub mod walk;
 
 pub use error::ViewError;

@@ -1,0 +1,398 @@
+//! `stat`: everything an image holds for one inode.
+//!
+//! Text, one `field: value` per line (a file shown; a directory has
+//! `quota` lines instead of the file's, a symlink a `target`):
+//!
+//! ```text
+//!   path: /user/alice/open
+//!   id: 16433
+//!   type: file
+//!   name: open
+//!   parent: /user/alice
+//!   permission: 0755 (-rwxr-xr-x)
+//!   owner: hdfs
+//!   group: supergroup
+//!   mtime: 1970-01-01T00:00:00Z (40)
+//!   atime: 1970-01-01T00:00:00Z (40)
+//!   replication: 3
+//!   preferred block size: 134217728 (128.0 MiB)
+//!   storage policy: 0 (unspecified)
+//!   length: 0
+//!   blocks: 0
+//!   under construction: client client-1 on host-1
+//! ```
+//!
+//! followed by `block <id> genstamp <gs> length <n>`, `xattr user.team =
+//! "core"` (or `base64:...`) and `acl user:bob:r-x` lines. JSON: one
+//! document with the same fields (`permission` as `{"octal","string"}`,
+//! times in ms with `_utc` twins, `blocks` as `[{"id","generation_stamp",
+//! "length"}]`, `xattrs` as `[{"namespace","name","value","encoding"}]`
+//! where encoding is `text` or `base64`, `acl` as
+//! `[{"scope","type","name","permission","text"}]`, `quota` as
+//! `{"namespace","space"}` (null: none), `symlink_target`,
+//! `under_construction` as `{"client_name","client_machine"}`), each
+//! null where the kind has none.
+
+use crate::error::ViewError;
+use crate::paths::ImagePath;
+use crate::text::{human_size, permission_string, utc_iso8601};
+use crate::walk::{kind_name, length, lossy, resolve};
+use base64::Engine as _;
+use nsimage_namespace::{Attrs, Block, InodeKind, Namespace, XAttrNs};
+use serde_json::json;
+use std::io::{self, Write};
+
+/// Everything the image holds for one inode.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StatInfo {
+    /// The path as resolved (canonical).
+    pub path: Vec<u8>,
+    /// Inode id.
+    pub id: u64,
+    /// File, directory or symlink.
+    pub kind: InodeKind,
+    /// Name within the parent (empty for the root).
+    pub name: Vec<u8>,
+    /// The parent's path; `None` for the root.
+    pub parent: Option<Vec<u8>>,
+    /// Permission bits.
+    pub mode: u16,
+    /// Owning user.
+    pub owner: Vec<u8>,
+    /// Owning group.
+    pub group: Vec<u8>,
+    /// Modification time, ms since the epoch.
+    pub mtime: u64,
+    /// File attributes, for a file.
+    pub file: Option<FileStat>,
+    /// Namespace and disk-space quotas of a directory (`None`: no quota).
+    pub quota: Option<(Option<i64>, Option<i64>)>,
+    /// A symlink's target.
+    pub symlink_target: Option<Vec<u8>>,
+    /// Extended attributes, sorted by namespace and name.
+    pub xattrs: Vec<XAttrStat>,
+    /// ACL entries, in the image's order.
+    pub acl: Vec<AclStat>,
+    /// The client holding the file open, and its machine.
+    pub under_construction: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+/// A file's own attributes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileStat {
+    /// Access time, ms since the epoch.
+    pub atime: u64,
+    /// Replicas per block.
+    pub replication: u16,
+    /// Block size new blocks get.
+    pub preferred_block_size: u64,
+    /// HDFS storage policy id (0: unspecified).
+    pub storage_policy: u8,
+    /// The blocks in file order.
+    pub blocks: Vec<Block>,
+    /// Sum of block lengths.
+    pub length: u64,
+}
+
+/// One extended attribute.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct XAttrStat {
+    /// Its namespace (`user`, `trusted`, `security`, `system`, `raw`).
+    pub namespace: &'static str,
+    /// Its name (without the namespace prefix).
+    pub name: Vec<u8>,
+    /// Its value.
+    pub value: Vec<u8>,
+}
+
+impl XAttrStat {
+    /// The value as shown: `("text", value)` when it is printable UTF-8,
+    /// `("base64", encoded)` otherwise.
+    pub fn shown_value(&self) -> (&'static str, String) {
+        match std::str::from_utf8(&self.value) {
+            Ok(s) if s.chars().all(|c| !c.is_control()) => ("text", s.to_string()),
+            _ => (
+                "base64",
+                base64::engine::general_purpose::STANDARD.encode(&self.value),
+            ),
+        }
+    }
+}
+
+/// One ACL entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AclStat {
+    /// Part of the default ACL rather than the access ACL.
+    pub default_scope: bool,
+    /// `user`, `group`, `mask` or `other`.
+    pub kind: &'static str,
+    /// The named user or group; empty for the unnamed entry.
+    pub name: Vec<u8>,
+    /// rwx bits.
+    pub perm: u8,
+}
+
+impl AclStat {
+    /// `getfacl`'s form: `default:user:bob:r-x`.
+    pub fn text(&self) -> String {
+        let p = self.perm;
+        let bit = |m: u8, c: char| if p & m != 0 { c } else { '-' };
+        format!(
+            "{}{}:{}:{}{}{}",
+            if self.default_scope { "default:" } else { "" },
+            self.kind,
+            lossy(&self.name),
+            bit(4, 'r'),
+            bit(2, 'w'),
+            bit(1, 'x')
+        )
+    }
+}
+
+/// The name of an xattr namespace, as HDFS prefixes names with it.
+pub fn xattr_ns_name(ns: XAttrNs) -> &'static str {
+    match ns {
+        XAttrNs::User => "user",
+        XAttrNs::Trusted => "trusted",
+        XAttrNs::Security => "security",
+        XAttrNs::System => "system",
+        XAttrNs::Raw => "raw",
+    }
+}
+
+/// HDFS's name of a block storage policy id (`unspecified` for 0).
+pub fn storage_policy_name(id: u8) -> &'static str {
+    match id {
+        0 => "unspecified",
+        1 => "PROVIDED",
+        2 => "COLD",
+        5 => "WARM",
+        7 => "HOT",
+        10 => "ONE_SSD",
+        12 => "ALL_SSD",
+        15 => "LAZY_PERSIST",
+        _ => "unknown",
+    }
+}
+
+/// `stat` of `path`: needs only the path's inodes.
+pub fn stat(ns: &Namespace, path: &ImagePath) -> Result<StatInfo, ViewError> {
+    let inode = resolve(ns, path)?;
+    let canonical = path.canonical();
+    let parent = path.components().split_last().map(|(_, up)| {
+        let mut p = Vec::new();
+        for c in up {
+            p.push(b'/');
+            p.extend_from_slice(c);
+        }
+        if p.is_empty() {
+            p.push(b'/');
+        }
+        p
+    });
+    let string = |id: u32| ns.strings().get(id).unwrap_or_default().to_vec();
+    let (mut file, mut quota) = (None, None);
+    match inode.attrs() {
+        Attrs::File(f) => {
+            file = Some(FileStat {
+                atime: f.atime,
+                replication: f.replication,
+                preferred_block_size: f.preferred_block_size,
+                storage_policy: f.storage_policy,
+                blocks: f.blocks.to_vec(),
+                length: length(&inode),
+            });
+        }
+        Attrs::Directory { ns_quota, ds_quota } => {
+            let q = |v: i64| (v >= 0).then_some(v);
+            quota = Some((q(ns_quota), q(ds_quota)));
+        }
+        Attrs::Symlink { .. } => {}
+    }
+    let (mut xattrs, mut acl, mut under_construction) = (Vec::new(), Vec::new(), None);
+    if let Some(x) = inode.extra() {
+        xattrs = x
+            .xattrs
+            .iter()
+            .map(|a| XAttrStat {
+                namespace: xattr_ns_name(a.ns),
+                name: string(a.name),
+                value: a.value.to_vec(),
+            })
+            .collect();
+        acl = x
+            .acl
+            .iter()
+            .map(|e| AclStat {
+                default_scope: e.default_scope,
+                kind: match e.kind {
+                    0 => "user",
+                    1 => "group",
+                    2 => "mask",
+                    _ => "other",
+                },
+                name: if e.name == 0 {
+                    Vec::new()
+                } else {
+                    string(e.name)
+                },
+                perm: e.perm,
+            })
+            .collect();
+        under_construction = x
+            .under_construction
+            .as_ref()
+            .map(|u| (u.client_name.to_vec(), u.client_machine.to_vec()));
+    }
+    Ok(StatInfo {
+        path: canonical,
+        id: inode.id(),
+        kind: inode.kind(),
+        name: inode.name().to_vec(),
+        parent,
+        mode: inode.mode(),
+        owner: inode.user().to_vec(),
+        group: inode.group().to_vec(),
+        mtime: inode.mtime(),
+        file,
+        quota,
+        symlink_target: inode.symlink_target().map(<[u8]>::to_vec),
+        xattrs,
+        acl,
+        under_construction,
+    })
+}
+
+/// Writes `s` as `field: value` lines.
+pub fn write_text(s: &StatInfo, out: &mut impl Write) -> io::Result<()> {
+    let time = |ms: u64| format!("{} ({ms})", utc_iso8601(ms));
+    writeln!(out, "  path: {}", lossy(&s.path))?;
+    writeln!(out, "  id: {}", s.id)?;
+    writeln!(out, "  type: {}", kind_name(s.kind))?;
+    writeln!(out, "  name: {}", lossy(&s.name))?;
+    match &s.parent {
+        Some(p) => writeln!(out, "  parent: {}", lossy(p))?,
+        None => writeln!(out, "  parent: (none: the root)")?,
+    }
+    writeln!(
+        out,
+        "  permission: {:04o} ({})",
+        s.mode,
+        permission_string(s.kind, s.mode)
+    )?;
+    writeln!(out, "  owner: {}", lossy(&s.owner))?;
+    writeln!(out, "  group: {}", lossy(&s.group))?;
+    writeln!(out, "  mtime: {}", time(s.mtime))?;
+    if let Some(f) = &s.file {
+        writeln!(out, "  atime: {}", time(f.atime))?;
+        writeln!(out, "  replication: {}", f.replication)?;
+        writeln!(
+            out,
+            "  preferred block size: {} ({})",
+            f.preferred_block_size,
+            human_size(f.preferred_block_size)
+        )?;
+        writeln!(
+            out,
+            "  storage policy: {} ({})",
+            f.storage_policy,
+            storage_policy_name(f.storage_policy)
+        )?;
+        writeln!(out, "  length: {}", f.length)?;
+        writeln!(out, "  blocks: {}", f.blocks.len())?;
+        for b in &f.blocks {
+            writeln!(
+                out,
+                "    block {} genstamp {} length {}",
+                b.id, b.generation_stamp, b.length
+            )?;
+        }
+    }
+    if let Some((nsq, dsq)) = s.quota {
+        let show = |q: Option<i64>| q.map_or_else(|| "none".to_string(), |v| v.to_string());
+        writeln!(out, "  namespace quota: {}", show(nsq))?;
+        writeln!(out, "  space quota: {}", show(dsq))?;
+    }
+    if let Some(t) = &s.symlink_target {
+        writeln!(out, "  target: {}", lossy(t))?;
+    }
+    if let Some((client, machine)) = &s.under_construction {
+        writeln!(
+            out,
+            "  under construction: client {} on {}",
+            lossy(client),
+            lossy(machine)
+        )?;
+    }
+    writeln!(out, "  xattrs: {}", s.xattrs.len())?;
+    for x in &s.xattrs {
+        let (enc, v) = x.shown_value();
+        let v = if enc == "text" {
+            format!("{v:?}")
+        } else {
+            format!("base64:{v}")
+        };
+        writeln!(out, "    xattr {}.{} = {v}", x.namespace, lossy(&x.name))?;
+    }
+    writeln!(out, "  acl entries: {}", s.acl.len())?;
+    for a in &s.acl {
+        writeln!(out, "    acl {}", a.text())?;
+    }
+    Ok(())
+}
+
+/// The JSON document of `s`.
+pub fn to_json(s: &StatInfo) -> serde_json::Value {
+    let f = s.file.as_ref();
+    json!({
+        "path": lossy(&s.path),
+        "id": s.id,
+        "type": kind_name(s.kind),
+        "name": lossy(&s.name),
+        "parent": s.parent.as_deref().map(lossy),
+        "permission": {
+            "octal": format!("{:04o}", s.mode),
+            "string": permission_string(s.kind, s.mode),
+        },
+        "owner": lossy(&s.owner),
+        "group": lossy(&s.group),
+        "modification_time": s.mtime,
+        "modification_time_utc": utc_iso8601(s.mtime),
+        "access_time": f.map(|f| f.atime),
+        "access_time_utc": f.map(|f| utc_iso8601(f.atime)),
+        "replication": f.map(|f| f.replication),
+        "preferred_block_size": f.map(|f| f.preferred_block_size),
+        "storage_policy": f.map(|f| json!({
+            "id": f.storage_policy,
+            "name": storage_policy_name(f.storage_policy),
+        })),
+        "length": f.map_or(0, |f| f.length),
+        "blocks": f.map(|f| f.blocks.iter().map(|b| json!({
+            "id": b.id,
+            "generation_stamp": b.generation_stamp,
+            "length": b.length,
+        })).collect::<Vec<_>>()),
+        "quota": s.quota.map(|(n, d)| json!({"namespace": n, "space": d})),
+        "symlink_target": s.symlink_target.as_deref().map(lossy),
+        "xattrs": s.xattrs.iter().map(|x| {
+            let (enc, v) = x.shown_value();
+            json!({
+                "namespace": x.namespace,
+                "name": lossy(&x.name),
+                "value": v,
+                "encoding": enc,
+            })
+        }).collect::<Vec<_>>(),
+        "acl": s.acl.iter().map(|a| json!({
+            "scope": if a.default_scope { "default" } else { "access" },
+            "type": a.kind,
+            "name": lossy(&a.name),
+            "permission": a.perm,
+            "text": a.text(),
+        })).collect::<Vec<_>>(),
+        "under_construction": s.under_construction.as_ref().map(|(c, m)| json!({
+            "client_name": lossy(c),
+            "client_machine": lossy(m),
+        })),
+    })
+}
