@@ -3,6 +3,7 @@
 //!
 //! - [`paths`]: the paths users type (absolute, no `.` or `..`), checked
 //!   before anything is read;
+//! - [`diff`]: what changed between two images of one namespace;
 //! - [`text`]: the human-readable forms shared by the commands (permission
 //!   strings, UTC times, sizes).
 //!
@@ -12,6 +13,7 @@
 //! per viewer command in `src/cmd/`.
 #![forbid(unsafe_code)]
 
+pub mod diff;
 pub mod error;
 pub mod paths;
 pub mod text;

@@ -1,0 +1,407 @@
+//! [`diff`]: one walk of both node tables in id order.
+
+use crate::diff::model::{
+    Attr, AttrChange, BlockChange, Created, Deleted, Diff, Modified, Renamed, Summary,
+};
+use crate::error::ViewError;
+use crate::text::utc_iso8601;
+use nsimage_namespace::{Attrs, Block, Inode, InodeKind, Namespace, XAttrNs};
+use std::collections::HashMap;
+
+/// Compares two namespaces by inode id: what NEW holds that OLD did not,
+/// what it lost, what moved and what changed (see the [module
+/// page](crate::diff)). Refuses two namespaces with different namespace
+/// ids ([`ViewError::DifferentNamespaces`]); a NEW whose last transaction
+/// id is below OLD's is compared anyway, with a warning in
+/// [`Diff::warnings`].
+///
+/// One pass over each node table (both are in id order), no allocation per
+/// unchanged inode; paths are built only for the inodes reported.
+pub fn diff(old: &Namespace, new: &Namespace) -> Result<Diff, ViewError> {
+    let (oi, ni) = (old.info(), new.info());
+    if oi.namespace_id != ni.namespace_id {
+        return Err(ViewError::DifferentNamespaces {
+            old: oi.namespace_id,
+            new: ni.namespace_id,
+        });
+    }
+    let mut d = Diff {
+        summary: Summary {
+            namespace_id: oi.namespace_id,
+            old_txid: oi.last_txid,
+            new_txid: ni.last_txid,
+            ..Summary::default()
+        },
+        ..Diff::default()
+    };
+    if ni.last_txid < oi.last_txid {
+        d.warnings.push(format!(
+            "NEW's last transaction id ({}) is below OLD's ({}): NEW is the older image; \
+             the diff shows how to go from OLD back to NEW",
+            ni.last_txid, oi.last_txid
+        ));
+    }
+    let mut a = old.iter().peekable();
+    let mut b = new.iter().peekable();
+    loop {
+        match (a.peek().copied(), b.peek().copied()) {
+            (None, None) => break,
+            (Some(x), Some(y)) if x.id() == y.id() => {
+                a.next();
+                b.next();
+                if x.kind() == y.kind() {
+                    compare(old, new, x, y, &mut d);
+                } else {
+                    deleted(old, new, x, &mut d);
+                    created(old, new, y, &mut d);
+                }
+            }
+            (Some(x), Some(y)) if x.id() < y.id() => {
+                a.next();
+                deleted(old, new, x, &mut d);
+            }
+            (Some(x), None) => {
+                a.next();
+                deleted(old, new, x, &mut d);
+            }
+            (_, Some(y)) => {
+                b.next();
+                created(old, new, y, &mut d);
+            }
+        }
+    }
+    d.created
+        .sort_by(|p, q| (&p.path, p.id).cmp(&(&q.path, q.id)));
+    d.deleted
+        .sort_by(|p, q| (&p.path, p.id).cmp(&(&q.path, q.id)));
+    d.renamed
+        .sort_by(|p, q| (&p.old_path, p.id).cmp(&(&q.old_path, q.id)));
+    d.modified
+        .sort_by(|p, q| (&p.path, p.id).cmp(&(&q.path, q.id)));
+    Ok(d)
+}
+
+/// The path of a live inode (the namespace's own walk up the parents).
+fn path(ns: &Namespace, id: u64) -> Vec<u8> {
+    ns.path_of(id)
+        .unwrap_or_else(|| format!("<inode {id}>").into_bytes())
+}
+
+fn block_bytes(blocks: &[Block]) -> u64 {
+    blocks.iter().fold(0u64, |s, b| s.saturating_add(b.length))
+}
+
+fn created(old: &Namespace, new: &Namespace, y: Inode<'_>, d: &mut Diff) {
+    let s = &mut d.summary;
+    s.created += 1;
+    match y.kind() {
+        InodeKind::File => s.created_files += 1,
+        InodeKind::Directory => s.created_directories += 1,
+        InodeKind::Symlink => s.created_symlinks += 1,
+    }
+    let blocks = y.blocks();
+    let bytes = block_bytes(blocks);
+    s.blocks_added += blocks.len() as u64;
+    s.bytes_added = s.bytes_added.saturating_add(bytes);
+    d.created.push(Created {
+        id: y.id(),
+        path: path(new, y.id()),
+        kind: y.kind(),
+        bytes,
+        blocks: blocks.len() as u64,
+        top: y.parent().is_some_and(|p| old.inode(p).is_some()),
+    });
+}
+
+fn deleted(old: &Namespace, new: &Namespace, x: Inode<'_>, d: &mut Diff) {
+    let s = &mut d.summary;
+    s.deleted += 1;
+    match x.kind() {
+        InodeKind::File => s.deleted_files += 1,
+        InodeKind::Directory => s.deleted_directories += 1,
+        InodeKind::Symlink => s.deleted_symlinks += 1,
+    }
+    let blocks = x.blocks();
+    let bytes = block_bytes(blocks);
+    s.blocks_removed += blocks.len() as u64;
+    s.bytes_removed = s.bytes_removed.saturating_add(bytes);
+    d.deleted.push(Deleted {
+        id: x.id(),
+        path: path(old, x.id()),
+        kind: x.kind(),
+        bytes,
+        blocks: blocks.len() as u64,
+        top: x.parent().is_some_and(|p| new.inode(p).is_some()),
+    });
+}
+
+/// An inode present in both: its own move or rename, its attributes, its
+/// blocks.
+fn compare(old: &Namespace, new: &Namespace, x: Inode<'_>, y: Inode<'_>, d: &mut Diff) {
+    let id = x.id();
+    if x.parent() != y.parent() || x.name() != y.name() {
+        d.summary.renamed += 1;
+        d.renamed.push(Renamed {
+            id,
+            old_path: path(old, id),
+            new_path: path(new, id),
+            kind: y.kind(),
+            moved: x.parent() != y.parent(),
+        });
+    }
+    let mut changes = Vec::new();
+    let mut change = |attr: Attr, o: String, n: String| {
+        changes.push(AttrChange {
+            attr,
+            old: o,
+            new: n,
+        });
+    };
+    if x.user() != y.user() {
+        change(Attr::Owner, lossy(x.user()), lossy(y.user()));
+    }
+    if x.group() != y.group() {
+        change(Attr::Group, lossy(x.group()), lossy(y.group()));
+    }
+    if x.mode() != y.mode() {
+        change(
+            Attr::Mode,
+            format!("{:04o}", x.mode()),
+            format!("{:04o}", y.mode()),
+        );
+    }
+    if x.mtime() != y.mtime() {
+        change(Attr::Mtime, time(x.mtime()), time(y.mtime()));
+    }
+    let (mut added, mut removed, mut changed) = (Vec::new(), Vec::new(), Vec::new());
+    match (x.attrs(), y.attrs()) {
+        (Attrs::File(f), Attrs::File(g)) => {
+            if f.atime != g.atime {
+                change(Attr::Atime, time(f.atime), time(g.atime));
+            }
+            if f.replication != g.replication {
+                change(
+                    Attr::Replication,
+                    f.replication.to_string(),
+                    g.replication.to_string(),
+                );
+            }
+            if f.storage_policy != g.storage_policy {
+                change(
+                    Attr::StoragePolicy,
+                    f.storage_policy.to_string(),
+                    g.storage_policy.to_string(),
+                );
+            }
+            if f.preferred_block_size != g.preferred_block_size {
+                change(
+                    Attr::PreferredBlockSize,
+                    f.preferred_block_size.to_string(),
+                    g.preferred_block_size.to_string(),
+                );
+            }
+            if f.blocks != g.blocks {
+                block_diff(f.blocks, g.blocks, &mut added, &mut removed, &mut changed);
+            }
+        }
+        (
+            Attrs::Directory {
+                ns_quota: on,
+                ds_quota: od,
+            },
+            Attrs::Directory {
+                ns_quota: nn,
+                ds_quota: nd,
+            },
+        ) => {
+            if on != nn {
+                change(Attr::NsQuota, quota(on), quota(nn));
+            }
+            if od != nd {
+                change(Attr::DsQuota, quota(od), quota(nd));
+            }
+        }
+        (Attrs::Symlink { target: t }, Attrs::Symlink { target: u }) => {
+            if t != u {
+                change(Attr::SymlinkTarget, lossy(t), lossy(u));
+            }
+        }
+        // Kinds differ: the caller reports a delete and a create instead.
+        _ => {}
+    }
+    if x.extra().is_some() || y.extra().is_some() {
+        let (xo, yo) = (xattrs(old, x), xattrs(new, y));
+        if xo != yo {
+            change(Attr::Xattrs, show_xattrs(&xo), show_xattrs(&yo));
+        }
+        let (ao, an) = (acl(old, x), acl(new, y));
+        if ao != an {
+            change(Attr::Acl, ao, an);
+        }
+        let (uo, un) = (uc(x), uc(y));
+        if uo != un {
+            change(Attr::UnderConstruction, uo, un);
+        }
+    }
+    if changes.is_empty() && added.is_empty() && removed.is_empty() && changed.is_empty() {
+        return;
+    }
+    let s = &mut d.summary;
+    s.modified += 1;
+    s.blocks_added += added.len() as u64;
+    s.blocks_removed += removed.len() as u64;
+    s.blocks_changed += changed.len() as u64;
+    s.bytes_added = s.bytes_added.saturating_add(block_bytes(&added));
+    s.bytes_removed = s.bytes_removed.saturating_add(block_bytes(&removed));
+    for c in &changed {
+        let (o, n) = (c.old.length, c.new.length);
+        if n > o {
+            s.bytes_added = s.bytes_added.saturating_add(n - o);
+        } else {
+            s.bytes_removed = s.bytes_removed.saturating_add(o - n);
+        }
+    }
+    d.modified.push(Modified {
+        id,
+        path: path(new, id),
+        kind: y.kind(),
+        changes,
+        blocks_added: added,
+        blocks_removed: removed,
+        blocks_changed: changed,
+    });
+}
+
+/// Blocks matched by id: added (NEW only), removed (OLD only), changed
+/// (same id, other length or generation stamp); each in its file's order.
+fn block_diff(
+    old: &[Block],
+    new: &[Block],
+    added: &mut Vec<Block>,
+    removed: &mut Vec<Block>,
+    changed: &mut Vec<BlockChange>,
+) {
+    let by_id: HashMap<u64, Block> = old.iter().map(|b| (b.id, *b)).collect();
+    let new_ids: HashMap<u64, ()> = new.iter().map(|b| (b.id, ())).collect();
+    for b in new {
+        match by_id.get(&b.id) {
+            None => added.push(*b),
+            Some(o) if o != b => changed.push(BlockChange { old: *o, new: *b }),
+            Some(_) => {}
+        }
+    }
+    removed.extend(old.iter().filter(|b| !new_ids.contains_key(&b.id)));
+}
+
+fn lossy(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Milliseconds since the epoch as UTC ISO 8601 with the milliseconds.
+fn time(ms: u64) -> String {
+    let s = utc_iso8601(ms);
+    match s.strip_suffix('Z') {
+        Some(head) => format!("{head}.{:03}Z", ms % 1000),
+        None => s,
+    }
+}
+
+fn quota(q: i64) -> String {
+    if q < 0 {
+        "none".to_string()
+    } else {
+        q.to_string()
+    }
+}
+
+fn xattr_prefix(ns: XAttrNs) -> &'static str {
+    match ns {
+        XAttrNs::User => "user",
+        XAttrNs::Trusted => "trusted",
+        XAttrNs::Security => "security",
+        XAttrNs::System => "system",
+        XAttrNs::Raw => "raw",
+    }
+}
+
+/// An inode's xattrs with their names resolved (string ids differ from one
+/// image to another), sorted.
+fn xattrs<'a>(ns: &'a Namespace, n: Inode<'a>) -> Vec<(XAttrNs, &'a [u8], &'a [u8])> {
+    let mut v: Vec<_> = n
+        .extra()
+        .map(|e| {
+            e.xattrs
+                .iter()
+                .map(|x| {
+                    (
+                        x.ns,
+                        ns.strings().get(x.name).unwrap_or_default(),
+                        &x.value[..],
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+fn show_xattrs(v: &[(XAttrNs, &[u8], &[u8])]) -> String {
+    if v.is_empty() {
+        return "(none)".to_string();
+    }
+    let value = |b: &[u8]| match std::str::from_utf8(b) {
+        Ok(s) if !s.chars().any(char::is_control) => format!("{s:?}"),
+        _ => {
+            let mut h = String::from("0x");
+            for byte in b {
+                h.push_str(&format!("{byte:02x}"));
+            }
+            h
+        }
+    };
+    v.iter()
+        .map(|(ns, name, val)| format!("{}.{}={}", xattr_prefix(*ns), lossy(name), value(val)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// An inode's ACL in `getfacl`'s short form (`user:bob:r-x,...`), names
+/// resolved; entries in the order the image holds them.
+fn acl(ns: &Namespace, n: Inode<'_>) -> String {
+    let Some(e) = n.extra().filter(|e| !e.acl.is_empty()) else {
+        return "(none)".to_string();
+    };
+    e.acl
+        .iter()
+        .map(|a| {
+            let kind = match a.kind {
+                0 => "user",
+                1 => "group",
+                2 => "mask",
+                _ => "other",
+            };
+            let name = if a.name == 0 {
+                String::new()
+            } else {
+                lossy(ns.strings().get(a.name).unwrap_or_default())
+            };
+            let rwx: String = [(4, 'r'), (2, 'w'), (1, 'x')]
+                .iter()
+                .map(|&(bit, c)| if a.perm & bit != 0 { c } else { '-' })
+                .collect();
+            format!(
+                "{}{kind}:{name}:{rwx}",
+                if a.default_scope { "default:" } else { "" }
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn uc(n: Inode<'_>) -> String {
+    match n.extra().and_then(|e| e.under_construction.as_ref()) {
+        Some(u) => format!("{}@{}", lossy(&u.client_name), lossy(&u.client_machine)),
+        None => "(none)".to_string(),
+    }
+}
