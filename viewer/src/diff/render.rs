@@ -1,7 +1,7 @@
 //! A [`Diff`] as text (one line per change, then the summary) or as one
 //! JSON document.
 
-use crate::diff::model::{Diff, Modified, Summary};
+use crate::diff::model::{Created, Deleted, Diff, Modified, Renamed, Summary};
 use crate::text::human_size;
 use nsimage_namespace::{Block, InodeKind};
 use serde_json::{json, Value};
@@ -125,11 +125,9 @@ fn block(b: &Block) -> Value {
     json!({"id": b.id, "generation_stamp": b.generation_stamp, "length": b.length})
 }
 
-/// The diff as one JSON value: `{summary, created[], deleted[],
-/// renamed[], modified[], warnings[]}`, each list sorted as in [`Diff`].
-pub fn to_json(d: &Diff) -> Value {
-    let s = &d.summary;
-    let summary = json!({
+/// The summary as a JSON object.
+fn summary_json(s: &Summary) -> Value {
+    json!({
         "namespace_id": s.namespace_id,
         "old_txid": s.old_txid,
         "new_txid": s.new_txid,
@@ -148,73 +146,90 @@ pub fn to_json(d: &Diff) -> Value {
         "blocks_changed": s.blocks_changed,
         "bytes_added": s.bytes_added,
         "bytes_removed": s.bytes_removed,
-    });
-    let created: Vec<Value> = d
-        .created
+    })
+}
+
+fn created_json(c: &Created) -> Value {
+    json!({"id": c.id, "path": lossy(&c.path), "type": kind_name(c.kind),
+           "blocks": c.blocks, "bytes": c.bytes, "top": c.top})
+}
+
+fn deleted_json(c: &Deleted) -> Value {
+    json!({"id": c.id, "path": lossy(&c.path), "type": kind_name(c.kind),
+           "blocks": c.blocks, "bytes": c.bytes, "top": c.top})
+}
+
+fn renamed_json(r: &Renamed) -> Value {
+    json!({"id": r.id, "old_path": lossy(&r.old_path), "new_path": lossy(&r.new_path),
+           "type": kind_name(r.kind), "moved": r.moved})
+}
+
+fn modified_json(m: &Modified) -> Value {
+    let changes: Vec<Value> = m
+        .changes
+        .iter()
+        .map(|c| json!({"attr": c.attr.name(), "old": c.old, "new": c.new}))
+        .collect();
+    let changed: Vec<Value> = m
+        .blocks_changed
         .iter()
         .map(|c| {
-            json!({"id": c.id, "path": lossy(&c.path), "type": kind_name(c.kind),
-                   "blocks": c.blocks, "bytes": c.bytes, "top": c.top})
-        })
-        .collect();
-    let deleted: Vec<Value> = d
-        .deleted
-        .iter()
-        .map(|c| {
-            json!({"id": c.id, "path": lossy(&c.path), "type": kind_name(c.kind),
-                   "blocks": c.blocks, "bytes": c.bytes, "top": c.top})
-        })
-        .collect();
-    let renamed: Vec<Value> = d
-        .renamed
-        .iter()
-        .map(|r| {
-            json!({"id": r.id, "old_path": lossy(&r.old_path), "new_path": lossy(&r.new_path),
-                   "type": kind_name(r.kind), "moved": r.moved})
-        })
-        .collect();
-    let modified: Vec<Value> = d
-        .modified
-        .iter()
-        .map(|m| {
-            let changes: Vec<Value> = m
-                .changes
-                .iter()
-                .map(|c| json!({"attr": c.attr.name(), "old": c.old, "new": c.new}))
-                .collect();
-            let changed: Vec<Value> = m
-                .blocks_changed
-                .iter()
-                .map(|c| {
-                    json!({"id": c.new.id,
-                           "old_generation_stamp": c.old.generation_stamp,
-                           "new_generation_stamp": c.new.generation_stamp,
-                           "old_length": c.old.length, "new_length": c.new.length})
-                })
-                .collect();
-            json!({
-                "id": m.id,
-                "path": lossy(&m.path),
-                "type": kind_name(m.kind),
-                "changes": changes,
-                "blocks_added": m.blocks_added.iter().map(block).collect::<Vec<_>>(),
-                "blocks_removed": m.blocks_removed.iter().map(block).collect::<Vec<_>>(),
-                "blocks_changed": changed,
-            })
+            json!({"id": c.new.id,
+                   "old_generation_stamp": c.old.generation_stamp,
+                   "new_generation_stamp": c.new.generation_stamp,
+                   "old_length": c.old.length, "new_length": c.new.length})
         })
         .collect();
     json!({
-        "summary": summary,
-        "created": created,
-        "deleted": deleted,
-        "renamed": renamed,
-        "modified": modified,
+        "id": m.id,
+        "path": lossy(&m.path),
+        "type": kind_name(m.kind),
+        "attrs": m.changes.iter().map(|c| c.attr.name()).collect::<Vec<_>>(),
+        "changes": changes,
+        "blocks_added": m.blocks_added.iter().map(block).collect::<Vec<_>>(),
+        "blocks_removed": m.blocks_removed.iter().map(block).collect::<Vec<_>>(),
+        "blocks_changed": changed,
+    })
+}
+
+/// The diff as one JSON value: `{summary, created[], deleted[],
+/// renamed[], modified[], warnings[]}`, each list sorted as in [`Diff`]
+/// (keys inside an object in alphabetical order).
+pub fn to_json(d: &Diff) -> Value {
+    json!({
+        "summary": summary_json(&d.summary),
+        "created": d.created.iter().map(created_json).collect::<Vec<_>>(),
+        "deleted": d.deleted.iter().map(deleted_json).collect::<Vec<_>>(),
+        "renamed": d.renamed.iter().map(renamed_json).collect::<Vec<_>>(),
+        "modified": d.modified.iter().map(modified_json).collect::<Vec<_>>(),
         "warnings": d.warnings,
     })
 }
 
-/// Writes [`to_json`]'s document, pretty-printed, and a newline.
+/// Writes the same document as [`to_json`], one entry at a time (no
+/// document-sized value in memory), with the top-level keys in the order
+/// summary, created, deleted, renamed, modified, warnings and one list
+/// entry per line; then a newline.
 pub fn write_json(d: &Diff, w: &mut impl Write) -> io::Result<()> {
-    serde_json::to_writer_pretty(&mut *w, &to_json(d))?;
-    writeln!(w)
+    fn list<T>(
+        w: &mut impl Write,
+        key: &str,
+        items: &[T],
+        f: impl Fn(&T) -> Value,
+    ) -> io::Result<()> {
+        write!(w, ",\n\"{key}\": [")?;
+        for (i, item) in items.iter().enumerate() {
+            w.write_all(if i == 0 { b"\n  " } else { b",\n  " })?;
+            serde_json::to_writer(&mut *w, &f(item))?;
+        }
+        w.write_all(if items.is_empty() { b"]" } else { b"\n]" })
+    }
+    w.write_all(b"{\"summary\": ")?;
+    serde_json::to_writer(&mut *w, &summary_json(&d.summary))?;
+    list(w, "created", &d.created, created_json)?;
+    list(w, "deleted", &d.deleted, deleted_json)?;
+    list(w, "renamed", &d.renamed, renamed_json)?;
+    list(w, "modified", &d.modified, modified_json)?;
+    list(w, "warnings", &d.warnings, |s| Value::from(s.as_str()))?;
+    w.write_all(b"}\n")
 }
