@@ -148,6 +148,10 @@ struct ChangeSet {
     bytes_removed: u64,
 }
 
+/// The last value the ops gave each of an inode's xattrs (`None`: removed),
+/// by (namespace, name).
+type XattrEdits = BTreeMap<(i32, Vec<u8>), Option<Vec<u8>>>;
+
 /// Each op maps to what it creates, deletes, moves or sets; an attribute
 /// counts as modified when the last value the ops gave it differs from
 /// OLD's (so an inode modified several times appears once, and a value set
@@ -159,7 +163,7 @@ fn expected(old: &Namespace, ops: &[Op]) -> ChangeSet {
     let mut created: BTreeSet<u64> = BTreeSet::new();
     let mut deleted: BTreeSet<u64> = BTreeSet::new();
     let mut set: BTreeMap<(u64, &'static str), Val> = BTreeMap::new();
-    let mut xattrs: BTreeMap<u64, BTreeMap<(i32, Vec<u8>), Option<Vec<u8>>>> = BTreeMap::new();
+    let mut xattrs: BTreeMap<u64, XattrEdits> = BTreeMap::new();
     let mut blocks: BTreeMap<u64, Vec<pb::Block>> = BTreeMap::new();
     for op in ops {
         match op {

@@ -221,12 +221,11 @@ fn compare(old: &Namespace, new: &Namespace, x: Inode<'_>, y: Inode<'_>, d: &mut
                 change(Attr::DsQuota, quota(od), quota(nd));
             }
         }
-        (Attrs::Symlink { target: t }, Attrs::Symlink { target: u }) => {
-            if t != u {
-                change(Attr::SymlinkTarget, lossy(t), lossy(u));
-            }
+        (Attrs::Symlink { target: t }, Attrs::Symlink { target: u }) if t != u => {
+            change(Attr::SymlinkTarget, lossy(t), lossy(u));
         }
-        // Kinds differ: the caller reports a delete and a create instead.
+        // Same target; or kinds differ (the caller reports a delete and a
+        // create instead).
         _ => {}
     }
     if x.extra().is_some() || y.extra().is_some() {
