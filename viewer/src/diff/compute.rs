@@ -280,6 +280,11 @@ fn block_diff(
     removed: &mut Vec<Block>,
     changed: &mut Vec<BlockChange>,
 ) {
+    // The common case: blocks appended to the file.
+    if let Some(tail) = new.strip_prefix(old) {
+        added.extend_from_slice(tail);
+        return;
+    }
     let by_id: HashMap<u64, Block> = old.iter().map(|b| (b.id, *b)).collect();
     let new_ids: HashMap<u64, ()> = new.iter().map(|b| (b.id, ())).collect();
     for b in new {
@@ -402,5 +407,173 @@ fn uc(n: Inode<'_>) -> String {
     match n.extra().and_then(|e| e.under_construction.as_ref()) {
         Some(u) => format!("{}@{}", lossy(&u.client_name), lossy(&u.client_machine)),
         None => "(none)".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::diff;
+    use crate::diff::model::Attr;
+    use crate::error::ViewError;
+    use nsimage_namespace::{Block, FileSpec, Namespace, NsInfo, PermSpec, XAttrNs};
+
+    const P: PermSpec<'static> = PermSpec {
+        user: b"hdfs",
+        group: b"supergroup",
+        mode: 0o755,
+    };
+    const F: FileSpec = FileSpec {
+        replication: 3,
+        preferred_block_size: 1 << 20,
+        storage_policy: 0,
+    };
+
+    /// The same inodes (same ids) in both; `gs` and `len` pick the second
+    /// block's generation stamp and length, `spec` the file's attributes.
+    fn build(gs: u64, len: u64, spec: &FileSpec) -> (Namespace, u64, u64, u64) {
+        let mut ns = Namespace::new(NsInfo {
+            namespace_id: 42,
+            last_txid: 9,
+            ..NsInfo::default()
+        });
+        let d = ns.mkdirs(b"/d", &P, 1).unwrap();
+        let f = ns.create(b"/d/f", &P, spec, 2).unwrap();
+        ns.add_block(
+            f,
+            Block {
+                id: 1,
+                generation_stamp: 1,
+                length: 10,
+            },
+        )
+        .unwrap();
+        ns.add_block(
+            f,
+            Block {
+                id: 2,
+                generation_stamp: gs,
+                length: len,
+            },
+        )
+        .unwrap();
+        let l = ns.symlink(b"/d/l", b"/d/f", &P, 3).unwrap();
+        ns.set_times(d, Some(5), None).unwrap();
+        (ns, d, f, l)
+    }
+
+    #[test]
+    fn every_attribute_is_compared() {
+        let (old, ..) = build(1, 20, &F);
+        let spec = FileSpec {
+            replication: 2,
+            preferred_block_size: 2 << 20,
+            storage_policy: 7,
+        };
+        let (mut new, d, f, l) = build(3, 25, &spec);
+        new.set_owner(f, Some(b"alice"), Some(b"staff")).unwrap();
+        new.set_mode(f, 0o600).unwrap();
+        new.set_times(f, Some(100), Some(200)).unwrap();
+        new.set_xattr(f, XAttrNs::User, b"k", b"v").unwrap();
+        new.set_under_construction(f, Some((b"client", b"host")))
+            .unwrap();
+        new.set_quota(d, 10, -1).unwrap();
+        new.set_acl(d, &[(b"", 0, false, 7), (b"bob", 0, false, 5)])
+            .unwrap();
+        new.set_owner(l, None, Some(b"other")).unwrap();
+        let g = diff(&old, &new).unwrap();
+        assert!(g.created.is_empty() && g.deleted.is_empty() && g.renamed.is_empty());
+        let attrs = |id: u64| -> Vec<Attr> {
+            let m = g.modified.iter().find(|m| m.id == id).unwrap();
+            m.changes.iter().map(|c| c.attr).collect()
+        };
+        assert_eq!(
+            attrs(f),
+            [
+                Attr::Owner,
+                Attr::Group,
+                Attr::Mode,
+                Attr::Mtime,
+                Attr::Atime,
+                Attr::Replication,
+                Attr::StoragePolicy,
+                Attr::PreferredBlockSize,
+                Attr::Xattrs,
+                Attr::UnderConstruction
+            ]
+        );
+        assert_eq!(attrs(d), [Attr::NsQuota, Attr::Acl]);
+        assert_eq!(attrs(l), [Attr::Group]);
+        let m = g.modified.iter().find(|m| m.id == f).unwrap();
+        assert!(m.blocks_added.is_empty() && m.blocks_removed.is_empty());
+        assert_eq!(m.blocks_changed.len(), 1);
+        assert_eq!(m.blocks_changed[0].old.generation_stamp, 1);
+        assert_eq!(m.blocks_changed[0].new.length, 25);
+        let mode = m.changes.iter().find(|c| c.attr == Attr::Mode).unwrap();
+        assert_eq!((mode.old.as_str(), mode.new.as_str()), ("0755", "0600"));
+        assert_eq!(g.summary.bytes_added, 5);
+        assert_eq!(g.summary.blocks_changed, 1);
+        assert_eq!(g.summary.modified, 3);
+        assert!(g.warnings.is_empty());
+        // Against itself: nothing; backwards: the same inodes.
+        assert!(diff(&new, &new).unwrap().is_empty());
+        assert_eq!(diff(&new, &old).unwrap().summary.bytes_removed, 5);
+    }
+
+    #[test]
+    fn other_namespaces_are_refused_and_an_older_new_warned_about() {
+        let (old, ..) = build(1, 20, &F);
+        let mut other = old.clone();
+        other.info_mut().namespace_id = 43;
+        assert!(matches!(
+            diff(&old, &other),
+            Err(ViewError::DifferentNamespaces { old: 42, new: 43 })
+        ));
+        let mut older = old.clone();
+        older.info_mut().last_txid = 3;
+        let g = diff(&old, &older).unwrap();
+        assert!(g.is_empty());
+        assert_eq!(g.warnings.len(), 1);
+    }
+
+    #[test]
+    fn blocks_removed_and_replaced() {
+        let (old, _, f, _) = build(1, 20, &F);
+        let mut new = Namespace::new(NsInfo {
+            namespace_id: 42,
+            ..NsInfo::default()
+        });
+        new.mkdirs(b"/d", &P, 1).unwrap();
+        let g = new.create(b"/d/f", &P, &F, 2).unwrap();
+        assert_eq!(g, f);
+        new.add_block(
+            g,
+            Block {
+                id: 1,
+                generation_stamp: 1,
+                length: 10,
+            },
+        )
+        .unwrap();
+        new.add_block(
+            g,
+            Block {
+                id: 9,
+                generation_stamp: 1,
+                length: 4,
+            },
+        )
+        .unwrap();
+        let d = diff(&old, &new).unwrap();
+        let m = d.modified.iter().find(|m| m.id == f).unwrap();
+        assert_eq!(m.blocks_added.iter().map(|b| b.id).collect::<Vec<_>>(), [9]);
+        assert_eq!(
+            m.blocks_removed.iter().map(|b| b.id).collect::<Vec<_>>(),
+            [2]
+        );
+        assert!(m.blocks_changed.is_empty());
+        // The symlink is gone (not created in `new`).
+        assert_eq!(d.deleted.len(), 1);
+        assert_eq!(d.summary.deleted_symlinks, 1);
+        assert_eq!((d.summary.bytes_added, d.summary.bytes_removed), (4, 20));
     }
 }
