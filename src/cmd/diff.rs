@@ -13,6 +13,18 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
+#[command(after_help = "\
+Inodes are matched by id. Text output: one line per change, sorted by path, then a summary:
+  + /path                 created (directories and symlinks marked after the path)
+  - /path                 deleted (every inode of a deleted subtree is listed)
+  R /old -> /new          renamed or moved: only where the inode's own parent or name
+                          changed, not its descendants, whose paths changed with it
+  M /path (mtime, ...)    modified: the attributes that changed, and blocks +added
+                          -removed ~changed (same block id, new length or generation stamp)
+--json: one document {summary, created[], deleted[], renamed[], modified[], warnings[]},
+modified entries with each attribute's old and new value.
+Exit 1 when the images belong to different namespaces or one is corrupt; a NEW image
+older than OLD (lower last txid) is compared with a warning on stderr.")]
 pub struct Args {
     /// The older image.
     old: PathBuf,
