@@ -31,6 +31,6 @@ mod render;
 
 pub use compute::diff;
 pub use model::{
-    Attr, AttrChange, BlockChange, Created, Deleted, Diff, Modified, Renamed, Summary,
+    Attr, AttrChange, AttrValue, BlockChange, Created, Deleted, Diff, Modified, Renamed, Summary,
 };
 pub use render::{kind_name, to_json, write_json, write_text};

@@ -1,10 +1,9 @@
 //! [`diff`]: one walk of both node tables in id order.
 
 use crate::diff::model::{
-    Attr, AttrChange, BlockChange, Created, Deleted, Diff, Modified, Renamed, Summary,
+    Attr, AttrChange, AttrValue, BlockChange, Created, Deleted, Diff, Modified, Renamed, Summary,
 };
 use crate::error::ViewError;
-use crate::text::utc_iso8601;
 use nsimage_namespace::{Attrs, Block, Inode, InodeKind, Namespace, XAttrNs};
 use std::collections::HashMap;
 
@@ -150,7 +149,7 @@ fn compare(old: &Namespace, new: &Namespace, x: Inode<'_>, y: Inode<'_>, d: &mut
         });
     }
     let mut changes = Vec::new();
-    let mut change = |attr: Attr, o: String, n: String| {
+    let mut change = |attr: Attr, o: AttrValue, n: AttrValue| {
         changes.push(AttrChange {
             attr,
             old: o,
@@ -158,46 +157,54 @@ fn compare(old: &Namespace, new: &Namespace, x: Inode<'_>, y: Inode<'_>, d: &mut
         });
     };
     if x.user() != y.user() {
-        change(Attr::Owner, lossy(x.user()), lossy(y.user()));
+        change(Attr::Owner, text(x.user()), text(y.user()));
     }
     if x.group() != y.group() {
-        change(Attr::Group, lossy(x.group()), lossy(y.group()));
+        change(Attr::Group, text(x.group()), text(y.group()));
     }
     if x.mode() != y.mode() {
         change(
             Attr::Mode,
-            format!("{:04o}", x.mode()),
-            format!("{:04o}", y.mode()),
+            AttrValue::Mode(x.mode()),
+            AttrValue::Mode(y.mode()),
         );
     }
     if x.mtime() != y.mtime() {
-        change(Attr::Mtime, time(x.mtime()), time(y.mtime()));
+        change(
+            Attr::Mtime,
+            AttrValue::Time(x.mtime()),
+            AttrValue::Time(y.mtime()),
+        );
     }
     let (mut added, mut removed, mut changed) = (Vec::new(), Vec::new(), Vec::new());
     match (x.attrs(), y.attrs()) {
         (Attrs::File(f), Attrs::File(g)) => {
             if f.atime != g.atime {
-                change(Attr::Atime, time(f.atime), time(g.atime));
+                change(
+                    Attr::Atime,
+                    AttrValue::Time(f.atime),
+                    AttrValue::Time(g.atime),
+                );
             }
             if f.replication != g.replication {
                 change(
                     Attr::Replication,
-                    f.replication.to_string(),
-                    g.replication.to_string(),
+                    AttrValue::Number(f.replication.into()),
+                    AttrValue::Number(g.replication.into()),
                 );
             }
             if f.storage_policy != g.storage_policy {
                 change(
                     Attr::StoragePolicy,
-                    f.storage_policy.to_string(),
-                    g.storage_policy.to_string(),
+                    AttrValue::Number(f.storage_policy.into()),
+                    AttrValue::Number(g.storage_policy.into()),
                 );
             }
             if f.preferred_block_size != g.preferred_block_size {
                 change(
                     Attr::PreferredBlockSize,
-                    f.preferred_block_size.to_string(),
-                    g.preferred_block_size.to_string(),
+                    AttrValue::Number(f.preferred_block_size),
+                    AttrValue::Number(g.preferred_block_size),
                 );
             }
             if f.blocks != g.blocks {
@@ -215,14 +222,14 @@ fn compare(old: &Namespace, new: &Namespace, x: Inode<'_>, y: Inode<'_>, d: &mut
             },
         ) => {
             if on != nn {
-                change(Attr::NsQuota, quota(on), quota(nn));
+                change(Attr::NsQuota, AttrValue::Quota(on), AttrValue::Quota(nn));
             }
             if od != nd {
-                change(Attr::DsQuota, quota(od), quota(nd));
+                change(Attr::DsQuota, AttrValue::Quota(od), AttrValue::Quota(nd));
             }
         }
         (Attrs::Symlink { target: t }, Attrs::Symlink { target: u }) if t != u => {
-            change(Attr::SymlinkTarget, lossy(t), lossy(u));
+            change(Attr::SymlinkTarget, text(t), text(u));
         }
         // Same target; or kinds differ (the caller reports a delete and a
         // create instead).
@@ -231,15 +238,23 @@ fn compare(old: &Namespace, new: &Namespace, x: Inode<'_>, y: Inode<'_>, d: &mut
     if x.extra().is_some() || y.extra().is_some() {
         let (xo, yo) = (xattrs(old, x), xattrs(new, y));
         if xo != yo {
-            change(Attr::Xattrs, show_xattrs(&xo), show_xattrs(&yo));
+            change(
+                Attr::Xattrs,
+                AttrValue::Text(show_xattrs(&xo)),
+                AttrValue::Text(show_xattrs(&yo)),
+            );
         }
         let (ao, an) = (acl(old, x), acl(new, y));
         if ao != an {
-            change(Attr::Acl, ao, an);
+            change(Attr::Acl, AttrValue::Text(ao), AttrValue::Text(an));
         }
         let (uo, un) = (uc(x), uc(y));
         if uo != un {
-            change(Attr::UnderConstruction, uo, un);
+            change(
+                Attr::UnderConstruction,
+                AttrValue::Text(uo),
+                AttrValue::Text(un),
+            );
         }
     }
     if changes.is_empty() && added.is_empty() && removed.is_empty() && changed.is_empty() {
@@ -301,21 +316,8 @@ fn lossy(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-/// Milliseconds since the epoch as UTC ISO 8601 with the milliseconds.
-fn time(ms: u64) -> String {
-    let s = utc_iso8601(ms);
-    match s.strip_suffix('Z') {
-        Some(head) => format!("{head}.{:03}Z", ms % 1000),
-        None => s,
-    }
-}
-
-fn quota(q: i64) -> String {
-    if q < 0 {
-        "none".to_string()
-    } else {
-        q.to_string()
-    }
+fn text(b: &[u8]) -> AttrValue {
+    AttrValue::Text(lossy(b))
 }
 
 fn xattr_prefix(ns: XAttrNs) -> &'static str {
@@ -509,7 +511,12 @@ mod tests {
         assert_eq!(m.blocks_changed[0].old.generation_stamp, 1);
         assert_eq!(m.blocks_changed[0].new.length, 25);
         let mode = m.changes.iter().find(|c| c.attr == Attr::Mode).unwrap();
-        assert_eq!((mode.old.as_str(), mode.new.as_str()), ("0755", "0600"));
+        assert_eq!(
+            (mode.old.to_string(), mode.new.to_string()),
+            ("0755".into(), "0600".into())
+        );
+        let t = m.changes.iter().find(|c| c.attr == Attr::Mtime).unwrap();
+        assert_eq!(t.new.to_string(), "1970-01-01T00:00:00.100Z");
         assert_eq!(g.summary.bytes_added, 5);
         assert_eq!(g.summary.blocks_changed, 1);
         assert_eq!(g.summary.modified, 3);

@@ -1,6 +1,8 @@
 //! The plain data a diff produces: [`Diff`] and its entries.
 
+use crate::text::utc_iso8601;
 use nsimage_namespace::{Block, InodeKind};
+use std::fmt;
 
 /// An attribute of an inode that a diff compares.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -58,17 +60,54 @@ impl Attr {
     }
 }
 
-/// One changed attribute, with its old and new values in text form (owner
-/// and group names, the mode in octal, times in UTC ISO 8601 with the
-/// milliseconds, xattrs as `ns.name=value` lists, ...).
+/// The value of a compared attribute. Shown ([`Display`](fmt::Display)):
+/// times in UTC ISO 8601 with the milliseconds, the mode in octal
+/// (`0755`), a quota of -1 as `none`, the rest as is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AttrValue {
+    /// A time, in milliseconds since the Unix epoch (mtime, atime).
+    Time(u64),
+    /// A number (replication, storage policy, preferred block size).
+    Number(u64),
+    /// Permission bits.
+    Mode(u16),
+    /// A quota; -1 for none.
+    Quota(i64),
+    /// Anything else, as text: owner and group names, a symlink target,
+    /// the xattrs (`user.name="value", ...`, values that are not printable
+    /// text in hex), the ACL (`user:bob:r-x,...`), the under-construction
+    /// mark (`client@host`); `(none)` when there is none.
+    Text(String),
+}
+
+impl fmt::Display for AttrValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AttrValue::Time(ms) => {
+                let s = utc_iso8601(*ms);
+                match s.strip_suffix('Z') {
+                    Some(head) => write!(f, "{head}.{:03}Z", ms % 1000),
+                    None => f.write_str(&s),
+                }
+            }
+            AttrValue::Number(n) => write!(f, "{n}"),
+            AttrValue::Mode(m) => write!(f, "{m:04o}"),
+            AttrValue::Quota(q) if *q < 0 => f.write_str("none"),
+            AttrValue::Quota(q) => write!(f, "{q}"),
+            AttrValue::Text(t) => f.write_str(t),
+        }
+    }
+}
+
+/// One changed attribute, with its old and new values.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AttrChange {
     /// Which attribute.
     pub attr: Attr,
     /// Its value in OLD.
-    pub old: String,
+    pub old: AttrValue,
     /// Its value in NEW.
-    pub new: String,
+    pub new: AttrValue,
 }
 
 /// A block whose id is in both versions of a file but whose length or

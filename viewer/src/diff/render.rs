@@ -1,7 +1,7 @@
 //! A [`Diff`] as text (one line per change, then the summary) or as one
 //! JSON document.
 
-use crate::diff::model::{Created, Deleted, Diff, Modified, Renamed, Summary};
+use crate::diff::model::{AttrValue, Created, Deleted, Diff, Modified, Renamed, Summary};
 use crate::text::human_size;
 use nsimage_namespace::{Block, InodeKind};
 use serde_json::{json, Value};
@@ -121,6 +121,18 @@ fn write_summary(s: &Summary, w: &mut impl Write) -> io::Result<()> {
     )
 }
 
+/// An attribute value in JSON: times (milliseconds since the epoch),
+/// numbers and quotas (-1: none) as numbers; the mode as an octal string
+/// (`"0755"`); text as a string.
+fn value(v: &AttrValue) -> Value {
+    match v {
+        AttrValue::Time(n) | AttrValue::Number(n) => Value::from(*n),
+        AttrValue::Quota(q) => Value::from(*q),
+        AttrValue::Mode(_) => Value::from(v.to_string()),
+        AttrValue::Text(t) => Value::from(t.as_str()),
+    }
+}
+
 fn block(b: &Block) -> Value {
     json!({"id": b.id, "generation_stamp": b.generation_stamp, "length": b.length})
 }
@@ -168,7 +180,7 @@ fn modified_json(m: &Modified) -> Value {
     let changes: Vec<Value> = m
         .changes
         .iter()
-        .map(|c| json!({"attr": c.attr.name(), "old": c.old, "new": c.new}))
+        .map(|c| json!({"attr": c.attr.name(), "old": value(&c.old), "new": value(&c.new)}))
         .collect();
     let changed: Vec<Value> = m
         .blocks_changed
