@@ -453,7 +453,7 @@ fn diff_of_two_checkpoints_is_what_the_journal_says_happened() {
         };
         let paths: Vec<String> = changes.iter().map(|l| path_of(l)).collect();
         let mut sorted = paths.clone();
-        sorted.sort();
+        sorted.sort_by(|a, b| nsimage_viewer::diff::path_order(a.as_bytes(), b.as_bytes()));
         assert_eq!(paths, sorted, "lines sorted by path");
         assert!(changes
             .iter()

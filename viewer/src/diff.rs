@@ -22,6 +22,9 @@
 //! An id whose type differs between the images (which a namespace never
 //! does: ids are not reused) is reported as deleted and created.
 //!
+//! Every list is sorted by path in [`path_order`] (component by component,
+//! so a subtree follows its root), then by id.
+//!
 //! Rendering: [`write_text`] (one line per change, sorted by path, then the
 //! summary) and [`write_json`] (one document).
 
@@ -31,6 +34,7 @@ mod render;
 
 pub use compute::diff;
 pub use model::{
-    Attr, AttrChange, AttrValue, BlockChange, Created, Deleted, Diff, Modified, Renamed, Summary,
+    path_order, Attr, AttrChange, AttrValue, BlockChange, Created, Deleted, Diff, Modified,
+    Renamed, Summary,
 };
 pub use render::{kind_name, to_json, write_json, write_text};

@@ -1,7 +1,8 @@
 //! [`diff`]: one walk of both node tables in id order.
 
 use crate::diff::model::{
-    Attr, AttrChange, AttrValue, BlockChange, Created, Deleted, Diff, Modified, Renamed, Summary,
+    path_order, Attr, AttrChange, AttrValue, BlockChange, Created, Deleted, Diff, Modified,
+    Renamed, Summary,
 };
 use crate::error::ViewError;
 use nsimage_namespace::{Attrs, Block, Inode, InodeKind, Namespace, XAttrNs};
@@ -70,13 +71,13 @@ pub fn diff(old: &Namespace, new: &Namespace) -> Result<Diff, ViewError> {
         }
     }
     d.created
-        .sort_by(|p, q| (&p.path, p.id).cmp(&(&q.path, q.id)));
+        .sort_by(|p, q| path_order(&p.path, &q.path).then(p.id.cmp(&q.id)));
     d.deleted
-        .sort_by(|p, q| (&p.path, p.id).cmp(&(&q.path, q.id)));
+        .sort_by(|p, q| path_order(&p.path, &q.path).then(p.id.cmp(&q.id)));
     d.renamed
-        .sort_by(|p, q| (&p.old_path, p.id).cmp(&(&q.old_path, q.id)));
+        .sort_by(|p, q| path_order(&p.old_path, &q.old_path).then(p.id.cmp(&q.id)));
     d.modified
-        .sort_by(|p, q| (&p.path, p.id).cmp(&(&q.path, q.id)));
+        .sort_by(|p, q| path_order(&p.path, &q.path).then(p.id.cmp(&q.id)));
     Ok(d)
 }
 
@@ -415,6 +416,7 @@ fn uc(n: Inode<'_>) -> String {
 #[cfg(test)]
 mod tests {
     use super::diff;
+    use crate::diff::model::path_order;
     use crate::diff::model::Attr;
     use crate::error::ViewError;
     use nsimage_namespace::{Block, FileSpec, Namespace, NsInfo, PermSpec, XAttrNs};
@@ -540,6 +542,13 @@ mod tests {
         let g = diff(&old, &older).unwrap();
         assert!(g.is_empty());
         assert_eq!(g.warnings.len(), 1);
+    }
+
+    #[test]
+    fn paths_sort_component_by_component() {
+        let mut v: Vec<&[u8]> = vec![b"/a-b", b"/a/b", b"/a", b"/", b"/a/b/c", b"/a0"];
+        v.sort_by(|a, b| path_order(a, b));
+        assert_eq!(v, [&b"/"[..], b"/a", b"/a/b", b"/a/b/c", b"/a-b", b"/a0"]);
     }
 
     #[test]

@@ -271,3 +271,12 @@ impl Diff {
             && self.modified.is_empty()
     }
 }
+
+/// The order of paths in a diff: component by component (`/` sorts before
+/// every byte a name may hold), so that a directory's subtree follows it
+/// without other paths in between (`/a`, `/a/b`, `/a-b`; plain byte order
+/// would put `/a-b` between `/a` and `/a/b`).
+pub fn path_order(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    let key = |c: &u8| if *c == b'/' { 0 } else { *c };
+    a.iter().map(key).cmp(b.iter().map(key))
+}

@@ -1,7 +1,9 @@
 //! A [`Diff`] as text (one line per change, then the summary) or as one
 //! JSON document.
 
-use crate::diff::model::{AttrValue, Created, Deleted, Diff, Modified, Renamed, Summary};
+use crate::diff::model::{
+    path_order, AttrValue, Created, Deleted, Diff, Modified, Renamed, Summary,
+};
 use crate::text::human_size;
 use nsimage_namespace::{Block, InodeKind};
 use serde_json::{json, Value};
@@ -52,7 +54,8 @@ fn modified_detail(m: &Modified) -> String {
     parts.join(", ")
 }
 
-/// Writes the diff as text: one line per change, sorted by path (a rename
+/// Writes the diff as text: one line per change, sorted by path
+/// ([`path_order`](crate::diff::path_order): a subtree follows its root; a rename
 /// by its old path; at one path: deletes, creates, renames, then
 /// modifications), then the summary. `+ /path`, `- /path`,
 /// `R /old -> /new`, `M /path (mtime, blocks +1)`; directories and
@@ -81,7 +84,7 @@ pub fn write_text(d: &Diff, w: &mut impl Write) -> io::Result<()> {
         let line = format!("M {} ({})", lossy(&m.path), modified_detail(m));
         lines.push((&m.path, 3, m.id, line));
     }
-    lines.sort_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
+    lines.sort_by(|a, b| path_order(a.0, b.0).then((a.1, a.2).cmp(&(b.1, b.2))));
     for (_, _, _, line) in &lines {
         writeln!(w, "{line}")?;
     }
