@@ -91,21 +91,35 @@ pub fn write_text(d: &Diff, w: &mut impl Write) -> io::Result<()> {
     write_summary(&d.summary, w)
 }
 
+fn count(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 fn write_summary(s: &Summary, w: &mut impl Write) -> io::Result<()> {
     writeln!(
         w,
         "summary: namespace {}, txid {} -> {}",
         s.namespace_id, s.old_txid, s.new_txid
     )?;
+    let kinds = |f: u64, d: u64, l: u64| {
+        format!(
+            "{}, {}, {}",
+            count(f, "file", "files"),
+            count(d, "directory", "directories"),
+            count(l, "symlink", "symlinks")
+        )
+    };
     writeln!(
         w,
-        "  created  {} ({} files, {} directories, {} symlinks)",
-        s.created, s.created_files, s.created_directories, s.created_symlinks
+        "  created  {} ({})",
+        s.created,
+        kinds(s.created_files, s.created_directories, s.created_symlinks)
     )?;
     writeln!(
         w,
-        "  deleted  {} ({} files, {} directories, {} symlinks)",
-        s.deleted, s.deleted_files, s.deleted_directories, s.deleted_symlinks
+        "  deleted  {} ({})",
+        s.deleted,
+        kinds(s.deleted_files, s.deleted_directories, s.deleted_symlinks)
     )?;
     writeln!(w, "  renamed  {}", s.renamed)?;
     writeln!(w, "  modified {}", s.modified)?;
