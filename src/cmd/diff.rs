@@ -1,15 +1,66 @@
-//! `nsimage diff`: what changed between two images of the same namespace.
-//! (Being built for issue 9.)
+//! `nsimage diff`: what changed between two images of the same namespace,
+//! matched by inode id (the logic is `nsimage_viewer::diff`).
+//!
+//! A path that changed only because an ancestor was renamed is not listed
+//! as a rename: only inodes whose own parent or name changed are. A deleted
+//! subtree lists every deleted inode.
 
+use anyhow::Context as _;
+use nsimage_loader::{load, LoadOptions};
+use nsimage_viewer::diff;
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
+#[command(after_help = "\
+Inodes are matched by id. Text output: one line per change, sorted by path, then a summary:
+  + /path                 created (directories and symlinks marked after the path)
+  - /path                 deleted (every inode of a deleted subtree is listed)
+  R /old -> /new          renamed or moved: only where the inode's own parent or name
+                          changed, not its descendants, whose paths changed with it
+  M /path (mtime, ...)    modified: the attributes that changed, and blocks +added
+                          -removed ~changed (same block id, new length or generation stamp)
+--json: one document {summary, created[], deleted[], renamed[], modified[], warnings[]},
+modified entries with each attribute's old and new value.
+Exit 1 when the images belong to different namespaces or one is corrupt; a NEW image
+older than OLD (lower last txid) is compared with a warning on stderr.")]
 pub struct Args {
-    /// Image file.
-    image: PathBuf,
+    /// The older image.
+    old: PathBuf,
+    /// The newer image (of the same namespace).
+    new: PathBuf,
+    /// Print one JSON document on stdout: {summary, created[], deleted[],
+    /// renamed[], modified[], warnings[]}.
+    #[arg(long)]
+    json: bool,
 }
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("{}: `nsimage diff` is not built yet", a.image.display())
+    let opts = LoadOptions::default();
+    let pb = super::spinner(&format!("loading {}", a.old.display()));
+    let old = load(&a.old, &opts)?.namespace;
+    pb.set_message(format!("loading {}", a.new.display()));
+    let new = load(&a.new, &opts)?.namespace;
+    pb.set_message("comparing".to_string());
+    let d = diff::diff(&old, &new)
+        .with_context(|| format!("{} vs {}", a.old.display(), a.new.display()))?;
+    pb.finish_and_clear();
+    for w in &d.warnings {
+        eprintln!("warning: {w}");
+    }
+    let stdout = std::io::stdout();
+    let mut w = std::io::BufWriter::new(stdout.lock());
+    let res = if a.json {
+        diff::write_json(&d, &mut w)
+    } else {
+        diff::write_text(&d, &mut w)
+    };
+    match res.and_then(|()| w.flush()) {
+        // A closed pipe (`nsimage diff a b | head`) is not an error.
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(anyhow::Error::new(e).context("writing the diff to stdout"))
+        }
+        _ => Ok(ExitCode::SUCCESS),
+    }
 }

@@ -38,6 +38,15 @@ pub enum ViewError {
         #[source]
         source: std::io::Error,
     },
+    /// Two images given to `diff` belong to different namespaces: their
+    /// inode ids do not name the same inodes.
+    #[error("the images belong to different namespaces (OLD's namespace id is {old}, NEW's {new}): a diff matches inodes by id, which only means something within one namespace")]
+    DifferentNamespaces {
+        /// OLD's namespace id.
+        old: u64,
+        /// NEW's namespace id.
+        new: u64,
+    },
     /// The image breaks a rule of the format at a known place.
     #[error("{}: corrupt at {at}: {detail}", path.display())]
     Corrupt {
@@ -56,7 +65,9 @@ impl ViewError {
     pub fn is_data_error(&self) -> bool {
         match self {
             ViewError::Load(l) => l.is_data_error(),
-            ViewError::NoSuchPath { .. } | ViewError::Corrupt { .. } => true,
+            ViewError::NoSuchPath { .. }
+            | ViewError::Corrupt { .. }
+            | ViewError::DifferentNamespaces { .. } => true,
             ViewError::BadPath { .. } | ViewError::Io { .. } => false,
         }
     }

@@ -3,6 +3,7 @@
 //!
 //! - [`paths`]: the paths users type (absolute, no `.` or `..`), checked
 //!   before anything is read;
+//! - [`diff`]: what changed between two images of one namespace;
 //! - [`text`]: the human-readable forms shared by the commands (permission
 //!   strings, UTC times, sizes);
 //! - [`walk`]: a path resolved component by component, a subtree walked
@@ -16,6 +17,7 @@
 //! per viewer command in `src/cmd/`.
 #![forbid(unsafe_code)]
 
+pub mod diff;
 pub mod du;
 pub mod error;
 pub mod find;

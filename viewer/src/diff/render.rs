@@ -1,0 +1,264 @@
+//! A [`Diff`] as text (one line per change, then the summary) or as one
+//! JSON document.
+
+use crate::diff::model::{
+    path_order, AttrValue, Created, Deleted, Diff, Modified, Renamed, Summary,
+};
+use crate::text::human_size;
+use nsimage_namespace::{Block, InodeKind};
+use serde_json::{json, Value};
+use std::io::{self, Write};
+
+/// The type's name in output: `file`, `directory`, `symlink`.
+pub fn kind_name(kind: InodeKind) -> &'static str {
+    match kind {
+        InodeKind::File => "file",
+        InodeKind::Directory => "directory",
+        InodeKind::Symlink => "symlink",
+    }
+}
+
+fn lossy(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn kind_suffix(kind: InodeKind) -> &'static str {
+    match kind {
+        InodeKind::File => "",
+        InodeKind::Directory => " (directory)",
+        InodeKind::Symlink => " (symlink)",
+    }
+}
+
+/// What a modified line shows in parentheses: the changed attributes, then
+/// `blocks +A -R ~C` (the non-zero parts).
+fn modified_detail(m: &Modified) -> String {
+    let mut parts: Vec<String> = m
+        .changes
+        .iter()
+        .map(|c| c.attr.name().to_string())
+        .collect();
+    if m.blocks_differ() {
+        let mut b = String::from("blocks");
+        for (sign, n) in [
+            ('+', m.blocks_added.len()),
+            ('-', m.blocks_removed.len()),
+            ('~', m.blocks_changed.len()),
+        ] {
+            if n > 0 {
+                b.push_str(&format!(" {sign}{n}"));
+            }
+        }
+        parts.push(b);
+    }
+    parts.join(", ")
+}
+
+/// Writes the diff as text: one line per change, sorted by path
+/// ([`path_order`](crate::diff::path_order): a subtree follows its root; a rename
+/// by its old path; at one path: deletes, creates, renames, then
+/// modifications), then the summary. `+ /path`, `- /path`,
+/// `R /old -> /new`, `M /path (mtime, blocks +1)`; directories and
+/// symlinks are marked after the path.
+pub fn write_text(d: &Diff, w: &mut impl Write) -> io::Result<()> {
+    let mut lines: Vec<(&[u8], u8, u64, String)> =
+        Vec::with_capacity(d.created.len() + d.deleted.len() + d.renamed.len() + d.modified.len());
+    for c in &d.deleted {
+        let line = format!("- {}{}", lossy(&c.path), kind_suffix(c.kind));
+        lines.push((&c.path, 0, c.id, line));
+    }
+    for c in &d.created {
+        let line = format!("+ {}{}", lossy(&c.path), kind_suffix(c.kind));
+        lines.push((&c.path, 1, c.id, line));
+    }
+    for r in &d.renamed {
+        let line = format!(
+            "R {} -> {}{}",
+            lossy(&r.old_path),
+            lossy(&r.new_path),
+            kind_suffix(r.kind)
+        );
+        lines.push((&r.old_path, 2, r.id, line));
+    }
+    for m in &d.modified {
+        let line = format!("M {} ({})", lossy(&m.path), modified_detail(m));
+        lines.push((&m.path, 3, m.id, line));
+    }
+    lines.sort_by(|a, b| path_order(a.0, b.0).then((a.1, a.2).cmp(&(b.1, b.2))));
+    for (_, _, _, line) in &lines {
+        writeln!(w, "{line}")?;
+    }
+    write_summary(&d.summary, w)
+}
+
+fn count(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+fn write_summary(s: &Summary, w: &mut impl Write) -> io::Result<()> {
+    writeln!(
+        w,
+        "summary: namespace {}, txid {} -> {}",
+        s.namespace_id, s.old_txid, s.new_txid
+    )?;
+    let kinds = |f: u64, d: u64, l: u64| {
+        format!(
+            "{}, {}, {}",
+            count(f, "file", "files"),
+            count(d, "directory", "directories"),
+            count(l, "symlink", "symlinks")
+        )
+    };
+    writeln!(
+        w,
+        "  created  {} ({})",
+        s.created,
+        kinds(s.created_files, s.created_directories, s.created_symlinks)
+    )?;
+    writeln!(
+        w,
+        "  deleted  {} ({})",
+        s.deleted,
+        kinds(s.deleted_files, s.deleted_directories, s.deleted_symlinks)
+    )?;
+    writeln!(w, "  renamed  {}", s.renamed)?;
+    writeln!(w, "  modified {}", s.modified)?;
+    writeln!(
+        w,
+        "  blocks   +{} -{} ~{}",
+        s.blocks_added, s.blocks_removed, s.blocks_changed
+    )?;
+    writeln!(
+        w,
+        "  bytes    +{} ({}) -{} ({})",
+        s.bytes_added,
+        human_size(s.bytes_added),
+        s.bytes_removed,
+        human_size(s.bytes_removed)
+    )
+}
+
+/// An attribute value in JSON: times (milliseconds since the epoch),
+/// numbers and quotas (-1: none) as numbers; the mode as an octal string
+/// (`"0755"`); text as a string.
+fn value(v: &AttrValue) -> Value {
+    match v {
+        AttrValue::Time(n) | AttrValue::Number(n) => Value::from(*n),
+        AttrValue::Quota(q) => Value::from(*q),
+        AttrValue::Mode(_) => Value::from(v.to_string()),
+        AttrValue::Text(t) => Value::from(t.as_str()),
+    }
+}
+
+fn block(b: &Block) -> Value {
+    json!({"id": b.id, "generation_stamp": b.generation_stamp, "length": b.length})
+}
+
+/// The summary as a JSON object.
+fn summary_json(s: &Summary) -> Value {
+    json!({
+        "namespace_id": s.namespace_id,
+        "old_txid": s.old_txid,
+        "new_txid": s.new_txid,
+        "created": s.created,
+        "created_files": s.created_files,
+        "created_directories": s.created_directories,
+        "created_symlinks": s.created_symlinks,
+        "deleted": s.deleted,
+        "deleted_files": s.deleted_files,
+        "deleted_directories": s.deleted_directories,
+        "deleted_symlinks": s.deleted_symlinks,
+        "renamed": s.renamed,
+        "modified": s.modified,
+        "blocks_added": s.blocks_added,
+        "blocks_removed": s.blocks_removed,
+        "blocks_changed": s.blocks_changed,
+        "bytes_added": s.bytes_added,
+        "bytes_removed": s.bytes_removed,
+    })
+}
+
+fn created_json(c: &Created) -> Value {
+    json!({"id": c.id, "path": lossy(&c.path), "type": kind_name(c.kind),
+           "blocks": c.blocks, "bytes": c.bytes, "top": c.top})
+}
+
+fn deleted_json(c: &Deleted) -> Value {
+    json!({"id": c.id, "path": lossy(&c.path), "type": kind_name(c.kind),
+           "blocks": c.blocks, "bytes": c.bytes, "top": c.top})
+}
+
+fn renamed_json(r: &Renamed) -> Value {
+    json!({"id": r.id, "old_path": lossy(&r.old_path), "new_path": lossy(&r.new_path),
+           "type": kind_name(r.kind), "moved": r.moved})
+}
+
+fn modified_json(m: &Modified) -> Value {
+    let changes: Vec<Value> = m
+        .changes
+        .iter()
+        .map(|c| json!({"attr": c.attr.name(), "old": value(&c.old), "new": value(&c.new)}))
+        .collect();
+    let changed: Vec<Value> = m
+        .blocks_changed
+        .iter()
+        .map(|c| {
+            json!({"id": c.new.id,
+                   "old_generation_stamp": c.old.generation_stamp,
+                   "new_generation_stamp": c.new.generation_stamp,
+                   "old_length": c.old.length, "new_length": c.new.length})
+        })
+        .collect();
+    json!({
+        "id": m.id,
+        "path": lossy(&m.path),
+        "type": kind_name(m.kind),
+        "attrs": m.changes.iter().map(|c| c.attr.name()).collect::<Vec<_>>(),
+        "changes": changes,
+        "blocks_added": m.blocks_added.iter().map(block).collect::<Vec<_>>(),
+        "blocks_removed": m.blocks_removed.iter().map(block).collect::<Vec<_>>(),
+        "blocks_changed": changed,
+    })
+}
+
+/// The diff as one JSON value: `{summary, created[], deleted[],
+/// renamed[], modified[], warnings[]}`, each list sorted as in [`Diff`]
+/// (keys inside an object in alphabetical order).
+pub fn to_json(d: &Diff) -> Value {
+    json!({
+        "summary": summary_json(&d.summary),
+        "created": d.created.iter().map(created_json).collect::<Vec<_>>(),
+        "deleted": d.deleted.iter().map(deleted_json).collect::<Vec<_>>(),
+        "renamed": d.renamed.iter().map(renamed_json).collect::<Vec<_>>(),
+        "modified": d.modified.iter().map(modified_json).collect::<Vec<_>>(),
+        "warnings": d.warnings,
+    })
+}
+
+/// Writes the same document as [`to_json`], one entry at a time (no
+/// document-sized value in memory), with the top-level keys in the order
+/// summary, created, deleted, renamed, modified, warnings and one list
+/// entry per line; then a newline.
+pub fn write_json(d: &Diff, w: &mut impl Write) -> io::Result<()> {
+    fn list<T>(
+        w: &mut impl Write,
+        key: &str,
+        items: &[T],
+        f: impl Fn(&T) -> Value,
+    ) -> io::Result<()> {
+        write!(w, ",\n\"{key}\": [")?;
+        for (i, item) in items.iter().enumerate() {
+            w.write_all(if i == 0 { b"\n  " } else { b",\n  " })?;
+            serde_json::to_writer(&mut *w, &f(item))?;
+        }
+        w.write_all(if items.is_empty() { b"]" } else { b"\n]" })
+    }
+    w.write_all(b"{\"summary\": ")?;
+    serde_json::to_writer(&mut *w, &summary_json(&d.summary))?;
+    list(w, "created", &d.created, created_json)?;
+    list(w, "deleted", &d.deleted, deleted_json)?;
+    list(w, "renamed", &d.renamed, renamed_json)?;
+    list(w, "modified", &d.modified, modified_json)?;
+    list(w, "warnings", &d.warnings, |s| Value::from(s.as_str()))?;
+    w.write_all(b"}\n")
+}
