@@ -29,6 +29,13 @@ pub enum ViewError {
         /// Why, when the walk stopped somewhere telling (a file on the way).
         why: Option<String>,
     },
+    /// An option's value is out of range (e.g. a histogram step of 0): a
+    /// usage error.
+    #[error("{detail}")]
+    BadArgument {
+        /// What is wrong.
+        detail: String,
+    },
     /// Writing an output failed.
     #[error("{}: {source}", path.display())]
     Io {
@@ -57,7 +64,9 @@ impl ViewError {
         match self {
             ViewError::Load(l) => l.is_data_error(),
             ViewError::NoSuchPath { .. } | ViewError::Corrupt { .. } => true,
-            ViewError::BadPath { .. } | ViewError::Io { .. } => false,
+            ViewError::BadPath { .. } | ViewError::BadArgument { .. } | ViewError::Io { .. } => {
+                false
+            }
         }
     }
 }

@@ -4,7 +4,10 @@
 //! - [`paths`]: the paths users type (absolute, no `.` or `..`), checked
 //!   before anything is read;
 //! - [`text`]: the human-readable forms shared by the commands (permission
-//!   strings, UTC times, sizes).
+//!   strings, UTC times, sizes);
+//! - [`dump`]: every inode as OIV XML, OIV Delimited text or JSON lines,
+//!   in parallel, the same bytes for any thread count;
+//! - [`distribution`]: the file-size histogram of OIV FileDistribution.
 //!
 //! Layering: above the loader (it reads images through `nsimage-loader`
 //! and looks at `nsimage-namespace`); it must never import the writer, the
@@ -12,6 +15,8 @@
 //! per viewer command in `src/cmd/`.
 #![forbid(unsafe_code)]
 
+pub mod distribution;
+pub mod dump;
 pub mod error;
 pub mod paths;
 pub mod text;
