@@ -17,9 +17,8 @@
 //! back. Other bytes (names need not be UTF-8) are written as they are.
 
 use super::escape::num;
-use super::paths::PathCache;
+use super::scratch::Scratch;
 use super::Formatter;
-use crate::text::{oiv_time, permission_string};
 use nsimage_namespace::{Attrs, Inode, InodeKind, Namespace};
 
 /// The header row's column names.
@@ -85,12 +84,12 @@ impl Formatter for Delimited {
         ns: &Namespace,
         _pass: usize,
         inode: &Inode<'_>,
-        paths: &mut PathCache,
+        scratch: &mut Scratch,
         out: &mut Vec<u8>,
     ) {
         let d = self.delimiter;
         let start = out.len();
-        paths.push_path(ns, inode, out);
+        scratch.paths.push_path(ns, inode, out);
         if out[start..]
             .iter()
             .any(|&b| b == d || matches!(b, b'\n' | b'\r' | b'\\'))
@@ -114,9 +113,9 @@ impl Formatter for Delimited {
         out.push(d);
         num(repl, out);
         out.push(d);
-        out.extend_from_slice(oiv_time(inode.mtime()).as_bytes());
+        scratch.days.push_oiv_time(inode.mtime(), out);
         out.push(d);
-        out.extend_from_slice(oiv_time(atime).as_bytes());
+        scratch.days.push_oiv_time(atime, out);
         out.push(d);
         num(bsize, out);
         out.push(d);
@@ -128,18 +127,64 @@ impl Formatter for Delimited {
         out.push(d);
         num(dsq, out);
         out.push(d);
-        let kind = inode.kind();
-        let mut perm = permission_string(kind, inode.mode()).into_bytes();
-        perm[0] = if kind == InodeKind::Directory {
-            b'd'
-        } else {
-            b'-'
-        };
-        out.extend_from_slice(&perm);
+        out.extend_from_slice(&oiv_permission(inode.kind(), inode.mode()));
         out.push(d);
         self.field(inode.user(), out);
         out.push(d);
         self.field(inode.group(), out);
         out.push(b'\n');
+    }
+}
+
+/// OIV's permission column: `d` or `-`, then `rwx` triplets as
+/// [`permission_string`](crate::text::permission_string) writes them.
+fn oiv_permission(kind: InodeKind, mode: u16) -> [u8; 10] {
+    let mut p = [b'-'; 10];
+    if kind == InodeKind::Directory {
+        p[0] = b'd';
+    }
+    for (i, shift) in [6u16, 3, 0].into_iter().enumerate() {
+        let bits = (mode >> shift) & 7;
+        let at = 1 + 3 * i;
+        if bits & 4 != 0 {
+            p[at] = b'r';
+        }
+        if bits & 2 != 0 {
+            p[at + 1] = b'w';
+        }
+        let x = bits & 1 != 0;
+        p[at + 2] = if shift == 0 && mode & 0o1000 != 0 {
+            if x {
+                b't'
+            } else {
+                b'T'
+            }
+        } else if x {
+            b'x'
+        } else {
+            b'-'
+        };
+    }
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::text::permission_string;
+
+    #[test]
+    fn permission_column_is_oivs() {
+        for kind in [InodeKind::File, InodeKind::Directory, InodeKind::Symlink] {
+            for mode in 0..0o2000u16 {
+                let mut want = permission_string(kind, mode).into_bytes();
+                want[0] = if kind == InodeKind::Directory {
+                    b'd'
+                } else {
+                    b'-'
+                };
+                assert_eq!(oiv_permission(kind, mode).as_slice(), &want[..]);
+            }
+        }
     }
 }

@@ -14,7 +14,7 @@
 //! of its bad bytes, plus a `<key>Base64` field with its exact bytes.
 
 use super::escape::{base64, json_bytes_field, json_str, num};
-use super::paths::PathCache;
+use super::scratch::Scratch;
 use super::xml::{acl_text, kind_name, xattr_ns_name};
 use super::Formatter;
 use nsimage_namespace::{Attrs, Inode, Namespace};
@@ -27,7 +27,7 @@ impl Formatter for Jsonl {
         ns: &Namespace,
         _pass: usize,
         inode: &Inode<'_>,
-        paths: &mut PathCache,
+        scratch: &mut Scratch,
         out: &mut Vec<u8>,
     ) {
         out.extend_from_slice(b"{\"id\":");
@@ -38,7 +38,7 @@ impl Formatter for Jsonl {
         }
         out.push(b',');
         let mut path = Vec::with_capacity(128);
-        paths.push_path(ns, inode, &mut path);
+        scratch.paths.push_path(ns, inode, &mut path);
         json_bytes_field("path", &path, out);
         out.push(b',');
         json_bytes_field("name", inode.name(), out);

@@ -12,12 +12,14 @@ mod delimited;
 mod escape;
 mod jsonl;
 mod paths;
+mod scratch;
 mod xml;
 
 use crate::error::ViewError;
 use nsimage_namespace::{Inode, Namespace};
 use paths::PathCache;
 use rayon::prelude::*;
+use scratch::Scratch;
 use std::io::Write;
 use std::path::Path;
 
@@ -100,7 +102,7 @@ pub(crate) trait Formatter: Sync {
         ns: &Namespace,
         pass: usize,
         inode: &Inode<'_>,
-        paths: &mut PathCache,
+        scratch: &mut Scratch,
         out: &mut Vec<u8>,
     );
     /// Text after pass `pass`'s rows.
@@ -150,12 +152,15 @@ fn format_range(
     pass: usize,
     range: std::ops::Range<u32>,
 ) -> (Vec<u8>, u64) {
-    let mut buf = Vec::with_capacity(range.len() * 96);
-    let mut paths = PathCache::new();
+    let mut buf = Vec::with_capacity(range.len() * 192);
+    let mut scratch = Scratch {
+        paths: PathCache::new(),
+        days: scratch::DayCache::new(),
+    };
     let mut n = 0;
     for slot in range {
         if let Some(inode) = ns.at(slot) {
-            f.inode(ns, pass, &inode, &mut paths, &mut buf);
+            f.inode(ns, pass, &inode, &mut scratch, &mut buf);
             n += 1;
         }
     }

@@ -25,7 +25,7 @@
 //! are not UTF-8.
 
 use super::escape::{num, xml_plain, xml_text};
-use super::paths::PathCache;
+use super::scratch::Scratch;
 use super::Formatter;
 use nsimage_namespace::{AclEntry, Attrs, Inode, InodeKind, Namespace, XAttrNs};
 
@@ -223,7 +223,7 @@ impl Formatter for Xml {
         ns: &Namespace,
         pass: usize,
         inode: &Inode<'_>,
-        paths: &mut PathCache,
+        scratch: &mut Scratch,
         out: &mut Vec<u8>,
     ) {
         match pass {
@@ -248,7 +248,7 @@ impl Formatter for Xml {
                     out.extend_from_slice(b"<inode>");
                     el("id", inode.id(), out);
                     let mut path = Vec::new();
-                    paths.push_path(ns, inode, &mut path);
+                    scratch.paths.push_path(ns, inode, &mut path);
                     el_text("path", &path, out);
                     out.extend_from_slice(b"</inode>\n");
                 }
