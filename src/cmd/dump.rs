@@ -77,6 +77,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         },
     )?;
     release_free_memory();
+    let load_secs = start.elapsed().as_secs_f64();
     let ns = loaded.namespace;
     pb.set_message(format!("dumping {}", a.image.display()));
     let stats = match &a.output {
@@ -102,8 +103,10 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         }
     };
     let secs = start.elapsed().as_secs_f64();
+    let dump_secs = secs - load_secs;
     if let Some(out) = &a.output {
         let rate = stats.rows as f64 / secs.max(1e-9);
+        let dump_rate = stats.rows as f64 / dump_secs.max(1e-9);
         if a.json {
             out!(
                 "{}",
@@ -113,13 +116,16 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                     "bytes": stats.bytes,
                     "threads": stats.threads,
                     "seconds": secs,
+                    "load_seconds": load_secs,
+                    "dump_seconds": dump_secs,
                     "rows_per_second": rate,
+                    "dump_rows_per_second": dump_rate,
                     "peak_rss_bytes": crate::mem::peak_rss_bytes(),
                 })
             );
         } else {
             out!(
-                "{}: {} rows, {} bytes in {secs:.3} s ({rate:.0} rows/s, {} threads)",
+                "{}: {} rows, {} bytes in {secs:.3} s ({rate:.0} rows/s; load {load_secs:.3} s, dump and sync {dump_secs:.3} s, {dump_rate:.0} rows/s; {} threads)",
                 out.display(),
                 stats.rows,
                 stats.bytes,
