@@ -1,12 +1,14 @@
-//! `dump`: every inode of a namespace as OIV XML ([`xml`]), OIV Delimited
-//! text ([`delimited`]) or JSON lines ([`jsonl`]).
+//! `dump`: every inode of a namespace as OIV XML (`xml.rs`), OIV Delimited
+//! text (`delimited.rs`, columns [`DELIMITED_COLUMNS`]) or JSON lines
+//! (`jsonl.rs`); each file's page says what it writes and how bytes that
+//! the format cannot hold are escaped.
 //!
 //! The node table is cut into ranges of slots (id order); a pool of
 //! workers formats the ranges of one batch into buffers while the previous
 //! batch is written, in order, so the output is the same bytes for any
 //! thread count and at most two batches (two ranges per worker each) are
 //! held at once. Full paths are rebuilt from the namespace's parent links
-//! ([`paths`]), never kept per inode.
+//! (`paths.rs`), never kept per inode.
 
 mod delimited;
 mod escape;
@@ -14,6 +16,8 @@ mod jsonl;
 mod paths;
 mod scratch;
 mod xml;
+
+pub use delimited::COLUMNS as DELIMITED_COLUMNS;
 
 use crate::error::ViewError;
 use nsimage_namespace::{Inode, Namespace};

@@ -73,7 +73,11 @@ mod tests {
             t = t
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407 + i);
-            let ms = [t % 2_000_000_000_000, t % (400 * MS_PER_DAY), i * 61_000][i as usize % 3];
+            let ms = match i % 3 {
+                0 => t % 2_000_000_000_000,
+                1 => t % (400 * MS_PER_DAY),
+                _ => i * 61_000,
+            };
             let mut out = Vec::new();
             c.push_oiv_time(ms, &mut out);
             assert_eq!(out, oiv_time(ms).as_bytes(), "{ms}");
