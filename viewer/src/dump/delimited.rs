@@ -17,8 +17,8 @@
 //! back. Other bytes (names need not be UTF-8) are written as they are.
 
 use super::escape::num;
+use super::formatter::Formatter;
 use super::scratch::Scratch;
-use super::Formatter;
 use nsimage_namespace::{Attrs, Inode, InodeKind, Namespace};
 
 /// The header row's column names.

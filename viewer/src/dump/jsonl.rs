@@ -14,9 +14,9 @@
 //! of its bad bytes, plus a `<key>Base64` field with its exact bytes.
 
 use super::escape::{base64, json_bytes_field, json_str, num};
+use super::formatter::Formatter;
+use super::names::{acl_text, kind_name, xattr_ns_name};
 use super::scratch::Scratch;
-use super::xml::{acl_text, kind_name, xattr_ns_name};
-use super::Formatter;
 use nsimage_namespace::{Attrs, Inode, Namespace};
 
 pub(crate) struct Jsonl;

@@ -12,7 +12,9 @@
 
 mod delimited;
 mod escape;
+mod formatter;
 mod jsonl;
+mod names;
 mod paths;
 mod scratch;
 mod xml;
@@ -20,7 +22,8 @@ mod xml;
 pub use delimited::COLUMNS as DELIMITED_COLUMNS;
 
 use crate::error::ViewError;
-use nsimage_namespace::{Inode, Namespace};
+use formatter::Formatter;
+use nsimage_namespace::Namespace;
 use paths::PathCache;
 use rayon::prelude::*;
 use scratch::Scratch;
@@ -89,28 +92,6 @@ pub struct DumpStats {
     pub bytes: u64,
     /// Worker threads used.
     pub threads: usize,
-}
-
-/// A format: a number of passes over the node table, each with its opening
-/// and closing text and one piece of text per live inode.
-pub(crate) trait Formatter: Sync {
-    /// Passes over the node table (XML: inodes, then directories).
-    fn passes(&self) -> usize {
-        1
-    }
-    /// Text before pass `pass`'s rows.
-    fn begin(&self, _ns: &Namespace, _pass: usize, _out: &mut Vec<u8>) {}
-    /// Appends `inode`'s text in pass `pass`.
-    fn inode(
-        &self,
-        ns: &Namespace,
-        pass: usize,
-        inode: &Inode<'_>,
-        scratch: &mut Scratch,
-        out: &mut Vec<u8>,
-    );
-    /// Text after pass `pass`'s rows.
-    fn end(&self, _ns: &Namespace, _pass: usize, _out: &mut Vec<u8>) {}
 }
 
 /// Dumps every live inode of `ns` to `out` in id order; `out_name` names
