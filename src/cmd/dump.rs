@@ -165,7 +165,13 @@ pub fn write_atomically<T>(
         .write(true)
         .create_new(true)
         .open(&tmp)
-        .map_err(|e| io("creating the output", &tmp, e))?;
+        .map_err(|e| {
+            io(
+                &format!("creating a temporary file beside {}", out.display()),
+                &tmp,
+                e,
+            )
+        })?;
     let result = (|| {
         let mut w = BufWriter::with_capacity(1 << 20, file);
         let v = fill(&mut w)?;
