@@ -1,15 +1,204 @@
-//! `nsimage dump`: dump every inode: OIV XML, OIV Delimited or JSON lines.
-//! (Being built for issue 9.)
+//! `nsimage dump`: every inode as OIV XML, OIV Delimited text or JSON lines
+//! (nsimage_viewer::dump), to stdout or to a file written beside its final
+//! name and renamed into place once complete and synced.
 
-use std::path::PathBuf;
+use anyhow::Context;
+use nsimage_loader::{load, release_free_memory, LoadOptions};
+use nsimage_viewer::dump::{dump, DumpFormat, DumpOptions};
+use nsimage_viewer::ViewError;
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Instant;
 
 #[derive(clap::Args)]
 pub struct Args {
     /// Image file.
     image: PathBuf,
+    /// Output format: xml (OIV XML), delimited (OIV Delimited) or jsonl.
+    #[arg(long)]
+    format: DumpFormat,
+    /// Output file (default: stdout). Written to a temporary file beside it
+    /// and renamed into place: never left half-written under this name.
+    #[arg(short = 'o', long)]
+    output: Option<PathBuf>,
+    /// Column separator of the delimited format: one ASCII character, or
+    /// `\t` (default: a tab, as OIV).
+    #[arg(long, default_value = "\\t", value_parser = parse_delimiter)]
+    delimiter: u8,
+    /// Start the delimited format with a header row.
+    #[arg(long)]
+    header: bool,
+    /// Worker threads (default: available cores; at most 1024).
+    #[arg(long, default_value_t = 0, value_parser = super::parse_threads)]
+    threads: usize,
+    /// With -o: print the summary as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+fn parse_delimiter(s: &str) -> Result<u8, String> {
+    let d = match s {
+        "\\t" | "tab" => b'\t',
+        _ if s.len() == 1 && s.is_ascii() => s.as_bytes()[0],
+        _ => {
+            return Err(format!(
+                "{s:?}: the delimiter is one ASCII character (or \\t)"
+            ))
+        }
+    };
+    if matches!(d, b'\n' | b'\r' | b'\\') {
+        return Err("the delimiter may not be a line break or a backslash".into());
+    }
+    Ok(d)
 }
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("{}: `nsimage dump` is not built yet", a.image.display())
+    if a.format != DumpFormat::Delimited && (a.header || a.delimiter != b'\t') {
+        anyhow::bail!(ViewError::BadArgument {
+            detail: "--header and --delimiter apply to --format delimited only".into()
+        });
+    }
+    let opts = DumpOptions {
+        format: a.format,
+        delimiter: a.delimiter,
+        header: a.header,
+        threads: a.threads,
+        ..DumpOptions::default()
+    };
+    let start = Instant::now();
+    let pb = super::spinner(&format!("loading {}", a.image.display()));
+    let loaded = load(
+        &a.image,
+        &LoadOptions {
+            threads: a.threads,
+            ..LoadOptions::default()
+        },
+    )?;
+    release_free_memory();
+    let load_secs = start.elapsed().as_secs_f64();
+    let ns = loaded.namespace;
+    pb.set_message(format!("dumping {}", a.image.display()));
+    let stats = match &a.output {
+        None => {
+            let mut w = BufWriter::with_capacity(1 << 20, std::io::stdout());
+            let r = dump(&ns, &opts, &mut w, Path::new("<stdout>"));
+            pb.finish_and_clear();
+            match r {
+                Ok(s) => s,
+                // `nsimage dump ... | head`: a closed pipe ends the dump quietly.
+                Err(ViewError::Io { source, .. })
+                    if source.kind() == std::io::ErrorKind::BrokenPipe =>
+                {
+                    return Ok(ExitCode::SUCCESS)
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Some(out) => {
+            let r = write_atomically(out, |w| dump(&ns, &opts, w, out).map_err(Into::into));
+            pb.finish_and_clear();
+            r?
+        }
+    };
+    let secs = start.elapsed().as_secs_f64();
+    let dump_secs = secs - load_secs;
+    if let Some(out) = &a.output {
+        let rate = stats.rows as f64 / secs.max(1e-9);
+        let dump_rate = stats.rows as f64 / dump_secs.max(1e-9);
+        if a.json {
+            out!(
+                "{}",
+                serde_json::json!({
+                    "output": out.display().to_string(),
+                    "rows": stats.rows,
+                    "bytes": stats.bytes,
+                    "threads": stats.threads,
+                    "seconds": secs,
+                    "load_seconds": load_secs,
+                    "dump_seconds": dump_secs,
+                    "rows_per_second": rate,
+                    "dump_rows_per_second": dump_rate,
+                    "peak_rss_bytes": crate::mem::peak_rss_bytes(),
+                })
+            );
+        } else {
+            out!(
+                "{}: {} rows, {} bytes in {secs:.3} s ({rate:.0} rows/s; load {load_secs:.3} s, dump and sync {dump_secs:.3} s, {dump_rate:.0} rows/s; {} threads)",
+                out.display(),
+                stats.rows,
+                stats.bytes,
+                stats.threads
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes `out` through `fill` into a temporary file beside it, syncs it,
+/// renames it over `out` and syncs the directory; on any failure the
+/// temporary file is removed and nothing appears under `out`.
+pub fn write_atomically<T>(
+    out: &Path,
+    fill: impl FnOnce(&mut BufWriter<File>) -> anyhow::Result<T>,
+) -> anyhow::Result<T> {
+    let io = |what: &str, p: &Path, e: std::io::Error| -> anyhow::Error {
+        anyhow::Error::new(ViewError::Io {
+            path: p.to_path_buf(),
+            source: e,
+        })
+        .context(what.to_string())
+    };
+    let name = out
+        .file_name()
+        .ok_or_else(|| io("output", out, std::io::Error::other("not a file name")))?;
+    let dir = match out.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(format!(".tmp.{}", std::process::id()));
+    let tmp = dir.join(tmp_name);
+    let file = File::options()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .map_err(|e| {
+            io(
+                &format!("creating a temporary file beside {}", out.display()),
+                &tmp,
+                e,
+            )
+        })?;
+    let result = (|| {
+        let mut w = BufWriter::with_capacity(1 << 20, file);
+        let v = fill(&mut w)?;
+        let file = w
+            .into_inner()
+            .map_err(|e| io("writing the output", &tmp, e.into_error()))?;
+        file.sync_all()
+            .map_err(|e| io("syncing the output", &tmp, e))?;
+        drop(file);
+        std::fs::rename(&tmp, out).map_err(|e| io("renaming the output", out, e))?;
+        Ok(v)
+    })();
+    match result {
+        Ok(v) => {
+            // The rename is durable once the directory is synced; a
+            // directory that cannot be opened for it (some filesystems)
+            // leaves the rename done but not yet durable.
+            if let Ok(d) = File::open(&dir) {
+                d.sync_all()
+                    .map_err(|e| io("syncing the output's directory", &dir, e))
+                    .context(out.display().to_string())?;
+            }
+            Ok(v)
+        }
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(e)
+        }
+    }
 }

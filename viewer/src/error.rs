@@ -29,6 +29,13 @@ pub enum ViewError {
         /// Why, when the walk stopped somewhere telling (a file on the way).
         why: Option<String>,
     },
+    /// An option's value is out of range (e.g. a histogram step of 0): a
+    /// usage error.
+    #[error("{detail}")]
+    BadArgument {
+        /// What is wrong.
+        detail: String,
+    },
     /// Writing an output failed.
     #[error("{}: {source}", path.display())]
     Io {
@@ -68,7 +75,9 @@ impl ViewError {
             ViewError::NoSuchPath { .. }
             | ViewError::Corrupt { .. }
             | ViewError::DifferentNamespaces { .. } => true,
-            ViewError::BadPath { .. } | ViewError::Io { .. } => false,
+            ViewError::BadPath { .. } | ViewError::BadArgument { .. } | ViewError::Io { .. } => {
+                false
+            }
         }
     }
 }

@@ -10,6 +10,9 @@
 //!   depth first in name order;
 //! - [`ls`], [`stat`], [`du`], [`find`]: the commands over a loaded
 //!   namespace, each as plain data plus text and JSON renderers.
+//! - [`dump`]: every inode as OIV XML, OIV Delimited text or JSON lines,
+//!   in parallel, the same bytes for any thread count;
+//! - [`distribution`]: the file-size histogram of OIV FileDistribution.
 //!
 //! Layering: above the loader (it reads images through `nsimage-loader`
 //! and looks at `nsimage-namespace`); it must never import the writer, the
@@ -18,7 +21,9 @@
 #![forbid(unsafe_code)]
 
 pub mod diff;
+pub mod distribution;
 pub mod du;
+pub mod dump;
 pub mod error;
 pub mod find;
 pub mod ls;
