@@ -3,6 +3,7 @@
 //!
 //! - [`paths`]: the paths users type (absolute, no `.` or `..`), checked
 //!   before anything is read;
+//! - [`lookup`]: one-path lookups that read only the pieces on the way;
 //! - [`text`]: the human-readable forms shared by the commands (permission
 //!   strings, UTC times, sizes).
 //!
@@ -13,6 +14,7 @@
 #![forbid(unsafe_code)]
 
 pub mod error;
+pub mod lookup;
 pub mod paths;
 pub mod text;
 

@@ -135,6 +135,34 @@ pub fn dirs(ns: &Namespace, slots: std::ops::Range<Slot>) -> Encoded {
     out
 }
 
+/// The NAME_INDEX records of the directories in `slots`: one `NameEntry`
+/// per child, in name order (the model keeps children sorted by name),
+/// keyed by the parent id.
+pub fn names(ns: &Namespace, slots: std::ops::Range<Slot>) -> Encoded {
+    let mut out = Encoded::with_capacity(slots.len());
+    let mut msg = pb::NameEntry::default();
+    for s in slots {
+        let Some(n) = ns.at(s) else { continue };
+        if n.kind() != InodeKind::Directory {
+            continue;
+        }
+        msg.parent = n.id();
+        for &c in n.child_slots() {
+            let Some(child) = ns.at(c) else { continue };
+            msg.name.clear();
+            msg.name.extend_from_slice(child.name());
+            msg.child = child.id();
+            msg.r#type = match child.kind() {
+                InodeKind::File => pb::InodeType::File,
+                InodeKind::Directory => pb::InodeType::Directory,
+                InodeKind::Symlink => pb::InodeType::Symlink,
+            } as i32;
+            out.put(msg.parent, &msg);
+        }
+    }
+    out
+}
+
 /// Records and framed bytes of a section, as measured before it is written.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Size {
