@@ -309,8 +309,10 @@ impl Lookup<'_> {
         // The last sub-section starting with `parent` whose first name is
         // at most `name`, by binary search on first records.
         let (mut lo, mut hi) = (starting.start, starting.end);
+        let mut consulted = Vec::new();
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
+            consulted.push(mid);
             let first = self.first_entry(mid, &subs[mid])?;
             if first.name.as_slice() <= name {
                 lo = mid + 1;
@@ -323,11 +325,24 @@ impl Lookup<'_> {
         } else {
             before
         };
-        let Some(i) = pick else { return Ok(None) };
-        Ok(self
-            .piece_entries(i)?
-            .into_iter()
-            .find(|e| e.parent == parent && e.name == name))
+        let found = match pick {
+            Some(i) => self
+                .piece_entries(i)?
+                .into_iter()
+                .find(|e| e.parent == parent && e.name == name),
+            None => None,
+        };
+        if found.is_none() {
+            // The first records that guided the search were not checked:
+            // before saying "no such path", check the pieces they came from,
+            // so that a corrupt one is reported rather than trusted.
+            for i in consulted {
+                if Some(i) != pick {
+                    self.piece_entries(i)?;
+                }
+            }
+        }
+        Ok(found)
     }
 
     /// Every entry of directory `parent`, in name order.
