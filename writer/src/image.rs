@@ -307,16 +307,8 @@ pub fn write_image<W: Write + Send>(
     );
     written?;
     sections.push(check_plan(sec.end(&mut sink), inode_plan));
-    let mut sec = SectionOut::begin(
-        &mut sink,
-        SectionKind::INODE_DIR,
-        split,
-        plan_target(dir_plan),
-    );
-    write_batched(&mut sink, &mut sec, &ranges, |r| encode::dirs(ns, r))?;
-    sections.push(check_plan(sec.end(&mut sink), dir_plan));
-
-    // The optional NAME_INDEX, for one-path lookups, when the image is cut
+    // The optional NAME_INDEX (between INODE and INODE_DIR, so that
+    // INODE_DIR stays the last section as before), for one-path lookups, when the image is cut
     // into sub-sections (small images are loaded whole anyway) and every
     // id fits its first keys.
     if split && ns.info().last_inode_id <= name_index::MAX_PARENT {
@@ -325,6 +317,15 @@ pub fn write_image<W: Write + Send>(
         write_batched(&mut sink, &mut sec, &ranges, |r| encode::names(ns, r))?;
         sections.push(sec.end(&mut sink));
     }
+
+    let mut sec = SectionOut::begin(
+        &mut sink,
+        SectionKind::INODE_DIR,
+        split,
+        plan_target(dir_plan),
+    );
+    write_batched(&mut sink, &mut sec, &ranges, |r| encode::dirs(ns, r))?;
+    sections.push(check_plan(sec.end(&mut sink), dir_plan));
 
     let index = Index { sections };
     let bytes = index.encode();
