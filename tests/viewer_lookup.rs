@@ -237,3 +237,30 @@ fn the_cli_reports_what_it_read() {
     let out = common::nsimage(&["lookup", img.to_str().unwrap(), "/nope"]);
     assert_eq!(out.status.code(), Some(1));
 }
+
+#[test]
+fn verify_checks_that_the_name_index_agrees() {
+    use prost::Message;
+    let (d, img, _) = setup();
+    let bytes = std::fs::read(&img).unwrap();
+    assert!(nsimage_loader::verify(&img).unwrap().is_ok());
+    let mut n = 0;
+    let bad = common::rewrite_records(&bytes, &[SectionKind::NAME_INDEX], |_, body| {
+        n += 1;
+        let mut e = nsimage_format::pb::NameEntry::decode(body).unwrap();
+        if n == 500 {
+            e.name.push(b'x');
+        }
+        e.encode_to_vec()
+    });
+    let p = d.path().join("wrong.nsi");
+    std::fs::write(&p, &bad).unwrap();
+    // Every checksum is right: only the agreement check finds it.
+    let report = nsimage_loader::verify(&p).unwrap();
+    assert_eq!(report.problems.len(), 1, "{:?}", report.problems);
+    let at = &report.problems[0].at;
+    assert_eq!(at.section, Some(SectionKind::NAME_INDEX));
+    assert!(at.sub_section.is_some());
+    let out = common::nsimage(&["verify", p.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+}

@@ -3,6 +3,7 @@
 
 use crate::error::LoadError;
 use crate::indexed::load_serial;
+use crate::name_index::check_names;
 use crate::sections::pieces;
 use crate::source::{ImageSource, ReadStrategy};
 use nsimage_format::Location;
@@ -95,13 +96,16 @@ pub fn verify_with(path: &Path, read: ReadStrategy) -> Result<VerifyReport, Load
         }
     }
     if report.problems.is_empty() {
-        if let Err(e) = load_serial(&src) {
-            match e {
-                LoadError::Corrupt { at, detail, .. } => {
-                    report.problems.push(Problem { at, detail })
+        match load_serial(&src) {
+            Ok(ns) => {
+                for (at, detail) in check_names(&src, &ns)? {
+                    report.problems.push(Problem { at, detail });
                 }
-                other => return Err(other),
             }
+            Err(LoadError::Corrupt { at, detail, .. }) => {
+                report.problems.push(Problem { at, detail })
+            }
+            Err(other) => return Err(other),
         }
     }
     Ok(report)
