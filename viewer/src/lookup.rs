@@ -205,7 +205,7 @@ impl Lookup<'_> {
         let Some(lo) = name_index::key(parent, 0) else {
             return (None, 0..0);
         };
-        let hi = lo.checked_add(name_index::MAX_SEQ).unwrap_or(u64::MAX);
+        let hi = lo.saturating_add(name_index::MAX_SEQ);
         let b = subs.partition_point(|s| s.first_key < lo);
         let c = subs.partition_point(|s| s.first_key <= hi);
         (b.checked_sub(1), b..c)
