@@ -2,7 +2,9 @@
 //! "NAME_INDEX"): every entry, in order, agrees with INODE_DIR (the
 //! children of each directory, in name order) and INODE (each child's name
 //! and type), and every sub-section's first key follows the section's rule.
-//! Its checksums are checked with every other piece's.
+//! Its checksums are checked with every other piece's. A disagreement is
+//! a warning of `verify`, not a problem: no load reads the section, and
+//! every read path must give the same verdict on an image.
 
 use crate::error::LoadError;
 use crate::sections::pieces;
