@@ -140,24 +140,37 @@ pub fn dirs(ns: &Namespace, slots: std::ops::Range<Slot>) -> Encoded {
 /// keyed by the parent id.
 pub fn names(ns: &Namespace, slots: std::ops::Range<Slot>) -> Encoded {
     let mut out = Encoded::with_capacity(slots.len());
-    let mut msg = pb::NameEntry::default();
     for s in slots {
         let Some(n) = ns.at(s) else { continue };
         if n.kind() != InodeKind::Directory {
             continue;
         }
-        msg.parent = n.id();
+        let parent = n.id();
         for &c in n.child_slots() {
             let Some(child) = ns.at(c) else { continue };
-            msg.name.clear();
-            msg.name.extend_from_slice(child.name());
-            msg.child = child.id();
-            msg.r#type = match child.kind() {
+            let ty = match child.kind() {
                 InodeKind::File => pb::InodeType::File,
                 InodeKind::Directory => pb::InodeType::Directory,
                 InodeKind::Symlink => pb::InodeType::Symlink,
-            } as i32;
-            out.put(msg.parent, &msg);
+            };
+            let before = out.bytes.len();
+            crate::record::put_name_entry(&mut out.bytes, parent, child.name(), child.id(), ty);
+            debug_assert_eq!(
+                &out.bytes[before..],
+                {
+                    let mut v = Vec::new();
+                    let m = pb::NameEntry {
+                        parent,
+                        name: child.name().to_vec(),
+                        child: child.id(),
+                        r#type: ty as i32,
+                    };
+                    put_record(&mut v, &m);
+                    v
+                }
+                .as_slice()
+            );
+            out.records.push((parent, framed(out.bytes.len() - before)));
         }
     }
     out
