@@ -178,7 +178,8 @@ fn random_garbage_never_panics() {
             let i = rng.random_range(0..bad.len());
             bad[i] = rng.random();
         }
-        assert!(load_bytes(&bad).is_err());
+        // A byte overwritten with its own value leaves the image intact.
+        assert!(bad == bytes || load_bytes(&bad).is_err());
         let junk: Vec<u8> = (0..rng.random_range(0..400))
             .map(|_| rng.random())
             .collect();

@@ -93,6 +93,10 @@ impl SectionKind {
     pub const SNAPSHOT_DIFF: SectionKind = SectionKind(7);
     /// Reserved (unknown to a v1 reader).
     pub const FILES_UNDER_CONSTRUCTION: SectionKind = SectionKind(8);
+    /// Optional: one `NameEntry` per (parent, child), sorted by (parent,
+    /// name), for one-path lookups (FORMAT.md, "NAME_INDEX"). Not in
+    /// [`KNOWN`](Self::KNOWN): a reader that ignores it loses nothing.
+    pub const NAME_INDEX: SectionKind = SectionKind(9);
 
     /// Kinds this build reads; every other kind is unknown.
     pub const KNOWN: [SectionKind; 4] = [
@@ -113,6 +117,7 @@ impl SectionKind {
             Self::SNAPSHOT => "SNAPSHOT",
             Self::SNAPSHOT_DIFF => "SNAPSHOT_DIFF",
             Self::FILES_UNDER_CONSTRUCTION => "FILES_UNDER_CONSTRUCTION",
+            Self::NAME_INDEX => "NAME_INDEX",
             _ => return None,
         })
     }
@@ -130,4 +135,40 @@ impl fmt::Display for SectionKind {
             None => write!(f, "KIND_{}", self.0),
         }
     }
+}
+
+/// NAME_INDEX sub-section first keys (FORMAT.md, "NAME_INDEX"):
+/// `parent << SEQ_BITS | seq`, where `seq` counts the earlier sub-sections
+/// whose first record has the same parent, so that first keys strictly
+/// increase even when one directory spans several sub-sections.
+pub mod name_index {
+    /// Bits of the first key that hold `seq`.
+    pub const SEQ_BITS: u32 = 20;
+    /// Largest `seq`; a writer never starts more continuation sub-sections
+    /// for one directory (the last one grows instead).
+    pub const MAX_SEQ: u64 = (1 << SEQ_BITS) - 1;
+    /// Largest parent id a first key can hold; a writer whose namespace has
+    /// larger ids does not write the section.
+    pub const MAX_PARENT: u64 = u64::MAX >> SEQ_BITS;
+
+    /// The first key of a sub-section whose first record has parent
+    /// `parent` and that is the `seq`-th such sub-section; `None` when
+    /// either does not fit.
+    pub fn key(parent: u64, seq: u64) -> Option<u64> {
+        (parent <= MAX_PARENT && seq <= MAX_SEQ).then_some(parent << SEQ_BITS | seq)
+    }
+
+    /// The parent id of a first key.
+    pub fn parent(key: u64) -> u64 {
+        key >> SEQ_BITS
+    }
+
+    /// The `seq` of a first key.
+    pub fn seq(key: u64) -> u64 {
+        key & MAX_SEQ
+    }
+
+    /// Sub-section target of the section: small, so that a lookup reads
+    /// little (a smaller `sub_section_bytes` of the writer applies).
+    pub const TARGET_BYTES: u64 = 64 << 10;
 }

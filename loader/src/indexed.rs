@@ -21,7 +21,7 @@ pub(crate) fn load_indexed(
     pool: Option<&rayon::ThreadPool>,
     stats: &mut LoadStats,
 ) -> Result<Namespace, LoadError> {
-    check_unknown(src)?;
+    check_unknown(src, pool)?;
     let (info, strings) = small_sections(src)?;
     let builder = inode_phase(src, pool, info, strings, stats)?;
     dir_phase(src, pool, builder, stats)

@@ -86,6 +86,7 @@ mod indexed;
 mod inode_phase;
 mod load;
 mod mmap;
+mod name_index;
 mod options;
 pub mod record;
 mod run;

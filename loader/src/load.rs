@@ -41,11 +41,12 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<Loaded, LoadError> {
             load_indexed(&src, pool.as_ref(), &mut stats)?
         }
     };
+    // Every piece read and checked: those of optional sections this build
+    // does not decode (their checksums are checked) included.
     stats.pieces = src
         .index
         .sections
         .iter()
-        .filter(|s| s.kind.is_known())
         .map(|s| u64::try_from(s.pieces().len()).unwrap_or(u64::MAX))
         .sum();
     stats.read_calls = src.read_calls();

@@ -44,14 +44,32 @@ pub(crate) fn corrupt(src: &ImageSource, at: Location, detail: String) -> LoadEr
 /// ones; the index refuses the others). Their bytes mean nothing to this
 /// reader, but every reader checks them (FORMAT.md, "Unknown sections"), so
 /// that every read path gives the same verdict.
-pub(crate) fn check_unknown(src: &ImageSource) -> Result<(), LoadError> {
-    let mut buf = Vec::new();
-    for sec in src.index.sections.iter().filter(|s| !s.kind.is_known()) {
-        for (p, at) in pieces(sec) {
-            src.piece(&p, &at, &mut buf)?;
+pub(crate) fn check_unknown(
+    src: &ImageSource,
+    pool: Option<&rayon::ThreadPool>,
+) -> Result<(), LoadError> {
+    let all: Vec<(SubSectionInfo, Location)> = src
+        .index
+        .sections
+        .iter()
+        .filter(|s| !s.kind.is_known())
+        .flat_map(pieces)
+        .collect();
+    let check = |(p, at): &(SubSectionInfo, Location)| {
+        let mut buf = Vec::new();
+        src.piece(p, at, &mut buf).map(|_| ())
+    };
+    match pool {
+        // In parallel on the load's pool; the first bad piece in file
+        // order is reported, as on the serial path.
+        Some(pool) if all.len() > 1 => {
+            use rayon::prelude::*;
+            pool.install(|| all.par_iter().map(check).collect::<Vec<_>>())
+                .into_iter()
+                .collect()
         }
+        _ => all.iter().try_for_each(check),
     }
-    Ok(())
 }
 
 /// A piece's number as the arena chunk its batch fills.

@@ -155,7 +155,7 @@ fn decode_pb<M: Message + Default>(
 /// Loads the namespace of `src` with the streaming baseline.
 pub(crate) fn load_stream(src: &ImageSource) -> Result<Namespace, LoadError> {
     let fmt = |e| LoadError::from_format(src.path(), e);
-    check_unknown(src)?;
+    check_unknown(src, None)?;
     let mut small = Vec::new();
     for kind in [SectionKind::NS_INFO, SectionKind::STRING_TABLE] {
         let sec = section(src, kind)?;

@@ -3,6 +3,7 @@
 
 use crate::error::LoadError;
 use crate::indexed::load_serial;
+use crate::name_index::check_names;
 use crate::sections::pieces;
 use crate::source::{ImageSource, ReadStrategy};
 use nsimage_format::Location;
@@ -31,7 +32,9 @@ pub struct VerifyReport {
     /// Findings that do not make the image invalid: a split section whose
     /// own checksum disagrees while every sub-section's is right (FORMAT.md,
     /// "Checksum coverage": the sub-sections' checksums decide, and every
-    /// reader accepts such a file).
+    /// reader accepts such a file); an optional NAME_INDEX that disagrees
+    /// with INODE_DIR and INODE (no load reads it, but lookups would go
+    /// wrong).
     pub warnings: Vec<Problem>,
 }
 
@@ -95,13 +98,24 @@ pub fn verify_with(path: &Path, read: ReadStrategy) -> Result<VerifyReport, Load
         }
     }
     if report.problems.is_empty() {
-        if let Err(e) = load_serial(&src) {
-            match e {
-                LoadError::Corrupt { at, detail, .. } => {
-                    report.problems.push(Problem { at, detail })
+        match load_serial(&src) {
+            Ok(ns) => {
+                // The optional NAME_INDEX is redundant with INODE_DIR and
+                // INODE, and no load reads it: a disagreement leaves the
+                // image valid for every read path (they must agree on
+                // validity), but makes one-path lookups wrong, so it is
+                // reported, located, as a warning.
+                for (at, detail) in check_names(&src, &ns)? {
+                    report.warnings.push(Problem {
+                        at,
+                        detail: format!("NAME_INDEX: {detail}"),
+                    });
                 }
-                other => return Err(other),
             }
+            Err(LoadError::Corrupt { at, detail, .. }) => {
+                report.problems.push(Problem { at, detail })
+            }
+            Err(other) => return Err(other),
         }
     }
     Ok(report)

@@ -19,6 +19,7 @@ mod generate;
 mod info;
 mod journal;
 mod load;
+mod lookup;
 mod ls;
 mod peer;
 mod stat;
@@ -82,6 +83,10 @@ enum Command {
     /// The journal viewer.
     #[command(subcommand)]
     Journal(journal::Cmd),
+    /// Look one path up reading only the pieces on the way (used by the
+    /// bench).
+    #[command(hide = true)]
+    Lookup(lookup::Args),
     /// Load a namespace from a peer format (used by the bench).
     #[command(hide = true)]
     PeerLoad(peer::Args),
@@ -101,6 +106,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Dump(a) => dump::run(a),
         Command::Distribution(a) => distribution::run(a),
         Command::Diff(a) => diff::run(a),
+        Command::Lookup(a) => lookup::run(a),
         Command::PeerLoad(a) => peer::run(a),
         Command::Store(c) => store::run(c),
         Command::Journal(c) => journal::run(c),

@@ -4,6 +4,7 @@
 //! - [`paths`]: the paths users type (absolute, no `.` or `..`), checked
 //!   before anything is read;
 //! - [`diff`]: what changed between two images of one namespace;
+//! - [`lookup`]: one-path lookups that read only the pieces on the way;
 //! - [`text`]: the human-readable forms shared by the commands (permission
 //!   strings, UTC times, sizes);
 //! - [`walk`]: a path resolved component by component, a subtree walked
@@ -26,6 +27,7 @@ pub mod du;
 pub mod dump;
 pub mod error;
 pub mod find;
+pub mod lookup;
 pub mod ls;
 pub mod paths;
 pub mod stat;

@@ -135,6 +135,47 @@ pub fn dirs(ns: &Namespace, slots: std::ops::Range<Slot>) -> Encoded {
     out
 }
 
+/// The NAME_INDEX records of the directories in `slots`: one `NameEntry`
+/// per child, in name order (the model keeps children sorted by name),
+/// keyed by the parent id.
+pub fn names(ns: &Namespace, slots: std::ops::Range<Slot>) -> Encoded {
+    let mut out = Encoded::with_capacity(slots.len());
+    for s in slots {
+        let Some(n) = ns.at(s) else { continue };
+        if n.kind() != InodeKind::Directory {
+            continue;
+        }
+        let parent = n.id();
+        for &c in n.child_slots() {
+            let Some(child) = ns.at(c) else { continue };
+            let ty = match child.kind() {
+                InodeKind::File => pb::InodeType::File,
+                InodeKind::Directory => pb::InodeType::Directory,
+                InodeKind::Symlink => pb::InodeType::Symlink,
+            };
+            let before = out.bytes.len();
+            crate::record::put_name_entry(&mut out.bytes, parent, child.name(), child.id(), ty);
+            debug_assert_eq!(
+                &out.bytes[before..],
+                {
+                    let mut v = Vec::new();
+                    let m = pb::NameEntry {
+                        parent,
+                        name: child.name().to_vec(),
+                        child: child.id(),
+                        r#type: ty as i32,
+                    };
+                    put_record(&mut v, &m);
+                    v
+                }
+                .as_slice()
+            );
+            out.records.push((parent, framed(out.bytes.len() - before)));
+        }
+    }
+    out
+}
+
 /// Records and framed bytes of a section, as measured before it is written.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Size {

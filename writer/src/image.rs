@@ -5,7 +5,7 @@
 use crate::encode::{self, Encoded, Size};
 use crate::options::WriteOptions;
 use crate::strings::StringMap;
-use nsimage_format::consts::header;
+use nsimage_format::consts::{header, name_index};
 use nsimage_format::{pb, Footer, Header, Index, SectionInfo, SectionKind, SubSectionInfo};
 use nsimage_namespace::{Namespace, Slot};
 use std::io::{self, Write};
@@ -52,6 +52,9 @@ struct SectionOut {
     target: u64,
     /// The sub-section being filled.
     open: Option<SubSectionInfo>,
+    /// NAME_INDEX only: the parent of the open sub-section's first record
+    /// and its `seq` (FORMAT.md, "NAME_INDEX"), for its first keys.
+    name_keys: Option<(u64, u64)>,
 }
 
 impl SectionOut {
@@ -70,6 +73,26 @@ impl SectionOut {
             split,
             target: target.max(1),
             open: None,
+            name_keys: None,
+        }
+    }
+
+    /// A NAME_INDEX section: optional, first keys `parent << 20 | seq`.
+    fn begin_names<W: Write>(sink: &mut Sink<W>, target: u64) -> Self {
+        let mut sec = Self::begin(sink, SectionKind::NAME_INDEX, true, target);
+        sec.info.optional = true;
+        sec.name_keys = Some((u64::MAX, 0));
+        sec
+    }
+
+    /// The first key of a sub-section starting with a record keyed `key`,
+    /// and whether it may start here at all (NAME_INDEX: not a 2^20-th
+    /// sub-section of one parent; the open one grows instead).
+    fn first_key(&self, key: u64) -> Option<u64> {
+        match self.name_keys {
+            None => Some(key),
+            Some((parent, seq)) if parent == key => name_index::key(key, seq.checked_add(1)?),
+            Some(_) => name_index::key(key, 0),
         }
     }
 
@@ -85,7 +108,8 @@ impl SectionOut {
                 let full = self
                     .open
                     .as_ref()
-                    .is_some_and(|sub| sub.length + len64 > self.target);
+                    .is_some_and(|sub| sub.length + len64 > self.target)
+                    && (self.name_keys.is_none() || self.first_key(key).is_some());
                 if full {
                     sink.write(&enc.bytes[written..cursor])?;
                     written = cursor;
@@ -93,11 +117,17 @@ impl SectionOut {
                 }
                 if self.open.is_none() {
                     sink.sub.reset();
+                    // Only NAME_INDEX keys can fail to fit, and the writer
+                    // checks every parent id fits before writing it.
+                    let first_key = self.first_key(key).unwrap_or(key);
+                    if let Some(k) = &mut self.name_keys {
+                        *k = (key, name_index::seq(first_key));
+                    }
                     self.open = Some(SubSectionInfo {
                         offset: sink.pos + (cursor - written) as u64,
                         length: 0,
                         records: 0,
-                        first_key: key,
+                        first_key,
                         checksum: 0,
                     });
                 }
@@ -277,6 +307,17 @@ pub fn write_image<W: Write + Send>(
     );
     written?;
     sections.push(check_plan(sec.end(&mut sink), inode_plan));
+    // The optional NAME_INDEX (between INODE and INODE_DIR, so that
+    // INODE_DIR stays the last section as before), for one-path lookups, when the image is cut
+    // into sub-sections (small images are loaded whole anyway) and every
+    // id fits its first keys.
+    if split && ns.info().last_inode_id <= name_index::MAX_PARENT {
+        let target = name_index::TARGET_BYTES.min(opts.sub_section_bytes);
+        let mut sec = SectionOut::begin_names(&mut sink, target);
+        write_batched(&mut sink, &mut sec, &ranges, |r| encode::names(ns, r))?;
+        sections.push(sec.end(&mut sink));
+    }
+
     let mut sec = SectionOut::begin(
         &mut sink,
         SectionKind::INODE_DIR,

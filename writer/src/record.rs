@@ -194,3 +194,15 @@ pub fn put_dir(ns: &Namespace, n: &Inode<'_>, ids: &mut Vec<u64>, out: &mut Vec<
         put_varint(out, c);
     }
 }
+
+/// Appends the framed `NameEntry` record (the bytes prost writes: fields in
+/// number order, zero values omitted) of one child of `parent`.
+pub fn put_name_entry(out: &mut Vec<u8>, parent: u64, name: &[u8], child: u64, ty: InodeType) {
+    let ty = ty as u64;
+    let len = vfield_len(parent) + bytes_len(name) + vfield_len(child) + vfield_len(ty);
+    put_varint(out, len as u64);
+    put_vfield(out, tags::name_entry::PARENT, parent);
+    put_bytes(out, tags::name_entry::NAME, name);
+    put_vfield(out, tags::name_entry::CHILD, child);
+    put_vfield(out, tags::name_entry::TYPE, ty);
+}

@@ -193,6 +193,13 @@ pub mod schema {
         (f::dir_entry::PARENT, U64),
         (f::dir_entry::CHILDREN, RepeatedU64),
     ];
+    /// `NameEntry` (the optional NAME_INDEX section).
+    pub const NAME_ENTRY: &[(u32, Ty)] = &[
+        (f::name_entry::PARENT, U64),
+        (f::name_entry::NAME, Bytes),
+        (f::name_entry::CHILD, U64),
+        (f::name_entry::TYPE, Enum),
+    ];
     const SUB_SECTION: &[(u32, Ty)] = &[
         (f::sub_section::OFFSET, U64),
         (f::sub_section::LENGTH, U64),

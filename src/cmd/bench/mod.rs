@@ -4,6 +4,7 @@
 //! serial streaming baseline and with the JSON-lines and SQLite peers, and
 //! reports medians as a table, JSON and an SVG plot.
 
+mod lookup;
 mod plot;
 
 use anyhow::{bail, Context};
@@ -46,6 +47,10 @@ pub struct Args {
     /// Print JSON on stdout instead of the table.
     #[arg(long)]
     json: bool,
+    /// Bench a one-path lookup (a file 6 levels deep) against a full load
+    /// instead.
+    #[arg(long)]
+    lookup: bool,
 }
 
 /// The medians of one configuration.
@@ -178,6 +183,10 @@ pub fn run(mut a: Args) -> anyhow::Result<ExitCode> {
     a.repeat = a.repeat.max(1);
     std::fs::create_dir_all(&a.dir).with_context(|| format!("creating {}", a.dir.display()))?;
     let exe = std::env::current_exe()?;
+    if a.lookup {
+        lookup::run(&a, &exe)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let pb = super::spinner("bench");
     let mut rows: Vec<Row> = Vec::new();
     let mut saves = Vec::new();

@@ -1,0 +1,88 @@
+//! `nsimage lookup` (hidden): one path looked up through the NAME_INDEX,
+//! reading only the pieces on the way, with what it cost (bytes read,
+//! read calls, the fraction of the image). The bench runs it against
+//! `nsimage load`.
+
+use nsimage_namespace::InodeKind;
+use nsimage_viewer::lookup::load_path;
+use nsimage_viewer::paths::ImagePath;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Image file.
+    image: PathBuf,
+    /// Absolute path inside the image.
+    path: String,
+    /// Also read the directory's children.
+    #[arg(long)]
+    children: bool,
+    /// One JSON document on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(a: Args) -> anyhow::Result<ExitCode> {
+    let path = ImagePath::parse(&a.path)?;
+    let t = Instant::now();
+    let view = load_path(&a.image, &path, a.children)?;
+    let seconds = t.elapsed().as_secs_f64();
+    let image_bytes = std::fs::metadata(&a.image)?.len();
+    let ns = &view.namespace;
+    let id = ns.resolve(&path.canonical())?;
+    let node = ns
+        .slot_of(id)
+        .and_then(|s| ns.at(s))
+        .ok_or_else(|| anyhow::anyhow!("inode {id} missing from the lookup's namespace"))?;
+    let kind = match node.kind() {
+        InodeKind::File => "file",
+        InodeKind::Directory => "directory",
+        InodeKind::Symlink => "symlink",
+    };
+    let children: Vec<String> = node
+        .children()
+        .map(|c| String::from_utf8_lossy(c.name()).into_owned())
+        .collect();
+    let fraction = view.bytes_read as f64 / image_bytes.max(1) as f64;
+    if a.json {
+        out!(
+            "{}",
+            serde_json::json!({
+                "path": path.given(),
+                "id": id,
+                "type": kind,
+                "indexed": view.indexed,
+                "children": if a.children { Some(&children) } else { None },
+                "bytes_read": view.bytes_read,
+                "read_calls": view.read_calls,
+                "pieces": view.pieces,
+                "image_bytes": image_bytes,
+                "fraction_read": fraction,
+                "seconds": seconds,
+            })
+        );
+    } else {
+        out!("{}: inode {id}, {kind}", path.given());
+        if a.children {
+            for c in &children {
+                out!("  {c}");
+            }
+        }
+        out!(
+            "read {} of {image_bytes} bytes ({:.4}%) in {} calls, {} pieces{}, {:.3} ms",
+            view.bytes_read,
+            fraction * 100.0,
+            view.read_calls,
+            view.pieces,
+            if view.indexed {
+                ""
+            } else {
+                " (no NAME_INDEX: full load)"
+            },
+            seconds * 1e3
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
