@@ -42,17 +42,11 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         }
         return finish(out.flush());
     }
-    let ns = namespace_for(&a.image, &path, true)?;
-    let listing = ls::ls(&ns, &path)?;
+    // One path and its children: only the pieces on the way are read
+    // (images without a NAME_INDEX section are loaded whole).
+    let view = nsimage_viewer::lookup::load_path(&a.image, &path, true)?;
+    let listing = ls::ls(&view.namespace, &path)?;
     finish(ls::write_listing(&listing, format, &mut out).and_then(|()| out.flush()))
-}
-
-/// The namespace `ls` (not recursive) reads `path` from: today the whole
-/// image; a one-path lookup needs only the path's inodes and, with
-/// `children`, the target's children.
-fn namespace_for(image: &Path, path: &ImagePath, children: bool) -> anyhow::Result<Namespace> {
-    let _ = (path, children);
-    load_whole(image)
 }
 
 /// The whole image, mapped (the CLI's default read, as `nsimage load`),

@@ -1,10 +1,9 @@
 //! `nsimage stat`: everything an image holds for one inode.
 
-use nsimage_namespace::Namespace;
 use nsimage_viewer::paths::ImagePath;
-use nsimage_viewer::stat;
+use nsimage_viewer::{lookup, stat};
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
@@ -20,23 +19,25 @@ pub struct Args {
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let path = ImagePath::parse(&a.path)?;
-    let ns = namespace_for(&a.image, &path, false)?;
-    let info = stat::stat(&ns, &path)?;
+    let view = lookup::load_path(&a.image, &path, false)?;
+    let info = stat::stat(&view.namespace, &path)?;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let r = if a.json {
-        serde_json::to_writer(&mut out, &stat::to_json(&info))
+        let mut doc = stat::to_json(&info);
+        let image_bytes = std::fs::metadata(&a.image).map_or(0, |m| m.len());
+        // What the one-path lookup read: counted by the image source.
+        doc["io"] = serde_json::json!({
+            "indexed": view.indexed,
+            "bytes_read": view.bytes_read,
+            "read_calls": view.read_calls,
+            "pieces": view.pieces,
+            "image_bytes": image_bytes,
+        });
+        serde_json::to_writer(&mut out, &doc)
             .map_err(std::io::Error::from)
             .and_then(|()| writeln!(out))
     } else {
         stat::write_text(&info, &mut out)
     };
     super::ls::finish(r.and_then(|()| out.flush()))
-}
-
-/// The namespace `stat` reads `path` from: today the whole image; a
-/// one-path lookup needs only the path's inodes (`children`: also the
-/// target's children).
-fn namespace_for(image: &Path, path: &ImagePath, children: bool) -> anyhow::Result<Namespace> {
-    let _ = (path, children);
-    super::ls::load_whole(image)
 }

@@ -85,9 +85,15 @@ pub fn load_path(
     let mut walked = String::new();
     for c in path.components() {
         if cur_ty != dir {
+            // The same words as a walk of a loaded namespace.
+            let what = if cur_ty == pb::InodeType::Symlink as i32 {
+                "a symlink"
+            } else {
+                "a file"
+            };
             return Err(no_such(
                 path,
-                Some(format!("{} is not a directory", show(&walked))),
+                Some(format!("{} is {what}, not a directory", show(&walked))),
             ));
         }
         let e = l.find(cur, c)?.ok_or_else(|| no_such(path, None))?;
@@ -152,11 +158,8 @@ fn no_such(path: &ImagePath, why: Option<String>) -> ViewError {
 /// The fallback: the whole image, then the path resolved in it.
 fn full_load(src: &ImageSource, image: &Path, path: &ImagePath) -> Result<PathView, ViewError> {
     let loaded = nsimage_loader::load(image, &LoadOptions::default())?;
-    if let Err(e) = loaded.namespace.resolve(&path.canonical()) {
-        let why = matches!(e, nsimage_namespace::NsError::NotADirectory(_))
-            .then(|| "a file or symlink on the way is not a directory".to_string());
-        return Err(no_such(path, why));
-    }
+    // The walk's own error: the same words with or without the index.
+    crate::walk::resolve(&loaded.namespace, path)?;
     Ok(PathView {
         bytes_read: loaded.stats.bytes_read.saturating_add(src.bytes_read()),
         read_calls: loaded.stats.read_calls.saturating_add(src.read_calls()),
