@@ -54,6 +54,16 @@ pub struct FileAttrs<'a> {
     pub blocks: &'a [Block],
 }
 
+impl FileAttrs<'_> {
+    /// The file's length: the sum of its block lengths (saturating, since
+    /// block lengths come from images and journals).
+    pub fn length(&self) -> u64 {
+        self.blocks
+            .iter()
+            .fold(0u64, |sum, b| sum.saturating_add(b.length))
+    }
+}
+
 /// What an inode holds beyond the fields every inode has, by type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Attrs<'a> {

@@ -82,11 +82,7 @@ pub fn distribution(ns: &Namespace, step: u64, max: u64) -> Result<Distribution,
         .into_par_iter()
         .fold(empty, |mut acc, s| {
             if let Some(Attrs::File(f)) = ns.at(s).map(|i| i.attrs()) {
-                let size = f
-                    .blocks
-                    .iter()
-                    .map(|b| b.length)
-                    .fold(0u64, u64::saturating_add);
+                let size = f.length();
                 let c = &mut acc.0[bucket_of(size)];
                 c.0 += 1;
                 c.1 = c.1.saturating_add(size);

@@ -8,7 +8,7 @@
 
 use crate::error::ViewError;
 use crate::paths::ImagePath;
-use nsimage_namespace::{Inode, InodeKind, Namespace};
+use nsimage_namespace::{Attrs, Inode, InodeKind, Namespace};
 
 /// The inode at `path`: each component is looked up among its parent's
 /// children (sorted by name, so a binary search). A missing component is
@@ -100,10 +100,10 @@ pub fn join(path: &[u8], name: &[u8]) -> Vec<u8> {
 /// A file's length: the sum of its block lengths (0 for directories and
 /// symlinks). Saturating, so a hostile image cannot overflow it.
 pub fn length(inode: &Inode<'_>) -> u64 {
-    inode
-        .blocks()
-        .iter()
-        .fold(0u64, |a, b| a.saturating_add(b.length))
+    match inode.attrs() {
+        Attrs::File(f) => f.length(),
+        _ => 0,
+    }
 }
 
 /// `file`, `directory` or `symlink`: the type's name in JSON output.

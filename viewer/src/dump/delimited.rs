@@ -103,7 +103,7 @@ impl Formatter for Delimited {
                 f.atime,
                 f.preferred_block_size,
                 f.blocks.len() as u64,
-                f.blocks.iter().map(|b| b.length).sum::<u64>(),
+                f.length(),
                 0,
                 0,
             ),

@@ -62,7 +62,7 @@ impl Formatter for Jsonl {
                 out.extend_from_slice(b",\"storagePolicy\":");
                 num(f.storage_policy, out);
                 out.extend_from_slice(b",\"size\":");
-                num(f.blocks.iter().map(|b| b.length).sum::<u64>(), out);
+                num(f.length(), out);
                 out.extend_from_slice(b",\"blocks\":[");
                 for (i, b) in f.blocks.iter().enumerate() {
                     if i > 0 {
