@@ -67,6 +67,52 @@ fn load_inodes(img: &Path) -> u64 {
     v["inodes"].as_u64().unwrap()
 }
 
+/// Splits one delimited row as a CSV reader does (a quoted field may hold
+/// the delimiter, `""` is a quote) and undoes OIV's line-break escapes.
+fn split_row(line: &[u8], d: u8) -> Vec<Vec<u8>> {
+    let mut fields = vec![Vec::new()];
+    let mut quoted = false;
+    let mut i = 0;
+    while i < line.len() {
+        let b = line[i];
+        let f = fields.last_mut().unwrap();
+        match b {
+            b'"' if quoted && line.get(i + 1) == Some(&b'"') => {
+                f.push(b'"');
+                i += 1;
+            }
+            b'"' if quoted => quoted = false,
+            b'"' if f.is_empty() => quoted = true,
+            b if b == d && !quoted => fields.push(Vec::new()),
+            b => f.push(b),
+        }
+        i += 1;
+    }
+    assert!(
+        !quoted,
+        "unclosed quote in {}",
+        String::from_utf8_lossy(line)
+    );
+    let unescape = |f: Vec<u8>| {
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < f.len() {
+            if f[i..].starts_with(b"%x0A") {
+                out.push(b'\n');
+                i += 4;
+            } else if f[i..].starts_with(b"%x0D") {
+                out.push(b'\r');
+                i += 4;
+            } else {
+                out.push(f[i]);
+                i += 1;
+            }
+        }
+        out
+    };
+    fields.into_iter().map(unescape).collect()
+}
+
 fn check_delimited(ns: &Namespace, img: &Path) {
     let out = ok(&["dump", s(img), "--format", "delimited", "--header"]);
     let want = expected(ns);
@@ -78,11 +124,11 @@ fn check_delimited(ns: &Namespace, img: &Path) {
     );
     let mut seen = HashMap::new();
     for line in lines.filter(|l| !l.is_empty()) {
-        let cols: Vec<&[u8]> = line.split(|&b| b == b'\t').collect();
+        let cols = split_row(line, b'\t');
         assert_eq!(cols.len(), 12, "{}", String::from_utf8_lossy(line));
         let (size, kind, _) = want
-            .get(cols[0])
-            .unwrap_or_else(|| panic!("unknown path {}", String::from_utf8_lossy(cols[0])));
+            .get(&cols[0])
+            .unwrap_or_else(|| panic!("unknown path {}", String::from_utf8_lossy(&cols[0])));
         assert_eq!(cols[6], size.to_string().as_bytes());
         let perm0 = if *kind == InodeKind::Directory {
             b'd'
@@ -206,7 +252,9 @@ fn check_xml(img: &Path) {
     assert_eq!(num.parse::<usize>().unwrap(), inodes);
     // Every inode but the root is some directory's child, once.
     assert_eq!(count("child"), inodes - 1);
-    assert!(out.contains("<perferredBlockSize>"));
+    // Hadoop 3's spelling (HDFS-9278), not Hadoop 2's `perferredBlockSize`.
+    assert!(out.contains("<preferredBlockSize>"));
+    assert!(!out.contains("perferred"));
 }
 
 fn same_bytes_for_1_and_2_threads(img: &Path, dir: &Path) {
@@ -297,14 +345,32 @@ fn sample_namespace_every_format() {
     assert_eq!(cols[1], "0");
     assert_eq!(cols[3], "1970-01-01 00:00");
     assert_eq!(&cols[4..9], &["0", "0", "0", "100", "1073741824"]);
-    assert_eq!(&cols[9..], &["drwxr-xr-x", "hdfs", "supergroup"]);
+    // `+`: /user/alice has ACL entries.
+    assert_eq!(&cols[9..], &["drwxr-xr-x+", "hdfs", "supergroup"]);
+    assert!(d
+        .lines()
+        .any(|l| l.starts_with("/data,") && l.contains(",drwxr-xr-x,")));
+    // OIV's order inside an inode: permission, xattrs, acls, then quotas.
+    let alice = x.split("<name>alice</name>").nth(1).unwrap();
+    let at = |t: &str| alice.find(t).unwrap();
+    assert!(at("<permission>") < at("<xattrs>"));
+    assert!(at("<xattrs>") < at("<acls>"));
+    assert!(at("<acls>") < at("<nsquota>"));
+    assert!(x.ends_with("</FileUnderConstructionSection>\n<SnapshotDiffSection></SnapshotDiffSection>\n</fsimage>\n"));
 }
 
 #[test]
 fn odd_names_stay_one_row_and_well_formed_xml() {
     let dir = tempfile::tempdir().unwrap();
     let mut ns = Namespace::default();
-    let names: [&[u8]; 4] = [b"tab\there", b"nl\nx", b"amp&<lt>\\", b"bad\xff\x01"];
+    let names: [&[u8]; 6] = [
+        b"tab\there",
+        b"nl\nx",
+        b"amp&<lt>\\",
+        b"bad\xff\x01",
+        b"q\"c,x",
+        b"crlf\r\nz\r",
+    ];
     for n in names {
         let mut p = b"/".to_vec();
         p.extend_from_slice(n);
@@ -313,11 +379,27 @@ fn odd_names_stay_one_row_and_well_formed_xml() {
     let img = save(&ns, dir.path(), "odd.img");
     let d = ok(&["dump", s(&img), "--format", "delimited"]);
     let rows: Vec<&[u8]> = d.split(|&b| b == b'\n').filter(|l| !l.is_empty()).collect();
-    assert_eq!(rows.len(), 5);
-    assert!(rows
+    assert_eq!(rows.len(), 7);
+    let mut paths: Vec<Vec<u8>> = rows
         .iter()
-        .all(|r| r.iter().filter(|&&b| b == b'\t').count() == 11));
-    assert!(d.windows(11).any(|w| w == b"/tab\\there\t"));
+        .map(|r| {
+            let cols = split_row(r, b'\t');
+            assert_eq!(cols.len(), 12, "{}", String::from_utf8_lossy(r));
+            cols[0].clone()
+        })
+        .collect();
+    paths.sort();
+    let mut want: Vec<Vec<u8>> = names.iter().map(|n| [b"/", *n].concat()).collect();
+    want.push(b"/".to_vec());
+    want.sort();
+    assert_eq!(paths, want);
+    // OIV's CSV escapes, byte for byte.
+    let has = |w: &[u8]| d.windows(w.len()).any(|x| x == w);
+    assert!(has(b"\n\"/tab\there\"\t"));
+    assert!(has(b"\n\"/nl%x0Ax\"\t"));
+    assert!(has(b"\n\"/q\"\"c,x\"\t"));
+    assert!(has(b"\n\"/crlf%x0D%x0Az%x0D\"\t"));
+    assert!(has(b"\n/amp&<lt>\\\t"));
     let x = String::from_utf8(ok(&["dump", s(&img), "--format", "xml"])).unwrap();
     xml_elements(&x);
     assert!(x.contains("<name>amp&amp;&lt;lt&gt;\\005c;</name>"), "{x}");

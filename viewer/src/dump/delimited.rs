@@ -10,11 +10,18 @@
 //! has no access time of its own: the epoch). The permission is OIV's:
 //! `d` or `-` then the `rwx` triplets (a symlink gets `-`, as in OIV).
 //!
-//! A field never holds the delimiter or a line break: in paths, user and
-//! group names a newline, a carriage return, the delimiter and the
-//! backslash are written `\n`, `\r`, `\xHH` (the delimiter's byte in hex;
-//! `\t` for a tab) and `\\`, so every row is one line and can be split
-//! back. Other bytes (names need not be UTF-8) are written as they are.
+//! A directory or file with ACL entries gets OIV's `+` after its
+//! permission string.
+//!
+//! Text fields (the path, user and group) are escaped as OIV escapes them,
+//! CSV style: a field holding a comma, a double quote, a line break or the
+//! delimiter is wrapped in double quotes with its quotes doubled, and inside
+//! it CR LF is written `%x0D%x0A`, LF `%x0A` and CR `%x0D`, so every row is
+//! one line. (OIV quotes on the comma whatever the delimiter is and leaves
+//! a lone CR, or an LF beside a CR LF, as it is; here the delimiter is
+//! quoted too and every line break is replaced, the cases where OIV's rows
+//! break apart.) Other bytes (names need not be UTF-8) are written as they
+//! are.
 
 use super::escape::num;
 use super::formatter::Formatter;
@@ -43,26 +50,35 @@ pub(crate) struct Delimited {
 }
 
 impl Delimited {
-    /// Appends `s` with the escapes above.
-    fn field(&self, s: &[u8], out: &mut Vec<u8>) {
+    /// Whether `s` must be quoted.
+    fn needs_quotes(&self, s: &[u8]) -> bool {
         let d = self.delimiter;
-        if !s
-            .iter()
-            .any(|&b| b == d || matches!(b, b'\n' | b'\r' | b'\\'))
-        {
+        s.iter()
+            .any(|&b| b == d || matches!(b, b',' | b'"' | b'\n' | b'\r'))
+    }
+
+    /// Appends `s`, quoted and escaped as above when it must be.
+    fn field(&self, s: &[u8], out: &mut Vec<u8>) {
+        if !self.needs_quotes(s) {
             out.extend_from_slice(s);
             return;
         }
-        for &b in s {
-            match b {
-                b'\n' => out.extend_from_slice(b"\\n"),
-                b'\r' => out.extend_from_slice(b"\\r"),
-                b'\\' => out.extend_from_slice(b"\\\\"),
-                b'\t' if b == d => out.extend_from_slice(b"\\t"),
-                b if b == d => out.extend_from_slice(format!("\\x{b:02x}").as_bytes()),
+        out.push(b'"');
+        let mut i = 0;
+        while i < s.len() {
+            match s[i] {
+                b'"' => out.extend_from_slice(b"\"\""),
+                b'\r' if s.get(i + 1) == Some(&b'\n') => {
+                    out.extend_from_slice(b"%x0D%x0A");
+                    i += 1;
+                }
+                b'\r' => out.extend_from_slice(b"%x0D"),
+                b'\n' => out.extend_from_slice(b"%x0A"),
                 b => out.push(b),
             }
+            i += 1;
         }
+        out.push(b'"');
     }
 }
 
@@ -90,10 +106,7 @@ impl Formatter for Delimited {
         let d = self.delimiter;
         let start = out.len();
         scratch.paths.push_path(ns, inode, out);
-        if out[start..]
-            .iter()
-            .any(|&b| b == d || matches!(b, b'\n' | b'\r' | b'\\'))
-        {
+        if self.needs_quotes(&out[start..]) {
             let raw = out.split_off(start);
             self.field(&raw, out);
         }
@@ -128,6 +141,10 @@ impl Formatter for Delimited {
         num(dsq, out);
         out.push(d);
         out.extend_from_slice(&oiv_permission(inode.kind(), inode.mode()));
+        let has_acl = inode.extra().is_some_and(|e| !e.acl.is_empty());
+        if has_acl && inode.kind() != InodeKind::Symlink {
+            out.push(b'+');
+        }
         out.push(d);
         self.field(inode.user(), out);
         out.push(d);

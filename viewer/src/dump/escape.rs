@@ -40,18 +40,6 @@ fn push_char(c: char, out: &mut Vec<u8>) {
     out.extend_from_slice(c.encode_utf8(&mut b).as_bytes());
 }
 
-/// Whether `s` is UTF-8 that XML can hold without the `\XXXX;` escapes.
-pub(crate) fn xml_plain(s: &[u8]) -> bool {
-    std::str::from_utf8(s).is_ok_and(|t| {
-        t.chars().all(|c| {
-            c != '\\'
-                && (c as u32 >= 0x20 || matches!(c, '\t' | '\n' | '\r'))
-                && c != '\u{fffe}'
-                && c != '\u{ffff}'
-        })
-    })
-}
-
 /// Appends `s` as a JSON string (quotes included); bytes that are not
 /// valid UTF-8 become U+FFFD (callers add a base64 field beside it).
 pub(crate) fn json_str(s: &[u8], out: &mut Vec<u8>) {

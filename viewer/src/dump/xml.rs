@@ -1,34 +1,46 @@
-//! The XML format: the element layout of Hadoop's OIV XML processor, so
-//! that scripts written for `hdfs oiv -p XML` keep working.
+//! The XML format: the element layout of Hadoop 3's OIV XML processor
+//! (`PBImageXmlWriter`), so that scripts written for `hdfs oiv -p XML` keep
+//! working.
 //!
-//! `<?xml version="1.0"?>` and one `fsimage` element holding `version`
-//! (`layoutVersion`: the nsimage format version, `onDiskVersion`,
-//! `oivRevision`), `NameSection` (`namespaceId`, `genstampV1`,
-//! `genstampV2`, `genstampV1Limit`, `lastAllocatedBlockId`, `txid`),
-//! `INodeSection` (`lastInodeId`, `numInodes`, one `inode` per inode in id
-//! order), an empty `INodeReferenceSection`, a `SnapshotSection` without
-//! snapshots, `INodeDirectorySection` (a `directory` with its `parent` and
-//! each `child` id, for every directory with children) and
-//! `FileUnderConstructionSection` (`inode`: `id`, `path`).
+//! `<?xml version="1.0"?>` and one `fsimage` element holding, in the order
+//! OIV writes Hadoop's sections: `version` (`layoutVersion`: the nsimage
+//! format version, `onDiskVersion`, `oivRevision`), `NameSection`
+//! (`namespaceId`, `genstampV1`, `genstampV2`, `genstampV1Limit`,
+//! `lastAllocatedBlockId`, `txid`), `INodeSection` (`lastInodeId`,
+//! `numInodes`, one `inode` per inode in id order), an empty
+//! `INodeReferenceSection`, a `SnapshotSection` without snapshots,
+//! `INodeDirectorySection` (a `directory` with its `parent` and each `child`
+//! id, for every directory with children), `FileUnderConstructionSection`
+//! (`inode`: `id`, `path`) and an empty `SnapshotDiffSection`. An nsimage
+//! image holds no delegation tokens or cache pools, so there is no
+//! `SecretManagerSection` or `CacheManagerSection`.
 //!
-//! An `inode` has `id`, `type` (`FILE`, `DIRECTORY`, `SYMLINK`), `name`;
-//! a file `replication`, `mtime`, `atime`, `perferredBlockSize` (Hadoop's
-//! spelling), `permission` (`user:group:0755`), `blocks` (`block`: `id`,
-//! `genstamp`, `numBytes`) when it has any, `storagePolicyId`; a directory
-//! `mtime`, `permission`, `nsquota`, `dsquota` (-1: none); a symlink
-//! `permission`, `target`, `mtime`. Then, where present, `acls` (`acl`:
-//! `[default:]user:name:rwx`), `xattrs` (`xattr`: `ns`, `name`, `val`, or
-//! `valHex` for a value XML cannot hold as text) and
-//! `file-under-construction` (`clientName`, `clientMachine`).
+//! An `inode` has `id`, `type` (`FILE`, `DIRECTORY`, `SYMLINK`), `name`,
+//! then:
+//! - a file: `replication`, `mtime`, `atime`, `preferredBlockSize`,
+//!   `permission`, `xattrs`, `acls`, `blocks` (`block`: `id`, `genstamp`,
+//!   `numBytes`) when it has any, `storagePolicyId`,
+//!   `file-under-construction` (`clientName`, `clientMachine`);
+//! - a directory: `mtime`, `permission`, `xattrs`, `acls`, `nsquota`,
+//!   `dsquota` (-1: none);
+//! - a symlink: `permission`, `target`, `mtime` (nsimage keeps no access
+//!   time for a symlink, so there is no `atime`).
+//!
+//! `xattrs` (`xattr`: `ns`, `name`, then `val` when the value is UTF-8,
+//! `valHex` when it is not) and `acls` (`acl`: `[default:]user:name:rwx`)
+//! appear only when there are any. `permission` is `user:group:0755`.
+//! The spelling is Hadoop 3's `preferredBlockSize`: Hadoop 2's OIV wrote
+//! `perferredBlockSize`, which HDFS-9278 corrected, and Hadoop 3's reverse
+//! processor reads the corrected name.
 //! Text is escaped as [`xml_text`] says: entity references for markup
 //! characters, `\XXXX;` for characters XML cannot hold and for bytes that
 //! are not UTF-8.
 
-use super::escape::{num, xml_plain, xml_text};
+use super::escape::{num, xml_text};
 use super::formatter::Formatter;
 use super::names::{acl_text, kind_name, xattr_ns_name};
 use super::scratch::Scratch;
-use nsimage_namespace::{Attrs, Inode, Namespace};
+use nsimage_namespace::{Attrs, Extra, Inode, Namespace};
 
 pub(crate) struct Xml {
     pub(crate) format_version: u16,
@@ -68,13 +80,15 @@ impl Xml {
         el("id", inode.id(), out);
         el_text("type", kind_name(inode.kind()).as_bytes(), out);
         el_text("name", inode.name(), out);
+        let extra = inode.extra();
         match inode.attrs() {
             Attrs::File(f) => {
                 el("replication", f.replication, out);
                 el("mtime", inode.mtime(), out);
                 el("atime", f.atime, out);
-                el("perferredBlockSize", f.preferred_block_size, out);
+                el("preferredBlockSize", f.preferred_block_size, out);
                 permission(inode, out);
+                xattrs_and_acls(ns, extra, out);
                 if !f.blocks.is_empty() {
                     out.extend_from_slice(b"<blocks>");
                     for b in f.blocks {
@@ -82,15 +96,22 @@ impl Xml {
                         el("id", b.id, out);
                         el("genstamp", b.generation_stamp, out);
                         el("numBytes", b.length, out);
-                        out.extend_from_slice(b"</block>");
+                        out.extend_from_slice(b"</block>\n");
                     }
-                    out.extend_from_slice(b"</blocks>");
+                    out.extend_from_slice(b"</blocks>\n");
                 }
                 el("storagePolicyId", f.storage_policy, out);
+                if let Some(uc) = extra.and_then(|e| e.under_construction.as_ref()) {
+                    out.extend_from_slice(b"<file-under-construction>");
+                    el_text("clientName", &uc.client_name, out);
+                    el_text("clientMachine", &uc.client_machine, out);
+                    out.extend_from_slice(b"</file-under-construction>\n");
+                }
             }
             Attrs::Directory { ns_quota, ds_quota } => {
                 el("mtime", inode.mtime(), out);
                 permission(inode, out);
+                xattrs_and_acls(ns, extra, out);
                 el("nsquota", ns_quota, out);
                 el("dsquota", ds_quota, out);
             }
@@ -98,43 +119,43 @@ impl Xml {
                 permission(inode, out);
                 el_text("target", target, out);
                 el("mtime", inode.mtime(), out);
-            }
-        }
-        if let Some(extra) = inode.extra() {
-            if !extra.acl.is_empty() {
-                out.extend_from_slice(b"<acls>");
-                for e in &extra.acl {
-                    el_text("acl", &acl_text(ns, e), out);
-                }
-                out.extend_from_slice(b"</acls>");
-            }
-            if !extra.xattrs.is_empty() {
-                out.extend_from_slice(b"<xattrs>");
-                for x in &extra.xattrs {
-                    out.extend_from_slice(b"<xattr>");
-                    el_text("ns", xattr_ns_name(x.ns).as_bytes(), out);
-                    el_text("name", ns.strings().get(x.name).unwrap_or_default(), out);
-                    if xml_plain(&x.value) {
-                        el_text("val", &x.value, out);
-                    } else {
-                        out.extend_from_slice(b"<valHex>");
-                        for b in x.value.iter() {
-                            out.extend_from_slice(format!("{b:02x}").as_bytes());
-                        }
-                        out.extend_from_slice(b"</valHex>");
-                    }
-                    out.extend_from_slice(b"</xattr>");
-                }
-                out.extend_from_slice(b"</xattrs>");
-            }
-            if let Some(uc) = &extra.under_construction {
-                out.extend_from_slice(b"<file-under-construction>");
-                el_text("clientName", &uc.client_name, out);
-                el_text("clientMachine", &uc.client_machine, out);
-                out.extend_from_slice(b"</file-under-construction>");
+                // OIV writes none for a symlink; an nsimage symlink may
+                // still carry them, and a dump loses nothing.
+                xattrs_and_acls(ns, extra, out);
             }
         }
         out.extend_from_slice(b"</inode>\n");
+    }
+}
+
+/// `xattrs` then `acls`, each only when there are any, as OIV writes them.
+fn xattrs_and_acls(ns: &Namespace, extra: Option<&Extra>, out: &mut Vec<u8>) {
+    let Some(extra) = extra else { return };
+    if !extra.xattrs.is_empty() {
+        out.extend_from_slice(b"<xattrs>");
+        for x in &extra.xattrs {
+            out.extend_from_slice(b"<xattr>");
+            el_text("ns", xattr_ns_name(x.ns).as_bytes(), out);
+            el_text("name", ns.strings().get(x.name).unwrap_or_default(), out);
+            if std::str::from_utf8(&x.value).is_ok() {
+                el_text("val", &x.value, out);
+            } else {
+                out.extend_from_slice(b"<valHex>");
+                for b in x.value.iter() {
+                    out.extend_from_slice(format!("{b:02x}").as_bytes());
+                }
+                out.extend_from_slice(b"</valHex>");
+            }
+            out.extend_from_slice(b"</xattr>");
+        }
+        out.extend_from_slice(b"</xattrs>");
+    }
+    if !extra.acl.is_empty() {
+        out.extend_from_slice(b"<acls>");
+        for e in &extra.acl {
+            el_text("acl", &acl_text(ns, e), out);
+        }
+        out.extend_from_slice(b"</acls>");
     }
 }
 
@@ -171,7 +192,7 @@ impl Formatter for Xml {
                 out.push(b'\n');
             }
             1 => out.extend_from_slice(
-                b"<INodeReferenceSection></INodeReferenceSection>\n<SnapshotSection><snapshotCounter>0</snapshotCounter><numSnapshots>0</numSnapshots></SnapshotSection>\n<INodeDirectorySection>\n",
+                b"<INodeReferenceSection></INodeReferenceSection><SnapshotSection><snapshotCounter>0</snapshotCounter><numSnapshots>0</numSnapshots></SnapshotSection>\n<INodeDirectorySection>\n",
             ),
             _ => out.extend_from_slice(b"<FileUnderConstructionSection>\n"),
         }
@@ -219,7 +240,7 @@ impl Formatter for Xml {
         match pass {
             0 => out.extend_from_slice(b"</INodeSection>\n"),
             1 => out.extend_from_slice(b"</INodeDirectorySection>\n"),
-            _ => out.extend_from_slice(b"</FileUnderConstructionSection>\n</fsimage>\n"),
+            _ => out.extend_from_slice(b"</FileUnderConstructionSection>\n<SnapshotDiffSection></SnapshotDiffSection>\n</fsimage>\n"),
         }
     }
 }
