@@ -111,5 +111,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     std::fs::write(out.join("tags.rs"), tags)?;
 
     prost_build::Config::new().compile_fds(descriptors)?;
+
+    // Hadoop's fsimage schema: prost types only (`hdfs.fsimage.rs`).
+    let hdfs = "proto/hdfs_fsimage.proto";
+    println!("cargo:rerun-if-changed={hdfs}");
+    prost_build::Config::new().compile_fds(protox::compile([hdfs], ["proto"])?)?;
     Ok(())
 }

@@ -79,6 +79,14 @@ pub mod pb {
     include!(concat!(env!("OUT_DIR"), "/nsimage.v1.rs"));
 }
 
+/// The messages of Hadoop's fsimage format (magic `HDFSIMG1`), generated
+/// from `proto/hdfs_fsimage.proto`: nsimage's own description of the
+/// schema, with Hadoop's field numbers.
+#[allow(clippy::all, missing_docs)]
+pub mod hdfs_pb {
+    include!(concat!(env!("OUT_DIR"), "/hdfs.fsimage.rs"));
+}
+
 pub use consts::{SectionKind, CURRENT_VERSION, OLDEST_VERSION, ROOT_ID};
 pub use error::{FormatError, Location};
 pub use header_footer::{Footer, Header};
