@@ -15,7 +15,7 @@ use crate::failpoint;
 use crate::fs::Fs;
 use nsimage_namespace::Namespace;
 use nsimage_writer::{write_image, ImageSummary, WriteOptions};
-use std::io::BufWriter;
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 /// Temporary names tried by [`save_image`] before it gives up.
@@ -91,17 +91,33 @@ pub fn save_image(
     ns: &Namespace,
     opts: &WriteOptions,
 ) -> Result<ImageSummary, StoreError> {
-    save_as(fs, path, Temp::Fresh, ns, opts)
+    save_as(fs, path, Temp::Fresh, |out| write_image(ns, out, opts))
 }
 
-/// The one atomic save sequence, with the temporary file `temp` names.
-pub(crate) fn save_as(
+/// Saves whatever `write` writes to `path` atomically through `fs`, as
+/// [`save_image`] saves an image (the same temporary names, fsyncs, rename
+/// and directory fsync): for files in other formats, such as a Hadoop
+/// fsimage and its `.md5` sidecar. `write` gets a buffered writer of the
+/// temporary file; what it returns is returned once the file is in place.
+///
+/// # Errors
+/// As [`save_image`]; an error `write` returns is reported naming `path`.
+pub fn save_with<S>(
+    fs: &dyn Fs,
+    path: &Path,
+    write: impl FnOnce(&mut (dyn Write + Send)) -> std::io::Result<S>,
+) -> Result<S, StoreError> {
+    save_as(fs, path, Temp::Fresh, write)
+}
+
+/// The one atomic save sequence, with the temporary file `temp` names and
+/// the bytes `write` writes.
+pub(crate) fn save_as<S>(
     fs: &dyn Fs,
     path: &Path,
     temp: Temp<'_>,
-    ns: &Namespace,
-    opts: &WriteOptions,
-) -> Result<ImageSummary, StoreError> {
+    write: impl FnOnce(&mut (dyn Write + Send)) -> std::io::Result<S>,
+) -> Result<S, StoreError> {
     check_target(fs, path)?;
     let dir = parent_dir(path);
     let (tmp, file) = match temp {
@@ -119,7 +135,7 @@ pub(crate) fn save_as(
     let mut renamed = false;
     let result = (|| {
         let mut out = BufWriter::with_capacity(1 << 20, file);
-        let summary = write_image(ns, &mut out, opts).map_err(io_err(file_err))?;
+        let summary = write(&mut out).map_err(io_err(file_err))?;
         let mut file = out
             .into_inner()
             .map_err(|e| io_err(file_err)(e.into_error()))?;

@@ -72,7 +72,10 @@ fn save_checkpoint(
 ) -> Result<(), StoreError> {
     let path = dir.join(files::image_name(txid));
     let tmp = dir.join(files::temp_name(txid));
-    save::save_as(fs, &path, Temp::Checkpoint(&tmp), ns, opts).map(drop)
+    save::save_as(fs, &path, Temp::Checkpoint(&tmp), |out| {
+        nsimage_writer::write_image(ns, out, opts)
+    })
+    .map(drop)
 }
 
 impl Store {
