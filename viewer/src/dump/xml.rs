@@ -1,6 +1,10 @@
 //! The XML format: the element layout of Hadoop 3's OIV XML processor
 //! (`PBImageXmlWriter`), so that scripts written for `hdfs oiv -p XML` keep
-//! working.
+//! working; for an image read from a Hadoop fsimage, the `INodeSection` and
+//! `INodeDirectorySection` are the bytes `hdfs oiv -p XML` prints for that
+//! file wherever the in-memory model holds what OIV prints (the list of
+//! what it does not hold is below; `tests/hdfs_oiv_xml.rs` compares every
+//! shared Hadoop image with an emulation of OIV written from its source).
 //!
 //! `<?xml version="1.0"?>` and one `fsimage` element holding, in the order
 //! OIV writes Hadoop's sections: `version` (`layoutVersion`: the nsimage
@@ -32,9 +36,40 @@
 //! The spelling is Hadoop 3's `preferredBlockSize`: Hadoop 2's OIV wrote
 //! `perferredBlockSize`, which HDFS-9278 corrected, and Hadoop 3's reverse
 //! processor reads the corrected name.
+//!
+//! Text as OIV lays it out: no line break inside an `inode` but after each
+//! `block`, after `blocks` and after `file-under-construction`; one after
+//! each `inode` and `directory` element and after each section; none after
+//! `numInodes` or the opening `INodeDirectorySection` tag. Ids, times,
+//! sizes, block ids, generation stamps and lengths are Java `long`s in
+//! OIV, so a value of 2^63 or more prints negative as it does there (the
+//! block ids of erasure-coded block groups are such values). A
+//! directory's children are listed in Hadoop's order, names compared as
+//! signed bytes (`DFSUtil.compareBytes`): it differs from nsimage's
+//! unsigned order only where names hold bytes 0x80 and above, which then
+//! sort before ASCII.
 //! Text is escaped as [`xml_text`] says: entity references for markup
 //! characters, `\XXXX;` for characters XML cannot hold and for bytes that
 //! are not UTF-8.
+//!
+//! What the model does not hold, so that OIV's text for a Hadoop image
+//! differs there (none of the shared Hadoop images has any of these):
+//! - a symlink's access time (OIV prints `atime` after `mtime`);
+//! - storage type quotas (OIV prints `typeQuota` elements);
+//! - erasure coding: OIV prints replication 1, then `blockType` and
+//!   `erasureCodingPolicyId`, for a file with a policy id;
+//! - `refChild` entries (snapshot references) in `INodeDirectorySection`;
+//! - whether a field was stored at all: OIV prints `storagePolicyId` only
+//!   when the image holds it (Hadoop 2.6 and later always write it; nsimage
+//!   always prints it), `nsquota`/`dsquota` only when both are stored
+//!   (every Hadoop version writes both), and an empty `xattrs` element for
+//!   an empty xattr feature;
+//! - the stored order of xattrs (the model keeps them by namespace and
+//!   name) and of inodes (the model's is id order; Hadoop's is its inode
+//!   map's, id order but for very large or sparse id ranges);
+//! - names that are not UTF-8 (Hadoop never writes them; OIV would print
+//!   U+FFFD where nsimage prints the bytes as `\00XX;`) and user or group
+//!   ids missing from the string table (OIV prints `null`).
 
 use super::escape::{num, xml_text};
 use super::formatter::Formatter;
@@ -54,6 +89,12 @@ fn el(tag: &str, v: impl super::escape::itoa_like::Num, out: &mut Vec<u8>) {
     out.extend_from_slice(b"</");
     out.extend_from_slice(tag.as_bytes());
     out.push(b'>');
+}
+
+/// `<tag>v</tag>` for a value OIV holds in a Java `long`: the same 64
+/// bits, read as signed.
+fn el_long(tag: &str, v: u64, out: &mut Vec<u8>) {
+    el(tag, v as i64, out);
 }
 
 fn el_text(tag: &str, v: &[u8], out: &mut Vec<u8>) {
@@ -77,25 +118,25 @@ fn permission(inode: &Inode<'_>, out: &mut Vec<u8>) {
 impl Xml {
     fn inode(&self, ns: &Namespace, inode: &Inode<'_>, out: &mut Vec<u8>) {
         out.extend_from_slice(b"<inode>");
-        el("id", inode.id(), out);
+        el_long("id", inode.id(), out);
         el_text("type", kind_name(inode.kind()).as_bytes(), out);
         el_text("name", inode.name(), out);
         let extra = inode.extra();
         match inode.attrs() {
             Attrs::File(f) => {
                 el("replication", f.replication, out);
-                el("mtime", inode.mtime(), out);
-                el("atime", f.atime, out);
-                el("preferredBlockSize", f.preferred_block_size, out);
+                el_long("mtime", inode.mtime(), out);
+                el_long("atime", f.atime, out);
+                el_long("preferredBlockSize", f.preferred_block_size, out);
                 permission(inode, out);
                 xattrs_and_acls(ns, extra, out);
                 if !f.blocks.is_empty() {
                     out.extend_from_slice(b"<blocks>");
                     for b in f.blocks {
                         out.extend_from_slice(b"<block>");
-                        el("id", b.id, out);
-                        el("genstamp", b.generation_stamp, out);
-                        el("numBytes", b.length, out);
+                        el_long("id", b.id, out);
+                        el_long("genstamp", b.generation_stamp, out);
+                        el_long("numBytes", b.length, out);
                         out.extend_from_slice(b"</block>\n");
                     }
                     out.extend_from_slice(b"</blocks>\n");
@@ -109,7 +150,7 @@ impl Xml {
                 }
             }
             Attrs::Directory { ns_quota, ds_quota } => {
-                el("mtime", inode.mtime(), out);
+                el_long("mtime", inode.mtime(), out);
                 permission(inode, out);
                 xattrs_and_acls(ns, extra, out);
                 el("nsquota", ns_quota, out);
@@ -118,7 +159,7 @@ impl Xml {
             Attrs::Symlink { target } => {
                 permission(inode, out);
                 el_text("target", target, out);
-                el("mtime", inode.mtime(), out);
+                el_long("mtime", inode.mtime(), out);
                 // OIV writes none for a symlink; an nsimage symlink may
                 // still carry them, and a dump loses nothing.
                 xattrs_and_acls(ns, extra, out);
@@ -126,6 +167,12 @@ impl Xml {
         }
         out.extend_from_slice(b"</inode>\n");
     }
+}
+
+/// Hadoop's order of names (`DFSUtil.compareBytes`): lexicographic over
+/// the bytes read as signed, so bytes 0x80 and above sort before ASCII.
+fn signed_cmp(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    a.iter().map(|&x| x as i8).cmp(b.iter().map(|&x| x as i8))
 }
 
 /// `xattrs` then `acls`, each only when there are any, as OIV writes them.
@@ -179,20 +226,19 @@ impl Formatter for Xml {
                 out.extend_from_slice(b"</version>\n<NameSection>");
                 el("namespaceId", info.namespace_id, out);
                 el("genstampV1", 0u64, out);
-                el("genstampV2", info.generation_stamp, out);
+                el_long("genstampV2", info.generation_stamp, out);
                 el("genstampV1Limit", 0u64, out);
-                el("lastAllocatedBlockId", info.last_block_id, out);
-                el("txid", info.last_txid, out);
+                el_long("lastAllocatedBlockId", info.last_block_id, out);
+                el_long("txid", info.last_txid, out);
                 out.extend_from_slice(b"</NameSection>\n<INodeSection>");
-                el("lastInodeId", info.last_inode_id, out);
+                el_long("lastInodeId", info.last_inode_id, out);
                 let live = (0..ns.slot_count())
                     .filter(|&s| ns.at(s).is_some())
                     .count() as u64;
                 el("numInodes", live, out);
-                out.push(b'\n');
             }
             1 => out.extend_from_slice(
-                b"<INodeReferenceSection></INodeReferenceSection><SnapshotSection><snapshotCounter>0</snapshotCounter><numSnapshots>0</numSnapshots></SnapshotSection>\n<INodeDirectorySection>\n",
+                b"<INodeReferenceSection></INodeReferenceSection><SnapshotSection><snapshotCounter>0</snapshotCounter><numSnapshots>0</numSnapshots></SnapshotSection>\n<INodeDirectorySection>",
             ),
             _ => out.extend_from_slice(b"<FileUnderConstructionSection>\n"),
         }
@@ -214,9 +260,21 @@ impl Formatter for Xml {
                     return;
                 }
                 out.extend_from_slice(b"<directory>");
-                el("parent", inode.id(), out);
-                for c in inode.children() {
-                    el("child", c.id(), out);
+                el_long("parent", inode.id(), out);
+                if inode
+                    .children()
+                    .any(|c| c.name().iter().any(|&b| b >= 0x80))
+                {
+                    // Hadoop's order: names compared as signed bytes.
+                    let mut kids: Vec<Inode<'_>> = inode.children().collect();
+                    kids.sort_by(|a, b| signed_cmp(a.name(), b.name()));
+                    for c in kids {
+                        el_long("child", c.id(), out);
+                    }
+                } else {
+                    for c in inode.children() {
+                        el_long("child", c.id(), out);
+                    }
                 }
                 out.extend_from_slice(b"</directory>\n");
             }
@@ -226,7 +284,7 @@ impl Formatter for Xml {
                     .is_some_and(|e| e.under_construction.is_some());
                 if uc {
                     out.extend_from_slice(b"<inode>");
-                    el("id", inode.id(), out);
+                    el_long("id", inode.id(), out);
                     let mut path = Vec::new();
                     scratch.paths.push_path(ns, inode, &mut path);
                     el_text("path", &path, out);
