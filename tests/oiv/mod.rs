@@ -55,6 +55,7 @@
 #![allow(dead_code)]
 
 pub mod image;
+pub mod model;
 
 use nsimage_format::hdfs_pb::{
     file_summary, i_node_directory_section::DirEntry, i_node_section, string_table_section,
@@ -300,6 +301,69 @@ fn find<'s>(sum: &'s FileSummary, name: &str) -> Option<&'s file_summary::Sectio
     sum.sections.iter().find(|s| s.name() == name)
 }
 
+/// The STRING_TABLE as OIV loads it (an empty, absent table without one).
+fn load_strings(file: &[u8], sum: &FileSummary) -> Result<Strings, String> {
+    let Some(s) = find(sum, "STRING_TABLE") else {
+        return Ok(Strings {
+            present: false,
+            mask_bits: 0,
+            map: HashMap::new(),
+        });
+    };
+    let bytes = section_bytes(file, s, sum.codec.as_deref())?;
+    let mut d = Delimited {
+        buf: &bytes,
+        what: "STRING_TABLE",
+    };
+    let h: StringTableSection = d.need()?;
+    let mut map = HashMap::new();
+    for _ in 0..h.num_entry() {
+        let e: string_table_section::Entry = d.need()?;
+        map.insert(e.id(), e.str().to_string());
+    }
+    Ok(Strings {
+        present: true,
+        mask_bits: h.mask_bits(),
+        map,
+    })
+}
+
+/// The INODE section: its header and its inodes, in file order.
+fn load_inodes(
+    file: &[u8],
+    sum: &FileSummary,
+) -> Result<(INodeSection, Vec<i_node_section::INode>), String> {
+    let s = find(sum, "INODE").ok_or("no INODE section")?;
+    let bytes = section_bytes(file, s, sum.codec.as_deref())?;
+    let mut d = Delimited {
+        buf: &bytes,
+        what: "INODE",
+    };
+    let h: INodeSection = d.need()?;
+    let mut v = Vec::new();
+    for _ in 0..h.num_inodes() {
+        v.push(d.need()?);
+    }
+    Ok((h, v))
+}
+
+/// The INODE_DIR section's entries, in file order.
+fn load_dirs(file: &[u8], sum: &FileSummary) -> Result<Vec<DirEntry>, String> {
+    let Some(s) = find(sum, "INODE_DIR") else {
+        return Ok(Vec::new());
+    };
+    let bytes = section_bytes(file, s, sum.codec.as_deref())?;
+    let mut d = Delimited {
+        buf: &bytes,
+        what: "INODE_DIR",
+    };
+    let mut v = Vec::new();
+    while let Some(e) = d.next()? {
+        v.push(e);
+    }
+    Ok(v)
+}
+
 /// Reads `file` and prints what OIV prints for its INODE and INODE_DIR
 /// sections, with what nsimage's model cannot carry counted beside.
 pub fn emulate(file: &[u8]) -> Result<Emulated, String> {
@@ -310,31 +374,7 @@ pub fn emulate(file: &[u8]) -> Result<Emulated, String> {
         codec: codec.clone(),
         ..Emulated::default()
     };
-    let strings = match find(&sum, "STRING_TABLE") {
-        None => Strings {
-            present: false,
-            mask_bits: 0,
-            map: HashMap::new(),
-        },
-        Some(s) => {
-            let bytes = section_bytes(file, s, codec.as_deref())?;
-            let mut d = Delimited {
-                buf: &bytes,
-                what: "STRING_TABLE",
-            };
-            let h: StringTableSection = d.need()?;
-            let mut map = HashMap::new();
-            for _ in 0..h.num_entry() {
-                let e: string_table_section::Entry = d.need()?;
-                map.insert(e.id(), e.str().to_string());
-            }
-            Strings {
-                present: true,
-                mask_bits: h.mask_bits(),
-                map,
-            }
-        }
-    };
+    let strings = load_strings(file, &sum)?;
     let w = Writer { strings: &strings };
     let inode = find(&sum, "INODE").ok_or("no INODE section")?;
     let bytes = section_bytes(file, inode, codec.as_deref())?;
@@ -618,44 +658,18 @@ impl Writer<'_> {
     }
 }
 
-/// The INODE section's inodes by id: name bytes, for checking the
-/// children order of INODE_DIR entries.
-pub fn names_by_id(file: &[u8]) -> Result<HashMap<u64, Vec<u8>>, String> {
-    let sum = summary(file)?;
-    let s = find(&sum, "INODE").ok_or("no INODE section")?;
-    let bytes = section_bytes(file, s, sum.codec.as_deref())?;
-    let mut d = Delimited {
-        buf: &bytes,
-        what: "INODE",
-    };
-    let h: INodeSection = d.need()?;
-    let mut m = HashMap::new();
-    for _ in 0..h.num_inodes() {
-        let p: i_node_section::INode = d.need()?;
-        m.insert(p.id, p.name.unwrap_or_default());
-    }
-    Ok(m)
-}
-
 /// Counts the INODE_DIR entries whose stored children are not in unsigned
 /// byte order of their names (the order nsimage keeps).
 pub fn unsigned_order_breaks(file: &[u8]) -> Result<u64, String> {
-    let names = names_by_id(file)?;
     let sum = summary(file)?;
-    let Some(s) = find(&sum, "INODE_DIR") else {
-        return Ok(0);
-    };
-    let bytes = section_bytes(file, s, sum.codec.as_deref())?;
-    let mut d = Delimited {
-        buf: &bytes,
-        what: "INODE_DIR",
-    };
+    let (_, inodes) = load_inodes(file, &sum)?;
+    let names: HashMap<u64, &[u8]> = inodes.iter().map(|p| (p.id, p.name())).collect();
     let mut n = 0;
-    while let Some(e) = d.next::<DirEntry>()? {
+    for e in load_dirs(file, &sum)? {
         let kids: Vec<&[u8]> = e
             .children
             .iter()
-            .map(|c| names.get(c).map_or(&[][..], |v| v.as_slice()))
+            .map(|c| names.get(c).copied().unwrap_or_default())
             .collect();
         if kids.windows(2).any(|w| w[0] > w[1]) {
             n += 1;

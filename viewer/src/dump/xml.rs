@@ -302,3 +302,30 @@ impl Formatter for Xml {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cmp::Ordering;
+
+    #[test]
+    fn hadoop_name_order_is_signed_bytes() {
+        // 0xc3 (the start of "é") is negative as a Java byte: before ASCII.
+        assert_eq!(signed_cmp("é".as_bytes(), b"e"), Ordering::Less);
+        assert_eq!(signed_cmp(b"Zeta", b"a"), Ordering::Less);
+        assert_eq!(signed_cmp(b"ab", b"abc"), Ordering::Less);
+        assert_eq!(signed_cmp(b"\xff", b"\x80"), Ordering::Greater);
+        assert_eq!(signed_cmp(b"x", b"x"), Ordering::Equal);
+    }
+
+    #[test]
+    fn java_longs() {
+        let mut out = Vec::new();
+        el_long("id", 0x8000_0000_0000_1000, &mut out);
+        el_long("mtime", 5, &mut out);
+        assert_eq!(
+            out,
+            b"<id>-9223372036854771712</id><mtime>5</mtime>".as_slice()
+        );
+    }
+}
