@@ -175,6 +175,24 @@ fn signed_cmp(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
     a.iter().map(|&x| x as i8).cmp(b.iter().map(|&x| x as i8))
 }
 
+/// Whether children in nsimage's (unsigned) name order are also in
+/// Hadoop's: every neighbouring pair is (a list is sorted when each pair of
+/// neighbours is), which holds unless names differ first at a byte 0x80 or
+/// above. Compares neighbours only, so a directory of ASCII names costs
+/// one comparison per child and no allocation.
+fn in_hadoop_order<'a>(mut kids: impl Iterator<Item = Inode<'a>>) -> bool {
+    let Some(mut prev) = kids.next() else {
+        return true;
+    };
+    for c in kids {
+        if signed_cmp(prev.name(), c.name()) == std::cmp::Ordering::Greater {
+            return false;
+        }
+        prev = c;
+    }
+    true
+}
+
 /// `xattrs` then `acls`, each only when there are any, as OIV writes them.
 fn xattrs_and_acls(ns: &Namespace, extra: Option<&Extra>, out: &mut Vec<u8>) {
     let Some(extra) = extra else { return };
@@ -261,10 +279,7 @@ impl Formatter for Xml {
                 }
                 out.extend_from_slice(b"<directory>");
                 el_long("parent", inode.id(), out);
-                if inode
-                    .children()
-                    .any(|c| c.name().iter().any(|&b| b >= 0x80))
-                {
+                if !in_hadoop_order(inode.children()) {
                     // Hadoop's order: names compared as signed bytes.
                     let mut kids: Vec<Inode<'_>> = inode.children().collect();
                     kids.sort_by(|a, b| signed_cmp(a.name(), b.name()));
