@@ -147,10 +147,7 @@ fn dump_xml_matches_oiv_for_every_shared_image() {
 
 #[test]
 fn dump_xml_matches_oiv_for_a_built_image_of_what_the_model_holds() {
-    let img = representable();
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("fsimage_0000000000000000042");
-    std::fs::write(&path, img.bytes()).unwrap();
+    let mut img = representable();
     let em = oiv::emulate(&img.bytes()).unwrap();
     assert!(em.gaps.none(), "{:?}", em.gaps);
     // Hadoop's children order (signed bytes): names starting with a byte
@@ -165,9 +162,20 @@ fn dump_xml_matches_oiv_for_a_built_image_of_what_the_model_holds() {
          <directory><parent>16388</parent><child>16393</child><child>16391</child></directory>\n\
          </INodeDirectorySection>\n"
     );
-    if let Some(why) = compare(&path) {
-        panic!("{why}");
+    // Uncompressed, and each section its own zlib or gzip stream.
+    let dir = tempfile::tempdir().unwrap();
+    let mut failures = Vec::new();
+    for codec in [None, Some(oiv::image::ZLIB), Some(oiv::image::GZIP)] {
+        img.codec = codec;
+        let bytes = img.bytes();
+        assert_eq!(oiv::emulate(&bytes).unwrap().xml, em.xml, "{codec:?}");
+        let path = dir.path().join("fsimage_0000000000000000042");
+        std::fs::write(&path, &bytes).unwrap();
+        if let Some(why) = compare(&path) {
+            failures.push(format!("codec {codec:?}:\n{why}"));
+        }
     }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
 /// The same comparison before the loader reads HDFS images: each shared
@@ -376,6 +384,7 @@ fn representable() -> Image {
             inode_id: Some(16390),
             full_path: Some("/zeta/open".into()),
         }],
+        codec: None,
     }
 }
 
@@ -552,6 +561,7 @@ fn emulation_of_every_element_by_hand() {
             dir_entry(16390, &[], &[3]),
         ],
         under_construction: Vec::new(),
+        codec: None,
     };
     let em = oiv::emulate(&img.bytes()).unwrap();
     let want_inodes = "<INodeSection><lastInodeId>16400</lastInodeId><numInodes>5</numInodes>\

@@ -2,8 +2,9 @@
 //! prost types of `nsimage_format::hdfs_pb`: the sections in the order a
 //! Hadoop NameNode writes them (NS_INFO, INODE, INODE_DIR,
 //! FILES_UNDERCONSTRUCTION, SNAPSHOT, SNAPSHOT_DIFF, INODE_REFERENCE,
-//! SECRET_MANAGER, CACHE_MANAGER, STRING_TABLE), uncompressed, then the
-//! delimited FileSummary and its 4-byte big-endian length.
+//! SECRET_MANAGER, CACHE_MANAGER, STRING_TABLE), each section its own
+//! stream when compressed, then the delimited FileSummary and its 4-byte
+//! big-endian length.
 
 use nsimage_format::hdfs_pb::{
     file_summary, files_under_construction_section::FileUnderConstructionEntry,
@@ -12,6 +13,12 @@ use nsimage_format::hdfs_pb::{
     StringTableSection,
 };
 use prost::Message;
+use std::io::Write;
+
+/// Hadoop's codec class names.
+pub const ZLIB: &str = "org.apache.hadoop.io.compress.DefaultCodec";
+/// Hadoop's gzip codec class name.
+pub const GZIP: &str = "org.apache.hadoop.io.compress.GzipCodec";
 
 /// The records of one image.
 #[derive(Debug, Clone, Default)]
@@ -30,6 +37,26 @@ pub struct Image {
     pub dirs: Vec<DirEntry>,
     /// FILES_UNDERCONSTRUCTION entries.
     pub under_construction: Vec<FileUnderConstructionEntry>,
+    /// The codec class name ([`ZLIB`], [`GZIP`]); `None`: uncompressed.
+    pub codec: Option<&'static str>,
+}
+
+/// `body` as one stream of `codec`.
+fn compress(codec: Option<&str>, body: &[u8]) -> Vec<u8> {
+    match codec {
+        None => body.to_vec(),
+        Some(ZLIB) => {
+            let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+            z.write_all(body).expect("a Vec");
+            z.finish().expect("a Vec")
+        }
+        Some(GZIP) => {
+            let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            z.write_all(body).expect("a Vec");
+            z.finish().expect("a Vec")
+        }
+        Some(c) => panic!("codec {c}"),
+    }
 }
 
 /// A permission as the image stores it: user and group string ids and the
@@ -152,10 +179,11 @@ impl Image {
         let mut summary = FileSummary {
             ondisk_version: 1,
             layout_version: self.layout_version as u32,
-            codec: None,
+            codec: self.codec.map(str::to_string),
             sections: Vec::new(),
         };
         for (name, body) in sections {
+            let body = compress(self.codec, &body);
             summary.sections.push(file_summary::Section {
                 name: Some(name.to_string()),
                 length: Some(body.len() as u64),

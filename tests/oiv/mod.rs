@@ -267,9 +267,19 @@ fn section_bytes(
     match codec {
         None | Some("") => out.extend_from_slice(raw),
         Some("org.apache.hadoop.io.compress.DefaultCodec") => {
-            flate2::read::ZlibDecoder::new(raw)
-                .read_to_end(&mut out)
-                .map_err(|e| format!("section {name}: zlib: {e}"))?;
+            // One stream per section, or one per sub-section when the
+            // parent section spans its sub-sections: read them in turn.
+            let mut rest = raw;
+            while !rest.is_empty() {
+                let mut z = flate2::bufread::ZlibDecoder::new(rest);
+                z.read_to_end(&mut out)
+                    .map_err(|e| format!("section {name}: zlib: {e}"))?;
+                let used = usize::try_from(z.total_in()).map_err(|e| e.to_string())?;
+                if used == 0 {
+                    return Err(format!("section {name}: an empty zlib stream"));
+                }
+                rest = rest.get(used..).unwrap_or_default();
+            }
         }
         Some("org.apache.hadoop.io.compress.GzipCodec") => {
             flate2::read::MultiGzDecoder::new(raw)
