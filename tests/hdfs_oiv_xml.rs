@@ -1,6 +1,7 @@
 //! `nsimage dump --format xml` of a Hadoop fsimage prints what Hadoop's
 //! OIV XML processor (`hdfs oiv -p XML`) prints for it, byte for byte, in
-//! the `INodeSection` and `INodeDirectorySection`.
+//! the `INodeSection`, the `INodeDirectorySection` and the
+//! `FileUnderConstructionSection`.
 //!
 //! OIV's text comes from an emulation written from `PBImageXmlWriter`'s
 //! source (`oiv/mod.rs`), which reads the image on its own with the prost
@@ -100,10 +101,14 @@ fn compare_dump(hdfs: &[u8], dumped: &Path) -> Option<String> {
         Err(e) => return Some(e),
     };
     let mut problems = Vec::new();
-    for (tag, want) in [
+    let mut sections = vec![
         ("INodeSection", &em.xml.inodes),
         ("INodeDirectorySection", &em.xml.directories),
-    ] {
+    ];
+    if let Some(uc) = &em.xml.under_construction {
+        sections.push(("FileUnderConstructionSection", uc));
+    }
+    for (tag, want) in sections {
         match oiv::extract(&xml, tag) {
             None => problems.push(format!("{tag}: not in the dump")),
             Some(got) => {
@@ -456,6 +461,10 @@ fn emulation_of_a_hadoop_2_7_image_by_hand() {
          <directory><parent>16391</parent><child>16392</child></directory>\n\
          </INodeDirectorySection>\n"
     );
+    assert_eq!(
+        em.xml.under_construction.as_deref(),
+        Some("<FileUnderConstructionSection></FileUnderConstructionSection>\n")
+    );
     assert!(em.gaps.none());
 }
 
@@ -560,7 +569,10 @@ fn emulation_of_every_element_by_hand() {
             dir_entry(16386, &[16387, 16389], &[]),
             dir_entry(16390, &[], &[3]),
         ],
-        under_construction: Vec::new(),
+        under_construction: vec![FileUnderConstructionEntry {
+            inode_id: Some(16389),
+            full_path: Some("/a&b<c>\"q'\\x\u{1}y/open".into()),
+        }],
         codec: None,
     };
     let em = oiv::emulate(&img.bytes()).unwrap();
@@ -603,6 +615,14 @@ fn emulation_of_every_element_by_hand() {
          <directory><parent>16386</parent><child>16387</child><child>16389</child></directory>\n\
          <directory><parent>16390</parent><refChild>3</refChild></directory>\n\
          </INodeDirectorySection>\n"
+    );
+    assert_eq!(
+        em.xml.under_construction.as_deref(),
+        Some(
+            "<FileUnderConstructionSection><inode><id>16389</id>\
+             <path>/a&amp;b&lt;c&gt;&quot;q&apos;\\005c;x\\0001;y/open</path></inode>\n\
+             </FileUnderConstructionSection>\n"
+        )
     );
     assert_eq!(
         em.gaps,

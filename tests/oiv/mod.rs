@@ -5,7 +5,8 @@
 //!
 //! It reads an HDFS fsimage file (magic `HDFSIMG1`) directly with the
 //! prost types of `nsimage_format::hdfs_pb`, sharing no code with the
-//! loader or the viewer, and prints what OIV prints, as its source shows:
+//! loader or the viewer, and prints what OIV prints, as its source shows
+//! (the `FileUnderConstructionSection` too):
 //!
 //! - OIV visits the sections sorted by Hadoop's section order, so the
 //!   `STRING_TABLE` is read before the inodes; without one, every name
@@ -30,6 +31,10 @@
 //!     `dsquota` only when both are present, one `typeQuota` (`type`,
 //!     `quota`) per storage type quota;
 //!   - symlink: `permission`, `target`, `mtime`, `atime`.
+//! - `<FileUnderConstructionSection>`, per stored entry `<inode>` with
+//!   `id` and `path` (the stored full path), `</inode>` and a newline, then
+//!   `</FileUnderConstructionSection>` and a newline; nothing without the
+//!   section.
 //! - `<INodeDirectorySection>`, then per stored entry `<directory>` with
 //!   `parent`, each `child`, each `refChild`, `</directory>` and a newline,
 //!   then `</INodeDirectorySection>` and a newline.
@@ -58,8 +63,9 @@ pub mod image;
 pub mod model;
 
 use nsimage_format::hdfs_pb::{
-    file_summary, i_node_directory_section::DirEntry, i_node_section, string_table_section,
-    FileSummary, INodeSection, StorageTypeProto, StringTableSection,
+    file_summary, files_under_construction_section::FileUnderConstructionEntry,
+    i_node_directory_section::DirEntry, i_node_section, string_table_section, FileSummary,
+    INodeSection, StorageTypeProto, StringTableSection,
 };
 use prost::Message;
 use std::collections::HashMap;
@@ -74,6 +80,11 @@ pub struct OivSections {
     pub inodes: String,
     /// `<INodeDirectorySection>...</INodeDirectorySection>\n`.
     pub directories: String,
+    /// `<FileUnderConstructionSection>...</FileUnderConstructionSection>\n`
+    /// (`inode`: `id`, `path`, each followed by a newline); `None` for an
+    /// image without a FILES_UNDERCONSTRUCTION section, where OIV prints
+    /// nothing.
+    pub under_construction: Option<String>,
 }
 
 /// What an image holds that nsimage's in-memory model cannot carry into
@@ -395,6 +406,22 @@ pub fn emulate(file: &[u8]) -> Result<Emulated, String> {
         w.dir_section(&bytes, &mut em)?;
     }
     em.xml.directories.push_str("</INodeDirectorySection>\n");
+    if let Some(s) = find(&sum, "FILES_UNDERCONSTRUCTION") {
+        let bytes = section_bytes(file, s, codec.as_deref())?;
+        let mut d = Delimited {
+            buf: &bytes,
+            what: "FILES_UNDERCONSTRUCTION",
+        };
+        let mut out = String::from("<FileUnderConstructionSection>");
+        while let Some(e) = d.next::<FileUnderConstructionEntry>()? {
+            out.push_str("<inode>");
+            o("id", jlong(e.inode_id()), &mut out);
+            o("path", e.full_path(), &mut out);
+            out.push_str("</inode>\n");
+        }
+        out.push_str("</FileUnderConstructionSection>\n");
+        em.xml.under_construction = Some(out);
+    }
     em.gaps.children_not_unsigned_sorted = unsigned_order_breaks(file)?;
     Ok(em)
 }

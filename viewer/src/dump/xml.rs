@@ -40,7 +40,8 @@
 //! Text as OIV lays it out: no line break inside an `inode` but after each
 //! `block`, after `blocks` and after `file-under-construction`; one after
 //! each `inode` and `directory` element and after each section; none after
-//! `numInodes` or the opening `INodeDirectorySection` tag. Ids, times,
+//! `numInodes` or the opening `INodeDirectorySection` and
+//! `FileUnderConstructionSection` tags. Ids, times,
 //! sizes, block ids, generation stamps and lengths are Java `long`s in
 //! OIV, so a value of 2^63 or more prints negative as it does there (the
 //! block ids of erasure-coded block groups are such values). A
@@ -258,7 +259,7 @@ impl Formatter for Xml {
             1 => out.extend_from_slice(
                 b"<INodeReferenceSection></INodeReferenceSection><SnapshotSection><snapshotCounter>0</snapshotCounter><numSnapshots>0</numSnapshots></SnapshotSection>\n<INodeDirectorySection>",
             ),
-            _ => out.extend_from_slice(b"<FileUnderConstructionSection>\n"),
+            _ => out.extend_from_slice(b"<FileUnderConstructionSection>"),
         }
     }
 
