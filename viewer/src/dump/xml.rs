@@ -1,10 +1,11 @@
 //! The XML format: the element layout of Hadoop 3's OIV XML processor
 //! (`PBImageXmlWriter`), so that scripts written for `hdfs oiv -p XML` keep
-//! working; for an image read from a Hadoop fsimage, the `INodeSection` and
-//! `INodeDirectorySection` are the bytes `hdfs oiv -p XML` prints for that
-//! file wherever the in-memory model holds what OIV prints (the list of
-//! what it does not hold is below; `tests/hdfs_oiv_xml.rs` compares every
-//! shared Hadoop image with an emulation of OIV written from its source).
+//! working; for an image read from a Hadoop fsimage, the `INodeSection`,
+//! `INodeDirectorySection` and `FileUnderConstructionSection` are the bytes
+//! `hdfs oiv -p XML` prints for that file wherever the in-memory model
+//! holds what OIV prints (the list of what it does not hold is below;
+//! `tests/hdfs_oiv_xml.rs` compares every shared Hadoop image with an
+//! emulation of OIV written from its source).
 //!
 //! `<?xml version="1.0"?>` and one `fsimage` element holding, in the order
 //! OIV writes Hadoop's sections: `version` (`layoutVersion`: the nsimage
@@ -71,6 +72,13 @@
 //! - names that are not UTF-8 (Hadoop never writes them; OIV would print
 //!   U+FFFD where nsimage prints the bytes as `\00XX;`) and user or group
 //!   ids missing from the string table (OIV prints `null`).
+//!
+//! The other sections follow OIV's layout but not a Hadoop image's
+//! content: `version` holds nsimage's format version, `NameSection` prints
+//! 0 for the generation stamp V1 and its limit (the model keeps neither),
+//! and there is no `ErasureCodingSection`, `SecretManagerSection` or
+//! `CacheManagerSection`; OIV prints no `SnapshotDiffSection` for an image
+//! without that section, nsimage always an empty one.
 
 use super::escape::{num, xml_text};
 use super::formatter::Formatter;
