@@ -1,6 +1,11 @@
 //! The XML format: the element layout of Hadoop 3's OIV XML processor
 //! (`PBImageXmlWriter`), so that scripts written for `hdfs oiv -p XML` keep
-//! working.
+//! working; for an image read from a Hadoop fsimage, the `INodeSection`,
+//! `INodeDirectorySection` and `FileUnderConstructionSection` are the bytes
+//! `hdfs oiv -p XML` prints for that file wherever the in-memory model
+//! holds what OIV prints (the list of what it does not hold is below;
+//! `tests/hdfs_oiv_xml.rs` compares every shared Hadoop image with an
+//! emulation of OIV written from its source).
 //!
 //! `<?xml version="1.0"?>` and one `fsimage` element holding, in the order
 //! OIV writes Hadoop's sections: `version` (`layoutVersion`: the nsimage
@@ -32,9 +37,48 @@
 //! The spelling is Hadoop 3's `preferredBlockSize`: Hadoop 2's OIV wrote
 //! `perferredBlockSize`, which HDFS-9278 corrected, and Hadoop 3's reverse
 //! processor reads the corrected name.
+//!
+//! Text as OIV lays it out: no line break inside an `inode` but after each
+//! `block`, after `blocks` and after `file-under-construction`; one after
+//! each `inode` and `directory` element and after each section; none after
+//! `numInodes` or the opening `INodeDirectorySection` and
+//! `FileUnderConstructionSection` tags. Ids, times,
+//! sizes, block ids, generation stamps and lengths are Java `long`s in
+//! OIV, so a value of 2^63 or more prints negative as it does there (the
+//! block ids of erasure-coded block groups are such values). A
+//! directory's children are listed in Hadoop's order, names compared as
+//! signed bytes (`DFSUtil.compareBytes`): it differs from nsimage's
+//! unsigned order only where names hold bytes 0x80 and above, which then
+//! sort before ASCII.
 //! Text is escaped as [`xml_text`] says: entity references for markup
 //! characters, `\XXXX;` for characters XML cannot hold and for bytes that
 //! are not UTF-8.
+//!
+//! What the model does not hold, so that OIV's text for a Hadoop image
+//! differs there (none of the shared Hadoop images has any of these):
+//! - a symlink's access time (OIV prints `atime` after `mtime`);
+//! - storage type quotas (OIV prints `typeQuota` elements);
+//! - erasure coding: OIV prints replication 1, then `blockType` and
+//!   `erasureCodingPolicyId`, for a file with a policy id;
+//! - `refChild` entries (snapshot references) in `INodeDirectorySection`;
+//! - whether a field was stored at all: OIV prints `storagePolicyId` only
+//!   when the image holds it (Hadoop 2.6 and later always write it; nsimage
+//!   always prints it), `nsquota`/`dsquota` only when both are stored
+//!   (every Hadoop version writes both), and an empty `xattrs` element for
+//!   an empty xattr feature;
+//! - the stored order of xattrs (the model keeps them by namespace and
+//!   name) and of inodes (the model's is id order; Hadoop's is its inode
+//!   map's, id order but for very large or sparse id ranges);
+//! - names that are not UTF-8 (Hadoop never writes them; OIV would print
+//!   U+FFFD where nsimage prints the bytes as `\00XX;`) and user or group
+//!   ids missing from the string table (OIV prints `null`).
+//!
+//! The other sections follow OIV's layout but not a Hadoop image's
+//! content: `version` holds nsimage's format version, `NameSection` prints
+//! 0 for the generation stamp V1 and its limit (the model keeps neither),
+//! and there is no `ErasureCodingSection`, `SecretManagerSection` or
+//! `CacheManagerSection`; OIV prints no `SnapshotDiffSection` for an image
+//! without that section, nsimage always an empty one.
 
 use super::escape::{num, xml_text};
 use super::formatter::Formatter;
@@ -54,6 +98,12 @@ fn el(tag: &str, v: impl super::escape::itoa_like::Num, out: &mut Vec<u8>) {
     out.extend_from_slice(b"</");
     out.extend_from_slice(tag.as_bytes());
     out.push(b'>');
+}
+
+/// `<tag>v</tag>` for a value OIV holds in a Java `long`: the same 64
+/// bits, read as signed.
+fn el_long(tag: &str, v: u64, out: &mut Vec<u8>) {
+    el(tag, v as i64, out);
 }
 
 fn el_text(tag: &str, v: &[u8], out: &mut Vec<u8>) {
@@ -77,25 +127,25 @@ fn permission(inode: &Inode<'_>, out: &mut Vec<u8>) {
 impl Xml {
     fn inode(&self, ns: &Namespace, inode: &Inode<'_>, out: &mut Vec<u8>) {
         out.extend_from_slice(b"<inode>");
-        el("id", inode.id(), out);
+        el_long("id", inode.id(), out);
         el_text("type", kind_name(inode.kind()).as_bytes(), out);
         el_text("name", inode.name(), out);
         let extra = inode.extra();
         match inode.attrs() {
             Attrs::File(f) => {
                 el("replication", f.replication, out);
-                el("mtime", inode.mtime(), out);
-                el("atime", f.atime, out);
-                el("preferredBlockSize", f.preferred_block_size, out);
+                el_long("mtime", inode.mtime(), out);
+                el_long("atime", f.atime, out);
+                el_long("preferredBlockSize", f.preferred_block_size, out);
                 permission(inode, out);
                 xattrs_and_acls(ns, extra, out);
                 if !f.blocks.is_empty() {
                     out.extend_from_slice(b"<blocks>");
                     for b in f.blocks {
                         out.extend_from_slice(b"<block>");
-                        el("id", b.id, out);
-                        el("genstamp", b.generation_stamp, out);
-                        el("numBytes", b.length, out);
+                        el_long("id", b.id, out);
+                        el_long("genstamp", b.generation_stamp, out);
+                        el_long("numBytes", b.length, out);
                         out.extend_from_slice(b"</block>\n");
                     }
                     out.extend_from_slice(b"</blocks>\n");
@@ -109,7 +159,7 @@ impl Xml {
                 }
             }
             Attrs::Directory { ns_quota, ds_quota } => {
-                el("mtime", inode.mtime(), out);
+                el_long("mtime", inode.mtime(), out);
                 permission(inode, out);
                 xattrs_and_acls(ns, extra, out);
                 el("nsquota", ns_quota, out);
@@ -118,7 +168,7 @@ impl Xml {
             Attrs::Symlink { target } => {
                 permission(inode, out);
                 el_text("target", target, out);
-                el("mtime", inode.mtime(), out);
+                el_long("mtime", inode.mtime(), out);
                 // OIV writes none for a symlink; an nsimage symlink may
                 // still carry them, and a dump loses nothing.
                 xattrs_and_acls(ns, extra, out);
@@ -126,6 +176,30 @@ impl Xml {
         }
         out.extend_from_slice(b"</inode>\n");
     }
+}
+
+/// Hadoop's order of names (`DFSUtil.compareBytes`): lexicographic over
+/// the bytes read as signed, so bytes 0x80 and above sort before ASCII.
+fn signed_cmp(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    a.iter().map(|&x| x as i8).cmp(b.iter().map(|&x| x as i8))
+}
+
+/// Whether children in nsimage's (unsigned) name order are also in
+/// Hadoop's: every neighbouring pair is (a list is sorted when each pair of
+/// neighbours is), which holds unless names differ first at a byte 0x80 or
+/// above. Compares neighbours only, so a directory of ASCII names costs
+/// one comparison per child and no allocation.
+fn in_hadoop_order<'a>(mut kids: impl Iterator<Item = Inode<'a>>) -> bool {
+    let Some(mut prev) = kids.next() else {
+        return true;
+    };
+    for c in kids {
+        if signed_cmp(prev.name(), c.name()) == std::cmp::Ordering::Greater {
+            return false;
+        }
+        prev = c;
+    }
+    true
 }
 
 /// `xattrs` then `acls`, each only when there are any, as OIV writes them.
@@ -179,22 +253,21 @@ impl Formatter for Xml {
                 out.extend_from_slice(b"</version>\n<NameSection>");
                 el("namespaceId", info.namespace_id, out);
                 el("genstampV1", 0u64, out);
-                el("genstampV2", info.generation_stamp, out);
+                el_long("genstampV2", info.generation_stamp, out);
                 el("genstampV1Limit", 0u64, out);
-                el("lastAllocatedBlockId", info.last_block_id, out);
-                el("txid", info.last_txid, out);
+                el_long("lastAllocatedBlockId", info.last_block_id, out);
+                el_long("txid", info.last_txid, out);
                 out.extend_from_slice(b"</NameSection>\n<INodeSection>");
-                el("lastInodeId", info.last_inode_id, out);
+                el_long("lastInodeId", info.last_inode_id, out);
                 let live = (0..ns.slot_count())
                     .filter(|&s| ns.at(s).is_some())
                     .count() as u64;
                 el("numInodes", live, out);
-                out.push(b'\n');
             }
             1 => out.extend_from_slice(
-                b"<INodeReferenceSection></INodeReferenceSection><SnapshotSection><snapshotCounter>0</snapshotCounter><numSnapshots>0</numSnapshots></SnapshotSection>\n<INodeDirectorySection>\n",
+                b"<INodeReferenceSection></INodeReferenceSection><SnapshotSection><snapshotCounter>0</snapshotCounter><numSnapshots>0</numSnapshots></SnapshotSection>\n<INodeDirectorySection>",
             ),
-            _ => out.extend_from_slice(b"<FileUnderConstructionSection>\n"),
+            _ => out.extend_from_slice(b"<FileUnderConstructionSection>"),
         }
     }
 
@@ -214,9 +287,18 @@ impl Formatter for Xml {
                     return;
                 }
                 out.extend_from_slice(b"<directory>");
-                el("parent", inode.id(), out);
-                for c in inode.children() {
-                    el("child", c.id(), out);
+                el_long("parent", inode.id(), out);
+                if !in_hadoop_order(inode.children()) {
+                    // Hadoop's order: names compared as signed bytes.
+                    let mut kids: Vec<Inode<'_>> = inode.children().collect();
+                    kids.sort_by(|a, b| signed_cmp(a.name(), b.name()));
+                    for c in kids {
+                        el_long("child", c.id(), out);
+                    }
+                } else {
+                    for c in inode.children() {
+                        el_long("child", c.id(), out);
+                    }
                 }
                 out.extend_from_slice(b"</directory>\n");
             }
@@ -226,7 +308,7 @@ impl Formatter for Xml {
                     .is_some_and(|e| e.under_construction.is_some());
                 if uc {
                     out.extend_from_slice(b"<inode>");
-                    el("id", inode.id(), out);
+                    el_long("id", inode.id(), out);
                     let mut path = Vec::new();
                     scratch.paths.push_path(ns, inode, &mut path);
                     el_text("path", &path, out);
@@ -242,5 +324,32 @@ impl Formatter for Xml {
             1 => out.extend_from_slice(b"</INodeDirectorySection>\n"),
             _ => out.extend_from_slice(b"</FileUnderConstructionSection>\n<SnapshotDiffSection></SnapshotDiffSection>\n</fsimage>\n"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cmp::Ordering;
+
+    #[test]
+    fn hadoop_name_order_is_signed_bytes() {
+        // 0xc3 (the start of "é") is negative as a Java byte: before ASCII.
+        assert_eq!(signed_cmp("é".as_bytes(), b"e"), Ordering::Less);
+        assert_eq!(signed_cmp(b"Zeta", b"a"), Ordering::Less);
+        assert_eq!(signed_cmp(b"ab", b"abc"), Ordering::Less);
+        assert_eq!(signed_cmp(b"\xff", b"\x80"), Ordering::Greater);
+        assert_eq!(signed_cmp(b"x", b"x"), Ordering::Equal);
+    }
+
+    #[test]
+    fn java_longs() {
+        let mut out = Vec::new();
+        el_long("id", 0x8000_0000_0000_1000, &mut out);
+        el_long("mtime", 5, &mut out);
+        assert_eq!(
+            out,
+            b"<id>-9223372036854771712</id><mtime>5</mtime>".as_slice()
+        );
     }
 }
