@@ -114,7 +114,7 @@ pub fn write_hdfs_image<W: Write>(
         sink.record(&inode_message(&inode, &serials, opts)?)?;
         written += 1;
         if let Some(per) = per_sub {
-            if written % per == 0 {
+            if written.is_multiple_of(per) {
                 sink.cut_sub("INODE_SUB")?;
             }
         }
@@ -199,8 +199,8 @@ pub fn write_hdfs_image<W: Write>(
     sink.commit("CACHE_MANAGER")?;
 
     // STRING_TABLE: after the inodes, as Hadoop writes it.
-    let num_entry = u32::try_from(serials.count())
-        .map_err(|_| invalid("string table too large".to_owned()))?;
+    let num_entry =
+        u32::try_from(serials.count()).map_err(|_| invalid("string table too large".to_owned()))?;
     sink.record(&StringTableSection {
         num_entry: Some(num_entry),
         mask_bits: opts
@@ -243,8 +243,8 @@ pub fn write_hdfs_image<W: Write>(
     summary
         .encode_length_delimited(&mut tail)
         .map_err(|e| io::Error::other(format!("encoding the file summary: {e}")))?;
-    let delimited = u32::try_from(tail.len())
-        .map_err(|_| io::Error::other("file summary over 4 GiB"))?;
+    let delimited =
+        u32::try_from(tail.len()).map_err(|_| io::Error::other("file summary over 4 GiB"))?;
     tail.extend_from_slice(&delimited.to_be_bytes());
     let (md5, bytes, sections) = sink.finish(&tail)?;
     Ok(HdfsWritten {

@@ -61,7 +61,11 @@ fn acl(x: &Extra, s: &Serials) -> Option<AclFeatureProto> {
     Some(AclFeatureProto { entries })
 }
 
-fn xattrs(x: &Extra, s: &Serials, opts: &HdfsWriteOptions) -> io::Result<Option<XAttrFeatureProto>> {
+fn xattrs(
+    x: &Extra,
+    s: &Serials,
+    opts: &HdfsWriteOptions,
+) -> io::Result<Option<XAttrFeatureProto>> {
     if x.xattrs.is_empty() {
         return Ok(None);
     }
@@ -87,7 +91,11 @@ fn xattrs(x: &Extra, s: &Serials, opts: &HdfsWriteOptions) -> io::Result<Option<
 }
 
 /// The INODE section's message for `inode`.
-pub(crate) fn inode_message(inode: &Inode<'_>, s: &Serials, opts: &HdfsWriteOptions) -> io::Result<INode> {
+pub(crate) fn inode_message(
+    inode: &Inode<'_>,
+    s: &Serials,
+    opts: &HdfsWriteOptions,
+) -> io::Result<INode> {
     let perm = Some(permission(inode.perm(), s));
     let extra = inode.extra();
     let mut m = INode {
@@ -128,10 +136,17 @@ pub(crate) fn inode_message(inode: &Inode<'_>, s: &Serials, opts: &HdfsWriteOpti
             if let Some(x) = extra {
                 file.acl = acl(x, s);
                 file.x_attrs = xattrs(x, s, opts)?;
-                file.file_uc = x.under_construction.as_ref().map(|uc| FileUnderConstructionFeature {
-                    client_name: Some(String::from_utf8_lossy(&uc.client_name).into_owned()),
-                    client_machine: Some(String::from_utf8_lossy(&uc.client_machine).into_owned()),
-                });
+                file.file_uc =
+                    x.under_construction
+                        .as_ref()
+                        .map(|uc| FileUnderConstructionFeature {
+                            client_name: Some(
+                                String::from_utf8_lossy(&uc.client_name).into_owned(),
+                            ),
+                            client_machine: Some(
+                                String::from_utf8_lossy(&uc.client_machine).into_owned(),
+                            ),
+                        });
             }
             m.file = Some(file);
         }

@@ -54,7 +54,9 @@ impl Serials {
                     *s = 1;
                     Ok(())
                 }
-                None => Err(bad(format!("string id {id} is not in the namespace's table"))),
+                None => Err(bad(format!(
+                    "string id {id} is not in the namespace's table"
+                ))),
             }
         };
         for inode in ns.iter() {
@@ -77,15 +79,13 @@ impl Serials {
         }
         let mut count = 0u64;
         for t in &mut tables {
-            let mut next = 1u32;
-            for s in t.iter_mut().filter(|s| **s != 0) {
+            for (next, s) in (1u32..).zip(t.iter_mut().filter(|s| **s != 0)) {
                 if next > MAX_SERIAL {
                     return Err(bad(format!(
                         "more than {MAX_SERIAL} strings of one kind: Hadoop's 24-bit ids cannot hold them"
                     )));
                 }
                 *s = next;
-                next += 1;
                 count += 1;
             }
         }
