@@ -223,8 +223,8 @@ pub fn write_hdfs_image<W: Write>(
 
     // The FileSummary.
     let summary_offset = sink.pos();
-    #[allow(clippy::cast_sign_loss)] // a negative int32 as the uint32 field holds it
-    let layout_version = lv as u32;
+    // A negative int32 as the uint32 field holds it.
+    let layout_version = lv.cast_unsigned();
     let summary = FileSummary {
         ondisk_version: ONDISK_VERSION,
         layout_version,

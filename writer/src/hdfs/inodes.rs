@@ -26,9 +26,9 @@ use std::cmp::Ordering;
 use std::io;
 
 /// A quota as Hadoop's uint64 field holds the Java long (-1: none).
-#[allow(clippy::cast_sign_loss)] // two's complement, as Java writes a long into a uint64
 fn quota(q: i64) -> u64 {
-    q as u64
+    // Two's complement, as Java writes a long into a uint64.
+    q.cast_unsigned()
 }
 
 /// The permission with Hadoop's serials in place of the namespace's ids.
