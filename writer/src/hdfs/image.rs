@@ -9,6 +9,7 @@
 //! stream; then the varint-delimited FileSummary and its length as a
 //! 4-byte big-endian integer.
 
+use super::batch::{encode_in_order, Encoded};
 use super::inodes::{dir_entry, inode_message};
 use super::options::{
     HdfsWriteOptions, ERASURE_CODING_LAYOUT_VERSION, EXPANDED_STRING_TABLE_LAYOUT_VERSION,
@@ -36,6 +37,33 @@ const LEGACY_GENSTAMP: u64 = 1000;
 /// `lastAllocatedStripedBlockId` of a namespace without striped blocks:
 /// Java's `Long.MIN_VALUE` as the uint64 field holds it.
 const NO_STRIPED_BLOCK_ID: u64 = 1 << 63;
+
+/// Hands encoded records to the sink; with sub-sections (`per` given),
+/// cuts one named `sub` each time the records' weights since the last cut
+/// reach `per`, as Hadoop's saver cuts after every `per` inodes (INODE) or
+/// once `per` children have been written (INODE_DIR).
+fn feed<W: Write>(
+    sink: &mut ImageSink<W>,
+    e: &Encoded,
+    per: Option<u64>,
+    acc: &mut u64,
+    sub: &str,
+) -> io::Result<()> {
+    let Some(per) = per else {
+        return sink.append(&e.bytes);
+    };
+    let mut from = 0;
+    for (&end, &w) in e.ends.iter().zip(&e.weights) {
+        *acc += w;
+        if *acc >= per {
+            sink.append(&e.bytes[from..end])?;
+            sink.cut_sub(sub)?;
+            from = end;
+            *acc = 0;
+        }
+    }
+    sink.append(&e.bytes[from..])
+}
 
 fn invalid(msg: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, msg)
@@ -110,15 +138,15 @@ pub fn write_hdfs_image<W: Write>(
         num_inodes: Some(inodes),
     })?;
     let mut written = 0u64;
-    for inode in ns.iter() {
-        sink.record(&inode_message(&inode, &serials, opts)?)?;
-        written += 1;
-        if let Some(per) = per_sub {
-            if written.is_multiple_of(per) {
-                sink.cut_sub("INODE_SUB")?;
-            }
-        }
-    }
+    let mut acc = 0u64;
+    encode_in_order(
+        ns,
+        |inode, e| e.push(&inode_message(inode, &serials, opts)?, 1),
+        |e| {
+            written += e.ends.len() as u64;
+            feed(&mut sink, &e, per_sub, &mut acc, "INODE_SUB")
+        },
+    )?;
     if per_sub.is_some() {
         sink.cut_sub("INODE_SUB")?;
     }
@@ -128,20 +156,26 @@ pub fn write_hdfs_image<W: Write>(
     // sub-sections, a cut once `per` children have been written since the
     // last one.
     let mut dir_entries = 0u64;
-    let mut children = 0u64;
-    for inode in ns.iter().filter(|i| i.kind() == InodeKind::Directory) {
-        if let Some(e) = dir_entry(&inode) {
-            children += e.children.len() as u64;
-            sink.record(&e)?;
-            dir_entries += 1;
-        }
-        if let Some(per) = per_sub {
-            if children >= per {
-                children = 0;
-                sink.cut_sub("INODE_DIR_SUB")?;
+    let mut acc = 0u64;
+    encode_in_order(
+        ns,
+        |inode, e| {
+            if inode.kind() != InodeKind::Directory {
+                return Ok(());
             }
-        }
-    }
+            match dir_entry(inode) {
+                Some(d) => {
+                    let children = d.children.len() as u64;
+                    e.push(&d, children)
+                }
+                None => Ok(()),
+            }
+        },
+        |e| {
+            dir_entries += e.ends.len() as u64;
+            feed(&mut sink, &e, per_sub, &mut acc, "INODE_DIR_SUB")
+        },
+    )?;
     if per_sub.is_some() {
         sink.cut_sub("INODE_DIR_SUB")?;
     }

@@ -5,6 +5,8 @@
 //!
 //! - `image`: [`write_hdfs_image`], the sections in Hadoop's order, the
 //!   FileSummary and its length;
+//! - `batch`: the passes over the inodes encoded in parallel (rayon), a
+//!   bounded window of slot ranges at a time, taken in id order;
 //! - `sink`: the byte sink: MD5 and count as bytes go out, one compressed
 //!   stream per section or sub-section, the summary's entries;
 //! - `inodes`: an inode's INODE message and a directory's INODE_DIR entry
@@ -37,6 +39,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod batch;
 mod image;
 mod inodes;
 mod naming;

@@ -159,6 +159,20 @@ impl<W: Write> ImageSink<W> {
         self.pump()
     }
 
+    /// Appends records already varint-delimited.
+    pub(crate) fn append(&mut self, records: &[u8]) -> io::Result<()> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        self.raw_in_sub += records.len() as u64;
+        if self.buf.is_empty() && records.len() >= PUMP_BYTES {
+            // Large pieces go on without a copy through the buffer.
+            return self.hand_on(records);
+        }
+        self.buf.extend_from_slice(records);
+        self.pump()
+    }
+
     fn pump(&mut self) -> io::Result<()> {
         if self.buf.len() >= PUMP_BYTES {
             self.drain()?;
@@ -166,28 +180,36 @@ impl<W: Write> ImageSink<W> {
         Ok(())
     }
 
-    /// Hands buffered records to the stream (opened on first use) or the
-    /// file, and compressed output to the file.
+    /// Hands buffered records on.
     fn drain(&mut self) -> io::Result<()> {
         if self.buf.is_empty() {
             return Ok(());
         }
+        let buf = std::mem::take(&mut self.buf);
+        let r = self.hand_on(&buf);
+        self.buf = buf;
+        self.buf.clear();
+        r
+    }
+
+    /// Hands bytes to the open stream (opened on first use) or, without a
+    /// codec, to the file; compressed output goes to the file in large
+    /// pieces.
+    fn hand_on(&mut self, b: &[u8]) -> io::Result<()> {
         if self.codec == HdfsCodec::None {
-            self.out.write_all(&self.buf)?;
-        } else {
-            if self.stream.is_none() {
-                self.stream = Stream::new(self.codec);
-            }
-            if let Some(s) = self.stream.as_mut() {
-                s.write_all(&self.buf)?;
-                let o = s.output();
-                if o.len() >= PUMP_BYTES {
-                    self.out.write_all(o)?;
-                    o.clear();
-                }
+            return self.out.write_all(b);
+        }
+        if self.stream.is_none() {
+            self.stream = Stream::new(self.codec);
+        }
+        if let Some(s) = self.stream.as_mut() {
+            s.write_all(b)?;
+            let o = s.output();
+            if o.len() >= PUMP_BYTES {
+                self.out.write_all(o)?;
+                o.clear();
             }
         }
-        self.buf.clear();
         Ok(())
     }
 

@@ -890,3 +890,98 @@ fn naming_conventions() {
         format!("{} *fsimage_1\n", "ab".repeat(16))
     );
 }
+
+/// Throughput on a large namespace (run by hand:
+/// `cargo test -p nsimage-writer --release hdfs_throughput -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn hdfs_throughput() {
+    let n: u64 = std::env::var("HDFS_INODES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000);
+    let t = std::time::Instant::now();
+    let ns = wide(n / 1000, 999);
+    eprintln!("built {} inodes in {:?}", ns.stats().inodes, t.elapsed());
+    for codec in [HdfsCodec::None, HdfsCodec::Zlib] {
+        let opts = HdfsWriteOptions {
+            sub_sections: true,
+            inode_threshold: 0,
+            codec,
+            ..Default::default()
+        };
+        let t = std::time::Instant::now();
+        let w = write_hdfs_image(&ns, std::io::sink(), &opts).unwrap();
+        eprintln!("{codec:?}: {} bytes in {:?}", w.bytes, t.elapsed());
+    }
+}
+
+/// Sub-section cuts across many parallel batches (and free slots) fall
+/// where Hadoop's serial saver puts them.
+#[test]
+fn sub_section_cuts_across_batches_match_a_serial_count() {
+    let mut ns = wide(41, 999);
+    for d in (0..41).step_by(5) {
+        for f in (0..999).step_by(7) {
+            ns.delete(format!("/d{d:03}/f{f:04}").as_bytes(), false, 3)
+                .unwrap();
+        }
+    }
+    ns.delete(b"/d040", true, 4).unwrap();
+    let inodes = ns.stats().inodes;
+    let opts = HdfsWriteOptions {
+        sub_sections: true,
+        target_sections: 7,
+        inode_threshold: 0,
+        ..Default::default()
+    };
+    let per = opts.inodes_per_sub_section(inodes).unwrap();
+    let (img, w) = write(&ns, &opts);
+    assert_eq!(w.inodes, inodes);
+    let (sum, _) = summary(&img);
+    // INODE: every sub-section but the last holds `per` inodes.
+    let subs: Vec<&file_summary::Section> = sum
+        .sections
+        .iter()
+        .filter(|s| s.name() == "INODE_SUB")
+        .collect();
+    let counts: Vec<u64> = subs
+        .iter()
+        .enumerate()
+        .map(|(k, s)| messages(bytes_of(&img, s)).len() as u64 - u64::from(k == 0))
+        .collect();
+    assert_eq!(counts.iter().sum::<u64>(), inodes);
+    assert!(
+        counts[..counts.len() - 1].iter().all(|&c| c == per),
+        "{counts:?}"
+    );
+    assert_eq!(subs.len() as u64, inodes.div_ceil(per));
+    // INODE_DIR: emulate the saver's count of children.
+    let mut want = Vec::new();
+    let (mut acc, mut entries) = (0u64, 0u64);
+    for i in ns
+        .iter()
+        .filter(|i| i.kind() == nsimage_namespace::InodeKind::Directory)
+    {
+        let n = i.child_slots().len() as u64;
+        if n > 0 {
+            acc += n;
+            entries += 1;
+        }
+        if acc >= per {
+            want.push(entries);
+            acc = 0;
+            entries = 0;
+        }
+    }
+    if entries > 0 {
+        want.push(entries);
+    }
+    let got: Vec<u64> = sum
+        .sections
+        .iter()
+        .filter(|s| s.name() == "INODE_DIR_SUB")
+        .map(|s| messages(bytes_of(&img, s)).len() as u64)
+        .collect();
+    assert_eq!(got, want);
+}
