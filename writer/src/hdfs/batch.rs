@@ -34,8 +34,28 @@ impl Encoded {
     }
 }
 
+/// Encodes the live inodes of slots `lo..hi` of each range, in parallel.
+fn encode_window<F>(ns: &Namespace, ranges: &[(u32, u32)], encode: &F) -> Vec<io::Result<Encoded>>
+where
+    F: Fn(&Inode<'_>, &mut Encoded) -> io::Result<()> + Sync,
+{
+    ranges
+        .par_iter()
+        .map(|&(lo, hi)| {
+            let mut e = Encoded::default();
+            for s in lo..hi {
+                if let Some(inode) = ns.at(s) {
+                    encode(&inode, &mut e)?;
+                }
+            }
+            Ok(e)
+        })
+        .collect()
+}
+
 /// Encodes every live inode of `ns` with `encode` (which may skip some),
-/// in parallel, and hands the results to `consume` in id order.
+/// in parallel, and hands the results to `consume` in id order, on the
+/// calling thread, while the pool encodes the next window.
 pub(crate) fn encode_in_order<F, G>(ns: &Namespace, encode: F, mut consume: G) -> io::Result<()>
 where
     F: Fn(&Inode<'_>, &mut Encoded) -> io::Result<()> + Sync,
@@ -43,32 +63,27 @@ where
 {
     let slots = ns.slot_count();
     let window = u32::try_from(4 * rayon::current_num_threads().max(1)).unwrap_or(64);
-    let mut start = 0u32;
-    while start < slots {
-        let ranges: Vec<(u32, u32)> = (0..window)
+    let next_ranges = |start: u32| -> Vec<(u32, u32)> {
+        (0..window)
             .map(|k| start.saturating_add(k.saturating_mul(BATCH_SLOTS)))
             .take_while(|&lo| lo < slots)
             .map(|lo| (lo, lo.saturating_add(BATCH_SLOTS).min(slots)))
-            .collect();
-        let Some(&(_, end)) = ranges.last() else {
-            break;
-        };
-        let done: Vec<io::Result<Encoded>> = ranges
-            .par_iter()
-            .map(|&(lo, hi)| {
-                let mut e = Encoded::default();
-                for s in lo..hi {
-                    if let Some(inode) = ns.at(s) {
-                        encode(&inode, &mut e)?;
-                    }
-                }
-                Ok(e)
-            })
-            .collect();
-        for e in done {
-            consume(e?)?;
-        }
-        start = end;
+            .collect()
+    };
+    let mut ranges = next_ranges(0);
+    let mut pending = encode_window(ns, &ranges, &encode);
+    while !pending.is_empty() {
+        let start = ranges.last().map_or(slots, |r| r.1);
+        ranges = next_ranges(start);
+        let mut next = Vec::new();
+        let mut consumed = Ok(());
+        rayon::in_place_scope(|scope| {
+            let (ranges, encode, next) = (&ranges, &encode, &mut next);
+            scope.spawn(move |_| *next = encode_window(ns, ranges, encode));
+            consumed = pending.into_iter().try_for_each(|e| consume(e?));
+        });
+        consumed?;
+        pending = next;
     }
     Ok(())
 }

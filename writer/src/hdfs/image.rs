@@ -81,7 +81,7 @@ fn invalid(msg: String) -> io::Error {
 /// [`OLDEST_LAYOUT_VERSION`]..=[`NEWEST_LAYOUT_VERSION`] or the
 /// namespace holds what that layout or Hadoop's fields cannot (a namespace
 /// id over 32 bits, a `raw.` xattr before -59, more than 2^24 - 1 strings
-/// of one kind).
+/// of one kind, xattrs or an ACL on a symlink).
 pub fn write_hdfs_image<W: Write>(
     ns: &Namespace,
     out: W,

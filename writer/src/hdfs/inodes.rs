@@ -166,6 +166,15 @@ pub(crate) fn inode_message(
             m.directory = Some(dir);
         }
         Attrs::Symlink { target } => {
+            if extra.is_some_and(|x| !x.is_empty()) {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!(
+                        "symlink {} has xattrs or an ACL, which Hadoop's fsimage cannot hold",
+                        inode.id()
+                    ),
+                ));
+            }
             m.r#type = i_node::Type::Symlink as i32;
             // Hadoop gives a new link an access time equal to its
             // modification time; the namespace keeps no other.

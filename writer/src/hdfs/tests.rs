@@ -850,6 +850,13 @@ fn refused_inputs_are_invalid_input() {
     };
     let e = write_hdfs_image(&ns, Vec::new(), &opts).unwrap_err();
     assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
+    // Xattrs on a symlink: HDFS has none.
+    let mut link = Namespace::default();
+    let l = link.symlink(b"/l", b"/x", &P, 1).unwrap();
+    link.set_xattr(l, XAttrNs::User, b"a", b"b").unwrap();
+    let e = write_hdfs_image(&link, Vec::new(), &HdfsWriteOptions::default()).unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
+    assert!(e.to_string().contains("symlink"));
     // A namespace id over 32 bits.
     let big = Namespace::new(NsInfo {
         namespace_id: 1 << 40,
