@@ -4,7 +4,8 @@
 //!
 //! `HDFSIMG1`, NS_INFO, ERASURE_CODING (layout -64 and later), INODE,
 //! INODE_DIR, FILES_UNDERCONSTRUCTION, SNAPSHOT, SNAPSHOT_DIFF (only
-//! before -64: Hadoop 3 skips it without snapshots), INODE_REFERENCE,
+//! before -64, with the root's empty diff list: Hadoop 3 skips it without
+//! snapshots), INODE_REFERENCE,
 //! SECRET_MANAGER, CACHE_MANAGER, STRING_TABLE; with a codec, an empty
 //! stream; then the varint-delimited FileSummary and its length as a
 //! 4-byte big-endian integer.
@@ -18,6 +19,7 @@ use super::options::{
 use super::serials::Serials;
 use super::sink::ImageSink;
 use super::summary::HdfsWritten;
+use nsimage_format::hdfs_pb::snapshot_diff_section::{diff_entry, DiffEntry};
 use nsimage_format::hdfs_pb::{
     file_summary, CacheManagerSection, ErasureCodingSection, FileSummary, INodeSection,
     NameSystemSection, SecretManagerSection, SnapshotSection, StringTableSection,
@@ -212,6 +214,14 @@ pub fn write_hdfs_image<W: Write>(
     })?;
     sink.commit("SNAPSHOT")?;
     if !hadoop3 {
+        // Hadoop 2 writes the section without snapshots too: the root is
+        // always snapshottable (with quota 0), so it has one entry, a
+        // directory diff list with no diffs.
+        sink.record(&DiffEntry {
+            r#type: diff_entry::Type::Directorydiff as i32,
+            inode_id: Some(ns.root().id()),
+            num_of_diff: Some(0),
+        })?;
         sink.commit("SNAPSHOT_DIFF")?;
     }
     sink.commit("INODE_REFERENCE")?;

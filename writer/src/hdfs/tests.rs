@@ -992,3 +992,77 @@ fn sub_section_cuts_across_batches_match_a_serial_count() {
         .collect();
     assert_eq!(got, want);
 }
+
+/// The namespace of `zero_block_size/fsimage_0000000000000000004` in
+/// shared/data/hdfs (written by a Hadoop 2.7 NameNode, layout -63): a
+/// root, `/tmp`, and a file under construction with a preferred block
+/// size of 0.
+fn zero_block_size() -> Namespace {
+    let mut ns = Namespace::new(NsInfo {
+        namespace_id: 1_584_891_892,
+        last_txid: 4,
+        last_inode_id: 0,
+        last_block_id: 1_073_741_824,
+        generation_stamp: 1000,
+        creation_time: 1_424_270_826_844,
+    });
+    let root = nsimage_namespace::ROOT_ID;
+    ns.set_owner(root, Some(b"rushabhs"), Some(b"supergroup"))
+        .unwrap();
+    ns.set_mode(root, 0o755).unwrap();
+    // Hadoop's root quota: Long.MAX_VALUE names, no space quota.
+    ns.set_quota(root, i64::MAX, -1).unwrap();
+    let p = PermSpec {
+        user: b"rushabhs",
+        group: b"supergroup",
+        mode: 0o755,
+    };
+    let t = 1_424_270_826_853;
+    ns.mkdirs(b"/tmp", &p, t).unwrap();
+    let spec = FileSpec {
+        replication: 1,
+        preferred_block_size: 0,
+        storage_policy: 0,
+    };
+    let f = ns
+        .create(
+            b"/tmp/zeroBlockFile",
+            &PermSpec { mode: 0o644, ..p },
+            &spec,
+            t,
+        )
+        .unwrap();
+    ns.set_under_construction(
+        f,
+        Some((b"DFSClient_NONMAPREDUCE_1633025288_1", b"127.0.0.1")),
+    )
+    .unwrap();
+    ns.set_times(root, Some(1_424_270_826_844), None).unwrap();
+    ns
+}
+
+/// Written at the same layout version, the same namespace gives the very
+/// bytes the Hadoop NameNode wrote: the MD5 its `.md5` sidecar holds.
+#[test]
+fn byte_for_byte_what_a_hadoop_namenode_wrote() {
+    let ns = zero_block_size();
+    assert_eq!(ns.info().last_inode_id, 16387);
+    let opts = HdfsWriteOptions {
+        layout_version: -63,
+        ..Default::default()
+    };
+    let (img, w) = write(&ns, &opts);
+    // The real file, when this checkout has shared/ beside it.
+    let real = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/data/hdfs/zero_block_size/fsimage_0000000000000000004");
+    if let Ok(want) = std::fs::read(&real) {
+        assert_eq!(img.len(), want.len());
+        assert_eq!(img, want);
+    }
+    assert_eq!(img.len(), 569);
+    // fsimage_0000000000000000004.md5, as the NameNode wrote it.
+    assert_eq!(
+        md5_sidecar_line(&w.md5, &image_file_name(ns.info().last_txid)),
+        "a68a3351feb156daeb27169a03e2813c *fsimage_0000000000000000004\n"
+    );
+}
