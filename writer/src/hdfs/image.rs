@@ -78,6 +78,23 @@ fn invalid(msg: String) -> io::Error {
 ///
 /// `out` gets many mid-sized writes; a file needs no `BufWriter`.
 ///
+/// What is written where the namespace has nothing to say: the legacy
+/// generation stamp 1000 and its limit 0 (a namespace that never had v1
+/// stamps), no striped block id (`Long.MIN_VALUE`), no erasure coding
+/// policies (the NameNode keeps its configured ones), no snapshots, no
+/// delegation keys or tokens, no cache pools; a symlink's access time is
+/// its modification time (Hadoop gives a new link both). Client names of
+/// files under construction are `string` fields: bytes that are not UTF-8
+/// are written lossily (paths and string table entries are written as
+/// the bytes they are).
+///
+/// With a codec and sub-sections, each sub-section is its own stream, so
+/// that a reader decodes them in parallel. Hadoop itself never writes
+/// that combination (its saver turns sub-sections off when
+/// `dfs.image.compress` is set); its loader then reads the parent
+/// sections serially, and its decompressor streams read the sub-sections'
+/// streams one after another.
+///
 /// Errors: `out`'s I/O errors, and [`io::ErrorKind::InvalidInput`] when
 /// the options ask for a layout version outside
 /// [`OLDEST_LAYOUT_VERSION`]..=[`NEWEST_LAYOUT_VERSION`] or the
