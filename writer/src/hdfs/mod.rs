@@ -9,6 +9,7 @@
 //!   bounded window of slot ranges at a time, taken in id order;
 //! - `sink`: the byte sink: MD5 and count as bytes go out, one compressed
 //!   stream per section or sub-section, the summary's entries;
+//! - `deflate`: one zlib or gzip stream deflated in parallel chunks;
 //! - `inodes`: an inode's INODE message and a directory's INODE_DIR entry
 //!   (children in Hadoop's signed-byte order);
 //! - `serials`: Hadoop's string serial numbers and the STRING_TABLE
@@ -40,6 +41,7 @@
 //! ```
 
 mod batch;
+mod deflate;
 mod image;
 mod inodes;
 mod naming;

@@ -4,14 +4,13 @@
 //! FileSummary's entries as sections are committed.
 //!
 //! Records are encoded into a buffer and handed on in large pieces, so the
-//! hash and the compressor see few, large writes; memory stays bounded by
-//! that buffer and the compressor's output buffer, whatever the image's
-//! size.
+//! hash and the compressor see few, large writes; streams are deflated in
+//! parallel chunks (`deflate`); memory stays bounded by that buffer and
+//! the compressor's window, whatever the image's size.
 
+use super::deflate::{Framing, ParStream};
 use super::options::HdfsCodec;
 use super::summary::HdfsSection;
-use flate2::write::{GzEncoder, ZlibEncoder};
-use flate2::Compression;
 use md5::{Digest as _, Md5};
 use std::io::{self, Write};
 
@@ -59,44 +58,12 @@ impl<W: Write> Write for Hashing<W> {
     }
 }
 
-/// One open compressed stream; its output is drained into the file.
-enum Stream {
-    Zlib(ZlibEncoder<Vec<u8>>),
-    Gzip(GzEncoder<Vec<u8>>),
-}
-
-impl Stream {
-    fn new(codec: HdfsCodec) -> Option<Stream> {
-        // Hadoop's zlib compressors use zlib's default level (6).
-        let level = Compression::default();
-        match codec {
-            HdfsCodec::None => None,
-            HdfsCodec::Zlib => Some(Stream::Zlib(ZlibEncoder::new(Vec::new(), level))),
-            HdfsCodec::Gzip => Some(Stream::Gzip(GzEncoder::new(Vec::new(), level))),
-        }
-    }
-
-    fn write_all(&mut self, b: &[u8]) -> io::Result<()> {
-        match self {
-            Stream::Zlib(e) => e.write_all(b),
-            Stream::Gzip(e) => e.write_all(b),
-        }
-    }
-
-    /// The compressed bytes produced so far (the encoder only appends to
-    /// them, so taking them leaves it consistent).
-    fn output(&mut self) -> &mut Vec<u8> {
-        match self {
-            Stream::Zlib(e) => e.get_mut(),
-            Stream::Gzip(e) => e.get_mut(),
-        }
-    }
-
-    fn finish(self) -> io::Result<Vec<u8>> {
-        match self {
-            Stream::Zlib(e) => e.finish(),
-            Stream::Gzip(e) => e.finish(),
-        }
+/// The framing of `codec`'s streams; `None` without compression.
+fn framing(codec: HdfsCodec) -> Option<Framing> {
+    match codec {
+        HdfsCodec::None => None,
+        HdfsCodec::Zlib => Some(Framing::Zlib),
+        HdfsCodec::Gzip => Some(Framing::Gzip),
     }
 }
 
@@ -108,7 +75,7 @@ pub(crate) struct ImageSink<W: Write> {
     /// Encoded records not yet handed to the stream or the file.
     buf: Vec<u8>,
     /// The open compressed stream, if any.
-    stream: Option<Stream>,
+    stream: Option<ParStream>,
     section_start: u64,
     sub_start: u64,
     /// Uncompressed bytes in the current sub-section.
@@ -196,31 +163,25 @@ impl<W: Write> ImageSink<W> {
     /// codec, to the file; compressed output goes to the file in large
     /// pieces.
     fn hand_on(&mut self, b: &[u8]) -> io::Result<()> {
-        if self.codec == HdfsCodec::None {
+        let Some(f) = framing(self.codec) else {
             return self.out.write_all(b);
-        }
+        };
         if self.stream.is_none() {
-            self.stream = Stream::new(self.codec);
+            self.stream = Some(ParStream::start(f, &mut self.out)?);
         }
-        if let Some(s) = self.stream.as_mut() {
-            s.write_all(b)?;
-            let o = s.output();
-            if o.len() >= PUMP_BYTES {
-                self.out.write_all(o)?;
-                o.clear();
-            }
+        match self.stream.as_mut() {
+            Some(s) => s.write(b, &mut self.out),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// Ends the open stream (if any) and writes what is left of it.
     fn end_stream(&mut self) -> io::Result<()> {
         self.drain()?;
-        if let Some(s) = self.stream.take() {
-            let rest = s.finish()?;
-            self.out.write_all(&rest)?;
+        match self.stream.take() {
+            Some(s) => s.finish(&mut self.out),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// Writes an empty compressed stream outside any section, as Hadoop
@@ -229,9 +190,8 @@ impl<W: Write> ImageSink<W> {
     /// and finishes it before writing the summary).
     pub(crate) fn empty_stream(&mut self) -> io::Result<()> {
         debug_assert!(self.buf.is_empty() && self.stream.is_none());
-        if let Some(s) = Stream::new(self.codec) {
-            let b = s.finish()?;
-            self.out.write_all(&b)?;
+        if let Some(f) = framing(self.codec) {
+            ParStream::start(f, &mut self.out)?.finish(&mut self.out)?;
         }
         self.section_start = self.out.pos();
         self.sub_start = self.section_start;
@@ -262,7 +222,9 @@ impl<W: Write> ImageSink<W> {
     pub(crate) fn commit(&mut self, name: &str) -> io::Result<()> {
         self.drain()?;
         if self.stream.is_none() && self.out.pos() == self.section_start {
-            self.stream = Stream::new(self.codec);
+            if let Some(f) = framing(self.codec) {
+                self.stream = Some(ParStream::start(f, &mut self.out)?);
+            }
         }
         self.end_stream()?;
         let pos = self.out.pos();

@@ -1066,3 +1066,54 @@ fn byte_for_byte_what_a_hadoop_namenode_wrote() {
         "a68a3351feb156daeb27169a03e2813c *fsimage_0000000000000000004\n"
     );
 }
+
+#[test]
+fn adler32_and_its_combination() {
+    use super::deflate::{adler32, adler32_combine};
+    assert_eq!(adler32(b"Wikipedia"), 0x11E6_0398);
+    assert_eq!(adler32(b""), 1);
+    let data: Vec<u8> = (0..200_000u32).map(|i| (i * 7919 % 251) as u8).collect();
+    for cut in [0, 1, 5552, 65_521, 100_000, 200_000] {
+        let (a, b) = data.split_at(cut);
+        assert_eq!(
+            adler32_combine(adler32(a), adler32(b), b.len() as u64),
+            adler32(&data),
+            "{cut}"
+        );
+    }
+}
+
+/// Streams longer than a window of chunks: one stream, checksums right
+/// (the decoders check them), the bytes back.
+#[test]
+fn parallel_streams_inflate_to_their_input() {
+    use super::deflate::{Framing, ParStream};
+    // Compressible but not trivial: about 7 MiB.
+    let mut data = Vec::new();
+    let mut x = 12345u64;
+    while data.len() < 7 << 20 {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let word = (x >> 59) as usize;
+        data.extend_from_slice(
+            &b"inode block perm user group mtime atime replication"[word..word + 6],
+        );
+        data.push((x >> 33) as u8);
+    }
+    for (framing, codec) in [
+        (Framing::Zlib, HdfsCodec::Zlib),
+        (Framing::Gzip, HdfsCodec::Gzip),
+    ] {
+        let mut out = Vec::new();
+        let mut s = ParStream::start(framing, &mut out).unwrap();
+        for piece in data.chunks(300_001) {
+            s.write(piece, &mut out).unwrap();
+        }
+        s.finish(&mut out).unwrap();
+        let (back, streams) = inflate(&out, codec);
+        assert_eq!(streams, 1);
+        assert!(back == data, "{framing:?}");
+        assert!(out.len() < data.len() / 2);
+    }
+}
