@@ -1117,3 +1117,40 @@ fn parallel_streams_inflate_to_their_input() {
         assert!(out.len() < data.len() / 2);
     }
 }
+
+/// An output that fails after `left` bytes.
+struct Failing {
+    left: usize,
+}
+
+impl std::io::Write for Failing {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.left == 0 {
+            return Err(std::io::Error::other("disk full"));
+        }
+        let n = buf.len().min(self.left);
+        self.left -= n;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn output_errors_come_back_as_they_are() {
+    let ns = sample();
+    for codec in [HdfsCodec::None, HdfsCodec::Zlib] {
+        let opts = HdfsWriteOptions {
+            codec,
+            ..Default::default()
+        };
+        let (img, _) = write(&ns, &opts);
+        for left in [0, 7, 100, img.len() - 1] {
+            let e = write_hdfs_image(&ns, Failing { left }, &opts).unwrap_err();
+            assert_eq!(e.to_string(), "disk full", "{codec:?} {left}");
+        }
+        write_hdfs_image(&ns, Failing { left: img.len() }, &opts).unwrap();
+    }
+}
