@@ -13,7 +13,11 @@
 //!   sub-sections by a byte target, computes checksums as bytes go out,
 //!   writes index and footer;
 //! - `options`: [`WriteOptions`], how an image is laid out (sub-section
-//!   sizes, inodes per parallel batch).
+//!   sizes, inodes per parallel batch);
+//! - [`hdfs`]: the other format the writer writes, Hadoop's fsimage
+//!   (`HDFSIMG1`), as a Hadoop NameNode and `hdfs oiv` load it
+//!   ([`hdfs::write_hdfs_image`]), with its file name and `.md5` sidecar
+//!   conventions.
 //!
 //! The writer turns a namespace into bytes on any `Write`
 //! ([`write_image`]); the atomic save of an image to a file (temporary
@@ -64,6 +68,7 @@
 #![forbid(unsafe_code)]
 
 mod encode;
+pub mod hdfs;
 mod image;
 mod options;
 mod record;
