@@ -10,6 +10,7 @@ macro_rules! out {
 }
 
 mod bench;
+mod convert;
 mod diff;
 mod distribution;
 mod du;
@@ -68,6 +69,8 @@ enum Command {
     Du(du::Args),
     /// Find inodes by name, type, size, time or owner.
     Find(find::Args),
+    /// Rewrite an image as nsimage or as a Hadoop fsimage (with its .md5).
+    Convert(convert::Args),
     /// Dump every inode: OIV XML, OIV Delimited or JSON lines.
     Dump(dump::Args),
     /// File-size histogram, with an SVG bar chart.
@@ -104,6 +107,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Du(a) => du::run(a),
         Command::Find(a) => find::run(a),
         Command::Dump(a) => dump::run(a),
+        Command::Convert(a) => convert::run(a),
         Command::Distribution(a) => distribution::run(a),
         Command::Diff(a) => diff::run(a),
         Command::Lookup(a) => lookup::run(a),

@@ -14,6 +14,9 @@ use crate::error::{io_err, StoreError};
 use crate::failpoint;
 use crate::fs::Fs;
 use nsimage_namespace::Namespace;
+use nsimage_writer::hdfs::{
+    md5_sidecar_line, md5_sidecar_name, write_hdfs_image, HdfsWriteOptions, HdfsWritten,
+};
 use nsimage_writer::{write_image, ImageSummary, WriteOptions};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -183,4 +186,46 @@ fn create_fresh(
             temp_path(path, 0).display()
         ),
     )))
+}
+
+/// Saves `ns` as a Hadoop fsimage at `path`, atomically, with the
+/// NameNode's `.md5` sidecar beside it (`PATH.md5`, one line:
+/// `<md5> *<file name>`), as a NameNode writes them.
+///
+/// The order keeps every crash point loadable: an old sidecar is removed
+/// first (and the removal made durable), then the image is saved, then the
+/// new sidecar. A crash in between leaves an image without a sidecar (a
+/// load then checks nothing), never an image beside a sidecar of another.
+///
+/// # Errors
+/// As [`save_image`], naming the image or the sidecar; a sidecar that
+/// cannot be removed is an error before anything is written.
+pub fn save_hdfs_image(
+    fs: &dyn Fs,
+    path: &Path,
+    ns: &Namespace,
+    opts: &HdfsWriteOptions,
+) -> Result<HdfsWritten, StoreError> {
+    check_target(fs, path)?;
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .ok_or_else(|| {
+            io_err(path)(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "an fsimage needs a UTF-8 file name (its .md5 sidecar names it)",
+            ))
+        })?
+        .to_string();
+    let sidecar = path.with_file_name(md5_sidecar_name(&name));
+    check_target(fs, &sidecar)?;
+    match fs.remove(&sidecar) {
+        Ok(()) => fs.sync_dir(parent_dir(path)).map_err(io_err(&sidecar))?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io_err(&sidecar)(e)),
+    }
+    let written = save_with(fs, path, |out| write_hdfs_image(ns, out, opts))?;
+    let line = md5_sidecar_line(&written.md5, &name);
+    save_with(fs, &sidecar, |out| out.write_all(line.as_bytes()))?;
+    Ok(written)
 }

@@ -1,0 +1,156 @@
+//! `nsimage convert`: an image of either format (nsimage, or a Hadoop
+//! fsimage) rewritten in the other, or in the same one with other options.
+
+use anyhow::{bail, Context};
+use nsimage_loader::{load, LoadOptions};
+use nsimage_store::fs::RealFs;
+use nsimage_store::save::{check_target, save_hdfs_image, save_image};
+use nsimage_writer::hdfs::{image_file_name, md5_hex, HdfsCodec, HdfsWriteOptions};
+use nsimage_writer::WriteOptions;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum To {
+    /// nsimage's sectioned format.
+    Nsimage,
+    /// Hadoop's fsimage (HDFSIMG1), with its `.md5` sidecar.
+    Hdfs,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Codec {
+    None,
+    Zlib,
+    Gzip,
+}
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The image to read (either format; detected by its magic).
+    input: PathBuf,
+    /// The image to write. For `--to hdfs`, an existing directory gets the
+    /// NameNode's file name, `fsimage_<txid in 19 digits>`.
+    output: PathBuf,
+    /// The output format.
+    #[arg(long, value_enum)]
+    to: To,
+    /// Hadoop output: cut INODE and INODE_DIR into sub-sections, as a
+    /// NameNode with `dfs.image.parallel.load` does (whatever the inode
+    /// count), so that loaders read them in parallel.
+    #[arg(long)]
+    sub_sections: bool,
+    /// Hadoop output: how many sub-sections to aim for
+    /// (`dfs.image.parallel.target.sections`).
+    #[arg(long, default_value_t = nsimage_writer::hdfs::DEFAULT_TARGET_SECTIONS)]
+    target_sections: u32,
+    /// Hadoop output: the codec of every section.
+    #[arg(long, value_enum, default_value = "none")]
+    codec: Codec,
+    /// Hadoop output: the layout version to write (-57 to -67; the default
+    /// is Hadoop 3.3's).
+    #[arg(long, allow_hyphen_values = true,
+          default_value_t = nsimage_writer::hdfs::HADOOP_3_3_LAYOUT_VERSION)]
+    layout_version: i32,
+    /// Load threads (0: every core).
+    #[arg(long, default_value_t = 0, value_parser = super::parse_threads)]
+    threads: usize,
+    /// Print JSON on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(a: Args) -> anyhow::Result<ExitCode> {
+    if a.to == To::Nsimage && (a.sub_sections || a.codec != Codec::None) {
+        bail!("--sub-sections and --codec apply to --to hdfs only (nsimage images are cut into sub-sections by size)");
+    }
+    if a.target_sections == 0 {
+        bail!("--target-sections must be at least 1");
+    }
+    let fs = RealFs::default();
+    let mut output = a.output.clone();
+    let started = Instant::now();
+    let pb = super::spinner(&format!("loading {}", a.input.display()));
+    let opts = LoadOptions {
+        threads: a.threads,
+        ..LoadOptions::default()
+    };
+    let loaded = load(&a.input, &opts)?;
+    let ns = loaded.namespace;
+    let load_seconds = loaded.stats.seconds;
+    if a.to == To::Hdfs && output.is_dir() {
+        output = output.join(image_file_name(ns.info().last_txid));
+    }
+    check_target(&fs, &output)?;
+    pb.set_message(format!("writing {}", output.display()));
+    let writing = Instant::now();
+    let (bytes, md5, sections) = match a.to {
+        To::Nsimage => {
+            let s = save_image(&fs, &output, &ns, &WriteOptions::default())
+                .context("saving the image")?;
+            (s.bytes, None, Vec::new())
+        }
+        To::Hdfs => {
+            let opts = HdfsWriteOptions {
+                sub_sections: a.sub_sections,
+                target_sections: a.target_sections,
+                // Asked for sub-sections: cut whatever the size.
+                inode_threshold: if a.sub_sections {
+                    0
+                } else {
+                    HdfsWriteOptions::default().inode_threshold
+                },
+                codec: match a.codec {
+                    Codec::None => HdfsCodec::None,
+                    Codec::Zlib => HdfsCodec::Zlib,
+                    Codec::Gzip => HdfsCodec::Gzip,
+                },
+                layout_version: a.layout_version,
+                ..HdfsWriteOptions::default()
+            };
+            let w = save_hdfs_image(&fs, &output, &ns, &opts).context("saving the image")?;
+            let sections: Vec<serde_json::Value> = w
+                .sections
+                .iter()
+                .map(
+                    |s| serde_json::json!({"name": s.name, "offset": s.offset, "length": s.length}),
+                )
+                .collect();
+            (w.bytes, Some(md5_hex(&w.md5)), sections)
+        }
+    };
+    let write_seconds = writing.elapsed().as_secs_f64();
+    pb.finish_and_clear();
+    let seconds = started.elapsed().as_secs_f64();
+    let st = ns.stats();
+    let digest = ns.digest().to_string();
+    if a.json {
+        let mut m = super::stats_json(&st, &digest, seconds);
+        m.insert("input".into(), a.input.display().to_string().into());
+        m.insert("output".into(), output.display().to_string().into());
+        m.insert(
+            "format".into(),
+            match a.to {
+                To::Nsimage => "nsimage",
+                To::Hdfs => "hdfs",
+            }
+            .into(),
+        );
+        m.insert("image_bytes".into(), bytes.into());
+        m.insert("load_seconds".into(), load_seconds.into());
+        m.insert("write_seconds".into(), write_seconds.into());
+        if let Some(md5) = &md5 {
+            m.insert("md5".into(), md5.clone().into());
+            m.insert("sections".into(), sections.into());
+        }
+        out!("{}", serde_json::Value::Object(m));
+    } else {
+        out!("{}: {}", output.display(), super::stats_text(&st, &digest));
+        match &md5 {
+            Some(md5) => out!("image {bytes} bytes, md5 {md5}, {seconds:.2} s"),
+            None => out!("image {bytes} bytes, {seconds:.2} s"),
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
