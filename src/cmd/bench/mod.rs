@@ -11,8 +11,8 @@ mod plot;
 
 use anyhow::{bail, Context};
 use indicatif::ProgressBar;
-use nsimage_store::fs::RealFs;
 use nsimage_namespace::Namespace;
+use nsimage_store::fs::RealFs;
 use nsimage_store::save::{save_image, save_with};
 use nsimage_testkit::generate::{generate, GenSpec};
 use nsimage_testkit::peers::{jsonl, sqlite};
@@ -127,7 +127,11 @@ fn prepare(a: &Args, n: u64, pb: &ProgressBar) -> anyhow::Result<Files> {
         sqlite: stem.with_extension("sqlite"),
         hdfs: [
             ("hdfs", stem.with_extension("hdfs"), HdfsCodec::None),
-            ("hdfs-zlib", stem.with_extension("zlib.hdfs"), HdfsCodec::Zlib),
+            (
+                "hdfs-zlib",
+                stem.with_extension("zlib.hdfs"),
+                HdfsCodec::Zlib,
+            ),
         ],
         save: None,
     };
@@ -138,8 +142,8 @@ fn prepare(a: &Args, n: u64, pb: &ProgressBar) -> anyhow::Result<Files> {
             // The namespace from the image already there: faster than
             // generating it again.
             pb.set_message(format!("loading {}", f.image.display()));
-            let ns = nsimage_loader::load(&f.image, &nsimage_loader::LoadOptions::default())?
-                .namespace;
+            let ns =
+                nsimage_loader::load(&f.image, &nsimage_loader::LoadOptions::default())?.namespace;
             write_hdfs(&f, &ns, pb)?;
         }
         return Ok(f);

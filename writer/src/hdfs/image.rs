@@ -137,6 +137,7 @@ pub fn write_hdfs_image<W: Write>(
         transaction_id: Some(info.last_txid),
         rolling_upgrade_start_time: None,
         last_allocated_striped_block_id: hadoop3.then_some(NO_STRIPED_BLOCK_ID),
+        nsimage_creation_time: (info.creation_time != 0).then_some(info.creation_time),
     })?;
     sink.commit("NS_INFO")?;
 

@@ -1004,7 +1004,9 @@ fn zero_block_size() -> Namespace {
         last_inode_id: 0,
         last_block_id: 1_073_741_824,
         generation_stamp: 1000,
-        creation_time: 1_424_270_826_844,
+        // A Hadoop image has no creation time (nsimage's extension field
+        // is written only when it is set).
+        creation_time: 0,
     });
     let root = nsimage_namespace::ROOT_ID;
     ns.set_owner(root, Some(b"rushabhs"), Some(b"supergroup"))
