@@ -13,7 +13,8 @@ use nsimage_format::SectionKind;
 use std::path::Path;
 use std::time::Instant;
 
-/// Loads the image at `path`.
+/// Loads the image at `path`: an nsimage image, or a Hadoop fsimage
+/// (magic `HDFSIMG1`, see [`hdfs`](crate::hdfs)).
 ///
 /// Every checksum and structural rule is checked on the way; the first
 /// violation is returned as [`LoadError::Corrupt`] naming the section,
@@ -22,6 +23,9 @@ use std::time::Instant;
 /// allocator calls [`release_free_memory`](crate::release_free_memory)
 /// afterwards.
 pub fn load(path: &Path, opts: &LoadOptions) -> Result<Loaded, LoadError> {
+    if crate::hdfs::is_hdfs_file(path)? {
+        return crate::hdfs::load_hdfs(path, opts);
+    }
     let started = Instant::now();
     let mut src = ImageSource::open(path)?;
     let threads = threads(&src, opts);
@@ -53,7 +57,11 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<Loaded, LoadError> {
     stats.bytes_read = src.bytes_read();
     drop(src);
     stats.seconds = started.elapsed().as_secs_f64();
-    Ok(Loaded { namespace, stats })
+    Ok(Loaded {
+        namespace,
+        stats,
+        hdfs: None,
+    })
 }
 
 /// Threads the load runs on: 1 (the serial path) when forced, for the
@@ -76,7 +84,7 @@ fn threads(src: &ImageSource, opts: &LoadOptions) -> usize {
 }
 
 /// A pool of `threads` workers, or none for the serial path.
-fn pool(path: &Path, threads: usize) -> Result<Option<rayon::ThreadPool>, LoadError> {
+pub(crate) fn pool(path: &Path, threads: usize) -> Result<Option<rayon::ThreadPool>, LoadError> {
     if threads <= 1 {
         return Ok(None);
     }

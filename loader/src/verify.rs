@@ -58,6 +58,9 @@ pub fn verify(path: &Path) -> Result<VerifyReport, LoadError> {
 /// instead of reading the file a second time; [`ReadStrategy::Stream`]
 /// reads like [`ReadStrategy::Bulk`].
 pub fn verify_with(path: &Path, read: ReadStrategy) -> Result<VerifyReport, LoadError> {
+    if crate::hdfs::is_hdfs_file(path)? {
+        return crate::hdfs::verify_hdfs(path);
+    }
     let mut src = ImageSource::open(path)?;
     if let ReadStrategy::Mmap(opt_in) = read {
         src.map(opt_in)?;

@@ -1,0 +1,339 @@
+//! The INODE phase of a Hadoop image: each piece (the section, or its
+//! INODE_SUB sub-sections, HDFS-14617) decoded into its own
+//! [`InodeBatch`] through the loader's `run_pieces` (a pool, or this
+//! thread), then the node tables joined in id order.
+//!
+//! Hadoop writes inodes in its inode map's iteration order, which is not
+//! guaranteed to be id order. Each piece checks its own order as it goes
+//! (no extra pass); pieces in order but listed out of order are reordered;
+//! only an image whose records really are out of order takes the slow
+//! path: every record's id read, the records sorted, then decoded.
+
+use super::file::HdfsFile;
+use super::record::{decode_inode, record_id, RecordNotes};
+use super::strings::StringIds;
+use super::wire::Delimited;
+use crate::error::LoadError;
+use crate::run::run_pieces;
+use nsimage_format::hdfs_pb::INodeSection;
+use nsimage_format::{Location, SubSectionInfo};
+use nsimage_namespace::{Block, InodeBatch, InodeParts, Node, StringTable};
+use prost::Message;
+use std::collections::HashSet;
+
+/// The INODE section's header (in the first piece).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct InodeHeader {
+    /// `lastInodeId`.
+    pub(crate) last_inode_id: u64,
+    /// `numInodes`.
+    pub(crate) num_inodes: u64,
+}
+
+/// What the phase gives the builder, and its counters.
+pub(crate) struct Inodes {
+    pub(crate) header: InodeHeader,
+    /// The node table, in id order.
+    pub(crate) nodes: Vec<Node>,
+    /// Each batch's other parts, in id order.
+    pub(crate) parts: Vec<InodeParts>,
+    /// Striped (erasure-coded) files.
+    pub(crate) striped_files: u64,
+    /// Directories with quotas by storage type (not kept by the model).
+    pub(crate) type_quota_dirs: u64,
+    /// Inodes left out: in snapshots only, not in the current tree.
+    pub(crate) skipped: u64,
+    /// Whether the records were out of id order (the slow path ran).
+    pub(crate) resorted: bool,
+}
+
+/// Inodes to keep (the current tree), when the image has snapshots.
+pub(crate) type Keep = HashSet<u64>;
+
+struct PieceOut {
+    header: Option<InodeHeader>,
+    /// `None` when the piece's records are out of id order.
+    batch: Option<(Vec<Node>, InodeParts)>,
+    first: u64,
+    last: u64,
+    records: u64,
+    notes: Counts,
+}
+
+#[derive(Default, Clone, Copy)]
+struct Counts {
+    striped: u64,
+    type_quotas: u64,
+    skipped: u64,
+}
+
+impl Counts {
+    fn note(&mut self, n: RecordNotes) {
+        self.striped += u64::from(n.striped);
+        self.type_quotas += u64::from(n.type_quotas);
+    }
+    fn add(&mut self, o: Counts) {
+        self.striped += o.striped;
+        self.type_quotas += o.type_quotas;
+        self.skipped += o.skipped;
+    }
+}
+
+/// Where a record's error points: in a plain piece the record's own offset,
+/// in an inflated one the piece's (with the inflated offset in the text).
+pub(crate) fn record_at(f: &HdfsFile, at: &Location, pos: usize) -> (Location, String) {
+    if f.summary.codec == nsimage_format::hdfs::Codec::None {
+        let mut l = at.clone();
+        l.offset = at.offset.saturating_add(pos as u64);
+        (l, String::new())
+    } else {
+        (at.clone(), format!(" (byte {pos} of the inflated piece)"))
+    }
+}
+
+fn bad(f: &HdfsFile, at: &Location, pos: usize, why: String) -> LoadError {
+    let (l, suffix) = record_at(f, at, pos);
+    f.corrupt(l, format!("{why}{suffix}"))
+}
+
+/// Decodes every INODE piece.
+pub(crate) fn inode_phase(
+    f: &HdfsFile,
+    pool: Option<&rayon::ThreadPool>,
+    pieces: &[(SubSectionInfo, Location)],
+    strings: &StringTable,
+    ids: &StringIds,
+    keep: Option<&Keep>,
+) -> Result<Inodes, LoadError> {
+    let init = || (Vec::new(), Vec::new(), Vec::new());
+    let outs = run_pieces(pool, pieces, init, |(raw, out, blocks), i, p, at| {
+        let bytes = f.region(p.offset, p.length, at, raw, out)?;
+        decode_piece(f, bytes, i, at, strings, ids, keep, blocks)
+    })?;
+    let mut counts = Counts::default();
+    let mut records = 0u64;
+    let mut header = None;
+    for o in &outs {
+        counts.add(o.notes);
+        records = records.saturating_add(o.records);
+        header = header.or(o.header);
+    }
+    let at0 = pieces.first().map(|(_, a)| a.clone()).unwrap_or_default();
+    let header =
+        header.ok_or_else(|| f.corrupt(at0.clone(), "the INODE section has no header".into()))?;
+    if records != header.num_inodes {
+        return Err(f.corrupt(
+            at0,
+            format!(
+                "{records} inode records, the header declares {}",
+                header.num_inodes
+            ),
+        ));
+    }
+    // In order within each piece; pieces in order once sorted by first id?
+    let mut order: Vec<usize> = (0..outs.len())
+        .filter(|&i| outs[i].batch.as_ref().is_some_and(|b| !b.0.is_empty()))
+        .collect();
+    order.sort_by_key(|&i| outs[i].first);
+    let in_order = outs.iter().all(|o| o.batch.is_some())
+        && order.windows(2).all(|w| outs[w[0]].last < outs[w[1]].first);
+    if !in_order {
+        return resort(f, pieces, strings, ids, keep, header, counts);
+    }
+    let total: usize = outs
+        .iter()
+        .filter_map(|o| o.batch.as_ref())
+        .map(|b| b.0.len())
+        .sum();
+    let mut outs: Vec<Option<PieceOut>> = outs.into_iter().map(Some).collect();
+    let mut nodes: Vec<Node> = Vec::new();
+    let mut parts = Vec::with_capacity(order.len());
+    for i in order {
+        let Some((n, p)) = outs[i].take().and_then(|o| o.batch) else {
+            continue;
+        };
+        if nodes.is_empty() {
+            // The first (often only) piece's table is reused as the whole.
+            nodes = n;
+            nodes.reserve_exact(total.saturating_sub(nodes.len()));
+        } else {
+            nodes.extend_from_slice(&n);
+        }
+        parts.push(p);
+    }
+    Ok(Inodes {
+        header,
+        nodes,
+        parts,
+        striped_files: counts.striped,
+        type_quota_dirs: counts.type_quotas,
+        skipped: counts.skipped,
+        resorted: false,
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn decode_piece<'b>(
+    f: &HdfsFile,
+    bytes: &'b [u8],
+    i: usize,
+    at: &Location,
+    strings: &StringTable,
+    ids: &StringIds,
+    keep: Option<&Keep>,
+    blocks: &mut Vec<Block>,
+) -> Result<PieceOut, LoadError> {
+    let mut recs = Delimited::new(bytes, 0);
+    let next = |recs: &mut Delimited<'b>| next_rec(f, at, recs);
+    let header = if i == 0 {
+        Some(read_header(f, at, next(&mut recs)?)?)
+    } else {
+        None
+    };
+    let chunk = u32::try_from(i).map_err(|_| f.corrupt(at.clone(), "too many pieces".into()))?;
+    // Capacity hints bounded by the piece's bytes (a record is >= 4 bytes).
+    let mut batch =
+        InodeBatch::with_buffer(chunk, Vec::with_capacity(bytes.len() / 48), bytes.len());
+    let (mut first, mut last, mut records) = (None::<u64>, 0u64, 0u64);
+    let mut notes = Counts::default();
+    while let Some((pos, body)) = next(&mut recs)? {
+        records += 1;
+        let mut n = RecordNotes::default();
+        let node = decode_inode(body, ids, blocks, &mut n)
+            .map_err(|e| bad(f, at, pos, format!("inode record: {}", e.text())))?;
+        if keep.is_some_and(|k| !k.contains(&node.id)) {
+            notes.skipped += 1;
+            continue;
+        }
+        if first.is_some() && node.id <= last {
+            // Out of id order: the caller takes the slow path.
+            return Ok(PieceOut {
+                header,
+                batch: None,
+                first: 0,
+                last: 0,
+                records: records_in(&mut recs, records)?,
+                notes,
+            });
+        }
+        first.get_or_insert(node.id);
+        last = node.id;
+        notes.note(n);
+        batch.push(node, strings).map_err(|d| bad(f, at, pos, d))?;
+    }
+    Ok(PieceOut {
+        header,
+        batch: Some(batch.into_nodes_and_parts()),
+        first: first.unwrap_or(u64::MAX),
+        last,
+        records,
+        notes,
+    })
+}
+
+fn next_rec<'b>(
+    f: &HdfsFile,
+    at: &Location,
+    recs: &mut Delimited<'b>,
+) -> Result<Option<(usize, &'b [u8])>, LoadError> {
+    recs.next_record()
+        .map_err(|(o, why)| bad(f, at, o, why.into()))
+}
+
+/// Records left in `recs` plus `seen` (the slow path decodes them all again).
+fn records_in(recs: &mut Delimited<'_>, seen: u64) -> Result<u64, LoadError> {
+    let mut n = seen;
+    while let Ok(Some(_)) = recs.next_record() {
+        n += 1;
+    }
+    Ok(n)
+}
+
+fn read_header(
+    f: &HdfsFile,
+    at: &Location,
+    rec: Option<(usize, &[u8])>,
+) -> Result<InodeHeader, LoadError> {
+    let Some((pos, body)) = rec else {
+        return Err(bad(f, at, 0, "the INODE section has no header".into()));
+    };
+    let h = INodeSection::decode(body).map_err(|e| {
+        bad(
+            f,
+            at,
+            pos,
+            format!("the INODE section header does not decode: {e}"),
+        )
+    })?;
+    Ok(InodeHeader {
+        last_inode_id: h.last_inode_id(),
+        num_inodes: h.num_inodes(),
+    })
+}
+
+/// The slow path for records out of id order: every piece read again,
+/// each record's id taken, the records sorted by id and decoded into one
+/// batch.
+fn resort(
+    f: &HdfsFile,
+    pieces: &[(SubSectionInfo, Location)],
+    strings: &StringTable,
+    ids: &StringIds,
+    keep: Option<&Keep>,
+    header: InodeHeader,
+    mut counts: Counts,
+) -> Result<Inodes, LoadError> {
+    let mut bufs = Vec::with_capacity(pieces.len());
+    for (p, at) in pieces {
+        let (mut raw, mut out) = (Vec::new(), Vec::new());
+        f.region(p.offset, p.length, at, &mut raw, &mut out)?;
+        bufs.push(out);
+    }
+    // (id, piece, start, end) of each record kept.
+    let mut index: Vec<(u64, usize, usize, usize)> = Vec::new();
+    for (i, bytes) in bufs.iter().enumerate() {
+        let at = &pieces[i].1;
+        let mut recs = Delimited::new(bytes, 0);
+        if i == 0 {
+            let _ = recs.next_record();
+        }
+        while let Some((pos, body)) = recs
+            .next_record()
+            .map_err(|(o, why)| bad(f, at, o, why.into()))?
+        {
+            let id = record_id(body)
+                .map_err(|e| bad(f, at, pos, format!("inode record: {}", e.text())))?;
+            if keep.is_some_and(|k| !k.contains(&id)) {
+                continue;
+            }
+            // The body ends where the iterator now stands.
+            let body_start = recs.pos().saturating_sub(body.len());
+            index.push((id, i, body_start, body_start + body.len()));
+        }
+    }
+    index.sort_unstable_by_key(|r| r.0);
+    let total_bytes: usize = bufs.iter().map(Vec::len).sum();
+    let mut batch = InodeBatch::with_buffer(0, Vec::with_capacity(index.len()), total_bytes);
+    let mut blocks = Vec::new();
+    counts.striped = 0;
+    counts.type_quotas = 0;
+    for &(_, i, s, e) in &index {
+        let at = &pieces[i].1;
+        let body = &bufs[i][s..e];
+        let mut n = RecordNotes::default();
+        let node = decode_inode(body, ids, &mut blocks, &mut n)
+            .map_err(|er| bad(f, at, s, format!("inode record: {}", er.text())))?;
+        counts.note(n);
+        batch.push(node, strings).map_err(|d| bad(f, at, s, d))?;
+    }
+    let (nodes, parts) = batch.into_nodes_and_parts();
+    Ok(Inodes {
+        header,
+        nodes,
+        parts: vec![parts],
+        striped_files: counts.striped,
+        type_quota_dirs: counts.type_quotas,
+        skipped: counts.skipped,
+        resorted: true,
+    })
+}
