@@ -1,0 +1,522 @@
+//! Reading real Hadoop fsimage files (`../shared/data/hdfs`, see its
+//! README): every file loads and verifies with the README's counts, the
+//! digest is stable across loads and thread counts, the `.md5` sidecar is
+//! checked, sub-sectioned copies (cut here from the real files, plain, zlib
+//! and gzip) load in parallel to the same digest, `info` lists every
+//! section, and damaged files exit 1, never panic.
+
+mod common;
+
+use common::{json, nsimage};
+use flate2::read::{GzDecoder, ZlibDecoder};
+use flate2::write::{GzEncoder, ZlibEncoder};
+use nsimage_format::hdfs_pb::{file_summary::Section, FileSummary};
+use prost::Message;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+/// (file, inodes, files, directories, blocks), from the README's table.
+const EXPECTED: &[(&str, u64, u64, u64, u64)] = &[
+    ("hadoop252/fsimage_0000000000000000000", 1, 0, 1, 0),
+    ("hadoop252/fsimage_0000000000000000003", 2, 0, 2, 0),
+    ("zero_block_size/fsimage_0000000000000000004", 3, 1, 2, 0),
+    ("upgrade26/fsimage_0000000000000000026", 5, 4, 1, 4),
+    ("hfsa/fsimage_0000000000000000000", 1, 0, 1, 0),
+    ("hfsa/fsi_small.img", 19, 11, 8, 12),
+    ("hfsa/fsi_small_h2x.img", 30, 16, 14, 17),
+    (
+        "hfsa/fsimage_d800_f210k_compressed.img",
+        210_367,
+        209_560,
+        807,
+        0,
+    ),
+    ("exporter/fsimage_0001", 30, 16, 14, 17),
+];
+
+/// `../shared/data/hdfs` beside the repository (or, for a git worktree one
+/// level further down, or a checkout holding `shared/`, the nearest one).
+fn data() -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    [
+        "../shared/data/hdfs",
+        "../../shared/data/hdfs",
+        "shared/data/hdfs",
+    ]
+    .iter()
+    .map(|p| root.join(p))
+    .find(|p| p.join("README.md").exists())
+    .unwrap_or_else(|| root.join("../shared/data/hdfs"))
+}
+
+/// Every image under the data directory (not the README, not sidecars).
+fn every_image() -> Vec<String> {
+    let root = data();
+    let mut out = Vec::new();
+    for d in std::fs::read_dir(&root).expect("the shared HDFS data") {
+        let d = d.unwrap().path();
+        if !d.is_dir() {
+            continue;
+        }
+        for f in std::fs::read_dir(&d).unwrap() {
+            let f = f.unwrap().path();
+            let name = f.file_name().unwrap().to_string_lossy().into_owned();
+            if name.ends_with(".md5") {
+                continue;
+            }
+            let rel = f
+                .strip_prefix(&root)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            out.push(rel);
+        }
+    }
+    out.sort();
+    out
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn load(path: &Path, extra: &[&str]) -> serde_json::Value {
+    let mut args = vec!["load", "--json", s(path)];
+    args.extend_from_slice(extra);
+    json(&nsimage(&args))
+}
+
+fn code(out: &std::process::Output) -> i32 {
+    out.status.code().unwrap_or(-1)
+}
+
+#[test]
+fn every_shared_file_loads_with_the_readme_counts() {
+    let all = every_image();
+    let mut listed: Vec<String> = EXPECTED.iter().map(|e| e.0.to_string()).collect();
+    listed.sort();
+    assert_eq!(
+        all, listed,
+        "every file in shared/data/hdfs has expected counts here"
+    );
+    for &(rel, inodes, files, dirs, blocks) in EXPECTED {
+        let path = data().join(rel);
+        let v = load(&path, &[]);
+        assert_eq!(v["inodes"], inodes, "{rel}");
+        assert_eq!(v["files"], files, "{rel}");
+        assert_eq!(v["directories"], dirs, "{rel}");
+        assert_eq!(v["blocks"], blocks, "{rel}");
+        let digest = v["digest"].clone();
+        assert_eq!(load(&path, &[])["digest"], digest, "{rel}: a second load");
+        for t in ["1", "2"] {
+            let v = load(&path, &["--threads", t, "--parallel-threshold", "0"]);
+            assert_eq!(v["digest"], digest, "{rel}: {t} threads");
+        }
+        let md5 = Path::new(&format!("{}.md5", path.display())).exists();
+        assert_eq!(
+            v["md5_checked"], md5,
+            "{rel}: the sidecar is checked when present"
+        );
+        let out = nsimage(&["verify", s(&path)]);
+        assert_eq!(
+            code(&out),
+            0,
+            "{rel}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        let out = nsimage(&["verify", "--json", s(&path)]);
+        assert_eq!(json(&out)["ok"], true, "{rel}");
+    }
+}
+
+#[test]
+fn a_wrong_md5_sidecar_is_exit_1() {
+    let dir = tempfile::tempdir().unwrap();
+    for rel in [
+        "hadoop252/fsimage_0000000000000000003",
+        "upgrade26/fsimage_0000000000000000026",
+    ] {
+        let src = data().join(rel);
+        let name = src.file_name().unwrap().to_string_lossy().into_owned();
+        let img = dir.path().join(&name);
+        std::fs::copy(&src, &img).unwrap();
+        let side = dir.path().join(format!("{name}.md5"));
+        std::fs::copy(format!("{}.md5", src.display()), &side).unwrap();
+        assert_eq!(load(&img, &[])["md5_checked"], true);
+        std::fs::write(&side, format!("{} *{name}\n", "0".repeat(32))).unwrap();
+        for cmd in ["load", "verify"] {
+            let out = nsimage(&[cmd, s(&img)]);
+            assert_eq!(code(&out), 1, "{cmd} {rel}");
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(text.contains("MD5"), "{text}");
+        }
+        // A sidecar naming another file is refused too.
+        std::fs::write(&side, format!("{} *other\n", "0".repeat(32))).unwrap();
+        assert_eq!(code(&nsimage(&["load", s(&img)])), 1);
+        std::fs::remove_file(&side).unwrap();
+        assert_eq!(load(&img, &[])["md5_checked"], false);
+    }
+}
+
+// ---- cutting sub-sectioned copies, as Hadoop's saver does (HDFS-14617) ----
+
+#[derive(Clone, Copy, PartialEq)]
+enum Codec {
+    None,
+    Zlib,
+    Gzip,
+}
+
+const ZLIB: &str = "org.apache.hadoop.io.compress.DefaultCodec";
+const GZIP: &str = "org.apache.hadoop.io.compress.GzipCodec";
+
+fn summary_of(bytes: &[u8]) -> FileSummary {
+    let n = bytes.len();
+    let len = u32::from_be_bytes(bytes[n - 4..].try_into().unwrap()) as usize;
+    let mut d = &bytes[n - 4 - len..n - 4];
+    FileSummary::decode_length_delimited(&mut d).unwrap()
+}
+
+fn inflate(codec: Option<&str>, raw: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    match codec {
+        None => out.extend_from_slice(raw),
+        Some(ZLIB) => {
+            ZlibDecoder::new(raw).read_to_end(&mut out).unwrap();
+        }
+        Some(GZIP) => {
+            GzDecoder::new(raw).read_to_end(&mut out).unwrap();
+        }
+        Some(c) => panic!("codec {c}"),
+    }
+    out
+}
+
+fn deflate(codec: Codec, plain: &[u8]) -> Vec<u8> {
+    match codec {
+        Codec::None => plain.to_vec(),
+        Codec::Zlib => {
+            let mut e = ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+            e.write_all(plain).unwrap();
+            e.finish().unwrap()
+        }
+        Codec::Gzip => {
+            let mut e = GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            e.write_all(plain).unwrap();
+            e.finish().unwrap()
+        }
+    }
+}
+
+/// Byte ranges of the delimited records of `plain`.
+fn records(plain: &[u8]) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut pos = 0;
+    while pos < plain.len() {
+        let mut cur = &plain[pos..];
+        let before = cur.len();
+        let len = prost::encoding::decode_varint(&mut cur).unwrap() as usize;
+        let end = pos + (before - cur.len()) + len;
+        out.push((pos, end));
+        pos = end;
+    }
+    out
+}
+
+fn sec(name: &str, offset: usize, length: usize) -> Section {
+    Section {
+        name: Some(name.into()),
+        offset: Some(offset as u64),
+        length: Some(length as u64),
+    }
+}
+
+/// A copy of `bytes` with `codec`, INODE and INODE_DIR cut into
+/// sub-sections of `per` records (the first INODE_SUB holding the header),
+/// each its own stream, listed before their section; `extra` sections
+/// (name, bytes) are added before the summary.
+fn recut(bytes: &[u8], codec: Codec, per: usize, extra: &[(&str, &[u8])]) -> Vec<u8> {
+    let mut fs = summary_of(bytes);
+    let codec_in = fs.codec.clone();
+    let mut list: Vec<Section> = fs
+        .sections
+        .iter()
+        .filter(|s| !s.name().ends_with("_SUB"))
+        .cloned()
+        .collect();
+    list.sort_by_key(|s| s.offset());
+    let mut out = b"HDFSIMG1".to_vec();
+    let mut sections = Vec::new();
+    for s in &list {
+        let raw = &bytes[s.offset() as usize..(s.offset() + s.length()) as usize];
+        let plain = inflate(codec_in.as_deref(), raw);
+        let start = out.len();
+        if s.name() == "INODE" || s.name() == "INODE_DIR" {
+            let recs = records(&plain);
+            let skip = usize::from(s.name() == "INODE");
+            let body = &recs[skip.min(recs.len())..];
+            let mut cuts: Vec<(usize, usize)> = body
+                .chunks(per)
+                .map(|c| (c[0].0, c[c.len() - 1].1))
+                .collect();
+            if cuts.is_empty() {
+                cuts.push((0, plain.len()));
+            }
+            // The first piece starts at the section's start (the header).
+            cuts[0].0 = 0;
+            let sub = format!("{}_SUB", s.name());
+            for (a, b) in cuts {
+                let enc = deflate(codec, &plain[a..b]);
+                sections.push(sec(&sub, out.len(), enc.len()));
+                out.extend_from_slice(&enc);
+            }
+        } else {
+            out.extend_from_slice(&deflate(codec, &plain));
+        }
+        sections.push(sec(s.name(), start, out.len() - start));
+    }
+    for (name, b) in extra {
+        let at = out.len();
+        out.extend_from_slice(b);
+        sections.push(sec(name, at, b.len()));
+    }
+    fs.sections = sections;
+    fs.codec = match codec {
+        Codec::None => None,
+        Codec::Zlib => Some(ZLIB.into()),
+        Codec::Gzip => Some(GZIP.into()),
+    };
+    let d = fs.encode_length_delimited_to_vec();
+    out.extend_from_slice(&d);
+    out.extend_from_slice(&(d.len() as u32).to_be_bytes());
+    out
+}
+
+#[test]
+fn sub_sectioned_copies_load_in_parallel_to_the_same_digest() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = data().join("hfsa/fsimage_d800_f210k_compressed.img");
+    let want = load(&big, &[])["digest"].clone();
+    let bytes = std::fs::read(&big).unwrap();
+    for (codec, name) in [
+        (Codec::None, "plain"),
+        (Codec::Zlib, "zlib"),
+        (Codec::Gzip, "gzip"),
+    ] {
+        let path = dir.path().join(format!("fsimage_{name}"));
+        std::fs::write(&path, recut(&bytes, codec, 20_000, &[])).unwrap();
+        let info = json(&nsimage(&["info", "--json", s(&path)]));
+        let subs = info["sections"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|x| x["name"] == "INODE_SUB")
+            .count();
+        assert_eq!(subs, 11, "{name}");
+        let one = load(&path, &["--threads", "1"]);
+        let two = load(&path, &["--threads", "2"]);
+        assert_eq!(one["digest"], want, "{name}");
+        assert_eq!(two["digest"], want, "{name}");
+        assert_eq!(one["mode"], "serial");
+        assert_eq!(
+            two["mode"], "parallel",
+            "{name}: sub-sections above the threshold"
+        );
+        assert_eq!(two["inodes"], 210_367);
+        // Below the threshold: serial.
+        let v = load(
+            &path,
+            &["--threads", "2", "--parallel-threshold", "1000000"],
+        );
+        assert_eq!(v["mode"], "serial");
+        assert_eq!(v["digest"], want);
+        assert_eq!(code(&nsimage(&["verify", s(&path)])), 0, "{name}");
+    }
+    // Small images cut in many pieces, forced parallel.
+    for rel in [
+        "hfsa/fsi_small_h2x.img",
+        "exporter/fsimage_0001",
+        "hfsa/fsi_small.img",
+    ] {
+        let src = data().join(rel);
+        let want = load(&src, &[])["digest"].clone();
+        let path = dir.path().join("small");
+        std::fs::write(
+            &path,
+            recut(&std::fs::read(&src).unwrap(), Codec::Zlib, 3, &[]),
+        )
+        .unwrap();
+        for t in ["1", "2"] {
+            let v = load(&path, &["--threads", t, "--parallel-threshold", "0"]);
+            assert_eq!(v["digest"], want, "{rel} {t}");
+        }
+    }
+}
+
+#[test]
+fn info_lists_every_section_and_unknown_ones_are_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = data().join("hfsa/fsi_small.img");
+    let want = load(&src, &[])["digest"].clone();
+    let v = json(&nsimage(&["info", "--json", s(&src)]));
+    assert_eq!(v["format"], "hdfs");
+    assert_eq!(v["layout_version"], -63);
+    assert_eq!(v["codec"], "none");
+    let names: Vec<&str> = v["sections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["name"].as_str().unwrap())
+        .collect();
+    for n in [
+        "NS_INFO",
+        "INODE",
+        "INODE_DIR",
+        "SNAPSHOT",
+        "SNAPSHOT_DIFF",
+        "SECRET_MANAGER",
+        "CACHE_MANAGER",
+        "STRING_TABLE",
+    ] {
+        assert!(names.contains(&n), "{n} in {names:?}");
+    }
+    assert_eq!(v["snapshots"]["diffs"]["entries"], 1);
+    let text = nsimage(&["info", s(&src)]);
+    assert_eq!(code(&text), 0);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("layout version -63") && text.contains("SECRET_MANAGER"),
+        "{text}"
+    );
+
+    let path = dir.path().join("fsimage_unknown");
+    std::fs::write(
+        &path,
+        recut(
+            &std::fs::read(&src).unwrap(),
+            Codec::None,
+            1000,
+            &[("NEW_FANCY_SECTION", b"\x01\x02\x03")],
+        ),
+    )
+    .unwrap();
+    let v = json(&nsimage(&["info", "--json", s(&path)]));
+    let fancy = v["sections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["name"] == "NEW_FANCY_SECTION")
+        .expect("the unknown section is listed")
+        .clone();
+    assert_eq!(fancy["known"], false);
+    assert_eq!(fancy["length"], 3);
+    assert_eq!(load(&path, &[])["digest"], want);
+}
+
+fn with_summary(bytes: &[u8], f: impl FnOnce(&mut FileSummary)) -> Vec<u8> {
+    let mut fs = summary_of(bytes);
+    let n = bytes.len();
+    let len = u32::from_be_bytes(bytes[n - 4..].try_into().unwrap()) as usize;
+    let mut out = bytes[..n - 4 - len].to_vec();
+    f(&mut fs);
+    let d = fs.encode_length_delimited_to_vec();
+    out.extend_from_slice(&d);
+    out.extend_from_slice(&(d.len() as u32).to_be_bytes());
+    out
+}
+
+#[test]
+fn unsupported_versions_and_codecs_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = std::fs::read(data().join("hfsa/fsi_small.img")).unwrap();
+    let cases: Vec<(Vec<u8>, &str)> = vec![
+        (
+            with_summary(&bytes, |s| s.layout_version = (-56i32) as u32),
+            "-56",
+        ),
+        (
+            with_summary(&bytes, |s| s.layout_version = (-99i32) as u32),
+            "-99",
+        ),
+        (
+            with_summary(&bytes, |s| {
+                s.codec = Some("org.apache.hadoop.io.compress.SnappyCodec".into())
+            }),
+            "SnappyCodec",
+        ),
+        (
+            with_summary(&bytes, |s| s.sections[1].length = Some(u64::MAX - 3)),
+            "INODE",
+        ),
+        (
+            with_summary(&bytes, |s| s.sections.retain(|x| x.name() != "INODE")),
+            "INODE",
+        ),
+    ];
+    for (i, (b, word)) in cases.into_iter().enumerate() {
+        let path = dir.path().join(format!("case{i}"));
+        std::fs::write(&path, b).unwrap();
+        for cmd in ["load", "verify", "info"] {
+            let out = nsimage(&[cmd, s(&path)]);
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            if cmd == "info" && i == 4 {
+                continue; // info reads no inodes
+            }
+            assert_eq!(code(&out), 1, "case {i} {cmd}: {text}");
+            assert!(text.contains(word), "case {i} {cmd}: {text}");
+        }
+    }
+}
+
+/// Exit 0 or 1, never a panic (101) or a signal, for every truncation and
+/// for flipped bytes across the file.
+fn hostile(path: &Path, bytes: &[u8], step: usize) {
+    let check = |b: &[u8], what: &str| {
+        std::fs::write(path, b).unwrap();
+        for cmd in ["load", "verify"] {
+            let out = nsimage(&[cmd, s(path)]);
+            let c = code(&out);
+            assert!(
+                c == 0 || c == 1,
+                "{what}: {cmd} exit {c}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            if c == 1 && cmd == "load" {
+                let err = String::from_utf8_lossy(&out.stderr);
+                assert!(
+                    err.contains("offset")
+                        || err.contains("MD5")
+                        || err.contains("version")
+                        || err.contains("codec"),
+                    "{what}: {err}"
+                );
+            }
+        }
+    };
+    for cut in (0..bytes.len()).step_by(step) {
+        check(&bytes[..cut], &format!("cut at {cut}"));
+    }
+    for (i, at) in (0..bytes.len()).step_by(step).enumerate() {
+        let mut b = bytes.to_vec();
+        b[at] ^= [0xff, 0x80, 0x01, 0x7f][i % 4];
+        check(&b, &format!("flip at {at}"));
+    }
+}
+
+#[test]
+fn truncated_and_flipped_files_exit_1_never_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fsimage_hostile");
+    let small = std::fs::read(data().join("hfsa/fsi_small_h2x.img")).unwrap();
+    hostile(&path, &small, 5);
+    let zlib = recut(&small, Codec::Zlib, 4, &[]);
+    hostile(&path, &zlib, 11);
+}
