@@ -24,7 +24,7 @@ impl PermBits {
         PermBits {
             user: low24(v >> 40),
             group: low24(v >> 16),
-            mode: (v & 0xffff) as u16,
+            mode: u16::from_le_bytes([v.to_le_bytes()[0], v.to_le_bytes()[1]]),
         }
     }
 
@@ -37,7 +37,13 @@ impl PermBits {
 }
 
 fn low24(v: u64) -> u32 {
-    (v & ID_MASK) as u32
+    let b = (v & ID_MASK).to_le_bytes();
+    u32::from_le_bytes([b[0], b[1], b[2], 0])
+}
+
+/// The low byte of a value masked to fit it.
+fn byte(v: u32) -> u8 {
+    v.to_le_bytes()[0]
 }
 
 /// An ACL entry fixed32: bits 0-2 permission (rwx), 3-4 type (0 user,
@@ -60,8 +66,8 @@ impl AclBits {
     /// Unpacks an ACL entry.
     pub fn unpack(v: u32) -> AclBits {
         AclBits {
-            perm: (v & 7) as u8,
-            kind: ((v >> 3) & 3) as u8,
+            perm: byte(v & 7),
+            kind: byte((v >> 3) & 3),
             default_scope: (v >> 5) & 1 == 1,
             name: low24(u64::from(v >> 6)),
         }
@@ -102,7 +108,7 @@ impl XAttrBits {
         let low = (v >> 30) & 3;
         let ext = (v >> 5) & 1;
         XAttrBits {
-            ns: ((ext << 2) | low) as u8,
+            ns: byte((ext << 2) | low),
             name: low24(u64::from(v >> 6)),
         }
     }

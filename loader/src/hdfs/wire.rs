@@ -151,6 +151,10 @@ pub(crate) fn each_fixed32(
     }
 }
 
+/// A record (its offset in the buffer, its bytes), `None` at the end, or
+/// where and why the framing broke.
+pub(crate) type Next<'a> = Result<Option<(usize, &'a [u8])>, (usize, Bad)>;
+
 /// The varint-delimited messages of a section's bytes: each item is the
 /// message's offset within `buf` and its bytes.
 pub(crate) struct Delimited<'a> {
@@ -171,7 +175,7 @@ impl<'a> Delimited<'a> {
     /// The next record, `Ok(None)` at the end; `Err((offset, why))` for a
     /// length prefix that is not a varint or runs past the end.
     #[inline]
-    pub(crate) fn next_record(&mut self) -> Result<Option<(usize, &'a [u8])>, (usize, Bad)> {
+    pub(crate) fn next_record(&mut self) -> Next<'a> {
         let at = self.pos;
         let rest = match self.buf.get(at..) {
             Some(r) if !r.is_empty() => r,
