@@ -150,6 +150,11 @@ impl HdfsSection {
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::unusual_byte_groupings
+)]
 mod tests {
     use super::*;
 

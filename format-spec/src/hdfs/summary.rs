@@ -197,6 +197,11 @@ impl HdfsSummary {
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::unusual_byte_groupings
+)]
 mod tests {
     use super::*;
     use crate::hdfs_pb::file_summary::Section;

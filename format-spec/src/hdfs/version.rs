@@ -91,6 +91,11 @@ pub fn summary_at(offset: u64) -> Location {
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::unusual_byte_groupings
+)]
 mod tests {
     use super::*;
 

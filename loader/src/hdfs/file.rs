@@ -218,6 +218,11 @@ fn inflate(codec: Codec, raw: &[u8], max: u64, out: &mut Vec<u8>) -> Result<(), 
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::unusual_byte_groupings
+)]
 mod tests {
     use super::*;
     use flate2::write::{GzEncoder, ZlibEncoder};

@@ -148,6 +148,11 @@ impl Md5Check {
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::unusual_byte_groupings
+)]
 mod tests {
     use super::*;
 
