@@ -107,7 +107,16 @@ fn order(e: &mut Entries, b: &NamespaceBuilder) {
     let name = |id: &u64| b.name_of_id(*id).unwrap_or_default();
     for &(_, s, t, _) in &e.dirs {
         let kids = &mut e.kids[s..t];
-        if !kids.windows(2).all(|w| name(&w[0]) < name(&w[1])) {
+        // One name lookup per child to see whether Hadoop's order is ours
+        // (always, for ASCII names).
+        let mut prev: Option<&[u8]> = None;
+        let sorted = kids.iter().all(|k| {
+            let n = name(k);
+            let ok = prev.is_none_or(|p| p < n);
+            prev = Some(n);
+            ok
+        });
+        if !sorted {
             kids.sort_unstable_by(|x, y| name(x).cmp(name(y)));
         }
     }

@@ -174,6 +174,44 @@ impl HdfsFile {
     }
 }
 
+impl HdfsFile {
+    /// Up to `n` bytes from the start of the region (inflated): for a
+    /// header, without reading or inflating the whole region.
+    pub(crate) fn prefix(
+        &self,
+        offset: u64,
+        length: u64,
+        at: &Location,
+        n: usize,
+    ) -> Result<Vec<u8>, LoadError> {
+        // A header's few bytes take far fewer input bytes than 64 KiB.
+        let raw_len = length.min(64 << 10);
+        let mut raw = vec![0u8; usize::try_from(raw_len).unwrap_or(0)];
+        self.read_exact(offset, &mut raw, at)?;
+        let mut out = Vec::new();
+        let limit = u64::try_from(n).unwrap_or(u64::MAX);
+        let r = match self.summary.codec {
+            Codec::None => {
+                raw.truncate(n);
+                return Ok(raw);
+            }
+            Codec::Zlib => ZlibDecoder::new(&raw[..]).take(limit).read_to_end(&mut out),
+            Codec::Gzip => MultiGzDecoder::new(&raw[..])
+                .take(limit)
+                .read_to_end(&mut out),
+        };
+        // A stream cut short by the input limit still gave its prefix.
+        match r {
+            Ok(_) => Ok(out),
+            Err(_) if !out.is_empty() => Ok(out),
+            Err(e) => Err(self.corrupt(
+                at.clone(),
+                format!("{} stream: {e}", self.summary.codec.name()),
+            )),
+        }
+    }
+}
+
 /// Inflates every stream in `raw` into `out`, refusing more than `max`
 /// bytes of output.
 fn inflate(codec: Codec, raw: &[u8], max: u64, out: &mut Vec<u8>) -> Result<(), String> {

@@ -15,6 +15,7 @@ use super::strings::StringIds;
 use super::wire::Delimited;
 use crate::error::LoadError;
 use crate::run::run_pieces;
+use crate::table::NodeTable;
 use nsimage_format::hdfs_pb::INodeSection;
 use nsimage_format::{Location, SubSectionInfo};
 use nsimage_namespace::{Block, InodeBatch, InodeParts, Node, StringTable};
@@ -123,7 +124,7 @@ pub(crate) fn inode_phase(
         header.ok_or_else(|| f.corrupt(at0.clone(), "the INODE section has no header".into()))?;
     if records != header.num_inodes {
         return Err(f.corrupt(
-            at0,
+            at0.clone(),
             format!(
                 "{records} inode records, the header declares {}",
                 header.num_inodes
@@ -140,27 +141,12 @@ pub(crate) fn inode_phase(
     if !in_order {
         return resort(f, pieces, strings, ids, keep, header, counts);
     }
-    let total: usize = outs
-        .iter()
-        .filter_map(|o| o.batch.as_ref())
-        .map(|b| b.0.len())
-        .sum();
     let mut outs: Vec<Option<PieceOut>> = outs.into_iter().map(Some).collect();
-    let mut nodes: Vec<Node> = Vec::new();
-    let mut parts = Vec::with_capacity(order.len());
-    for i in order {
-        let Some((n, p)) = outs[i].take().and_then(|o| o.batch) else {
-            continue;
-        };
-        if nodes.is_empty() {
-            // The first (often only) piece's table is reused as the whole.
-            nodes = n;
-            nodes.reserve_exact(total.saturating_sub(nodes.len()));
-        } else {
-            nodes.extend_from_slice(&n);
-        }
-        parts.push(p);
-    }
+    let (tables, parts): (Vec<Vec<Node>>, Vec<InodeParts>) = order
+        .into_iter()
+        .filter_map(|i| outs[i].take().and_then(|o| o.batch))
+        .unzip();
+    let nodes = join(f, pool, tables, &at0)?;
     Ok(Inodes {
         header,
         nodes,
@@ -170,6 +156,48 @@ pub(crate) fn inode_phase(
         skipped: counts.skipped,
         resorted: false,
     })
+}
+
+/// The pieces' node tables as one, in order: the pieces copy their nodes
+/// into their own ranges of the node table (`table`), in parallel on the
+/// pool; a single piece's table is the whole.
+fn join(
+    f: &HdfsFile,
+    pool: Option<&rayon::ThreadPool>,
+    mut tables: Vec<Vec<Node>>,
+    at0: &Location,
+) -> Result<Vec<Node>, LoadError> {
+    if tables.len() <= 1 {
+        return Ok(tables.pop().unwrap_or_default());
+    }
+    let counts: Vec<usize> = tables.iter().map(Vec::len).collect();
+    let total = counts.iter().try_fold(0usize, |a, &c| a.checked_add(c));
+    let total = total.ok_or_else(|| f.corrupt(at0.clone(), "too many inodes".into()))?;
+    let mut table = NodeTable::new(total);
+    let filled = {
+        let ranges = table
+            .ranges(&counts)
+            .ok_or_else(|| f.corrupt(at0.clone(), "piece counts do not add up".into()))?;
+        let fill = |(r, t): (&crate::table::Range<'_>, Vec<Node>)| r.fill(&t);
+        match pool {
+            Some(pool) => pool.install(|| {
+                use rayon::prelude::*;
+                ranges
+                    .par_iter()
+                    .zip(tables.into_par_iter())
+                    .with_max_len(1)
+                    .map(fill)
+                    .collect::<Vec<bool>>()
+            }),
+            None => ranges.iter().zip(tables).map(fill).collect(),
+        }
+    };
+    if filled.contains(&false) {
+        return Err(f.corrupt(at0.clone(), "a piece did not fill its node range".into()));
+    }
+    table
+        .finish()
+        .ok_or_else(|| f.corrupt(at0.clone(), "some inode slots were not filled".into()))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -193,7 +221,7 @@ fn decode_piece<'b>(
     let chunk = u32::try_from(i).map_err(|_| f.corrupt(at.clone(), "too many pieces".into()))?;
     // Capacity hints bounded by the piece's bytes (a record is >= 4 bytes).
     let mut batch =
-        InodeBatch::with_buffer(chunk, Vec::with_capacity(bytes.len() / 48), bytes.len());
+        InodeBatch::with_buffer(chunk, Vec::with_capacity(bytes.len() / 32), bytes.len());
     let (mut first, mut last, mut records) = (None::<u64>, 0u64, 0u64);
     let mut notes = Counts::default();
     while let Some((pos, body)) = next(&mut recs)? {

@@ -60,14 +60,8 @@ fn pieces(f: &HdfsFile, s: HdfsSection) -> Result<Vec<(SubSectionInfo, Location)
 /// (for the serial threshold), or `None` if it cannot be read cheaply.
 fn declared_inodes(f: &HdfsFile, first: &(SubSectionInfo, Location)) -> Option<u64> {
     let (p, at) = first;
-    let (mut raw, mut out) = (Vec::new(), Vec::new());
-    let len = if f.summary.codec == nsimage_format::hdfs::Codec::None {
-        p.length.min(64)
-    } else {
-        p.length
-    };
-    let bytes = f.region(p.offset, len, at, &mut raw, &mut out).ok()?;
-    let mut cur = bytes;
+    let bytes = f.prefix(p.offset, p.length, at, 64).ok()?;
+    let mut cur = &bytes[..];
     INodeSection::decode_length_delimited(&mut cur)
         .ok()
         .map(|h| h.num_inodes())
