@@ -10,7 +10,11 @@ mod common;
 use common::{json, nsimage};
 use flate2::read::{GzDecoder, ZlibDecoder};
 use flate2::write::{GzEncoder, ZlibEncoder};
-use nsimage_format::hdfs_pb::{file_summary::Section, FileSummary};
+use nsimage_format::hdfs_pb::i_node_directory_section::DirEntry;
+use nsimage_format::hdfs_pb::i_node_reference_section::INodeReference;
+use nsimage_format::hdfs_pb::i_node_section::{i_node, INode, INodeDirectory, INodeFile};
+use nsimage_format::hdfs_pb::snapshot_section::Snapshot;
+use nsimage_format::hdfs_pb::{file_summary::Section, FileSummary, INodeSection, SnapshotSection};
 use prost::Message;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -240,6 +244,17 @@ fn sec(name: &str, offset: usize, length: usize) -> Section {
 /// each its own stream, listed before their section; `extra` sections
 /// (name, bytes) are added before the summary.
 fn recut(bytes: &[u8], codec: Codec, per: usize, extra: &[(&str, &[u8])]) -> Vec<u8> {
+    recut_with(bytes, codec, per, extra, &|_, plain| plain)
+}
+
+/// [`recut`] with each section's plain bytes passed through `edit` first.
+fn recut_with(
+    bytes: &[u8],
+    codec: Codec,
+    per: usize,
+    extra: &[(&str, &[u8])],
+    edit: &dyn Fn(&str, Vec<u8>) -> Vec<u8>,
+) -> Vec<u8> {
     let mut fs = summary_of(bytes);
     let codec_in = fs.codec.clone();
     let mut list: Vec<Section> = fs
@@ -253,7 +268,7 @@ fn recut(bytes: &[u8], codec: Codec, per: usize, extra: &[(&str, &[u8])]) -> Vec
     let mut sections = Vec::new();
     for s in &list {
         let raw = &bytes[s.offset() as usize..(s.offset() + s.length()) as usize];
-        let plain = inflate(codec_in.as_deref(), raw);
+        let plain = edit(s.name(), inflate(codec_in.as_deref(), raw));
         let start = out.len();
         if s.name() == "INODE" || s.name() == "INODE_DIR" {
             let recs = records(&plain);
@@ -519,4 +534,209 @@ fn truncated_and_flipped_files_exit_1_never_panic() {
     hostile(&path, &small, 5);
     let zlib = recut(&small, Codec::Zlib, 4, &[]);
     hostile(&path, &zlib, 11);
+}
+
+/// The delimited messages of `plain`, as byte vectors.
+fn messages(plain: &[u8]) -> Vec<Vec<u8>> {
+    records(plain)
+        .into_iter()
+        .map(|(a, b)| {
+            let mut cur = &plain[a..b];
+            prost::encoding::decode_varint(&mut cur).unwrap();
+            cur.to_vec()
+        })
+        .collect()
+}
+
+fn delimited<M: Message>(ms: &[M]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for m in ms {
+        out.extend(m.encode_length_delimited_to_vec());
+    }
+    out
+}
+
+/// Records in reverse order (INODE after its header; INODE_DIR entries
+/// and each entry's children), as a Hadoop inode map may list them.
+fn reversed(name: &str, plain: Vec<u8>) -> Vec<u8> {
+    let mut ms = messages(&plain);
+    match name {
+        "INODE" => {
+            ms[1..].reverse();
+            let mut out = Vec::new();
+            for m in ms {
+                prost::encoding::encode_varint(m.len() as u64, &mut out);
+                out.extend(m);
+            }
+            out
+        }
+        "INODE_DIR" => {
+            let mut es: Vec<DirEntry> = ms
+                .iter()
+                .map(|m| DirEntry::decode(&m[..]).unwrap())
+                .collect();
+            es.reverse();
+            for e in &mut es {
+                e.children.reverse();
+            }
+            delimited(&es)
+        }
+        _ => plain,
+    }
+}
+
+#[test]
+fn records_out_of_hadoop_order_are_sorted() {
+    let dir = tempfile::tempdir().unwrap();
+    for rel in [
+        "hfsa/fsi_small_h2x.img",
+        "hfsa/fsimage_d800_f210k_compressed.img",
+    ] {
+        let src = data().join(rel);
+        let want = load(&src, &[])["digest"].clone();
+        let bytes = std::fs::read(&src).unwrap();
+        for per in [1_000_000, 7, 50_000] {
+            let path = dir.path().join("shuffled");
+            std::fs::write(&path, recut_with(&bytes, Codec::None, per, &[], &reversed)).unwrap();
+            for t in ["1", "2"] {
+                let v = load(&path, &["--threads", t, "--parallel-threshold", "0"]);
+                assert_eq!(v["digest"], want, "{rel} per {per} threads {t}");
+            }
+        }
+    }
+}
+
+/// The first directory entry's first child moved to a reference
+/// (INODE_REFERENCE entry 0): the current tree is unchanged.
+fn referenced(name: &str, plain: Vec<u8>, moved: &std::cell::Cell<u64>) -> Vec<u8> {
+    match name {
+        "INODE_DIR" => {
+            let mut es: Vec<DirEntry> = messages(&plain)
+                .iter()
+                .map(|m| DirEntry::decode(&m[..]).unwrap())
+                .collect();
+            let e = es.iter_mut().find(|e| !e.children.is_empty()).unwrap();
+            moved.set(e.children.remove(0));
+            e.ref_children.push(0);
+            delimited(&es)
+        }
+        _ => plain,
+    }
+}
+
+fn snapshot_section(root: u64, name: &str) -> Vec<u8> {
+    let mut out = SnapshotSection {
+        snapshot_counter: Some(1),
+        snapshottable_dir: vec![root],
+        num_snapshots: Some(1),
+    }
+    .encode_length_delimited_to_vec();
+    out.extend(
+        Snapshot {
+            snapshot_id: Some(0),
+            root: Some(INode {
+                r#type: i_node::Type::Directory as i32,
+                id: root,
+                name: Some(name.as_bytes().to_vec()),
+                directory: Some(INodeDirectory::default()),
+                ..INode::default()
+            }),
+        }
+        .encode_length_delimited_to_vec(),
+    );
+    out
+}
+
+#[test]
+fn references_and_snapshot_only_inodes_keep_the_current_tree() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = data().join("hfsa/fsi_small_h2x.img");
+    let orig = load(&src, &[]);
+    let bytes = std::fs::read(&src).unwrap();
+
+    // A child reached through INODE_REFERENCE.
+    let moved = std::cell::Cell::new(0);
+    let edited = recut_with(&bytes, Codec::None, 1000, &[], &|n, p| {
+        let p = referenced(n, p, &moved);
+        if n == "INODE_REFERENCE" {
+            INodeReference {
+                referred_id: Some(moved.get()),
+                ..INodeReference::default()
+            }
+            .encode_length_delimited_to_vec()
+        } else {
+            p
+        }
+    });
+    let path = dir.path().join("fsimage_ref");
+    std::fs::write(&path, &edited).unwrap();
+    assert_eq!(load(&path, &[])["digest"], orig["digest"]);
+    assert_eq!(
+        json(&nsimage(&["info", "--json", s(&path)]))["references"],
+        1
+    );
+
+    // An inode only a snapshot sees: left out of the current tree.
+    let ghost = |n: &str, plain: Vec<u8>, snap: bool| -> Vec<u8> {
+        match n {
+            "INODE" => {
+                let ms = messages(&plain);
+                let mut h = INodeSection::decode(&ms[0][..]).unwrap();
+                let used: Vec<u64> = ms[1..]
+                    .iter()
+                    .map(|m| INode::decode(&m[..]).unwrap().id)
+                    .collect();
+                let id = h.last_inode_id() + 1;
+                assert!(!used.contains(&id));
+                h.last_inode_id = Some(id);
+                h.num_inodes = Some(h.num_inodes() + 1);
+                let file: INode = ms[1..]
+                    .iter()
+                    .map(|m| INode::decode(&m[..]).unwrap())
+                    .find(|i| i.file.is_some())
+                    .unwrap();
+                let g = INode {
+                    id,
+                    name: Some(b"ghost".to_vec()),
+                    file: Some(INodeFile {
+                        blocks: vec![],
+                        ..file.file.unwrap()
+                    }),
+                    ..file
+                };
+                let mut out = h.encode_length_delimited_to_vec();
+                for m in &ms[1..] {
+                    prost::encoding::encode_varint(m.len() as u64, &mut out);
+                    out.extend_from_slice(m);
+                }
+                out.extend(g.encode_length_delimited_to_vec());
+                out
+            }
+            "SNAPSHOT" if snap => snapshot_section(16385, "s0"),
+            _ => plain,
+        }
+    };
+    let path = dir.path().join("fsimage_ghost");
+    std::fs::write(
+        &path,
+        recut_with(&bytes, Codec::None, 1000, &[], &|n, p| ghost(n, p, true)),
+    )
+    .unwrap();
+    let v = load(&path, &[]);
+    for k in ["inodes", "files", "directories", "blocks"] {
+        assert_eq!(v[k], orig[k], "{k}");
+    }
+    assert_eq!(code(&nsimage(&["verify", s(&path)])), 0);
+    let info = json(&nsimage(&["info", "--json", s(&path)]));
+    assert_eq!(info["snapshots"]["snapshots"][0]["name"], "s0");
+    assert_eq!(info["snapshots"]["snapshottable_dirs"][0], 16385);
+    // Without snapshots the same inode is in no directory: corrupt.
+    std::fs::write(
+        &path,
+        recut_with(&bytes, Codec::None, 1000, &[], &|n, p| ghost(n, p, false)),
+    )
+    .unwrap();
+    let out = nsimage(&["load", s(&path)]);
+    assert_eq!(code(&out), 1);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("in no directory"));
 }
