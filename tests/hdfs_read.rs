@@ -14,7 +14,10 @@ use nsimage_format::hdfs_pb::i_node_directory_section::DirEntry;
 use nsimage_format::hdfs_pb::i_node_reference_section::INodeReference;
 use nsimage_format::hdfs_pb::i_node_section::{i_node, INode, INodeDirectory, INodeFile};
 use nsimage_format::hdfs_pb::snapshot_section::Snapshot;
-use nsimage_format::hdfs_pb::{file_summary::Section, FileSummary, INodeSection, SnapshotSection};
+use nsimage_format::hdfs_pb::{
+    file_summary::Section, BlockProto, FileSummary, INodeSection, NameSystemSection,
+    SnapshotSection,
+};
 use prost::Message;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -739,4 +742,84 @@ fn references_and_snapshot_only_inodes_keep_the_current_tree() {
     let out = nsimage(&["load", s(&path)]);
     assert_eq!(code(&out), 1);
     assert!(String::from_utf8_lossy(&out.stderr).contains("in no directory"));
+}
+
+#[test]
+fn striped_files_count_block_groups() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = data().join("hfsa/fsi_small_h2x.img");
+    let orig = load(&src, &[]);
+    let bytes = std::fs::read(&src).unwrap();
+    let group = |k: u64| (i64::MIN as u64) + 16 * k;
+    let old = std::cell::Cell::new((0u64, 0u64));
+    let edit = |n: &str, plain: Vec<u8>, raise: bool| -> Vec<u8> {
+        match n {
+            "INODE" => {
+                let ms = messages(&plain);
+                let mut out = Vec::new();
+                prost::encoding::encode_varint(ms[0].len() as u64, &mut out);
+                out.extend_from_slice(&ms[0]);
+                let mut done = false;
+                for m in &ms[1..] {
+                    let mut i = INode::decode(&m[..]).unwrap();
+                    if let Some(f) = i.file.as_mut().filter(|f| !f.blocks.is_empty() && !done) {
+                        done = true;
+                        let gs = f.blocks[0].gen_stamp;
+                        old.set((
+                            f.blocks.len() as u64,
+                            f.blocks.iter().map(|b| b.num_bytes()).sum(),
+                        ));
+                        f.blocks = vec![
+                            BlockProto {
+                                block_id: group(1),
+                                gen_stamp: gs,
+                                num_bytes: Some(1000),
+                            },
+                            BlockProto {
+                                block_id: group(2),
+                                gen_stamp: gs,
+                                num_bytes: Some(500),
+                            },
+                        ];
+                        f.replication = None;
+                        f.block_type = Some(1);
+                        f.erasure_coding_policy_id = Some(1);
+                    }
+                    out.extend(i.encode_length_delimited_to_vec());
+                }
+                out
+            }
+            "NS_INFO" if raise => {
+                let mut ns = NameSystemSection::decode_length_delimited(&plain[..]).unwrap();
+                ns.last_allocated_striped_block_id = Some(group(2));
+                ns.encode_length_delimited_to_vec()
+            }
+            _ => plain,
+        }
+    };
+    let path = dir.path().join("fsimage_striped");
+    std::fs::write(
+        &path,
+        recut_with(&bytes, Codec::None, 1000, &[], &|n, p| edit(n, p, true)),
+    )
+    .unwrap();
+    let v = load(&path, &[]);
+    let (blocks, size) = old.get();
+    assert_eq!(v["files"], orig["files"]);
+    assert_eq!(
+        v["blocks"].as_u64().unwrap(),
+        orig["blocks"].as_u64().unwrap() - blocks + 2
+    );
+    assert_eq!(
+        v["bytes"].as_u64().unwrap(),
+        orig["bytes"].as_u64().unwrap() - size + 1500
+    );
+    assert_eq!(code(&nsimage(&["verify", s(&path)])), 0);
+    // Block groups past lastAllocatedStripedBlockId are corrupt.
+    std::fs::write(
+        &path,
+        recut_with(&bytes, Codec::None, 1000, &[], &|n, p| edit(n, p, false)),
+    )
+    .unwrap();
+    assert_eq!(code(&nsimage(&["load", s(&path)])), 1);
 }

@@ -368,7 +368,10 @@ pub(crate) fn small_sections(f: &HdfsFile, img: &mut HdfsImage) -> Result<(), Lo
                 .iter()
                 .map(|p| EcPolicy {
                     id: p.id,
-                    name: p.name().to_string(),
+                    name: match p.name() {
+                        "" => system_policy(p.id).to_string(),
+                        n => n.to_string(),
+                    },
                     state: p.state.unwrap_or(2),
                 })
                 .collect();
@@ -384,4 +387,17 @@ pub(crate) fn small_sections(f: &HdfsFile, img: &mut HdfsImage) -> Result<(), Lo
         }
     }
     Ok(())
+}
+
+/// The names of Hadoop's built-in policies, which images store by id only
+/// (`SystemErasureCodingPolicies`).
+fn system_policy(id: u32) -> &'static str {
+    match id {
+        1 => "RS-6-3-1024k",
+        2 => "RS-3-2-1024k",
+        3 => "RS-LEGACY-6-3-1024k",
+        4 => "XOR-2-1-1024k",
+        5 => "RS-10-4-1024k",
+        _ => "",
+    }
 }

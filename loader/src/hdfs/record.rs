@@ -195,7 +195,7 @@ fn file<'a>(
 ) -> R<Parts<'a>> {
     let mut w = Wire::new(sub);
     let (mut replication, mut mtime, mut atime, mut pbs, mut pm) = (0u64, 0, 0, 0, 0u64);
-    let (mut policy, mut block_type) = (0u64, 0u64);
+    let (mut policy, mut block_type, mut ec_policy) = (0u64, 0u64, None);
     let mut extra: Option<Extra> = None;
     while !w.done() {
         let (f, wt) = w.key()?;
@@ -210,7 +210,7 @@ fn file<'a>(
                     4 => pbs = v,
                     10 => policy = v,
                     11 => block_type = v,
-                    _ => {}
+                    _ => ec_policy = Some(v),
                 }
             }
             5 => {
@@ -251,9 +251,9 @@ fn file<'a>(
         .map_err(|_| RecordError::Value(format!("file {id} has replication {replication}")))?;
     let storage_policy = u8::try_from(policy)
         .map_err(|_| RecordError::Value(format!("file {id} has storage policy {policy}")))?;
+    // Hadoop takes a file with an erasure coding policy id as striped.
     match block_type {
-        0 => {}
-        1 => notes.striped = true,
+        0 | 1 => notes.striped = block_type == 1 || ec_policy.is_some(),
         t => return Err(RecordError::Value(format!("file {id} has block type {t}"))),
     }
     Ok((
