@@ -12,11 +12,15 @@ use flate2::read::{GzDecoder, ZlibDecoder};
 use flate2::write::{GzEncoder, ZlibEncoder};
 use nsimage_format::hdfs_pb::i_node_directory_section::DirEntry;
 use nsimage_format::hdfs_pb::i_node_reference_section::INodeReference;
-use nsimage_format::hdfs_pb::i_node_section::{i_node, INode, INodeDirectory, INodeFile};
+use nsimage_format::hdfs_pb::i_node_section::{
+    i_node, AclFeatureProto, FileUnderConstructionFeature, INode, INodeDirectory, INodeFile,
+    INodeSymlink, XAttrCompactProto, XAttrFeatureProto,
+};
 use nsimage_format::hdfs_pb::snapshot_section::Snapshot;
+use nsimage_format::hdfs_pb::string_table_section::Entry as StringEntry;
 use nsimage_format::hdfs_pb::{
     file_summary::Section, BlockProto, FileSummary, INodeSection, NameSystemSection,
-    SnapshotSection,
+    SnapshotSection, StringTableSection,
 };
 use prost::Message;
 use std::io::{Read, Write};
@@ -822,4 +826,173 @@ fn striped_files_count_block_groups() {
     )
     .unwrap();
     assert_eq!(code(&nsimage(&["load", s(&path)])), 1);
+}
+
+/// ACL entries, xattrs (a raw one needing the namespace extension bit),
+/// an under-construction file, a symlink and a name whose Hadoop order
+/// (signed bytes) is not ours, all read through `dump --format jsonl`.
+#[test]
+fn acls_xattrs_leases_symlinks_and_high_byte_names() {
+    use nsimage_format::hdfs::{AclBits, XAttrBits};
+    let dir = tempfile::tempdir().unwrap();
+    let src = data().join("hfsa/fsi_small_h2x.img");
+    let orig = load(&src, &[]);
+    let bytes = std::fs::read(&src).unwrap();
+    let ids = std::cell::Cell::new(0u32);
+    let picked = std::cell::RefCell::new(Vec::<u64>::new());
+    let edit = |n: &str, plain: Vec<u8>| -> Vec<u8> {
+        match n {
+            "STRING_TABLE" => {
+                let ms = messages(&plain);
+                let mut h = StringTableSection::decode(&ms[0][..]).unwrap();
+                assert_eq!(h.mask_bits(), 0);
+                let es: Vec<StringEntry> = ms[1..]
+                    .iter()
+                    .map(|m| StringEntry::decode(&m[..]).unwrap())
+                    .collect();
+                let max = es.iter().map(|e| e.id()).max().unwrap();
+                ids.set(max);
+                h.num_entry = Some(h.num_entry() + 3);
+                let mut out = h.encode_length_delimited_to_vec();
+                out.extend(delimited(&es));
+                for (i, w) in ["alice", "staff", "color"].iter().enumerate() {
+                    out.extend(
+                        StringEntry {
+                            id: Some(max + 1 + i as u32),
+                            str: Some(w.to_string()),
+                        }
+                        .encode_length_delimited_to_vec(),
+                    );
+                }
+                out
+            }
+            "INODE" => {
+                let base = ids.get();
+                let ms = messages(&plain);
+                let mut out = Vec::new();
+                prost::encoding::encode_varint(ms[0].len() as u64, &mut out);
+                out.extend_from_slice(&ms[0]);
+                let mut files = 0;
+                for m in &ms[1..] {
+                    let mut i = INode::decode(&m[..]).unwrap();
+                    if let Some(f) = i.file.as_mut() {
+                        files += 1;
+                        match files {
+                            1 => {
+                                picked.borrow_mut().push(i.id);
+                                let acl = [
+                                    AclBits {
+                                        perm: 6,
+                                        kind: 0,
+                                        default_scope: false,
+                                        name: base + 1,
+                                    },
+                                    AclBits {
+                                        perm: 4,
+                                        kind: 1,
+                                        default_scope: false,
+                                        name: base + 2,
+                                    },
+                                    AclBits {
+                                        perm: 7,
+                                        kind: 2,
+                                        default_scope: false,
+                                        name: 0,
+                                    },
+                                ];
+                                f.acl = Some(AclFeatureProto {
+                                    entries: acl.iter().map(|a| a.pack()).collect(),
+                                });
+                                f.x_attrs = Some(XAttrFeatureProto {
+                                    x_attrs: vec![
+                                        XAttrCompactProto {
+                                            name: XAttrBits {
+                                                ns: 0,
+                                                name: base + 3,
+                                            }
+                                            .pack(),
+                                            value: Some(b"blue".to_vec()),
+                                        },
+                                        XAttrCompactProto {
+                                            name: XAttrBits {
+                                                ns: 4,
+                                                name: base + 3,
+                                            }
+                                            .pack(),
+                                            value: None,
+                                        },
+                                    ],
+                                });
+                                f.file_uc = Some(FileUnderConstructionFeature {
+                                    client_name: Some("DFSClient_7".into()),
+                                    client_machine: Some("10.0.0.7".into()),
+                                });
+                                i.name = Some("\u{e9}t\u{e9}".as_bytes().to_vec());
+                            }
+                            _ if picked.borrow().len() == 1 => {
+                                picked.borrow_mut().push(i.id);
+                                let pm = f.permission;
+                                i.file = None;
+                                i.r#type = i_node::Type::Symlink as i32;
+                                i.symlink = Some(INodeSymlink {
+                                    permission: pm,
+                                    target: Some(b"/somewhere/else".to_vec()),
+                                    modification_time: Some(7),
+                                    access_time: Some(8),
+                                });
+                            }
+                            _ => {}
+                        }
+                    }
+                    out.extend(i.encode_length_delimited_to_vec());
+                }
+                out
+            }
+            _ => plain,
+        }
+    };
+    let path = dir.path().join("fsimage_features");
+    // STRING_TABLE comes last: a first pass learns its largest id.
+    recut_with(&bytes, Codec::None, 1000, &[], &edit);
+    picked.borrow_mut().clear();
+    std::fs::write(&path, recut_with(&bytes, Codec::None, 1000, &[], &edit)).unwrap();
+    let picked = picked.borrow().clone();
+    let v = load(&path, &[]);
+    assert_eq!(v["inodes"], orig["inodes"]);
+    assert_eq!(code(&nsimage(&["verify", s(&path)])), 0);
+    let out = nsimage(&["dump", "--format", "jsonl", s(&path)]);
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    let lines: Vec<serde_json::Value> = out
+        .stdout
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_slice(l).unwrap())
+        .collect();
+    let find = |id: u64| lines.iter().find(|l| l["id"] == id).unwrap().clone();
+    let f = find(picked[0]);
+    assert_eq!(f["name"], "\u{e9}t\u{e9}");
+    let acl: Vec<&str> = f["acl"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert_eq!(acl, ["user:alice:rw-", "group:staff:r--", "mask::rwx"]);
+    let xs = f["xattrs"].as_array().unwrap();
+    assert_eq!(xs.len(), 2, "{f}");
+    assert!(
+        xs.iter()
+            .any(|x| x["ns"] == "USER" && x["name"] == "color" && x["value"] == "blue"),
+        "{f}"
+    );
+    assert!(
+        xs.iter().any(|x| x["ns"] == "RAW" && x["name"] == "color"),
+        "{f}"
+    );
+    assert_eq!(f["underConstruction"]["clientName"], "DFSClient_7");
+    assert_eq!(picked.len(), 2, "a file became a symlink");
+    let l = find(picked[1]);
+    assert_eq!(l["type"], "SYMLINK");
+    assert_eq!(l["target"], "/somewhere/else");
+    assert_eq!(v["symlinks"], 1);
 }
