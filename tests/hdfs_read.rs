@@ -734,6 +734,13 @@ fn references_and_snapshot_only_inodes_keep_the_current_tree() {
         assert_eq!(v[k], orig[k], "{k}");
     }
     assert_eq!(code(&nsimage(&["verify", s(&path)])), 0);
+    let loaded = nsimage_loader::load(&path, &nsimage_loader::LoadOptions::default()).unwrap();
+    let h = loaded.hdfs.expect("the Hadoop side structure");
+    assert_eq!(h.snapshots.snapshot_only_inodes, 1);
+    assert_eq!(h.snapshots.snapshot_only[0].name(), b"ghost");
+    assert_eq!(h.snapshots.records.len(), 1);
+    assert_eq!(h.snapshots.snapshots[0].name, b"s0");
+    assert_eq!(h.layout_version, -63);
     let info = json(&nsimage(&["info", "--json", s(&path)]));
     assert_eq!(info["snapshots"]["snapshots"][0]["name"], "s0");
     assert_eq!(info["snapshots"]["snapshottable_dirs"][0], 16385);

@@ -18,9 +18,11 @@ use crate::error::LoadError;
 use crate::run::run_pieces;
 use crate::shard::Sharded;
 use crate::stats::LoadStats;
+use nsimage_format::hdfs_pb::i_node_directory_section::DirEntry;
 use nsimage_format::wire::VARINT;
 use nsimage_format::{Location, SubSectionInfo};
 use nsimage_namespace::{DirBatch, Namespace, NamespaceBuilder, Slot, NO_SLOT, ROOT_ID};
+use prost::Message;
 use std::collections::{HashMap, HashSet};
 
 const SHARDS: usize = 256;
@@ -35,6 +37,8 @@ fn bad(f: &HdfsFile, at: &Location, pos: usize, why: String) -> LoadError {
 struct Entries {
     dirs: Vec<(u64, usize, usize, usize)>,
     kids: Vec<u64>,
+    /// Entries of directories outside the current tree, kept whole.
+    others: Vec<DirEntry>,
 }
 
 /// Decodes a piece's DirEntry records (children and resolved references).
@@ -54,8 +58,14 @@ fn entries(
         let start = e.kids.len();
         let parent = dir_entry(body, refs, &mut e.kids)
             .map_err(|why| bad(f, at, pos, format!("directory record: {why}")))?;
-        if keep.is_some_and(|k| !k.contains(&parent)) || e.kids.len() == start {
+        if keep.is_some_and(|k| !k.contains(&parent)) {
             e.kids.truncate(start);
+            let whole = DirEntry::decode(body)
+                .map_err(|er| bad(f, at, pos, format!("directory record: {er}")))?;
+            e.others.push(whole);
+            continue;
+        }
+        if e.kids.len() == start {
             continue;
         }
         e.dirs.push((parent, start, e.kids.len(), pos));
@@ -163,11 +173,11 @@ pub(crate) fn dir_phase(
     refs: &[u64],
     keep: Option<&Keep>,
     stats: &mut LoadStats,
-) -> Result<Namespace, LoadError> {
+) -> Result<(Namespace, Vec<DirEntry>), LoadError> {
     let at0 = pieces.first().map(|(_, a)| a.clone()).unwrap_or_default();
     let mut parents: Vec<Slot> = vec![NO_SLOT; builder.inode_count()];
     let b = &builder;
-    let mut batches: Vec<(u64, u64, DirBatch)> = {
+    let mut batches: Vec<(u64, u64, DirBatch, Vec<DirEntry>)> = {
         let table = Sharded::new(&mut parents, SHARDS);
         let init = || (Vec::new(), Vec::new());
         let out = run_pieces(pool, pieces, init, |(raw, out), i, p, at| {
@@ -178,11 +188,16 @@ pub(crate) fn dir_phase(
                 u32::try_from(i).map_err(|_| f.corrupt(at.clone(), "too many pieces".into()))?;
             let first = e.dirs.first().map_or(u64::MAX, |d| d.0);
             let last = e.dirs.last().map_or(0, |d| d.0);
-            Ok((first, last, batch(f, &e, chunk, at, b, &table)?))
+            let others = std::mem::take(&mut e.others);
+            Ok((first, last, batch(f, &e, chunk, at, b, &table)?, others))
         })?;
         stats.locks.add(table.stats());
         out
     };
+    let mut others: Vec<DirEntry> = Vec::new();
+    for x in batches.iter_mut() {
+        others.append(&mut x.3);
+    }
     batches.retain(|x| x.0 != u64::MAX);
     batches.sort_by_key(|x| x.0);
     let in_order = batches.windows(2).all(|w| w[0].1 < w[1].0);
@@ -198,6 +213,7 @@ pub(crate) fn dir_phase(
             let bytes = f.region(p.offset, p.length, at, &mut raw, &mut out)?;
             let e = entries(f, bytes, at, refs, keep)?;
             let base = all.kids.len();
+            all.others.extend(e.others);
             all.kids.extend_from_slice(&e.kids);
             all.dirs.extend(
                 e.dirs
@@ -207,6 +223,7 @@ pub(crate) fn dir_phase(
         }
         order(&mut all, b);
         let table = Sharded::new(&mut parents, SHARDS);
+        others = std::mem::take(&mut all.others);
         vec![batch(f, &all, 0, &at0, b, &table)?]
     };
     set_parents(pool, builder.nodes_mut(), &parents);
@@ -218,7 +235,11 @@ pub(crate) fn dir_phase(
         Some(pool) => pool.install(|| reachable(&builder, true)),
         None => reachable(&builder, false),
     };
-    builder.finish_counted(seen).map_err(|d| f.corrupt(at0, d))
+    let ns = builder
+        .finish_counted(seen)
+        .map_err(|d| f.corrupt(at0, d))?;
+    others.sort_by_key(|d| d.parent());
+    Ok((ns, others))
 }
 
 /// The inodes of the current tree (reachable from the root through

@@ -10,7 +10,9 @@ use crate::error::LoadError;
 use nsimage_format::hdfs::{HdfsSection, SummarySection};
 use nsimage_format::hdfs_pb::{
     files_under_construction_section::FileUnderConstructionEntry,
+    i_node_directory_section::DirEntry,
     i_node_reference_section::INodeReference,
+    i_node_section::INode,
     snapshot_diff_section::{diff_entry, CreatedListEntry, DiffEntry, DirectoryDiff, FileDiff},
     snapshot_section::Snapshot as PbSnapshot,
     ErasureCodingSection, NameSystemSection, SnapshotSection,
@@ -88,7 +90,7 @@ pub struct DiffCounts {
 }
 
 /// Snapshots of the image.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Snapshots {
     /// The snapshot id counter.
     pub counter: u32,
@@ -101,6 +103,26 @@ pub struct Snapshots {
     /// Inodes that only snapshots see (in INODE, not in the current tree;
     /// known after a load, 0 from `describe`).
     pub snapshot_only_inodes: u64,
+    /// Those inodes' records, whole, by id (after a load).
+    pub snapshot_only: Vec<INode>,
+    /// INODE_DIR entries of directories outside the current tree, whole,
+    /// by parent (after a load).
+    pub snapshot_only_dirs: Vec<DirEntry>,
+    /// SNAPSHOT's records, whole (each root's name is the snapshot's).
+    pub records: Vec<PbSnapshot>,
+    /// SNAPSHOT_DIFF's records, whole, in order.
+    pub diff_records: Vec<DiffRecord>,
+}
+
+/// One SNAPSHOT_DIFF entry with the diffs that follow it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DiffRecord {
+    /// The entry: inode, kind, number of diffs.
+    pub entry: DiffEntry,
+    /// A file's diffs.
+    pub file_diffs: Vec<FileDiff>,
+    /// A directory's diffs, each with its created list.
+    pub dir_diffs: Vec<(DirectoryDiff, Vec<CreatedListEntry>)>,
 }
 
 /// One INODE_REFERENCE entry.
@@ -128,7 +150,7 @@ pub struct EcPolicy {
 }
 
 /// What a Hadoop image holds beside the namespace.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct HdfsImage {
     /// The summary's `ondiskVersion`.
     pub ondisk_version: u32,
@@ -320,6 +342,7 @@ pub(crate) fn small_sections(f: &HdfsFile, img: &mut HdfsImage) -> Result<(), Lo
             for _ in 0..n {
                 let p: PbSnapshot = m.must("a snapshot")?;
                 let id = p.snapshot_id();
+                s.records.push(p.clone());
                 let root = p.root.unwrap_or_default();
                 s.snapshots.push(SnapshotEntry {
                     id,
@@ -332,11 +355,15 @@ pub(crate) fn small_sections(f: &HdfsFile, img: &mut HdfsImage) -> Result<(), Lo
     }
     if let Some((sec, bytes)) = section_bytes(f, HdfsSection::SnapshotDiff)? {
         let mut m = Messages::new(f, &sec, &bytes);
-        let d = &mut img.snapshots.diffs;
         while let Some(e) = m.next::<DiffEntry>("a SNAPSHOT_DIFF entry")? {
+            let d = &mut img.snapshots.diffs;
             d.entries += 1;
             let n = bound(&m, u64::from(e.num_of_diff()), bytes.len(), "diffs")?;
             let dir = e.r#type() == diff_entry::Type::Directorydiff;
+            let mut rec = DiffRecord {
+                entry: e,
+                ..DiffRecord::default()
+            };
             for _ in 0..n {
                 if dir {
                     let dd: DirectoryDiff = m.must("a directory diff")?;
@@ -349,15 +376,18 @@ pub(crate) fn small_sections(f: &HdfsFile, img: &mut HdfsImage) -> Result<(), Lo
                         bytes.len(),
                         "created entries",
                     )?;
+                    let mut created = Vec::new();
                     for _ in 0..c {
-                        let _: CreatedListEntry = m.must("a created-list entry")?;
+                        created.push(m.must::<CreatedListEntry>("a created-list entry")?);
                         d.created += 1;
                     }
+                    rec.dir_diffs.push((dd, created));
                 } else {
-                    let _: FileDiff = m.must("a file diff")?;
+                    rec.file_diffs.push(m.must::<FileDiff>("a file diff")?);
                     d.file_diffs += 1;
                 }
             }
+            img.snapshots.diff_records.push(rec);
         }
     }
     if let Some((sec, bytes)) = section_bytes(f, HdfsSection::ErasureCoding)? {

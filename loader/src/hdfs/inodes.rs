@@ -16,6 +16,7 @@ use super::wire::Delimited;
 use crate::error::LoadError;
 use crate::run::run_pieces;
 use crate::table::NodeTable;
+use nsimage_format::hdfs_pb::i_node_section::INode;
 use nsimage_format::hdfs_pb::INodeSection;
 use nsimage_format::{Location, SubSectionInfo};
 use nsimage_namespace::{Block, InodeBatch, InodeParts, Node, StringTable};
@@ -46,6 +47,8 @@ pub(crate) struct Inodes {
     pub(crate) skipped: u64,
     /// Whether the records were out of id order (the slow path ran).
     pub(crate) resorted: bool,
+    /// The records left out, decoded whole, by id.
+    pub(crate) snapshot_only: Vec<INode>,
 }
 
 /// Inodes to keep (the current tree), when the image has snapshots.
@@ -59,6 +62,8 @@ struct PieceOut {
     last: u64,
     records: u64,
     notes: Counts,
+    /// Records left out (snapshots only), decoded whole.
+    others: Vec<INode>,
 }
 
 #[derive(Default, Clone, Copy)]
@@ -111,6 +116,7 @@ pub(crate) fn inode_phase(
         let bytes = f.region(p.offset, p.length, at, raw, out)?;
         decode_piece(f, bytes, i, at, strings, ids, keep, blocks)
     })?;
+    let mut outs = outs;
     let mut counts = Counts::default();
     let mut records = 0u64;
     let mut header = None;
@@ -141,6 +147,11 @@ pub(crate) fn inode_phase(
     if !in_order {
         return resort(f, pieces, strings, ids, keep, header, counts);
     }
+    let mut snapshot_only: Vec<INode> = Vec::new();
+    for o in outs.iter_mut() {
+        snapshot_only.append(&mut o.others);
+    }
+    snapshot_only.sort_by_key(|n| n.id);
     let mut outs: Vec<Option<PieceOut>> = outs.into_iter().map(Some).collect();
     let (tables, parts): (Vec<Vec<Node>>, Vec<InodeParts>) = order
         .into_iter()
@@ -155,6 +166,7 @@ pub(crate) fn inode_phase(
         type_quota_dirs: counts.type_quotas,
         skipped: counts.skipped,
         resorted: false,
+        snapshot_only,
     })
 }
 
@@ -224,6 +236,7 @@ fn decode_piece<'b>(
         InodeBatch::with_buffer(chunk, Vec::with_capacity(bytes.len() / 32), bytes.len());
     let (mut first, mut last, mut records) = (None::<u64>, 0u64, 0u64);
     let mut notes = Counts::default();
+    let mut others = Vec::new();
     while let Some((pos, body)) = next(&mut recs)? {
         records += 1;
         let mut n = RecordNotes::default();
@@ -231,6 +244,7 @@ fn decode_piece<'b>(
             .map_err(|e| bad(f, at, pos, format!("inode record: {}", e.text())))?;
         if keep.is_some_and(|k| !k.contains(&node.id)) {
             notes.skipped += 1;
+            others.push(whole(f, at, pos, body)?);
             continue;
         }
         if first.is_some() && node.id <= last {
@@ -242,6 +256,7 @@ fn decode_piece<'b>(
                 last: 0,
                 records: records_in(&mut recs, records)?,
                 notes,
+                others,
             });
         }
         first.get_or_insert(node.id);
@@ -256,7 +271,14 @@ fn decode_piece<'b>(
         last,
         records,
         notes,
+        others,
     })
+}
+
+/// A record left out of the current tree, kept whole (prost) for the
+/// side structure.
+fn whole(f: &HdfsFile, at: &Location, pos: usize, body: &[u8]) -> Result<INode, LoadError> {
+    INode::decode(body).map_err(|e| bad(f, at, pos, format!("inode record: {e}")))
 }
 
 fn next_rec<'b>(
@@ -319,6 +341,7 @@ fn resort(
     }
     // (id, piece, start, end) of each record kept.
     let mut index: Vec<(u64, usize, usize, usize)> = Vec::new();
+    let mut snapshot_only = Vec::new();
     for (i, bytes) in bufs.iter().enumerate() {
         let at = &pieces[i].1;
         let mut recs = Delimited::new(bytes, 0);
@@ -332,6 +355,7 @@ fn resort(
             let id = record_id(body)
                 .map_err(|e| bad(f, at, pos, format!("inode record: {}", e.text())))?;
             if keep.is_some_and(|k| !k.contains(&id)) {
+                snapshot_only.push(whole(f, at, pos, body)?);
                 continue;
             }
             // The body ends where the iterator now stands.
@@ -363,5 +387,9 @@ fn resort(
         type_quota_dirs: counts.type_quotas,
         skipped: counts.skipped,
         resorted: true,
+        snapshot_only: {
+            snapshot_only.sort_by_key(|n: &INode| n.id);
+            snapshot_only
+        },
     })
 }

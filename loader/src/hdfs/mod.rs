@@ -28,7 +28,8 @@ mod wire;
 
 pub use file::is_hdfs_file;
 pub use image::{
-    DiffCounts, EcPolicy, HdfsImage, NameSystem, Reference, SectionEntry, SnapshotEntry, Snapshots,
+    DiffCounts, DiffRecord, EcPolicy, HdfsImage, NameSystem, Reference, SectionEntry,
+    SnapshotEntry, Snapshots,
 };
 pub use md5::{parse_sidecar, sidecar_path};
 pub use run::describe;

@@ -142,6 +142,7 @@ fn load_open(f: &HdfsFile, opts: &LoadOptions) -> Result<Loaded, LoadError> {
     img.type_quota_dirs = inodes.type_quota_dirs;
     img.inodes_resorted = inodes.resorted;
     img.snapshots.snapshot_only_inodes = inodes.skipped;
+    img.snapshots.snapshot_only = inodes.snapshot_only;
     let n = &img.name_system;
     let mut last_block_id = n.last_allocated_block_id;
     if inodes.striped_files > 0 {
@@ -165,7 +166,7 @@ fn load_open(f: &HdfsFile, opts: &LoadOptions) -> Result<Loaded, LoadError> {
     }
     stats.inode_phase_seconds = t.elapsed().as_secs_f64();
     let t = Instant::now();
-    let namespace = dir_phase(
+    let (namespace, others) = dir_phase(
         f,
         pool,
         &dir_pieces,
@@ -174,6 +175,7 @@ fn load_open(f: &HdfsFile, opts: &LoadOptions) -> Result<Loaded, LoadError> {
         keep.as_ref(),
         &mut stats,
     )?;
+    img.snapshots.snapshot_only_dirs = others;
     stats.dir_phase_seconds = t.elapsed().as_secs_f64();
     Ok(Loaded {
         namespace,
