@@ -4,6 +4,7 @@
 //! deflate stream of that many bytes can expand to.
 
 use crate::error::LoadError;
+use crate::source::open_regular;
 use flate2::read::{MultiGzDecoder, ZlibDecoder};
 use nsimage_format::hdfs::{is_hdfs, Codec, HdfsSummary, MAGIC};
 use nsimage_format::{FormatError, Location};
@@ -26,8 +27,10 @@ pub(crate) struct HdfsFile {
 }
 
 /// Whether the file at `path` starts with Hadoop's magic (`HDFSIMG1`).
+/// Like every reader, it opens regular files only (never blocking on a
+/// FIFO): anything else is the I/O error the other readers give.
 pub fn is_hdfs_file(path: &Path) -> Result<bool, LoadError> {
-    let file = File::open(path).map_err(|e| io(path, e))?;
+    let file = open_regular(path).map_err(|e| io(path, e))?;
     let mut head = [0u8; 8];
     let mut got = 0;
     while got < head.len() {
@@ -51,7 +54,7 @@ fn io(path: &Path, e: std::io::Error) -> LoadError {
 impl HdfsFile {
     /// Opens the image: checks the magic, reads and decodes the summary.
     pub(crate) fn open(path: &Path) -> Result<HdfsFile, LoadError> {
-        let file = File::open(path).map_err(|e| io(path, e))?;
+        let file = open_regular(path).map_err(|e| io(path, e))?;
         let len = file.metadata().map_err(|e| io(path, e))?.len();
         let mut f = HdfsFile {
             path: path.to_path_buf(),

@@ -3,9 +3,9 @@
 //! the load decodes, and the digests compared when both are done.
 
 use crate::error::LoadError;
+use crate::source::open_regular;
 use md5::{Digest, Md5};
 use nsimage_format::Location;
-use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -49,7 +49,10 @@ fn hex(d: &[u8; 16]) -> String {
 /// Starts hashing `image` if its sidecar exists; `None` if there is none.
 pub(crate) fn start(image: &Path) -> Result<Option<Md5Check>, LoadError> {
     let sidecar = sidecar_path(image);
-    let text = match std::fs::read(&sidecar) {
+    let text = match open_regular(&sidecar).and_then(|mut f| {
+        let mut t = Vec::new();
+        (&mut f).take(4096).read_to_end(&mut t).map(|_| t)
+    }) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => {
@@ -64,7 +67,7 @@ pub(crate) fn start(image: &Path) -> Result<Option<Md5Check>, LoadError> {
         at: Location::at(0),
         detail: d,
     };
-    let text = String::from_utf8_lossy(&text[..text.len().min(4096)]).into_owned();
+    let text = String::from_utf8_lossy(&text).into_owned();
     let (expected, name) = parse_sidecar(&text)
         .ok_or_else(|| bad("not an MD5 sidecar (<32 hex digits> *<file name>)".into()))?;
     let own = image
@@ -94,7 +97,7 @@ pub(crate) fn start(image: &Path) -> Result<Option<Md5Check>, LoadError> {
 }
 
 fn hash(path: &Path, stop: &AtomicBool) -> std::io::Result<Option<[u8; 16]>> {
-    let mut f = File::open(path)?;
+    let mut f = open_regular(path)?;
     let mut h = Md5::new();
     let mut buf = vec![0u8; 1 << 20];
     loop {
