@@ -24,7 +24,7 @@ use std::time::Instant;
 /// afterwards.
 pub fn load(path: &Path, opts: &LoadOptions) -> Result<Loaded, LoadError> {
     if crate::hdfs::is_hdfs_file(path)? {
-        return crate::hdfs::load_hdfs(path, opts);
+        return crate::hdfs::run::load_hdfs(path, opts);
     }
     let started = Instant::now();
     let mut src = ImageSource::open(path)?;
@@ -41,7 +41,7 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<Loaded, LoadError> {
             if let ReadStrategy::Mmap(opt_in) = strategy {
                 src.map(opt_in)?;
             }
-            let pool = pool(path, threads)?;
+            let pool = crate::run::pool(path, threads)?;
             load_indexed(&src, pool.as_ref(), &mut stats)?
         }
     };
@@ -81,20 +81,4 @@ fn threads(src: &ImageSource, opts: &LoadOptions) -> usize {
     } else {
         opts.threads
     }
-}
-
-/// A pool of `threads` workers, or none for the serial path.
-pub(crate) fn pool(path: &Path, threads: usize) -> Result<Option<rayon::ThreadPool>, LoadError> {
-    if threads <= 1 {
-        return Ok(None);
-    }
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .thread_name(|i| format!("nsimage-load-{i}"))
-        .build()
-        .map(Some)
-        .map_err(|e| LoadError::Io {
-            path: path.to_path_buf(),
-            source: std::io::Error::other(e),
-        })
 }

@@ -39,5 +39,5 @@ pub struct Loaded {
     pub stats: LoadStats,
     /// For a Hadoop image, what it holds beside the namespace (summary,
     /// snapshots, references, ...); `None` for an nsimage image.
-    pub hdfs: Option<Box<crate::hdfs::HdfsImage>>,
+    pub hdfs: Option<Box<crate::hdfs::image::HdfsImage>>,
 }

@@ -7,6 +7,7 @@
 //! section by name, offset and length, and finally the summary's length as
 //! a 4-byte big-endian integer. This module owns:
 //!
+//! - [`magic`]: the magic bytes and their detection;
 //! - [`summary`]: finding and decoding the summary from the file's tail,
 //!   every offset and length bounded by the file's size;
 //! - [`sections`]: section names ([`HdfsSection`]), known and unknown, and
@@ -19,19 +20,13 @@
 //! file offset.
 
 pub mod bits;
+pub mod magic;
 pub mod sections;
 pub mod summary;
 pub mod version;
 
 pub use bits::{AclBits, PermBits, StringTag, XAttrBits};
+pub use magic::{is_hdfs, MAGIC};
 pub use sections::HdfsSection;
 pub use summary::{HdfsSummary, SummarySection, TAIL_LENGTH_BYTES};
 pub use version::{Codec, NEWEST_LAYOUT_VERSION, OLDEST_LAYOUT_VERSION};
-
-/// The first eight bytes of every Hadoop fsimage file.
-pub const MAGIC: [u8; 8] = *b"HDFSIMG1";
-
-/// Whether `prefix` (the first bytes of a file) starts with [`MAGIC`].
-pub fn is_hdfs(prefix: &[u8]) -> bool {
-    prefix.starts_with(&MAGIC)
-}

@@ -4,9 +4,9 @@
 //! Every offset and length is checked against the file's size with checked
 //! arithmetic before anything is read through it.
 
+use super::magic::MAGIC;
 use super::sections::HdfsSection;
 use super::version::{check_layout_version, summary_at, Codec};
-use super::MAGIC;
 use crate::error::{FormatError, Location};
 use crate::hdfs_pb::FileSummary;
 use prost::Message;

@@ -13,16 +13,17 @@
 //! Module map: `file` (the file, the summary, bounded inflation), `wire`
 //! (the zero-copy walker), `strings` (STRING_TABLE ids), `record` (one
 //! INode record), `inodes` and `dirs` (the two phases), `image` (the side
-//! structure and the small sections), `md5` (the sidecar check), `run`
+//! structure), `small` (the small sections), `md5` (the sidecar check), `run`
 //! (the load and `verify`).
 
 mod dirs;
 mod file;
-mod image;
+pub(crate) mod image;
 mod inodes;
 mod md5;
 mod record;
-mod run;
+pub(crate) mod run;
+mod small;
 mod strings;
 mod wire;
 
@@ -33,4 +34,3 @@ pub use image::{
 };
 pub use md5::{parse_sidecar, sidecar_path};
 pub use run::describe;
-pub(crate) use run::{load_hdfs, verify_hdfs};

@@ -2,14 +2,14 @@
 
 use super::dirs::{current_tree, dir_phase};
 use super::file::HdfsFile;
-use super::image::{from_summary, small_sections, HdfsImage};
+use super::image::HdfsImage;
 use super::inodes::inode_phase;
 use super::md5;
+use super::small::{from_summary, small_sections};
 use super::strings::decode_strings;
 use crate::error::LoadError;
 use crate::options::LoadOptions;
 use crate::stats::{LoadStats, Loaded};
-use crate::verify::{Problem, VerifyReport};
 use nsimage_format::hdfs::{HdfsSection, SummarySection};
 use nsimage_format::hdfs_pb::INodeSection;
 use nsimage_format::{Location, SubSectionInfo};
@@ -120,7 +120,7 @@ fn load_open(f: &HdfsFile, opts: &LoadOptions) -> Result<Loaded, LoadError> {
             opts.threads
         }
     };
-    let pool = crate::load::pool(f.path(), threads)?;
+    let pool = crate::run::pool(f.path(), threads)?;
     let pool = pool.as_ref();
     let mut stats = LoadStats {
         mode: if threads == 1 { "serial" } else { "parallel" },
@@ -184,25 +184,36 @@ fn load_open(f: &HdfsFile, opts: &LoadOptions) -> Result<Loaded, LoadError> {
     })
 }
 
-/// `verify` of a Hadoop image: the load's checks (the first problem found,
-/// located) and the sidecar.
-pub(crate) fn verify_hdfs(path: &Path) -> Result<VerifyReport, LoadError> {
+/// What `verify` reports of a Hadoop image.
+pub(crate) struct Checked {
+    /// Entries of the summary.
+    pub(crate) sections: usize,
+    /// The file's length.
+    pub(crate) bytes: u64,
+    /// The first problem the load's checks (the sidecar's included) found.
+    pub(crate) problem: Option<(Location, String)>,
+}
+
+/// Runs the load's checks over a Hadoop image for `verify`.
+pub(crate) fn check(path: &Path) -> Result<Checked, LoadError> {
     let f = HdfsFile::open(path)?;
-    let mut report = VerifyReport {
-        sections: f.summary.sections.len(),
-        pieces: f.summary.sections.len(),
-        bytes: f.len,
-        ..VerifyReport::default()
-    };
+    let (sections, bytes) = (f.summary.sections.len(), f.len);
     drop(f);
     let opts = LoadOptions {
         serial: true,
         ..LoadOptions::default()
     };
     match load_hdfs(path, &opts) {
-        Ok(_) => {}
-        Err(LoadError::Corrupt { at, detail, .. }) => report.problems.push(Problem { at, detail }),
-        Err(e) => return Err(e),
+        Ok(_) => Ok(Checked {
+            sections,
+            bytes,
+            problem: None,
+        }),
+        Err(LoadError::Corrupt { at, detail, .. }) => Ok(Checked {
+            sections,
+            bytes,
+            problem: Some((at, detail)),
+        }),
+        Err(e) => Err(e),
     }
-    Ok(report)
 }
