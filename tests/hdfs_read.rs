@@ -503,8 +503,16 @@ fn unsupported_versions_and_codecs_are_named() {
 fn hostile(path: &Path, bytes: &[u8], step: usize) {
     let check = |b: &[u8], what: &str| {
         std::fs::write(path, b).unwrap();
-        for cmd in ["load", "verify"] {
-            let out = nsimage(&[cmd, s(path)]);
+        for args in [
+            &["load"][..],
+            &["verify"],
+            &["load", "--threads", "2", "--parallel-threshold", "0"],
+            &["info"],
+        ] {
+            let cmd = args[0];
+            let mut a = args.to_vec();
+            a.push(s(path));
+            let out = nsimage(&a);
             let c = code(&out);
             assert!(
                 c == 0 || c == 1,
@@ -541,6 +549,11 @@ fn truncated_and_flipped_files_exit_1_never_panic() {
     hostile(&path, &small, 5);
     let zlib = recut(&small, Codec::Zlib, 4, &[]);
     hostile(&path, &zlib, 11);
+    let gzip = recut(&small, Codec::Gzip, 5, &[]);
+    hostile(&path, &gzip, 13);
+    // The large compressed file: a few cuts and flips inside its streams.
+    let big = std::fs::read(data().join("hfsa/fsimage_d800_f210k_compressed.img")).unwrap();
+    hostile(&path, &big, big.len() / 9);
 }
 
 /// The delimited messages of `plain`, as byte vectors.
