@@ -112,11 +112,10 @@ pub(crate) fn inode_phase(
     keep: Option<&Keep>,
 ) -> Result<Inodes, LoadError> {
     let init = || (Vec::new(), Vec::new(), Vec::new());
-    let outs = run_pieces(pool, pieces, init, |(raw, out, blocks), i, p, at| {
+    let mut outs = run_pieces(pool, pieces, init, |(raw, out, blocks), i, p, at| {
         let bytes = f.region(p.offset, p.length, at, raw, out)?;
         decode_piece(f, bytes, i, at, strings, ids, keep, blocks)
     })?;
-    let mut outs = outs;
     let mut counts = Counts::default();
     let mut records = 0u64;
     let mut header = None;
@@ -254,7 +253,7 @@ fn decode_piece<'b>(
                 batch: None,
                 first: 0,
                 last: 0,
-                records: records_in(&mut recs, records)?,
+                records: records_in(f, at, &mut recs, records)?,
                 notes,
                 others,
             });
@@ -290,10 +289,16 @@ fn next_rec<'b>(
         .map_err(|(o, why)| bad(f, at, o, why.into()))
 }
 
-/// Records left in `recs` plus `seen` (the slow path decodes them all again).
-fn records_in(recs: &mut Delimited<'_>, seen: u64) -> Result<u64, LoadError> {
+/// Records left in `recs` plus `seen` (the slow path decodes them all
+/// again); a broken frame is reported where it is.
+fn records_in(
+    f: &HdfsFile,
+    at: &Location,
+    recs: &mut Delimited<'_>,
+    seen: u64,
+) -> Result<u64, LoadError> {
     let mut n = seen;
-    while let Ok(Some(_)) = recs.next_record() {
+    while next_rec(f, at, recs)?.is_some() {
         n += 1;
     }
     Ok(n)
@@ -369,6 +374,7 @@ fn resort(
     let mut blocks = Vec::new();
     counts.striped = 0;
     counts.type_quotas = 0;
+    counts.skipped = snapshot_only.len() as u64;
     for &(_, i, s, e) in &index {
         let at = &pieces[i].1;
         let body = &bufs[i][s..e];
