@@ -135,21 +135,26 @@ fn order(e: &mut Entries, b: &NamespaceBuilder) {
     }
 }
 
-/// The batch of one piece's (ordered) entries, with its links applied.
+/// The batch of one piece's entries, with its links applied. Hadoop's
+/// order is nearly always the namespace's (ASCII names, directories by id):
+/// the batch is built as the entries come, the builder checking the order;
+/// only if that fails are the entries sorted (a name lookup per child) and
+/// the batch built again, whose failure then is the image's.
 fn batch(
     f: &HdfsFile,
-    e: &Entries,
+    e: &mut Entries,
     chunk: u32,
     at: &Location,
     b: &NamespaceBuilder,
     table: &Sharded<'_, Slot>,
 ) -> Result<DirBatch, LoadError> {
-    let mut batch = DirBatch::new(chunk, e.kids.len().saturating_mul(4));
-    for &(parent, s, t, pos) in &e.dirs {
-        batch
-            .push(b, parent, e.kids[s..t].iter().copied())
-            .map_err(|d| bad(f, at, pos, d))?;
-    }
+    let batch = match build(f, e, chunk, at, b) {
+        Ok(batch) => batch,
+        Err(_) => {
+            order(e, b);
+            build(f, e, chunk, at, b)?
+        }
+    };
     table
         .apply(batch.links(), |slot, child, parent| {
             if *slot != NO_SLOT {
@@ -161,6 +166,22 @@ fn batch(
             Ok(())
         })
         .map_err(|d| f.corrupt(at.clone(), d))?;
+    Ok(batch)
+}
+
+fn build(
+    f: &HdfsFile,
+    e: &Entries,
+    chunk: u32,
+    at: &Location,
+    b: &NamespaceBuilder,
+) -> Result<DirBatch, LoadError> {
+    let mut batch = DirBatch::new(chunk, e.kids.len().saturating_mul(4));
+    for &(parent, s, t, pos) in &e.dirs {
+        batch
+            .push(b, parent, e.kids[s..t].iter().copied())
+            .map_err(|d| bad(f, at, pos, d))?;
+    }
     Ok(batch)
 }
 
@@ -183,13 +204,13 @@ pub(crate) fn dir_phase(
         let out = run_pieces(pool, pieces, init, |(raw, out), i, p, at| {
             let bytes = f.region(p.offset, p.length, at, raw, out)?;
             let mut e = entries(f, bytes, at, refs, keep)?;
-            order(&mut e, b);
             let chunk =
                 u32::try_from(i).map_err(|_| f.corrupt(at.clone(), "too many pieces".into()))?;
+            let others = std::mem::take(&mut e.others);
+            let batch = batch(f, &mut e, chunk, at, b, &table)?;
             let first = e.dirs.first().map_or(u64::MAX, |d| d.0);
             let last = e.dirs.last().map_or(0, |d| d.0);
-            let others = std::mem::take(&mut e.others);
-            Ok((first, last, batch(f, &e, chunk, at, b, &table)?, others))
+            Ok((first, last, batch, others))
         })?;
         stats.locks.add(table.stats());
         out
@@ -221,10 +242,9 @@ pub(crate) fn dir_phase(
                     .map(|&(d, s, t, pos)| (d, s + base, t + base, pos)),
             );
         }
-        order(&mut all, b);
         let table = Sharded::new(&mut parents, SHARDS);
         others = std::mem::take(&mut all.others);
-        vec![batch(f, &all, 0, &at0, b, &table)?]
+        vec![batch(f, &mut all, 0, &at0, b, &table)?]
     };
     set_parents(pool, builder.nodes_mut(), &parents);
     builder
