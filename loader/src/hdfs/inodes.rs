@@ -111,6 +111,9 @@ pub(crate) fn inode_phase(
     ids: &StringIds,
     keep: Option<&Keep>,
 ) -> Result<Inodes, LoadError> {
+    if keep.is_none() {
+        return direct(f, pool, pieces, strings, ids);
+    }
     let init = || (Vec::new(), Vec::new(), Vec::new());
     let mut outs = run_pieces(pool, pieces, init, |(raw, out, blocks), i, p, at| {
         let bytes = f.region(p.offset, p.length, at, raw, out)?;
@@ -166,6 +169,153 @@ pub(crate) fn inode_phase(
         skipped: counts.skipped,
         resorted: false,
         snapshot_only,
+    })
+}
+
+/// One piece's bytes (inflated) and its records, counted.
+struct Counted {
+    bytes: Vec<u8>,
+    /// Where the records start (after the header, in the first piece).
+    start: usize,
+    records: usize,
+    header: Option<InodeHeader>,
+}
+
+fn count_piece(
+    f: &HdfsFile,
+    bytes: Vec<u8>,
+    i: usize,
+    at: &Location,
+) -> Result<Counted, LoadError> {
+    let mut recs = Delimited::new(&bytes, 0);
+    let header = if i == 0 {
+        Some(read_header(f, at, next_rec(f, at, &mut recs)?)?)
+    } else {
+        None
+    };
+    let start = recs.pos();
+    let mut records = 0usize;
+    while next_rec(f, at, &mut recs)?.is_some() {
+        records += 1;
+    }
+    Ok(Counted {
+        bytes,
+        start,
+        records,
+        header,
+    })
+}
+
+/// What a piece's decode into its range of the table gives: its parts,
+/// first and last id, and counters; `None` when its records are out of id
+/// order.
+type Decoded = Option<(InodeParts, u64, u64, Counts)>;
+
+/// The path of images without snapshots: every piece read and its records
+/// counted (a walk over the length prefixes), then each piece decoded
+/// straight into its range of the node table (`table`), as nsimage images
+/// load; out-of-order records take the slow path.
+fn direct(
+    f: &HdfsFile,
+    pool: Option<&rayon::ThreadPool>,
+    pieces: &[(SubSectionInfo, Location)],
+    strings: &StringTable,
+    ids: &StringIds,
+) -> Result<Inodes, LoadError> {
+    let at0 = pieces.first().map(|(_, a)| a.clone()).unwrap_or_default();
+    let counted = run_pieces(pool, pieces, Vec::new, |raw, i, p, at| {
+        let mut out = Vec::new();
+        f.region(p.offset, p.length, at, raw, &mut out)?;
+        count_piece(f, out, i, at)
+    })?;
+    let header = counted
+        .first()
+        .and_then(|c| c.header)
+        .ok_or_else(|| f.corrupt(at0.clone(), "the INODE section has no header".into()))?;
+    let counts: Vec<usize> = counted.iter().map(|c| c.records).collect();
+    let total = counts.iter().try_fold(0usize, |a, &c| a.checked_add(c));
+    if total.map(|t| t as u64) != Some(header.num_inodes) {
+        return Err(f.corrupt(
+            at0.clone(),
+            format!(
+                "{} inode records, the header declares {}",
+                total.unwrap_or(usize::MAX),
+                header.num_inodes
+            ),
+        ));
+    }
+    let mut table = NodeTable::new(total.unwrap_or(0));
+    let decoded: Vec<Decoded> = {
+        let ranges = table
+            .ranges(&counts)
+            .ok_or_else(|| f.corrupt(at0.clone(), "piece counts do not add up".into()))?;
+        let init = || (Vec::new(), Vec::new());
+        run_pieces(pool, pieces, init, |(blocks, nodes), i, _, at| {
+            let c = &counted[i];
+            let chunk =
+                u32::try_from(i).map_err(|_| f.corrupt(at.clone(), "too many pieces".into()))?;
+            let mut buf = std::mem::take(nodes);
+            buf.reserve(c.records);
+            let mut batch = InodeBatch::with_buffer(chunk, buf, c.bytes.len());
+            let mut recs = Delimited::new(&c.bytes, c.start);
+            let (mut first, mut last) = (None::<u64>, 0u64);
+            let mut notes = Counts::default();
+            while let Some((pos, body)) = next_rec(f, at, &mut recs)? {
+                let mut n = RecordNotes::default();
+                let node = decode_inode(body, ids, blocks, &mut n)
+                    .map_err(|e| bad(f, at, pos, format!("inode record: {}", e.text())))?;
+                if first.is_some() && node.id <= last {
+                    return Ok(None);
+                }
+                first.get_or_insert(node.id);
+                last = node.id;
+                notes.note(n);
+                batch.push(node, strings).map_err(|d| bad(f, at, pos, d))?;
+            }
+            if !ranges.get(i).is_some_and(|r| r.fill(batch.nodes())) {
+                return Err(f.corrupt(at.clone(), "records do not fill the piece's slots".into()));
+            }
+            let (parts, buffer) = batch.into_parts_and_buffer();
+            *nodes = buffer;
+            Ok(Some((parts, first.unwrap_or(u64::MAX), last, notes)))
+        })?
+    };
+    // In id order within each piece, and from piece to piece in the
+    // table's (the pieces') order?
+    let in_order = decoded.iter().all(Option::is_some) && {
+        let spans: Vec<(u64, u64)> = decoded
+            .iter()
+            .flatten()
+            .filter(|d| d.1 != u64::MAX)
+            .map(|d| (d.1, d.2))
+            .collect();
+        spans.windows(2).all(|w| w[0].1 < w[1].0)
+    };
+    if !in_order {
+        drop(counted);
+        return resort(f, pieces, strings, ids, None, header, Counts::default());
+    }
+    let nodes = table
+        .finish()
+        .ok_or_else(|| f.corrupt(at0.clone(), "some inode slots were not filled".into()))?;
+    let mut all = Counts::default();
+    let parts = decoded
+        .into_iter()
+        .flatten()
+        .map(|(p, _, _, n)| {
+            all.add(n);
+            p
+        })
+        .collect();
+    Ok(Inodes {
+        header,
+        nodes,
+        parts,
+        striped_files: all.striped,
+        type_quota_dirs: all.type_quotas,
+        skipped: 0,
+        resorted: false,
+        snapshot_only: Vec::new(),
     })
 }
 
