@@ -339,6 +339,10 @@ fn sub_sectioned_copies_load_in_parallel_to_the_same_digest() {
             .filter(|x| x["name"] == "INODE_SUB")
             .count();
         assert_eq!(subs, 11, "{name}");
+        assert_eq!(
+            info["inodes"], 210_367,
+            "{name}: the header read from a piece's start"
+        );
         let one = load(&path, &["--threads", "1"]);
         let two = load(&path, &["--threads", "2"]);
         assert_eq!(one["digest"], want, "{name}");
@@ -407,6 +411,7 @@ fn info_lists_every_section_and_unknown_ones_are_skipped() {
         assert!(names.contains(&n), "{n} in {names:?}");
     }
     assert_eq!(v["snapshots"]["diffs"]["entries"], 1);
+    assert_eq!(v["inodes"], 19);
     let text = nsimage(&["info", s(&src)]);
     assert_eq!(code(&text), 0);
     let text = String::from_utf8_lossy(&text.stdout);

@@ -124,6 +124,8 @@ fn hdfs(a: &Args) -> anyhow::Result<ExitCode> {
             "summary_length": img.summary.1,
             "md5_sidecar": sidecar,
             "string_mask_bits": img.string_mask_bits,
+            "last_inode_id": img.inode_header.map(|h| h.0),
+            "inodes": img.inode_header.map(|h| h.1),
             "name_system": {
                 "namespace_id": n.namespace_id,
                 "transaction_id": n.transaction_id,

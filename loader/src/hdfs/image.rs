@@ -175,6 +175,8 @@ pub struct HdfsImage {
     pub type_quota_dirs: u64,
     /// Whether INODE's records were out of id order (and were sorted).
     pub inodes_resorted: bool,
+    /// The INODE header: (`lastInodeId`, `numInodes`), when it was read.
+    pub inode_header: Option<(u64, u64)>,
 }
 
 impl HdfsImage {

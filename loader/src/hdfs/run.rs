@@ -26,6 +26,8 @@ pub fn describe(path: &Path) -> Result<HdfsImage, LoadError> {
     small_sections(&f, &mut img)?;
     let (_, ids) = decode_strings(&f)?;
     img.string_mask_bits = ids.mask_bits();
+    let inode = pieces(&f, HdfsSection::Inode)?;
+    img.inode_header = inode.first().and_then(|p| inode_header(&f, p));
     Ok(img)
 }
 
@@ -56,15 +58,15 @@ fn pieces(f: &HdfsFile, s: HdfsSection) -> Result<Vec<(SubSectionInfo, Location)
         .collect())
 }
 
-/// The INODE header's inode count, read from the first piece's start
-/// (for the serial threshold), or `None` if it cannot be read cheaply.
-fn declared_inodes(f: &HdfsFile, first: &(SubSectionInfo, Location)) -> Option<u64> {
+/// The INODE header (`lastInodeId`, `numInodes`), read from the first
+/// piece's start without reading the piece, or `None` if it cannot be read.
+fn inode_header(f: &HdfsFile, first: &(SubSectionInfo, Location)) -> Option<(u64, u64)> {
     let (p, at) = first;
     let bytes = f.prefix(p.offset, p.length, at, 64).ok()?;
     let mut cur = &bytes[..];
     INodeSection::decode_length_delimited(&mut cur)
         .ok()
-        .map(|h| h.num_inodes())
+        .map(|h| (h.last_inode_id(), h.num_inodes()))
 }
 
 /// Loads a Hadoop image (`load` came here on seeing the magic).
@@ -111,7 +113,7 @@ fn load_open(f: &HdfsFile, opts: &LoadOptions) -> Result<Loaded, LoadError> {
     let threads = if opts.serial || inode_pieces.len() < 2 {
         1
     } else {
-        let n = declared_inodes(f, &inode_pieces[0]).unwrap_or(u64::MAX);
+        let n = inode_header(f, &inode_pieces[0]).map_or(u64::MAX, |h| h.1);
         if n < opts.parallel_threshold {
             1
         } else if opts.threads == 0 {
@@ -142,6 +144,7 @@ fn load_open(f: &HdfsFile, opts: &LoadOptions) -> Result<Loaded, LoadError> {
     img.type_quota_dirs = inodes.type_quota_dirs;
     img.inodes_resorted = inodes.resorted;
     img.snapshots.snapshot_only_inodes = inodes.skipped;
+    img.inode_header = Some((inodes.header.last_inode_id, inodes.header.num_inodes));
     img.snapshots.snapshot_only = inodes.snapshot_only;
     let n = &img.name_system;
     let mut last_block_id = n.last_allocated_block_id;
