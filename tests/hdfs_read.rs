@@ -1021,3 +1021,46 @@ fn acls_xattrs_leases_symlinks_and_high_byte_names() {
     assert_eq!(l["target"], "/somewhere/else");
     assert_eq!(v["symlinks"], 1);
 }
+
+/// A directory's children split over several entries (and sub-sections),
+/// which Hadoop's loader accepts, load to the same tree.
+#[test]
+fn a_directory_split_over_entries_loads_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = data().join("hfsa/fsimage_d800_f210k_compressed.img");
+    let want = load(&src, &[])["digest"].clone();
+    let split = |n: &str, plain: Vec<u8>| -> Vec<u8> {
+        if n != "INODE_DIR" {
+            return plain;
+        }
+        let mut out = Vec::new();
+        for m in messages(&plain) {
+            let e = DirEntry::decode(&m[..]).unwrap();
+            for c in e.children.chunks(97) {
+                let part = DirEntry {
+                    parent: e.parent,
+                    children: c.to_vec(),
+                    ref_children: vec![],
+                };
+                out.extend(part.encode_length_delimited_to_vec());
+            }
+        }
+        out
+    };
+    let path = dir.path().join("fsimage_split");
+    std::fs::write(
+        &path,
+        recut_with(
+            &std::fs::read(&src).unwrap(),
+            Codec::None,
+            1000,
+            &[],
+            &split,
+        ),
+    )
+    .unwrap();
+    for t in ["1", "2"] {
+        let v = load(&path, &["--threads", t, "--parallel-threshold", "0"]);
+        assert_eq!(v["digest"], want, "{t} threads");
+    }
+}

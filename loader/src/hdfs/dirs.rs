@@ -111,9 +111,28 @@ fn dir_entry(body: &[u8], refs: &[u64], kids: &mut Vec<u64>) -> Result<u64, Stri
     parent.ok_or_else(|| "no parent".to_string())
 }
 
-/// Sorts each entry's children into the namespace's name order and the
-/// entries by parent, where they are not already.
+/// Sorts the entries by parent, joins the entries of a directory listed
+/// more than once (Hadoop's loader adds each entry's children to the
+/// directory, so a writer may split a large one), and sorts each entry's
+/// children into the namespace's name order, where they are not already.
 fn order(e: &mut Entries, b: &NamespaceBuilder) {
+    if !e.dirs.windows(2).all(|w| w[0].0 < w[1].0) {
+        e.dirs.sort_by_key(|d| d.0);
+    }
+    if e.dirs.windows(2).any(|w| w[0].0 == w[1].0) {
+        let mut kids = Vec::with_capacity(e.kids.len());
+        let mut dirs: Vec<(u64, usize, usize, usize)> = Vec::with_capacity(e.dirs.len());
+        for &(d, s, t, pos) in &e.dirs {
+            let start = kids.len();
+            kids.extend_from_slice(&e.kids[s..t]);
+            match dirs.last_mut() {
+                Some(last) if last.0 == d => last.2 = kids.len(),
+                _ => dirs.push((d, start, kids.len(), pos)),
+            }
+        }
+        e.kids = kids;
+        e.dirs = dirs;
+    }
     let name = |id: &u64| b.name_of_id(*id).unwrap_or_default();
     for &(_, s, t, _) in &e.dirs {
         let kids = &mut e.kids[s..t];
@@ -129,9 +148,6 @@ fn order(e: &mut Entries, b: &NamespaceBuilder) {
         if !sorted {
             kids.sort_unstable_by(|x, y| name(x).cmp(name(y)));
         }
-    }
-    if !e.dirs.windows(2).all(|w| w[0].0 < w[1].0) {
-        e.dirs.sort_by_key(|d| d.0);
     }
 }
 
