@@ -98,6 +98,23 @@ impl SectionKind {
     /// [`KNOWN`](Self::KNOWN): a reader that ignores it loses nothing.
     pub const NAME_INDEX: SectionKind = SectionKind(9);
 
+    // Kinds that exist only in Hadoop images (`crate::hdfs`), so that
+    // located errors there name their section. Never in an nsimage index.
+    /// Hadoop's `FILES_UNDERCONSTRUCTION` section.
+    pub const HDFS_FILES_UNDERCONSTRUCTION: SectionKind = SectionKind(0x4801);
+    /// Hadoop's `EXTENDED_ACL` section.
+    pub const HDFS_EXTENDED_ACL: SectionKind = SectionKind(0x4802);
+    /// Hadoop's `ERASURE_CODING` section.
+    pub const HDFS_ERASURE_CODING: SectionKind = SectionKind(0x4803);
+    /// Hadoop's `SECRET_MANAGER` section.
+    pub const HDFS_SECRET_MANAGER: SectionKind = SectionKind(0x4804);
+    /// Hadoop's `CACHE_MANAGER` section.
+    pub const HDFS_CACHE_MANAGER: SectionKind = SectionKind(0x4805);
+    /// A Hadoop section whose name this build does not know.
+    pub const HDFS_UNKNOWN: SectionKind = SectionKind(0x4806);
+    /// A Hadoop image's `FileSummary` (and its length at the tail).
+    pub const HDFS_FILE_SUMMARY: SectionKind = SectionKind(0x4807);
+
     /// Kinds this build reads; every other kind is unknown.
     pub const KNOWN: [SectionKind; 4] = [
         Self::NS_INFO,
@@ -118,6 +135,13 @@ impl SectionKind {
             Self::SNAPSHOT_DIFF => "SNAPSHOT_DIFF",
             Self::FILES_UNDER_CONSTRUCTION => "FILES_UNDER_CONSTRUCTION",
             Self::NAME_INDEX => "NAME_INDEX",
+            Self::HDFS_FILES_UNDERCONSTRUCTION => "FILES_UNDERCONSTRUCTION",
+            Self::HDFS_EXTENDED_ACL => "EXTENDED_ACL",
+            Self::HDFS_ERASURE_CODING => "ERASURE_CODING",
+            Self::HDFS_SECRET_MANAGER => "SECRET_MANAGER",
+            Self::HDFS_CACHE_MANAGER => "CACHE_MANAGER",
+            Self::HDFS_UNKNOWN => "HDFS_UNKNOWN_SECTION",
+            Self::HDFS_FILE_SUMMARY => "FILE_SUMMARY",
             _ => return None,
         })
     }

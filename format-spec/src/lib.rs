@@ -20,7 +20,9 @@
 //!   and keys of every message, varints, the wire rules every reader
 //!   applies, the streamed frame reader, and the conversions between the
 //!   messages and the namespace model;
-//! - [`error`]: located errors ([`FormatError`], [`Location`]).
+//! - [`error`]: located errors ([`FormatError`], [`Location`]);
+//! - [`hdfs`]: Hadoop's fsimage format (magic `HDFSIMG1`): the summary at
+//!   the tail, section names, layout versions, codecs and packed fields.
 //!
 //! Layering: this crate is the ground of the image path. It must never
 //! import the writer, the loader, the store, the testkit or the command
@@ -68,6 +70,7 @@
 pub mod consts;
 pub mod error;
 pub mod file_type;
+pub mod hdfs;
 pub mod header_footer;
 pub mod index;
 pub mod wire;

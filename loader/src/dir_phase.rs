@@ -84,7 +84,7 @@ fn link_parents(
 }
 
 /// Copies the parent table into the nodes, in parallel inside a pool.
-fn set_parents(
+pub(crate) fn set_parents(
     pool: Option<&rayon::ThreadPool>,
     nodes: &mut [nsimage_namespace::Node],
     parents: &[Slot],
@@ -105,7 +105,7 @@ fn set_parents(
 
 /// Inodes reachable from the root: a breadth-first walk whose wide levels
 /// are expanded in parallel chunks (inside a pool) and narrow ones serially.
-fn reachable(b: &NamespaceBuilder, parallel: bool) -> usize {
+pub(crate) fn reachable(b: &NamespaceBuilder, parallel: bool) -> usize {
     let n = b.inode_count();
     let mut frontier: Vec<Slot> = if n == 0 { Vec::new() } else { vec![0] };
     let mut count = 1usize;

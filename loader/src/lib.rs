@@ -46,6 +46,9 @@
 //!   listing each bad region;
 //! - `trim`: [`release_free_memory`], the caller's choice of giving the
 //!   allocator's free pages back after a load;
+//! - [`hdfs`]: Hadoop fsimage files (magic `HDFSIMG1`), loaded into the
+//!   same namespace through the same phases; [`hdfs::HdfsImage`] holds what
+//!   they have beside it (snapshots, references, the summary);
 //! - `error`: [`LoadError`].
 //!
 //! # Example
@@ -82,6 +85,7 @@ mod assemble;
 pub mod decode;
 mod dir_phase;
 mod error;
+pub mod hdfs;
 mod indexed;
 mod inode_phase;
 mod load;

@@ -13,7 +13,8 @@ use nsimage_format::SectionKind;
 use std::path::Path;
 use std::time::Instant;
 
-/// Loads the image at `path`.
+/// Loads the image at `path`: an nsimage image, or a Hadoop fsimage
+/// (magic `HDFSIMG1`, see [`hdfs`](crate::hdfs)).
 ///
 /// Every checksum and structural rule is checked on the way; the first
 /// violation is returned as [`LoadError::Corrupt`] naming the section,
@@ -22,6 +23,9 @@ use std::time::Instant;
 /// allocator calls [`release_free_memory`](crate::release_free_memory)
 /// afterwards.
 pub fn load(path: &Path, opts: &LoadOptions) -> Result<Loaded, LoadError> {
+    if crate::hdfs::is_hdfs_file(path)? {
+        return crate::hdfs::run::load_hdfs(path, opts);
+    }
     let started = Instant::now();
     let mut src = ImageSource::open(path)?;
     let threads = threads(&src, opts);
@@ -37,7 +41,7 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<Loaded, LoadError> {
             if let ReadStrategy::Mmap(opt_in) = strategy {
                 src.map(opt_in)?;
             }
-            let pool = pool(path, threads)?;
+            let pool = crate::run::pool(path, threads)?;
             load_indexed(&src, pool.as_ref(), &mut stats)?
         }
     };
@@ -53,7 +57,11 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<Loaded, LoadError> {
     stats.bytes_read = src.bytes_read();
     drop(src);
     stats.seconds = started.elapsed().as_secs_f64();
-    Ok(Loaded { namespace, stats })
+    Ok(Loaded {
+        namespace,
+        stats,
+        hdfs: None,
+    })
 }
 
 /// Threads the load runs on: 1 (the serial path) when forced, for the
@@ -73,20 +81,4 @@ fn threads(src: &ImageSource, opts: &LoadOptions) -> usize {
     } else {
         opts.threads
     }
-}
-
-/// A pool of `threads` workers, or none for the serial path.
-fn pool(path: &Path, threads: usize) -> Result<Option<rayon::ThreadPool>, LoadError> {
-    if threads <= 1 {
-        return Ok(None);
-    }
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .thread_name(|i| format!("nsimage-load-{i}"))
-        .build()
-        .map(Some)
-        .map_err(|e| LoadError::Io {
-            path: path.to_path_buf(),
-            source: std::io::Error::other(e),
-        })
 }

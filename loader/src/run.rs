@@ -1,5 +1,6 @@
 //! Runs one function over the pieces of a section: one task per piece on a
-//! thread pool (work-stealing), or in order on this thread.
+//! thread pool (work-stealing), or in order on this thread; and builds
+//! that pool.
 
 use crate::error::LoadError;
 use nsimage_format::{Location, SubSectionInfo};
@@ -58,4 +59,23 @@ fn first_error<T>(results: Vec<Option<Result<T, LoadError>>>) -> Result<Vec<T>, 
     }
     debug_assert!(!skipped, "pieces are only skipped after an error");
     Ok(out)
+}
+
+/// A pool of `threads` workers, or none for the serial path.
+pub(crate) fn pool(
+    path: &std::path::Path,
+    threads: usize,
+) -> Result<Option<rayon::ThreadPool>, LoadError> {
+    if threads <= 1 {
+        return Ok(None);
+    }
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("nsimage-load-{i}"))
+        .build()
+        .map(Some)
+        .map_err(|e| LoadError::Io {
+            path: path.to_path_buf(),
+            source: std::io::Error::other(e),
+        })
 }

@@ -26,6 +26,9 @@ pub struct LoadStats {
     pub dir_phase_seconds: f64,
     /// Lock traffic of both phases.
     pub locks: LockStats,
+    /// Whether a Hadoop image's `.md5` sidecar was found and the file's
+    /// digest checked against it (while the load decoded).
+    pub md5_checked: bool,
 }
 
 /// A loaded image.
@@ -34,4 +37,7 @@ pub struct Loaded {
     pub namespace: Namespace,
     /// How the load went.
     pub stats: LoadStats,
+    /// For a Hadoop image, what it holds beside the namespace (summary,
+    /// snapshots, references, ...); `None` for an nsimage image.
+    pub hdfs: Option<Box<crate::hdfs::image::HdfsImage>>,
 }

@@ -150,6 +150,14 @@ impl NamespaceBuilder {
         read_name(&self.ns.names, self.ns.nodes[slot as usize].name)
     }
 
+    /// The name of the inode with id `id`, once its INODE piece's parts
+    /// were added; `None` for an id not (yet) in the namespace. Lets a
+    /// loader order a directory's children before [`DirBatch::push`].
+    pub fn name_of_id(&self, id: u64) -> Option<&[u8]> {
+        let slot = self.ns.ids.slot(id)?;
+        ((slot as usize) < self.added as usize).then(|| self.name_of(slot))
+    }
+
     /// Adds the parts of the next INODE piece (pieces in id order).
     pub fn add_inode_parts(&mut self, parts: InodeParts) -> Result<(), String> {
         let base = self.added;

@@ -93,6 +93,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             "lock_acquisitions": s.locks.acquisitions,
             "lock_contended": s.locks.contended,
             "lock_wait_seconds": s.locks.wait_ns as f64 / 1e9,
+            "md5_checked": s.md5_checked,
         });
         if let serde_json::Value::Object(e) = extra {
             m.extend(e);

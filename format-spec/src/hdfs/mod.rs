@@ -1,0 +1,32 @@
+//! Hadoop's fsimage format (magic `HDFSIMG1`): the facts a reader needs
+//! beyond the message schemas of [`hdfs_pb`](crate::hdfs_pb).
+//!
+//! A Hadoop image is the magic, the sections (each a run of
+//! varint-delimited messages, each its own compressed stream when the
+//! image names a codec), a varint-delimited `FileSummary` listing every
+//! section by name, offset and length, and finally the summary's length as
+//! a 4-byte big-endian integer. This module owns:
+//!
+//! - [`magic`]: the magic bytes and their detection;
+//! - [`summary`]: finding and decoding the summary from the file's tail,
+//!   every offset and length bounded by the file's size;
+//! - [`sections`]: section names ([`HdfsSection`]), known and unknown, and
+//!   the [`SectionKind`](crate::SectionKind) errors name them by;
+//! - [`version`]: the layout versions this build reads and the codecs;
+//! - [`bits`]: the packed fields: permission, ACL entry, xattr name, and
+//!   string ids with their table tag ([`StringTag`], `maskBits`).
+//!
+//! Errors are [`FormatError`](crate::FormatError)s located by section and
+//! file offset.
+
+pub mod bits;
+pub mod magic;
+pub mod sections;
+pub mod summary;
+pub mod version;
+
+pub use bits::{AclBits, PermBits, StringTag, XAttrBits};
+pub use magic::{is_hdfs, MAGIC};
+pub use sections::HdfsSection;
+pub use summary::{HdfsSummary, SummarySection, TAIL_LENGTH_BYTES};
+pub use version::{Codec, NEWEST_LAYOUT_VERSION, OLDEST_LAYOUT_VERSION};

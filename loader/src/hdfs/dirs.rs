@@ -1,0 +1,314 @@
+//! The INODE_DIR phase of a Hadoop image: each piece (the section, or its
+//! INODE_DIR_SUB sub-sections) decoded into a [`DirBatch`] through
+//! `run_pieces`, its links set in the loader's sharded parent table; then
+//! the lists attached and the tree checked, as for nsimage images.
+//!
+//! Hadoop lists children in its own order (names compared as signed
+//! bytes) and directories in its inode map's order; the namespace wants
+//! names in byte order and directories by id, so each piece sorts what is
+//! out of order (checked first: ASCII names are already in both orders).
+//! References (`refChildren`) resolve through INODE_REFERENCE to the inode
+//! they refer to.
+
+use super::file::HdfsFile;
+use super::inodes::{record_at, Keep};
+use super::wire::{each_varint, Delimited, Wire};
+use crate::dir_phase::{reachable, set_parents};
+use crate::error::LoadError;
+use crate::run::run_pieces;
+use crate::shard::Sharded;
+use crate::stats::LoadStats;
+use nsimage_format::hdfs_pb::i_node_directory_section::DirEntry;
+use nsimage_format::wire::VARINT;
+use nsimage_format::{Location, SubSectionInfo};
+use nsimage_namespace::{DirBatch, Namespace, NamespaceBuilder, Slot, NO_SLOT, ROOT_ID};
+use prost::Message;
+use std::collections::{HashMap, HashSet};
+
+const SHARDS: usize = 256;
+
+fn bad(f: &HdfsFile, at: &Location, pos: usize, why: String) -> LoadError {
+    let (l, suffix) = record_at(f, at, pos);
+    f.corrupt(l, format!("{why}{suffix}"))
+}
+
+/// One piece's directory entries: (parent, start, end) into `kids`.
+#[derive(Default)]
+struct Entries {
+    dirs: Vec<(u64, usize, usize, usize)>,
+    kids: Vec<u64>,
+    /// Entries of directories outside the current tree, kept whole.
+    others: Vec<DirEntry>,
+}
+
+/// Decodes a piece's DirEntry records (children and resolved references).
+fn entries(
+    f: &HdfsFile,
+    bytes: &[u8],
+    at: &Location,
+    refs: &[u64],
+    keep: Option<&Keep>,
+) -> Result<Entries, LoadError> {
+    let mut e = Entries::default();
+    let mut recs = Delimited::new(bytes, 0);
+    while let Some((pos, body)) = recs
+        .next_record()
+        .map_err(|(o, why)| bad(f, at, o, why.into()))?
+    {
+        let start = e.kids.len();
+        let parent = dir_entry(body, refs, &mut e.kids)
+            .map_err(|why| bad(f, at, pos, format!("directory record: {why}")))?;
+        if keep.is_some_and(|k| !k.contains(&parent)) {
+            e.kids.truncate(start);
+            let whole = DirEntry::decode(body)
+                .map_err(|er| bad(f, at, pos, format!("directory record: {er}")))?;
+            e.others.push(whole);
+            continue;
+        }
+        if e.kids.len() == start {
+            continue;
+        }
+        e.dirs.push((parent, start, e.kids.len(), pos));
+    }
+    Ok(e)
+}
+
+/// One DirEntry: its parent; children and resolved references appended to
+/// `kids`.
+fn dir_entry(body: &[u8], refs: &[u64], kids: &mut Vec<u64>) -> Result<u64, String> {
+    let mut w = Wire::new(body);
+    let mut parent = None;
+    while !w.done() {
+        let (field, wt) = w.key()?;
+        match field {
+            1 => {
+                Wire::expect(wt, VARINT)?;
+                parent = Some(w.varint()?);
+            }
+            2 => each_varint(&mut w, wt, |c| {
+                kids.push(c);
+                Ok(())
+            })?,
+            3 => {
+                let mut missing = None;
+                each_varint(&mut w, wt, |r| {
+                    match usize::try_from(r).ok().and_then(|r| refs.get(r)) {
+                        Some(&id) => kids.push(id),
+                        None => missing = missing.or(Some(r)),
+                    }
+                    Ok(())
+                })?;
+                if let Some(r) = missing {
+                    return Err(format!(
+                        "reference {r} is not in INODE_REFERENCE ({} references)",
+                        refs.len()
+                    ));
+                }
+            }
+            _ => w.skip(wt)?,
+        }
+    }
+    parent.ok_or_else(|| "no parent".to_string())
+}
+
+/// Sorts the entries by parent, joins the entries of a directory listed
+/// more than once (Hadoop's loader adds each entry's children to the
+/// directory, so a writer may split a large one), and sorts each entry's
+/// children into the namespace's name order, where they are not already.
+fn order(e: &mut Entries, b: &NamespaceBuilder) {
+    if !e.dirs.windows(2).all(|w| w[0].0 < w[1].0) {
+        e.dirs.sort_by_key(|d| d.0);
+    }
+    if e.dirs.windows(2).any(|w| w[0].0 == w[1].0) {
+        let mut kids = Vec::with_capacity(e.kids.len());
+        let mut dirs: Vec<(u64, usize, usize, usize)> = Vec::with_capacity(e.dirs.len());
+        for &(d, s, t, pos) in &e.dirs {
+            let start = kids.len();
+            kids.extend_from_slice(&e.kids[s..t]);
+            match dirs.last_mut() {
+                Some(last) if last.0 == d => last.2 = kids.len(),
+                _ => dirs.push((d, start, kids.len(), pos)),
+            }
+        }
+        e.kids = kids;
+        e.dirs = dirs;
+    }
+    let name = |id: &u64| b.name_of_id(*id).unwrap_or_default();
+    for &(_, s, t, _) in &e.dirs {
+        let kids = &mut e.kids[s..t];
+        // One name lookup per child to see whether Hadoop's order is ours
+        // (always, for ASCII names).
+        let mut prev: Option<&[u8]> = None;
+        let sorted = kids.iter().all(|k| {
+            let n = name(k);
+            let ok = prev.is_none_or(|p| p < n);
+            prev = Some(n);
+            ok
+        });
+        if !sorted {
+            kids.sort_unstable_by(|x, y| name(x).cmp(name(y)));
+        }
+    }
+}
+
+/// The batch of one piece's entries, with its links applied. Hadoop's
+/// order is nearly always the namespace's (ASCII names, directories by id):
+/// the batch is built as the entries come, the builder checking the order;
+/// only if that fails are the entries sorted (a name lookup per child) and
+/// the batch built again, whose failure then is the image's.
+fn batch(
+    f: &HdfsFile,
+    e: &mut Entries,
+    chunk: u32,
+    at: &Location,
+    b: &NamespaceBuilder,
+    table: &Sharded<'_, Slot>,
+) -> Result<DirBatch, LoadError> {
+    let batch = match build(f, e, chunk, at, b) {
+        Ok(batch) => batch,
+        Err(_) => {
+            order(e, b);
+            build(f, e, chunk, at, b)?
+        }
+    };
+    table
+        .apply(batch.links(), |slot, child, parent| {
+            if *slot != NO_SLOT {
+                return Err(format!(
+                    "inode in slot {child} is listed in two directories"
+                ));
+            }
+            *slot = parent;
+            Ok(())
+        })
+        .map_err(|d| f.corrupt(at.clone(), d))?;
+    Ok(batch)
+}
+
+fn build(
+    f: &HdfsFile,
+    e: &Entries,
+    chunk: u32,
+    at: &Location,
+    b: &NamespaceBuilder,
+) -> Result<DirBatch, LoadError> {
+    let mut batch = DirBatch::new(chunk, e.kids.len().saturating_mul(4));
+    for &(parent, s, t, pos) in &e.dirs {
+        batch
+            .push(b, parent, e.kids[s..t].iter().copied())
+            .map_err(|d| bad(f, at, pos, d))?;
+    }
+    Ok(batch)
+}
+
+/// Links every inode to its directory and finishes the namespace.
+pub(crate) fn dir_phase(
+    f: &HdfsFile,
+    pool: Option<&rayon::ThreadPool>,
+    pieces: &[(SubSectionInfo, Location)],
+    mut builder: NamespaceBuilder,
+    refs: &[u64],
+    keep: Option<&Keep>,
+    stats: &mut LoadStats,
+) -> Result<(Namespace, Vec<DirEntry>), LoadError> {
+    let at0 = pieces.first().map(|(_, a)| a.clone()).unwrap_or_default();
+    let mut parents: Vec<Slot> = vec![NO_SLOT; builder.inode_count()];
+    let b = &builder;
+    let mut batches: Vec<(u64, u64, DirBatch, Vec<DirEntry>)> = {
+        let table = Sharded::new(&mut parents, SHARDS);
+        let init = || (Vec::new(), Vec::new());
+        let out = run_pieces(pool, pieces, init, |(raw, out), i, p, at| {
+            let bytes = f.region(p.offset, p.length, at, raw, out)?;
+            let mut e = entries(f, bytes, at, refs, keep)?;
+            let chunk =
+                u32::try_from(i).map_err(|_| f.corrupt(at.clone(), "too many pieces".into()))?;
+            let others = std::mem::take(&mut e.others);
+            let batch = batch(f, &mut e, chunk, at, b, &table)?;
+            let first = e.dirs.first().map_or(u64::MAX, |d| d.0);
+            let last = e.dirs.last().map_or(0, |d| d.0);
+            Ok((first, last, batch, others))
+        })?;
+        stats.locks.add(table.stats());
+        out
+    };
+    let mut others: Vec<DirEntry> = Vec::new();
+    for x in batches.iter_mut() {
+        others.append(&mut x.3);
+    }
+    batches.retain(|x| x.0 != u64::MAX);
+    batches.sort_by_key(|x| x.0);
+    let in_order = batches.windows(2).all(|w| w[0].1 < w[1].0);
+    let batches: Vec<DirBatch> = if in_order {
+        batches.into_iter().map(|x| x.2).collect()
+    } else {
+        // Directories interleaved across pieces: all entries as one batch.
+        drop(batches);
+        parents.fill(NO_SLOT);
+        let mut all = Entries::default();
+        for (p, at) in pieces {
+            let (mut raw, mut out) = (Vec::new(), Vec::new());
+            let bytes = f.region(p.offset, p.length, at, &mut raw, &mut out)?;
+            let e = entries(f, bytes, at, refs, keep)?;
+            let base = all.kids.len();
+            all.others.extend(e.others);
+            all.kids.extend_from_slice(&e.kids);
+            all.dirs.extend(
+                e.dirs
+                    .iter()
+                    .map(|&(d, s, t, pos)| (d, s + base, t + base, pos)),
+            );
+        }
+        let table = Sharded::new(&mut parents, SHARDS);
+        others = std::mem::take(&mut all.others);
+        vec![batch(f, &mut all, 0, &at0, b, &table)?]
+    };
+    set_parents(pool, builder.nodes_mut(), &parents);
+    builder
+        .attach(batches)
+        .map_err(|d| f.corrupt(at0.clone(), d))?;
+    drop(parents);
+    let seen = match pool {
+        Some(pool) => pool.install(|| reachable(&builder, true)),
+        None => reachable(&builder, false),
+    };
+    let ns = builder
+        .finish_counted(seen)
+        .map_err(|d| f.corrupt(at0, d))?;
+    others.sort_by_key(|d| d.parent());
+    Ok((ns, others))
+}
+
+/// The inodes of the current tree (reachable from the root through
+/// INODE_DIR), for images with snapshots, whose INODE section also holds
+/// inodes that only snapshots still see.
+pub(crate) fn current_tree(
+    f: &HdfsFile,
+    pieces: &[(SubSectionInfo, Location)],
+    refs: &[u64],
+) -> Result<Keep, LoadError> {
+    let mut children: HashMap<u64, Vec<u64>> = HashMap::new();
+    for (p, at) in pieces {
+        let (mut raw, mut out) = (Vec::new(), Vec::new());
+        let bytes = f.region(p.offset, p.length, at, &mut raw, &mut out)?;
+        let e = entries(f, bytes, at, refs, None)?;
+        for &(d, s, t, _) in &e.dirs {
+            children
+                .entry(d)
+                .or_default()
+                .extend_from_slice(&e.kids[s..t]);
+        }
+    }
+    let mut keep: HashSet<u64> = HashSet::new();
+    keep.insert(ROOT_ID);
+    let mut frontier = vec![ROOT_ID];
+    while let Some(d) = frontier.pop() {
+        if let Some(kids) = children.get(&d) {
+            for &k in kids {
+                if keep.insert(k) {
+                    frontier.push(k);
+                }
+            }
+        }
+    }
+    Ok(keep)
+}

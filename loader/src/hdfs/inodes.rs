@@ -1,0 +1,551 @@
+//! The INODE phase of a Hadoop image: each piece (the section, or its
+//! INODE_SUB sub-sections, HDFS-14617) decoded into its own
+//! [`InodeBatch`] through the loader's `run_pieces` (a pool, or this
+//! thread), then the node tables joined in id order.
+//!
+//! Hadoop writes inodes in its inode map's iteration order, which is not
+//! guaranteed to be id order. Each piece checks its own order as it goes
+//! (no extra pass); pieces in order but listed out of order are reordered;
+//! only an image whose records really are out of order takes the slow
+//! path: every record's id read, the records sorted, then decoded.
+
+use super::file::HdfsFile;
+use super::record::{decode_inode, record_id, RecordNotes};
+use super::strings::StringIds;
+use super::wire::Delimited;
+use crate::error::LoadError;
+use crate::run::run_pieces;
+use crate::table::NodeTable;
+use nsimage_format::hdfs_pb::i_node_section::INode;
+use nsimage_format::hdfs_pb::INodeSection;
+use nsimage_format::{Location, SubSectionInfo};
+use nsimage_namespace::{Block, InodeBatch, InodeParts, Node, StringTable};
+use prost::Message;
+use std::collections::HashSet;
+
+/// The INODE section's header (in the first piece).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct InodeHeader {
+    /// `lastInodeId`.
+    pub(crate) last_inode_id: u64,
+    /// `numInodes`.
+    pub(crate) num_inodes: u64,
+}
+
+/// What the phase gives the builder, and its counters.
+pub(crate) struct Inodes {
+    pub(crate) header: InodeHeader,
+    /// The node table, in id order.
+    pub(crate) nodes: Vec<Node>,
+    /// Each batch's other parts, in id order.
+    pub(crate) parts: Vec<InodeParts>,
+    /// Striped (erasure-coded) files.
+    pub(crate) striped_files: u64,
+    /// Directories with quotas by storage type (not kept by the model).
+    pub(crate) type_quota_dirs: u64,
+    /// Inodes left out: in snapshots only, not in the current tree.
+    pub(crate) skipped: u64,
+    /// Whether the records were out of id order (the slow path ran).
+    pub(crate) resorted: bool,
+    /// The records left out, decoded whole, by id.
+    pub(crate) snapshot_only: Vec<INode>,
+}
+
+/// Inodes to keep (the current tree), when the image has snapshots.
+pub(crate) type Keep = HashSet<u64>;
+
+struct PieceOut {
+    header: Option<InodeHeader>,
+    /// `None` when the piece's records are out of id order.
+    batch: Option<(Vec<Node>, InodeParts)>,
+    first: u64,
+    last: u64,
+    records: u64,
+    notes: Counts,
+    /// Records left out (snapshots only), decoded whole.
+    others: Vec<INode>,
+}
+
+#[derive(Default, Clone, Copy)]
+struct Counts {
+    striped: u64,
+    type_quotas: u64,
+    skipped: u64,
+}
+
+impl Counts {
+    fn note(&mut self, n: RecordNotes) {
+        self.striped += u64::from(n.striped);
+        self.type_quotas += u64::from(n.type_quotas);
+    }
+    fn add(&mut self, o: Counts) {
+        self.striped += o.striped;
+        self.type_quotas += o.type_quotas;
+        self.skipped += o.skipped;
+    }
+}
+
+/// Where a record's error points: in a plain piece the record's own offset,
+/// in an inflated one the piece's (with the inflated offset in the text).
+pub(crate) fn record_at(f: &HdfsFile, at: &Location, pos: usize) -> (Location, String) {
+    if f.summary.codec == nsimage_format::hdfs::Codec::None {
+        let mut l = at.clone();
+        l.offset = at.offset.saturating_add(pos as u64);
+        (l, String::new())
+    } else {
+        (at.clone(), format!(" (byte {pos} of the inflated piece)"))
+    }
+}
+
+fn bad(f: &HdfsFile, at: &Location, pos: usize, why: String) -> LoadError {
+    let (l, suffix) = record_at(f, at, pos);
+    f.corrupt(l, format!("{why}{suffix}"))
+}
+
+/// Decodes every INODE piece.
+pub(crate) fn inode_phase(
+    f: &HdfsFile,
+    pool: Option<&rayon::ThreadPool>,
+    pieces: &[(SubSectionInfo, Location)],
+    strings: &StringTable,
+    ids: &StringIds,
+    keep: Option<&Keep>,
+) -> Result<Inodes, LoadError> {
+    if keep.is_none() {
+        return direct(f, pool, pieces, strings, ids);
+    }
+    let init = || (Vec::new(), Vec::new(), Vec::new());
+    let mut outs = run_pieces(pool, pieces, init, |(raw, out, blocks), i, p, at| {
+        let bytes = f.region(p.offset, p.length, at, raw, out)?;
+        decode_piece(f, bytes, i, at, strings, ids, keep, blocks)
+    })?;
+    let mut counts = Counts::default();
+    let mut records = 0u64;
+    let mut header = None;
+    for o in &outs {
+        counts.add(o.notes);
+        records = records.saturating_add(o.records);
+        header = header.or(o.header);
+    }
+    let at0 = pieces.first().map(|(_, a)| a.clone()).unwrap_or_default();
+    let header =
+        header.ok_or_else(|| f.corrupt(at0.clone(), "the INODE section has no header".into()))?;
+    if records != header.num_inodes {
+        return Err(f.corrupt(
+            at0.clone(),
+            format!(
+                "{records} inode records, the header declares {}",
+                header.num_inodes
+            ),
+        ));
+    }
+    // In order within each piece; pieces in order once sorted by first id?
+    let mut order: Vec<usize> = (0..outs.len())
+        .filter(|&i| outs[i].batch.as_ref().is_some_and(|b| !b.0.is_empty()))
+        .collect();
+    order.sort_by_key(|&i| outs[i].first);
+    let in_order = outs.iter().all(|o| o.batch.is_some())
+        && order.windows(2).all(|w| outs[w[0]].last < outs[w[1]].first);
+    if !in_order {
+        return resort(f, pieces, strings, ids, keep, header, counts);
+    }
+    let mut snapshot_only: Vec<INode> = Vec::new();
+    for o in outs.iter_mut() {
+        snapshot_only.append(&mut o.others);
+    }
+    snapshot_only.sort_by_key(|n| n.id);
+    let mut outs: Vec<Option<PieceOut>> = outs.into_iter().map(Some).collect();
+    let (tables, parts): (Vec<Vec<Node>>, Vec<InodeParts>) = order
+        .into_iter()
+        .filter_map(|i| outs[i].take().and_then(|o| o.batch))
+        .unzip();
+    let nodes = join(f, pool, tables, &at0)?;
+    Ok(Inodes {
+        header,
+        nodes,
+        parts,
+        striped_files: counts.striped,
+        type_quota_dirs: counts.type_quotas,
+        skipped: counts.skipped,
+        resorted: false,
+        snapshot_only,
+    })
+}
+
+/// One piece's bytes (inflated) and its records, counted.
+struct Counted {
+    bytes: Vec<u8>,
+    /// Where the records start (after the header, in the first piece).
+    start: usize,
+    records: usize,
+    header: Option<InodeHeader>,
+}
+
+fn count_piece(
+    f: &HdfsFile,
+    bytes: Vec<u8>,
+    i: usize,
+    at: &Location,
+) -> Result<Counted, LoadError> {
+    let mut recs = Delimited::new(&bytes, 0);
+    let header = if i == 0 {
+        Some(read_header(f, at, next_rec(f, at, &mut recs)?)?)
+    } else {
+        None
+    };
+    let start = recs.pos();
+    let mut records = 0usize;
+    while next_rec(f, at, &mut recs)?.is_some() {
+        records += 1;
+    }
+    Ok(Counted {
+        bytes,
+        start,
+        records,
+        header,
+    })
+}
+
+/// What a piece's decode into its range of the table gives: its parts,
+/// first and last id, and counters; `None` when its records are out of id
+/// order.
+type Decoded = Option<(InodeParts, u64, u64, Counts)>;
+
+/// The path of images without snapshots: every piece read and its records
+/// counted (a walk over the length prefixes), then each piece decoded
+/// straight into its range of the node table (`table`), as nsimage images
+/// load; out-of-order records take the slow path.
+fn direct(
+    f: &HdfsFile,
+    pool: Option<&rayon::ThreadPool>,
+    pieces: &[(SubSectionInfo, Location)],
+    strings: &StringTable,
+    ids: &StringIds,
+) -> Result<Inodes, LoadError> {
+    let at0 = pieces.first().map(|(_, a)| a.clone()).unwrap_or_default();
+    let counted = run_pieces(pool, pieces, Vec::new, |raw, i, p, at| {
+        let mut out = Vec::new();
+        f.region(p.offset, p.length, at, raw, &mut out)?;
+        count_piece(f, out, i, at)
+    })?;
+    let header = counted
+        .first()
+        .and_then(|c| c.header)
+        .ok_or_else(|| f.corrupt(at0.clone(), "the INODE section has no header".into()))?;
+    let counts: Vec<usize> = counted.iter().map(|c| c.records).collect();
+    let total = counts.iter().try_fold(0usize, |a, &c| a.checked_add(c));
+    if total.map(|t| t as u64) != Some(header.num_inodes) {
+        return Err(f.corrupt(
+            at0.clone(),
+            format!(
+                "{} inode records, the header declares {}",
+                total.unwrap_or(usize::MAX),
+                header.num_inodes
+            ),
+        ));
+    }
+    let mut table = NodeTable::new(total.unwrap_or(0));
+    let decoded: Vec<Decoded> = {
+        let ranges = table
+            .ranges(&counts)
+            .ok_or_else(|| f.corrupt(at0.clone(), "piece counts do not add up".into()))?;
+        let init = || (Vec::new(), Vec::new());
+        run_pieces(pool, pieces, init, |(blocks, nodes), i, _, at| {
+            let c = &counted[i];
+            let chunk =
+                u32::try_from(i).map_err(|_| f.corrupt(at.clone(), "too many pieces".into()))?;
+            let mut buf = std::mem::take(nodes);
+            buf.reserve(c.records);
+            let mut batch = InodeBatch::with_buffer(chunk, buf, c.bytes.len());
+            let mut recs = Delimited::new(&c.bytes, c.start);
+            let (mut first, mut last) = (None::<u64>, 0u64);
+            let mut notes = Counts::default();
+            while let Some((pos, body)) = next_rec(f, at, &mut recs)? {
+                let mut n = RecordNotes::default();
+                let node = decode_inode(body, ids, blocks, &mut n)
+                    .map_err(|e| bad(f, at, pos, format!("inode record: {}", e.text())))?;
+                if first.is_some() && node.id <= last {
+                    return Ok(None);
+                }
+                first.get_or_insert(node.id);
+                last = node.id;
+                notes.note(n);
+                batch.push(node, strings).map_err(|d| bad(f, at, pos, d))?;
+            }
+            if !ranges.get(i).is_some_and(|r| r.fill(batch.nodes())) {
+                return Err(f.corrupt(at.clone(), "records do not fill the piece's slots".into()));
+            }
+            let (parts, buffer) = batch.into_parts_and_buffer();
+            *nodes = buffer;
+            Ok(Some((parts, first.unwrap_or(u64::MAX), last, notes)))
+        })?
+    };
+    // In id order within each piece, and from piece to piece in the
+    // table's (the pieces') order?
+    let in_order = decoded.iter().all(Option::is_some) && {
+        let spans: Vec<(u64, u64)> = decoded
+            .iter()
+            .flatten()
+            .filter(|d| d.1 != u64::MAX)
+            .map(|d| (d.1, d.2))
+            .collect();
+        spans.windows(2).all(|w| w[0].1 < w[1].0)
+    };
+    if !in_order {
+        drop(counted);
+        return resort(f, pieces, strings, ids, None, header, Counts::default());
+    }
+    let nodes = table
+        .finish()
+        .ok_or_else(|| f.corrupt(at0.clone(), "some inode slots were not filled".into()))?;
+    let mut all = Counts::default();
+    let parts = decoded
+        .into_iter()
+        .flatten()
+        .map(|(p, _, _, n)| {
+            all.add(n);
+            p
+        })
+        .collect();
+    Ok(Inodes {
+        header,
+        nodes,
+        parts,
+        striped_files: all.striped,
+        type_quota_dirs: all.type_quotas,
+        skipped: 0,
+        resorted: false,
+        snapshot_only: Vec::new(),
+    })
+}
+
+/// The pieces' node tables as one, in order: the pieces copy their nodes
+/// into their own ranges of the node table (`table`), in parallel on the
+/// pool; a single piece's table is the whole.
+fn join(
+    f: &HdfsFile,
+    pool: Option<&rayon::ThreadPool>,
+    mut tables: Vec<Vec<Node>>,
+    at0: &Location,
+) -> Result<Vec<Node>, LoadError> {
+    if tables.len() <= 1 {
+        return Ok(tables.pop().unwrap_or_default());
+    }
+    let counts: Vec<usize> = tables.iter().map(Vec::len).collect();
+    let total = counts.iter().try_fold(0usize, |a, &c| a.checked_add(c));
+    let total = total.ok_or_else(|| f.corrupt(at0.clone(), "too many inodes".into()))?;
+    let mut table = NodeTable::new(total);
+    let filled = {
+        let ranges = table
+            .ranges(&counts)
+            .ok_or_else(|| f.corrupt(at0.clone(), "piece counts do not add up".into()))?;
+        let fill = |(r, t): (&crate::table::Range<'_>, Vec<Node>)| r.fill(&t);
+        match pool {
+            Some(pool) => pool.install(|| {
+                use rayon::prelude::*;
+                ranges
+                    .par_iter()
+                    .zip(tables.into_par_iter())
+                    .with_max_len(1)
+                    .map(fill)
+                    .collect::<Vec<bool>>()
+            }),
+            None => ranges.iter().zip(tables).map(fill).collect(),
+        }
+    };
+    if filled.contains(&false) {
+        return Err(f.corrupt(at0.clone(), "a piece did not fill its node range".into()));
+    }
+    table
+        .finish()
+        .ok_or_else(|| f.corrupt(at0.clone(), "some inode slots were not filled".into()))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn decode_piece<'b>(
+    f: &HdfsFile,
+    bytes: &'b [u8],
+    i: usize,
+    at: &Location,
+    strings: &StringTable,
+    ids: &StringIds,
+    keep: Option<&Keep>,
+    blocks: &mut Vec<Block>,
+) -> Result<PieceOut, LoadError> {
+    let mut recs = Delimited::new(bytes, 0);
+    let next = |recs: &mut Delimited<'b>| next_rec(f, at, recs);
+    let header = if i == 0 {
+        Some(read_header(f, at, next(&mut recs)?)?)
+    } else {
+        None
+    };
+    let chunk = u32::try_from(i).map_err(|_| f.corrupt(at.clone(), "too many pieces".into()))?;
+    // Capacity hints bounded by the piece's bytes (a record is >= 4 bytes).
+    let mut batch =
+        InodeBatch::with_buffer(chunk, Vec::with_capacity(bytes.len() / 32), bytes.len());
+    let (mut first, mut last, mut records) = (None::<u64>, 0u64, 0u64);
+    let mut notes = Counts::default();
+    let mut others = Vec::new();
+    while let Some((pos, body)) = next(&mut recs)? {
+        records += 1;
+        let mut n = RecordNotes::default();
+        let node = decode_inode(body, ids, blocks, &mut n)
+            .map_err(|e| bad(f, at, pos, format!("inode record: {}", e.text())))?;
+        if keep.is_some_and(|k| !k.contains(&node.id)) {
+            notes.skipped += 1;
+            others.push(whole(f, at, pos, body)?);
+            continue;
+        }
+        if first.is_some() && node.id <= last {
+            // Out of id order: the caller takes the slow path.
+            return Ok(PieceOut {
+                header,
+                batch: None,
+                first: 0,
+                last: 0,
+                records: records_in(f, at, &mut recs, records)?,
+                notes,
+                others,
+            });
+        }
+        first.get_or_insert(node.id);
+        last = node.id;
+        notes.note(n);
+        batch.push(node, strings).map_err(|d| bad(f, at, pos, d))?;
+    }
+    Ok(PieceOut {
+        header,
+        batch: Some(batch.into_nodes_and_parts()),
+        first: first.unwrap_or(u64::MAX),
+        last,
+        records,
+        notes,
+        others,
+    })
+}
+
+/// A record left out of the current tree, kept whole (prost) for the
+/// side structure.
+fn whole(f: &HdfsFile, at: &Location, pos: usize, body: &[u8]) -> Result<INode, LoadError> {
+    INode::decode(body).map_err(|e| bad(f, at, pos, format!("inode record: {e}")))
+}
+
+fn next_rec<'b>(
+    f: &HdfsFile,
+    at: &Location,
+    recs: &mut Delimited<'b>,
+) -> Result<Option<(usize, &'b [u8])>, LoadError> {
+    recs.next_record()
+        .map_err(|(o, why)| bad(f, at, o, why.into()))
+}
+
+/// Records left in `recs` plus `seen` (the slow path decodes them all
+/// again); a broken frame is reported where it is.
+fn records_in(
+    f: &HdfsFile,
+    at: &Location,
+    recs: &mut Delimited<'_>,
+    seen: u64,
+) -> Result<u64, LoadError> {
+    let mut n = seen;
+    while next_rec(f, at, recs)?.is_some() {
+        n += 1;
+    }
+    Ok(n)
+}
+
+fn read_header(
+    f: &HdfsFile,
+    at: &Location,
+    rec: Option<(usize, &[u8])>,
+) -> Result<InodeHeader, LoadError> {
+    let Some((pos, body)) = rec else {
+        return Err(bad(f, at, 0, "the INODE section has no header".into()));
+    };
+    let h = INodeSection::decode(body).map_err(|e| {
+        bad(
+            f,
+            at,
+            pos,
+            format!("the INODE section header does not decode: {e}"),
+        )
+    })?;
+    Ok(InodeHeader {
+        last_inode_id: h.last_inode_id(),
+        num_inodes: h.num_inodes(),
+    })
+}
+
+/// The slow path for records out of id order: every piece read again,
+/// each record's id taken, the records sorted by id and decoded into one
+/// batch.
+fn resort(
+    f: &HdfsFile,
+    pieces: &[(SubSectionInfo, Location)],
+    strings: &StringTable,
+    ids: &StringIds,
+    keep: Option<&Keep>,
+    header: InodeHeader,
+    mut counts: Counts,
+) -> Result<Inodes, LoadError> {
+    let mut bufs = Vec::with_capacity(pieces.len());
+    for (p, at) in pieces {
+        let (mut raw, mut out) = (Vec::new(), Vec::new());
+        f.region(p.offset, p.length, at, &mut raw, &mut out)?;
+        bufs.push(out);
+    }
+    // (id, piece, start, end) of each record kept.
+    let mut index: Vec<(u64, usize, usize, usize)> = Vec::new();
+    let mut snapshot_only = Vec::new();
+    for (i, bytes) in bufs.iter().enumerate() {
+        let at = &pieces[i].1;
+        let mut recs = Delimited::new(bytes, 0);
+        if i == 0 {
+            let _ = recs.next_record();
+        }
+        while let Some((pos, body)) = recs
+            .next_record()
+            .map_err(|(o, why)| bad(f, at, o, why.into()))?
+        {
+            let id = record_id(body)
+                .map_err(|e| bad(f, at, pos, format!("inode record: {}", e.text())))?;
+            if keep.is_some_and(|k| !k.contains(&id)) {
+                snapshot_only.push(whole(f, at, pos, body)?);
+                continue;
+            }
+            // The body ends where the iterator now stands.
+            let body_start = recs.pos().saturating_sub(body.len());
+            index.push((id, i, body_start, body_start + body.len()));
+        }
+    }
+    index.sort_unstable_by_key(|r| r.0);
+    let total_bytes: usize = bufs.iter().map(Vec::len).sum();
+    let mut batch = InodeBatch::with_buffer(0, Vec::with_capacity(index.len()), total_bytes);
+    let mut blocks = Vec::new();
+    counts.striped = 0;
+    counts.type_quotas = 0;
+    counts.skipped = snapshot_only.len() as u64;
+    for &(_, i, s, e) in &index {
+        let at = &pieces[i].1;
+        let body = &bufs[i][s..e];
+        let mut n = RecordNotes::default();
+        let node = decode_inode(body, ids, &mut blocks, &mut n)
+            .map_err(|er| bad(f, at, s, format!("inode record: {}", er.text())))?;
+        counts.note(n);
+        batch.push(node, strings).map_err(|d| bad(f, at, s, d))?;
+    }
+    let (nodes, parts) = batch.into_nodes_and_parts();
+    Ok(Inodes {
+        header,
+        nodes,
+        parts: vec![parts],
+        striped_files: counts.striped,
+        type_quota_dirs: counts.type_quotas,
+        skipped: counts.skipped,
+        resorted: true,
+        snapshot_only: {
+            snapshot_only.sort_by_key(|n: &INode| n.id);
+            snapshot_only
+        },
+    })
+}

@@ -1,0 +1,173 @@
+//! The NameNode's `.md5` sidecar (`<32 hex digits> *<file name>`) beside an
+//! image: when present, the image is hashed on a thread of its own while
+//! the load decodes, and the digests compared when both are done.
+
+use crate::error::LoadError;
+use crate::source::open_regular;
+use md5::{Digest, Md5};
+use nsimage_format::Location;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+/// A running check.
+pub(crate) struct Md5Check {
+    sidecar: PathBuf,
+    expected: [u8; 16],
+    stop: Arc<AtomicBool>,
+    hasher: JoinHandle<std::io::Result<Option<[u8; 16]>>>,
+}
+
+/// The sidecar's path: the image's with `.md5` appended.
+pub fn sidecar_path(image: &Path) -> PathBuf {
+    let mut s = image.as_os_str().to_owned();
+    s.push(".md5");
+    PathBuf::from(s)
+}
+
+/// Parses a sidecar's text: the digest, and the file name it names.
+pub fn parse_sidecar(text: &str) -> Option<([u8; 16], &str)> {
+    let line = text.lines().next()?;
+    let hex = line.get(..32)?;
+    let rest = line.get(32..)?;
+    let name = rest
+        .strip_prefix(" *")
+        .or_else(|| rest.strip_prefix("  "))?;
+    let mut d = [0u8; 16];
+    for (i, b) in d.iter_mut().enumerate() {
+        *b = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    (!name.is_empty()).then_some((d, name))
+}
+
+fn hex(d: &[u8; 16]) -> String {
+    d.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Starts hashing `image` if its sidecar exists; `None` if there is none.
+pub(crate) fn start(image: &Path) -> Result<Option<Md5Check>, LoadError> {
+    let sidecar = sidecar_path(image);
+    let text = match open_regular(&sidecar).and_then(|mut f| {
+        let mut t = Vec::new();
+        (&mut f).take(4096).read_to_end(&mut t).map(|_| t)
+    }) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            return Err(LoadError::Io {
+                path: sidecar,
+                source: e,
+            })
+        }
+    };
+    let bad = |d: String| LoadError::Corrupt {
+        path: sidecar.clone(),
+        at: Location::at(0),
+        detail: d,
+    };
+    let text = String::from_utf8_lossy(&text).into_owned();
+    let (expected, name) = parse_sidecar(&text)
+        .ok_or_else(|| bad("not an MD5 sidecar (<32 hex digits> *<file name>)".into()))?;
+    let own = image
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if name != own {
+        return Err(bad(format!(
+            "the MD5 sidecar names file {name:?}, not {own:?}"
+        )));
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let (path, flag) = (image.to_path_buf(), stop.clone());
+    let hasher = std::thread::Builder::new()
+        .name("nsimage-md5".into())
+        .spawn(move || hash(&path, &flag))
+        .map_err(|e| LoadError::Io {
+            path: image.to_path_buf(),
+            source: e,
+        })?;
+    Ok(Some(Md5Check {
+        sidecar,
+        expected,
+        stop,
+        hasher,
+    }))
+}
+
+fn hash(path: &Path, stop: &AtomicBool) -> std::io::Result<Option<[u8; 16]>> {
+    let mut f = open_regular(path)?;
+    let mut h = Md5::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
+        let n = match f.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        h.update(&buf[..n]);
+    }
+    Ok(Some(h.finalize().into()))
+}
+
+impl Md5Check {
+    /// Stops the hashing early (the load failed).
+    pub(crate) fn abandon(self) {
+        self.stop.store(true, Ordering::Relaxed);
+        let _ = self.hasher.join();
+    }
+
+    /// Waits for the hash and compares it with the sidecar's.
+    pub(crate) fn finish(self, image: &Path) -> Result<(), LoadError> {
+        let io = |e: std::io::Error| LoadError::Io {
+            path: image.to_path_buf(),
+            source: e,
+        };
+        let got = self
+            .hasher
+            .join()
+            .map_err(|_| io(std::io::Error::other("the MD5 thread panicked")))?
+            .map_err(io)?
+            .ok_or_else(|| io(std::io::Error::other("the MD5 check was stopped")))?;
+        if got != self.expected {
+            return Err(LoadError::Corrupt {
+                path: image.to_path_buf(),
+                at: Location::at(0),
+                detail: format!(
+                    "the file's MD5 {} differs from {} in {} (the whole file is suspect)",
+                    hex(&got),
+                    hex(&self.expected),
+                    self.sidecar.display()
+                ),
+            });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::unusual_byte_groupings
+)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sidecars_parse() {
+        let (d, n) =
+            parse_sidecar("0123456789abcdef0123456789ABCDEF *fsimage_0000000000000000003\n")
+                .unwrap();
+        assert_eq!(d[0], 0x01);
+        assert_eq!(d[15], 0xef);
+        assert_eq!(n, "fsimage_0000000000000000003");
+        assert!(parse_sidecar("0123 *x").is_none());
+        assert!(parse_sidecar("zz23456789abcdef0123456789abcdef *x").is_none());
+    }
+}

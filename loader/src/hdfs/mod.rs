@@ -1,0 +1,36 @@
+//! Reading Hadoop fsimage files (magic `HDFSIMG1`) into the same
+//! [`Namespace`](nsimage_namespace::Namespace) as nsimage images, through
+//! the same machinery: [`InodeBatch`](nsimage_namespace::InodeBatch)es per
+//! piece, the node table, the sharded parent table, [`DirBatch`](nsimage_namespace::DirBatch)es
+//! and the builder's whole-tree checks, the pieces run by `run_pieces` on
+//! the load's thread pool.
+//!
+//! [`load`](crate::load) detects the magic and comes here; the result's
+//! [`Loaded::hdfs`](crate::Loaded::hdfs) holds what the image has beside
+//! the namespace ([`HdfsImage`]: summary, snapshots, references, ...).
+//! [`describe`] reads that without the inodes (for `info`).
+//!
+//! Module map: `file` (the file, the summary, bounded inflation), `wire`
+//! (the zero-copy walker), `strings` (STRING_TABLE ids), `record` (one
+//! INode record), `inodes` and `dirs` (the two phases), `image` (the side
+//! structure), `small` (the small sections), `md5` (the sidecar check), `run`
+//! (the load and `verify`).
+
+mod dirs;
+mod file;
+pub(crate) mod image;
+mod inodes;
+mod md5;
+mod record;
+pub(crate) mod run;
+mod small;
+mod strings;
+mod wire;
+
+pub use file::is_hdfs_file;
+pub use image::{
+    DiffCounts, DiffRecord, EcPolicy, HdfsImage, NameSystem, Reference, SectionEntry,
+    SnapshotEntry, Snapshots,
+};
+pub use md5::{parse_sidecar, sidecar_path};
+pub use run::describe;

@@ -1,0 +1,222 @@
+//! The load of a Hadoop image, its `verify`, and [`describe`].
+
+use super::dirs::{current_tree, dir_phase};
+use super::file::HdfsFile;
+use super::image::HdfsImage;
+use super::inodes::inode_phase;
+use super::md5;
+use super::small::{from_summary, small_sections};
+use super::strings::decode_strings;
+use crate::error::LoadError;
+use crate::options::LoadOptions;
+use crate::stats::{LoadStats, Loaded};
+use nsimage_format::hdfs::{HdfsSection, SummarySection};
+use nsimage_format::hdfs_pb::INodeSection;
+use nsimage_format::{Location, SubSectionInfo};
+use nsimage_namespace::{NamespaceBuilder, NsInfo};
+use prost::Message;
+use std::path::Path;
+use std::time::Instant;
+
+/// What a Hadoop image holds beside the namespace, read from its summary
+/// and small sections (not the inodes): for `info`.
+pub fn describe(path: &Path) -> Result<HdfsImage, LoadError> {
+    let f = HdfsFile::open(path)?;
+    let mut img = from_summary(&f);
+    small_sections(&f, &mut img)?;
+    let (_, ids) = decode_strings(&f)?;
+    img.string_mask_bits = ids.mask_bits();
+    let inode = pieces(&f, HdfsSection::Inode)?;
+    img.inode_header = inode.first().and_then(|p| inode_header(&f, p));
+    Ok(img)
+}
+
+/// The pieces of a section: its sub-sections, or the section whole; none
+/// if the image lacks it.
+fn pieces(f: &HdfsFile, s: HdfsSection) -> Result<Vec<(SubSectionInfo, Location)>, LoadError> {
+    let Some(sec) = f.summary.find(s).cloned() else {
+        return Ok(Vec::new());
+    };
+    let subs = f.summary.sub_sections(&sec).map_err(|e| f.fmt(e))?;
+    let split = !subs.is_empty();
+    let list: Vec<SummarySection> = if split { subs } else { vec![sec] };
+    Ok(list
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            (
+                SubSectionInfo {
+                    offset: p.offset,
+                    length: p.length,
+                    records: 0,
+                    first_key: 0,
+                    checksum: 0,
+                },
+                Location::in_section(s.kind(), split.then_some(i), p.offset),
+            )
+        })
+        .collect())
+}
+
+/// The INODE header (`lastInodeId`, `numInodes`), read from the first
+/// piece's start without reading the piece, or `None` if it cannot be read.
+fn inode_header(f: &HdfsFile, first: &(SubSectionInfo, Location)) -> Option<(u64, u64)> {
+    let (p, at) = first;
+    let bytes = f.prefix(p.offset, p.length, at, 64).ok()?;
+    let mut cur = &bytes[..];
+    INodeSection::decode_length_delimited(&mut cur)
+        .ok()
+        .map(|h| (h.last_inode_id(), h.num_inodes()))
+}
+
+/// Loads a Hadoop image (`load` came here on seeing the magic).
+pub(crate) fn load_hdfs(path: &Path, opts: &LoadOptions) -> Result<Loaded, LoadError> {
+    let started = Instant::now();
+    let f = HdfsFile::open(path)?;
+    let check = md5::start(path)?;
+    let result = load_open(&f, opts);
+    let md5_checked = match check {
+        Some(c) if result.is_ok() => {
+            c.finish(path)?;
+            true
+        }
+        Some(c) => {
+            c.abandon();
+            false
+        }
+        None => false,
+    };
+    let mut loaded = result?;
+    loaded.stats.md5_checked = md5_checked;
+    loaded.stats.read_calls = f.read_calls();
+    loaded.stats.bytes_read = f.bytes_read();
+    loaded.stats.seconds = started.elapsed().as_secs_f64();
+    Ok(loaded)
+}
+
+fn load_open(f: &HdfsFile, opts: &LoadOptions) -> Result<Loaded, LoadError> {
+    let mut img = from_summary(f);
+    small_sections(f, &mut img)?;
+    let (strings, ids) = decode_strings(f)?;
+    img.string_mask_bits = ids.mask_bits();
+    let inode_pieces = pieces(f, HdfsSection::Inode)?;
+    if inode_pieces.is_empty() {
+        return Err(f.corrupt(
+            nsimage_format::hdfs::version::summary_at(f.summary.summary_offset),
+            "the summary lists no INODE section".into(),
+        ));
+    }
+    let dir_pieces = pieces(f, HdfsSection::InodeDir)?;
+    let refs: Vec<u64> = img.references.iter().map(|r| r.referred_id).collect();
+    // Parallel only over sub-sections, as Hadoop does, and above the
+    // threshold of inodes.
+    let threads = if opts.serial || inode_pieces.len() < 2 {
+        1
+    } else {
+        let n = inode_header(f, &inode_pieces[0]).map_or(u64::MAX, |h| h.1);
+        if n < opts.parallel_threshold {
+            1
+        } else if opts.threads == 0 {
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        } else {
+            opts.threads
+        }
+    };
+    let pool = crate::run::pool(f.path(), threads)?;
+    let pool = pool.as_ref();
+    let mut stats = LoadStats {
+        mode: if threads == 1 { "serial" } else { "parallel" },
+        read: "bulk",
+        threads,
+        pieces: (inode_pieces.len() + dir_pieces.len()) as u64,
+        ..LoadStats::default()
+    };
+    // With snapshots, INODE also holds inodes only snapshots see: keep the
+    // current tree's.
+    let keep = if img.has_snapshots() {
+        Some(current_tree(f, &dir_pieces, &refs)?)
+    } else {
+        None
+    };
+    let t = Instant::now();
+    let inodes = inode_phase(f, pool, &inode_pieces, &strings, &ids, keep.as_ref())?;
+    img.striped_files = inodes.striped_files;
+    img.type_quota_dirs = inodes.type_quota_dirs;
+    img.inodes_resorted = inodes.resorted;
+    img.snapshots.snapshot_only_inodes = inodes.skipped;
+    img.inode_header = Some((inodes.header.last_inode_id, inodes.header.num_inodes));
+    img.snapshots.snapshot_only = inodes.snapshot_only;
+    let n = &img.name_system;
+    let mut last_block_id = n.last_allocated_block_id;
+    if inodes.striped_files > 0 {
+        // Block group ids count up from i64::MIN (as u64, from 2^63).
+        last_block_id = last_block_id.max(n.last_allocated_striped_block_id);
+    }
+    let info = NsInfo {
+        namespace_id: u64::from(n.namespace_id),
+        last_txid: n.transaction_id,
+        last_inode_id: inodes.header.last_inode_id,
+        last_block_id,
+        generation_stamp: n.genstamp_v2.max(n.genstamp_v1),
+        creation_time: 0,
+    };
+    let at0 = inode_pieces[0].1.clone();
+    let mut builder = NamespaceBuilder::new(info, strings, inodes.nodes);
+    for parts in inodes.parts {
+        builder
+            .add_inode_parts(parts)
+            .map_err(|d| f.corrupt(at0.clone(), d))?;
+    }
+    stats.inode_phase_seconds = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let (namespace, others) = dir_phase(
+        f,
+        pool,
+        &dir_pieces,
+        builder,
+        &refs,
+        keep.as_ref(),
+        &mut stats,
+    )?;
+    img.snapshots.snapshot_only_dirs = others;
+    stats.dir_phase_seconds = t.elapsed().as_secs_f64();
+    Ok(Loaded {
+        namespace,
+        stats,
+        hdfs: Some(Box::new(img)),
+    })
+}
+
+/// What `verify` reports of a Hadoop image.
+pub(crate) struct Checked {
+    /// Entries of the summary.
+    pub(crate) sections: usize,
+    /// The file's length.
+    pub(crate) bytes: u64,
+    /// The first problem the load's checks (the sidecar's included) found.
+    pub(crate) problem: Option<(Location, String)>,
+}
+
+/// Runs the load's checks over a Hadoop image for `verify`.
+pub(crate) fn check(path: &Path) -> Result<Checked, LoadError> {
+    let f = HdfsFile::open(path)?;
+    let (sections, bytes) = (f.summary.sections.len(), f.len);
+    drop(f);
+    let opts = LoadOptions {
+        serial: true,
+        ..LoadOptions::default()
+    };
+    match load_hdfs(path, &opts) {
+        Ok(_) => Ok(Checked {
+            sections,
+            bytes,
+            problem: None,
+        }),
+        Err(LoadError::Corrupt { at, detail, .. }) => Ok(Checked {
+            sections,
+            bytes,
+            problem: Some((at, detail)),
+        }),
+        Err(e) => Err(e),
+    }
+}

@@ -1,0 +1,257 @@
+//! The summary's facts and the small sections of a Hadoop image (NS_INFO,
+//! INODE_REFERENCE, SNAPSHOT, SNAPSHOT_DIFF, ERASURE_CODING,
+//! FILES_UNDERCONSTRUCTION), decoded with prost into the side structure
+//! ([`HdfsImage`]).
+
+use super::file::HdfsFile;
+use super::image::{
+    DiffRecord, EcPolicy, HdfsImage, NameSystem, Reference, SectionEntry, SnapshotEntry,
+};
+use super::wire::Delimited;
+use crate::error::LoadError;
+use nsimage_format::hdfs::{HdfsSection, SummarySection};
+use nsimage_format::hdfs_pb::{
+    files_under_construction_section::FileUnderConstructionEntry,
+    i_node_reference_section::INodeReference,
+    snapshot_diff_section::{diff_entry, CreatedListEntry, DiffEntry, DirectoryDiff, FileDiff},
+    snapshot_section::Snapshot as PbSnapshot,
+    ErasureCodingSection, NameSystemSection, SnapshotSection,
+};
+use nsimage_format::Location;
+use prost::Message;
+
+/// The summary's facts.
+pub(crate) fn from_summary(f: &HdfsFile) -> HdfsImage {
+    let s = &f.summary;
+    HdfsImage {
+        ondisk_version: s.ondisk_version,
+        layout_version: s.layout_version,
+        codec: s.codec.name(),
+        codec_class: s.codec.class_name(),
+        sections: s
+            .sections
+            .iter()
+            .map(|e| SectionEntry {
+                name: e.name.clone(),
+                offset: e.offset,
+                length: e.length,
+                sub_section: e.section.parent().is_some(),
+                decoded: e.section.is_decoded(),
+                known: e.section != HdfsSection::Unknown,
+            })
+            .collect(),
+        summary: (s.summary_offset, s.summary_length),
+        file_bytes: f.len,
+        ..HdfsImage::default()
+    }
+}
+
+/// A small section's bytes (inflated), or `None` if the image has none.
+fn section_bytes(
+    f: &HdfsFile,
+    s: HdfsSection,
+) -> Result<Option<(SummarySection, Vec<u8>)>, LoadError> {
+    let Some(sec) = f.summary.find(s).cloned() else {
+        return Ok(None);
+    };
+    let (mut raw, mut out) = (Vec::new(), Vec::new());
+    f.region(sec.offset, sec.length, &sec.at(), &mut raw, &mut out)?;
+    Ok(Some((sec, out)))
+}
+
+/// The delimited messages of a section, each decoded with prost.
+struct Messages<'a> {
+    f: &'a HdfsFile,
+    sec: &'a SummarySection,
+    recs: Delimited<'a>,
+}
+
+impl<'a> Messages<'a> {
+    fn new(f: &'a HdfsFile, sec: &'a SummarySection, bytes: &'a [u8]) -> Self {
+        Messages {
+            f,
+            sec,
+            recs: Delimited::new(bytes, 0),
+        }
+    }
+
+    fn at(&self, pos: usize) -> (Location, String) {
+        let mut at = self.sec.at();
+        if self.f.summary.codec == nsimage_format::hdfs::Codec::None {
+            at.offset = at.offset.saturating_add(pos as u64);
+            (at, String::new())
+        } else {
+            (at, format!(" (byte {pos} of the inflated section)"))
+        }
+    }
+
+    fn err(&self, pos: usize, why: String) -> LoadError {
+        let (at, suffix) = self.at(pos);
+        self.f.corrupt(at, format!("{why}{suffix}"))
+    }
+
+    fn next<M: Message + Default>(&mut self, what: &str) -> Result<Option<M>, LoadError> {
+        match self.recs.next_record() {
+            Ok(None) => Ok(None),
+            Ok(Some((pos, body))) => M::decode(body)
+                .map(Some)
+                .map_err(|e| self.err(pos, format!("{what} does not decode: {e}"))),
+            Err((pos, why)) => Err(self.err(pos, format!("{what}: {why}"))),
+        }
+    }
+
+    fn must<M: Message + Default>(&mut self, what: &str) -> Result<M, LoadError> {
+        let pos = self.recs.pos();
+        self.next(what)?
+            .ok_or_else(|| self.err(pos, format!("the section ends before {what}")))
+    }
+}
+
+/// A declared count, bounded by the bytes that could hold it (each
+/// message takes at least one byte).
+fn bound(m: &Messages<'_>, n: u64, bytes: usize, what: &str) -> Result<u64, LoadError> {
+    if n > bytes as u64 {
+        return Err(m.err(
+            m.recs.pos(),
+            format!("{n} {what} cannot fit in {bytes} bytes"),
+        ));
+    }
+    Ok(n)
+}
+
+/// Decodes NS_INFO (required).
+pub(crate) fn name_system(f: &HdfsFile) -> Result<NameSystem, LoadError> {
+    let Some((sec, bytes)) = section_bytes(f, HdfsSection::NsInfo)? else {
+        return Err(f.corrupt(
+            nsimage_format::hdfs::version::summary_at(f.summary.summary_offset),
+            "the summary lists no NS_INFO section".into(),
+        ));
+    };
+    let mut m = Messages::new(f, &sec, &bytes);
+    let n: NameSystemSection = m.must("NS_INFO")?;
+    Ok(NameSystem {
+        namespace_id: n.namespace_id(),
+        genstamp_v1: n.genstamp_v1(),
+        genstamp_v2: n.genstamp_v2(),
+        genstamp_v1_limit: n.genstamp_v1_limit(),
+        last_allocated_block_id: n.last_allocated_block_id(),
+        last_allocated_striped_block_id: n.last_allocated_striped_block_id(),
+        transaction_id: n.transaction_id(),
+        rolling_upgrade_start_time: n.rolling_upgrade_start_time(),
+    })
+}
+
+/// Decodes every small section into `img`: INODE_REFERENCE, SNAPSHOT,
+/// SNAPSHOT_DIFF, ERASURE_CODING and FILES_UNDERCONSTRUCTION.
+pub(crate) fn small_sections(f: &HdfsFile, img: &mut HdfsImage) -> Result<(), LoadError> {
+    img.name_system = name_system(f)?;
+    if let Some((sec, bytes)) = section_bytes(f, HdfsSection::InodeReference)? {
+        let mut m = Messages::new(f, &sec, &bytes);
+        while let Some(r) = m.next::<INodeReference>("an INODE_REFERENCE entry")? {
+            img.references.push(Reference {
+                referred_id: r.referred_id(),
+                name: r.name().to_vec(),
+                dst_snapshot_id: r.dst_snapshot_id(),
+                last_snapshot_id: r.last_snapshot_id(),
+            });
+        }
+    }
+    if let Some((sec, bytes)) = section_bytes(f, HdfsSection::Snapshot)? {
+        let mut m = Messages::new(f, &sec, &bytes);
+        if let Some(h) = m.next::<SnapshotSection>("the SNAPSHOT header")? {
+            let s = &mut img.snapshots;
+            s.counter = h.snapshot_counter();
+            s.snapshottable_dirs = h.snapshottable_dir.clone();
+            let n = bound(&m, u64::from(h.num_snapshots()), bytes.len(), "snapshots")?;
+            for _ in 0..n {
+                let p: PbSnapshot = m.must("a snapshot")?;
+                let id = p.snapshot_id();
+                s.records.push(p.clone());
+                let root = p.root.unwrap_or_default();
+                s.snapshots.push(SnapshotEntry {
+                    id,
+                    name: root.name().to_vec(),
+                    root: root.id,
+                    mtime: root.directory.map_or(0, |d| d.modification_time()),
+                });
+            }
+        }
+    }
+    if let Some((sec, bytes)) = section_bytes(f, HdfsSection::SnapshotDiff)? {
+        let mut m = Messages::new(f, &sec, &bytes);
+        while let Some(e) = m.next::<DiffEntry>("a SNAPSHOT_DIFF entry")? {
+            let d = &mut img.snapshots.diffs;
+            d.entries += 1;
+            let n = bound(&m, u64::from(e.num_of_diff()), bytes.len(), "diffs")?;
+            let dir = e.r#type() == diff_entry::Type::Directorydiff;
+            let mut rec = DiffRecord {
+                entry: e,
+                ..DiffRecord::default()
+            };
+            for _ in 0..n {
+                if dir {
+                    let dd: DirectoryDiff = m.must("a directory diff")?;
+                    d.dir_diffs += 1;
+                    d.deleted += dd.deleted_inode.len() as u64;
+                    d.deleted_refs += dd.deleted_inode_ref.len() as u64;
+                    let c = bound(
+                        &m,
+                        u64::from(dd.created_list_size()),
+                        bytes.len(),
+                        "created entries",
+                    )?;
+                    let mut created = Vec::new();
+                    for _ in 0..c {
+                        created.push(m.must::<CreatedListEntry>("a created-list entry")?);
+                        d.created += 1;
+                    }
+                    rec.dir_diffs.push((dd, created));
+                } else {
+                    rec.file_diffs.push(m.must::<FileDiff>("a file diff")?);
+                    d.file_diffs += 1;
+                }
+            }
+            img.snapshots.diff_records.push(rec);
+        }
+    }
+    if let Some((sec, bytes)) = section_bytes(f, HdfsSection::ErasureCoding)? {
+        let mut m = Messages::new(f, &sec, &bytes);
+        if let Some(ec) = m.next::<ErasureCodingSection>("the ERASURE_CODING section")? {
+            img.ec_policies = ec
+                .policies
+                .iter()
+                .map(|p| EcPolicy {
+                    id: p.id,
+                    name: match p.name() {
+                        "" => system_policy(p.id).to_string(),
+                        n => n.to_string(),
+                    },
+                    state: p.state.unwrap_or(2),
+                })
+                .collect();
+        }
+    }
+    if let Some((sec, bytes)) = section_bytes(f, HdfsSection::FilesUnderConstruction)? {
+        let mut m = Messages::new(f, &sec, &bytes);
+        while let Some(e) =
+            m.next::<FileUnderConstructionEntry>("a FILES_UNDERCONSTRUCTION entry")?
+        {
+            img.files_under_construction
+                .push((e.inode_id(), e.full_path().to_string()));
+        }
+    }
+    Ok(())
+}
+
+/// The names of Hadoop's built-in policies, which images store by id only
+/// (`SystemErasureCodingPolicies`).
+fn system_policy(id: u32) -> &'static str {
+    match id {
+        1 => "RS-6-3-1024k",
+        2 => "RS-3-2-1024k",
+        3 => "RS-LEGACY-6-3-1024k",
+        4 => "XOR-2-1-1024k",
+        5 => "RS-10-4-1024k",
+        _ => "",
+    }
+}
