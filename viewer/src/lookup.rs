@@ -70,9 +70,13 @@ pub fn load_path(
     path: &ImagePath,
     with_children: bool,
 ) -> Result<PathView, ViewError> {
+    // A Hadoop fsimage has no name index: the whole image.
+    if nsimage_loader::hdfs::is_hdfs_file(image)? {
+        return full_load(None, image, path);
+    }
     let src = ImageSource::open(image)?;
     let Some(names) = src.index.section(SectionKind::NAME_INDEX).cloned() else {
-        return full_load(&src, image, path);
+        return full_load(Some(&src), image, path);
     };
     let mut l = Lookup {
         src: &src,
@@ -155,14 +159,20 @@ fn no_such(path: &ImagePath, why: Option<String>) -> ViewError {
     }
 }
 
-/// The fallback: the whole image, then the path resolved in it.
-fn full_load(src: &ImageSource, image: &Path, path: &ImagePath) -> Result<PathView, ViewError> {
+/// The fallback: the whole image, then the path resolved in it (`src`: the
+/// nsimage image already opened, whose reads count too).
+fn full_load(
+    src: Option<&ImageSource>,
+    image: &Path,
+    path: &ImagePath,
+) -> Result<PathView, ViewError> {
     let loaded = nsimage_loader::load(image, &LoadOptions::default())?;
     // The walk's own error: the same words with or without the index.
     crate::walk::resolve(&loaded.namespace, path)?;
+    let (opened_bytes, opened_calls) = src.map_or((0, 0), |s| (s.bytes_read(), s.read_calls()));
     Ok(PathView {
-        bytes_read: loaded.stats.bytes_read.saturating_add(src.bytes_read()),
-        read_calls: loaded.stats.read_calls.saturating_add(src.read_calls()),
+        bytes_read: loaded.stats.bytes_read.saturating_add(opened_bytes),
+        read_calls: loaded.stats.read_calls.saturating_add(opened_calls),
         pieces: usize::try_from(loaded.stats.pieces).unwrap_or(usize::MAX),
         namespace: loaded.namespace,
         indexed: false,

@@ -48,6 +48,9 @@ pub struct NameSystem {
     pub transaction_id: u64,
     /// `rollingUpgradeStartTime`.
     pub rolling_upgrade_start_time: u64,
+    /// nsimage's extension field (1000): the namespace's creation time,
+    /// 0 when absent (Hadoop writes none).
+    pub nsimage_creation_time: u64,
 }
 
 /// One snapshot.

@@ -157,8 +157,14 @@ fn load_open(f: &HdfsFile, opts: &LoadOptions) -> Result<Loaded, LoadError> {
         last_txid: n.transaction_id,
         last_inode_id: inodes.header.last_inode_id,
         last_block_id,
-        generation_stamp: n.genstamp_v2.max(n.genstamp_v1),
-        creation_time: 0,
+        // The stamp new blocks get: genstampV2 (genstampV1 only counted
+        // legacy blocks, before Hadoop 2's sequential block ids).
+        generation_stamp: if n.genstamp_v2 == 0 {
+            n.genstamp_v1
+        } else {
+            n.genstamp_v2
+        },
+        creation_time: n.nsimage_creation_time,
     };
     let at0 = inode_pieces[0].1.clone();
     let mut builder = NamespaceBuilder::new(info, strings, inodes.nodes);

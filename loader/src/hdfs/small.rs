@@ -138,6 +138,7 @@ pub(crate) fn name_system(f: &HdfsFile) -> Result<NameSystem, LoadError> {
         last_allocated_striped_block_id: n.last_allocated_striped_block_id(),
         transaction_id: n.transaction_id(),
         rolling_upgrade_start_time: n.rolling_upgrade_start_time(),
+        nsimage_creation_time: n.nsimage_creation_time(),
     })
 }
 
