@@ -762,6 +762,31 @@ fn references_and_snapshot_only_inodes_keep_the_current_tree() {
     let info = json(&nsimage(&["info", "--json", s(&path)]));
     assert_eq!(info["snapshots"]["snapshots"][0]["name"], "s0");
     assert_eq!(info["snapshots"]["snapshottable_dirs"][0], 16385);
+    // stat of the snapshottable directory lists its snapshots.
+    let st = json(&nsimage(&["stat", "--json", s(&path), "/"]));
+    assert_eq!(st["snapshottable"], true);
+    assert_eq!(st["snapshots"][0]["name"], "s0");
+    let st = String::from_utf8(nsimage(&["stat", s(&path), "/"]).stdout).unwrap();
+    assert!(st.contains("snapshottable: yes, 1 snapshots"), "{st}");
+    // convert does not write snapshots back: it refuses to drop them
+    // silently (exit 1, nothing written), and with --drop-snapshots writes
+    // the current tree, saying what it dropped.
+    let out_img = dir.path().join("converted.hdfs");
+    let o = nsimage(&["convert", s(&path), s(&out_img), "--to", "hdfs"]);
+    assert_eq!(code(&o), 1);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("1 snapshots"));
+    assert!(!out_img.exists());
+    let o = nsimage(&[
+        "convert",
+        s(&path),
+        s(&out_img),
+        "--to",
+        "hdfs",
+        "--drop-snapshots",
+    ]);
+    assert_eq!(code(&o), 0);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("dropped 1 snapshots"));
+    assert_eq!(load(&out_img, &[])["digest"], v["digest"]);
     // Without snapshots the same inode is in no directory: corrupt.
     std::fs::write(
         &path,

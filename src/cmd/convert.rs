@@ -53,6 +53,12 @@ pub struct Args {
     #[arg(long, allow_hyphen_values = true,
           default_value_t = nsimage_writer::hdfs::HADOOP_3_3_LAYOUT_VERSION)]
     layout_version: i32,
+    /// Convert a Hadoop image that has snapshots (or the references they
+    /// keep) anyway, with its current tree only: the snapshots are dropped
+    /// and listed on stderr. Without it such an image is refused (exit 1):
+    /// `convert` does not yet write snapshots back.
+    #[arg(long)]
+    drop_snapshots: bool,
     /// Load threads (0: every core).
     #[arg(long, default_value_t = 0, value_parser = super::parse_threads)]
     threads: usize,
@@ -77,6 +83,36 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         ..LoadOptions::default()
     };
     let loaded = load(&a.input, &opts)?;
+    if let Some(h) = &loaded.hdfs {
+        let s = &h.snapshots;
+        let what = format!(
+            "{} snapshots of {} snapshottable directories, {} snapshot diff entries, {} inode references, {} inodes only snapshots see",
+            s.snapshots.len(),
+            s.snapshottable_dirs.len(),
+            s.diffs.entries,
+            h.references.len(),
+            s.snapshot_only_inodes
+        );
+        let any = !s.snapshots.is_empty()
+            || !s.snapshottable_dirs.is_empty()
+            || s.diffs.entries > 0
+            || !h.references.is_empty()
+            || s.snapshot_only_inodes > 0;
+        if any && !a.drop_snapshots {
+            pb.finish_and_clear();
+            eprintln!(
+                "nsimage: {}: the image holds {what}; convert writes the current tree only, so it refuses to drop them silently (--drop-snapshots converts the current tree anyway)",
+                a.input.display()
+            );
+            return Ok(ExitCode::from(super::EXIT_DATA));
+        }
+        if any {
+            eprintln!(
+                "nsimage: {}: dropped {what} (--drop-snapshots); the current tree is converted exactly",
+                a.input.display()
+            );
+        }
+    }
     let ns = loaded.namespace;
     let load_seconds = loaded.stats.seconds;
     if a.to == To::Hdfs && output.is_dir() {

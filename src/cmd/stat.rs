@@ -21,9 +21,32 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let path = ImagePath::parse(&a.path)?;
     let view = lookup::load_path(&a.image, &path, false)?;
     let info = stat::stat(&view.namespace, &path)?;
+    // A Hadoop image's snapshots of this directory, if it is snapshottable.
+    let snapshots = view.hdfs.as_ref().and_then(|h| {
+        let s = &h.snapshots;
+        s.snapshottable_dirs.contains(&info.id).then(|| {
+            s.snapshots
+                .iter()
+                .filter(|e| e.root == info.id)
+                .collect::<Vec<_>>()
+        })
+    });
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let r = if a.json {
         let mut doc = stat::to_json(&info);
+        if let Some(list) = &snapshots {
+            doc["snapshottable"] = true.into();
+            doc["snapshots"] = list
+                .iter()
+                .map(|e| {
+                    serde_json::json!({
+                        "id": e.id,
+                        "name": String::from_utf8_lossy(&e.name),
+                        "mtime": e.mtime,
+                    })
+                })
+                .collect();
+        }
         let image_bytes = std::fs::metadata(&a.image).map_or(0, |m| m.len());
         // What the one-path lookup read: counted by the image source.
         doc["io"] = serde_json::json!({
@@ -37,7 +60,22 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             .map_err(std::io::Error::from)
             .and_then(|()| writeln!(out))
     } else {
-        stat::write_text(&info, &mut out)
+        stat::write_text(&info, &mut out).and_then(|()| match &snapshots {
+            Some(list) => {
+                writeln!(out, "  snapshottable: yes, {} snapshots", list.len())?;
+                for e in list {
+                    writeln!(
+                        out,
+                        "    {} (id {}, taken at mtime {})",
+                        String::from_utf8_lossy(&e.name),
+                        e.id,
+                        nsimage_viewer::text::utc_iso8601(e.mtime)
+                    )?;
+                }
+                Ok(())
+            }
+            None => Ok(()),
+        })
     };
     super::ls::finish(r.and_then(|()| out.flush()))
 }

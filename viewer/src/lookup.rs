@@ -47,6 +47,9 @@ pub struct PathView {
     pub pieces: usize,
     /// False when the image has no NAME_INDEX and was loaded in full.
     pub indexed: bool,
+    /// What a Hadoop image holds beside the namespace (its snapshots
+    /// among them); `None` for an nsimage image.
+    pub hdfs: Option<Box<nsimage_loader::hdfs::HdfsImage>>,
 }
 
 /// One NAME_INDEX entry.
@@ -141,6 +144,7 @@ pub fn load_path(
             read_calls: src.read_calls(),
             pieces: l.pieces,
             indexed: true,
+            hdfs: None,
         })
 }
 
@@ -176,6 +180,7 @@ fn full_load(
         pieces: usize::try_from(loaded.stats.pieces).unwrap_or(usize::MAX),
         namespace: loaded.namespace,
         indexed: false,
+        hdfs: loaded.hdfs,
     })
 }
 
