@@ -208,8 +208,28 @@ fn bench_reports_every_strategy_with_one_digest_and_a_plot() {
         names.sort();
         assert_eq!(
             names,
-            ["bulk/1", "bulk/2", "jsonl/1", "mmap/1", "mmap/2", "sqlite/1", "stream/1"]
+            [
+                "bulk/1",
+                "bulk/2",
+                "hdfs-zlib/1",
+                "hdfs-zlib/2",
+                "hdfs/1",
+                "hdfs/2",
+                "jsonl/1",
+                "mmap/1",
+                "mmap/2",
+                "sqlite/1",
+                "stream/1"
+            ]
         );
+        // The Hadoop copies hold the same namespace (one digest, checked
+        // below) and load in parallel from their sub-sections.
+        for r in at
+            .iter()
+            .filter(|r| r["strategy"] == "hdfs" && r["threads"] == 2)
+        {
+            assert_eq!(r["mode"], "parallel");
+        }
         let digest = &at[0]["digest"];
         assert!(at.iter().all(|r| &r["digest"] == digest));
         let stream = at.iter().find(|r| r["strategy"] == "stream").unwrap();
