@@ -95,7 +95,10 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         );
         let any = !s.snapshots.is_empty()
             || !s.snapshottable_dirs.is_empty()
-            || s.diffs.entries > 0
+            // Hadoop 2 writes an entry without diffs for the root: nothing
+            // to lose.
+            || s.diffs.file_diffs > 0
+            || s.diffs.dir_diffs > 0
             || !h.references.is_empty()
             || s.snapshot_only_inodes > 0;
         if any && !a.drop_snapshots {
