@@ -1,0 +1,140 @@
+//! The [`SnapshotCarry`] of a loaded Hadoop image: its snapshots, diffs,
+//! references, snapshot-only inodes and directory entries, and the
+//! refChildren of its current directories, whole, with every string id
+//! rewritten from the image's STRING_TABLE serials into the carry's own
+//! `strings`, so that a writer can put them back into another image.
+
+use super::file::HdfsFile;
+use super::image::HdfsImage;
+use super::inodes::Keep;
+use super::strings::StringIds;
+use super::wire::Delimited;
+use crate::error::LoadError;
+use nsimage_format::hdfs::{map_string_ids, SnapshotCarry};
+use nsimage_format::hdfs_pb::i_node_directory_section::DirEntry;
+use nsimage_format::hdfs_pb::i_node_reference_section::INodeReference;
+use nsimage_format::hdfs_pb::snapshot_carry::{DiffRecord, DirectoryDiffWithCreated, RefChildren};
+use nsimage_format::hdfs_pb::SnapshotSection;
+use nsimage_format::{Location, SubSectionInfo};
+use nsimage_namespace::StringTable;
+use prost::Message;
+use std::collections::HashMap;
+
+/// The refChildren of the directories of the current tree (`keep`), by
+/// parent: the loader resolved them into plain children, the carry keeps
+/// which ones they were.
+pub(crate) fn ref_children(
+    f: &HdfsFile,
+    pieces: &[(SubSectionInfo, Location)],
+    keep: &Keep,
+) -> Result<Vec<RefChildren>, LoadError> {
+    let mut out: Vec<RefChildren> = Vec::new();
+    for (p, at) in pieces {
+        let (mut raw, mut buf) = (Vec::new(), Vec::new());
+        let bytes = f.region(p.offset, p.length, at, &mut raw, &mut buf)?;
+        let mut recs = Delimited::new(bytes, 0);
+        loop {
+            let next = recs.next_record().map_err(|(_, why)| {
+                f.corrupt(at.clone(), format!("directory record: {why}"))
+            })?;
+            let Some((_, body)) = next else { break };
+            let e = DirEntry::decode(body)
+                .map_err(|er| f.corrupt(at.clone(), format!("directory record: {er}")))?;
+            if e.ref_children.is_empty() || !keep.contains(&e.parent()) {
+                continue;
+            }
+            match out.iter_mut().find(|r| r.parent == e.parent) {
+                Some(r) => r.refs.extend_from_slice(&e.ref_children),
+                None => out.push(RefChildren {
+                    parent: e.parent,
+                    refs: e.ref_children,
+                }),
+            }
+        }
+    }
+    out.sort_by_key(|r| r.parent());
+    Ok(out)
+}
+
+/// The carry of `img` (after the load filled its snapshots), its string
+/// ids mapped from the image's serials (`ids`, names in `strings`) into
+/// the carry's own list; `None` when the image has no snapshots, no
+/// references and no snapshot-only inodes. A serial the string table lacks
+/// is a corruption, reported at `at`.
+pub(crate) fn build(
+    f: &HdfsFile,
+    img: &HdfsImage,
+    ids: &StringIds,
+    strings: &StringTable,
+    ref_children: Vec<RefChildren>,
+    at: &Location,
+) -> Result<Option<SnapshotCarry>, LoadError> {
+    let s = &img.snapshots;
+    if !img.has_snapshots() && s.snapshot_only.is_empty() && s.snapshot_only_dirs.is_empty() {
+        return Ok(None);
+    }
+    let mut c = SnapshotCarry {
+        header: Some(SnapshotSection {
+            snapshot_counter: Some(s.counter),
+            snapshottable_dir: s.snapshottable_dirs.clone(),
+            num_snapshots: None,
+        }),
+        snapshots: s.records.clone(),
+        diffs: s
+            .diff_records
+            .iter()
+            .map(|d| DiffRecord {
+                entry: Some(d.entry),
+                file_diffs: d.file_diffs.clone(),
+                dir_diffs: d
+                    .dir_diffs
+                    .iter()
+                    .map(|(dd, created)| DirectoryDiffWithCreated {
+                        diff: Some(dd.clone()),
+                        created: created.clone(),
+                    })
+                    .collect(),
+            })
+            .collect(),
+        references: img
+            .references
+            .iter()
+            .map(|r| INodeReference {
+                referred_id: Some(r.referred_id),
+                name: (!r.name.is_empty()).then(|| r.name.clone()),
+                dst_snapshot_id: Some(r.dst_snapshot_id),
+                last_snapshot_id: Some(r.last_snapshot_id),
+            })
+            .collect(),
+        inodes: s.snapshot_only.clone(),
+        dirs: s.snapshot_only_dirs.clone(),
+        ref_children,
+        strings: Vec::new(),
+    };
+    // Namespace string id -> index in the carry's list (from 1).
+    let mut index: HashMap<u32, u32> = HashMap::new();
+    let mut list: Vec<Vec<u8>> = Vec::new();
+    map_string_ids(&mut c, |tag, serial| {
+        let name = ids
+            .get(tag, serial)
+            .and_then(|id| strings.get(id).map(|b| (id, b)));
+        let Some((id, bytes)) = name else {
+            return Err(f.corrupt(
+                at.clone(),
+                format!(
+                    "a snapshot or snapshot-only record names {tag:?} string {serial}, which STRING_TABLE lacks"
+                ),
+            ));
+        };
+        if let Some(&k) = index.get(&id) {
+            return Ok(k);
+        }
+        list.push(bytes.to_vec());
+        let k = u32::try_from(list.len())
+            .map_err(|_| f.corrupt(at.clone(), "too many strings".into()))?;
+        index.insert(id, k);
+        Ok(k)
+    })?;
+    c.strings = list;
+    Ok(Some(c))
+}
