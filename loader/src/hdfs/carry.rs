@@ -34,9 +34,9 @@ pub(crate) fn ref_children(
         let bytes = f.region(p.offset, p.length, at, &mut raw, &mut buf)?;
         let mut recs = Delimited::new(bytes, 0);
         loop {
-            let next = recs.next_record().map_err(|(_, why)| {
-                f.corrupt(at.clone(), format!("directory record: {why}"))
-            })?;
+            let next = recs
+                .next_record()
+                .map_err(|(_, why)| f.corrupt(at.clone(), format!("directory record: {why}")))?;
             let Some((_, body)) = next else { break };
             let e = DirEntry::decode(body)
                 .map_err(|er| f.corrupt(at.clone(), format!("directory record: {er}")))?;
@@ -70,7 +70,19 @@ pub(crate) fn build(
     at: &Location,
 ) -> Result<Option<SnapshotCarry>, LoadError> {
     let s = &img.snapshots;
-    if !img.has_snapshots() && s.snapshot_only.is_empty() && s.snapshot_only_dirs.is_empty() {
+    // A Hadoop 2 image without snapshots still lists the root's empty diff
+    // list: nothing to carry (a writer of that layout writes it anew).
+    let empty_diffs = s
+        .diff_records
+        .iter()
+        .all(|d| d.file_diffs.is_empty() && d.dir_diffs.is_empty());
+    if s.snapshottable_dirs.is_empty()
+        && s.snapshots.is_empty()
+        && img.references.is_empty()
+        && s.snapshot_only.is_empty()
+        && s.snapshot_only_dirs.is_empty()
+        && empty_diffs
+    {
         return Ok(None);
     }
     let mut c = SnapshotCarry {

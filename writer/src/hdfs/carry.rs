@@ -1,0 +1,215 @@
+//! A [`SnapshotCarry`] made ready for one image: its strings added to the
+//! namespace's and numbered with them ([`Serials`]), its string ids
+//! rewritten into those serials, and its snapshot-only inodes and
+//! directory entries placed among the namespace's (in id order, by
+//! parent), so that the passes over the inodes write them where Hadoop's
+//! order puts them.
+
+use super::serials::{Kind, Serials};
+use nsimage_format::hdfs::{map_string_ids, SnapshotCarry, StringTag};
+use nsimage_format::hdfs_pb::i_node_directory_section::DirEntry;
+use nsimage_namespace::{Namespace, StringTable};
+use std::collections::{HashMap, HashSet};
+use std::io;
+
+fn invalid(msg: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, msg)
+}
+
+fn kind(tag: StringTag) -> Kind {
+    match tag {
+        StringTag::User => Kind::User,
+        StringTag::Group => Kind::Group,
+        StringTag::XAttr => Kind::XAttr,
+    }
+}
+
+/// The carry, ready to write.
+pub(crate) struct Carried {
+    /// The carry, its string ids the image's serials.
+    pub(crate) c: SnapshotCarry,
+    /// The namespace's strings and the carry's.
+    pub(crate) strings: StringTable,
+    /// The serials of both.
+    pub(crate) serials: Serials,
+    /// Snapshot-only inodes (indexes into `c.inodes`) to write just before
+    /// the namespace inode of the key's id; `inode_tail` after the last.
+    inode_at: HashMap<u64, Vec<usize>>,
+    inode_tail: Vec<usize>,
+    /// The same for snapshot-only directory entries (`c.dirs`).
+    dir_at: HashMap<u64, Vec<usize>>,
+    dir_tail: Vec<usize>,
+    /// Directory id -> (its refChildren, the ids they refer to).
+    refs: HashMap<u64, (Vec<u32>, HashSet<u64>)>,
+}
+
+/// For keys sorted ascending, the namespace inode each goes before (the
+/// first with a larger id, or an equal one when `equal_ok`), and the keys
+/// after the last inode.
+fn place(
+    ns: &Namespace,
+    keys: &[(u64, usize)],
+    equal_ok: bool,
+    what: &str,
+) -> io::Result<(HashMap<u64, Vec<usize>>, Vec<usize>)> {
+    let mut at: HashMap<u64, Vec<usize>> = HashMap::new();
+    let mut k = 0;
+    if !keys.is_empty() {
+        for inode in ns.iter() {
+            let id = inode.id();
+            while let Some(&(key, i)) = keys.get(k) {
+                if key > id {
+                    break;
+                }
+                if key == id && !equal_ok {
+                    return Err(invalid(format!(
+                        "the snapshot carry's {what} {id} is also an inode of the namespace"
+                    )));
+                }
+                at.entry(id).or_default().push(i);
+                k += 1;
+            }
+            if k == keys.len() {
+                break;
+            }
+        }
+    }
+    Ok((at, keys[k..].iter().map(|&(_, i)| i).collect()))
+}
+
+impl Carried {
+    /// Prepares `carry` for writing `ns` with a string table of
+    /// `mask_bits`.
+    pub(crate) fn prepare(
+        ns: &Namespace,
+        carry: &SnapshotCarry,
+        mask_bits: u32,
+    ) -> io::Result<Carried> {
+        let mut strings = ns.strings().clone();
+        let ids: Vec<u32> = carry
+            .strings
+            .iter()
+            .map(|s| {
+                strings
+                    .intern(s)
+                    .ok_or_else(|| invalid("the string table is full".to_owned()))
+            })
+            .collect::<io::Result<_>>()?;
+        let lookup = |i: u32| -> io::Result<u32> {
+            i.checked_sub(1)
+                .and_then(|i| ids.get(i as usize).copied())
+                .ok_or_else(|| {
+                    invalid(format!(
+                        "string index {i} in the snapshot carry, which has {} strings",
+                        ids.len()
+                    ))
+                })
+        };
+        let mut c = carry.clone();
+        let mut uses: Vec<(Kind, u32)> = Vec::new();
+        map_string_ids(&mut c, |tag, i| {
+            uses.push((kind(tag), lookup(i)?));
+            Ok::<u32, io::Error>(i)
+        })?;
+        let serials = Serials::collect_with(ns, mask_bits, strings.len(), &uses)?;
+        map_string_ids(&mut c, |tag, i| {
+            Ok::<u32, io::Error>(serials.serial(kind(tag), lookup(i)?))
+        })?;
+        let mut keys: Vec<(u64, usize)> = c
+            .inodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.id, i))
+            .collect();
+        keys.sort_unstable();
+        let (inode_at, inode_tail) = place(ns, &keys, false, "inode")?;
+        let mut keys: Vec<(u64, usize)> = c
+            .dirs
+            .iter()
+            .enumerate()
+            .map(|(i, d)| (d.parent(), i))
+            .collect();
+        keys.sort_unstable();
+        let (dir_at, dir_tail) = place(ns, &keys, true, "directory entry")?;
+        let mut refs: HashMap<u64, (Vec<u32>, HashSet<u64>)> = HashMap::new();
+        for r in &c.ref_children {
+            let e = refs.entry(r.parent()).or_default();
+            for &k in &r.refs {
+                let referred = c
+                    .references
+                    .get(k as usize)
+                    .ok_or_else(|| {
+                        invalid(format!(
+                            "refChildren of {} name reference {k}, past the carry's {} references",
+                            r.parent(),
+                            c.references.len()
+                        ))
+                    })?
+                    .referred_id();
+                e.0.push(k);
+                e.1.insert(referred);
+            }
+        }
+        Ok(Carried {
+            c,
+            strings,
+            serials,
+            inode_at,
+            inode_tail,
+            dir_at,
+            dir_tail,
+            refs,
+        })
+    }
+
+    /// The snapshot-only inodes to write before namespace inode `id`.
+    pub(crate) fn inodes_before(
+        &self,
+        id: u64,
+    ) -> impl Iterator<Item = &nsimage_format::hdfs_pb::i_node_section::INode> {
+        self.inode_at
+            .get(&id)
+            .into_iter()
+            .flatten()
+            .filter_map(|&i| self.c.inodes.get(i))
+    }
+
+    /// The snapshot-only inodes after the namespace's last.
+    pub(crate) fn inodes_after(
+        &self,
+    ) -> impl Iterator<Item = &nsimage_format::hdfs_pb::i_node_section::INode> {
+        self.inode_tail.iter().filter_map(|&i| self.c.inodes.get(i))
+    }
+
+    /// The snapshot-only directory entries to write before the namespace's
+    /// entry of directory `id` (or where it would be).
+    pub(crate) fn dirs_before(&self, id: u64) -> impl Iterator<Item = &DirEntry> {
+        self.dir_at
+            .get(&id)
+            .into_iter()
+            .flatten()
+            .filter_map(|&i| self.c.dirs.get(i))
+    }
+
+    /// The snapshot-only directory entries after the namespace's last.
+    pub(crate) fn dirs_after(&self) -> impl Iterator<Item = &DirEntry> {
+        self.dir_tail.iter().filter_map(|&i| self.c.dirs.get(i))
+    }
+
+    /// Directory `id`'s entry with its refChildren put back: the children
+    /// they refer to listed as references, not as plain children. `entry`
+    /// is the namespace's entry (`None`: no children).
+    pub(crate) fn with_refs(&self, id: u64, entry: Option<DirEntry>) -> Option<DirEntry> {
+        let Some((list, referred)) = self.refs.get(&id) else {
+            return entry;
+        };
+        let mut d = entry.unwrap_or(DirEntry {
+            parent: Some(id),
+            children: Vec::new(),
+            ref_children: Vec::new(),
+        });
+        d.children.retain(|c| !referred.contains(c));
+        d.ref_children.clone_from(list);
+        Some(d)
+    }
+}
