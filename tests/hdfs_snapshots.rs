@@ -303,9 +303,9 @@ fn rich_image() -> Vec<u8> {
                     .iter()
                     .map(|m| DirEntry::decode(&m[..]).unwrap())
                     .collect();
-                let foo = es.iter_mut().find(|e| e.parent() == FOO).unwrap();
-                foo.children.retain(|&c| c != REF_CHILD);
-                foo.ref_children.push(0);
+                let holder = es.iter_mut().find(|e| e.parent() == FOO).unwrap();
+                holder.children.retain(|&c| c != REF_CHILD);
+                holder.ref_children.push(0);
                 es.push(DirEntry {
                     parent: Some(DELETED_DIR),
                     children: vec![DELETED_FILE],

@@ -24,6 +24,10 @@ fn kind(tag: StringTag) -> Kind {
     }
 }
 
+/// Indexes into a carry list by the namespace inode id they go before,
+/// and those after the last inode.
+type Placed = (HashMap<u64, Vec<usize>>, Vec<usize>);
+
 /// The carry, ready to write.
 pub(crate) struct Carried {
     /// The carry, its string ids the image's serials.
@@ -46,12 +50,7 @@ pub(crate) struct Carried {
 /// For keys sorted ascending, the namespace inode each goes before (the
 /// first with a larger id, or an equal one when `equal_ok`), and the keys
 /// after the last inode.
-fn place(
-    ns: &Namespace,
-    keys: &[(u64, usize)],
-    equal_ok: bool,
-    what: &str,
-) -> io::Result<(HashMap<u64, Vec<usize>>, Vec<usize>)> {
+fn place(ns: &Namespace, keys: &[(u64, usize)], equal_ok: bool, what: &str) -> io::Result<Placed> {
     let mut at: HashMap<u64, Vec<usize>> = HashMap::new();
     let mut k = 0;
     if !keys.is_empty() {
