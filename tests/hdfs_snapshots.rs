@@ -681,6 +681,10 @@ fn hdfs_to_nsimage_to_hdfs_carries_the_snapshots() {
     );
     assert_eq!(code(&nsimage(&["verify", s(&mid)])), 0);
     assert_eq!(load(&mid)["digest"], load(&input)["digest"]);
+    for read in ["mmap", "bulk", "stream"] {
+        let v = json(&nsimage(&["load", "--json", "--read", read, s(&mid)]));
+        assert_eq!(v["digest"], load(&input)["digest"], "{read}");
+    }
     let info = json(&nsimage(&["info", "--json", s(&mid)]));
     let kinds: Vec<&str> = info["sections"]
         .as_array()

@@ -84,21 +84,21 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         ..LoadOptions::default()
     };
     let mut loaded = load(&a.input, &opts)?;
-    if let Some(c) = loaded.carry() {
-        let what = format!(
+    let what = loaded.carry().map(|c| {
+        format!(
             "{} snapshots of {} snapshottable directories, {} snapshot diff entries, {} inode references, {} inodes only snapshots see",
             c.snapshots.len(),
             c.header.as_ref().map_or(0, |h| h.snapshottable_dir.len()),
             c.diffs.len(),
             c.references.len(),
             c.inodes.len()
+        )
+    });
+    if let (Some(what), true) = (&what, a.drop_snapshots) {
+        eprintln!(
+            "nsimage: {}: dropped {what} (--drop-snapshots); the current tree is converted exactly",
+            a.input.display()
         );
-        if a.drop_snapshots {
-            eprintln!(
-                "nsimage: {}: dropped {what} (--drop-snapshots); the current tree is converted exactly",
-                a.input.display()
-            );
-        }
     }
     let carry = if a.drop_snapshots {
         None
@@ -185,6 +185,9 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         match &md5 {
             Some(md5) => out!("image {bytes} bytes, md5 {md5}, {seconds:.2} s"),
             None => out!("image {bytes} bytes, {seconds:.2} s"),
+        }
+        if let (Some(what), Some(_)) = (&what, &carry) {
+            out!("carried {what}");
         }
     }
     Ok(ExitCode::SUCCESS)

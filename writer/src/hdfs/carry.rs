@@ -51,6 +51,14 @@ pub(crate) struct Carried {
 /// first with a larger id, or an equal one when `equal_ok`), and the keys
 /// after the last inode.
 fn place(ns: &Namespace, keys: &[(u64, usize)], equal_ok: bool, what: &str) -> io::Result<Placed> {
+    if !equal_ok {
+        if let Some(w) = keys.windows(2).find(|w| w[0].0 == w[1].0) {
+            return Err(invalid(format!(
+                "the snapshot carry lists {what} {} twice",
+                w[0].0
+            )));
+        }
+    }
     let mut at: HashMap<u64, Vec<usize>> = HashMap::new();
     let mut k = 0;
     if !keys.is_empty() {
