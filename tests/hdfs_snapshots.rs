@@ -669,15 +669,12 @@ fn hdfs_to_nsimage_to_hdfs_carries_the_snapshots() {
     let input = dir.path().join("fsimage_rich");
     std::fs::write(&input, rich_image()).unwrap();
     let mid = dir.path().join("mid.nsi");
-    assert_eq!(
-        code(&nsimage(&[
-            "convert",
-            s(&input),
-            s(&mid),
-            "--to",
-            "nsimage"
-        ])),
-        0
+    let o = nsimage(&["convert", s(&input), s(&mid), "--to", "nsimage"]);
+    assert_eq!(code(&o), 0);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("carried 2 snapshots of 1 snapshottable directories"),
+        "{text}"
     );
     assert_eq!(code(&nsimage(&["verify", s(&mid)])), 0);
     assert_eq!(load(&mid)["digest"], load(&input)["digest"]);
