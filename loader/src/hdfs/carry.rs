@@ -6,7 +6,7 @@
 
 use super::file::HdfsFile;
 use super::image::HdfsImage;
-use super::inodes::Keep;
+use super::inodes::{record_at, Keep};
 use super::strings::StringIds;
 use super::wire::Delimited;
 use crate::error::LoadError;
@@ -28,30 +28,36 @@ pub(crate) fn ref_children(
     pieces: &[(SubSectionInfo, Location)],
     keep: &Keep,
 ) -> Result<Vec<RefChildren>, LoadError> {
-    let mut out: Vec<RefChildren> = Vec::new();
+    let bad = |at: &Location, pos: usize, why: String| {
+        let (l, suffix) = record_at(f, at, pos);
+        f.corrupt(l, format!("directory record: {why}{suffix}"))
+    };
+    let mut by_parent: HashMap<u64, Vec<u32>> = HashMap::new();
     for (p, at) in pieces {
         let (mut raw, mut buf) = (Vec::new(), Vec::new());
         let bytes = f.region(p.offset, p.length, at, &mut raw, &mut buf)?;
         let mut recs = Delimited::new(bytes, 0);
-        loop {
-            let next = recs
-                .next_record()
-                .map_err(|(_, why)| f.corrupt(at.clone(), format!("directory record: {why}")))?;
-            let Some((_, body)) = next else { break };
-            let e = DirEntry::decode(body)
-                .map_err(|er| f.corrupt(at.clone(), format!("directory record: {er}")))?;
+        while let Some((pos, body)) = recs
+            .next_record()
+            .map_err(|(pos, why)| bad(at, pos, why.into()))?
+        {
+            let e = DirEntry::decode(body).map_err(|er| bad(at, pos, er.to_string()))?;
             if e.ref_children.is_empty() || !keep.contains(&e.parent()) {
                 continue;
             }
-            match out.iter_mut().find(|r| r.parent == e.parent) {
-                Some(r) => r.refs.extend_from_slice(&e.ref_children),
-                None => out.push(RefChildren {
-                    parent: e.parent,
-                    refs: e.ref_children,
-                }),
-            }
+            by_parent
+                .entry(e.parent())
+                .or_default()
+                .extend_from_slice(&e.ref_children);
         }
     }
+    let mut out: Vec<RefChildren> = by_parent
+        .into_iter()
+        .map(|(parent, refs)| RefChildren {
+            parent: Some(parent),
+            refs,
+        })
+        .collect();
     out.sort_by_key(|r| r.parent());
     Ok(out)
 }
