@@ -220,3 +220,93 @@ impl Carried {
         Some(d)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nsimage_format::hdfs::PermBits;
+    use nsimage_format::hdfs_pb::i_node_reference_section::INodeReference;
+    use nsimage_format::hdfs_pb::i_node_section::{INode, INodeFile};
+    use nsimage_format::hdfs_pb::snapshot_carry::RefChildren;
+    use nsimage_namespace::PermSpec;
+
+    const P: PermSpec<'static> = PermSpec {
+        user: b"hdfs",
+        group: b"supergroup",
+        mode: 0o755,
+    };
+
+    fn inode(id: u64, user: u32) -> INode {
+        INode {
+            id,
+            file: Some(INodeFile {
+                permission: Some(
+                    PermBits {
+                        user,
+                        group: 0,
+                        mode: 0o644,
+                    }
+                    .pack(),
+                ),
+                ..INodeFile::default()
+            }),
+            ..INode::default()
+        }
+    }
+
+    #[test]
+    fn places_strings_inodes_entries_and_references() {
+        let mut ns = Namespace::default();
+        let gone = ns.mkdirs(b"/gone", &P, 1).unwrap();
+        let a = ns.mkdirs(b"/a", &P, 1).unwrap();
+        let b = ns.mkdirs(b"/a/b", &P, 1).unwrap();
+        ns.delete(b"/gone", false, 2).unwrap();
+        assert_eq!(a - 1, gone);
+        let carry = SnapshotCarry {
+            inodes: vec![inode(b + 10, 1), inode(a - 1, 2), inode(b + 20, 1)],
+            dirs: vec![DirEntry {
+                parent: Some(b + 10),
+                children: vec![b + 20],
+                ref_children: vec![],
+            }],
+            references: vec![INodeReference {
+                referred_id: Some(b),
+                ..INodeReference::default()
+            }],
+            ref_children: vec![RefChildren {
+                parent: Some(a),
+                refs: vec![0],
+            }],
+            strings: vec![b"hdfs".to_vec(), b"ghost".to_vec()],
+            ..SnapshotCarry::default()
+        };
+        let c = Carried::prepare(&ns, &carry, 3).unwrap();
+        let ids = |it: &mut dyn Iterator<Item = &INode>| it.map(|n| n.id).collect::<Vec<_>>();
+        assert_eq!(ids(&mut c.inodes_before(a)), [a - 1]);
+        assert_eq!(ids(&mut c.inodes_after()), [b + 10, b + 20]);
+        assert_eq!(c.dirs_after().count(), 1);
+        // "ghost" got a user serial of its own; "hdfs" kept the namespace's.
+        let user = |n: &INode| PermBits::unpack(n.file.as_ref().unwrap().permission.unwrap()).user;
+        let hdfs = c
+            .serials
+            .serial(Kind::User, ns.strings().lookup(b"hdfs").unwrap());
+        assert_eq!(user(&c.c.inodes[0]), hdfs);
+        let ghost = c.strings.lookup(b"ghost").unwrap();
+        assert_eq!(user(&c.c.inodes[1]), c.serials.serial(Kind::User, ghost));
+        assert_ne!(user(&c.c.inodes[1]), hdfs);
+        // /a lists /a/b as reference 0, not as a plain child.
+        let root = ns.iter().find(|i| i.id() == a).unwrap();
+        let d = c
+            .with_refs(a, super::super::inodes::dir_entry(&root))
+            .unwrap();
+        assert!(d.children.is_empty());
+        assert_eq!(d.ref_children, [0]);
+        // A carried inode with a namespace inode's id is refused.
+        let mut clash = carry.clone();
+        clash.inodes.push(inode(b, 1));
+        assert!(Carried::prepare(&ns, &clash, 3).is_err());
+        let mut bad = carry;
+        bad.ref_children[0].refs.push(7);
+        assert!(Carried::prepare(&ns, &bad, 0).is_err());
+    }
+}
