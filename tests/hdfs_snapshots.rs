@@ -866,3 +866,44 @@ fn reseal(bytes: &[u8], offset: usize, length: usize) -> Vec<u8> {
     out.extend_from_slice(&f.encode());
     out
 }
+
+#[test]
+fn a_snapshot_record_naming_a_missing_string_is_exit_1() {
+    let dir = tempfile::tempdir().unwrap();
+    // The rich image with its file diff's copy owned by a string id the
+    // table lacks (the loader decodes snapshot-only inodes like the
+    // others; the diffs' copies and snapshot roots are checked as the
+    // carry is built).
+    let bytes = edited(&rich_image(), &|name, plain| {
+        if name != "SNAPSHOT_DIFF" {
+            return plain;
+        }
+        let mut ms = messages(&plain);
+        let mut fd = FileDiff::decode(&ms[1][..]).unwrap();
+        let copy = fd.snapshot_copy.as_mut().unwrap();
+        let mut p = PermBits::unpack(copy.permission.unwrap());
+        p.user = 999;
+        copy.permission = Some(p.pack());
+        ms[1] = fd.encode_to_vec();
+        let mut out = Vec::new();
+        for m in &ms {
+            prost::encoding::encode_varint(m.len() as u64, &mut out);
+            out.extend_from_slice(m);
+        }
+        out
+    });
+    let path = dir.path().join("fsimage_missing");
+    std::fs::write(&path, bytes).unwrap();
+    for cmd in ["load", "verify"] {
+        let o = nsimage(&[cmd, s(&path)]);
+        assert_eq!(code(&o), 1, "{cmd}");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(text.contains("User string 999"), "{cmd}: {text}");
+        assert!(text.contains("section SNAPSHOT_DIFF"), "{cmd}: {text}");
+        assert!(text.contains("STRING_TABLE lacks"), "{cmd}: {text}");
+    }
+}

@@ -10,7 +10,7 @@ use super::inodes::{record_at, Keep};
 use super::strings::StringIds;
 use super::wire::Delimited;
 use crate::error::LoadError;
-use nsimage_format::hdfs::{map_string_ids, SnapshotCarry};
+use nsimage_format::hdfs::{map_string_ids, HdfsSection, SnapshotCarry};
 use nsimage_format::hdfs_pb::i_node_directory_section::DirEntry;
 use nsimage_format::hdfs_pb::i_node_reference_section::INodeReference;
 use nsimage_format::hdfs_pb::snapshot_carry::{DiffRecord, DirectoryDiffWithCreated, RefChildren};
@@ -132,27 +132,50 @@ pub(crate) fn build(
     // Namespace string id -> index in the carry's list (from 1).
     let mut index: HashMap<u32, u32> = HashMap::new();
     let mut list: Vec<Vec<u8>> = Vec::new();
-    map_string_ids(&mut c, |tag, serial| {
-        let name = ids
-            .get(tag, serial)
-            .and_then(|id| strings.get(id).map(|b| (id, b)));
-        let Some((id, bytes)) = name else {
-            return Err(f.corrupt(
-                at.clone(),
-                format!(
-                    "a snapshot or snapshot-only record names {tag:?} string {serial}, which STRING_TABLE lacks"
-                ),
-            ));
-        };
-        if let Some(&k) = index.get(&id) {
-            return Ok(k);
-        }
-        list.push(bytes.to_vec());
-        let k = u32::try_from(list.len())
-            .map_err(|_| f.corrupt(at.clone(), "too many strings".into()))?;
-        index.insert(id, k);
-        Ok(k)
-    })?;
+    let mut map = |part: &mut SnapshotCarry, sec: HdfsSection| {
+        let here = f.summary.find(sec).map_or_else(|| at.clone(), |x| x.at());
+        map_string_ids(part, |tag, serial| {
+            let name = ids
+                .get(tag, serial)
+                .and_then(|id| strings.get(id).map(|b| (id, b)));
+            let Some((id, bytes)) = name else {
+                return Err(f.corrupt(
+                    here.clone(),
+                    format!(
+                        "a {} record names {tag:?} string {serial}, which STRING_TABLE lacks",
+                        sec.name()
+                    ),
+                ));
+            };
+            if let Some(&k) = index.get(&id) {
+                return Ok(k);
+            }
+            list.push(bytes.to_vec());
+            let k = u32::try_from(list.len())
+                .map_err(|_| f.corrupt(here.clone(), "too many strings".into()))?;
+            index.insert(id, k);
+            Ok(k)
+        })
+    };
+    // Each part on its own, so that an error names its section.
+    let mut part = SnapshotCarry {
+        inodes: std::mem::take(&mut c.inodes),
+        ..SnapshotCarry::default()
+    };
+    map(&mut part, HdfsSection::Inode)?;
+    c.inodes = part.inodes;
+    let mut part = SnapshotCarry {
+        snapshots: std::mem::take(&mut c.snapshots),
+        ..SnapshotCarry::default()
+    };
+    map(&mut part, HdfsSection::Snapshot)?;
+    c.snapshots = part.snapshots;
+    let mut part = SnapshotCarry {
+        diffs: std::mem::take(&mut c.diffs),
+        ..SnapshotCarry::default()
+    };
+    map(&mut part, HdfsSection::SnapshotDiff)?;
+    c.diffs = part.diffs;
     c.strings = list;
     Ok(Some(c))
 }
