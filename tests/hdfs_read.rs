@@ -768,14 +768,16 @@ fn references_and_snapshot_only_inodes_keep_the_current_tree() {
     assert_eq!(st["snapshots"][0]["name"], "s0");
     let st = String::from_utf8(nsimage(&["stat", s(&path), "/"]).stdout).unwrap();
     assert!(st.contains("snapshottable: yes, 1 snapshots"), "{st}");
-    // convert does not write snapshots back: it refuses to drop them
-    // silently (exit 1, nothing written), and with --drop-snapshots writes
-    // the current tree, saying what it dropped.
+    // convert carries the snapshots (tests/hdfs_snapshots.rs has the
+    // details), and with --drop-snapshots writes the current tree, saying
+    // what it dropped.
     let out_img = dir.path().join("converted.hdfs");
     let o = nsimage(&["convert", s(&path), s(&out_img), "--to", "hdfs"]);
-    assert_eq!(code(&o), 1);
-    assert!(String::from_utf8_lossy(&o.stderr).contains("1 snapshots"));
-    assert!(!out_img.exists());
+    assert_eq!(code(&o), 0);
+    let carried = json(&nsimage(&["info", "--json", s(&out_img)]));
+    assert_eq!(carried["snapshots"]["snapshots"][0]["name"], "s0");
+    assert_eq!(load(&out_img, &[])["digest"], v["digest"]);
+    std::fs::remove_file(&out_img).unwrap();
     let o = nsimage(&[
         "convert",
         s(&path),

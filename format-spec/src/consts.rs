@@ -97,6 +97,13 @@ impl SectionKind {
     /// name), for one-path lookups (FORMAT.md, "NAME_INDEX"). Not in
     /// [`KNOWN`](Self::KNOWN): a reader that ignores it loses nothing.
     pub const NAME_INDEX: SectionKind = SectionKind(9);
+    /// Optional: one record, the encoded
+    /// [`SnapshotCarry`](crate::hdfs::SnapshotCarry) of an image converted
+    /// from a Hadoop fsimage with snapshots, carried opaquely for the way
+    /// back to Hadoop (FORMAT.md, "HDFS_SNAPSHOTS"). Not in
+    /// [`KNOWN`](Self::KNOWN): a reader that ignores it loses nothing of the
+    /// namespace.
+    pub const HDFS_SNAPSHOTS: SectionKind = SectionKind(10);
 
     // Kinds that exist only in Hadoop images (`crate::hdfs`), so that
     // located errors there name their section. Never in an nsimage index.
@@ -135,6 +142,7 @@ impl SectionKind {
             Self::SNAPSHOT_DIFF => "SNAPSHOT_DIFF",
             Self::FILES_UNDER_CONSTRUCTION => "FILES_UNDER_CONSTRUCTION",
             Self::NAME_INDEX => "NAME_INDEX",
+            Self::HDFS_SNAPSHOTS => "HDFS_SNAPSHOTS",
             Self::HDFS_FILES_UNDERCONSTRUCTION => "FILES_UNDERCONSTRUCTION",
             Self::HDFS_EXTENDED_ACL => "EXTENDED_ACL",
             Self::HDFS_ERASURE_CODING => "ERASURE_CODING",

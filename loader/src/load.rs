@@ -45,6 +45,9 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<Loaded, LoadError> {
             load_indexed(&src, pool.as_ref(), &mut stats)?
         }
     };
+    // The optional carry of a Hadoop image's snapshots (its checksum was
+    // checked with the other optional sections').
+    let hdfs_carry = crate::sections::hdfs_carry(&src)?;
     // Every piece read and checked: those of optional sections this build
     // does not decode (their checksums are checked) included.
     stats.pieces = src
@@ -61,6 +64,7 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<Loaded, LoadError> {
         namespace,
         stats,
         hdfs: None,
+        hdfs_carry,
     })
 }
 

@@ -82,3 +82,42 @@ pub(crate) fn chunk_of(src: &ImageSource, i: usize, at: &Location) -> Result<u32
         )
     })
 }
+
+/// The optional HDFS_SNAPSHOTS section's carry (FORMAT.md,
+/// "HDFS_SNAPSHOTS"), decoded; `None` when the image has none. Its
+/// checksum is checked as the piece is read; bytes that do not decode, a
+/// record count other than 1, or a string index past the carry's list are
+/// corrupt, located in the section.
+pub(crate) fn hdfs_carry(
+    src: &ImageSource,
+) -> Result<Option<nsimage_format::hdfs::SnapshotCarry>, LoadError> {
+    let Some(sec) = src.index.section(SectionKind::HDFS_SNAPSHOTS) else {
+        return Ok(None);
+    };
+    let mut carry = None;
+    let mut n = 0u64;
+    for (p, at) in pieces(sec) {
+        let mut buf = Vec::new();
+        let bytes = src.piece(&p, &at, &mut buf)?;
+        for r in nsimage_format::framing::Records::new(bytes, at.clone()) {
+            let (off, body) = r.map_err(|e| LoadError::from_format(src.path(), e))?;
+            let here = Location {
+                offset: off,
+                ..at.clone()
+            };
+            n = n.saturating_add(1);
+            carry = Some(
+                nsimage_format::hdfs::decode_carry(body, &here)
+                    .map_err(|e| LoadError::from_format(src.path(), e))?,
+            );
+        }
+    }
+    if n != 1 {
+        return Err(corrupt(
+            src,
+            Location::in_section(SectionKind::HDFS_SNAPSHOTS, None, sec.offset),
+            format!("HDFS_SNAPSHOTS holds {n} records, not 1"),
+        ));
+    }
+    Ok(carry)
+}

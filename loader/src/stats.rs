@@ -40,4 +40,19 @@ pub struct Loaded {
     /// For a Hadoop image, what it holds beside the namespace (summary,
     /// snapshots, references, ...); `None` for an nsimage image.
     pub hdfs: Option<Box<crate::hdfs::image::HdfsImage>>,
+    /// For an nsimage image converted from a Hadoop image with snapshots,
+    /// its HDFS_SNAPSHOTS section's carry; `None` otherwise (a Hadoop
+    /// image's is in [`hdfs`](Self::hdfs)).
+    pub hdfs_carry: Option<nsimage_format::hdfs::SnapshotCarry>,
+}
+
+impl Loaded {
+    /// The snapshot carry of the image, whichever its format: a Hadoop
+    /// image's (built by the load) or an nsimage image's HDFS_SNAPSHOTS.
+    pub fn carry(&self) -> Option<&nsimage_format::hdfs::SnapshotCarry> {
+        self.hdfs
+            .as_ref()
+            .and_then(|h| h.carry.as_ref())
+            .or(self.hdfs_carry.as_ref())
+    }
 }

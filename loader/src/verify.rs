@@ -115,6 +115,15 @@ pub fn verify_with(path: &Path, read: ReadStrategy) -> Result<VerifyReport, Load
     if report.problems.is_empty() {
         match load_serial(&src) {
             Ok(ns) => {
+                // A load decodes the optional HDFS_SNAPSHOTS carry too.
+                if let Err(e) = crate::sections::hdfs_carry(&src) {
+                    match e {
+                        LoadError::Corrupt { at, detail, .. } => {
+                            report.problems.push(Problem { at, detail })
+                        }
+                        other => return Err(other),
+                    }
+                }
                 // The optional NAME_INDEX is redundant with INODE_DIR and
                 // INODE, and no load reads it: a disagreement leaves the
                 // image valid for every read path (they must agree on

@@ -4,7 +4,7 @@
 use anyhow::{bail, Context};
 use nsimage_loader::{load, LoadOptions};
 use nsimage_store::fs::RealFs;
-use nsimage_store::save::{check_target, save_hdfs_image, save_image};
+use nsimage_store::save::{check_target, save_hdfs_image_with_carry, save_image_with_carry};
 use nsimage_writer::hdfs::{image_file_name, md5_hex, HdfsCodec, HdfsWriteOptions};
 use nsimage_writer::WriteOptions;
 use std::path::PathBuf;
@@ -53,10 +53,11 @@ pub struct Args {
     #[arg(long, allow_hyphen_values = true,
           default_value_t = nsimage_writer::hdfs::HADOOP_3_3_LAYOUT_VERSION)]
     layout_version: i32,
-    /// Convert a Hadoop image that has snapshots (or the references they
-    /// keep) anyway, with its current tree only: the snapshots are dropped
-    /// and listed on stderr. Without it such an image is refused (exit 1):
-    /// `convert` does not yet write snapshots back.
+    /// Write the current tree only: a Hadoop image's snapshots (their
+    /// diffs, the references they keep, the inodes only they see), which
+    /// are otherwise carried into the output (an nsimage image keeps them
+    /// in its HDFS_SNAPSHOTS section for the way back), are dropped and
+    /// listed on stderr.
     #[arg(long)]
     drop_snapshots: bool,
     /// Load threads (0: every core).
@@ -82,40 +83,32 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         threads: a.threads,
         ..LoadOptions::default()
     };
-    let loaded = load(&a.input, &opts)?;
-    if let Some(h) = &loaded.hdfs {
-        let s = &h.snapshots;
-        let what = format!(
+    let mut loaded = load(&a.input, &opts)?;
+    let what = loaded.carry().map(|c| {
+        format!(
             "{} snapshots of {} snapshottable directories, {} snapshot diff entries, {} inode references, {} inodes only snapshots see",
-            s.snapshots.len(),
-            s.snapshottable_dirs.len(),
-            s.diffs.entries,
-            h.references.len(),
-            s.snapshot_only_inodes
+            c.snapshots.len(),
+            c.header.as_ref().map_or(0, |h| h.snapshottable_dir.len()),
+            c.diffs.len(),
+            c.references.len(),
+            c.inodes.len()
+        )
+    });
+    if let (Some(what), true) = (&what, a.drop_snapshots) {
+        eprintln!(
+            "nsimage: {}: dropped {what} (--drop-snapshots); the current tree is converted exactly",
+            a.input.display()
         );
-        let any = !s.snapshots.is_empty()
-            || !s.snapshottable_dirs.is_empty()
-            // Hadoop 2 writes an entry without diffs for the root: nothing
-            // to lose.
-            || s.diffs.file_diffs > 0
-            || s.diffs.dir_diffs > 0
-            || !h.references.is_empty()
-            || s.snapshot_only_inodes > 0;
-        if any && !a.drop_snapshots {
-            pb.finish_and_clear();
-            eprintln!(
-                "nsimage: {}: the image holds {what}; convert writes the current tree only, so it refuses to drop them silently (--drop-snapshots converts the current tree anyway)",
-                a.input.display()
-            );
-            return Ok(ExitCode::from(super::EXIT_DATA));
-        }
-        if any {
-            eprintln!(
-                "nsimage: {}: dropped {what} (--drop-snapshots); the current tree is converted exactly",
-                a.input.display()
-            );
-        }
     }
+    let carry = if a.drop_snapshots {
+        None
+    } else {
+        loaded
+            .hdfs
+            .as_mut()
+            .and_then(|h| h.carry.take())
+            .or(loaded.hdfs_carry.take())
+    };
     let ns = loaded.namespace;
     let load_seconds = loaded.stats.seconds;
     if a.to == To::Hdfs && output.is_dir() {
@@ -126,8 +119,9 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let writing = Instant::now();
     let (bytes, md5, sections) = match a.to {
         To::Nsimage => {
-            let s = save_image(&fs, &output, &ns, &WriteOptions::default())
-                .context("saving the image")?;
+            let s =
+                save_image_with_carry(&fs, &output, &ns, &WriteOptions::default(), carry.as_ref())
+                    .context("saving the image")?;
             (s.bytes, None, Vec::new())
         }
         To::Hdfs => {
@@ -148,7 +142,8 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 layout_version: a.layout_version,
                 ..HdfsWriteOptions::default()
             };
-            let w = save_hdfs_image(&fs, &output, &ns, &opts).context("saving the image")?;
+            let w = save_hdfs_image_with_carry(&fs, &output, &ns, &opts, carry.as_ref())
+                .context("saving the image")?;
             let sections: Vec<serde_json::Value> = w
                 .sections
                 .iter()
@@ -177,6 +172,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             .into(),
         );
         m.insert("image_bytes".into(), bytes.into());
+        m.insert("snapshots_carried".into(), carry.is_some().into());
         m.insert("load_seconds".into(), load_seconds.into());
         m.insert("write_seconds".into(), write_seconds.into());
         if let Some(md5) = &md5 {
@@ -189,6 +185,9 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         match &md5 {
             Some(md5) => out!("image {bytes} bytes, md5 {md5}, {seconds:.2} s"),
             None => out!("image {bytes} bytes, {seconds:.2} s"),
+        }
+        if let (Some(what), Some(_)) = (&what, &carry) {
+            out!("carried {what}");
         }
     }
     Ok(ExitCode::SUCCESS)

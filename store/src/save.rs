@@ -13,11 +13,12 @@
 use crate::error::{io_err, StoreError};
 use crate::failpoint;
 use crate::fs::Fs;
+use nsimage_format::hdfs::SnapshotCarry;
 use nsimage_namespace::Namespace;
 use nsimage_writer::hdfs::{
-    md5_sidecar_line, md5_sidecar_name, write_hdfs_image, HdfsWriteOptions, HdfsWritten,
+    md5_sidecar_line, md5_sidecar_name, write_hdfs_image_with_carry, HdfsWriteOptions, HdfsWritten,
 };
-use nsimage_writer::{write_image, ImageSummary, WriteOptions};
+use nsimage_writer::{write_image_with_carry, ImageSummary, WriteOptions};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
@@ -94,7 +95,25 @@ pub fn save_image(
     ns: &Namespace,
     opts: &WriteOptions,
 ) -> Result<ImageSummary, StoreError> {
-    save_as(fs, path, Temp::Fresh, |out| write_image(ns, out, opts))
+    save_image_with_carry(fs, path, ns, opts, None)
+}
+
+/// [`save_image`], with a Hadoop image's snapshots kept in the image's
+/// optional HDFS_SNAPSHOTS section
+/// ([`write_image_with_carry`](nsimage_writer::write_image_with_carry)).
+///
+/// # Errors
+/// As [`save_image`].
+pub fn save_image_with_carry(
+    fs: &dyn Fs,
+    path: &Path,
+    ns: &Namespace,
+    opts: &WriteOptions,
+    carry: Option<&SnapshotCarry>,
+) -> Result<ImageSummary, StoreError> {
+    save_as(fs, path, Temp::Fresh, |out| {
+        write_image_with_carry(ns, out, opts, carry)
+    })
 }
 
 /// Saves whatever `write` writes to `path` atomically through `fs`, as
@@ -206,6 +225,22 @@ pub fn save_hdfs_image(
     ns: &Namespace,
     opts: &HdfsWriteOptions,
 ) -> Result<HdfsWritten, StoreError> {
+    save_hdfs_image_with_carry(fs, path, ns, opts, None)
+}
+
+/// [`save_hdfs_image`], with the snapshots of the Hadoop image `ns` came
+/// from written back
+/// ([`write_hdfs_image_with_carry`](nsimage_writer::hdfs::write_hdfs_image_with_carry)).
+///
+/// # Errors
+/// As [`save_hdfs_image`].
+pub fn save_hdfs_image_with_carry(
+    fs: &dyn Fs,
+    path: &Path,
+    ns: &Namespace,
+    opts: &HdfsWriteOptions,
+    carry: Option<&SnapshotCarry>,
+) -> Result<HdfsWritten, StoreError> {
     check_target(fs, path)?;
     let name = path
         .file_name()
@@ -224,7 +259,9 @@ pub fn save_hdfs_image(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(io_err(&sidecar)(e)),
     }
-    let written = save_with(fs, path, |out| write_hdfs_image(ns, out, opts))?;
+    let written = save_with(fs, path, |out| {
+        write_hdfs_image_with_carry(ns, out, opts, carry)
+    })?;
     let line = md5_sidecar_line(&written.md5, &name);
     save_with(fs, &sidecar, |out| out.write_all(line.as_bytes()))?;
     Ok(written)

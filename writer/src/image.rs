@@ -6,8 +6,10 @@ use crate::encode::{self, Encoded, Size};
 use crate::options::WriteOptions;
 use crate::strings::StringMap;
 use nsimage_format::consts::{header, name_index};
+use nsimage_format::hdfs::SnapshotCarry;
 use nsimage_format::{pb, Footer, Header, Index, SectionInfo, SectionKind, SubSectionInfo};
 use nsimage_namespace::{Namespace, Slot};
+use prost::Message as _;
 use std::io::{self, Write};
 use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
@@ -246,6 +248,19 @@ pub fn write_image<W: Write + Send>(
     out: W,
     opts: &WriteOptions,
 ) -> io::Result<ImageSummary> {
+    write_image_with_carry(ns, out, opts, None)
+}
+
+/// [`write_image`], with the snapshots of the Hadoop image `ns` came from
+/// (`carry`, see [`SnapshotCarry`]) kept in the optional HDFS_SNAPSHOTS
+/// section after INODE_DIR (FORMAT.md, "HDFS_SNAPSHOTS"), for a later
+/// conversion back to Hadoop. With `None` it is `write_image`.
+pub fn write_image_with_carry<W: Write + Send>(
+    ns: &Namespace,
+    out: W,
+    opts: &WriteOptions,
+    carry: Option<&SnapshotCarry>,
+) -> io::Result<ImageSummary> {
     let mut sink = Sink {
         out,
         pos: 0,
@@ -326,6 +341,22 @@ pub fn write_image<W: Write + Send>(
     );
     write_batched(&mut sink, &mut sec, &ranges, |r| encode::dirs(ns, r))?;
     sections.push(check_plan(sec.end(&mut sink), dir_plan));
+
+    if let Some(c) = carry {
+        let len = c.encoded_len() as u64;
+        if len > nsimage_format::consts::MAX_RECORD_LENGTH {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("the snapshot carry of {len} bytes does not fit one record"),
+            ));
+        }
+        let mut enc = Encoded::default();
+        enc.put(0, c);
+        let mut sec = SectionOut::begin(&mut sink, SectionKind::HDFS_SNAPSHOTS, false, 0);
+        sec.info.optional = true;
+        sec.put(&mut sink, &enc)?;
+        sections.push(sec.end(&mut sink));
+    }
 
     let index = Index { sections };
     let bytes = index.encode();

@@ -74,5 +74,5 @@ mod options;
 mod record;
 mod strings;
 
-pub use image::{sub_section_target, write_image, ImageSummary};
+pub use image::{sub_section_target, write_image, write_image_with_carry, ImageSummary};
 pub use options::WriteOptions;

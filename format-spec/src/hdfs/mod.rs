@@ -13,6 +13,8 @@
 //! - [`sections`]: section names ([`HdfsSection`]), known and unknown, and
 //!   the [`SectionKind`](crate::SectionKind) errors name them by;
 //! - [`version`]: the layout versions this build reads and the codecs;
+//! - [`carry`]: [`SnapshotCarry`], nsimage's own message carrying a
+//!   Hadoop image's snapshots between images;
 //! - [`bits`]: the packed fields: permission, ACL entry, xattr name, and
 //!   string ids with their table tag ([`StringTag`], `maskBits`).
 //!
@@ -20,12 +22,14 @@
 //! file offset.
 
 pub mod bits;
+pub mod carry;
 pub mod magic;
 pub mod sections;
 pub mod summary;
 pub mod version;
 
 pub use bits::{AclBits, PermBits, StringTag, XAttrBits};
+pub use carry::{decode_carry, encode_carry, map_string_ids, SnapshotCarry};
 pub use magic::{is_hdfs, MAGIC};
 pub use sections::HdfsSection;
 pub use summary::{HdfsSummary, SummarySection, TAIL_LENGTH_BYTES};

@@ -4,6 +4,7 @@
 //! the files under construction. Returned with a load
 //! (`Loaded::hdfs`) and by `describe`.
 
+use nsimage_format::hdfs::SnapshotCarry;
 use nsimage_format::hdfs_pb::{
     i_node_directory_section::DirEntry,
     i_node_section::INode,
@@ -180,6 +181,11 @@ pub struct HdfsImage {
     pub inodes_resorted: bool,
     /// The INODE header: (`lastInodeId`, `numInodes`), when it was read.
     pub inode_header: Option<(u64, u64)>,
+    /// After a load, for an image with snapshots, references or
+    /// snapshot-only inodes: all of them, whole, with string ids of their
+    /// own (see [`SnapshotCarry`]), for a writer to put back; `None`
+    /// otherwise (and from `describe`).
+    pub carry: Option<SnapshotCarry>,
 }
 
 impl HdfsImage {

@@ -14,8 +14,9 @@
 //! (the zero-copy walker), `strings` (STRING_TABLE ids), `record` (one
 //! INode record), `inodes` and `dirs` (the two phases), `image` (the side
 //! structure), `small` (the small sections), `md5` (the sidecar check), `run`
-//! (the load and `verify`).
+//! (the load and `verify`), `carry` (the snapshot carry of a load).
 
+mod carry;
 mod dirs;
 mod file;
 pub(crate) mod image;

@@ -185,11 +185,22 @@ fn load_open(f: &HdfsFile, opts: &LoadOptions) -> Result<Loaded, LoadError> {
         &mut stats,
     )?;
     img.snapshots.snapshot_only_dirs = others;
+    if let Some(keep) = &keep {
+        // What the namespace cannot hold, whole, for a writer to put back.
+        let refs = if img.references.is_empty() {
+            Vec::new()
+        } else {
+            super::carry::ref_children(f, &dir_pieces, keep)?
+        };
+        let at = inode_pieces[0].1.clone();
+        img.carry = super::carry::build(f, &img, &ids, namespace.strings(), refs, &at)?;
+    }
     stats.dir_phase_seconds = t.elapsed().as_secs_f64();
     Ok(Loaded {
         namespace,
         stats,
         hdfs: Some(Box::new(img)),
+        hdfs_carry: None,
     })
 }
 

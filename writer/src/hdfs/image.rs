@@ -11,6 +11,7 @@
 //! 4-byte big-endian integer.
 
 use super::batch::{encode_in_order, Encoded};
+use super::carry::Carried;
 use super::inodes::{dir_entry, inode_message};
 use super::options::{
     HdfsWriteOptions, ERASURE_CODING_LAYOUT_VERSION, EXPANDED_STRING_TABLE_LAYOUT_VERSION,
@@ -19,6 +20,8 @@ use super::options::{
 use super::serials::Serials;
 use super::sink::ImageSink;
 use super::summary::HdfsWritten;
+use nsimage_format::hdfs::SnapshotCarry;
+use nsimage_format::hdfs_pb::i_node_directory_section::DirEntry;
 use nsimage_format::hdfs_pb::snapshot_diff_section::{diff_entry, DiffEntry};
 use nsimage_format::hdfs_pb::{
     file_summary, CacheManagerSection, ErasureCodingSection, FileSummary, INodeSection,
@@ -106,6 +109,30 @@ pub fn write_hdfs_image<W: Write>(
     out: W,
     opts: &HdfsWriteOptions,
 ) -> io::Result<HdfsWritten> {
+    write_hdfs_image_with_carry(ns, out, opts, None)
+}
+
+/// [`write_hdfs_image`], with the snapshots of the Hadoop image `ns` came
+/// from put back (`carry`, as the loader or an nsimage image's
+/// HDFS_SNAPSHOTS section gives it): the snapshot-only inodes in INODE
+/// among the namespace's, in id order (`numInodes` counts them), their
+/// directory entries in INODE_DIR by parent, the refChildren of the
+/// namespace's directories as references (those children no longer listed
+/// plainly), and SNAPSHOT, SNAPSHOT_DIFF and INODE_REFERENCE from the
+/// carry's records, every string id renumbered into this image's string
+/// table (which holds the carry's strings too). With `None` it is
+/// `write_hdfs_image`.
+///
+/// # Errors
+/// As [`write_hdfs_image`]; [`io::ErrorKind::InvalidInput`] also when the
+/// carry does not fit the namespace (a snapshot-only inode with a
+/// namespace inode's id, a string or reference index past its lists).
+pub fn write_hdfs_image_with_carry<W: Write>(
+    ns: &Namespace,
+    out: W,
+    opts: &HdfsWriteOptions,
+    carry: Option<&SnapshotCarry>,
+) -> io::Result<HdfsWritten> {
     let lv = opts.layout_version;
     if !(NEWEST_LAYOUT_VERSION..=OLDEST_LAYOUT_VERSION).contains(&lv) {
         return Err(invalid(format!(
@@ -119,8 +146,21 @@ pub fn write_hdfs_image<W: Write>(
             info.namespace_id
         ))
     })?;
-    let serials = Serials::collect(ns, opts.mask_bits())?;
+    let carried = match carry {
+        Some(c) => Some(Carried::prepare(ns, c, opts.mask_bits())?),
+        None => None,
+    };
+    let collected;
+    let serials = match &carried {
+        Some(c) => &c.serials,
+        None => {
+            collected = Serials::collect(ns, opts.mask_bits())?;
+            &collected
+        }
+    };
+    let carried = carried.as_ref();
     let inodes = ns.stats().inodes;
+    let carried_inodes = carried.map_or(0, |c| c.c.inodes.len() as u64);
     let per_sub = opts.inodes_per_sub_section(inodes);
 
     let mut sink = ImageSink::new(out, opts.codec);
@@ -155,18 +195,33 @@ pub fn write_hdfs_image<W: Write>(
     // header), and the rest as the last one.
     sink.record(&INodeSection {
         last_inode_id: Some(info.last_inode_id),
-        num_inodes: Some(inodes),
+        num_inodes: Some(inodes + carried_inodes),
     })?;
     let mut written = 0u64;
     let mut acc = 0u64;
     encode_in_order(
         ns,
-        |inode, e| e.push(&inode_message(inode, &serials, opts)?, 1),
+        |inode, e| {
+            if let Some(c) = carried {
+                for n in c.inodes_before(inode.id()) {
+                    e.push(n, 1)?;
+                }
+            }
+            e.push(&inode_message(inode, serials, opts)?, 1)
+        },
         |e| {
             written += e.ends.len() as u64;
             feed(&mut sink, &e, per_sub, &mut acc, "INODE_SUB")
         },
     )?;
+    if let Some(c) = carried {
+        let mut e = Encoded::default();
+        for n in c.inodes_after() {
+            e.push(n, 1)?;
+        }
+        written += e.ends.len() as u64;
+        feed(&mut sink, &e, per_sub, &mut acc, "INODE_SUB")?;
+    }
     if per_sub.is_some() {
         sink.cut_sub("INODE_SUB")?;
     }
@@ -180,14 +235,20 @@ pub fn write_hdfs_image<W: Write>(
     encode_in_order(
         ns,
         |inode, e| {
+            if let Some(c) = carried {
+                for d in c.dirs_before(inode.id()) {
+                    e.push(d, weight(d))?;
+                }
+            }
             if inode.kind() != InodeKind::Directory {
                 return Ok(());
             }
-            match dir_entry(inode) {
-                Some(d) => {
-                    let children = d.children.len() as u64;
-                    e.push(&d, children)
-                }
+            let d = match carried {
+                Some(c) => c.with_refs(inode.id(), dir_entry(inode)),
+                None => dir_entry(inode),
+            };
+            match d {
+                Some(d) => e.push(&d, weight(&d)),
                 None => Ok(()),
             }
         },
@@ -196,6 +257,14 @@ pub fn write_hdfs_image<W: Write>(
             feed(&mut sink, &e, per_sub, &mut acc, "INODE_DIR_SUB")
         },
     )?;
+    if let Some(c) = carried {
+        let mut e = Encoded::default();
+        for d in c.dirs_after() {
+            e.push(d, weight(d))?;
+        }
+        dir_entries += e.ends.len() as u64;
+        feed(&mut sink, &e, per_sub, &mut acc, "INODE_DIR_SUB")?;
+    }
     if per_sub.is_some() {
         sink.cut_sub("INODE_DIR_SUB")?;
     }
@@ -224,14 +293,20 @@ pub fn write_hdfs_image<W: Write>(
     }
     sink.commit("FILES_UNDERCONSTRUCTION")?;
 
-    // SNAPSHOT: no snapshottable directories, no snapshots.
-    sink.record(&SnapshotSection {
-        snapshot_counter: Some(0),
-        snapshottable_dir: Vec::new(),
-        num_snapshots: Some(0),
-    })?;
-    sink.commit("SNAPSHOT")?;
-    if !hadoop3 {
+    if let Some(c) = carried {
+        write_snapshots(&mut sink, &c.c)?;
+    } else {
+        // SNAPSHOT: no snapshottable directories, no snapshots.
+        sink.record(&SnapshotSection {
+            snapshot_counter: Some(0),
+            snapshottable_dir: Vec::new(),
+            num_snapshots: Some(0),
+        })?;
+        sink.commit("SNAPSHOT")?;
+    }
+    if carried.is_some_and(|c| !c.c.diffs.is_empty()) {
+        // SNAPSHOT_DIFF and INODE_REFERENCE were written with SNAPSHOT.
+    } else if !hadoop3 {
         // Hadoop 2 writes the section without snapshots too: the root is
         // always snapshottable (with quota 0), so it has one entry, a
         // directory diff list with no diffs.
@@ -241,6 +316,11 @@ pub fn write_hdfs_image<W: Write>(
             num_of_diff: Some(0),
         })?;
         sink.commit("SNAPSHOT_DIFF")?;
+    }
+    if let Some(c) = carried {
+        for r in &c.c.references {
+            sink.record(r)?;
+        }
     }
     sink.commit("INODE_REFERENCE")?;
 
@@ -269,7 +349,7 @@ pub fn write_hdfs_image<W: Write>(
             .has(EXPANDED_STRING_TABLE_LAYOUT_VERSION)
             .then_some(serials.mask_bits()),
     })?;
-    let strings = ns.strings();
+    let strings = carried.map_or(ns.strings(), |c| &c.strings);
     for (id, sid) in serials.entries() {
         let s = strings.get(sid).unwrap_or_default();
         body.clear();
@@ -319,4 +399,58 @@ pub fn write_hdfs_image<W: Write>(
         under_construction,
         strings: serials.count(),
     })
+}
+
+/// What a directory entry counts toward an INODE_DIR sub-section cut: its
+/// children, references included.
+fn weight(d: &DirEntry) -> u64 {
+    (d.children.len() + d.ref_children.len()) as u64
+}
+
+/// SNAPSHOT (the carry's header and snapshots) and, when the carry has
+/// diffs, SNAPSHOT_DIFF: each entry, then its diffs (a directory diff
+/// followed by its created list), the counts written as the lists are.
+fn write_snapshots<W: Write>(sink: &mut ImageSink<W>, c: &SnapshotCarry) -> io::Result<()> {
+    let h = c.header.clone().unwrap_or_default();
+    let count = |n: usize, what: &str| {
+        u32::try_from(n).map_err(|_| invalid(format!("{n} {what} in the snapshot carry")))
+    };
+    sink.record(&SnapshotSection {
+        snapshot_counter: Some(h.snapshot_counter()),
+        snapshottable_dir: h.snapshottable_dir,
+        num_snapshots: Some(count(c.snapshots.len(), "snapshots")?),
+    })?;
+    for s in &c.snapshots {
+        sink.record(s)?;
+    }
+    sink.commit("SNAPSHOT")?;
+    if c.diffs.is_empty() {
+        return Ok(());
+    }
+    for d in &c.diffs {
+        let mut entry = d.entry.unwrap_or_default();
+        let dir = entry.r#type() == diff_entry::Type::Directorydiff;
+        let n = if dir {
+            d.dir_diffs.len()
+        } else {
+            d.file_diffs.len()
+        };
+        entry.num_of_diff = Some(count(n, "diffs")?);
+        sink.record(&entry)?;
+        if dir {
+            for x in &d.dir_diffs {
+                let mut dd = x.diff.clone().unwrap_or_default();
+                dd.created_list_size = Some(count(x.created.len(), "created entries")?);
+                sink.record(&dd)?;
+                for e in &x.created {
+                    sink.record(e)?;
+                }
+            }
+        } else {
+            for f in &d.file_diffs {
+                sink.record(f)?;
+            }
+        }
+    }
+    sink.commit("SNAPSHOT_DIFF")
 }

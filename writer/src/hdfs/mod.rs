@@ -12,6 +12,7 @@
 //! - `deflate`: one zlib or gzip stream deflated in parallel chunks;
 //! - `inodes`: an inode's INODE message and a directory's INODE_DIR entry
 //!   (children in Hadoop's signed-byte order);
+//! - `carry`: a snapshot carry made ready to write (strings, placing);
 //! - `serials`: Hadoop's string serial numbers and the STRING_TABLE
 //!   (global, or expanded with `maskBits` 3);
 //! - `options`: [`HdfsWriteOptions`], [`HdfsCodec`], the layout versions;
@@ -41,6 +42,7 @@
 //! ```
 
 mod batch;
+mod carry;
 mod deflate;
 mod image;
 mod inodes;
@@ -52,7 +54,7 @@ mod summary;
 #[cfg(test)]
 mod tests;
 
-pub use image::{write_hdfs_image, HDFS_MAGIC};
+pub use image::{write_hdfs_image, write_hdfs_image_with_carry, HDFS_MAGIC};
 pub use naming::{image_file_name, md5_hex, md5_sidecar_line, md5_sidecar_name};
 pub use options::{
     HdfsCodec, HdfsWriteOptions, DEFAULT_INODE_THRESHOLD, DEFAULT_TARGET_SECTIONS,

@@ -44,7 +44,19 @@ impl Serials {
     /// Numbers the strings `ns` uses; `mask_bits` 0 (one global space) or
     /// 3 (one space per kind).
     pub(crate) fn collect(ns: &Namespace, mask_bits: u32) -> io::Result<Serials> {
-        let n = ns.strings().len();
+        Self::collect_with(ns, mask_bits, ns.strings().len(), &[])
+    }
+
+    /// [`collect`](Self::collect), over a string table of `table_len`
+    /// strings (the namespace's, extended), with `extra` (kind, string
+    /// id) uses besides the namespace's (the snapshot carry's).
+    pub(crate) fn collect_with(
+        ns: &Namespace,
+        mask_bits: u32,
+        table_len: usize,
+        extra: &[(Kind, u32)],
+    ) -> io::Result<Serials> {
+        let n = table_len.max(ns.strings().len());
         let spaces = if mask_bits == 0 { 1 } else { 3 };
         let mut tables = vec![vec![0u32; n]; spaces];
         let slot = |kind: Kind| if spaces == 1 { 0 } else { kind as usize - 1 };
@@ -76,6 +88,9 @@ impl Serials {
                     mark(&mut tables, Kind::XAttr, a.name)?;
                 }
             }
+        }
+        for &(kind, id) in extra {
+            mark(&mut tables, kind, id)?;
         }
         let mut count = 0u64;
         for t in &mut tables {
