@@ -239,3 +239,107 @@ fn a_summary_of_millions_of_entries_stays_within_memory() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+fn md5_threads() -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .map(|d| {
+            d.filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("comm")).ok())
+                .filter(|c| c.trim() == "nsimage-md5")
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+/// A load that fails while the `.md5` sidecar is still being hashed stops
+/// and joins the hashing thread before it returns its (located) error.
+#[test]
+fn a_failed_load_leaves_no_md5_thread_running() {
+    use md5::{Digest, Md5};
+    let dir = tempfile::tempdir().unwrap();
+    // 64 MiB of bytes nothing refers to, then an INODE section whose header
+    // declares two inodes for one record.
+    let inode = inode_section(2, &[root()]);
+    let mut img = image(None, &[("NS_INFO", ns_info()), ("INODE", inode)]);
+    let pad = vec![0u8; 64 << 20];
+    img.splice(8..8, pad.iter().copied());
+    // Offsets moved: lay the summary out again over the padded body.
+    let n = img.len();
+    let slen = u32::from_be_bytes(img[n - 4..].try_into().unwrap()) as usize;
+    let body_end = n - 4 - slen;
+    let mut fs = FileSummary::decode_length_delimited(&img[body_end..n - 4]).unwrap();
+    for s in &mut fs.sections {
+        s.offset = Some(s.offset() + (64 << 20));
+    }
+    img.truncate(body_end);
+    let d = fs.encode_length_delimited_to_vec();
+    img.extend_from_slice(&d);
+    img.extend_from_slice(&(d.len() as u32).to_be_bytes());
+    let name = "fsimage_0000000000000000007";
+    let p = write(dir.path(), name, &img);
+    let digest: [u8; 16] = Md5::digest(&img).into();
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    std::fs::write(
+        dir.path().join(format!("{name}.md5")),
+        format!("{hex} *{name}\n"),
+    )
+    .unwrap();
+    for threads in [1, 2] {
+        let opts = nsimage_loader::LoadOptions {
+            threads,
+            serial: threads == 1,
+            parallel_threshold: 0,
+            ..Default::default()
+        };
+        let e = match nsimage_loader::load(&p, &opts) {
+            Ok(_) => panic!("a header declaring 2 inodes for 1 record loads"),
+            Err(e) => e,
+        };
+        assert!(e.is_data_error(), "{e}");
+        assert!(e.to_string().contains("INODE"), "{e}");
+        assert_eq!(md5_threads(), 0, "an MD5 thread outlived the load");
+    }
+    // `verify` reports the same problem.
+    let report = nsimage_loader::verify(&p).unwrap();
+    assert!(!report.is_ok());
+}
+
+/// With a codec, a bad STRING_TABLE entry is named by its byte in the
+/// inflated section (not a file offset mixing compressed and inflated
+/// positions).
+#[test]
+fn string_table_errors_in_an_inflated_section_name_the_inflated_byte() {
+    use nsimage_format::hdfs_pb::string_table_section::Entry;
+    use nsimage_format::hdfs_pb::StringTableSection;
+    let dir = tempfile::tempdir().unwrap();
+    let table = delimited(&[
+        StringTableSection {
+            num_entry: Some(1),
+            mask_bits: Some(0),
+        }
+        .encode_to_vec(),
+        // Serial 0 names no string.
+        Entry {
+            id: Some(0),
+            str: Some("hdfs".into()),
+        }
+        .encode_to_vec(),
+    ]);
+    let img = image(
+        Some(ZLIB),
+        &[
+            ("NS_INFO", ns_info()),
+            ("INODE", inode_section(1, &[root()])),
+            ("STRING_TABLE", table),
+        ],
+    );
+    let p = write(dir.path(), "fsimage_0000000000000000008", &img);
+    let out = limited(LIMIT_MB, &["verify", p.to_str().unwrap()]);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("STRING_TABLE"), "{text}");
+    assert!(text.contains("of the inflated section"), "{text}");
+}
