@@ -269,7 +269,7 @@ fn hdfs_new_zlib_empty_inode_records_size_node_table() {
 }
 
 // New: the same bomb in INODE_REFERENCE: every empty message became a
-// reference (40 bytes each, 670 MiB of vector). An entry must name its
+// reference (40 bytes each, a 640 MiB vector). An entry must name its
 // referred inode, as Hadoop writes it.
 #[test]
 fn hdfs_new_zlib_empty_inode_references() {
@@ -298,7 +298,7 @@ fn hdfs_new_zlib_empty_snapshots() {
 }
 
 // New: a SNAPSHOT_DIFF entry declaring 16M file diffs, each an empty
-// message (288 bytes each: 1.2 GiB asked at once, found by
+// message (288 bytes each: 1.1 GiB asked at once, found by
 // tests/hdfs_hostile.rs under a memory limit). A diff must have its
 // snapshot id.
 #[test]
