@@ -343,3 +343,45 @@ fn string_table_errors_in_an_inflated_section_name_the_inflated_byte() {
     assert!(text.contains("STRING_TABLE"), "{text}");
     assert!(text.contains("of the inflated section"), "{text}");
 }
+
+/// A million empty INODE_SUB entries (they tile their section: each starts
+/// where the last ended) make a million pieces: the load runs them in
+/// bounded time and memory.
+#[test]
+fn a_million_empty_sub_sections_load_in_bounded_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let inode = inode_section(1, &[root()]);
+    let img = image_with(None, &[("NS_INFO", ns_info()), ("INODE", inode)], |fs| {
+        let at = fs.sections[1].offset();
+        let len = fs.sections[1].length();
+        let mut subs: Vec<Section> = (0..1_000_000)
+            .map(|_| Section {
+                name: Some("INODE_SUB".into()),
+                offset: Some(at),
+                length: Some(0),
+            })
+            .collect();
+        subs.push(Section {
+            name: Some("INODE_SUB".into()),
+            offset: Some(at),
+            length: Some(len),
+        });
+        fs.sections.splice(0..0, subs);
+    });
+    let p = write(dir.path(), "fsimage_0000000000000000009", &img);
+    let p = p.to_str().unwrap();
+    for args in [
+        vec!["verify", p],
+        vec!["load", p, "--threads", "2", "--parallel-threshold", "0"],
+    ] {
+        let t = std::time::Instant::now();
+        let out = limited(LIMIT_MB, &args);
+        assert!(
+            matches!(out.status.code(), Some(0 | 1)),
+            "{args:?}: {:?} {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(t.elapsed().as_secs() < 30, "{args:?}: {:?}", t.elapsed());
+    }
+}
