@@ -25,6 +25,52 @@ mod journal;
 #[path = "../fuzz/src/walker.rs"]
 mod walker;
 
+#[allow(dead_code)]
+#[path = "../fuzz/src/hdfs.rs"]
+mod hdfs;
+
+/// The largest single allocation any test of this binary made: the hdfs
+/// reproducers allocated gigabytes from a few kilobytes of file (libFuzzer's
+/// `-malloc_limit_mb=512` caught them), so their tests check it stays below
+/// that limit.
+mod largest {
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    pub static LARGEST: AtomicUsize = AtomicUsize::new(0);
+
+    pub struct Tracking;
+
+    // SAFETY: every call is passed to the system allocator unchanged.
+    unsafe impl GlobalAlloc for Tracking {
+        unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+            LARGEST.fetch_max(l.size(), Ordering::Relaxed);
+            // SAFETY: the caller's contract, passed on.
+            unsafe { System.alloc(l) }
+        }
+        unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
+            LARGEST.fetch_max(l.size(), Ordering::Relaxed);
+            // SAFETY: the caller's contract, passed on.
+            unsafe { System.alloc_zeroed(l) }
+        }
+        unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+            // SAFETY: the caller's contract, passed on.
+            unsafe { System.dealloc(p, l) }
+        }
+        unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
+            LARGEST.fetch_max(new, Ordering::Relaxed);
+            // SAFETY: the caller's contract, passed on.
+            unsafe { System.realloc(p, l, new) }
+        }
+    }
+
+    #[global_allocator]
+    static GLOBAL: Tracking = Tracking;
+
+    /// The fuzz runs' `-malloc_limit_mb`.
+    pub const LIMIT: usize = 512 << 20;
+}
+
 use std::path::{Path, PathBuf};
 
 fn fuzz_dir() -> PathBuf {
@@ -40,6 +86,13 @@ fn reproducer(target: &str, name: &str) -> Vec<u8> {
 #[test]
 fn every_reproducer_has_a_test() {
     let tested = [
+        "hdfs/new-zlib-empty-directory-diffs",
+        "hdfs/new-zlib-empty-file-diffs",
+        "hdfs/new-zlib-empty-files-under-construction",
+        "hdfs/new-zlib-empty-inode-records-size-node-table",
+        "hdfs/new-zlib-empty-inode-references",
+        "hdfs/new-zlib-empty-snapshot-diff-entries",
+        "hdfs/new-zlib-empty-snapshots",
         "image/item6-parents-out-of-order-across-sub-sections",
         "image/item8-group-in-dir-entry",
         "image/item8-group-in-inode",
@@ -52,7 +105,7 @@ fn every_reproducer_has_a_test() {
         "walker/new-field-number-past-2-29",
     ];
     let mut found = Vec::new();
-    for target in ["image", "journal", "walker"] {
+    for target in ["image", "journal", "walker", "hdfs"] {
         let dir = fuzz_dir().join("regressions").join(target);
         for e in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
             found.push(format!(
@@ -71,6 +124,7 @@ fn seeds_pass_every_check() {
         ("image", image::run as fn(&[u8])),
         ("journal", journal::run),
         ("walker", walker::run),
+        ("hdfs", hdfs::run),
     ] {
         let dir = fuzz_dir().join("corpus").join(target);
         let mut n = 0;
@@ -177,4 +231,83 @@ fn walker_new_field_number_past_2_29() {
 #[test]
 fn image_new_inode_id_u64_max() {
     image::run(&reproducer("image", "new-inode-id-u64-max"));
+}
+
+/// The hdfs target's structured inputs start from valid images: each loads,
+/// and laid out again by the target's model (every piece deflated anew,
+/// every summary entry placed again) it loads to the same digest.
+#[test]
+fn hdfs_base_images_load_and_survive_the_model() {
+    for img in hdfs::bases() {
+        let v = hdfs::verdicts(img);
+        assert!(v.iter().all(|(_, r)| r.is_ok()), "{v:?}");
+        let again = hdfs::verdicts(&hdfs::Model::parse(img).build());
+        assert_eq!(v, again);
+        hdfs::check(img);
+    }
+}
+
+/// Replays an hdfs reproducer and checks that no single allocation reached
+/// the fuzz runs' limit.
+fn hdfs_bounded(name: &str) {
+    hdfs::run(&reproducer("hdfs", name));
+    let largest = largest::LARGEST.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(
+        largest < largest::LIMIT,
+        "{name}: an allocation of {largest} bytes"
+    );
+}
+
+// New: a 16 KiB zlib INODE section inflating to 16 MiB of empty records
+// (one byte each) with a header declaring as many: the records were counted
+// and the node table (64 bytes a slot) sized from the count, 1 GiB, before
+// the first record was decoded. Records too short for a type and an id are
+// now refused while counting.
+#[test]
+fn hdfs_new_zlib_empty_inode_records_size_node_table() {
+    hdfs_bounded("new-zlib-empty-inode-records-size-node-table");
+}
+
+// New: the same bomb in INODE_REFERENCE: every empty message became a
+// reference (40 bytes each, a 640 MiB vector). An entry must name its
+// referred inode, as Hadoop writes it.
+#[test]
+fn hdfs_new_zlib_empty_inode_references() {
+    hdfs_bounded("new-zlib-empty-inode-references");
+}
+
+// New: in SNAPSHOT_DIFF, each empty message an entry (80 bytes each). An
+// entry must name its inode.
+#[test]
+fn hdfs_new_zlib_empty_snapshot_diff_entries() {
+    hdfs_bounded("new-zlib-empty-snapshot-diff-entries");
+}
+
+// New: in FILES_UNDERCONSTRUCTION, each empty message an entry. An entry
+// must name its inode.
+#[test]
+fn hdfs_new_zlib_empty_files_under_construction() {
+    hdfs_bounded("new-zlib-empty-files-under-construction");
+}
+
+// New: a SNAPSHOT header declaring 16M snapshots, each an empty message
+// (472 bytes each in memory, twice). A snapshot must have its root.
+#[test]
+fn hdfs_new_zlib_empty_snapshots() {
+    hdfs_bounded("new-zlib-empty-snapshots");
+}
+
+// New: a SNAPSHOT_DIFF entry declaring 16M file diffs, each an empty
+// message (288 bytes each: 1.1 GiB asked at once, found by
+// tests/hdfs_hostile.rs under a memory limit). A diff must have its
+// snapshot id.
+#[test]
+fn hdfs_new_zlib_empty_file_diffs() {
+    hdfs_bounded("new-zlib-empty-file-diffs");
+}
+
+// New: the same with directory diffs (240 bytes each).
+#[test]
+fn hdfs_new_zlib_empty_directory_diffs() {
+    hdfs_bounded("new-zlib-empty-directory-diffs");
 }

@@ -64,8 +64,9 @@ fn perm() -> PermSpec<'static> {
     }
 }
 
-/// A small namespace with every kind of inode and attribute.
-fn rich() -> Namespace {
+/// A small namespace with every kind of inode and attribute (also the hdfs
+/// target's).
+pub fn rich() -> Namespace {
     let p = perm();
     let f = FileSpec {
         replication: 3,

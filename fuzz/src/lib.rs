@@ -2,6 +2,7 @@
 //! property fails, so that `tests/fuzz_regressions.rs` (stable toolchain, no
 //! libFuzzer) replays saved inputs through exactly the same checks.
 
+pub mod hdfs;
 pub mod image;
 pub mod input;
 pub mod journal;

@@ -195,7 +195,7 @@ fn count_piece(
     };
     let start = recs.pos();
     let mut records = 0usize;
-    while next_rec(f, at, &mut recs)?.is_some() {
+    while next_inode(f, at, &mut recs)?.is_some() {
         records += 1;
     }
     Ok(Counted {
@@ -373,9 +373,9 @@ fn decode_piece<'b>(
     blocks: &mut Vec<Block>,
 ) -> Result<PieceOut, LoadError> {
     let mut recs = Delimited::new(bytes, 0);
-    let next = |recs: &mut Delimited<'b>| next_rec(f, at, recs);
+    let next = |recs: &mut Delimited<'b>| next_inode(f, at, recs);
     let header = if i == 0 {
-        Some(read_header(f, at, next(&mut recs)?)?)
+        Some(read_header(f, at, next_rec(f, at, &mut recs)?)?)
     } else {
         None
     };
@@ -430,6 +430,38 @@ fn whole(f: &HdfsFile, at: &Location, pos: usize, body: &[u8]) -> Result<INode, 
     INode::decode(body).map_err(|e| bad(f, at, pos, format!("inode record: {e}")))
 }
 
+/// The fewest bytes an inode record can have: its type and its id, two
+/// bytes each (key and a one-byte varint). A shorter record is refused while
+/// the records are counted, before anything is sized from the count: the
+/// node table's slots (tens of bytes each) are then bounded by a fraction of
+/// the piece's bytes, not by one per byte (a deflate stream of zeros inflates
+/// to millions of empty records).
+const MIN_INODE_RECORD: usize = 4;
+
+/// The next inode record (not the header), refused when too short to hold
+/// an inode.
+fn next_inode<'b>(
+    f: &HdfsFile,
+    at: &Location,
+    recs: &mut Delimited<'b>,
+) -> Result<Option<(usize, &'b [u8])>, LoadError> {
+    let r = next_rec(f, at, recs)?;
+    if let Some((pos, body)) = r {
+        if body.len() < MIN_INODE_RECORD {
+            return Err(bad(
+                f,
+                at,
+                pos,
+                format!(
+                    "an inode record of {} bytes cannot hold an inode's type and id",
+                    body.len()
+                ),
+            ));
+        }
+    }
+    Ok(r)
+}
+
 fn next_rec<'b>(
     f: &HdfsFile,
     at: &Location,
@@ -448,7 +480,7 @@ fn records_in(
     seen: u64,
 ) -> Result<u64, LoadError> {
     let mut n = seen;
-    while next_rec(f, at, recs)?.is_some() {
+    while next_inode(f, at, recs)?.is_some() {
         n += 1;
     }
     Ok(n)
@@ -503,10 +535,7 @@ fn resort(
         if i == 0 {
             let _ = recs.next_record();
         }
-        while let Some((pos, body)) = recs
-            .next_record()
-            .map_err(|(o, why)| bad(f, at, o, why.into()))?
-        {
+        while let Some((pos, body)) = next_inode(f, at, &mut recs)? {
             let id = record_id(body)
                 .map_err(|e| bad(f, at, pos, format!("inode record: {}", e.text())))?;
             if keep.is_some_and(|k| !k.contains(&id)) {

@@ -17,7 +17,19 @@ pub(crate) struct Md5Check {
     sidecar: PathBuf,
     expected: [u8; 16],
     stop: Arc<AtomicBool>,
-    hasher: JoinHandle<std::io::Result<Option<[u8; 16]>>>,
+    /// Taken by `finish` or `abandon`; still here when the check is dropped
+    /// otherwise (an early return, a panic unwinding), and then stopped and
+    /// joined by `drop`: no hashing thread outlives its load.
+    hasher: Option<JoinHandle<std::io::Result<Option<[u8; 16]>>>>,
+}
+
+impl Drop for Md5Check {
+    fn drop(&mut self) {
+        if let Some(h) = self.hasher.take() {
+            self.stop.store(true, Ordering::Relaxed);
+            let _ = h.join();
+        }
+    }
 }
 
 /// The sidecar's path: the image's with `.md5` appended.
@@ -35,6 +47,10 @@ pub fn parse_sidecar(text: &str) -> Option<([u8; 16], &str)> {
     let name = rest
         .strip_prefix(" *")
         .or_else(|| rest.strip_prefix("  "))?;
+    // Hex digits only (`from_str_radix` alone would take a sign).
+    if !hex.bytes().all(|c| c.is_ascii_hexdigit()) {
+        return None;
+    }
     let mut d = [0u8; 16];
     for (i, b) in d.iter_mut().enumerate() {
         *b = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
@@ -92,7 +108,7 @@ pub(crate) fn start(image: &Path) -> Result<Option<Md5Check>, LoadError> {
         sidecar,
         expected,
         stop,
-        hasher,
+        hasher: Some(hasher),
     }))
 }
 
@@ -117,19 +133,24 @@ fn hash(path: &Path, stop: &AtomicBool) -> std::io::Result<Option<[u8; 16]>> {
 
 impl Md5Check {
     /// Stops the hashing early (the load failed).
-    pub(crate) fn abandon(self) {
+    pub(crate) fn abandon(mut self) {
         self.stop.store(true, Ordering::Relaxed);
-        let _ = self.hasher.join();
+        if let Some(h) = self.hasher.take() {
+            let _ = h.join();
+        }
     }
 
     /// Waits for the hash and compares it with the sidecar's.
-    pub(crate) fn finish(self, image: &Path) -> Result<(), LoadError> {
+    pub(crate) fn finish(mut self, image: &Path) -> Result<(), LoadError> {
         let io = |e: std::io::Error| LoadError::Io {
             path: image.to_path_buf(),
             source: e,
         };
-        let got = self
+        let hasher = self
             .hasher
+            .take()
+            .ok_or_else(|| io(std::io::Error::other("the MD5 check was already taken")))?;
+        let got = hasher
             .join()
             .map_err(|_| io(std::io::Error::other("the MD5 thread panicked")))?
             .map_err(io)?
@@ -169,5 +190,7 @@ mod tests {
         assert_eq!(n, "fsimage_0000000000000000003");
         assert!(parse_sidecar("0123 *x").is_none());
         assert!(parse_sidecar("zz23456789abcdef0123456789abcdef *x").is_none());
+        // A sign is not a hex digit (`from_str_radix` would take "+f").
+        assert!(parse_sidecar("+f23456789abcdef0123456789abcdef *x").is_none());
     }
 }

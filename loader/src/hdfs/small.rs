@@ -148,7 +148,17 @@ pub(crate) fn small_sections(f: &HdfsFile, img: &mut HdfsImage) -> Result<(), Lo
     img.name_system = name_system(f)?;
     if let Some((sec, bytes)) = section_bytes(f, HdfsSection::InodeReference)? {
         let mut m = Messages::new(f, &sec, &bytes);
-        while let Some(r) = m.next::<INodeReference>("an INODE_REFERENCE entry")? {
+        loop {
+            let pos = m.recs.pos();
+            let Some(r) = m.next::<INodeReference>("an INODE_REFERENCE entry")? else {
+                break;
+            };
+            // Hadoop writes the referred inode always; an entry without
+            // one refers to nothing (and, empty, would let each byte of an
+            // inflated section become an entry).
+            if r.referred_id.is_none() {
+                return Err(m.err(pos, "an INODE_REFERENCE entry has no referredId".into()));
+            }
             img.references.push(Reference {
                 referred_id: r.referred_id(),
                 name: r.name().to_vec(),
@@ -165,7 +175,11 @@ pub(crate) fn small_sections(f: &HdfsFile, img: &mut HdfsImage) -> Result<(), Lo
             s.snapshottable_dirs = h.snapshottable_dir.clone();
             let n = bound(&m, u64::from(h.num_snapshots()), bytes.len(), "snapshots")?;
             for _ in 0..n {
+                let pos = m.recs.pos();
                 let p: PbSnapshot = m.must("a snapshot")?;
+                if p.root.is_none() {
+                    return Err(m.err(pos, "a snapshot has no root directory".into()));
+                }
                 let id = p.snapshot_id();
                 s.records.push(p.clone());
                 let root = p.root.unwrap_or_default();
@@ -180,7 +194,14 @@ pub(crate) fn small_sections(f: &HdfsFile, img: &mut HdfsImage) -> Result<(), Lo
     }
     if let Some((sec, bytes)) = section_bytes(f, HdfsSection::SnapshotDiff)? {
         let mut m = Messages::new(f, &sec, &bytes);
-        while let Some(e) = m.next::<DiffEntry>("a SNAPSHOT_DIFF entry")? {
+        loop {
+            let pos = m.recs.pos();
+            let Some(e) = m.next::<DiffEntry>("a SNAPSHOT_DIFF entry")? else {
+                break;
+            };
+            if e.inode_id.is_none() {
+                return Err(m.err(pos, "a SNAPSHOT_DIFF entry has no inodeId".into()));
+            }
             let d = &mut img.snapshots.diffs;
             d.entries += 1;
             let n = bound(&m, u64::from(e.num_of_diff()), bytes.len(), "diffs")?;
@@ -190,8 +211,17 @@ pub(crate) fn small_sections(f: &HdfsFile, img: &mut HdfsImage) -> Result<(), Lo
                 ..DiffRecord::default()
             };
             for _ in 0..n {
+                // Hadoop writes every diff's snapshot id; a diff without one
+                // (an empty message, one byte) is refused, so that a count
+                // of diffs cannot make each byte a diff of hundreds of bytes
+                // in memory.
+                let pos = m.recs.pos();
+                let no_id = "a snapshot diff has no snapshotId";
                 if dir {
                     let dd: DirectoryDiff = m.must("a directory diff")?;
+                    if dd.snapshot_id.is_none() {
+                        return Err(m.err(pos, no_id.into()));
+                    }
                     d.dir_diffs += 1;
                     d.deleted += dd.deleted_inode.len() as u64;
                     d.deleted_refs += dd.deleted_inode_ref.len() as u64;
@@ -208,7 +238,11 @@ pub(crate) fn small_sections(f: &HdfsFile, img: &mut HdfsImage) -> Result<(), Lo
                     }
                     rec.dir_diffs.push((dd, created));
                 } else {
-                    rec.file_diffs.push(m.must::<FileDiff>("a file diff")?);
+                    let fd = m.must::<FileDiff>("a file diff")?;
+                    if fd.snapshot_id.is_none() {
+                        return Err(m.err(pos, no_id.into()));
+                    }
+                    rec.file_diffs.push(fd);
                     d.file_diffs += 1;
                 }
             }
@@ -234,9 +268,16 @@ pub(crate) fn small_sections(f: &HdfsFile, img: &mut HdfsImage) -> Result<(), Lo
     }
     if let Some((sec, bytes)) = section_bytes(f, HdfsSection::FilesUnderConstruction)? {
         let mut m = Messages::new(f, &sec, &bytes);
-        while let Some(e) =
-            m.next::<FileUnderConstructionEntry>("a FILES_UNDERCONSTRUCTION entry")?
-        {
+        loop {
+            let pos = m.recs.pos();
+            let Some(e) =
+                m.next::<FileUnderConstructionEntry>("a FILES_UNDERCONSTRUCTION entry")?
+            else {
+                break;
+            };
+            if e.inode_id.is_none() {
+                return Err(m.err(pos, "a FILES_UNDERCONSTRUCTION entry has no inodeId".into()));
+            }
             img.files_under_construction
                 .push((e.inode_id(), e.full_path().to_string()));
         }

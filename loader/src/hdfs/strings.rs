@@ -65,15 +65,26 @@ pub(crate) fn decode_strings(f: &HdfsFile) -> Result<(StringTable, StringIds), L
     let at0 = sec.at();
     let (mut raw, mut out) = (Vec::new(), Vec::new());
     let bytes = f.region(sec.offset, sec.length, &at0, &mut raw, &mut out)?;
-    let at = |off: usize| {
-        Location::in_section(
-            sec.section.kind(),
-            None,
-            sec.offset.saturating_add(off as u64),
-        )
-    };
+    // A plain section's record lies at its file offset; an inflated one's
+    // is named by its byte in the inflated stream (the file offset would
+    // mix compressed and inflated positions).
+    let plain = f.summary.codec == nsimage_format::hdfs::Codec::None;
     let mut recs = Delimited::new(bytes, 0);
-    let bad = |off: usize, d: String| f.corrupt(at(off), d);
+    let bad = |off: usize, d: String| {
+        if plain {
+            let at = Location::in_section(
+                sec.section.kind(),
+                None,
+                sec.offset.saturating_add(off as u64),
+            );
+            f.corrupt(at, d)
+        } else {
+            f.corrupt(
+                at0.clone(),
+                format!("{d} (byte {off} of the inflated section)"),
+            )
+        }
+    };
     fn next<'b>(
         recs: &mut Delimited<'b>,
         err: &dyn Fn(usize, String) -> LoadError,
