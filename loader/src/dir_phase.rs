@@ -66,21 +66,25 @@ fn link_parents(
         let bytes = src.piece(p, at, buf)?;
         let chunk = chunk_of(src, i, at)?;
         let batch = decode::dirs(bytes, p, at, builder, chunk).map_err(fmt)?;
-        table
-            .apply(batch.links(), |slot, child, parent| {
-                if *slot != NO_SLOT {
-                    return Err(format!(
-                        "inode in slot {child} is listed in two directories"
-                    ));
-                }
-                *slot = parent;
-                Ok(())
-            })
-            .map_err(|d| corrupt(src, at.clone(), d))?;
+        link_once(&table, &batch).map_err(|d| corrupt(src, at.clone(), d))?;
         Ok(batch)
     })?;
     stats.locks.add(table.stats());
     Ok(batches)
+}
+
+/// Records a batch's children's parents in the sharded parent table; a
+/// child that already has one (listed in two directories) is an error.
+pub(crate) fn link_once(table: &Sharded<'_, Slot>, batch: &DirBatch) -> Result<(), String> {
+    table.apply(batch.links(), |slot, child, parent| {
+        if *slot != NO_SLOT {
+            return Err(format!(
+                "inode in slot {child} is listed in two directories"
+            ));
+        }
+        *slot = parent;
+        Ok(())
+    })
 }
 
 /// Copies the parent table into the nodes, in parallel inside a pool.

@@ -28,7 +28,8 @@
 //! - `mmap`: the one place a file is mapped, and [`MmapOptIn`], the caller's
 //!   `unsafe` promise that makes [`ReadStrategy::Mmap`] possible;
 //! - [`record`]: the zero-copy protobuf record decoder of the hot path
-//!   (`Inode` and `DirEntry` records);
+//!   (`Inode` and `DirEntry` records), walking them with `wire`, the
+//!   wire-format walker it shares with the Hadoop reader (`hdfs`);
 //! - [`decode`]: records of each section kind into builder batches; the unit
 //!   of work is one piece, so the serial and parallel paths share it;
 //! - `load`: the entry point, [`load`]: chooses the serial or parallel path
@@ -102,6 +103,7 @@ mod stream;
 mod table;
 mod trim;
 mod verify;
+mod wire;
 
 pub use assemble::Assembly;
 pub use error::LoadError;

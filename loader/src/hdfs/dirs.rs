@@ -12,12 +12,12 @@
 
 use super::file::HdfsFile;
 use super::inodes::{record_at, Keep};
-use super::wire::{each_varint, Delimited, Wire};
-use crate::dir_phase::{reachable, set_parents};
+use crate::dir_phase::{link_once, reachable, set_parents};
 use crate::error::LoadError;
 use crate::run::run_pieces;
 use crate::shard::Sharded;
 use crate::stats::LoadStats;
+use crate::wire::{each_varint, Delimited, Wire};
 use nsimage_format::hdfs_pb::i_node_directory_section::DirEntry;
 use nsimage_format::wire::VARINT;
 use nsimage_format::{Location, SubSectionInfo};
@@ -171,17 +171,7 @@ fn batch(
             build(f, e, chunk, at, b)?
         }
     };
-    table
-        .apply(batch.links(), |slot, child, parent| {
-            if *slot != NO_SLOT {
-                return Err(format!(
-                    "inode in slot {child} is listed in two directories"
-                ));
-            }
-            *slot = parent;
-            Ok(())
-        })
-        .map_err(|d| f.corrupt(at.clone(), d))?;
+    link_once(table, &batch).map_err(|d| f.corrupt(at.clone(), d))?;
     Ok(batch)
 }
 

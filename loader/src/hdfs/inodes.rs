@@ -12,10 +12,10 @@
 use super::file::HdfsFile;
 use super::record::{decode_inode, record_id, RecordNotes};
 use super::strings::StringIds;
-use super::wire::Delimited;
 use crate::error::LoadError;
 use crate::run::run_pieces;
 use crate::table::NodeTable;
+use crate::wire::Delimited;
 use nsimage_format::hdfs_pb::i_node_section::INode;
 use nsimage_format::hdfs_pb::INodeSection;
 use nsimage_format::{Location, SubSectionInfo};

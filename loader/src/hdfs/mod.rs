@@ -10,8 +10,8 @@
 //! the namespace ([`HdfsImage`]: summary, snapshots, references, ...).
 //! [`describe`] reads that without the inodes (for `info`).
 //!
-//! Module map: `file` (the file, the summary, bounded inflation), `wire`
-//! (the zero-copy walker), `strings` (STRING_TABLE ids), `record` (one
+//! Module map: `file` (the file, the summary, bounded inflation; records
+//! are walked with the crate's `wire`, as nsimage's are), `strings` (STRING_TABLE ids), `record` (one
 //! INode record), `inodes` and `dirs` (the two phases), `image` (the side
 //! structure), `small` (the small sections), `md5` (the sidecar check), `run`
 //! (the load and `verify`), `carry` (the snapshot carry of a load).
@@ -26,7 +26,6 @@ mod record;
 pub(crate) mod run;
 mod small;
 mod strings;
-mod wire;
 
 pub use file::is_hdfs_file;
 pub use image::{

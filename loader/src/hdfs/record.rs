@@ -5,7 +5,7 @@
 #![deny(clippy::arithmetic_side_effects, clippy::cast_possible_truncation)]
 
 use super::strings::StringIds;
-use super::wire::{each_fixed32, Bad, Wire};
+use crate::wire::{each_fixed32, Bad, Wire};
 use nsimage_format::hdfs::{AclBits, PermBits, StringTag, XAttrBits};
 use nsimage_format::wire::{FIXED64, LEN, VARINT};
 use nsimage_namespace::{

@@ -7,8 +7,8 @@ use super::file::HdfsFile;
 use super::image::{
     DiffRecord, EcPolicy, HdfsImage, NameSystem, Reference, SectionEntry, SnapshotEntry,
 };
-use super::wire::Delimited;
 use crate::error::LoadError;
+use crate::wire::Delimited;
 use nsimage_format::hdfs::{HdfsSection, SummarySection};
 use nsimage_format::hdfs_pb::{
     files_under_construction_section::FileUnderConstructionEntry,

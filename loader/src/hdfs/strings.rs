@@ -4,8 +4,8 @@
 //! expanded tables) the id carries its table's ordinal in its top bits.
 
 use super::file::HdfsFile;
-use super::wire::{Delimited, Wire};
 use crate::error::LoadError;
+use crate::wire::{Delimited, Wire};
 use nsimage_format::hdfs::bits::MAX_MASK_BITS;
 use nsimage_format::hdfs::StringTag;
 use nsimage_format::hdfs_pb::StringTableSection;

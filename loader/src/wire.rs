@@ -1,16 +1,21 @@
-//! A small zero-copy walker of the protobuf wire format for the hot
-//! messages of Hadoop images (INode and DirEntry records), and the
-//! varint-delimited record iterator every section uses. No allocation per
-//! record: fields come back as values and slices of the record's bytes.
+//! The zero-copy walker of the protobuf wire format that both record
+//! decoders use (nsimage's `record`, and `hdfs`'s records of Hadoop
+//! images), and the varint-delimited record iterator of Hadoop's sections.
+//! No allocation per record: fields come back as values and slices of the
+//! record's bytes. Holding the rest as a slice (rather than a buffer and a
+//! position) leaves no offset arithmetic to check.
 #![deny(
     clippy::arithmetic_side_effects,
     clippy::cast_possible_truncation,
     clippy::cast_sign_loss
 )]
 
-use nsimage_format::wire::{read_varint, split_key, FIXED32, FIXED64, LEN, VARINT};
+use nsimage_format::wire::{
+    read_varint, split_key, varint_fits, Ty, FIXED32, FIXED64, LEN, VARINT,
+};
 
-/// Why a record could not be walked (static: the hot path builds no text).
+/// Why a record could not be walked: static strings, so that the hot path
+/// builds no message; the record-level functions turn them into text.
 pub(crate) type Bad = &'static str;
 
 /// The unread rest of a message.
@@ -23,6 +28,21 @@ impl<'a> Wire<'a> {
         Wire { buf }
     }
 
+    /// Consumes the one-byte key `tag` if it comes next. nsimage's writer
+    /// emits fields in field-number order, so checking for the expected
+    /// next key first is a well-predicted branch instead of a dispatch.
+    #[inline(always)]
+    pub(crate) fn eat(&mut self, tag: u8) -> bool {
+        match self.buf.split_first() {
+            Some((&b, rest)) if b == tag => {
+                self.buf = rest;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    #[inline(always)]
     pub(crate) fn done(&self) -> bool {
         self.buf.is_empty()
     }
@@ -39,7 +59,30 @@ impl<'a> Wire<'a> {
         u32::try_from(self.varint()?).map_err(|_| "a uint32 field holds more than 32 bits")
     }
 
-    /// The next key: (field number, wire type).
+    /// An enum field: the varint of a value in i32's range (negative values
+    /// are sign-extended to 64 bits on the wire).
+    #[inline(always)]
+    pub(crate) fn enum_i32(&mut self) -> Result<i32, Bad> {
+        let v = self.varint()?;
+        if !varint_fits(Ty::Enum, v) {
+            return Err("an enum field holds a value outside i32");
+        }
+        // Checked just above.
+        #[allow(clippy::cast_possible_truncation)]
+        Ok(v as i32)
+    }
+
+    #[inline(always)]
+    pub(crate) fn bool(&mut self) -> Result<bool, Bad> {
+        match self.varint()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            _ => Err("a bool field holds a value other than 0 or 1"),
+        }
+    }
+
+    /// The next key: (field number, wire type); field numbers below 16
+    /// have one-byte keys.
     #[inline(always)]
     pub(crate) fn key(&mut self) -> Result<(u32, u8), Bad> {
         if let Some((&b, rest)) = self.buf.split_first() {
@@ -57,7 +100,7 @@ impl<'a> Wire<'a> {
         let n = usize::try_from(n)
             .ok()
             .filter(|&n| n <= self.buf.len())
-            .ok_or("a field runs past the end of its message")?;
+            .ok_or("a field runs past the end of its record")?;
         let (s, rest) = self.buf.split_at(n);
         self.buf = rest;
         Ok(s)
@@ -94,6 +137,15 @@ impl<'a> Wire<'a> {
             FIXED32 => self.take(4).map(|_| ()),
             _ => Err("a field of a wire type this format never uses (group)"),
         }
+    }
+
+    /// Checks a field's wire type; `what` names the field in the error.
+    #[inline(always)]
+    pub(crate) fn check_wire_type(&mut self, wt: u8, want: u8, what: Bad) -> Result<(), Bad> {
+        if wt != want {
+            return Err(what);
+        }
+        Ok(())
     }
 
     /// A field expected to have wire type `want`: refuses another.
