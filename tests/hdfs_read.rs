@@ -6,10 +6,11 @@
 //! section, and damaged files exit 1, never panic.
 
 mod common;
+mod hdfs_common;
 
 use common::{json, nsimage};
-use flate2::read::{GzDecoder, ZlibDecoder};
 use flate2::write::{GzEncoder, ZlibEncoder};
+use hdfs_common::{data, delimited, inflate, messages, summary_of, GZIP, ZLIB};
 use nsimage_format::hdfs_pb::i_node_directory_section::DirEntry;
 use nsimage_format::hdfs_pb::i_node_reference_section::INodeReference;
 use nsimage_format::hdfs_pb::i_node_section::{
@@ -23,8 +24,8 @@ use nsimage_format::hdfs_pb::{
     SnapshotSection, StringTableSection,
 };
 use prost::Message;
-use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::io::Write;
+use std::path::Path;
 
 /// (file, inodes, files, directories, blocks), from the README's table.
 const EXPECTED: &[(&str, u64, u64, u64, u64)] = &[
@@ -44,21 +45,6 @@ const EXPECTED: &[(&str, u64, u64, u64, u64)] = &[
     ),
     ("exporter/fsimage_0001", 30, 16, 14, 17),
 ];
-
-/// `../shared/data/hdfs` beside the repository (or, for a git worktree one
-/// level further down, or a checkout holding `shared/`, the nearest one).
-fn data() -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    [
-        "../shared/data/hdfs",
-        "../../shared/data/hdfs",
-        "shared/data/hdfs",
-    ]
-    .iter()
-    .map(|p| root.join(p))
-    .find(|p| p.join("README.md").exists())
-    .unwrap_or_else(|| root.join("../shared/data/hdfs"))
-}
 
 /// Every image under the data directory (not the README, not sidecars).
 fn every_image() -> Vec<String> {
@@ -180,31 +166,6 @@ enum Codec {
     None,
     Zlib,
     Gzip,
-}
-
-const ZLIB: &str = "org.apache.hadoop.io.compress.DefaultCodec";
-const GZIP: &str = "org.apache.hadoop.io.compress.GzipCodec";
-
-fn summary_of(bytes: &[u8]) -> FileSummary {
-    let n = bytes.len();
-    let len = u32::from_be_bytes(bytes[n - 4..].try_into().unwrap()) as usize;
-    let mut d = &bytes[n - 4 - len..n - 4];
-    FileSummary::decode_length_delimited(&mut d).unwrap()
-}
-
-fn inflate(codec: Option<&str>, raw: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    match codec {
-        None => out.extend_from_slice(raw),
-        Some(ZLIB) => {
-            ZlibDecoder::new(raw).read_to_end(&mut out).unwrap();
-        }
-        Some(GZIP) => {
-            GzDecoder::new(raw).read_to_end(&mut out).unwrap();
-        }
-        Some(c) => panic!("codec {c}"),
-    }
-    out
 }
 
 fn deflate(codec: Codec, plain: &[u8]) -> Vec<u8> {
@@ -559,26 +520,6 @@ fn truncated_and_flipped_files_exit_1_never_panic() {
     // The large compressed file: a few cuts and flips inside its streams.
     let big = std::fs::read(data().join("hfsa/fsimage_d800_f210k_compressed.img")).unwrap();
     hostile(&path, &big, big.len() / 9);
-}
-
-/// The delimited messages of `plain`, as byte vectors.
-fn messages(plain: &[u8]) -> Vec<Vec<u8>> {
-    records(plain)
-        .into_iter()
-        .map(|(a, b)| {
-            let mut cur = &plain[a..b];
-            prost::encoding::decode_varint(&mut cur).unwrap();
-            cur.to_vec()
-        })
-        .collect()
-}
-
-fn delimited<M: Message>(ms: &[M]) -> Vec<u8> {
-    let mut out = Vec::new();
-    for m in ms {
-        out.extend(m.encode_length_delimited_to_vec());
-    }
-    out
 }
 
 /// Records in reverse order (INODE after its header; INODE_DIR entries

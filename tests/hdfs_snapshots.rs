@@ -10,9 +10,10 @@
 //! and a damaged HDFS_SNAPSHOTS section is exit 1, located.
 
 mod common;
+mod hdfs_common;
 
 use common::{json, nsimage};
-use flate2::read::{GzDecoder, ZlibDecoder};
+use hdfs_common::{data, delimited, inflate, messages, summary_of};
 use nsimage_format::hdfs::StringTag;
 use nsimage_format::hdfs::{map_string_ids, AclBits, PermBits, SnapshotCarry, XAttrBits};
 use nsimage_format::hdfs_pb::i_node_directory_section::DirEntry;
@@ -27,25 +28,11 @@ use nsimage_format::hdfs_pb::snapshot_diff_section::{
 use nsimage_format::hdfs_pb::snapshot_section::Snapshot;
 use nsimage_format::hdfs_pb::string_table_section::Entry as StringEntry;
 use nsimage_format::hdfs_pb::{
-    file_summary::Section, FileSummary, INodeSection, SnapshotSection, StringTableSection,
+    file_summary::Section, INodeSection, SnapshotSection, StringTableSection,
 };
 use prost::Message;
 use std::collections::HashMap;
-use std::io::Read;
-use std::path::{Path, PathBuf};
-
-fn data() -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    [
-        "../shared/data/hdfs",
-        "../../shared/data/hdfs",
-        "shared/data/hdfs",
-    ]
-    .iter()
-    .map(|p| root.join(p))
-    .find(|p| p.join("README.md").exists())
-    .unwrap_or_else(|| root.join("../shared/data/hdfs"))
-}
+use std::path::Path;
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
@@ -57,51 +44,6 @@ fn code(out: &std::process::Output) -> i32 {
 
 fn load(path: &Path) -> serde_json::Value {
     json(&nsimage(&["load", "--json", s(path)]))
-}
-
-const ZLIB: &str = "org.apache.hadoop.io.compress.DefaultCodec";
-const GZIP: &str = "org.apache.hadoop.io.compress.GzipCodec";
-
-fn summary_of(bytes: &[u8]) -> FileSummary {
-    let n = bytes.len();
-    let len = u32::from_be_bytes(bytes[n - 4..].try_into().unwrap()) as usize;
-    let mut d = &bytes[n - 4 - len..n - 4];
-    FileSummary::decode_length_delimited(&mut d).unwrap()
-}
-
-fn inflate(codec: Option<&str>, raw: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    match codec {
-        None => out.extend_from_slice(raw),
-        Some(ZLIB) => {
-            ZlibDecoder::new(raw).read_to_end(&mut out).unwrap();
-        }
-        Some(GZIP) => {
-            GzDecoder::new(raw).read_to_end(&mut out).unwrap();
-        }
-        Some(c) => panic!("codec {c}"),
-    }
-    out
-}
-
-/// The delimited messages of `plain`, as byte vectors.
-fn messages(plain: &[u8]) -> Vec<Vec<u8>> {
-    let mut out = Vec::new();
-    let mut cur = plain;
-    while !cur.is_empty() {
-        let len = prost::encoding::decode_varint(&mut cur).unwrap() as usize;
-        out.push(cur[..len].to_vec());
-        cur = &cur[len..];
-    }
-    out
-}
-
-fn delimited<M: Message>(ms: &[M]) -> Vec<u8> {
-    let mut out = Vec::new();
-    for m in ms {
-        out.extend(m.encode_length_delimited_to_vec());
-    }
-    out
 }
 
 /// The plain bytes of the section `name` (sub-sections joined), or none.

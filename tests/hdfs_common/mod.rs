@@ -1,0 +1,71 @@
+//! Helpers shared by the tests that take Hadoop fsimages apart
+//! (`hdfs_read.rs`, `hdfs_snapshots.rs`): where the real images are, the
+//! summary at the tail, a section's codec, and delimited records.
+#![allow(dead_code)]
+
+use flate2::read::{GzDecoder, ZlibDecoder};
+use nsimage_format::hdfs_pb::FileSummary;
+use prost::Message;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// Hadoop's class names of the two codecs nsimage reads.
+pub const ZLIB: &str = "org.apache.hadoop.io.compress.DefaultCodec";
+pub const GZIP: &str = "org.apache.hadoop.io.compress.GzipCodec";
+
+/// `../shared/data/hdfs` beside the repository (or, for a git worktree one
+/// level further down, or a checkout holding `shared/`, the nearest one).
+pub fn data() -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    [
+        "../shared/data/hdfs",
+        "../../shared/data/hdfs",
+        "shared/data/hdfs",
+    ]
+    .iter()
+    .map(|p| root.join(p))
+    .find(|p| p.join("README.md").exists())
+    .unwrap_or_else(|| root.join("../shared/data/hdfs"))
+}
+
+pub fn summary_of(bytes: &[u8]) -> FileSummary {
+    let n = bytes.len();
+    let len = u32::from_be_bytes(bytes[n - 4..].try_into().unwrap()) as usize;
+    let mut d = &bytes[n - 4 - len..n - 4];
+    FileSummary::decode_length_delimited(&mut d).unwrap()
+}
+
+pub fn inflate(codec: Option<&str>, raw: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    match codec {
+        None => out.extend_from_slice(raw),
+        Some(ZLIB) => {
+            ZlibDecoder::new(raw).read_to_end(&mut out).unwrap();
+        }
+        Some(GZIP) => {
+            GzDecoder::new(raw).read_to_end(&mut out).unwrap();
+        }
+        Some(c) => panic!("codec {c}"),
+    }
+    out
+}
+
+pub fn delimited<M: Message>(ms: &[M]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for m in ms {
+        out.extend(m.encode_length_delimited_to_vec());
+    }
+    out
+}
+
+/// The delimited messages of `plain`, as byte vectors.
+pub fn messages(plain: &[u8]) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut cur = plain;
+    while !cur.is_empty() {
+        let len = prost::encoding::decode_varint(&mut cur).unwrap() as usize;
+        out.push(cur[..len].to_vec());
+        cur = &cur[len..];
+    }
+    out
+}
