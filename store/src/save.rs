@@ -100,7 +100,7 @@ pub fn save_image(
 
 /// [`save_image`], with a Hadoop image's snapshots kept in the image's
 /// optional HDFS_SNAPSHOTS section
-/// ([`write_image_with_carry`](nsimage_writer::write_image_with_carry)).
+/// ([`write_image_with_carry`]).
 ///
 /// # Errors
 /// As [`save_image`].
@@ -230,7 +230,7 @@ pub fn save_hdfs_image(
 
 /// [`save_hdfs_image`], with the snapshots of the Hadoop image `ns` came
 /// from written back
-/// ([`write_hdfs_image_with_carry`](nsimage_writer::hdfs::write_hdfs_image_with_carry)).
+/// ([`write_hdfs_image_with_carry`]).
 ///
 /// # Errors
 /// As [`save_hdfs_image`].
