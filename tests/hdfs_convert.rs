@@ -4,6 +4,7 @@
 //! Hadoop output follows the NameNode's conventions (file name, `.md5`).
 
 mod common;
+mod hdfs_common;
 
 use md5::{Digest as _, Md5};
 use std::path::{Path, PathBuf};
@@ -43,23 +44,10 @@ fn digest(img: &Path, threads: &str) -> String {
     v["digest"].as_str().unwrap().to_string()
 }
 
-/// shared/data/hdfs, found from the package root (a checkout has shared/
-/// beside it).
-fn shared() -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    for up in root.ancestors() {
-        let d = up.join("shared/data/hdfs");
-        if d.is_dir() {
-            return d;
-        }
-    }
-    panic!("no shared/data/hdfs above {}", root.display());
-}
-
 /// Every image file under shared/data/hdfs (not the sidecars or README).
 fn shared_images() -> Vec<PathBuf> {
     let mut out = Vec::new();
-    for d in std::fs::read_dir(shared()).unwrap() {
+    for d in std::fs::read_dir(hdfs_common::data()).unwrap() {
         let d = d.unwrap().path();
         if !d.is_dir() {
             continue;

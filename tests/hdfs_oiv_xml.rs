@@ -9,6 +9,7 @@
 //! from the decoded records of a real image and of an image built here
 //! with every element OIV prints.
 
+mod hdfs_common;
 mod oiv;
 
 use nsimage_format::hdfs_pb::{
@@ -22,11 +23,7 @@ use std::process::Command;
 /// `shared/data/hdfs`, found from the package's directory upwards (the
 /// checkout's `../shared`, or the one above a worktree).
 fn hdfs_dir() -> PathBuf {
-    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
-    here.ancestors()
-        .map(|a| a.join("shared/data/hdfs"))
-        .find(|p| p.join("README.md").is_file())
-        .unwrap_or_else(|| panic!("no shared/data/hdfs above {}", here.display()))
+    hdfs_common::data()
 }
 
 /// Every image under `dir` (not the `.md5` sidecars or the README), sorted.

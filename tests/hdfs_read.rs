@@ -1032,3 +1032,40 @@ fn a_directory_split_over_entries_loads_whole() {
         assert_eq!(v["digest"], want, "{t} threads");
     }
 }
+
+/// The repository's copy of the real Hadoop images (`tests/data/hdfs`,
+/// what a clean clone tests) holds exactly the files of
+/// `shared/data/hdfs`, byte for byte, when that directory is there.
+#[test]
+fn vendored_copy_is_the_shared_data() {
+    fn files(dir: &Path, base: &Path, out: &mut Vec<(std::path::PathBuf, Vec<u8>)>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                files(&p, base, out);
+            } else {
+                out.push((
+                    p.strip_prefix(base).unwrap().to_path_buf(),
+                    std::fs::read(&p).unwrap(),
+                ));
+            }
+        }
+    }
+    let v = hdfs_common::vendored();
+    let mut ours = Vec::new();
+    files(&v, &v, &mut ours);
+    ours.sort();
+    assert!(ours.len() >= 14, "{} files in {}", ours.len(), v.display());
+    if let Some(shared) = hdfs_common::shared() {
+        let mut theirs = Vec::new();
+        files(&shared, &shared, &mut theirs);
+        theirs.sort();
+        let names =
+            |f: &[(std::path::PathBuf, Vec<u8>)]| f.iter().map(|x| x.0.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&ours), names(&theirs));
+        assert!(
+            ours == theirs,
+            "tests/data/hdfs differs from shared/data/hdfs"
+        );
+    }
+}

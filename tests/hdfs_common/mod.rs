@@ -13,19 +13,26 @@ use std::path::{Path, PathBuf};
 pub const ZLIB: &str = "org.apache.hadoop.io.compress.DefaultCodec";
 pub const GZIP: &str = "org.apache.hadoop.io.compress.GzipCodec";
 
-/// `../shared/data/hdfs` beside the repository (or, for a git worktree one
-/// level further down, or a checkout holding `shared/`, the nearest one).
+/// The real Hadoop images: `shared/data/hdfs` beside the repository (or
+/// above a git worktree) when there is one, else the copy of the same
+/// files the repository keeps in `tests/data/hdfs` (so a clean clone tests
+/// them too; `vendored_copy_is_the_shared_data` checks that they agree).
 pub fn data() -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    [
-        "../shared/data/hdfs",
-        "../../shared/data/hdfs",
-        "shared/data/hdfs",
-    ]
-    .iter()
-    .map(|p| root.join(p))
-    .find(|p| p.join("README.md").exists())
-    .unwrap_or_else(|| root.join("../shared/data/hdfs"))
+    shared().unwrap_or_else(vendored)
+}
+
+/// `shared/data/hdfs` above the package root, if present.
+pub fn shared() -> Option<PathBuf> {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .skip(1)
+        .map(|a| a.join("shared/data/hdfs"))
+        .find(|p| p.join("README.md").is_file())
+}
+
+/// The repository's copy, `tests/data/hdfs`.
+pub fn vendored() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/hdfs")
 }
 
 pub fn summary_of(bytes: &[u8]) -> FileSummary {
