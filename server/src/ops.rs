@@ -303,6 +303,8 @@ fn base64(v: &[u8]) -> String {
 fn xattrs(ns: &Namespace, req: &Parsed) -> Result<Value, RemoteError> {
     let info = stat_of(ns, req)?;
     let encoding = req.param("encoding").unwrap_or("HEX");
+    // Checked even when there is nothing to encode.
+    encode_value(b"", encoding)?;
     let asked: Vec<&str> = req.params_named("xattr.name").collect();
     let mut out = Vec::new();
     for x in &info.xattrs {
