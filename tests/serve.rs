@@ -513,7 +513,7 @@ fn sixty_four_concurrent_clients_get_their_answers() {
             std::thread::spawn(move || {
                 let mut n = 0u64;
                 while Instant::now() < until {
-                    let (target, want) = if (i + n) % 2 == 0 {
+                    let (target, want) = if (i + n).is_multiple_of(2) {
                         ("/webhdfs/v1/user/alice?op=GETFILESTATUS", &want_status)
                     } else {
                         ("/webhdfs/v1/data/2024/01?op=LISTSTATUS", &want_list)

@@ -126,7 +126,7 @@ pub fn checkpoints(dir: &Path) -> Result<Vec<(u64, PathBuf)>, SourceError> {
             out.push((txid, entry.path()));
         }
     }
-    out.sort_by(|a, b| b.0.cmp(&a.0));
+    out.sort_by_key(|c| std::cmp::Reverse(c.0));
     Ok(out)
 }
 
