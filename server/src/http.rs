@@ -1,7 +1,7 @@
 //! The HTTP side: an axum router on tokio, served connection by connection
 //! with hyper's HTTP/1 so that every limit is set here: request heads over
 //! [`MAX_HEAD_BYTES`] are refused by hyper (431), URIs over
-//! [`MAX_URI_BYTES`](crate::request::MAX_URI_BYTES) get 414, a client that
+//! [`MAX_URI_BYTES`] get 414, a client that
 //! does not finish its request head within [`Config::header_timeout`] is
 //! dropped, at most [`Config::max_connections`] connections are open at
 //! once, and each answer is computed off the reactor (a blocking task)
