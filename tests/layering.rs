@@ -9,7 +9,7 @@ use std::process::Command;
 
 /// Every workspace crate, its folder and its layer: a crate may depend only
 /// on crates of a strictly lower layer (never beside, never above).
-const LAYERS: [(&str, &str, u32); 8] = [
+const LAYERS: [(&str, &str, u32); 9] = [
     ("nsimage-namespace", "namespace", 0),
     ("nsimage-format", "format-spec", 1),
     ("nsimage-writer", "writer", 2),
@@ -17,17 +17,19 @@ const LAYERS: [(&str, &str, u32); 8] = [
     ("nsimage-store", "store", 3),
     ("nsimage-viewer", "viewer", 3),
     ("nsimage-testkit", "testkit", 4),
+    ("nsimage-server", "server", 4),
     ("nsimage", ".", 5),
 ];
 
 /// The library crates a user of nsimage links.
-const PRODUCT: [&str; 6] = [
+const PRODUCT: [&str; 7] = [
     "nsimage-namespace",
     "nsimage-format",
     "nsimage-writer",
     "nsimage-loader",
     "nsimage-store",
     "nsimage-viewer",
+    "nsimage-server",
 ];
 
 /// Crates only the command line (or the tooling) may depend on.

@@ -23,6 +23,7 @@ mod load;
 mod lookup;
 mod ls;
 mod peer;
+mod serve;
 mod stat;
 mod store;
 mod verify;
@@ -80,6 +81,8 @@ enum Command {
     /// Measure load time for every strategy and thread count, against the
     /// streaming baseline and the JSON-lines and SQLite peers.
     Bench(bench::Args),
+    /// A read-only WebHDFS server on an image or a store directory.
+    Serve(serve::Args),
     /// A checkpoint store: journaled ops, atomic checkpoints, recovery.
     #[command(subcommand)]
     Store(store::Cmd),
@@ -112,6 +115,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Diff(a) => diff::run(a),
         Command::Lookup(a) => lookup::run(a),
         Command::PeerLoad(a) => peer::run(a),
+        Command::Serve(a) => serve::run(a),
         Command::Store(c) => store::run(c),
         Command::Journal(c) => journal::run(c),
     }

@@ -1,0 +1,29 @@
+//! nsimage's read-only WebHDFS server: the WebHDFS REST API's read
+//! operations (`/webhdfs/v1/<path>?op=...`) answered from a loaded image,
+//! or from the newest checkpoint of a live store directory, switched
+//! atomically when a newer one appears.
+//!
+//! - [`request`]: the request line checked and decoded (percent-decoding,
+//!   UTF-8, the path rules of [`nsimage_viewer::paths::ImagePath`], bounded
+//!   query parameters);
+//! - [`ops`]: the operations over a [`nsimage_namespace::Namespace`], as
+//!   WebHDFS's JSON documents;
+//! - [`error`]: [`RemoteError`], Hadoop's `RemoteException` bodies and
+//!   status codes;
+//! - [`source`]: what is served (one image, or a store's newest checkpoint)
+//!   behind an `Arc` swapped under a lock;
+//! - [`http`]: the HTTP server (axum on tokio): limits, timeouts, request
+//!   log, graceful shutdown.
+//!
+//! Layering: above the viewer (it reads images through `nsimage-loader`
+//! and answers through `nsimage-viewer`); the command line's
+//! `nsimage serve` is a thin wrapper over [`http::serve`].
+#![forbid(unsafe_code)]
+
+pub mod error;
+pub mod http;
+pub mod ops;
+pub mod request;
+pub mod source;
+
+pub use error::RemoteError;

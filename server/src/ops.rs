@@ -1,0 +1,338 @@
+//! The WebHDFS read operations over a loaded namespace, each answered as
+//! the JSON document WebHDFS sends (field names as Hadoop's `JsonUtil`
+//! writes them), or a [`RemoteError`].
+
+use crate::error::RemoteError;
+use crate::request::Parsed;
+use nsimage_namespace::{Attrs, Inode, InodeKind, Namespace};
+use nsimage_viewer::du::{du, DuOptions};
+use nsimage_viewer::stat::{stat, StatInfo};
+use nsimage_viewer::walk::{length, lossy, resolve};
+use nsimage_viewer::ViewError;
+use serde_json::{json, Map, Value};
+
+/// Entries per LISTSTATUS_BATCH page (HDFS's `dfs.ls.limit` default).
+pub const BATCH_SIZE: usize = 1000;
+
+/// Operations that change the namespace: refused with 403
+/// AccessControlException whatever the method.
+const WRITE_OPS: [&str; 24] = [
+    "CREATE",
+    "MKDIRS",
+    "CREATESYMLINK",
+    "RENAME",
+    "SETREPLICATION",
+    "SETOWNER",
+    "SETPERMISSION",
+    "SETTIMES",
+    "RENEWDELEGATIONTOKEN",
+    "CANCELDELEGATIONTOKEN",
+    "MODIFYACLENTRIES",
+    "REMOVEACLENTRIES",
+    "REMOVEDEFAULTACL",
+    "REMOVEACL",
+    "SETACL",
+    "SETXATTR",
+    "REMOVEXATTR",
+    "CREATESNAPSHOT",
+    "RENAMESNAPSHOT",
+    "SETSTORAGEPOLICY",
+    "APPEND",
+    "CONCAT",
+    "TRUNCATE",
+    "DELETE",
+];
+
+/// Read operations of WebHDFS this server does not answer (an image holds
+/// no file data, no checksums, no tokens).
+const UNSUPPORTED_OPS: [&str; 8] = [
+    "OPEN",
+    "GETFILECHECKSUM",
+    "GETDELEGATIONTOKEN",
+    "CHECKACCESS",
+    "GETSNAPSHOTDIFF",
+    "GETSNAPSHOTTABLEDIRECTORYLIST",
+    "GETALLSTORAGEPOLICY",
+    "GETSTORAGEPOLICY",
+];
+
+/// Answers a GET request: the JSON body, or the error to send.
+pub fn answer(ns: &Namespace, req: &Parsed) -> Result<Value, RemoteError> {
+    let op = req
+        .param("op")
+        .ok_or_else(|| RemoteError::bad_argument("the op parameter is missing"))?
+        .to_ascii_uppercase();
+    match op.as_str() {
+        "GETFILESTATUS" => {
+            let inode = find(ns, req)?;
+            Ok(json!({ "FileStatus": file_status(&inode, "") }))
+        }
+        "LISTSTATUS" => list_status(ns, req),
+        "LISTSTATUS_BATCH" => list_status_batch(ns, req),
+        "GETCONTENTSUMMARY" => content_summary(ns, req),
+        "GETACLSTATUS" => acl_status(ns, req),
+        "GETXATTRS" => xattrs(ns, req),
+        "LISTXATTRS" => {
+            let info = stat_of(ns, req)?;
+            let names: Vec<String> = info.xattrs.iter().map(|x| xattr_name(&info, x)).collect();
+            // WebHDFS sends the names as a JSON string holding a JSON array.
+            let inner = serde_json::to_string(&names).unwrap_or_else(|_| "[]".to_string());
+            Ok(json!({ "XAttrNames": inner }))
+        }
+        "GETHOMEDIRECTORY" => {
+            let user = req.param("user.name").unwrap_or("dr.who");
+            Ok(json!({ "Path": format!("/user/{user}") }))
+        }
+        w if WRITE_OPS.contains(&w) => Err(write_refused(w)),
+        u if UNSUPPORTED_OPS.contains(&u) => Err(RemoteError::unsupported(format!(
+            "op={u} is not served: this server answers from a namespace image, read-only and without file data"
+        ))),
+        other => Err(RemoteError::bad_argument(format!(
+            "Invalid value for webhdfs parameter \"op\": No enum constant for op {other:?}"
+        ))),
+    }
+}
+
+/// The error for a write (any PUT, POST or DELETE, or a write `op`).
+pub fn write_refused(what: &str) -> RemoteError {
+    RemoteError::read_only(format!(
+        "{what}: this WebHDFS server is read-only (it serves a namespace image)"
+    ))
+}
+
+fn view_error(e: ViewError) -> RemoteError {
+    match e {
+        ViewError::NoSuchPath { path, why } => RemoteError::not_found(match why {
+            Some(w) => format!("File does not exist: {path} ({w})"),
+            None => format!("File does not exist: {path}"),
+        }),
+        ViewError::BadPath { .. } | ViewError::BadArgument { .. } => {
+            RemoteError::bad_argument(e.to_string())
+        }
+        other => RemoteError::internal(other.to_string()),
+    }
+}
+
+fn find<'a>(ns: &'a Namespace, req: &Parsed) -> Result<Inode<'a>, RemoteError> {
+    resolve(ns, &req.path).map_err(view_error)
+}
+
+fn stat_of(ns: &Namespace, req: &Parsed) -> Result<StatInfo, RemoteError> {
+    stat(ns, &req.path).map_err(view_error)
+}
+
+fn kind_word(kind: InodeKind) -> &'static str {
+    match kind {
+        InodeKind::Directory => "DIRECTORY",
+        InodeKind::Symlink => "SYMLINK",
+        _ => "FILE",
+    }
+}
+
+/// Permission as WebHDFS writes it: octal without leading zeros, the
+/// sticky bit included (`"755"`, `"1777"`).
+fn permission(mode: u16) -> String {
+    format!("{:o}", mode & 0o1777)
+}
+
+/// One `FileStatus` object.
+pub fn file_status(inode: &Inode<'_>, suffix: &str) -> Value {
+    let mut m = Map::new();
+    let (mut atime, mut block_size, mut replication, mut policy) = (0u64, 0u64, 0u16, 0u8);
+    if let Attrs::File(f) = inode.attrs() {
+        atime = f.atime;
+        block_size = f.preferred_block_size;
+        replication = f.replication;
+        policy = f.storage_policy;
+    }
+    let children = match inode.kind() {
+        InodeKind::Directory => inode.child_slots().len(),
+        _ => 0,
+    };
+    m.insert("accessTime".into(), atime.into());
+    m.insert("blockSize".into(), block_size.into());
+    m.insert("childrenNum".into(), children.into());
+    m.insert("fileId".into(), inode.id().into());
+    m.insert("group".into(), lossy(inode.group()).into());
+    m.insert("length".into(), length(inode).into());
+    m.insert("modificationTime".into(), inode.mtime().into());
+    m.insert("owner".into(), lossy(inode.user()).into());
+    m.insert("pathSuffix".into(), suffix.into());
+    m.insert("permission".into(), permission(inode.mode()).into());
+    m.insert("replication".into(), replication.into());
+    m.insert("storagePolicy".into(), policy.into());
+    m.insert("type".into(), kind_word(inode.kind()).into());
+    if let Some(t) = inode.symlink_target() {
+        m.insert("symlink".into(), lossy(t).into());
+    }
+    if inode.extra().is_some_and(|x| !x.acl.is_empty()) {
+        m.insert("aclBit".into(), true.into());
+    }
+    Value::Object(m)
+}
+
+fn list_status(ns: &Namespace, req: &Parsed) -> Result<Value, RemoteError> {
+    let inode = find(ns, req)?;
+    let statuses: Vec<Value> = if inode.kind() == InodeKind::Directory {
+        inode
+            .children()
+            .map(|c| file_status(&c, &lossy(c.name())))
+            .collect()
+    } else {
+        vec![file_status(&inode, "")]
+    };
+    Ok(json!({ "FileStatuses": { "FileStatus": statuses } }))
+}
+
+fn list_status_batch(ns: &Namespace, req: &Parsed) -> Result<Value, RemoteError> {
+    let inode = find(ns, req)?;
+    let (page, remaining): (Vec<Value>, usize) = if inode.kind() == InodeKind::Directory {
+        let slots = inode.child_slots();
+        let start = match req.param("startafter").filter(|s| !s.is_empty()) {
+            None => 0,
+            Some(after) => {
+                let name_of = |s| ns.at(s).map(|i| i.name()).unwrap_or_default();
+                slots.partition_point(|&s| name_of(s) <= after.as_bytes())
+            }
+        };
+        let end = start.saturating_add(BATCH_SIZE).min(slots.len());
+        let page = slots
+            .get(start..end)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|&s| ns.at(s))
+            .map(|c| file_status(&c, &lossy(c.name())))
+            .collect();
+        (page, slots.len().saturating_sub(end))
+    } else {
+        (vec![file_status(&inode, "")], 0)
+    };
+    Ok(json!({
+        "DirectoryListing": {
+            "partialListing": { "FileStatuses": { "FileStatus": page } },
+            "remainingEntries": remaining,
+        }
+    }))
+}
+
+fn content_summary(ns: &Namespace, req: &Parsed) -> Result<Value, RemoteError> {
+    let opts = DuOptions {
+        depth: 0,
+        ..DuOptions::default()
+    };
+    let report = du(ns, &req.path, &opts).map_err(view_error)?;
+    let row = report
+        .total()
+        .ok_or_else(|| RemoteError::internal("du gave no total"))?;
+    let u = &row.usage;
+    Ok(json!({
+        "ContentSummary": {
+            "directoryCount": u.directories,
+            // HDFS counts symlinks among the files of a content summary.
+            "fileCount": u.files.saturating_add(u.symlinks),
+            "length": u.bytes,
+            "quota": row.ns_quota.unwrap_or(-1),
+            "spaceConsumed": u.space_consumed,
+            "spaceQuota": row.ds_quota.unwrap_or(-1),
+            "ecPolicy": "",
+            "typeQuota": {},
+        }
+    }))
+}
+
+fn acl_status(ns: &Namespace, req: &Parsed) -> Result<Value, RemoteError> {
+    let info = stat_of(ns, req)?;
+    let entries: Vec<String> = info.acl.iter().map(|a| a.text()).collect();
+    Ok(json!({
+        "AclStatus": {
+            "entries": entries,
+            "group": lossy(&info.group),
+            "owner": lossy(&info.owner),
+            "permission": permission(info.mode),
+            "stickyBit": info.mode & 0o1000 != 0,
+        }
+    }))
+}
+
+fn xattr_name(_info: &StatInfo, x: &nsimage_viewer::stat::XAttrStat) -> String {
+    format!("{}.{}", x.namespace, lossy(&x.name))
+}
+
+/// A value in WebHDFS's `encoding`: `text` (quoted), `hex` (`0x...`, the
+/// default) or `base64` (`0s...`).
+fn encode_value(v: &[u8], encoding: &str) -> Result<String, RemoteError> {
+    match encoding.to_ascii_uppercase().as_str() {
+        "TEXT" => Ok(format!("\"{}\"", String::from_utf8_lossy(v))),
+        "HEX" => {
+            let mut s = String::with_capacity(2 + 2 * v.len());
+            s.push_str("0x");
+            for b in v {
+                s.push_str(&format!("{b:02x}"));
+            }
+            Ok(s)
+        }
+        "BASE64" => Ok(format!("0s{}", base64(v))),
+        other => Err(RemoteError::bad_argument(format!(
+            "Invalid value for webhdfs parameter \"encoding\": {other:?} (TEXT, HEX or BASE64)"
+        ))),
+    }
+}
+
+fn base64(v: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(v.len().div_ceil(3) * 4);
+    for chunk in v.chunks(3) {
+        let b = [
+            chunk.first().copied().unwrap_or(0),
+            chunk.get(1).copied().unwrap_or(0),
+            chunk.get(2).copied().unwrap_or(0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                let idx = usize::try_from((n >> (18 - 6 * i)) & 63).unwrap_or(0);
+                out.push(char::from(A[idx]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+fn xattrs(ns: &Namespace, req: &Parsed) -> Result<Value, RemoteError> {
+    let info = stat_of(ns, req)?;
+    let encoding = req.param("encoding").unwrap_or("HEX");
+    // Checked even when there is nothing to encode.
+    encode_value(b"", encoding)?;
+    let asked: Vec<&str> = req.params_named("xattr.name").collect();
+    let mut out = Vec::new();
+    for x in &info.xattrs {
+        let name = xattr_name(&info, x);
+        if asked.is_empty() || asked.iter().any(|a| *a == name) {
+            out.push(json!({ "name": name, "value": encode_value(&x.value, encoding)? }));
+        }
+    }
+    if !asked.is_empty() && out.len() < asked.len() {
+        return Err(RemoteError::io(
+            "At least one of the attributes provided was not found.",
+        ));
+    }
+    Ok(json!({ "XAttrs": out }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encodings() {
+        assert_eq!(encode_value(b"ab", "hex").unwrap(), "0x6162");
+        assert_eq!(encode_value(b"ab", "TEXT").unwrap(), "\"ab\"");
+        assert_eq!(encode_value(b"abcd", "base64").unwrap(), "0sYWJjZA==");
+        assert_eq!(encode_value(b"abc", "base64").unwrap(), "0sYWJj");
+        assert!(encode_value(b"x", "rot13").is_err());
+        assert_eq!(permission(0o1777), "1777");
+        assert_eq!(permission(0o755), "755");
+    }
+}

@@ -1,0 +1,202 @@
+//! What is served: one image, or the newest checkpoint of a store
+//! directory. The namespace sits behind an `Arc` swapped under a lock: a
+//! request takes the current `Arc` and answers from it to the end, so a
+//! switch never changes an answer half-way; the old namespace is freed
+//! when its last request finishes.
+
+use nsimage_loader::{load, verify, LoadOptions};
+use nsimage_namespace::Namespace;
+use parking_lot::RwLock;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A loaded image being served.
+#[derive(Debug)]
+pub struct Served {
+    /// The namespace.
+    pub namespace: Namespace,
+    /// The image file it was loaded from.
+    pub image: PathBuf,
+    /// For a store's checkpoint, its txid.
+    pub txid: Option<u64>,
+}
+
+/// Errors choosing or loading what to serve.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    /// The image failed to load or verify.
+    #[error("{}: {detail}", path.display())]
+    Image {
+        /// The image.
+        path: PathBuf,
+        /// Why.
+        detail: String,
+    },
+    /// The store directory could not be listed, or holds no image.
+    #[error("{}: {detail}", path.display())]
+    Store {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        detail: String,
+    },
+}
+
+/// The namespace now served, swapped atomically.
+#[derive(Debug)]
+pub struct Current {
+    served: RwLock<Arc<Served>>,
+}
+
+impl Current {
+    /// Starts with `first`.
+    pub fn new(first: Served) -> Current {
+        Current {
+            served: RwLock::new(Arc::new(first)),
+        }
+    }
+
+    /// The namespace now served (kept alive by the caller's `Arc`).
+    pub fn get(&self) -> Arc<Served> {
+        Arc::clone(&self.served.read())
+    }
+
+    /// Serves `next` from now on.
+    pub fn replace(&self, next: Served) {
+        *self.served.write() = Arc::new(next);
+    }
+}
+
+/// Loads the image at `path` (nsimage or Hadoop fsimage).
+pub fn load_image(path: &Path, txid: Option<u64>) -> Result<Served, SourceError> {
+    let loaded = load(path, &LoadOptions::default()).map_err(|e| SourceError::Image {
+        path: path.to_path_buf(),
+        detail: e.to_string(),
+    })?;
+    Ok(Served {
+        namespace: loaded.namespace,
+        image: path.to_path_buf(),
+        txid,
+    })
+}
+
+/// Verifies, then loads a store's checkpoint image.
+pub fn load_checkpoint(path: &Path, txid: u64) -> Result<Served, SourceError> {
+    let bad = |detail: String| SourceError::Image {
+        path: path.to_path_buf(),
+        detail,
+    };
+    let report = verify(path).map_err(|e| bad(e.to_string()))?;
+    if !report.is_ok() {
+        let first = report
+            .problems
+            .first()
+            .map(|p| format!("{p:?}"))
+            .unwrap_or_default();
+        return Err(bad(format!(
+            "fails verification ({} problems; first: {first})",
+            report.problems.len()
+        )));
+    }
+    load_image(path, Some(txid))
+}
+
+/// `image_<20 digits>`: a store checkpoint's txid.
+fn parse_image_name(name: &str) -> Option<u64> {
+    let digits = name.strip_prefix("image_")?;
+    if digits.len() != 20 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// The store's checkpoint images, `(txid, path)`, newest first (the
+/// temporary files of unfinished checkpoints are not among them).
+pub fn checkpoints(dir: &Path) -> Result<Vec<(u64, PathBuf)>, SourceError> {
+    let err = |detail: String| SourceError::Store {
+        path: dir.to_path_buf(),
+        detail,
+    };
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(|e| err(e.to_string()))? {
+        let entry = entry.map_err(|e| err(e.to_string()))?;
+        if let Some(txid) = entry.file_name().to_str().and_then(parse_image_name) {
+            out.push((txid, entry.path()));
+        }
+    }
+    out.sort_by_key(|c| std::cmp::Reverse(c.0));
+    Ok(out)
+}
+
+/// The newest checkpoint of store `dir` that verifies and loads; older
+/// ones are tried when a newer one fails (each failure goes to `log`).
+pub fn newest_checkpoint(dir: &Path, log: &dyn Fn(&str)) -> Result<Served, SourceError> {
+    let images = checkpoints(dir)?;
+    for (txid, path) in &images {
+        match load_checkpoint(path, *txid) {
+            Ok(s) => return Ok(s),
+            Err(e) => log(&format!("not serving {e}")),
+        }
+    }
+    Err(SourceError::Store {
+        path: dir.to_path_buf(),
+        detail: if images.is_empty() {
+            "holds no checkpoint image (is it a store made by `nsimage store init`?)".to_string()
+        } else {
+            "no checkpoint image verifies".to_string()
+        },
+    })
+}
+
+/// Polls store `dir` every `every` until `stop` is set: a checkpoint newer
+/// than the one served is verified, loaded and then served; one that fails
+/// is logged (once) and skipped.
+pub fn poll_store(
+    dir: &Path,
+    current: &Current,
+    every: Duration,
+    stop: &AtomicBool,
+    log: &dyn Fn(&str),
+) {
+    let mut refused: Option<u64> = None;
+    while !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(every);
+        let served = current.get().txid.unwrap_or(0);
+        let newest = match checkpoints(dir) {
+            Ok(list) => list.into_iter().next(),
+            Err(e) => {
+                log(&format!("polling the store: {e}"));
+                continue;
+            }
+        };
+        let Some((txid, path)) = newest else { continue };
+        if txid <= served || refused == Some(txid) {
+            continue;
+        }
+        match load_checkpoint(&path, txid) {
+            Ok(next) => {
+                current.replace(next);
+                log(&format!("serving {} (txid {txid})", path.display()));
+            }
+            Err(e) => {
+                refused = Some(txid);
+                log(&format!("not serving {e}"));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn image_names() {
+        assert_eq!(parse_image_name("image_00000000000000000042"), Some(42));
+        assert_eq!(parse_image_name("image_00000000000000000042.tmp"), None);
+        assert_eq!(parse_image_name("image_42"), None);
+        assert_eq!(parse_image_name("VERSION"), None);
+    }
+}

@@ -1,0 +1,647 @@
+//! `nsimage serve`: the WebHDFS answers against `ls`/`stat`/`du`, paging,
+//! bad input, concurrent clients, a store's checkpoints followed, and a
+//! clean stop. Loopback only; every wait is bounded.
+
+mod common;
+
+use common::{json, nsimage, F, P};
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+const IO_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// A running `nsimage serve`, killed when dropped.
+struct Server {
+    child: Child,
+    addr: SocketAddr,
+    stderr: mpsc::Receiver<String>,
+}
+
+impl Server {
+    fn start(source: &Path, extra: &[&str]) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_nsimage"))
+            .arg("serve")
+            .arg(source)
+            .args(["--addr", "127.0.0.1:0", "--log"])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start nsimage serve");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        let stderr = child.stderr.take().unwrap();
+        let (etx, erx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let _ = etx.send(line);
+            }
+        });
+        let line = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("serve printed its address");
+        let addr = line
+            .trim()
+            .strip_prefix("listening on http://")
+            .and_then(|r| r.strip_suffix("/webhdfs/v1/"))
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+            .parse()
+            .unwrap();
+        Server {
+            child,
+            addr,
+            stderr: erx,
+        }
+    }
+
+    /// A request with `method` for `target` (sent as is): status, body.
+    fn request(&self, method: &str, target: &[u8]) -> (u16, Vec<u8>) {
+        request(self.addr, method, target)
+    }
+
+    fn get(&self, target: &str) -> (u16, Value) {
+        let (status, body) = self.request("GET", target.as_bytes());
+        let v = serde_json::from_slice(&body)
+            .unwrap_or_else(|e| panic!("{target}: {e}: {}", String::from_utf8_lossy(&body)));
+        (status, v)
+    }
+
+    fn ok(&self, target: &str) -> Value {
+        let (status, v) = self.get(target);
+        assert_eq!(status, 200, "{target}: {v}");
+        v
+    }
+
+    fn stderr_lines(&self) -> Vec<String> {
+        self.stderr.try_iter().collect()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One HTTP/1.1 request on its own connection.
+fn request(addr: SocketAddr, method: &str, target: &[u8]) -> (u16, Vec<u8>) {
+    let mut s = TcpStream::connect_timeout(&addr, IO_TIMEOUT).expect("connect");
+    s.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+    s.set_write_timeout(Some(IO_TIMEOUT)).unwrap();
+    let mut req = Vec::new();
+    req.extend_from_slice(method.as_bytes());
+    req.push(b' ');
+    req.extend_from_slice(target);
+    req.extend_from_slice(b" HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    // The server may answer (and close) before a huge request is written.
+    let _ = s.write_all(&req);
+    let mut resp = Vec::new();
+    let _ = s.read_to_end(&mut resp);
+    let head_end = resp
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or_else(|| panic!("no response head: {:?}", String::from_utf8_lossy(&resp)));
+    let head = String::from_utf8_lossy(&resp[..head_end]).to_string();
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("bad status line: {head}"));
+    (status, resp[head_end + 4..].to_vec())
+}
+
+fn generated(dir: &Path) -> std::path::PathBuf {
+    let img = dir.join("img");
+    let out = nsimage(&["generate", "-o", img.to_str().unwrap(), "--inodes", "20000"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    img
+}
+
+fn lines(out: &std::process::Output) -> Vec<Value> {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// WebHDFS's permission from `stat`/`ls`'s four-digit octal.
+fn perm(octal: &Value) -> String {
+    let s = octal.as_str().unwrap().trim_start_matches('0');
+    if s.is_empty() {
+        "0".into()
+    } else {
+        s.into()
+    }
+}
+
+fn webhdfs_type(t: &Value) -> String {
+    t.as_str().unwrap().to_ascii_uppercase()
+}
+
+#[test]
+fn answers_equal_ls_stat_and_du() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = generated(dir.path());
+    let img_s = img.to_str().unwrap();
+    let server = Server::start(&img, &[]);
+    let top = lines(&nsimage(&["ls", img_s, "/", "--json"]));
+    let mut paths = vec!["/".to_string()];
+    for e in top.iter().take(4) {
+        paths.push(e["path"].as_str().unwrap().to_string());
+    }
+    // A file or two below the first directory.
+    let below = lines(&nsimage(&["ls", img_s, &paths[1], "--json"]));
+    paths.extend(
+        below
+            .iter()
+            .take(3)
+            .map(|e| e["path"].as_str().unwrap().to_string()),
+    );
+    for p in &paths {
+        let st = json(&nsimage(&["stat", img_s, p, "--json"]));
+        let fs = &server.ok(&format!("/webhdfs/v1{p}?op=GETFILESTATUS"))["FileStatus"];
+        assert_eq!(fs["pathSuffix"], "", "{p}");
+        assert_eq!(fs["fileId"], st["id"], "{p}");
+        assert_eq!(fs["type"], webhdfs_type(&st["type"]), "{p}");
+        assert_eq!(fs["owner"], st["owner"], "{p}");
+        assert_eq!(fs["group"], st["group"], "{p}");
+        assert_eq!(fs["length"], st["length"], "{p}");
+        assert_eq!(fs["modificationTime"], st["modification_time"], "{p}");
+        assert_eq!(fs["permission"], perm(&st["permission"]["octal"]), "{p}");
+        if st["type"] == "file" {
+            assert_eq!(fs["replication"], st["replication"], "{p}");
+            assert_eq!(fs["blockSize"], st["preferred_block_size"], "{p}");
+            assert_eq!(fs["accessTime"], st["access_time"], "{p}");
+            assert_eq!(fs["storagePolicy"], st["storage_policy"]["id"], "{p}");
+        }
+
+        let ls = lines(&nsimage(&["ls", img_s, p, "--json"]));
+        let listed = server.ok(&format!("/webhdfs/v1{p}?op=LISTSTATUS"));
+        let listed = listed["FileStatuses"]["FileStatus"]
+            .as_array()
+            .unwrap()
+            .clone();
+        assert_eq!(listed.len(), ls.len(), "{p}");
+        if st["type"] == "directory" {
+            assert_eq!(fs["childrenNum"], ls.len(), "{p}");
+        }
+        for (w, l) in listed.iter().zip(&ls) {
+            let name = l["path"].as_str().unwrap().rsplit('/').next().unwrap();
+            let want_suffix = if st["type"] == "directory" { name } else { "" };
+            assert_eq!(w["pathSuffix"], want_suffix, "{p}");
+            assert_eq!(w["type"], webhdfs_type(&l["type"]), "{p}");
+            assert_eq!(w["owner"], l["owner"], "{p}");
+            assert_eq!(w["group"], l["group"], "{p}");
+            assert_eq!(w["length"], l["length"], "{p}");
+            assert_eq!(w["modificationTime"], l["modification_time"], "{p}");
+            assert_eq!(w["permission"], perm(&l["permission"]["octal"]), "{p}");
+        }
+
+        let du = json(&nsimage(&["du", img_s, p, "--json", "--depth", "0"]));
+        let row = &du["rows"][0];
+        let cs = &server.ok(&format!("/webhdfs/v1{p}?op=GETCONTENTSUMMARY"))["ContentSummary"];
+        assert_eq!(cs["directoryCount"], row["directories"], "{p}");
+        let files = row["files"].as_u64().unwrap() + row["symlinks"].as_u64().unwrap();
+        assert_eq!(cs["fileCount"], files, "{p}");
+        assert_eq!(cs["length"], row["bytes"], "{p}");
+        assert_eq!(cs["spaceConsumed"], row["space_consumed"], "{p}");
+        assert_eq!(
+            cs["quota"],
+            row["namespace"]["quota"].as_i64().unwrap_or(-1),
+            "{p}"
+        );
+        assert_eq!(
+            cs["spaceQuota"],
+            row["space"]["quota"].as_i64().unwrap_or(-1),
+            "{p}"
+        );
+    }
+    let home = server.ok("/webhdfs/v1/?op=GETHOMEDIRECTORY&user.name=alice");
+    assert_eq!(home["Path"], "/user/alice");
+}
+
+/// The sample namespace and a directory with more children than a page.
+fn paged_image(dir: &Path) -> std::path::PathBuf {
+    let mut ns = common::sample();
+    let big = ns.mkdirs(b"/big", &P, 50).unwrap();
+    for i in 0..2_500u64 {
+        ns.create_in(big, format!("f{i:05}").as_bytes(), &P, &F, 60 + i)
+            .unwrap();
+    }
+    let path = dir.join("paged");
+    std::fs::write(&path, common::image(&ns, &Default::default())).unwrap();
+    path
+}
+
+#[test]
+fn batches_page_through_a_large_directory_and_attributes_are_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = paged_image(dir.path());
+    let server = Server::start(&img, &[]);
+    let all = server.ok("/webhdfs/v1/big?op=LISTSTATUS")["FileStatuses"]["FileStatus"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(all.len(), 2_500);
+    let mut pages = Vec::new();
+    let mut after = String::new();
+    let mut remaining_seen = Vec::new();
+    loop {
+        let q = if after.is_empty() {
+            "/webhdfs/v1/big?op=LISTSTATUS_BATCH".to_string()
+        } else {
+            format!("/webhdfs/v1/big?op=LISTSTATUS_BATCH&startAfter={after}")
+        };
+        let v = server.ok(&q);
+        let dl = &v["DirectoryListing"];
+        let page = dl["partialListing"]["FileStatuses"]["FileStatus"]
+            .as_array()
+            .unwrap()
+            .clone();
+        assert!(!page.is_empty() && page.len() <= 1000, "{}", page.len());
+        after = page.last().unwrap()["pathSuffix"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        pages.extend(page);
+        let remaining = dl["remainingEntries"].as_u64().unwrap();
+        remaining_seen.push(remaining);
+        assert_eq!(remaining as usize, all.len() - pages.len());
+        if remaining == 0 {
+            break;
+        }
+        assert!(remaining_seen.len() < 10, "paging does not end");
+    }
+    assert_eq!(pages, all);
+    assert_eq!(remaining_seen, vec![1500, 500, 0]);
+
+    // ACL, xattrs and quotas of the sample's /user/alice.
+    let acl = &server.ok("/webhdfs/v1/user/alice?op=GETACLSTATUS")["AclStatus"];
+    assert_eq!(acl["owner"], "hdfs");
+    assert_eq!(acl["group"], "supergroup");
+    assert_eq!(acl["permission"], "755");
+    assert_eq!(acl["stickyBit"], false);
+    assert_eq!(acl["entries"].as_array().unwrap().len(), 2, "{acl}");
+    let x = server.ok("/webhdfs/v1/user/alice?op=GETXATTRS");
+    assert_eq!(
+        x["XAttrs"],
+        serde_json::json!([{"name": "user.team", "value": "0x636f7265"}])
+    );
+    let x = server.ok("/webhdfs/v1/user/alice?op=GETXATTRS&xattr.name=user.team&encoding=TEXT");
+    assert_eq!(x["XAttrs"][0]["value"], "\"core\"");
+    let (status, e) = server.get("/webhdfs/v1/user/alice?op=GETXATTRS&xattr.name=user.nope");
+    assert_eq!(status, 403, "{e}");
+    let names = server.ok("/webhdfs/v1/user/alice?op=LISTXATTRS");
+    assert_eq!(names["XAttrNames"], "[\"user.team\"]");
+    let cs = &server.ok("/webhdfs/v1/user/alice?op=GETCONTENTSUMMARY")["ContentSummary"];
+    assert_eq!(cs["quota"], 100);
+    assert_eq!(cs["spaceQuota"], 1 << 30);
+    let link = &server.ok("/webhdfs/v1/user/alice/latest?op=GETFILESTATUS")["FileStatus"];
+    assert_eq!(link["type"], "SYMLINK");
+    assert_eq!(link["symlink"], "/data/2024/01");
+}
+
+fn exception(body: &[u8]) -> String {
+    let v: Value = serde_json::from_slice(body)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(body)));
+    v["RemoteException"]["exception"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn bad_requests_get_their_error_and_the_server_keeps_serving() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = paged_image(dir.path());
+    let server = Server::start(&img, &[]);
+    let many: String = vec!["a=1"; 10_000].join("&");
+    let over_param_limit: String = vec!["a=1"; 65].join("&");
+    let long = "a".repeat(1 << 20);
+    let cases: Vec<(&str, Vec<u8>, u16, Option<&str>)> = vec![
+        (
+            "GET",
+            b"/webhdfs/v1/nope?op=GETFILESTATUS".to_vec(),
+            404,
+            Some("FileNotFoundException"),
+        ),
+        (
+            "GET",
+            b"/webhdfs/v1/big/f00001/below?op=LISTSTATUS".to_vec(),
+            404,
+            Some("FileNotFoundException"),
+        ),
+        (
+            "GET",
+            b"/webhdfs/v1/?op=FROBNICATE".to_vec(),
+            400,
+            Some("IllegalArgumentException"),
+        ),
+        (
+            "GET",
+            b"/webhdfs/v1/".to_vec(),
+            400,
+            Some("IllegalArgumentException"),
+        ),
+        (
+            "GET",
+            b"/webhdfs/v1/?op=OPEN".to_vec(),
+            400,
+            Some("UnsupportedOperationException"),
+        ),
+        (
+            "GET",
+            b"/webhdfs/v1/x?op=MKDIRS".to_vec(),
+            403,
+            Some("AccessControlException"),
+        ),
+        (
+            "PUT",
+            b"/webhdfs/v1/x?op=CREATE".to_vec(),
+            403,
+            Some("AccessControlException"),
+        ),
+        (
+            "POST",
+            b"/webhdfs/v1/big?op=APPEND".to_vec(),
+            403,
+            Some("AccessControlException"),
+        ),
+        (
+            "DELETE",
+            b"/webhdfs/v1/big?op=DELETE".to_vec(),
+            403,
+            Some("AccessControlException"),
+        ),
+        (
+            "GET",
+            b"/webhdfs/v1/%zz%?op=GETFILESTATUS".to_vec(),
+            400,
+            Some("IllegalArgumentException"),
+        ),
+        (
+            "GET",
+            b"/webhdfs/v1/%ff%fe?op=GETFILESTATUS".to_vec(),
+            400,
+            Some("IllegalArgumentException"),
+        ),
+        (
+            "GET",
+            b"/webhdfs/v1/a%00b?op=GETFILESTATUS".to_vec(),
+            400,
+            Some("IllegalArgumentException"),
+        ),
+        (
+            "GET",
+            b"/webhdfs/v1/big/../user?op=GETFILESTATUS".to_vec(),
+            400,
+            Some("IllegalArgumentException"),
+        ),
+        (
+            "GET",
+            b"/webhdfs/v1/big/%2E%2E/user?op=GETFILESTATUS".to_vec(),
+            400,
+            Some("IllegalArgumentException"),
+        ),
+        (
+            "GET",
+            b"/webhdfs/v1/?op=GETXATTRS&encoding=rot13".to_vec(),
+            400,
+            Some("IllegalArgumentException"),
+        ),
+        (
+            "GET",
+            format!("/webhdfs/v1/?op=LISTSTATUS&{over_param_limit}").into_bytes(),
+            400,
+            Some("IllegalArgumentException"),
+        ),
+        (
+            "GET",
+            b"/other?op=LISTSTATUS".to_vec(),
+            400,
+            Some("IllegalArgumentException"),
+        ),
+        // Raw invalid UTF-8 on the request line: refused by the HTTP parser.
+        (
+            "GET",
+            b"/webhdfs/v1/\xff\xfe?op=GETFILESTATUS".to_vec(),
+            400,
+            None,
+        ),
+    ];
+    for (method, target, want, exc) in &cases {
+        let (status, body) = server.request(method, target);
+        let shown = String::from_utf8_lossy(&target[..target.len().min(80)]).to_string();
+        assert_eq!(
+            status,
+            *want,
+            "{method} {shown}: {}",
+            String::from_utf8_lossy(&body)
+        );
+        if let Some(exc) = exc {
+            assert_eq!(&exception(&body), exc, "{method} {shown}");
+        }
+        server.ok("/webhdfs/v1/big?op=GETFILESTATUS");
+    }
+    // 10,000 query parameters (40 KB): over the URI limit, a 414.
+    let (status, _) = server.request(
+        "GET",
+        format!("/webhdfs/v1/?op=LISTSTATUS&{many}").as_bytes(),
+    );
+    assert_eq!(status, 414);
+    // A 1 MB URL: refused by the HTTP layer before it is buffered whole.
+    let (status, _) = server.request(
+        "GET",
+        format!("/webhdfs/v1/{long}?op=GETFILESTATUS").as_bytes(),
+    );
+    assert!(status == 414 || status == 431, "{status}");
+    server.ok("/webhdfs/v1/big?op=GETFILESTATUS");
+
+    // A slow client holding a connection open (half a request head) does
+    // not hold up others.
+    let mut slow = TcpStream::connect(server.addr).unwrap();
+    slow.write_all(b"GET /webhdfs/v1/?op=LISTSTATUS HTTP/1.1\r\nHost: x\r\n")
+        .unwrap();
+    let idle: Vec<TcpStream> = (0..32)
+        .map(|_| TcpStream::connect(server.addr).unwrap())
+        .collect();
+    let started = Instant::now();
+    server.ok("/webhdfs/v1/big?op=GETFILESTATUS");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    drop((slow, idle));
+    let logged = server.stderr_lines();
+    assert!(
+        logged
+            .iter()
+            .any(|l| l.contains("GET /webhdfs/v1/nope?op=GETFILESTATUS 404")),
+        "{logged:?}"
+    );
+}
+
+#[test]
+fn sixty_four_concurrent_clients_get_their_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = paged_image(dir.path());
+    let server = Server::start(&img, &[]);
+    let want_status = server.ok("/webhdfs/v1/user/alice?op=GETFILESTATUS");
+    let want_list = server.ok("/webhdfs/v1/data/2024/01?op=LISTSTATUS");
+    let addr = server.addr;
+    let until = Instant::now() + Duration::from_secs(2);
+    let threads: Vec<_> = (0..64)
+        .map(|i| {
+            let (want_status, want_list) = (want_status.clone(), want_list.clone());
+            std::thread::spawn(move || {
+                let mut n = 0u64;
+                while Instant::now() < until {
+                    let (target, want) = if (i + n).is_multiple_of(2) {
+                        ("/webhdfs/v1/user/alice?op=GETFILESTATUS", &want_status)
+                    } else {
+                        ("/webhdfs/v1/data/2024/01?op=LISTSTATUS", &want_list)
+                    };
+                    let (status, body) = request(addr, "GET", target.as_bytes());
+                    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+                    let v: Value = serde_json::from_slice(&body).unwrap();
+                    assert_eq!(&v, want);
+                    n += 1;
+                }
+                n
+            })
+        })
+        .collect();
+    let total: u64 = threads.into_iter().map(|t| t.join().unwrap()).sum();
+    assert!(total >= 64, "{total} requests");
+}
+
+/// The newest `image_<txid>` of a store directory.
+fn newest_image(dir: &Path) -> std::path::PathBuf {
+    let mut images: Vec<String> = common::names(dir)
+        .into_iter()
+        .filter(|n| n.starts_with("image_") && !n.ends_with(".tmp"))
+        .collect();
+    images.sort();
+    dir.join(images.last().expect("an image"))
+}
+
+fn store(args: &[&str]) {
+    let out = nsimage(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_store_is_followed_to_its_newest_checkpoint() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("store");
+    let d = dir.to_str().unwrap();
+    store(&["store", "init", d]);
+    store(&["store", "apply", d, "--ops", "300"]);
+    store(&["store", "checkpoint", d]);
+    let server = Server::start(&dir, &["--poll-ms", "50"]);
+    let summary = |img: &Path| {
+        let du = json(&nsimage(&[
+            "du",
+            img.to_str().unwrap(),
+            "/",
+            "--json",
+            "--depth",
+            "0",
+        ]));
+        let r = &du["rows"][0];
+        (r["directories"].clone(), r["bytes"].clone())
+    };
+    let served = || {
+        let cs = server.ok("/webhdfs/v1/?op=GETCONTENTSUMMARY")["ContentSummary"].clone();
+        (cs["directoryCount"].clone(), cs["length"].clone())
+    };
+    let first = summary(&newest_image(&dir));
+    assert_eq!(served(), first);
+
+    store(&["store", "apply", d, "--ops", "2000"]);
+    store(&["store", "checkpoint", d]);
+    let second = summary(&newest_image(&dir));
+    assert_ne!(first, second, "the workload changed nothing");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while served() != second {
+        assert!(
+            Instant::now() < deadline,
+            "the new checkpoint was not served"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    // A newer image that does not verify is logged and not served.
+    std::fs::write(dir.join("image_09000000000000000000"), b"not an image").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut logged = Vec::new();
+    while !logged.iter().any(|l: &String| l.contains("not serving")) {
+        assert!(
+            Instant::now() < deadline,
+            "the bad image was not reported: {logged:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+        logged.extend(server.stderr_lines());
+    }
+    assert_eq!(served(), second);
+}
+
+#[test]
+fn sigterm_stops_the_server_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = paged_image(dir.path());
+    let mut server = Server::start(&img, &[]);
+    server.ok("/webhdfs/v1/?op=GETFILESTATUS");
+    let kill = Command::new("kill")
+        .args(["-TERM", &server.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(status) = server.child.try_wait().unwrap() {
+            assert!(status.success(), "{status:?}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "serve did not stop on SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_corrupt_image_is_a_data_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad");
+    std::fs::write(&bad, b"this is not an image at all").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_nsimage"))
+        .args(["serve", bad.to_str().unwrap(), "--addr", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
