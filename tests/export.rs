@@ -100,6 +100,7 @@ fn check_image(img: &Path, dir: &Path, row_group_rows: &str) {
     );
     assert_eq!(st1["rows"], loaded["inodes"], "{st1}");
     assert_eq!(st1["files"], 1);
+    assert_eq!(st2["rows"], st1["rows"]);
     let b1 = std::fs::read(&one).unwrap();
     let b2 = std::fs::read(&two).unwrap();
     assert!(b1 == b2, "1 and 2 threads wrote different bytes");

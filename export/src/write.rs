@@ -181,7 +181,7 @@ pub fn write_parts<W: Write + Send>(
     };
     let mut index = 0usize;
     run_groups(ns, &pool, &factory, &groups, &mut |e: Encoded| {
-        if index % per_file == 0 {
+        if index.is_multiple_of(per_file) {
             if let Some(w) = current.take() {
                 finish(&mut stats, w, close)?;
             }
