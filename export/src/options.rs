@@ -1,7 +1,8 @@
 //! What an export is asked to do and what it did.
 
-/// Default rows (slots) per row group.
-pub const DEFAULT_ROW_GROUP_ROWS: u32 = 1 << 20;
+/// Default rows (slots) per row group: small enough that a 1M-inode
+/// namespace gives every worker of a small machine several row groups.
+pub const DEFAULT_ROW_GROUP_ROWS: u32 = 1 << 17;
 
 /// How to export.
 #[derive(Clone, Copy, Debug)]
