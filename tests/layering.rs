@@ -9,20 +9,21 @@ use std::process::Command;
 
 /// Every workspace crate, its folder and its layer: a crate may depend only
 /// on crates of a strictly lower layer (never beside, never above).
-const LAYERS: [(&str, &str, u32); 9] = [
+const LAYERS: [(&str, &str, u32); 10] = [
     ("nsimage-namespace", "namespace", 0),
     ("nsimage-format", "format-spec", 1),
     ("nsimage-writer", "writer", 2),
     ("nsimage-loader", "loader", 2),
     ("nsimage-store", "store", 3),
     ("nsimage-viewer", "viewer", 3),
+    ("nsimage-export", "export", 4),
     ("nsimage-testkit", "testkit", 4),
     ("nsimage-server", "server", 4),
     ("nsimage", ".", 5),
 ];
 
 /// The library crates a user of nsimage links.
-const PRODUCT: [&str; 7] = [
+const PRODUCT: [&str; 8] = [
     "nsimage-namespace",
     "nsimage-format",
     "nsimage-writer",
@@ -30,6 +31,7 @@ const PRODUCT: [&str; 7] = [
     "nsimage-store",
     "nsimage-viewer",
     "nsimage-server",
+    "nsimage-export",
 ];
 
 /// Crates only the command line (or the tooling) may depend on.

@@ -15,6 +15,7 @@ mod diff;
 mod distribution;
 mod du;
 mod dump;
+mod export;
 mod find;
 mod generate;
 mod info;
@@ -74,6 +75,8 @@ enum Command {
     Convert(convert::Args),
     /// Dump every inode: OIV XML, OIV Delimited or JSON lines.
     Dump(dump::Args),
+    /// Every inode as Parquet: one file, or a dataset directory.
+    Export(export::Args),
     /// File-size histogram, with an SVG bar chart.
     Distribution(distribution::Args),
     /// What changed between two images of the same namespace.
@@ -110,6 +113,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Du(a) => du::run(a),
         Command::Find(a) => find::run(a),
         Command::Dump(a) => dump::run(a),
+        Command::Export(a) => export::run(a),
         Command::Convert(a) => convert::run(a),
         Command::Distribution(a) => distribution::run(a),
         Command::Diff(a) => diff::run(a),

@@ -1,0 +1,36 @@
+//! The errors of an export.
+
+use std::path::PathBuf;
+
+/// What can go wrong in an export. None of them is a data error: the
+/// namespace was loaded (and checked) before.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    /// Reading or writing a file failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The failure.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The Parquet encoder refused what it was given.
+    #[error("parquet: {0}")]
+    Parquet(#[from] parquet::errors::ParquetError),
+    /// Building the Arrow arrays failed.
+    #[error("arrow: {0}")]
+    Arrow(#[from] arrow_schema::ArrowError),
+    /// An option is out of range.
+    #[error("{detail}")]
+    BadArgument {
+        /// What is wrong.
+        detail: String,
+    },
+    /// A rule of the encoder itself was broken (a bug).
+    #[error("internal error: {detail}")]
+    Internal {
+        /// What is wrong.
+        detail: String,
+    },
+}

@@ -1,0 +1,211 @@
+//! The row groups: built and encoded in parallel by slot ranges, appended
+//! in order to one file or to the parts of a dataset.
+
+use crate::columns::{build, schema};
+use crate::error::ExportError;
+use crate::options::{ExportOptions, ExportStats};
+use nsimage_namespace::Namespace;
+use parquet::arrow::arrow_writer::{compute_leaves, ArrowColumnChunk, ArrowRowGroupWriterFactory};
+use parquet::arrow::ArrowWriter;
+use parquet::basic::{Compression, ZstdLevel};
+use parquet::file::properties::WriterProperties;
+use parquet::file::writer::SerializedFileWriter;
+use rayon::prelude::*;
+use std::io::Write;
+use std::ops::Range;
+
+/// The slot ranges of the row groups, in order.
+pub fn row_group_ranges(ns: &Namespace, row_group_rows: u32) -> Vec<Range<u32>> {
+    let step = row_group_rows.max(1);
+    let slots = ns.slot_count();
+    let mut out = Vec::new();
+    let mut a = 0u32;
+    while a < slots {
+        let b = a.saturating_add(step).min(slots);
+        out.push(a..b);
+        a = b;
+    }
+    out
+}
+
+/// The writer properties of every file: zstd, the Arrow schema embedded.
+fn properties(opts: &ExportOptions) -> Result<WriterProperties, ExportError> {
+    let level = ZstdLevel::try_new(opts.zstd_level).map_err(|e| ExportError::BadArgument {
+        detail: format!("zstd level {}: {e}", opts.zstd_level),
+    })?;
+    Ok(WriterProperties::builder()
+        .set_compression(Compression::ZSTD(level))
+        .set_max_row_group_size(usize::MAX)
+        .set_created_by(format!("nsimage {}", env!("CARGO_PKG_VERSION")))
+        .build())
+}
+
+/// One row group, encoded: its column chunks and its rows.
+struct Encoded {
+    chunks: Vec<ArrowColumnChunk>,
+    rows: u64,
+}
+
+/// Builds the arrays of `range` and encodes them into column chunks.
+fn encode(
+    ns: &Namespace,
+    factory: &ArrowRowGroupWriterFactory,
+    range: Range<u32>,
+) -> Result<Encoded, ExportError> {
+    let batch = build(ns, range)?;
+    let rows = batch.num_rows() as u64;
+    let mut writers = factory.create_column_writers(0)?;
+    let mut it = writers.iter_mut();
+    for (field, column) in batch.schema().fields().iter().zip(batch.columns()) {
+        for leaf in compute_leaves(field.as_ref(), column)? {
+            let w = it.next().ok_or_else(|| ExportError::Internal {
+                detail: "fewer column writers than leaves".into(),
+            })?;
+            w.write(&leaf)?;
+        }
+    }
+    drop(batch);
+    let chunks = writers
+        .into_iter()
+        .map(|w| w.close())
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Encoded { chunks, rows })
+}
+
+/// The column-writer factory every row group is encoded with (the same
+/// schema and properties for every file of an export).
+fn factory(props: WriterProperties) -> Result<ArrowRowGroupWriterFactory, ExportError> {
+    let aw = ArrowWriter::try_new(std::io::sink(), schema(), Some(props))?;
+    let (_, factory) = aw.into_serialized_writer()?;
+    Ok(factory)
+}
+
+/// A file writer with the Arrow schema embedded in its metadata.
+fn file_writer<W: Write + Send>(
+    w: W,
+    props: &WriterProperties,
+) -> Result<SerializedFileWriter<W>, ExportError> {
+    let aw = ArrowWriter::try_new(w, schema(), Some(props.clone()))?;
+    Ok(aw.into_serialized_writer()?.0)
+}
+
+/// Appends an encoded row group to a file.
+fn append<W: Write + Send>(
+    writer: &mut SerializedFileWriter<W>,
+    e: Encoded,
+) -> Result<(), ExportError> {
+    let mut rg = writer.next_row_group()?;
+    for c in e.chunks {
+        c.append_to_row_group(&mut rg)?;
+    }
+    rg.close()?;
+    Ok(())
+}
+
+/// Encodes the row groups of `groups` in parallel on `pool`, batch by
+/// batch (two per worker), handing each to `sink` in order while the next
+/// batch is encoded.
+fn run_groups(
+    ns: &Namespace,
+    pool: &rayon::ThreadPool,
+    factory: &ArrowRowGroupWriterFactory,
+    groups: &[Range<u32>],
+    sink: &mut (dyn FnMut(Encoded) -> Result<(), ExportError> + Send),
+) -> Result<(), ExportError> {
+    let batch = pool.current_num_threads().max(1) * 2;
+    pool.install(|| {
+        let mut pending: Vec<Encoded> = Vec::new();
+        for group in groups.chunks(batch) {
+            let (written, next) = rayon::join(
+                || {
+                    std::mem::take(&mut pending)
+                        .into_iter()
+                        .try_for_each(&mut *sink)
+                },
+                || {
+                    group
+                        .par_iter()
+                        .map(|r| encode(ns, factory, r.clone()))
+                        .collect::<Result<Vec<_>, _>>()
+                },
+            );
+            written?;
+            pending = next?;
+        }
+        pending.into_iter().try_for_each(&mut *sink)
+    })
+}
+
+fn pool(threads: usize) -> Result<rayon::ThreadPool, ExportError> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map_err(|e| ExportError::Internal {
+            detail: format!("starting the worker threads: {e}"),
+        })
+}
+
+/// Writes every live inode of `ns` as Parquet, in id order, into files of
+/// `groups_per_file` row groups each (`None`: one file): `open(k)` gives
+/// the writer of file `k` (0, 1, ...), `close(k, w)` takes it back once
+/// the file is complete (to sync and rename it) and says its size.
+pub fn write_parts<W: Write + Send>(
+    ns: &Namespace,
+    opts: &ExportOptions,
+    groups_per_file: Option<u32>,
+    open: &mut (dyn FnMut(usize) -> Result<W, ExportError> + Send),
+    close: &mut (dyn FnMut(usize, W) -> Result<u64, ExportError> + Send),
+) -> Result<ExportStats, ExportError> {
+    let pool = pool(opts.threads)?;
+    let props = properties(opts)?;
+    let factory = factory(props.clone())?;
+    let groups = row_group_ranges(ns, opts.row_group_rows);
+    let per_file = match groups_per_file {
+        Some(n) => n.max(1) as usize,
+        None => groups.len().max(1),
+    };
+    let mut stats = ExportStats {
+        threads: pool.current_num_threads(),
+        ..ExportStats::default()
+    };
+    let mut current: Option<SerializedFileWriter<W>> = None;
+    let finish = |stats: &mut ExportStats,
+                  w: SerializedFileWriter<W>,
+                  close: &mut (dyn FnMut(usize, W) -> Result<u64, ExportError> + Send)|
+     -> Result<(), ExportError> {
+        let inner = w.into_inner()?;
+        let k = usize::try_from(stats.files).unwrap_or(usize::MAX);
+        stats.bytes += close(k, inner)?;
+        stats.files += 1;
+        Ok(())
+    };
+    let mut index = 0usize;
+    run_groups(ns, &pool, &factory, &groups, &mut |e: Encoded| {
+        if index.is_multiple_of(per_file) {
+            if let Some(w) = current.take() {
+                finish(&mut stats, w, close)?;
+            }
+            let k = index / per_file;
+            let w = open(k)?;
+            current = Some(file_writer(w, &props)?);
+        }
+        index += 1;
+        stats.rows += e.rows;
+        stats.row_groups += 1;
+        match current.as_mut() {
+            Some(w) => append(w, e),
+            None => Err(ExportError::Internal {
+                detail: "no file open for a row group".into(),
+            }),
+        }
+    })?;
+    if current.is_none() {
+        // An empty namespace (no slots): one file with no row groups.
+        let w = open(0)?;
+        current = Some(file_writer(w, &props)?);
+    }
+    if let Some(w) = current.take() {
+        finish(&mut stats, w, close)?;
+    }
+    Ok(stats)
+}
