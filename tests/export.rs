@@ -6,6 +6,8 @@
 
 mod common;
 
+mod hdfs_common;
+
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int8Type, UInt64Type};
 use arrow_array::{Array, RecordBatch};
@@ -17,13 +19,9 @@ fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
-/// shared/data/hdfs, found from the package root.
+/// The real Hadoop images (shared/data/hdfs, or the repository's copy).
 fn hdfs_dir() -> PathBuf {
-    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
-    here.ancestors()
-        .map(|a| a.join("shared/data/hdfs"))
-        .find(|p| p.is_dir())
-        .unwrap_or_else(|| panic!("no shared/data/hdfs above {}", here.display()))
+    hdfs_common::data()
 }
 
 fn read(file: &Path) -> Vec<RecordBatch> {
