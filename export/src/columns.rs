@@ -22,7 +22,6 @@
 //! | `ns_quota`, `ds_quota` | Int64 | not a directory, or no quota (-1) |
 
 use crate::error::ExportError;
-use crate::paths::PathCache;
 use arrow_array::builder::{
     BinaryBuilder, Int64Builder, StringBuilder, TimestampMillisecondBuilder, UInt16Builder,
     UInt32Builder, UInt64Builder, UInt8Builder,
@@ -31,6 +30,7 @@ use arrow_array::types::{Int32Type, Int8Type};
 use arrow_array::{ArrayRef, DictionaryArray, Int32Array, Int8Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use nsimage_namespace::{Attrs, InodeKind, Namespace};
+use nsimage_viewer::dump::PathCache;
 use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::{Arc, OnceLock};

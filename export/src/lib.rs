@@ -6,7 +6,8 @@
 //! encodes their column chunks (zstd), and the writer appends the encoded
 //! row groups in order, so the rows (and the bytes) are the same for any
 //! thread count. Full paths are rebuilt from the namespace's parent links
-//! (`paths.rs`), never held per inode. The columns are in [`schema`]
+//! (the viewer's `dump::PathCache`, shared with the dumps), never held per
+//! inode. The columns are in [`schema`]
 //! (`columns.rs`); the files are written beside their final names and
 //! renamed into place (`output.rs`). Options and stats are in `options.rs`, the parallel
 //! encoder in `write.rs`.
@@ -15,7 +16,6 @@ mod columns;
 mod error;
 mod options;
 mod output;
-mod paths;
 mod write;
 
 pub use columns::schema;

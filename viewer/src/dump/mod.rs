@@ -24,7 +24,7 @@ pub use delimited::COLUMNS as DELIMITED_COLUMNS;
 use crate::error::ViewError;
 use formatter::Formatter;
 use nsimage_namespace::Namespace;
-use paths::PathCache;
+pub use paths::PathCache;
 use rayon::prelude::*;
 use scratch::Scratch;
 use std::io::Write;

@@ -8,15 +8,21 @@ use nsimage_namespace::{Inode, Namespace, Slot};
 
 /// The path of the last directory whose children were formatted, reused
 /// while the next inodes share it.
-pub(crate) struct PathCache {
+pub struct PathCache {
     dir: Option<Slot>,
     dir_path: Vec<u8>,
     parts: Vec<Slot>,
 }
 
+impl Default for PathCache {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl PathCache {
     /// An empty cache.
-    pub(crate) fn new() -> PathCache {
+    pub fn new() -> PathCache {
         PathCache {
             dir: None,
             dir_path: Vec::with_capacity(256),
@@ -25,7 +31,7 @@ impl PathCache {
     }
 
     /// Appends `inode`'s full path (`/` for the root) to `out`.
-    pub(crate) fn push_path(&mut self, ns: &Namespace, inode: &Inode<'_>, out: &mut Vec<u8>) {
+    pub fn push_path(&mut self, ns: &Namespace, inode: &Inode<'_>, out: &mut Vec<u8>) {
         let Some(parent) = inode.parent().and_then(|p| ns.slot_of(p)) else {
             out.push(b'/');
             return;
