@@ -1,7 +1,9 @@
 //! `nsimage du`: per-subtree counts, bytes, space consumed, small files and
-//! quota use, like `hdfs dfs -count -q` and `du`.
+//! quota use, like `hdfs dfs -count -q` and `du`; with `--by owner|group`,
+//! the subtree's usage per user or group instead.
 
 use nsimage_viewer::du::{self, DuOptions, Sort};
+use nsimage_viewer::owners::{self, Key};
 use nsimage_viewer::paths::ImagePath;
 use std::io::Write;
 use std::path::PathBuf;
@@ -21,9 +23,21 @@ pub struct Args {
     /// Row order: path (depth first), bytes or files (most first).
     #[arg(long, default_value = "path", value_parser = parse_sort)]
     sort: Sort,
+    /// One row per owning user or group instead of per subdirectory
+    /// (most bytes first).
+    #[arg(long, value_parser = parse_key, conflicts_with_all = ["depth", "sort"])]
+    by: Option<Key>,
     /// One JSON document on stdout.
     #[arg(long)]
     json: bool,
+}
+
+fn parse_key(s: &str) -> Result<Key, String> {
+    match s {
+        "owner" | "user" => Ok(Key::Owner),
+        "group" => Ok(Key::Group),
+        _ => Err(format!("unknown key {s:?} (owner or group)")),
+    }
 }
 
 fn parse_sort(s: &str) -> Result<Sort, String> {
@@ -38,6 +52,9 @@ fn parse_sort(s: &str) -> Result<Sort, String> {
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let path = ImagePath::parse(&a.path)?;
     let ns = super::ls::load_whole(&a.image)?;
+    if let Some(by) = a.by {
+        return by_key(&ns, &path, by, a.json);
+    }
     let pb = super::spinner("summing subtrees");
     let report = du::du(
         &ns,
@@ -56,6 +73,27 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             .and_then(|()| writeln!(out))
     } else {
         du::write_text(&report, &mut out)
+    };
+    super::ls::finish(r.and_then(|()| out.flush()))
+}
+
+fn by_key(
+    ns: &nsimage_namespace::Namespace,
+    path: &ImagePath,
+    by: Key,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let pb = super::spinner(&format!("summing per {}", by.name()));
+    let report = owners::usage_by(ns, path, by);
+    pb.finish_and_clear();
+    let report = report?;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let r = if json {
+        serde_json::to_writer(&mut out, &owners::to_json(&report))
+            .map_err(std::io::Error::from)
+            .and_then(|()| writeln!(out))
+    } else {
+        owners::write_text(&report, &mut out)
     };
     super::ls::finish(r.and_then(|()| out.flush()))
 }

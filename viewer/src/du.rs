@@ -61,7 +61,8 @@ impl Usage {
             .saturating_add(self.symlinks)
     }
 
-    fn add(&mut self, o: &Usage) {
+    /// Adds `o` to these counts (saturating).
+    pub fn add(&mut self, o: &Usage) {
         self.files = self.files.saturating_add(o.files);
         self.directories = self.directories.saturating_add(o.directories);
         self.symlinks = self.symlinks.saturating_add(o.symlinks);
@@ -71,7 +72,7 @@ impl Usage {
     }
 
     /// One inode's own share (its children not included).
-    fn of(inode: &Inode<'_>) -> Usage {
+    pub fn of(inode: &Inode<'_>) -> Usage {
         match inode.attrs() {
             Attrs::File(f) => {
                 let len = length(inode);

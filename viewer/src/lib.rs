@@ -13,7 +13,8 @@
 //!   namespace, each as plain data plus text and JSON renderers.
 //! - [`dump`]: every inode as OIV XML, OIV Delimited text or JSON lines,
 //!   in parallel, the same bytes for any thread count;
-//! - [`distribution`]: the file-size histogram of OIV FileDistribution.
+//! - [`distribution`]: the file-size histogram of OIV FileDistribution;
+//! - [`owners`]: a subtree's usage per owner or per group (`du --by`).
 //!
 //! Layering: above the loader (it reads images through `nsimage-loader`
 //! and looks at `nsimage-namespace`); it must never import the writer, the
@@ -29,6 +30,7 @@ pub mod error;
 pub mod find;
 pub mod lookup;
 pub mod ls;
+pub mod owners;
 pub mod paths;
 pub mod stat;
 pub mod text;

@@ -1,0 +1,120 @@
+//! A running `nsimage serve` for the tests: started on a free loopback
+//! port, its address read from its first line, killed when dropped; plain
+//! HTTP/1.1 requests with every wait bounded.
+#![allow(dead_code)]
+
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+pub const IO_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// A running `nsimage serve`, killed when dropped.
+pub struct Server {
+    pub child: Child,
+    pub addr: SocketAddr,
+    stderr: mpsc::Receiver<String>,
+}
+
+impl Server {
+    pub fn start(source: &Path, extra: &[&str]) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_nsimage"))
+            .arg("serve")
+            .arg(source)
+            .args(["--addr", "127.0.0.1:0", "--log"])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start nsimage serve");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        let stderr = child.stderr.take().unwrap();
+        let (etx, erx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let _ = etx.send(line);
+            }
+        });
+        let line = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("serve printed its address");
+        let addr = line
+            .trim()
+            .strip_prefix("listening on http://")
+            .and_then(|r| r.strip_suffix("/webhdfs/v1/"))
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+            .parse()
+            .unwrap();
+        Server {
+            child,
+            addr,
+            stderr: erx,
+        }
+    }
+
+    /// A request with `method` for `target` (sent as is): status, body.
+    pub fn request(&self, method: &str, target: &[u8]) -> (u16, Vec<u8>) {
+        request(self.addr, method, target)
+    }
+
+    pub fn get(&self, target: &str) -> (u16, Value) {
+        let (status, body) = self.request("GET", target.as_bytes());
+        let v = serde_json::from_slice(&body)
+            .unwrap_or_else(|e| panic!("{target}: {e}: {}", String::from_utf8_lossy(&body)));
+        (status, v)
+    }
+
+    pub fn ok(&self, target: &str) -> Value {
+        let (status, v) = self.get(target);
+        assert_eq!(status, 200, "{target}: {v}");
+        v
+    }
+
+    pub fn stderr_lines(&self) -> Vec<String> {
+        self.stderr.try_iter().collect()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One HTTP/1.1 request on its own connection.
+pub fn request(addr: SocketAddr, method: &str, target: &[u8]) -> (u16, Vec<u8>) {
+    let mut s = TcpStream::connect_timeout(&addr, IO_TIMEOUT).expect("connect");
+    s.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+    s.set_write_timeout(Some(IO_TIMEOUT)).unwrap();
+    let mut req = Vec::new();
+    req.extend_from_slice(method.as_bytes());
+    req.push(b' ');
+    req.extend_from_slice(target);
+    req.extend_from_slice(b" HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    // The server may answer (and close) before a huge request is written.
+    let _ = s.write_all(&req);
+    let mut resp = Vec::new();
+    let _ = s.read_to_end(&mut resp);
+    let head_end = resp
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or_else(|| panic!("no response head: {:?}", String::from_utf8_lossy(&resp)));
+    let head = String::from_utf8_lossy(&resp[..head_end]).to_string();
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("bad status line: {head}"));
+    (status, resp[head_end + 4..].to_vec())
+}
