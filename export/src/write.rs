@@ -10,6 +10,7 @@ use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 use parquet::file::writer::SerializedFileWriter;
+use parquet::schema::types::ColumnPath;
 use rayon::prelude::*;
 use std::io::Write;
 use std::ops::Range;
@@ -28,16 +29,33 @@ pub fn row_group_ranges(ns: &Namespace, row_group_rows: u32) -> Vec<Range<u32>> 
     out
 }
 
+/// Columns whose values are (nearly) all distinct: dictionary encoding
+/// would build a hash table per column chunk only to fall back to plain
+/// encoding when the dictionary page fills, so they are written plain.
+const DISTINCT_COLUMNS: [&str; 8] = [
+    "id",
+    "parent_id",
+    "path",
+    "path_raw",
+    "name",
+    "size",
+    "mtime",
+    "atime",
+];
+
 /// The writer properties of every file: zstd, the Arrow schema embedded.
 fn properties(opts: &ExportOptions) -> Result<WriterProperties, ExportError> {
     let level = ZstdLevel::try_new(opts.zstd_level).map_err(|e| ExportError::BadArgument {
         detail: format!("zstd level {}: {e}", opts.zstd_level),
     })?;
-    Ok(WriterProperties::builder()
+    let mut b = WriterProperties::builder()
         .set_compression(Compression::ZSTD(level))
         .set_max_row_group_size(usize::MAX)
-        .set_created_by(format!("nsimage {}", env!("CARGO_PKG_VERSION")))
-        .build())
+        .set_created_by(format!("nsimage {}", env!("CARGO_PKG_VERSION")));
+    for c in DISTINCT_COLUMNS {
+        b = b.set_column_dictionary_enabled(ColumnPath::from(c), false);
+    }
+    Ok(b.build())
 }
 
 /// One row group, encoded: its column chunks and its rows.
