@@ -122,6 +122,7 @@ fn with_extra_section(bytes: &[u8], kind: u32, optional: bool) -> Vec<u8> {
         records: 2,
         checksum: xxh3_64(&payload),
         sub_sections: Vec::new(),
+        at_rest: Default::default(),
     });
     out.extend_from_slice(&payload);
     with_index(out, &idx)

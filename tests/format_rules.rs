@@ -260,6 +260,7 @@ fn with_section(bytes: &[u8], kind: u32, optional: bool, payload: &[u8], sum: u6
         records: 0,
         checksum: sum,
         sub_sections: Vec::new(),
+        at_rest: Default::default(),
     });
     out.extend_from_slice(payload);
     with_index(out, &idx)

@@ -16,6 +16,7 @@ fn opts(threads: usize, read: ReadStrategy) -> LoadOptions {
         read,
         serial: false,
         parallel_threshold: 0,
+        key: None,
     }
 }
 

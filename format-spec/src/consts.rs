@@ -14,8 +14,16 @@ pub const CURRENT_VERSION: u16 = 1;
 /// The oldest format version this build reads.
 pub const OLDEST_VERSION: u16 = 1;
 
-/// Required feature bits this build understands (none yet in v1).
-pub const KNOWN_REQUIRED_FEATURES: u32 = 0;
+/// Required feature bits (FORMAT.md, "Header").
+pub mod features {
+    /// Some piece is stored compressed.
+    pub const COMPRESSED: u32 = 0x1;
+    /// Every piece is encrypted.
+    pub const ENCRYPTED: u32 = 0x2;
+}
+
+/// Required feature bits this build understands.
+pub const KNOWN_REQUIRED_FEATURES: u32 = features::COMPRESSED | features::ENCRYPTED;
 
 /// Id of the root directory (the same as HDFS's `ROOT_INODE_ID`).
 pub const ROOT_ID: u64 = 16385;

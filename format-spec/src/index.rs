@@ -8,7 +8,9 @@
     clippy::cast_sign_loss
 )]
 
-use crate::consts::{header, SectionKind, MIN_INODE_RECORD};
+use crate::at_rest::{AtRest, EncryptionInfo};
+use crate::cipher::{PiecePlace, AES_256_GCM, ID_LEN};
+use crate::consts::{features, header, SectionKind, MIN_INODE_RECORD};
 use crate::error::{FormatError, Location, Result};
 use crate::pb;
 use prost::Message;
@@ -25,8 +27,17 @@ pub struct SubSectionInfo {
     pub records: u64,
     /// Id of the first inode (INODE) or first parent (INODE_DIR).
     pub first_key: u64,
-    /// xxh3-64 of its bytes.
+    /// xxh3-64 of its (stored) bytes.
     pub checksum: u64,
+    /// How its bytes are stored: plain, compressed, encrypted.
+    pub at_rest: AtRest,
+}
+
+impl SubSectionInfo {
+    /// The length of its plain bytes (the records).
+    pub fn plain_length(&self) -> u64 {
+        self.at_rest.plain_length(self.length)
+    }
 }
 
 /// One section as listed in the index.
@@ -46,6 +57,10 @@ pub struct SectionInfo {
     pub checksum: u64,
     /// Its record-aligned slices, in order; empty when it is not split.
     pub sub_sections: Vec<SubSectionInfo>,
+    /// How an unsplit section's bytes are stored. For a split section:
+    /// no codec or seal, and `raw_length` the sum of its pieces' plain
+    /// lengths, or 0 when none of them is transformed.
+    pub at_rest: AtRest,
 }
 
 impl SectionInfo {
@@ -59,9 +74,19 @@ impl SectionInfo {
                 records: self.records,
                 first_key: 0,
                 checksum: self.checksum,
+                at_rest: self.at_rest.clone(),
             }]
         } else {
             self.sub_sections.clone()
+        }
+    }
+
+    /// The length of its plain bytes (the records).
+    pub fn plain_length(&self) -> u64 {
+        if self.at_rest.raw_length == 0 {
+            self.length
+        } else {
+            self.at_rest.raw_length
         }
     }
 
@@ -77,6 +102,8 @@ impl SectionInfo {
 pub struct Index {
     /// The sections, in file order.
     pub sections: Vec<SectionInfo>,
+    /// Present exactly when the image is encrypted.
+    pub encryption: Option<EncryptionInfo>,
 }
 
 impl Index {
@@ -113,10 +140,31 @@ impl Index {
                             records: u.records,
                             first_key: u.first_key,
                             checksum: u.checksum,
+                            codec: u.at_rest.codec.as_u32(),
+                            raw_length: u.at_rest.raw_length,
+                            nonce: u
+                                .at_rest
+                                .sealed
+                                .as_ref()
+                                .map(|x| x.nonce.to_vec())
+                                .unwrap_or_default(),
                         })
                         .collect(),
+                    codec: s.at_rest.codec.as_u32(),
+                    raw_length: s.at_rest.raw_length,
+                    nonce: s
+                        .at_rest
+                        .sealed
+                        .as_ref()
+                        .map(|x| x.nonce.to_vec())
+                        .unwrap_or_default(),
                 })
                 .collect(),
+            encryption: self.encryption.as_ref().map(|e| pb::Encryption {
+                cipher: AES_256_GCM,
+                image_id: e.image_id.to_vec(),
+                key_fingerprint: e.key_fingerprint.to_vec(),
+            }),
         };
         msg.encode_to_vec()
     }
@@ -137,9 +185,14 @@ impl Index {
             .map_err(|e| FormatError::corrupt(at.clone(), format!("undecodable index: {e}")))?;
         let msg = pb::Index::decode(bytes)
             .map_err(|e| FormatError::corrupt(at.clone(), format!("undecodable index: {e}")))?;
+        let encryption = match &msg.encryption {
+            None => None,
+            Some(e) => Some(encryption_info(e, &at)?),
+        };
         let mut sections = Vec::with_capacity(msg.sections.len());
+        let mut nonces = std::collections::HashSet::new();
         let mut expect = header::SIZE as u64;
-        for s in msg.sections {
+        for (position, s) in msg.sections.into_iter().enumerate() {
             let kind = SectionKind(s.kind);
             let sat = Location::in_section(kind, None, s.offset);
             if s.offset != expect {
@@ -171,19 +224,43 @@ impl Index {
             if sections.iter().any(|o: &SectionInfo| o.kind == kind) {
                 return Err(FormatError::corrupt(sat, "section kind listed twice"));
             }
-            let most = if kind == SectionKind::INODE {
-                s.length / MIN_INODE_RECORD
+            let position = u32::try_from(position)
+                .map_err(|_| FormatError::corrupt(sat.clone(), "too many sections"))?;
+            let place = PiecePlace {
+                kind: s.kind,
+                section: position,
+                piece: 0,
+                offset: s.offset,
+                raw_length: s.raw_length,
+                codec: s.codec,
+            };
+            let sub_sections = check_sub_sections(kind, &s, encryption.as_ref(), position)?;
+            let at_rest = if sub_sections.is_empty() {
+                AtRest::check(
+                    &sat,
+                    s.length,
+                    s.codec,
+                    s.raw_length,
+                    &s.nonce,
+                    encryption.as_ref(),
+                    place,
+                )?
             } else {
-                s.length
+                split_at_rest(&sat, &s, &sub_sections)?
+            };
+            let plain = at_rest.plain_length(s.length);
+            let most = if kind == SectionKind::INODE {
+                plain / MIN_INODE_RECORD
+            } else {
+                plain
             };
             if s.records > most {
                 return Err(FormatError::corrupt(
                     sat,
-                    format!("{} records cannot fit in {} bytes", s.records, s.length),
+                    format!("{} records cannot fit in {plain} bytes", s.records),
                 ));
             }
-            let sub_sections = check_sub_sections(kind, &s)?;
-            sections.push(SectionInfo {
+            let info = SectionInfo {
                 kind,
                 optional: s.optional,
                 offset: s.offset,
@@ -191,7 +268,20 @@ impl Index {
                 records: s.records,
                 checksum: s.checksum,
                 sub_sections,
-            });
+                at_rest,
+            };
+            for (i, p) in info.pieces().iter().enumerate() {
+                if let Some(x) = &p.at_rest.sealed {
+                    if !nonces.insert(x.nonce) {
+                        let sub = (!info.sub_sections.is_empty()).then_some(i);
+                        return Err(FormatError::corrupt(
+                            Location::in_section(kind, sub, p.offset),
+                            "a nonce used by an earlier piece",
+                        ));
+                    }
+                }
+            }
+            sections.push(info);
         }
         if expect != offset {
             return Err(FormatError::corrupt(
@@ -210,11 +300,110 @@ impl Index {
                 ));
             }
         }
-        Ok(Index { sections })
+        Ok(Index {
+            sections,
+            encryption,
+        })
+    }
+
+    /// Checks the header's required feature bits against what the index
+    /// describes: ENCRYPTED exactly when it has `encryption`, COMPRESSED
+    /// whenever a piece is compressed.
+    pub fn check_features(&self, required: u32) -> Result<()> {
+        let encrypted = required & features::ENCRYPTED != 0;
+        if encrypted != self.encryption.is_some() {
+            return Err(FormatError::corrupt(
+                Location::at(0),
+                if encrypted {
+                    "the header says ENCRYPTED but the index has no encryption"
+                } else {
+                    "the index describes encryption but the header lacks ENCRYPTED"
+                },
+            ));
+        }
+        if required & features::COMPRESSED == 0 {
+            for s in &self.sections {
+                for (i, p) in s.pieces().iter().enumerate() {
+                    if p.at_rest.codec != crate::codec::Codec::None {
+                        let sub = (!s.sub_sections.is_empty()).then_some(i);
+                        return Err(FormatError::corrupt(
+                            Location::in_section(s.kind, sub, p.offset),
+                            "a compressed piece in an image without the COMPRESSED feature",
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether any piece is compressed.
+    pub fn is_compressed(&self) -> bool {
+        self.sections.iter().any(|s| {
+            s.pieces()
+                .iter()
+                .any(|p| p.at_rest.codec != crate::codec::Codec::None)
+        })
     }
 }
 
-fn check_sub_sections(kind: SectionKind, s: &pb::Section) -> Result<Vec<SubSectionInfo>> {
+fn encryption_info(e: &pb::Encryption, at: &Location) -> Result<EncryptionInfo> {
+    if e.cipher != AES_256_GCM {
+        return Err(FormatError::corrupt(
+            at.clone(),
+            format!("unknown cipher {} (1: AES-256-GCM)", e.cipher),
+        ));
+    }
+    let id = |b: &[u8], what: &str| -> Result<[u8; ID_LEN]> {
+        b.try_into().map_err(|_| {
+            FormatError::corrupt(
+                at.clone(),
+                format!("{what} of {} bytes, not {ID_LEN}", b.len()),
+            )
+        })
+    };
+    Ok(EncryptionInfo {
+        image_id: id(&e.image_id, "image id")?,
+        key_fingerprint: id(&e.key_fingerprint, "key fingerprint")?,
+    })
+}
+
+/// A split section's own at-rest fields: no codec, no nonce, and the sum
+/// of its pieces' plain lengths (or 0 when none is transformed).
+fn split_at_rest(at: &Location, s: &pb::Section, subs: &[SubSectionInfo]) -> Result<AtRest> {
+    if s.codec != 0 || !s.nonce.is_empty() {
+        return Err(FormatError::corrupt(
+            at.clone(),
+            "a section with sub-sections has a codec or nonce of its own",
+        ));
+    }
+    let any = subs.iter().any(|u| !u.at_rest.is_plain());
+    let sum = subs
+        .iter()
+        .try_fold(0u64, |a, u| a.checked_add(u.plain_length()))
+        .ok_or_else(|| FormatError::corrupt(at.clone(), "plain lengths overflow"))?;
+    let want = if any { sum } else { 0 };
+    if s.raw_length != want {
+        return Err(FormatError::corrupt(
+            at.clone(),
+            format!(
+                "section plain length {}, its sub-sections' {want}",
+                s.raw_length
+            ),
+        ));
+    }
+    Ok(AtRest {
+        raw_length: want,
+        ..AtRest::default()
+    })
+}
+
+fn check_sub_sections(
+    kind: SectionKind,
+    s: &pb::Section,
+    enc: Option<&EncryptionInfo>,
+    position: u32,
+) -> Result<Vec<SubSectionInfo>> {
     let mut out = Vec::with_capacity(s.sub_sections.len());
     if s.sub_sections.is_empty() {
         return Ok(out);
@@ -241,16 +430,33 @@ fn check_sub_sections(kind: SectionKind, s: &pb::Section) -> Result<Vec<SubSecti
                 ),
             ));
         }
+        let at_rest = AtRest::check(
+            &at,
+            u.length,
+            u.codec,
+            u.raw_length,
+            &u.nonce,
+            enc,
+            PiecePlace {
+                kind: kind.0,
+                section: position,
+                piece: u32::try_from(i).unwrap_or(u32::MAX),
+                offset: u.offset,
+                raw_length: u.raw_length,
+                codec: u.codec,
+            },
+        )?;
         // INODE records are at least MIN_INODE_RECORD bytes long.
+        let plain = at_rest.plain_length(u.length);
         let most = if kind == SectionKind::INODE {
-            u.length / MIN_INODE_RECORD
+            plain / MIN_INODE_RECORD
         } else {
-            u.length
+            plain
         };
         if u.records == 0 || u.records > most {
             return Err(FormatError::corrupt(
                 at,
-                format!("{} records cannot fill {} bytes", u.records, u.length),
+                format!("{} records cannot fill {plain} bytes", u.records),
             ));
         }
         if let Some(prev) = out.last() {
@@ -275,6 +481,7 @@ fn check_sub_sections(kind: SectionKind, s: &pb::Section) -> Result<Vec<SubSecti
             records: u.records,
             first_key: u.first_key,
             checksum: u.checksum,
+            at_rest,
         });
     }
     if expect != sec_end || records != s.records {

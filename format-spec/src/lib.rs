@@ -12,6 +12,9 @@
 //!   offsets, the format's limits;
 //! - [`header_footer`]: the header and footer codec;
 //! - [`index`]: the trailing index of sections and sub-sections;
+//! - pieces at rest: [`codec`] (zstd, LZ4), [`cipher`] (keys, AES-256-GCM,
+//!   associated data) and [`at_rest`] (how each piece is stored, checked
+//!   from the index);
 //! - [`framing`]: varint-length-delimited records, written, and read from
 //!   memory ([`framing::Records`]);
 //! - checksums: xxh3-64, over the header, footer, index, sections and
@@ -67,6 +70,9 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod at_rest;
+pub mod cipher;
+pub mod codec;
 pub mod consts;
 pub mod error;
 pub mod file_type;
@@ -90,6 +96,7 @@ pub mod hdfs_pb {
     include!(concat!(env!("OUT_DIR"), "/hdfs.fsimage.rs"));
 }
 
+pub use at_rest::{AtRest, EncryptionInfo};
 pub use consts::{SectionKind, CURRENT_VERSION, OLDEST_VERSION, ROOT_ID};
 pub use error::{FormatError, Location};
 pub use header_footer::{Footer, Header};

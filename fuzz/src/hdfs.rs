@@ -572,6 +572,7 @@ pub fn verdicts(img: &[u8]) -> Vec<(&'static str, Result<u64, String>)> {
             read: ReadStrategy::Bulk,
             serial,
             parallel_threshold: 0,
+            key: None,
         };
         let v = match load(path, &opts) {
             Ok(l) => {

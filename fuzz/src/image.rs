@@ -111,6 +111,7 @@ fn write(ns: &Namespace, split_bytes: Option<u64>) -> Vec<u8> {
             sub_section_bytes: b,
             sub_section_min_inodes: 0,
             batch_inodes: 7,
+            ..WriteOptions::default()
         },
         None => WriteOptions::default(),
     };
@@ -207,6 +208,7 @@ impl Model {
                     records: count,
                     first_key: first_key(s.kind, p.recs.first()).wrapping_add_signed(p.key_delta),
                     checksum: xxh3_64(bytes),
+                    at_rest: Default::default(),
                 });
             }
             if !s.split {
@@ -220,9 +222,14 @@ impl Model {
                 records,
                 checksum: whole.digest(),
                 sub_sections: if s.split { subs } else { Vec::new() },
+                at_rest: Default::default(),
             });
         }
-        let index = Index { sections }.encode();
+        let index = Index {
+            sections,
+            encryption: None,
+        }
+        .encode();
         let index_offset = out.len() as u64;
         out.extend_from_slice(&index);
         let foot = Footer {
@@ -579,6 +586,7 @@ pub fn verdicts(img: &[u8]) -> Vec<(String, Result<u64, String>)> {
             read,
             serial,
             parallel_threshold: 0,
+            key: None,
         };
         let v = match load(path, &opts) {
             Ok(l) => Ok(l.namespace.digest().0),

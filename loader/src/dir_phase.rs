@@ -10,7 +10,7 @@ use crate::error::LoadError;
 use crate::run::run_pieces;
 use crate::sections::{chunk_of, corrupt, pieces, section};
 use crate::shard::Sharded;
-use crate::source::ImageSource;
+use crate::source::{ImageSource, PieceBuf};
 use crate::stats::LoadStats;
 use nsimage_format::{Location, SectionKind, SubSectionInfo};
 use nsimage_namespace::{DirBatch, Namespace, NamespaceBuilder, Slot, NO_SLOT};
@@ -62,7 +62,7 @@ fn link_parents(
 ) -> Result<Vec<DirBatch>, LoadError> {
     let fmt = |e| LoadError::from_format(src.path(), e);
     let table = Sharded::new(parents, SHARDS);
-    let batches = run_pieces(pool, pieces, Vec::new, |buf, i, p, at| {
+    let batches = run_pieces(pool, pieces, PieceBuf::default, |buf, i, p, at| {
         let bytes = src.piece(p, at, buf)?;
         let chunk = chunk_of(src, i, at)?;
         let batch = decode::dirs(bytes, p, at, builder, chunk).map_err(fmt)?;

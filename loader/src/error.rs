@@ -27,6 +27,14 @@ pub enum LoadError {
         /// Which rule the bytes break.
         detail: String,
     },
+    /// An encrypted image without its key: none given, or another one.
+    #[error("{}: {detail}", path.display())]
+    Key {
+        /// The image file.
+        path: PathBuf,
+        /// What is missing or wrong.
+        detail: String,
+    },
     /// A well-formed image this build cannot read (version, features, kinds).
     #[error("{}: {source}", path.display())]
     Unsupported {

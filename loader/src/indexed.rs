@@ -35,7 +35,7 @@ pub(crate) fn load_serial(src: &ImageSource) -> Result<Namespace, LoadError> {
 /// NS_INFO and STRING_TABLE, each one piece.
 fn small_sections(src: &ImageSource) -> Result<(NsInfo, StringTable), LoadError> {
     let fmt = |e| LoadError::from_format(src.path(), e);
-    let mut buf = Vec::new();
+    let mut buf = crate::source::PieceBuf::default();
     let info = {
         let (p, at) = only_piece(src, SectionKind::NS_INFO)?;
         decode::ns_info(src.piece(&p, &at, &mut buf)?, &p, &at).map_err(fmt)?

@@ -14,7 +14,7 @@ use crate::error::LoadError;
 use crate::run::run_pieces;
 use crate::sections::{chunk_of, corrupt, pieces, section};
 use crate::shard::LockStats;
-use crate::source::ImageSource;
+use crate::source::{ImageSource, PieceBuf};
 use crate::stats::LoadStats;
 use crate::table::NodeTable;
 use nsimage_format::{Location, SectionInfo, SectionKind, SubSectionInfo};
@@ -115,7 +115,7 @@ fn fill_table(
     })?;
     // Per-worker scratch: the read buffer and the node buffer are reused
     // from one piece to the next.
-    let init = || (Vec::new(), Vec::new());
+    let init = || (PieceBuf::default(), Vec::new());
     run_pieces(pool, pieces, init, |(buf, nodes), i, p, at| {
         let bytes = src.piece(p, at, buf)?;
         let chunk = chunk_of(src, i, at)?;

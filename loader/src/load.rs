@@ -28,6 +28,7 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<Loaded, LoadError> {
     }
     let started = Instant::now();
     let mut src = ImageSource::open(path)?;
+    src.unlock(opts.key.as_ref())?;
     let threads = threads(&src, opts);
     let mut stats = LoadStats {
         mode: if threads == 1 { "serial" } else { "parallel" },

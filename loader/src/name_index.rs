@@ -39,7 +39,7 @@ pub(crate) fn check_names(
             .map(move |c| (parent, c.name(), c.id(), kind(c.kind())))
     });
     let split = !sec.sub_sections.is_empty();
-    let mut buf = Vec::new();
+    let mut buf = crate::source::PieceBuf::default();
     let mut last_first: Option<(u64, u64)> = None;
     let mut msg = pb::NameEntry::default();
     for (p, at) in pieces(sec) {

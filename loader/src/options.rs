@@ -1,6 +1,7 @@
 //! How to load: threads, read strategy, the serial threshold.
 
 use crate::source::ReadStrategy;
+use nsimage_format::cipher::Key;
 
 /// Namespaces with fewer inodes than this load serially by default. Chosen
 /// from the measured serial/parallel crossover (README, "Serial threshold").
@@ -19,6 +20,8 @@ pub struct LoadOptions {
     pub serial: bool,
     /// Below this many inodes (from the index) the load is serial.
     pub parallel_threshold: u64,
+    /// The key of an encrypted image (FORMAT.md, "Pieces at rest").
+    pub key: Option<Key>,
 }
 
 impl Default for LoadOptions {
@@ -28,6 +31,7 @@ impl Default for LoadOptions {
             read: ReadStrategy::default(),
             serial: false,
             parallel_threshold: DEFAULT_PARALLEL_THRESHOLD,
+            key: None,
         }
     }
 }

@@ -56,7 +56,7 @@ pub(crate) fn check_unknown(
         .flat_map(pieces)
         .collect();
     let check = |(p, at): &(SubSectionInfo, Location)| {
-        let mut buf = Vec::new();
+        let mut buf = crate::source::PieceBuf::default();
         src.piece(p, at, &mut buf).map(|_| ())
     };
     match pool {
@@ -97,7 +97,7 @@ pub(crate) fn hdfs_carry(
     let mut carry = None;
     let mut n = 0u64;
     for (p, at) in pieces(sec) {
-        let mut buf = Vec::new();
+        let mut buf = crate::source::PieceBuf::default();
         let bytes = src.piece(&p, &at, &mut buf)?;
         for r in nsimage_format::framing::Records::new(bytes, at.clone()) {
             let (off, body) = r.map_err(|e| LoadError::from_format(src.path(), e))?;

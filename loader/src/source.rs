@@ -9,8 +9,10 @@
 
 use crate::error::LoadError;
 use crate::mmap::MmapOptIn;
+use nsimage_format::cipher::{hex, ImageCipher, Key};
+use nsimage_format::codec::{decompress, Codec};
 use nsimage_format::consts::{footer, header};
-use nsimage_format::{Footer, Header, Index, SubSectionInfo};
+use nsimage_format::{Footer, Header, Index, Location, SubSectionInfo};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -118,6 +120,16 @@ pub struct ImageSource {
     pub index: Index,
     read_calls: AtomicU64,
     bytes_read: AtomicU64,
+    /// The image's data key, once [`unlock`](Self::unlock)ed.
+    cipher: Option<ImageCipher>,
+}
+
+/// A reader's reusable buffers for pieces: the stored bytes (read, or
+/// copied to be decrypted in place) and the plain bytes decompressed.
+#[derive(Default)]
+pub struct PieceBuf {
+    stored: Vec<u8>,
+    plain: Vec<u8>,
 }
 
 impl ImageSource {
@@ -140,6 +152,7 @@ impl ImageSource {
             index: Index::default(),
             read_calls: AtomicU64::new(0),
             bytes_read: AtomicU64::new(0),
+            cipher: None,
         };
         let fmt = |e| LoadError::from_format(path, e);
         let head = src.read_at(0, (header::SIZE as u64).min(len))?;
@@ -165,7 +178,49 @@ impl ImageSource {
         };
         src.index =
             Index::decode(&index_bytes, foot.index_offset, foot.index_checksum).map_err(fmt)?;
+        src.index
+            .check_features(src.header.required_features)
+            .map_err(fmt)?;
         Ok(src)
+    }
+
+    /// Whether the image is encrypted.
+    pub fn is_encrypted(&self) -> bool {
+        self.index.encryption.is_some()
+    }
+
+    /// Gets an encrypted image's data key from `key`, checked against the
+    /// fingerprint in the index before anything is decrypted: no key, or
+    /// another one, is one clear error. A plain image needs none (a key
+    /// given is not used).
+    pub fn unlock(&mut self, key: Option<&Key>) -> Result<(), LoadError> {
+        let Some(enc) = &self.index.encryption else {
+            return Ok(());
+        };
+        let Some(key) = key else {
+            return Err(LoadError::Key {
+                path: self.path.clone(),
+                detail: format!(
+                    "the image is encrypted (key fingerprint {}); give its key file \
+                     (--key-file or NSIMAGE_KEY_FILE)",
+                    hex(&enc.key_fingerprint)
+                ),
+            });
+        };
+        let fp = key.fingerprint();
+        if fp != enc.key_fingerprint {
+            return Err(LoadError::Key {
+                path: self.path.clone(),
+                detail: format!(
+                    "wrong key: the image was encrypted with key fingerprint {}, the key \
+                     given has {}",
+                    hex(&enc.key_fingerprint),
+                    hex(&fp)
+                ),
+            });
+        }
+        self.cipher = Some(key.image_cipher(&enc.image_id));
+        Ok(())
     }
 
     /// Maps the whole file, for [`ReadStrategy::Mmap`] (counted as one
@@ -198,15 +253,96 @@ impl ImageSource {
         self.bytes_read.fetch_add(bytes, Ordering::Relaxed);
     }
 
-    /// The bytes of one piece, checksum checked: a slice of the mapping when
-    /// the file is mapped, else one read into `buf`.
+    /// The plain bytes of one piece: its stored bytes checksum checked (a
+    /// slice of the mapping when the file is mapped, else one read into
+    /// `buf`), then, for a piece at rest, authenticated and decrypted and
+    /// decompressed into `buf`'s reused buffers.
     pub fn piece<'s>(
         &'s self,
         piece: &SubSectionInfo,
-        at: &nsimage_format::Location,
-        buf: &'s mut Vec<u8>,
+        at: &Location,
+        buf: &'s mut PieceBuf,
     ) -> Result<&'s [u8], LoadError> {
-        let bytes: &[u8] = match &self.map {
+        self.piece_hashing(piece, at, buf, None)
+    }
+
+    /// [`piece`](Self::piece), feeding the stored bytes (those the
+    /// checksums cover) to `hash` on the way.
+    pub fn piece_hashing<'s>(
+        &'s self,
+        piece: &SubSectionInfo,
+        at: &Location,
+        buf: &'s mut PieceBuf,
+        hash: Option<&mut xxhash_rust::xxh3::Xxh3>,
+    ) -> Result<&'s [u8], LoadError> {
+        let mapped = self.stored(piece, at, &mut buf.stored)?;
+        if let Some(h) = hash {
+            h.update(mapped.unwrap_or(&buf.stored));
+        }
+        if piece.at_rest.is_plain() {
+            return Ok(mapped.unwrap_or(&buf.stored));
+        }
+        let corrupt = |detail: String| LoadError::Corrupt {
+            path: self.path.clone(),
+            at: at.clone(),
+            detail,
+        };
+        let decrypted = match &piece.at_rest.sealed {
+            None => false,
+            Some(seal) => {
+                let Some(cipher) = &self.cipher else {
+                    return Err(LoadError::Key {
+                        path: self.path.clone(),
+                        detail: "the image is encrypted and was not unlocked with its key".into(),
+                    });
+                };
+                if let Some(m) = mapped {
+                    buf.stored.clear();
+                    buf.stored.extend_from_slice(m);
+                }
+                cipher
+                    .open(&seal.nonce, &seal.aad, &mut buf.stored)
+                    .map_err(|()| {
+                        corrupt(
+                            "authentication failed: the piece was altered, or moved from \
+                             another place or image"
+                                .into(),
+                        )
+                    })?;
+                true
+            }
+        };
+        let stored: &[u8] = match (decrypted, mapped) {
+            (false, Some(m)) => m,
+            _ => &buf.stored,
+        };
+        if piece.at_rest.codec == Codec::None {
+            return Ok(stored);
+        }
+        decompress(
+            piece.at_rest.codec,
+            stored,
+            piece.at_rest.raw_length,
+            &mut buf.plain,
+        )
+        .map_err(|e| {
+            corrupt(format!(
+                "{} piece does not decompress: {e}",
+                piece.at_rest.codec
+            ))
+        })?;
+        Ok(&buf.plain)
+    }
+
+    /// The stored bytes of a piece, checksum checked: `Some` slice of the
+    /// mapping, or `None` when they were read into `buf`.
+    fn stored<'s>(
+        &'s self,
+        piece: &SubSectionInfo,
+        at: &Location,
+        buf: &mut Vec<u8>,
+    ) -> Result<Option<&'s [u8]>, LoadError> {
+        let mapped: Option<&[u8]> = match &self.map {
             Some(m) => {
                 let range = usize::try_from(piece.offset).ok().and_then(|s| {
                     let e = s.checked_add(usize::try_from(piece.length).ok()?)?;
@@ -222,13 +358,14 @@ impl ImageSource {
                         ),
                     });
                 };
-                range
+                Some(range)
             }
             None => {
                 self.read_into(piece.offset, piece.length, buf)?;
-                buf
+                None
             }
         };
+        let bytes = mapped.unwrap_or(buf);
         let actual = xxhash_rust::xxh3::xxh3_64(bytes);
         if actual != piece.checksum {
             return Err(LoadError::Corrupt {
@@ -240,7 +377,7 @@ impl ImageSource {
                 ),
             });
         }
-        Ok(bytes)
+        Ok(mapped)
     }
 
     /// The image's path, as given to [`open`](Self::open).

@@ -19,7 +19,7 @@ use crate::decode::{self, bad, check_piece, loaded_from_pb};
 use crate::error::LoadError;
 use crate::sections::{check_unknown, corrupt, pieces, section};
 use crate::source::ImageSource;
-use nsimage_format::framing::put_frame;
+use nsimage_format::framing::{put_frame, Records};
 use nsimage_format::wire::{self, schema, FrameReader, Ty};
 use nsimage_format::{pb, FormatError, Location, SectionInfo, SectionKind, SubSectionInfo};
 use nsimage_namespace::{InodeBatch, Namespace};
@@ -59,6 +59,11 @@ fn stream_section(
         source,
     };
     let fmt = |e| LoadError::from_format(src.path(), e);
+    if sec.pieces().iter().any(|p| !p.at_rest.is_plain()) {
+        // Compressed or encrypted pieces cannot be framed from the byte
+        // stream: each is read whole, opened, and its records walked.
+        return section_in_pieces(src, sec, f);
+    }
     let mut file = src.file();
     file.seek(SeekFrom::Start(sec.offset)).map_err(io)?;
     let mut counting = Counting {
@@ -130,6 +135,33 @@ fn stream_section(
     Ok(())
 }
 
+/// [`stream_section`] for a section whose pieces are stored compressed or
+/// encrypted: each piece read whole and opened, then its records in order,
+/// with the same checks (records within the piece, count, first key).
+fn section_in_pieces(
+    src: &ImageSource,
+    sec: &SectionInfo,
+    mut f: impl FnMut(u64, &Location, &[u8]) -> Result<Option<u64>, LoadError>,
+) -> Result<(), LoadError> {
+    let fmt = |e| LoadError::from_format(src.path(), e);
+    let mut buf = crate::source::PieceBuf::default();
+    for (piece, at) in pieces(sec) {
+        let bytes = src.piece(&piece, &at, &mut buf)?;
+        let mut records: u64 = 0;
+        let mut first = None;
+        for r in Records::new(bytes, at.clone()) {
+            let (pos, body) = r.map_err(fmt)?;
+            let key = f(pos, &at, body)?;
+            if first.is_none() {
+                first = Some(key);
+            }
+            records = records.saturating_add(1);
+        }
+        check_piece(&piece, &at, records, first.flatten()).map_err(fmt)?;
+    }
+    Ok(())
+}
+
 fn whole(sec: &SectionInfo) -> (SubSectionInfo, Location) {
     let p = SubSectionInfo {
         offset: sec.offset,
@@ -137,6 +169,7 @@ fn whole(sec: &SectionInfo) -> (SubSectionInfo, Location) {
         records: sec.records,
         first_key: 0,
         checksum: sec.checksum,
+        at_rest: sec.at_rest.clone(),
     };
     (p, Location::in_section(sec.kind, None, sec.offset))
 }

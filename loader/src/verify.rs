@@ -6,6 +6,7 @@ use crate::indexed::load_serial;
 use crate::name_index::check_names;
 use crate::sections::pieces;
 use crate::source::{ImageSource, ReadStrategy};
+use nsimage_format::cipher::Key;
 use nsimage_format::Location;
 use std::path::Path;
 
@@ -58,6 +59,17 @@ pub fn verify(path: &Path) -> Result<VerifyReport, LoadError> {
 /// instead of reading the file a second time; [`ReadStrategy::Stream`]
 /// reads like [`ReadStrategy::Bulk`].
 pub fn verify_with(path: &Path, read: ReadStrategy) -> Result<VerifyReport, LoadError> {
+    verify_keyed(path, read, None)
+}
+
+/// [`verify_with`] for an image that may be encrypted: `key` unlocks it
+/// (checked against the index's fingerprint first). Without the right
+/// key an encrypted image is an error ([`LoadError::Key`]).
+pub fn verify_keyed(
+    path: &Path,
+    read: ReadStrategy,
+    key: Option<&Key>,
+) -> Result<VerifyReport, LoadError> {
     if crate::hdfs::is_hdfs_file(path)? {
         // A Hadoop image: no checksums but the sidecar; the load's checks.
         let c = crate::hdfs::run::check(path)?;
@@ -74,6 +86,7 @@ pub fn verify_with(path: &Path, read: ReadStrategy) -> Result<VerifyReport, Load
         });
     }
     let mut src = ImageSource::open(path)?;
+    src.unlock(key)?;
     if let ReadStrategy::Mmap(opt_in) = read {
         src.map(opt_in)?;
     }
@@ -82,14 +95,14 @@ pub fn verify_with(path: &Path, read: ReadStrategy) -> Result<VerifyReport, Load
         bytes: src.len(),
         ..VerifyReport::default()
     };
-    let mut buf = Vec::new();
+    let mut buf = crate::source::PieceBuf::default();
     for sec in &src.index.sections {
         let mut whole = xxhash_rust::xxh3::Xxh3::new();
         let mut pieces_ok = true;
         for (p, at) in pieces(sec) {
             report.pieces += 1;
-            match src.piece(&p, &at, &mut buf) {
-                Ok(bytes) => whole.update(bytes),
+            match src.piece_hashing(&p, &at, &mut buf, Some(&mut whole)) {
+                Ok(_) => {}
                 Err(LoadError::Corrupt { at, detail, .. }) => {
                     pieces_ok = false;
                     report.problems.push(Problem { at, detail })

@@ -50,6 +50,8 @@ pub struct Config {
     pub poll_every: Duration,
     /// Time requests in flight get to finish at shutdown.
     pub shutdown_grace: Duration,
+    /// The key of encrypted images.
+    pub key: Option<nsimage_format::cipher::Key>,
 }
 
 impl Default for Config {
@@ -62,6 +64,7 @@ impl Default for Config {
             request_timeout: Duration::from_secs(60),
             poll_every: Duration::from_secs(1),
             shutdown_grace: Duration::from_secs(10),
+            key: None,
         }
     }
 }
@@ -105,20 +108,30 @@ pub fn run(
     };
     let is_store = source.is_dir();
     let first = if is_store {
-        newest_checkpoint(&source, &|l: &str| eprintln!("nsimage serve: {l}"))?
+        newest_checkpoint(
+            &source,
+            &|l: &str| eprintln!("nsimage serve: {l}"),
+            config.key.as_ref(),
+        )?
     } else {
-        load_image(&source, None)?
+        load_image(&source, None, config.key.as_ref())?
     };
     logger(&format!("serving {}", first.image.display()));
     let current = Arc::new(Current::new(first));
     let stop = Arc::new(AtomicBool::new(false));
     let poller = is_store.then(|| {
         let (current, stop, every) = (Arc::clone(&current), Arc::clone(&stop), config.poll_every);
+        let key = config.key.clone();
         std::thread::spawn(move || {
             // Store switches and refusals are always worth a line.
-            poll_store(&source, &current, every, &stop, &|l: &str| {
-                eprintln!("nsimage serve: {l}")
-            })
+            poll_store(
+                &source,
+                &current,
+                every,
+                &stop,
+                &|l: &str| eprintln!("nsimage serve: {l}"),
+                key.as_ref(),
+            )
         })
     });
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -4,7 +4,8 @@
 //! switch never changes an answer half-way; the old namespace is freed
 //! when its last request finishes.
 
-use nsimage_loader::{load, verify, LoadOptions};
+use nsimage_format::cipher::Key;
+use nsimage_loader::{load, verify_keyed, LoadOptions, ReadStrategy};
 use nsimage_namespace::Namespace;
 use parking_lot::RwLock;
 use std::path::{Path, PathBuf};
@@ -69,9 +70,18 @@ impl Current {
     }
 }
 
-/// Loads the image at `path` (nsimage or Hadoop fsimage).
-pub fn load_image(path: &Path, txid: Option<u64>) -> Result<Served, SourceError> {
-    let loaded = load(path, &LoadOptions::default()).map_err(|e| SourceError::Image {
+/// Loads the image at `path` (nsimage or Hadoop fsimage; `key` unlocks an
+/// encrypted one).
+pub fn load_image(
+    path: &Path,
+    txid: Option<u64>,
+    key: Option<&Key>,
+) -> Result<Served, SourceError> {
+    let opts = LoadOptions {
+        key: key.cloned(),
+        ..LoadOptions::default()
+    };
+    let loaded = load(path, &opts).map_err(|e| SourceError::Image {
         path: path.to_path_buf(),
         detail: e.to_string(),
     })?;
@@ -83,12 +93,12 @@ pub fn load_image(path: &Path, txid: Option<u64>) -> Result<Served, SourceError>
 }
 
 /// Verifies, then loads a store's checkpoint image.
-pub fn load_checkpoint(path: &Path, txid: u64) -> Result<Served, SourceError> {
+pub fn load_checkpoint(path: &Path, txid: u64, key: Option<&Key>) -> Result<Served, SourceError> {
     let bad = |detail: String| SourceError::Image {
         path: path.to_path_buf(),
         detail,
     };
-    let report = verify(path).map_err(|e| bad(e.to_string()))?;
+    let report = verify_keyed(path, ReadStrategy::Bulk, key).map_err(|e| bad(e.to_string()))?;
     if !report.is_ok() {
         let first = report
             .problems
@@ -100,7 +110,7 @@ pub fn load_checkpoint(path: &Path, txid: u64) -> Result<Served, SourceError> {
             report.problems.len()
         )));
     }
-    load_image(path, Some(txid))
+    load_image(path, Some(txid), key)
 }
 
 /// `image_<20 digits>`: a store checkpoint's txid.
@@ -132,10 +142,14 @@ pub fn checkpoints(dir: &Path) -> Result<Vec<(u64, PathBuf)>, SourceError> {
 
 /// The newest checkpoint of store `dir` that verifies and loads; older
 /// ones are tried when a newer one fails (each failure goes to `log`).
-pub fn newest_checkpoint(dir: &Path, log: &dyn Fn(&str)) -> Result<Served, SourceError> {
+pub fn newest_checkpoint(
+    dir: &Path,
+    log: &dyn Fn(&str),
+    key: Option<&Key>,
+) -> Result<Served, SourceError> {
     let images = checkpoints(dir)?;
     for (txid, path) in &images {
-        match load_checkpoint(path, *txid) {
+        match load_checkpoint(path, *txid, key) {
             Ok(s) => return Ok(s),
             Err(e) => log(&format!("not serving {e}")),
         }
@@ -159,6 +173,7 @@ pub fn poll_store(
     every: Duration,
     stop: &AtomicBool,
     log: &dyn Fn(&str),
+    key: Option<&Key>,
 ) {
     let mut refused: Option<u64> = None;
     while !stop.load(Ordering::Relaxed) {
@@ -175,7 +190,7 @@ pub fn poll_store(
         if txid <= served || refused == Some(txid) {
             continue;
         }
-        match load_checkpoint(&path, txid) {
+        match load_checkpoint(&path, txid, key) {
             Ok(next) => {
                 current.replace(next);
                 log(&format!("serving {} (txid {txid})", path.display()));

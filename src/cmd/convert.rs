@@ -60,6 +60,14 @@ pub struct Args {
     /// listed on stderr.
     #[arg(long)]
     drop_snapshots: bool,
+    /// nsimage output: compress every piece: none, lz4, zstd or
+    /// zstd:LEVEL (1-22).
+    #[arg(long, default_value = "none", value_parser = super::parse_compression)]
+    compress: nsimage_format::codec::Compression,
+    /// nsimage output: encrypt every piece with the key of --key-file (the
+    /// input, if encrypted, is read with the same key).
+    #[arg(long)]
+    encrypt: bool,
     /// Load threads (0: every core).
     #[arg(long, default_value_t = 0, value_parser = super::parse_threads)]
     threads: usize,
@@ -72,6 +80,10 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     if a.to == To::Nsimage && (a.sub_sections || a.codec != Codec::None) {
         bail!("--sub-sections and --codec apply to --to hdfs only (nsimage images are cut into sub-sections by size)");
     }
+    if a.to == To::Hdfs && (a.encrypt || a.compress.codec != nsimage_format::codec::Codec::None) {
+        bail!("--compress and --encrypt apply to --to nsimage only (Hadoop images take --codec)");
+    }
+    let key = super::encryption_key(a.encrypt)?;
     if a.target_sections == 0 {
         bail!("--target-sections must be at least 1");
     }
@@ -81,6 +93,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let pb = super::spinner(&format!("loading {}", a.input.display()));
     let opts = LoadOptions {
         threads: a.threads,
+        key: super::key()?,
         ..LoadOptions::default()
     };
     let mut loaded = load(&a.input, &opts)?;
@@ -119,9 +132,15 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let writing = Instant::now();
     let (bytes, md5, sections) = match a.to {
         To::Nsimage => {
-            let s =
-                save_image_with_carry(&fs, &output, &ns, &WriteOptions::default(), carry.as_ref())
-                    .context("saving the image")?;
+            let opts = WriteOptions {
+                at_rest: nsimage_writer::AtRestOptions {
+                    compression: a.compress,
+                    key,
+                },
+                ..WriteOptions::default()
+            };
+            let s = save_image_with_carry(&fs, &output, &ns, &opts, carry.as_ref())
+                .context("saving the image")?;
             (s.bytes, None, Vec::new())
         }
         To::Hdfs => {

@@ -37,7 +37,10 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
-    let opts = LoadOptions::default();
+    let opts = LoadOptions {
+        key: super::key()?,
+        ..LoadOptions::default()
+    };
     let pb = super::spinner(&format!("loading {}", a.old.display()));
     let old = load(&a.old, &opts)?.namespace;
     pb.set_message(format!("loading {}", a.new.display()));

@@ -62,7 +62,11 @@ fn range_text(b: &Bucket) -> String {
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let pb = super::spinner(&format!("loading {}", a.image.display()));
-    let loaded = load(&a.image, &LoadOptions::default())?;
+    let opts = LoadOptions {
+        key: super::key()?,
+        ..LoadOptions::default()
+    };
+    let loaded = load(&a.image, &opts)?;
     pb.finish_and_clear();
     let d = distribution(&loaded.namespace, a.step, a.max)?;
     if let Some(p) = &a.plot {

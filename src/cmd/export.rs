@@ -46,6 +46,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         &a.image,
         &LoadOptions {
             threads: a.threads,
+            key: super::key()?,
             ..LoadOptions::default()
         },
     )?;

@@ -4,7 +4,7 @@ use anyhow::Context;
 use nsimage_store::fs::RealFs;
 use nsimage_store::save::{check_target, save_image};
 use nsimage_testkit::generate::{generate, GenSpec};
-use nsimage_writer::WriteOptions;
+use nsimage_writer::{AtRestOptions, WriteOptions};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -26,6 +26,13 @@ pub struct Args {
     /// Namespaces with fewer inodes get no sub-sections.
     #[arg(long, default_value_t = WriteOptions::default().sub_section_min_inodes)]
     sub_section_min_inodes: u64,
+    /// Compress every piece: none, lz4, zstd or zstd:LEVEL (1-22); pieces
+    /// that do not shrink are stored as they are.
+    #[arg(long, default_value = "none", value_parser = super::parse_compression)]
+    compress: nsimage_format::codec::Compression,
+    /// Encrypt every piece (AES-256-GCM) with the key of --key-file.
+    #[arg(long)]
+    encrypt: bool,
     /// Print JSON on stdout.
     #[arg(long)]
     json: bool,
@@ -35,6 +42,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     // Refuse what cannot be written or held before spending time on it.
     let fs = RealFs::default();
     check_target(&fs, &a.output)?;
+    let key = super::encryption_key(a.encrypt)?;
     nsimage_testkit::generate::check_fits(a.inodes)?;
     let started = Instant::now();
     let pb = super::spinner(&format!("generating {} inodes", a.inodes));
@@ -46,6 +54,10 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let opts = WriteOptions {
         sub_section_bytes: a.sub_section_bytes,
         sub_section_min_inodes: a.sub_section_min_inodes,
+        at_rest: AtRestOptions {
+            compression: a.compress,
+            key,
+        },
         ..WriteOptions::default()
     };
     let saving = Instant::now();

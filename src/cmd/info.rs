@@ -22,6 +22,29 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     }
     let src = ImageSource::open(&a.file)?;
     let h = src.header;
+    // Pieces at rest: codecs in use, plain and stored bytes, encryption.
+    let mut codecs: Vec<&str> = Vec::new();
+    let (mut plain, mut stored) = (0u64, 0u64);
+    for s in &src.index.sections {
+        plain = plain.saturating_add(s.plain_length());
+        stored = stored.saturating_add(s.length);
+        for p in s.pieces() {
+            let c = p.at_rest.codec.name();
+            if p.at_rest.codec != nsimage_format::codec::Codec::None && !codecs.contains(&c) {
+                codecs.push(c);
+            }
+        }
+    }
+    let ratio = plain as f64 / stored.max(1) as f64;
+    let encryption = src.index.encryption.as_ref().map(|e| {
+        json!({
+            "cipher": "AES-256-GCM",
+            "key_fingerprint": nsimage_format::cipher::hex(&e.key_fingerprint),
+            "image_id": nsimage_format::cipher::hex(&e.image_id),
+        })
+    });
+    let ratio_of =
+        |s: &nsimage_format::SectionInfo| s.plain_length() as f64 / s.length.max(1) as f64;
     if a.json {
         let sections: Vec<_> = src
             .index
@@ -35,9 +58,14 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                     "length": s.length,
                     "records": s.records,
                     "checksum": format!("{:016x}", s.checksum),
+                    "plain_length": s.plain_length(),
+                    "ratio": ratio_of(s),
+                    "codec": s.at_rest.codec.name(),
                     "sub_sections": s.sub_sections.iter().map(|u| json!({
                         "offset": u.offset,
                         "length": u.length,
+                        "plain_length": u.plain_length(),
+                        "codec": u.at_rest.codec.name(),
                         "records": u.records,
                         "first_key": u.first_key,
                         "checksum": format!("{:016x}", u.checksum),
@@ -51,6 +79,11 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             "required_features": h.required_features,
             "optional_features": h.optional_features,
             "bytes": src.len(),
+            "codecs": codecs,
+            "plain_bytes": plain,
+            "stored_bytes": stored,
+            "ratio": ratio,
+            "encryption": encryption,
             "sections": sections,
         });
         out!("{v}");
@@ -68,19 +101,38 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         h.optional_features
     );
     out!(
-        "{:<14} {:>12} {:>12} {:>10} {:>6}  checksum",
+        "at rest: {}, {plain} plain bytes in {stored} stored ({ratio:.2}x){}",
+        if codecs.is_empty() {
+            "uncompressed".to_string()
+        } else {
+            format!("compressed ({})", codecs.join(", "))
+        },
+        match &src.index.encryption {
+            Some(e) => format!(
+                ", encrypted (AES-256-GCM, key fingerprint {})",
+                nsimage_format::cipher::hex(&e.key_fingerprint)
+            ),
+            None => String::new(),
+        }
+    );
+    out!(
+        "{:<14} {:>12} {:>12} {:>12} {:>6} {:>10} {:>6}  checksum",
         "section",
         "offset",
         "length",
+        "plain",
+        "ratio",
         "records",
         "subs"
     );
     for s in &src.index.sections {
         out!(
-            "{:<14} {:>12} {:>12} {:>10} {:>6}  {:016x}{}",
+            "{:<14} {:>12} {:>12} {:>12} {:>6.2} {:>10} {:>6}  {:016x}{}",
             s.kind.to_string(),
             s.offset,
             s.length,
+            s.plain_length(),
+            ratio_of(s),
             s.records,
             s.sub_sections.len(),
             s.checksum,

@@ -54,6 +54,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         read: a.read,
         serial: a.serial,
         parallel_threshold: a.parallel_threshold,
+        key: super::key()?,
     };
     let pb = super::spinner(&format!("loading {}", a.file.display()));
     let rss_before = mem::rss_bytes();

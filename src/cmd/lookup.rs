@@ -4,7 +4,7 @@
 //! `nsimage load`.
 
 use nsimage_namespace::InodeKind;
-use nsimage_viewer::lookup::load_path;
+use nsimage_viewer::lookup::load_path_keyed;
 use nsimage_viewer::paths::ImagePath;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -27,7 +27,7 @@ pub struct Args {
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let path = ImagePath::parse(&a.path)?;
     let t = Instant::now();
-    let view = load_path(&a.image, &path, a.children)?;
+    let view = load_path_keyed(&a.image, &path, a.children, super::key()?.as_ref())?;
     let seconds = t.elapsed().as_secs_f64();
     let image_bytes = std::fs::metadata(&a.image)?.len();
     let ns = &view.namespace;

@@ -44,7 +44,8 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     }
     // One path and its children: only the pieces on the way are read
     // (images without a NAME_INDEX section are loaded whole).
-    let view = nsimage_viewer::lookup::load_path(&a.image, &path, true)?;
+    let view =
+        nsimage_viewer::lookup::load_path_keyed(&a.image, &path, true, super::key()?.as_ref())?;
     let listing = ls::ls(&view.namespace, &path)?;
     finish(ls::write_listing(&listing, format, &mut out).and_then(|()| out.flush()))
 }
@@ -57,6 +58,7 @@ pub(super) fn load_whole(image: &Path) -> anyhow::Result<Namespace> {
         // SAFETY: as in `nsimage load`: images nsimage saved are never
         // rewritten in place, and the process exits after reading.
         read: unsafe { ReadStrategy::mmap() },
+        key: super::key()?,
         ..LoadOptions::default()
     };
     let loaded = load(image, &opts);

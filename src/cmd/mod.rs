@@ -20,6 +20,7 @@ mod find;
 mod generate;
 mod info;
 mod journal;
+mod keygen;
 mod load;
 mod lookup;
 mod ls;
@@ -49,8 +50,46 @@ pub const EXIT_USAGE_IO: u8 = 2;
     about = "Filesystem-namespace snapshot images"
 )]
 pub struct Cli {
+    /// Key file of encrypted images (32 bytes, or 64 hex digits and a
+    /// newline; `nsimage keygen` makes one), for every command that reads
+    /// or writes one. Never the key itself on the command line.
+    #[arg(long, global = true, env = "NSIMAGE_KEY_FILE", value_name = "FILE")]
+    key_file: Option<std::path::PathBuf>,
     #[command(subcommand)]
     cmd: Command,
+}
+
+/// The key file given to this process, if any.
+static KEY_FILE: std::sync::OnceLock<Option<std::path::PathBuf>> = std::sync::OnceLock::new();
+
+/// The key of `--key-file` (or `NSIMAGE_KEY_FILE`), read when first asked.
+pub fn key() -> anyhow::Result<Option<nsimage_format::cipher::Key>> {
+    static KEY: std::sync::OnceLock<Option<nsimage_format::cipher::Key>> =
+        std::sync::OnceLock::new();
+    if let Some(k) = KEY.get() {
+        return Ok(k.clone());
+    }
+    let k = match KEY_FILE.get().and_then(Option::as_ref) {
+        Some(path) => Some(nsimage_format::cipher::Key::read(path)?),
+        None => None,
+    };
+    Ok(KEY.get_or_init(|| k).clone())
+}
+
+/// The key for writing an encrypted image: `--encrypt` needs a key file.
+pub fn encryption_key(encrypt: bool) -> anyhow::Result<Option<nsimage_format::cipher::Key>> {
+    if !encrypt {
+        return Ok(None);
+    }
+    match key()? {
+        Some(k) => Ok(Some(k)),
+        None => anyhow::bail!("--encrypt needs a key file (--key-file FILE or NSIMAGE_KEY_FILE)"),
+    }
+}
+
+/// Parses `--compress`: none, lz4, zstd or zstd:LEVEL.
+pub fn parse_compression(s: &str) -> Result<nsimage_format::codec::Compression, String> {
+    nsimage_format::codec::Compression::parse(s)
 }
 
 #[derive(Subcommand)]
@@ -92,6 +131,8 @@ enum Command {
     /// The journal viewer.
     #[command(subcommand)]
     Journal(journal::Cmd),
+    /// Write a new random key file for encrypted images.
+    Keygen(keygen::Args),
     /// Look one path up reading only the pieces on the way (used by the
     /// bench).
     #[command(hide = true)]
@@ -102,7 +143,9 @@ enum Command {
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let _ = KEY_FILE.set(cli.key_file);
     match cli.cmd {
+        Command::Keygen(a) => keygen::run(a),
         Command::Generate(a) => generate::run(a),
         Command::Info(a) => info::run(a),
         Command::Load(a) => load::run(a),

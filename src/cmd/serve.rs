@@ -36,6 +36,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         log: a.log || std::env::var_os("NSIMAGE_SERVE_LOG").is_some(),
         max_connections: usize::try_from(a.max_connections).unwrap_or(1024),
         poll_every: Duration::from_millis(a.poll_ms),
+        key: super::key()?,
         ..Config::default()
     };
     let r = http::run(a.source, config, |bound| {

@@ -22,6 +22,7 @@ pub fn tiny(bytes: u64) -> WriteOptions {
         sub_section_bytes: bytes,
         sub_section_min_inodes: 0,
         batch_inodes: 7,
+        ..WriteOptions::default()
     }
 }
 
@@ -256,7 +257,15 @@ pub type Verdict = Option<nsimage_namespace::Digest>;
 /// threads, sub-sections in parallel) and `verify`; returns each path's
 /// name and verdict.
 pub fn every_path(path: &std::path::Path) -> Vec<(String, Verdict)> {
-    use nsimage_loader::{load, verify, LoadOptions, ReadStrategy};
+    every_path_keyed(path, None)
+}
+
+/// [`every_path`] for an image that may be encrypted with `key`.
+pub fn every_path_keyed(
+    path: &std::path::Path,
+    key: Option<&nsimage_format::cipher::Key>,
+) -> Vec<(String, Verdict)> {
+    use nsimage_loader::{load, verify_keyed, LoadOptions, ReadStrategy};
     let mut out = Vec::new();
     for read in [mmap(), ReadStrategy::Bulk, ReadStrategy::Stream] {
         for threads in [1, 2] {
@@ -265,12 +274,13 @@ pub fn every_path(path: &std::path::Path) -> Vec<(String, Verdict)> {
                 read,
                 serial: threads == 1,
                 parallel_threshold: 0,
+                key: key.cloned(),
             };
             let v = load(path, &o).ok().map(|l| l.namespace.digest());
             out.push((format!("{read:?}/{threads}"), v));
         }
     }
-    let ok = verify(path).is_ok_and(|r| r.is_ok());
+    let ok = verify_keyed(path, ReadStrategy::Bulk, key).is_ok_and(|r| r.is_ok());
     // verify gives no digest: it agrees when it accepts exactly what the
     // loads accept; its verdict is compared through the first load's.
     let first = out[0].1;

@@ -21,6 +21,7 @@
 
 use crate::error::ViewError;
 use crate::paths::ImagePath;
+use nsimage_format::cipher::Key;
 use nsimage_format::consts::name_index;
 use nsimage_format::framing::Records;
 use nsimage_format::wire::schema;
@@ -73,13 +74,24 @@ pub fn load_path(
     path: &ImagePath,
     with_children: bool,
 ) -> Result<PathView, ViewError> {
+    load_path_keyed(image, path, with_children, None)
+}
+
+/// [`load_path`] for an image that may be encrypted: `key` unlocks it.
+pub fn load_path_keyed(
+    image: &Path,
+    path: &ImagePath,
+    with_children: bool,
+    key: Option<&Key>,
+) -> Result<PathView, ViewError> {
     // A Hadoop fsimage has no name index: the whole image.
     if nsimage_loader::hdfs::is_hdfs_file(image)? {
-        return full_load(None, image, path);
+        return full_load(None, image, path, key);
     }
-    let src = ImageSource::open(image)?;
+    let mut src = ImageSource::open(image)?;
+    src.unlock(key)?;
     let Some(names) = src.index.section(SectionKind::NAME_INDEX).cloned() else {
-        return full_load(Some(&src), image, path);
+        return full_load(Some(&src), image, path, key);
     };
     let mut l = Lookup {
         src: &src,
@@ -169,8 +181,13 @@ fn full_load(
     src: Option<&ImageSource>,
     image: &Path,
     path: &ImagePath,
+    key: Option<&Key>,
 ) -> Result<PathView, ViewError> {
-    let loaded = nsimage_loader::load(image, &LoadOptions::default())?;
+    let opts = LoadOptions {
+        key: key.cloned(),
+        ..LoadOptions::default()
+    };
+    let loaded = nsimage_loader::load(image, &opts)?;
     // The walk's own error: the same words with or without the index.
     crate::walk::resolve(&loaded.namespace, path)?;
     let (opened_bytes, opened_calls) = src.map_or((0, 0), |s| (s.bytes_read(), s.read_calls()));
@@ -234,6 +251,16 @@ impl Lookup<'_> {
     /// piece it picks is checked whole).
     fn first_entry(&self, i: usize, sub: &SubSectionInfo) -> Result<Entry, ViewError> {
         let at = Location::in_section(SectionKind::NAME_INDEX, Some(i), sub.offset);
+        if !sub.at_rest.is_plain() {
+            // A compressed or encrypted piece opens only whole.
+            let mut buf = nsimage_loader::PieceBuf::default();
+            let bytes = self.src.piece(sub, &at, &mut buf)?;
+            let (off, body) = Records::new(bytes, at.clone())
+                .next()
+                .ok_or_else(|| self.corrupt(at.clone(), "an empty sub-section"))?
+                .map_err(|e| self.fmt_err(e))?;
+            return self.entry(body, &at, off);
+        }
         let mut buf = self
             .src
             .read_at(sub.offset, sub.length.min(FIRST_RECORD_READ))?;
@@ -287,7 +314,7 @@ impl Lookup<'_> {
         };
         let sub = (!self.names.sub_sections.is_empty()).then_some(i);
         let at = Location::in_section(SectionKind::NAME_INDEX, sub, p.offset);
-        let mut buf = Vec::new();
+        let mut buf = nsimage_loader::PieceBuf::default();
         let bytes = self.src.piece(p, &at, &mut buf)?;
         self.pieces = self.pieces.saturating_add(1);
         let mut out: Vec<Entry> = Vec::new();
@@ -401,7 +428,7 @@ impl Lookup<'_> {
                 .push(id);
         }
         let mut out = BTreeMap::new();
-        let mut buf = Vec::new();
+        let mut buf = nsimage_loader::PieceBuf::default();
         let mut scratch = record::InodeScratch::default();
         for (i, want) in by_piece {
             let p = &pieces[i];
@@ -459,7 +486,7 @@ impl Lookup<'_> {
         };
         let missing = |k| self.corrupt(Location::at(0), format!("no {k} section"));
         let (p, at) = whole(SectionKind::NS_INFO).ok_or_else(|| missing("NS_INFO"))?;
-        let mut buf = Vec::new();
+        let mut buf = nsimage_loader::PieceBuf::default();
         let info = decode::ns_info(self.src.piece(&p, &at, &mut buf)?, &p, &at)
             .map_err(|e| self.fmt_err(e))?;
         let (p, at) = whole(SectionKind::STRING_TABLE).ok_or_else(|| missing("STRING_TABLE"))?;

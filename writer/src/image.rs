@@ -2,9 +2,11 @@
 //! cut by bytes on record boundaries), index, footer. Checksums are computed
 //! as the bytes go out.
 
+use crate::at_rest::Transform;
 use crate::encode::{self, Encoded, Size};
 use crate::options::WriteOptions;
 use crate::strings::StringMap;
+use nsimage_format::cipher::PiecePlace;
 use nsimage_format::consts::{header, name_index};
 use nsimage_format::hdfs::SnapshotCarry;
 use nsimage_format::{pb, Footer, Header, Index, SectionInfo, SectionKind, SubSectionInfo};
@@ -30,26 +32,72 @@ pub struct ImageSummary {
 }
 
 /// The output stream with the running section and sub-section checksums.
+/// With pieces at rest transformed (compressed, encrypted), a piece's
+/// plain bytes are gathered and written transformed when it ends.
 struct Sink<W: Write> {
     out: W,
     pos: u64,
     section: Xxh3,
     sub: Xxh3,
+    transform: Option<Transform>,
+    /// The open piece's plain bytes (with a transform only).
+    plain: Vec<u8>,
+}
+
+/// Where a transformed piece went and how it is stored.
+struct Stored {
+    offset: u64,
+    length: u64,
+    checksum: u64,
+    at_rest: nsimage_format::AtRest,
 }
 
 impl<W: Write> Sink<W> {
+    /// Section bytes: written, or gathered for the piece's transform.
     fn write(&mut self, b: &[u8]) -> io::Result<()> {
+        if self.transform.is_some() {
+            self.plain.extend_from_slice(b);
+            return Ok(());
+        }
+        self.raw(b)
+    }
+
+    /// Bytes written as they are.
+    fn raw(&mut self, b: &[u8]) -> io::Result<()> {
         self.out.write_all(b)?;
         self.section.update(b);
         self.sub.update(b);
         self.pos += b.len() as u64;
         Ok(())
     }
+
+    /// Ends the open piece: with a transform, its gathered plain bytes are
+    /// compressed and sealed for `place` (kind, section and piece
+    /// positions) and written; `None` without one.
+    fn end_piece(&mut self, place: PiecePlace) -> io::Result<Option<Stored>> {
+        let Some(mut t) = self.transform.take() else {
+            return Ok(None);
+        };
+        let offset = self.pos;
+        let at_rest = t.piece(&self.plain, PiecePlace { offset, ..place });
+        self.plain.clear();
+        let r = self.raw(&t.out);
+        let stored = Stored {
+            offset,
+            length: t.out.len() as u64,
+            checksum: xxh3_64(&t.out),
+            at_rest,
+        };
+        self.transform = Some(t);
+        r.map(|()| Some(stored))
+    }
 }
 
 /// A section being written.
 struct SectionOut {
     info: SectionInfo,
+    /// Its position in the index.
+    position: u32,
     split: bool,
     target: u64,
     /// The sub-section being filled.
@@ -60,7 +108,13 @@ struct SectionOut {
 }
 
 impl SectionOut {
-    fn begin<W: Write>(sink: &mut Sink<W>, kind: SectionKind, split: bool, target: u64) -> Self {
+    fn begin<W: Write>(
+        sink: &mut Sink<W>,
+        sections: &[SectionInfo],
+        kind: SectionKind,
+        split: bool,
+        target: u64,
+    ) -> Self {
         sink.section.reset();
         SectionOut {
             info: SectionInfo {
@@ -71,7 +125,9 @@ impl SectionOut {
                 records: 0,
                 checksum: 0,
                 sub_sections: Vec::new(),
+                at_rest: nsimage_format::AtRest::default(),
             },
+            position: u32::try_from(sections.len()).unwrap_or(u32::MAX),
             split,
             target: target.max(1),
             open: None,
@@ -80,8 +136,8 @@ impl SectionOut {
     }
 
     /// A NAME_INDEX section: optional, first keys `parent << 20 | seq`.
-    fn begin_names<W: Write>(sink: &mut Sink<W>, target: u64) -> Self {
-        let mut sec = Self::begin(sink, SectionKind::NAME_INDEX, true, target);
+    fn begin_names<W: Write>(sink: &mut Sink<W>, sections: &[SectionInfo], target: u64) -> Self {
+        let mut sec = Self::begin(sink, sections, SectionKind::NAME_INDEX, true, target);
         sec.info.optional = true;
         sec.name_keys = Some((u64::MAX, 0));
         sec
@@ -115,7 +171,7 @@ impl SectionOut {
                 if full {
                     sink.write(&enc.bytes[written..cursor])?;
                     written = cursor;
-                    self.close_sub(sink);
+                    self.close_sub(sink)?;
                 }
                 if self.open.is_none() {
                     sink.sub.reset();
@@ -131,6 +187,7 @@ impl SectionOut {
                         records: 0,
                         first_key,
                         checksum: 0,
+                        at_rest: nsimage_format::AtRest::default(),
                     });
                 }
             }
@@ -144,22 +201,59 @@ impl SectionOut {
         sink.write(&enc.bytes[written..])
     }
 
-    fn close_sub<W: Write>(&mut self, sink: &mut Sink<W>) {
-        if let Some(mut sub) = self.open.take() {
-            sub.checksum = sink.sub.digest();
-            self.info.sub_sections.push(sub);
+    /// Where the piece numbered `piece` of this section is bound to.
+    fn place(&self, piece: usize) -> PiecePlace {
+        PiecePlace {
+            kind: self.info.kind.0,
+            section: self.position,
+            piece: u32::try_from(piece).unwrap_or(u32::MAX),
+            offset: 0,
+            raw_length: 0,
+            codec: 0,
         }
     }
 
-    fn end<W: Write>(mut self, sink: &mut Sink<W>) -> SectionInfo {
-        self.close_sub(sink);
-        if self.info.sub_sections.len() == 1 {
-            // One piece is the whole section: no sub-sections to list.
-            self.info.sub_sections.clear();
+    fn close_sub<W: Write>(&mut self, sink: &mut Sink<W>) -> io::Result<()> {
+        if let Some(mut sub) = self.open.take() {
+            let place = self.place(self.info.sub_sections.len());
+            match sink.end_piece(place)? {
+                Some(st) => {
+                    sub.offset = st.offset;
+                    sub.length = st.length;
+                    sub.checksum = st.checksum;
+                    sub.at_rest = st.at_rest;
+                }
+                None => sub.checksum = sink.sub.digest(),
+            }
+            self.info.sub_sections.push(sub);
+        }
+        Ok(())
+    }
+
+    fn end<W: Write>(mut self, sink: &mut Sink<W>) -> io::Result<SectionInfo> {
+        self.close_sub(sink)?;
+        if self.info.sub_sections.is_empty() {
+            // Unsplit: the section is its one piece.
+            if let Some(st) = sink.end_piece(self.place(0))? {
+                self.info.at_rest = st.at_rest;
+            }
+        } else if self.info.sub_sections.len() == 1 {
+            // One piece is the whole section: no sub-sections to list (its
+            // piece position, 0, is the same either way).
+            if let Some(sub) = self.info.sub_sections.pop() {
+                self.info.at_rest = sub.at_rest;
+            }
+        } else if self.info.sub_sections.iter().any(|u| !u.at_rest.is_plain()) {
+            self.info.at_rest.raw_length = self
+                .info
+                .sub_sections
+                .iter()
+                .map(SubSectionInfo::plain_length)
+                .sum();
         }
         self.info.length = sink.pos - self.info.offset;
         self.info.checksum = sink.section.digest();
-        self.info
+        Ok(self.info)
     }
 }
 
@@ -237,7 +331,10 @@ fn plan_target(plan: Option<(Size, u64)>) -> u64 {
 /// A section as written; in debug builds, checked against its measure.
 fn check_plan(info: SectionInfo, plan: Option<(Size, u64)>) -> SectionInfo {
     if let Some((size, _)) = plan {
-        debug_assert_eq!((info.records, info.length), (size.records, size.bytes));
+        debug_assert_eq!(
+            (info.records, info.plain_length()),
+            (size.records, size.bytes)
+        );
     }
     info
 }
@@ -266,17 +363,23 @@ pub fn write_image_with_carry<W: Write + Send>(
         pos: 0,
         section: Xxh3::new(),
         sub: Xxh3::new(),
+        transform: Transform::new(&opts.at_rest),
+        plain: Vec::new(),
     };
-    sink.write(&Header::current().encode())?;
+    let head = Header {
+        required_features: opts.at_rest.required_features(),
+        ..Header::current()
+    };
+    sink.raw(&head.encode())?;
     debug_assert_eq!(sink.pos, header::SIZE as u64);
     let mut sections = Vec::new();
 
     let i = ns.info();
     let mut enc = Encoded::default();
     enc.put(0, &pb::NsInfo::from(i));
-    let mut sec = SectionOut::begin(&mut sink, SectionKind::NS_INFO, false, 0);
+    let mut sec = SectionOut::begin(&mut sink, &sections, SectionKind::NS_INFO, false, 0);
     sec.put(&mut sink, &enc)?;
-    sections.push(sec.end(&mut sink));
+    sections.push(sec.end(&mut sink)?);
 
     // The canonical string table: only the strings live inodes use, sorted
     // by bytes; INODE records carry the ids it gives them. The same pass
@@ -290,9 +393,9 @@ pub fn write_image_with_carry<W: Write + Send>(
         entry.value.extend_from_slice(s);
         enc.put(k as u64 + 1, &entry);
     }
-    let mut sec = SectionOut::begin(&mut sink, SectionKind::STRING_TABLE, false, 0);
+    let mut sec = SectionOut::begin(&mut sink, &sections, SectionKind::STRING_TABLE, false, 0);
     sec.put(&mut sink, &enc)?;
-    sections.push(sec.end(&mut sink));
+    sections.push(sec.end(&mut sink)?);
 
     // The layout depends on the namespace alone: whether to cut on its
     // number of live inodes, the target on each section's exact size. The
@@ -308,6 +411,7 @@ pub fn write_image_with_carry<W: Write + Send>(
     let inode_plan = plan(&|r| encode::inode_size(ns, &strings, r));
     let mut sec = SectionOut::begin(
         &mut sink,
+        &sections,
         SectionKind::INODE,
         split,
         plan_target(inode_plan),
@@ -321,26 +425,27 @@ pub fn write_image_with_carry<W: Write + Send>(
         || plan(&|r| encode::dir_size(ns, r)),
     );
     written?;
-    sections.push(check_plan(sec.end(&mut sink), inode_plan));
+    sections.push(check_plan(sec.end(&mut sink)?, inode_plan));
     // The optional NAME_INDEX (between INODE and INODE_DIR, so that
     // INODE_DIR stays the last section as before), for one-path lookups, when the image is cut
     // into sub-sections (small images are loaded whole anyway) and every
     // id fits its first keys.
     if split && ns.info().last_inode_id <= name_index::MAX_PARENT {
         let target = name_index::TARGET_BYTES.min(opts.sub_section_bytes);
-        let mut sec = SectionOut::begin_names(&mut sink, target);
+        let mut sec = SectionOut::begin_names(&mut sink, &sections, target);
         write_batched(&mut sink, &mut sec, &ranges, |r| encode::names(ns, r))?;
-        sections.push(sec.end(&mut sink));
+        sections.push(sec.end(&mut sink)?);
     }
 
     let mut sec = SectionOut::begin(
         &mut sink,
+        &sections,
         SectionKind::INODE_DIR,
         split,
         plan_target(dir_plan),
     );
     write_batched(&mut sink, &mut sec, &ranges, |r| encode::dirs(ns, r))?;
-    sections.push(check_plan(sec.end(&mut sink), dir_plan));
+    sections.push(check_plan(sec.end(&mut sink)?, dir_plan));
 
     if let Some(c) = carry {
         let len = c.encoded_len() as u64;
@@ -352,23 +457,27 @@ pub fn write_image_with_carry<W: Write + Send>(
         }
         let mut enc = Encoded::default();
         enc.put(0, c);
-        let mut sec = SectionOut::begin(&mut sink, SectionKind::HDFS_SNAPSHOTS, false, 0);
+        let mut sec =
+            SectionOut::begin(&mut sink, &sections, SectionKind::HDFS_SNAPSHOTS, false, 0);
         sec.info.optional = true;
         sec.put(&mut sink, &enc)?;
-        sections.push(sec.end(&mut sink));
+        sections.push(sec.end(&mut sink)?);
     }
 
-    let index = Index { sections };
+    let index = Index {
+        sections,
+        encryption: sink.transform.as_ref().and_then(Transform::encryption),
+    };
     let bytes = index.encode();
     let index_offset = sink.pos;
-    sink.write(&bytes)?;
+    sink.raw(&bytes)?;
     let footer = Footer {
         index_offset,
         index_length: bytes.len() as u64,
         index_checksum: xxh3_64(&bytes),
         file_length: sink.pos + nsimage_format::consts::footer::SIZE as u64,
     };
-    sink.write(&footer.encode())?;
+    sink.raw(&footer.encode())?;
     sink.out.flush()?;
     Ok(ImageSummary {
         bytes: sink.pos,

@@ -13,7 +13,9 @@
 //!   sub-sections by a byte target, computes checksums as bytes go out,
 //!   writes index and footer;
 //! - `options`: [`WriteOptions`], how an image is laid out (sub-section
-//!   sizes, inodes per parallel batch);
+//!   sizes, inodes per parallel batch) and stored ([`AtRestOptions`]);
+//! - `at_rest`: pieces compressed (zstd, LZ4) and sealed (AES-256-GCM) as
+//!   they end, when [`AtRestOptions`] asks (FORMAT.md, "Pieces at rest");
 //! - [`hdfs`]: the other format the writer writes, Hadoop's fsimage
 //!   (`HDFSIMG1`), as a Hadoop NameNode and `hdfs oiv` load it
 //!   ([`hdfs::write_hdfs_image`]), with its file name and `.md5` sidecar
@@ -67,6 +69,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod at_rest;
 mod encode;
 pub mod hdfs;
 mod image;
@@ -75,4 +78,4 @@ mod record;
 mod strings;
 
 pub use image::{sub_section_target, write_image, write_image_with_carry, ImageSummary};
-pub use options::WriteOptions;
+pub use options::{AtRestOptions, WriteOptions};

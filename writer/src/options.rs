@@ -1,5 +1,7 @@
 //! [`WriteOptions`]: how the writer lays an image out.
 
+pub use crate::at_rest::AtRestOptions;
+
 /// How images are laid out.
 #[derive(Clone, Debug)]
 pub struct WriteOptions {
@@ -12,6 +14,9 @@ pub struct WriteOptions {
     pub sub_section_min_inodes: u64,
     /// Inodes encoded per parallel task.
     pub batch_inodes: usize,
+    /// How pieces are stored: compressed, encrypted (FORMAT.md, "Pieces
+    /// at rest"); plain by default.
+    pub at_rest: AtRestOptions,
 }
 
 impl Default for WriteOptions {
@@ -20,6 +25,7 @@ impl Default for WriteOptions {
             sub_section_bytes: 2 << 20,
             sub_section_min_inodes: 10_000,
             batch_inodes: 16_384,
+            at_rest: AtRestOptions::default(),
         }
     }
 }

@@ -206,6 +206,9 @@ pub mod schema {
         (f::sub_section::RECORDS, U64),
         (f::sub_section::FIRST_KEY, U64),
         (f::sub_section::CHECKSUM, Fixed64),
+        (f::sub_section::CODEC, U32),
+        (f::sub_section::RAW_LENGTH, U64),
+        (f::sub_section::NONCE, Bytes),
     ];
     const SECTION: &[(u32, Ty)] = &[
         (f::section::KIND, U32),
@@ -215,9 +218,20 @@ pub mod schema {
         (f::section::RECORDS, U64),
         (f::section::CHECKSUM, Fixed64),
         (f::section::SUB_SECTIONS, Msg(SUB_SECTION)),
+        (f::section::CODEC, U32),
+        (f::section::RAW_LENGTH, U64),
+        (f::section::NONCE, Bytes),
+    ];
+    const ENCRYPTION: &[(u32, Ty)] = &[
+        (f::encryption::CIPHER, U32),
+        (f::encryption::IMAGE_ID, Bytes),
+        (f::encryption::KEY_FINGERPRINT, Bytes),
     ];
     /// `Index`, with its nested messages.
-    pub const INDEX: &[(u32, Ty)] = &[(f::index::SECTIONS, Msg(SECTION))];
+    pub const INDEX: &[(u32, Ty)] = &[
+        (f::index::SECTIONS, Msg(SECTION)),
+        (f::index::ENCRYPTION, Msg(ENCRYPTION)),
+    ];
 }
 
 #[cfg(test)]

@@ -51,6 +51,7 @@ fn pieces(f: &HdfsFile, s: HdfsSection) -> Result<Vec<(SubSectionInfo, Location)
                     records: 0,
                     first_key: 0,
                     checksum: 0,
+                    at_rest: Default::default(),
                 },
                 Location::in_section(s.kind(), split.then_some(i), p.offset),
             )

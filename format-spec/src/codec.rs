@@ -1,0 +1,211 @@
+//! The compression codecs of pieces at rest (FORMAT.md, "Pieces at rest"):
+//! zstd frames and LZ4 blocks, with the plain length known from the index
+//! so that output is sized and checked exactly.
+
+use std::fmt;
+
+/// Largest plain length of one piece (1 GiB).
+pub const MAX_PLAIN_LENGTH: u64 = 1 << 30;
+/// Largest ratio of a compressed piece's plain length to its stored
+/// length; a larger claim is refused from the index alone.
+pub const MAX_EXPANSION: u64 = 255;
+
+/// How a piece's plain bytes are compressed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Codec {
+    /// Stored as they are.
+    #[default]
+    None,
+    /// One zstd frame.
+    Zstd,
+    /// One LZ4 block (no frame, no size prefix).
+    Lz4,
+}
+
+impl Codec {
+    /// The codec stored as `v` in the index, if defined.
+    pub fn from_u32(v: u32) -> Option<Codec> {
+        match v {
+            0 => Some(Codec::None),
+            1 => Some(Codec::Zstd),
+            2 => Some(Codec::Lz4),
+            _ => None,
+        }
+    }
+
+    /// The number stored in the index.
+    pub fn as_u32(self) -> u32 {
+        match self {
+            Codec::None => 0,
+            Codec::Zstd => 1,
+            Codec::Lz4 => 2,
+        }
+    }
+
+    /// Its name, as the command line spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Codec::None => "none",
+            Codec::Zstd => "zstd",
+            Codec::Lz4 => "lz4",
+        }
+    }
+}
+
+impl fmt::Display for Codec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What a writer compresses with: a codec and, for zstd, a level.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Compression {
+    /// The codec.
+    pub codec: Codec,
+    /// The zstd level (1 to 22; 0 for zstd's default, 3); ignored otherwise.
+    pub level: i32,
+}
+
+impl Compression {
+    /// No compression.
+    pub const NONE: Compression = Compression {
+        codec: Codec::None,
+        level: 0,
+    };
+
+    /// Parses `none`, `lz4`, `zstd` or `zstd:LEVEL` (1 to 22).
+    pub fn parse(s: &str) -> Result<Compression, String> {
+        let (name, level) = match s.split_once(':') {
+            Some((n, l)) => (n, Some(l)),
+            None => (s, None),
+        };
+        let codec = match name {
+            "none" => Codec::None,
+            "zstd" => Codec::Zstd,
+            "lz4" => Codec::Lz4,
+            _ => {
+                return Err(format!(
+                    "unknown codec {name:?} (none, zstd[:LEVEL] or lz4)"
+                ))
+            }
+        };
+        let level = match (codec, level) {
+            (_, None) => 0,
+            (Codec::Zstd, Some(l)) => match l.parse::<i32>() {
+                Ok(v) if (1..=22).contains(&v) => v,
+                _ => return Err(format!("zstd level {l:?} is not 1 to 22")),
+            },
+            (c, Some(_)) => return Err(format!("{c} takes no level")),
+        };
+        Ok(Compression { codec, level })
+    }
+
+    /// Compresses `plain` into `out` (cleared first). Returns false, with
+    /// `out` unspecified, when the codec is `None` or compressing did not
+    /// make the bytes smaller: the piece is then stored plain.
+    pub fn compress(&self, plain: &[u8], out: &mut Vec<u8>) -> bool {
+        out.clear();
+        match self.codec {
+            Codec::None => return false,
+            Codec::Zstd => {
+                out.resize(zstd::zstd_safe::compress_bound(plain.len()), 0);
+                match zstd::bulk::compress_to_buffer(plain, out, self.level) {
+                    Ok(n) => out.truncate(n),
+                    Err(_) => return false,
+                }
+            }
+            Codec::Lz4 => {
+                out.resize(lz4_flex::block::get_maximum_output_size(plain.len()), 0);
+                match lz4_flex::block::compress_into(plain, out) {
+                    Ok(n) => out.truncate(n),
+                    Err(_) => return false,
+                }
+            }
+        }
+        out.len() < plain.len()
+    }
+}
+
+/// Decompresses `stored` into `out` (cleared first), which must come out
+/// exactly `plain_len` bytes long. The caller has checked `plain_len`
+/// against [`MAX_PLAIN_LENGTH`] and [`MAX_EXPANSION`]; nothing beyond
+/// `plain_len` bytes is ever allocated.
+pub fn decompress(
+    codec: Codec,
+    stored: &[u8],
+    plain_len: u64,
+    out: &mut Vec<u8>,
+) -> Result<(), String> {
+    let n = usize::try_from(plain_len)
+        .ok()
+        .filter(|&n| n as u64 <= MAX_PLAIN_LENGTH)
+        .ok_or_else(|| format!("plain length {plain_len} is too large"))?;
+    out.clear();
+    match codec {
+        Codec::None => {
+            if stored.len() != n {
+                return Err(format!(
+                    "{} stored bytes, {plain_len} plain bytes expected",
+                    stored.len()
+                ));
+            }
+            out.extend_from_slice(stored);
+        }
+        Codec::Zstd => {
+            out.resize(n, 0);
+            let got =
+                zstd::bulk::decompress_to_buffer(stored, out).map_err(|e| format!("zstd: {e}"))?;
+            if got != n {
+                return Err(format!("zstd gave {got} bytes, {plain_len} expected"));
+            }
+        }
+        Codec::Lz4 => {
+            out.resize(n, 0);
+            let got =
+                lz4_flex::block::decompress_into(stored, out).map_err(|e| format!("lz4: {e}"))?;
+            if got != n {
+                return Err(format!("lz4 gave {got} bytes, {plain_len} expected"));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_and_refuses_wrong_lengths() {
+        let plain: Vec<u8> = (0..100_000u32)
+            .flat_map(|i| (i % 251).to_le_bytes())
+            .collect();
+        for c in ["zstd", "zstd:19", "lz4"] {
+            let comp = Compression::parse(c).unwrap();
+            let mut stored = Vec::new();
+            assert!(comp.compress(&plain, &mut stored), "{c}");
+            assert!(stored.len() < plain.len() / 4, "{c}: {}", stored.len());
+            let mut out = Vec::new();
+            decompress(comp.codec, &stored, plain.len() as u64, &mut out).unwrap();
+            assert_eq!(out, plain, "{c}");
+            assert!(decompress(comp.codec, &stored, plain.len() as u64 - 1, &mut out).is_err());
+            assert!(decompress(comp.codec, &stored, plain.len() as u64 + 1, &mut out).is_err());
+            let mut bad = stored.clone();
+            bad.truncate(bad.len() / 2);
+            assert!(decompress(comp.codec, &bad, plain.len() as u64, &mut out).is_err());
+        }
+        // Incompressible bytes stay plain.
+        let noise: Vec<u8> = (0..4096u64)
+            .map(|i| (i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as u8)
+            .collect();
+        let mut out = Vec::new();
+        assert!(!Compression::parse("lz4")
+            .unwrap()
+            .compress(&noise[..16], &mut out));
+        assert!(!Compression::NONE.compress(&noise, &mut out));
+        assert!(Compression::parse("zstd:0").is_err());
+        assert!(Compression::parse("lz4:3").is_err());
+        assert!(Compression::parse("gzip").is_err());
+    }
+}
