@@ -8,6 +8,7 @@
 
 mod lookup;
 mod plot;
+mod serve;
 
 use anyhow::{bail, Context};
 use indicatif::ProgressBar;
@@ -55,6 +56,17 @@ pub struct Args {
     /// instead.
     #[arg(long)]
     lookup: bool,
+    /// Bench the WebHDFS server instead: `nsimage serve` on each image,
+    /// `--clients` keep-alive connections alternating GETFILESTATUS and
+    /// LISTSTATUS for `--seconds`; latency percentiles per operation.
+    #[arg(long, conflicts_with = "lookup")]
+    serve: bool,
+    /// With --serve: concurrent clients, one connection each.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=4096))]
+    clients: u64,
+    /// With --serve: seconds the clients run.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    seconds: u64,
 }
 
 /// The medians of one configuration.
@@ -233,6 +245,10 @@ pub fn run(mut a: Args) -> anyhow::Result<ExitCode> {
     let exe = std::env::current_exe()?;
     if a.lookup {
         lookup::run(&a, &exe)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if a.serve {
+        serve::run(&a, &exe)?;
         return Ok(ExitCode::SUCCESS);
     }
     let pb = super::spinner("bench");
