@@ -230,7 +230,7 @@ fn resealed_flips_are_caught_behind_the_checksums() {
 fn sampled_flips_of_a_large_image_are_located() {
     use std::os::unix::fs::FileExt;
     let dir = tempfile::tempdir().unwrap();
-    let ns = generated(400_000);
+    let ns = generated(1_000_000);
     let at = variants().pop().unwrap().1;
     let bytes = image(&ns, &with_at_rest(WriteOptions::default(), &at));
     drop(ns);
