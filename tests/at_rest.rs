@@ -331,7 +331,6 @@ fn decompression_bombs_are_refused_from_the_index() {
         let mut out = bytes[..io].to_vec();
         out.extend_from_slice(&idx.encode_to_vec());
         out.extend_from_slice(&bytes[io + il..]);
-        let mut out = out;
         reseal_footer(&mut out, io);
         out
     };

@@ -214,6 +214,12 @@ impl PiecePlace {
     }
 }
 
+/// A sealed buffer did not open: its bytes, its place (associated data),
+/// its nonce or the key are not those it was sealed with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("authentication failed")]
+pub struct AuthFailed;
+
 /// One image's data key: seals and opens its pieces.
 pub struct ImageCipher(Box<Aes256Gcm>);
 
@@ -229,13 +235,18 @@ impl ImageCipher {
 
     /// Checks the tag at the end of `buf` and decrypts the rest in place
     /// (the tag is removed). On failure `buf` is left unspecified.
-    pub fn open(&self, nonce: &[u8; NONCE_LEN], aad: &[u8], buf: &mut Vec<u8>) -> Result<(), ()> {
-        let n = buf.len().checked_sub(TAG_LEN).ok_or(())?;
+    pub fn open(
+        &self,
+        nonce: &[u8; NONCE_LEN],
+        aad: &[u8],
+        buf: &mut Vec<u8>,
+    ) -> Result<(), AuthFailed> {
+        let n = buf.len().checked_sub(TAG_LEN).ok_or(AuthFailed)?;
         let tag = *Tag::from_slice(&buf[n..]);
         buf.truncate(n);
         self.0
             .decrypt_in_place_detached(Nonce::from_slice(nonce), aad, buf, &tag)
-            .map_err(|_| ())
+            .map_err(|_| AuthFailed)
     }
 }
 
@@ -251,7 +262,7 @@ mod tests {
 
     #[test]
     fn key_files_fingerprints_and_sealing() {
-        let raw: [u8; 32] = core::array::from_fn(|i| i as u8);
+        let raw: [u8; 32] = core::array::from_fn(|i| u8::try_from(i).unwrap());
         let k = Key::parse(&raw).unwrap();
         let hexed = k.to_hex_line();
         let k2 = Key::parse(hexed.as_bytes()).unwrap();

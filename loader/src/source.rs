@@ -302,7 +302,7 @@ impl ImageSource {
                 }
                 cipher
                     .open(&seal.nonce, &seal.aad, &mut buf.stored)
-                    .map_err(|()| {
+                    .map_err(|_| {
                         corrupt(
                             "authentication failed: the piece was altered, or moved from \
                              another place or image"

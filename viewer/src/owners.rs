@@ -229,7 +229,6 @@ mod tests {
         let a = ns
             .mkdir_in(ROOT_ID, b"a", &perm(b"alice", b"eng"), 1)
             .unwrap();
-        let mut block = 0;
         for i in 0..50u64 {
             let who = if i % 5 == 0 {
                 b"bob" as &[u8]
@@ -239,11 +238,10 @@ mod tests {
             let f = ns
                 .create_in(a, format!("f{i}").as_bytes(), &perm(who, b"eng"), &F, 1)
                 .unwrap();
-            block += 1;
             ns.add_block(
                 f,
                 Block {
-                    id: block,
+                    id: i + 1,
                     generation_stamp: 1,
                     length: i * 10,
                 },
