@@ -134,8 +134,14 @@ pub fn run(
             )
         })
     });
+    // Answers are computed on the blocking pool (they are CPU work over the
+    // namespace); as many threads as cores, so that a burst of clients
+    // queues instead of growing a thread (and an allocator arena) per
+    // request in flight: memory stays bounded by the cores, not the load.
+    let cores = std::thread::available_parallelism().map_or(2, usize::from);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .max_blocking_threads(cores.max(2))
         .build()
         .map_err(|source| ServeError::Io {
             what: "starting the runtime".into(),
