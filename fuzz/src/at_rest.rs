@@ -313,10 +313,12 @@ impl Plan {
             .secs
             .iter()
             .map(|s| {
+                let keys = image::first_keys(s.kind, &s.pieces);
                 let mut pieces: Vec<PieceSpec> = s
                     .pieces
                     .iter()
-                    .map(|p| {
+                    .zip(keys)
+                    .map(|(p, first_key)| {
                         let mut plain = Vec::new();
                         for r in &p.recs {
                             put_frame(&mut plain, r);
@@ -326,8 +328,7 @@ impl Plan {
                         PieceSpec {
                             plain,
                             records: (p.recs.len() as u64).saturating_add_signed(p.count_delta),
-                            first_key: image::first_key(s.kind, p.recs.first())
-                                .wrapping_add_signed(p.key_delta),
+                            first_key,
                             codec: storage.codec(),
                             force: false,
                             payload_edits: Vec::new(),

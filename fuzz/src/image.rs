@@ -17,10 +17,13 @@ use crate::input::Input;
 use nsimage_format::cipher::Key;
 use nsimage_format::consts::footer;
 use nsimage_format::framing::{put_frame, Records};
-use nsimage_format::{Footer, Header, Index, Location, SectionInfo, SectionKind, SubSectionInfo};
+use nsimage_format::{
+    pb, Footer, Header, Index, Location, SectionInfo, SectionKind, SubSectionInfo,
+};
 use nsimage_loader::{load, record, verify_keyed, LoadOptions, ReadStrategy};
 use nsimage_namespace::{Block, FileSpec, Namespace, PermSpec, XAttrNs};
 use nsimage_writer::{write_image, WriteOptions};
+use prost::Message;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -191,7 +194,8 @@ impl Model {
             let mut whole = Xxh3::new();
             let mut subs = Vec::with_capacity(s.pieces.len());
             let (mut records, mut true_records) = (0u64, 0u64);
-            for p in &s.pieces {
+            let keys = first_keys(s.kind, &s.pieces);
+            for (p, first_key) in s.pieces.iter().zip(keys) {
                 let start = out.len();
                 for r in &p.recs {
                     put_frame(&mut out, r);
@@ -207,7 +211,7 @@ impl Model {
                     offset: start as u64,
                     length: bytes.len() as u64,
                     records: count,
-                    first_key: first_key(s.kind, p.recs.first()).wrapping_add_signed(p.key_delta),
+                    first_key,
                     checksum: xxh3_64(bytes),
                     at_rest: Default::default(),
                 });
@@ -524,6 +528,36 @@ impl Model {
             },
         }
     }
+}
+
+/// The first keys of a section's pieces as a writer gives them, each plus
+/// its piece's `key_delta`: the first record's id (INODE) or parent
+/// (INODE_DIR); for NAME_INDEX, `parent << 20 | seq`, `seq` counting the
+/// pieces before it that start with the same parent (FORMAT.md,
+/// "NAME_INDEX").
+pub fn first_keys(kind: u32, pieces: &[Piece]) -> Vec<u64> {
+    let mut last: Option<(u64, u64)> = None;
+    pieces
+        .iter()
+        .map(|p| {
+            let key = if SectionKind(kind) == SectionKind::NAME_INDEX {
+                match p.recs.first().map(|r| pb::NameEntry::decode(&r[..])) {
+                    Some(Ok(e)) => {
+                        let seq = match last {
+                            Some((parent, seq)) if parent == e.parent => seq.wrapping_add(1),
+                            _ => 0,
+                        };
+                        last = Some((e.parent, seq));
+                        e.parent.wrapping_shl(20) | seq
+                    }
+                    _ => 0,
+                }
+            } else {
+                first_key(kind, p.recs.first())
+            };
+            key.wrapping_add_signed(p.key_delta)
+        })
+        .collect()
 }
 
 /// The first key of a piece whose first record is `rec`.
