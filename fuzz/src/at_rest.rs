@@ -1066,6 +1066,13 @@ pub fn seeds() -> Vec<(String, Vec<u8>)> {
     out.push(("bomb-255x-lz4".into(), vec![lz, 0, 4, 2, 0, 3, 0]));
     // Pieces 2 and 3 swapped with their index entries.
     out.push(("swap-2-3".into(), vec![m, 0, 10, 2, 0, 3, 0]));
+    // NS_INFO and STRING_TABLE of the unsplit rich image, encrypted,
+    // swapped with their index entries: authentication fails.
+    let e = mode(1, Storage::Encrypted);
+    out.push((
+        "swap-ns-info-string-table".into(),
+        vec![e, 0, 10, 0, 0, 1, 0],
+    ));
     // A record-level mutation first (a flipped bit), then a payload edit.
     out.push((
         "record-flip-then-payload".into(),
