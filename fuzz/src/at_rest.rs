@@ -797,6 +797,10 @@ impl Plan {
     }
 }
 
+/// A piece's index entry as [`must_refuse`] reads it: its position in its
+/// section, offset, codec, plain length, nonce and stored length.
+type Entry<'a> = (u32, u64, u32, u64, &'a [u8], u64);
+
 /// Why a reader must refuse `b`, from the rules of "Pieces at rest" alone
 /// (an independent check of the index's at-rest fields and of every piece
 /// of the sections a load reads: it authenticates and decompresses to its
@@ -829,7 +833,7 @@ pub fn must_refuse(b: &Built) -> Option<String> {
                 "section {si}: a split section with a codec or nonce"
             ));
         }
-        let pieces: Vec<(u32, u64, u32, u64, &[u8], u64)> = if split {
+        let pieces: Vec<Entry> = if split {
             s.sub_sections
                 .iter()
                 .enumerate()
@@ -958,7 +962,7 @@ pub fn written(base: usize, storage: Storage) -> Vec<u8> {
             seed: 7,
         })
     };
-    let mut opts = if base % 2 == 0 {
+    let mut opts = if base.is_multiple_of(2) {
         WriteOptions {
             sub_section_bytes: if base < 2 { 160 } else { 200 },
             sub_section_min_inodes: 0,
