@@ -5,7 +5,7 @@
 #
 #   fuzz/run.sh [--runs N] [--seconds S] [--jobs J] [--keep-going] [--sanitizer none|address] [TARGET...]
 #
-# TARGET: walker, image, journal, hdfs (default: all four). --runs: executions per
+# TARGET: walker, image, journal, hdfs, at_rest (default: all five). --runs: executions per
 # target (default 20000). --seconds: stop a target after S seconds even if
 # it has not made N executions. --jobs: J worker processes (libFuzzer fork
 # mode; default 1, in-process). --keep-going: run on after a crash (fork
@@ -30,11 +30,11 @@ while [ $# -gt 0 ]; do
         --jobs) jobs="$2"; shift 2 ;;
         --sanitizer) sanitizer="$2"; shift 2 ;;
         -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-        walker|image|journal|hdfs) targets+=("$1"); shift ;;
+        walker|image|journal|hdfs|at_rest) targets+=("$1"); shift ;;
         *) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
 done
-[ ${#targets[@]} -gt 0 ] || targets=(walker image journal hdfs)
+[ ${#targets[@]} -gt 0 ] || targets=(walker image journal hdfs at_rest)
 
 cd "$(dirname "$0")/.."
 export CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-1}"
@@ -58,7 +58,7 @@ found=0
 for t in "${targets[@]}"; do
     mkdir -p "fuzz/grown/$t" "fuzz/artifacts/$t"
     case "$t" in
-        image|hdfs) max_len=16384 ;;
+        image|hdfs|at_rest) max_len=16384 ;;
         *) max_len=4096 ;;
     esac
     before=$(ls "fuzz/artifacts/$t" | grep -c -E '^(crash|oom|timeout|leak)-' || true)
@@ -66,6 +66,9 @@ for t in "${targets[@]}"; do
     # Hadoop images: any single allocation over 512 MiB is a finding (sizes
     # taken from the file unbounded), and 10 s on a 16 KiB input a hang.
     [ "$t" = hdfs ] && opts+=(-malloc_limit_mb=512 -timeout=10)
+    # Pieces at rest: a plain length claimed in the index is never
+    # allocated beyond 255 times the stored bytes (a decompression bomb).
+    [ "$t" = at_rest ] && opts+=(-malloc_limit_mb=512)
     [ "$seconds" -gt 0 ] && opts+=(-max_total_time="$seconds")
     if [ "$jobs" -gt 1 ] || [ "$keep_going" = 1 ]; then
         opts+=(-fork="$jobs")

@@ -18,6 +18,10 @@ mod input;
 mod image;
 
 #[allow(dead_code)]
+#[path = "../fuzz/src/at_rest.rs"]
+mod at_rest;
+
+#[allow(dead_code)]
 #[path = "../fuzz/src/journal.rs"]
 mod journal;
 
@@ -105,8 +109,11 @@ fn every_reproducer_has_a_test() {
         "walker/new-field-number-past-2-29",
     ];
     let mut found = Vec::new();
-    for target in ["image", "journal", "walker", "hdfs"] {
+    for target in ["image", "journal", "walker", "hdfs", "at_rest"] {
         let dir = fuzz_dir().join("regressions").join(target);
+        if target == "at_rest" && !dir.exists() {
+            continue;
+        }
         for e in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
             found.push(format!(
                 "{target}/{}",
@@ -125,6 +132,7 @@ fn seeds_pass_every_check() {
         ("journal", journal::run),
         ("walker", walker::run),
         ("hdfs", hdfs::run),
+        ("at_rest", at_rest::run),
     ] {
         let dir = fuzz_dir().join("corpus").join(target);
         let mut n = 0;
@@ -137,6 +145,48 @@ fn seeds_pass_every_check() {
     }
 }
 
+/// The at_rest target's structured inputs without mutations: each base
+/// image laid out by the target in every storage loads, through every path
+/// given the key, to the plain image's digest, as does the image the writer
+/// writes of the same namespace in that storage (so the target lays pieces
+/// out as the writer does); the independent check finds nothing to refuse;
+/// and nothing allocates near the fuzz runs' limit.
+#[test]
+fn at_rest_base_images_pass_every_path() {
+    for (b, img) in image::bases().iter().enumerate() {
+        let plain = image::verdicts(img)[0].1.clone().expect("a base loads");
+        for storage in at_rest::Storage::ALL {
+            let built = at_rest::Plan::new(&image::Model::parse(img), storage).build();
+            assert_eq!(at_rest::must_refuse(&built), None, "{b} {storage:?}");
+            let v = at_rest::check(&built.img, Some(&built));
+            assert!(v.iter().all(|(_, r)| r.is_ok()), "{b} {storage:?}: {v:?}");
+            assert_eq!(v[0].1, Ok(plain), "{b} {storage:?}");
+            let written = at_rest::written(b, storage);
+            let w = at_rest::check(&written, None);
+            assert!(w.iter().all(|(_, r)| r.is_ok()), "{b} {storage:?}: {w:?}");
+            assert_eq!(w[0].1, Ok(plain), "{b} {storage:?}, written");
+        }
+    }
+    let largest = largest::LARGEST.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(largest < largest::LIMIT, "an allocation of {largest} bytes");
+}
+
+/// Rewrites the at_rest target's generated seeds (`fuzz/corpus/at_rest/`):
+/// `NSIMAGE_FUZZ_WRITE_SEEDS=1 cargo test --test fuzz_regressions --
+/// --ignored write_at_rest_seeds`.
+#[test]
+#[ignore]
+fn write_at_rest_seeds() {
+    if std::env::var_os("NSIMAGE_FUZZ_WRITE_SEEDS").is_none() {
+        return;
+    }
+    let dir = fuzz_dir().join("corpus").join("at_rest");
+    std::fs::create_dir_all(&dir).expect("corpus directory");
+    for (name, data) in at_rest::seeds() {
+        std::fs::write(dir.join(name), data).expect("writing a seed");
+    }
+}
+
 /// The structured seeds start from valid images that every path accepts.
 #[test]
 fn base_images_pass_every_path() {
@@ -144,6 +194,10 @@ fn base_images_pass_every_path() {
         let v = image::verdicts(img);
         assert!(v.iter().all(|(_, r)| r.is_ok()), "{v:?}");
         image::check(img);
+        // Laid out again by the target's model (NAME_INDEX's first keys
+        // included), without a mutation, it loads to the same digest.
+        let again = image::verdicts(&image::Model::parse(img).build());
+        assert_eq!(v, again);
     }
 }
 

@@ -14,12 +14,16 @@
 //! same digest, or all refuse; a refusal is a data error, never an I/O error.
 
 use crate::input::Input;
+use nsimage_format::cipher::Key;
 use nsimage_format::consts::footer;
 use nsimage_format::framing::{put_frame, Records};
-use nsimage_format::{Footer, Header, Index, Location, SectionInfo, SectionKind, SubSectionInfo};
-use nsimage_loader::{load, record, verify, LoadOptions, ReadStrategy};
+use nsimage_format::{
+    pb, Footer, Header, Index, Location, SectionInfo, SectionKind, SubSectionInfo,
+};
+use nsimage_loader::{load, record, verify_keyed, LoadOptions, ReadStrategy};
 use nsimage_namespace::{Block, FileSpec, Namespace, PermSpec, XAttrNs};
 use nsimage_writer::{write_image, WriteOptions};
+use prost::Message;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -190,7 +194,8 @@ impl Model {
             let mut whole = Xxh3::new();
             let mut subs = Vec::with_capacity(s.pieces.len());
             let (mut records, mut true_records) = (0u64, 0u64);
-            for p in &s.pieces {
+            let keys = first_keys(s.kind, &s.pieces);
+            for (p, first_key) in s.pieces.iter().zip(keys) {
                 let start = out.len();
                 for r in &p.recs {
                     put_frame(&mut out, r);
@@ -206,7 +211,7 @@ impl Model {
                     offset: start as u64,
                     length: bytes.len() as u64,
                     records: count,
-                    first_key: first_key(s.kind, p.recs.first()).wrapping_add_signed(p.key_delta),
+                    first_key,
                     checksum: xxh3_64(bytes),
                     at_rest: Default::default(),
                 });
@@ -525,8 +530,38 @@ impl Model {
     }
 }
 
+/// The first keys of a section's pieces as a writer gives them, each plus
+/// its piece's `key_delta`: the first record's id (INODE) or parent
+/// (INODE_DIR); for NAME_INDEX, `parent << 20 | seq`, `seq` counting the
+/// pieces before it that start with the same parent (FORMAT.md,
+/// "NAME_INDEX").
+pub fn first_keys(kind: u32, pieces: &[Piece]) -> Vec<u64> {
+    let mut last: Option<(u64, u64)> = None;
+    pieces
+        .iter()
+        .map(|p| {
+            let key = if SectionKind(kind) == SectionKind::NAME_INDEX {
+                match p.recs.first().map(|r| pb::NameEntry::decode(&r[..])) {
+                    Some(Ok(e)) => {
+                        let seq = match last {
+                            Some((parent, seq)) if parent == e.parent => seq.wrapping_add(1),
+                            _ => 0,
+                        };
+                        last = Some((e.parent, seq));
+                        e.parent.wrapping_shl(20) | seq
+                    }
+                    _ => 0,
+                }
+            } else {
+                first_key(kind, p.recs.first())
+            };
+            key.wrapping_add_signed(p.key_delta)
+        })
+        .collect()
+}
+
 /// The first key of a piece whose first record is `rec`.
-fn first_key(kind: u32, rec: Option<&Vec<u8>>) -> u64 {
+pub fn first_key(kind: u32, rec: Option<&Vec<u8>>) -> u64 {
     let Some(rec) = rec else { return 0 };
     match SectionKind(kind) {
         SectionKind::INODE => {
@@ -558,7 +593,7 @@ pub fn image(data: &[u8]) -> Vec<u8> {
 
 /// A file of its own for each call, in one temporary directory per process
 /// (tests call from several threads; libFuzzer from one).
-fn scratch_file() -> PathBuf {
+pub fn scratch_file() -> PathBuf {
     static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let dir = DIR.get_or_init(crate::input::scratch_dir);
@@ -568,6 +603,11 @@ fn scratch_file() -> PathBuf {
 
 /// The verdict of each read path on `img`: `Ok(digest)` or `Err(why)`.
 pub fn verdicts(img: &[u8]) -> Vec<(String, Result<u64, String>)> {
+    verdicts_with(img, None)
+}
+
+/// [`verdicts`], every path given `key` (the at_rest target's).
+pub fn verdicts_with(img: &[u8], key: Option<&Key>) -> Vec<(String, Result<u64, String>)> {
     let file = scratch_file();
     let path = file.as_path();
     std::fs::write(path, img).expect("writing the image");
@@ -586,7 +626,7 @@ pub fn verdicts(img: &[u8]) -> Vec<(String, Result<u64, String>)> {
             read,
             serial,
             parallel_threshold: 0,
-            key: None,
+            key: key.cloned(),
         };
         let v = match load(path, &opts) {
             Ok(l) => Ok(l.namespace.digest().0),
@@ -600,7 +640,7 @@ pub fn verdicts(img: &[u8]) -> Vec<(String, Result<u64, String>)> {
         };
         out.push((name, v));
     }
-    let v = match verify(path) {
+    let v = match verify_keyed(path, ReadStrategy::Bulk, key) {
         Ok(r) if r.is_ok() => Ok(0),
         Ok(r) => Err(format!("{:?}", r.problems)),
         Err(e) => {
@@ -618,22 +658,32 @@ pub fn verdicts(img: &[u8]) -> Vec<(String, Result<u64, String>)> {
 
 /// Panics unless every read path gives the same verdict on `img`.
 pub fn check(img: &[u8]) {
-    let v = verdicts(img);
+    agree(&verdicts(img));
+}
+
+/// Panics unless the verdicts `v` agree: all refuse, or all accept and
+/// every load gives the same digest.
+pub fn agree(v: &[(String, Result<u64, String>)]) {
     let loads = &v[..v.len() - 1];
     let all_ok = v.iter().all(|(_, r)| r.is_ok());
     let all_refuse = v.iter().all(|(_, r)| r.is_err());
     let same_digest = loads.windows(2).all(|w| w[0].1 == w[1].1);
     if !(all_refuse || (all_ok && same_digest)) {
-        let table: Vec<String> = v
-            .iter()
-            .map(|(name, r)| match r {
-                Ok(_) if name == "verify" => format!("  {name}: accepts"),
-                Ok(d) => format!("  {name}: accepts, digest {d:016x}"),
-                Err(e) => format!("  {name}: refuses: {e}"),
-            })
-            .collect();
-        panic!("read paths disagree:\n{}", table.join("\n"));
+        panic!("read paths disagree:\n{}", table(v));
     }
+}
+
+/// The verdicts as lines, one per path.
+pub fn table(v: &[(String, Result<u64, String>)]) -> String {
+    let lines: Vec<String> = v
+        .iter()
+        .map(|(name, r)| match r {
+            Ok(_) if name == "verify" => format!("  {name}: accepts"),
+            Ok(d) => format!("  {name}: accepts, digest {d:016x}"),
+            Err(e) => format!("  {name}: refuses: {e}"),
+        })
+        .collect();
+    lines.join("\n")
 }
 
 /// The fuzz target's body. With `NSIMAGE_FUZZ_WRITE_IMAGE=PATH` in the

@@ -2,6 +2,7 @@
 //! property fails, so that `tests/fuzz_regressions.rs` (stable toolchain, no
 //! libFuzzer) replays saved inputs through exactly the same checks.
 
+pub mod at_rest;
 pub mod hdfs;
 pub mod image;
 pub mod input;
