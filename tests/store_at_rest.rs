@@ -25,7 +25,11 @@ fn s(p: &Path) -> &str {
 fn keygen(dir: &Path, name: &str) -> PathBuf {
     let k = dir.join(name);
     let out = nsimage(&["keygen", s(&k)]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     k
 }
 
@@ -102,8 +106,18 @@ fn compressed_and_encrypted_stores_recover_the_plain_stores_namespace() {
     let cases: [(&str, &[&str], bool, Option<&str>); 4] = [
         ("zstd", &["--compress", "zstd:3"], false, Some("zstd")),
         ("enc", &["--encrypt"], true, None),
-        ("both", &["--compress", "zstd", "--encrypt"], true, Some("zstd")),
-        ("lz4enc", &["--compress", "lz4", "--encrypt"], true, Some("lz4")),
+        (
+            "both",
+            &["--compress", "zstd", "--encrypt"],
+            true,
+            Some("zstd"),
+        ),
+        (
+            "lz4enc",
+            &["--compress", "lz4", "--encrypt"],
+            true,
+            Some("lz4"),
+        ),
     ];
     for (name, init, encrypted, codec) in cases {
         let dir = tmp.path().join(name);
@@ -119,7 +133,11 @@ fn compressed_and_encrypted_stores_recover_the_plain_stores_namespace() {
         assert_eq!(st["encrypted"], encrypted, "{name}");
         assert_eq!(st["digest"].as_str(), Some(plain.as_str()), "{name}");
         assert!(
-            !st["unknown_files"].as_array().unwrap().iter().any(|n| n == "AT_REST"),
+            !st["unknown_files"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|n| n == "AT_REST"),
             "{name}: {st}"
         );
         // The checkpoint image is stored as the store says.
@@ -248,7 +266,9 @@ fn a_damaged_sealed_batch_is_refused_in_the_middle_and_cut_at_the_end() {
     assert!(run(k, &["store", "init", d, "--encrypt"]).status.success());
     let applied = json(&run(
         k,
-        &["store", "apply", d, "--ops", "100", "--batch", "10", "--json"],
+        &[
+            "store", "apply", d, "--ops", "100", "--batch", "10", "--json",
+        ],
     ));
     let seg = dir.join(format!("edits_inprogress_{:020}", 1));
     let good = std::fs::read(&seg).unwrap();
@@ -269,7 +289,13 @@ fn a_damaged_sealed_batch_is_refused_in_the_middle_and_cut_at_the_end() {
     assert!(e.contains("nothing was cut"), "{e}");
     assert_eq!(std::fs::read(&seg).unwrap(), bad);
     // The clear first txid changed: also refused.
-    let width = if good[mid] & 0x80 == 0 { 1 } else if good[mid + 1] & 0x80 == 0 { 2 } else { 3 };
+    let width = if good[mid] & 0x80 == 0 {
+        1
+    } else if good[mid + 1] & 0x80 == 0 {
+        2
+    } else {
+        3
+    };
     let mut bad = good.clone();
     bad[mid + width] ^= 1;
     std::fs::write(&seg, &bad).unwrap();
@@ -308,10 +334,7 @@ fn a_damaged_sealed_batch_is_refused_in_the_middle_and_cut_at_the_end() {
     assert_eq!(r["txid"], 90);
 
     // The store goes on: the same 10 ops again reach the same state.
-    let again = json(&run(
-        k,
-        &["store", "apply", d, "--ops", "10", "--json"],
-    ));
+    let again = json(&run(k, &["store", "apply", d, "--ops", "10", "--json"]));
     assert_eq!(again["txid"], 100);
     assert_eq!(again["digest"], applied["digest"]);
     let r = json(&run(k, &["store", "recover", d, "--json"]));

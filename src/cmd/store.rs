@@ -129,7 +129,11 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
             )?;
             let settings =
                 nsimage_store::AtRestSettings::new(at_rest.compression, at_rest.key.as_ref());
-            out!("initialized {} ({})", dir.display(), at_rest_text(&settings));
+            out!(
+                "initialized {} ({})",
+                dir.display(),
+                at_rest_text(&settings)
+            );
         }
         Cmd::Apply(a) => apply(a)?,
         Cmd::Checkpoint { dir } => {

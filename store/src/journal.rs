@@ -300,7 +300,9 @@ impl Framing {
             Framing::Sealed(s) => {
                 body.len() >= MIN_BATCH_BODY
                     && batch_clear(body).is_some_and(|(first, count)| {
-                        first >= s.first && count >= 1 && first.checked_add(u64::from(count)).is_some()
+                        first >= s.first
+                            && count >= 1
+                            && first.checked_add(u64::from(count)).is_some()
                     })
             }
         }
@@ -605,7 +607,9 @@ fn framed_at(framing: &Framing, buf: &[u8], offset: u64) -> Result<(Ops, usize),
 /// the sealed one, whose random segment id may hold any bytes.
 fn is_torn_create(bytes: &[u8], sealed: Option<&[u8; ID_LEN]>) -> bool {
     match sealed {
-        None => bytes.len() <= HEADER_LEN && bytes.iter().zip(header()).all(|(&b, h)| b == h || b == 0),
+        None => {
+            bytes.len() <= HEADER_LEN && bytes.iter().zip(header()).all(|(&b, h)| b == h || b == 0)
+        }
         Some(fp) => {
             let want = sealed_header(&[0u8; ID_LEN], fp);
             bytes.len() <= SEALED_HEADER_LEN
@@ -676,11 +680,9 @@ fn framing_for(seg: &Segment, h: Header, sealing: &Sealing) -> Result<Framing, S
             0,
             "a plain (unencrypted) segment in an encrypted store",
         )),
-        (Header::Sealed { .. }, Some(false)) => Err(corrupt(
-            seg,
-            0,
-            "an encrypted segment in a plain store",
-        )),
+        (Header::Sealed { .. }, Some(false)) => {
+            Err(corrupt(seg, 0, "an encrypted segment in a plain store"))
+        }
         (Header::Plain, _) => Ok(Framing::Plain),
         (Header::Sealed { id, fingerprint }, _) => {
             let Some(key) = &sealing.key else {
@@ -863,8 +865,8 @@ fn stream(
     };
     // Bytes read past a (shorter) plain header come first.
     let after = head.get(h.len()..got).unwrap_or_default();
-    let mut frames = FrameReader::new(after.chain(&mut rd), h.len() as u64)
-        .with_max_len(framing.max_len());
+    let mut frames =
+        FrameReader::new(after.chain(&mut rd), h.len() as u64).with_max_len(framing.max_len());
     let mut body = Vec::new();
     loop {
         let at = frames.offset();
@@ -886,8 +888,7 @@ fn stream(
                 let mut rest = frames.prefix().to_vec();
                 rest.extend_from_slice(&body);
                 frames.into_inner().read_to_end(&mut rest).map_err(io)?;
-                out.torn_bytes =
-                    classify_damage(seg, &framing, open, out.valid_len, &rest, why)?;
+                out.torn_bytes = classify_damage(seg, &framing, open, out.valid_len, &rest, why)?;
                 return Ok(out);
             }
         }

@@ -118,7 +118,9 @@ impl AtRestSettings {
             Err(e) => return Err(io_err(&path)(e)),
         };
         if len > MAX_LEN {
-            return Err(invalid(format!("{len} bytes: not an at-rest settings file")));
+            return Err(invalid(format!(
+                "{len} bytes: not an at-rest settings file"
+            )));
         }
         let bytes = fs.read(&path).map_err(io_err(&path))?;
         AtRestSettings::parse(&bytes).map_err(|e| invalid(format!("bad at-rest settings: {e}")))
@@ -174,7 +176,10 @@ fn parse_fingerprint(h: &str) -> Result<[u8; ID_LEN], String> {
     let mut out = [0u8; ID_LEN];
     for (o, pair) in out.iter_mut().zip(h.as_bytes().chunks_exact(2)) {
         let s = std::str::from_utf8(pair).map_err(|_| bad())?;
-        if !s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+        if !s
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        {
             return Err(bad());
         }
         *o = u8::from_str_radix(s, 16).map_err(|_| bad())?;
@@ -212,7 +217,10 @@ mod tests {
         let s = AtRestSettings::new(Compression::NONE, Some(&k));
         let dir = Path::new("/x");
         assert!(s.check_key(dir, Some(&k)).is_ok());
-        assert!(matches!(s.check_key(dir, None), Err(StoreError::Key { .. })));
+        assert!(matches!(
+            s.check_key(dir, None),
+            Err(StoreError::Key { .. })
+        ));
         assert!(matches!(
             s.check_key(dir, Some(&Key::generate())),
             Err(StoreError::Key { .. })

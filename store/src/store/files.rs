@@ -8,10 +8,10 @@ use crate::failpoint;
 use crate::fs::{Fs, FsFile};
 use crate::journal::{self, Segment, SegmentSealer};
 use nsimage_format::cipher::{random_image_id, Key};
-use std::sync::Arc;
 use std::fs::File;
 use std::io::Write;
 use std::path::Path;
+use std::sync::Arc;
 
 pub(super) const VERSION_FILE: &str = "VERSION";
 pub(super) const VERSION_TEXT: &str = "nsimage-store 1\n";
@@ -247,8 +247,7 @@ pub(super) fn write_version(fs: &dyn Fs, dir: &Path, at_rest: bool) -> Result<()
     } else {
         VERSION_TEXT
     };
-    f.write_all(text.as_bytes())
-        .map_err(io_err(&vpath))?;
+    f.write_all(text.as_bytes()).map_err(io_err(&vpath))?;
     f.sync().map_err(io_err(&vpath))?;
     fs.sync_dir(dir).map_err(io_err(dir))
 }

@@ -138,7 +138,11 @@ impl Store {
     ///
     /// # Errors
     /// As [`init`](Self::init).
-    pub fn init_with(dir: &Path, fs: Arc<dyn Fs>, at_rest: &AtRestOptions) -> Result<(), StoreError> {
+    pub fn init_with(
+        dir: &Path,
+        fs: Arc<dyn Fs>,
+        at_rest: &AtRestOptions,
+    ) -> Result<(), StoreError> {
         std::fs::create_dir_all(dir).map_err(io_err(dir))?;
         let _lock = files::lock_dir(dir)?;
         let names = fs.list(dir).map_err(io_err(dir))?;

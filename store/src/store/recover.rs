@@ -15,9 +15,9 @@ use nsimage_format::cipher::{Key, ID_LEN};
 use nsimage_format::pb;
 use nsimage_format::Location;
 use nsimage_loader::{load, ImageSource};
-use std::sync::Arc;
 use nsimage_namespace::Namespace;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// What opening (recovering) a store did.
@@ -125,10 +125,9 @@ fn choose_image(
             match ImageSource::open(&path) {
                 Ok(src) if src.is_encrypted() => {}
                 Ok(_) => {
-                    report.skipped_images.push((
-                        path,
-                        "not encrypted, in an encrypted store: refused".into(),
-                    ));
+                    report
+                        .skipped_images
+                        .push((path, "not encrypted, in an encrypted store: refused".into()));
                     continue;
                 }
                 // The load below reports why it does not open.
