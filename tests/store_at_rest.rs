@@ -402,8 +402,7 @@ fn sealed_segments_roll_and_recover_through_the_library() {
     let newest_finished = |dir: &Path| {
         names(dir)
             .into_iter()
-            .filter(|n| n.starts_with("edits_0"))
-            .next_back()
+            .rfind(|n| n.starts_with("edits_0"))
             .unwrap()
     };
     let victim = newest_finished(&enc_dir);
