@@ -20,9 +20,20 @@ pub enum Cmd {
 pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
     let Cmd::Dump { path, json } = cmd;
     let fs = nsimage_store::fs::RealFs::default();
+    let key = super::key()?;
+    // One segment file goes by its header (plain, or sealed: then the key
+    // is needed); a store's segments must all be of the store's kind.
+    let mut sealing = journal::Sealing {
+        expect: None,
+        key: key.clone(),
+    };
     let mut segments: Vec<Segment> = if path.is_dir() {
         // A store: exit 2 with a message for a directory that is not one.
-        nsimage_store::Store::check_dir(&path)?;
+        let at_rest = nsimage_store::Store::at_rest_of(&path)?;
+        // An encrypted store without its key, or with another: exit 1
+        // before any segment is read.
+        at_rest.check_key(&path, key.as_ref())?;
+        sealing = nsimage_store::Store::journal_sealing(&at_rest, key.as_ref());
         let names = fs
             .list(&path)
             .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
@@ -45,7 +56,7 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
     for seg in &segments {
         let name = seg.name();
         let bulk = nsimage_store::StoreOptions::default().bulk_replay_bytes;
-        let r = journal::read(&fs, seg, seg.last.is_none(), bulk, &mut |op| {
+        let r = journal::read_with(&fs, seg, seg.last.is_none(), bulk, &sealing, &mut |op| {
             if json {
                 let text = describe(&op);
                 let body = text.trim_start().split_once(' ').map_or("", |x| x.1);

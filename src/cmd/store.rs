@@ -12,8 +12,18 @@ use std::time::Instant;
 
 #[derive(clap::Subcommand)]
 pub enum Cmd {
-    /// Create an empty store in DIR.
-    Init { dir: PathBuf },
+    /// Create an empty store in DIR (its checkpoints compressed and/or
+    /// encrypted, with its journal, when asked: recorded for good).
+    Init {
+        dir: PathBuf,
+        /// Compress checkpoint images: none, lz4, zstd or zstd:LEVEL.
+        #[arg(long, value_name = "CODEC", default_value = "none", value_parser = super::parse_compression)]
+        compress: nsimage_format::codec::Compression,
+        /// Encrypt checkpoint images and journal batches (AES-256-GCM) with
+        /// the key of --key-file (or NSIMAGE_KEY_FILE).
+        #[arg(long)]
+        encrypt: bool,
+    },
     /// Apply N more ops of the deterministic workload, journaled.
     Apply(ApplyArgs),
     /// Save an image at the current txid and purge what is no longer needed.
@@ -59,30 +69,71 @@ pub struct ApplyArgs {
 
 /// The command line's store: images mapped (the library's default is the
 /// bulk read) and the allocator trimmed after the load, as `nsimage load`
-/// does.
-fn options() -> StoreOptions {
-    let mut opts = StoreOptions::default();
+/// does; the key of `--key-file`, if any (an encrypted store needs it).
+fn options() -> anyhow::Result<StoreOptions> {
+    let mut opts = StoreOptions {
+        key: super::key()?,
+        ..StoreOptions::default()
+    };
     // SAFETY: the store's images are written once, renamed into place and
     // never changed; the store holds its lock for the whole open, so no
     // other nsimage process rewrites them while they are mapped.
     opts.load.read = unsafe { ReadStrategy::mmap() };
     opts.release_memory_after_load = true;
-    opts
+    Ok(opts)
 }
 
-fn open(dir: &std::path::Path) -> Result<Store, StoreError> {
-    Store::open(
+fn open(dir: &std::path::Path) -> anyhow::Result<Store> {
+    Ok(Store::open(
         dir,
         Arc::new(nsimage_store::fs::RealFs::default()),
-        options(),
-    )
+        options()?,
+    )?)
+}
+
+/// The at-rest settings as text: `plain`, or the codec and the key's
+/// fingerprint.
+fn at_rest_text(a: &nsimage_store::AtRestSettings) -> String {
+    let mut parts = Vec::new();
+    if a.compression.codec != nsimage_format::codec::Codec::None {
+        parts.push(format!("compressed ({})", a.compression_text()));
+    }
+    if let Some(fp) = &a.key_fingerprint {
+        parts.push(format!(
+            "encrypted (AES-256-GCM, key fingerprint {})",
+            nsimage_format::cipher::hex(fp)
+        ));
+    }
+    if parts.is_empty() {
+        "plain".into()
+    } else {
+        parts.join(", ")
+    }
 }
 
 pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
     match cmd {
-        Cmd::Init { dir } => {
-            Store::init(&dir, Arc::new(nsimage_store::fs::RealFs::default()))?;
-            out!("initialized {}", dir.display());
+        Cmd::Init {
+            dir,
+            compress,
+            encrypt,
+        } => {
+            let at_rest = nsimage_writer::AtRestOptions {
+                compression: compress,
+                key: super::encryption_key(encrypt)?,
+            };
+            Store::init_with(
+                &dir,
+                Arc::new(nsimage_store::fs::RealFs::default()),
+                &at_rest,
+            )?;
+            let settings =
+                nsimage_store::AtRestSettings::new(at_rest.compression, at_rest.key.as_ref());
+            out!(
+                "initialized {} ({})",
+                dir.display(),
+                at_rest_text(&settings)
+            );
         }
         Cmd::Apply(a) => apply(a)?,
         Cmd::Checkpoint { dir } => {
@@ -97,15 +148,25 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
         Cmd::Status { dir, json } => {
             // Read only: no lock, no cleanup, no cut (works on a read-only
             // mount and never changes the store).
+            // Without the key an encrypted store is listed, not recovered.
             let fs = nsimage_store::fs::RealFs::default();
-            let st = Store::inspect(&dir, &fs, &StoreOptions::default())?;
+            let opts = StoreOptions {
+                key: super::key()?,
+                ..StoreOptions::default()
+            };
+            let st = Store::inspect(&dir, &fs, &opts)?;
+            let known = |v: u64| if st.recovered { json!(v) } else { json!(null) };
             if json {
                 out!(
                     "{}",
                     json!({
-                        "txid": st.txid,
-                        "image_txid": st.image_txid,
+                        "txid": known(st.txid),
+                        "image_txid": known(st.image_txid),
                         "digest": st.digest,
+                        "recovered": st.recovered,
+                        "compression": st.at_rest.compression_text(),
+                        "encrypted": st.at_rest.is_encrypted(),
+                        "key_fingerprint": st.at_rest.key_fingerprint.as_ref().map(|f| nsimage_format::cipher::hex(f)),
                         "images": st.images.iter().map(|(t, b)| json!({"txid": t, "bytes": b})).collect::<Vec<_>>(),
                         "segments": st.segments.iter().map(|(n, b)| json!({"name": n, "bytes": b})).collect::<Vec<_>>(),
                         "torn_tail_bytes": st.torn_tail_bytes,
@@ -115,7 +176,16 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
                     })
                 );
             } else {
-                out!("{}: txid {}", dir.display(), st.txid);
+                if st.recovered {
+                    out!("{}: txid {}", dir.display(), st.txid);
+                } else {
+                    out!(
+                        "{}: txid unknown: the store is encrypted and no key was given \
+                         (--key-file or NSIMAGE_KEY_FILE); its files:",
+                        dir.display()
+                    );
+                }
+                out!("  at rest: {}", at_rest_text(&st.at_rest));
                 for (t, b) in &st.images {
                     out!("  image at txid {t}: {b} bytes");
                 }
@@ -146,7 +216,7 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
         } => {
             let opts = StoreOptions {
                 bulk_replay_bytes: bulk_limit,
-                ..options()
+                ..options()?
             };
             let s = Store::open(&dir, Arc::new(nsimage_store::fs::RealFs::default()), opts)?;
             let r = s.report().clone();

@@ -68,6 +68,16 @@ pub enum StoreError {
         /// Each image tried, with why it did not load.
         detail: String,
     },
+    /// An encrypted store (or segment) without its key: none given, or
+    /// another one. Found before anything is read past the at-rest
+    /// settings or a segment's header, and before anything is written.
+    #[error("{}: {detail}", path.display())]
+    Key {
+        /// The store directory or the segment.
+        path: PathBuf,
+        /// What is missing or wrong.
+        detail: String,
+    },
     /// Loading an image failed outside recovery's fallback.
     #[error(transparent)]
     Load(#[from] nsimage_loader::LoadError),
@@ -78,7 +88,10 @@ impl StoreError {
     pub fn is_data_error(&self) -> bool {
         matches!(
             self,
-            StoreError::Corrupt { .. } | StoreError::NoImage { .. } | StoreError::Invalid { .. }
+            StoreError::Corrupt { .. }
+                | StoreError::NoImage { .. }
+                | StoreError::Invalid { .. }
+                | StoreError::Key { .. }
         ) || matches!(self, StoreError::Load(l) if l.is_data_error())
     }
 }

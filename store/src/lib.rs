@@ -29,7 +29,9 @@
 //! - [`journal`]: segment files, record framing (shared with images), bulk
 //!   or streamed replay, torn-tail detection;
 //! - [`edit`]: journal operations applied to the namespace model;
-//! - `store`: the [`Store`] (recovery, commit, checkpoint, files);
+//! - `store`: the [`Store`] (recovery, commit, checkpoint, files, the
+//!   at-rest settings: compressed and encrypted checkpoints, sealed
+//!   journal batches, [`AtRestSettings`]);
 //! - `error`: [`StoreError`]; `failpoint`: [`failpoint()`] for crash tests.
 //!
 //! # Example
@@ -83,4 +85,4 @@ mod store;
 
 pub use error::StoreError;
 pub use failpoint::failpoint;
-pub use store::{RecoveryReport, Status, Store, StoreOptions};
+pub use store::{AtRestSettings, RecoveryReport, Status, Store, StoreOptions};

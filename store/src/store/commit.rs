@@ -59,6 +59,9 @@ impl Store {
         ns.info_mut().last_txid = txid;
         let rec = pb::JournalOp { txid, op: Some(op) };
         let mut j = self.journal.lock();
+        if j.pending.is_empty() {
+            j.pending_first = txid;
+        }
         journal::encode(&rec, &mut j.pending);
         j.pending_last = txid;
         Ok(txid)
@@ -95,13 +98,21 @@ impl Store {
                 self.flushed.wait(&mut j);
                 continue;
             }
-            let buf = std::mem::take(&mut j.pending);
+            let mut buf = std::mem::take(&mut j.pending);
             let last = j.pending_last;
+            let (first, offset, sealer) = (j.pending_first, j.seg_bytes, j.sealer.clone());
             let Some(mut file) = j.file.take() else {
                 return Err(StoreError::Poisoned("no open segment".into()));
             };
             j.flushing = true;
             drop(j);
+            // An encrypted store seals the whole group commit (one seal per
+            // batch of up to 8 MiB), outside the lock.
+            if let Some(s) = &sealer {
+                let mut sealed = Vec::with_capacity(buf.len().saturating_add(64));
+                s.seal(&buf, first, offset, &mut sealed);
+                buf = sealed;
+            }
             let res = file.write_all(&buf).and_then(|()| {
                 failpoint("journal-before-sync");
                 file.sync()
@@ -149,9 +160,12 @@ impl Store {
                 path: self.dir.clone(),
                 detail: format!("txid {} is the last txid: no segment can follow", j.durable),
             })?;
-        j.file = Some(files::create_segment(&*self.fs, &self.dir, next)?);
+        let key = self.opts.write.at_rest.key.as_ref();
+        let seg = files::create_segment(&*self.fs, &self.dir, next, key)?;
+        j.file = Some(seg.file);
+        j.sealer = seg.sealer;
         j.seg_first = next;
-        j.seg_bytes = journal::HEADER_LEN as u64;
+        j.seg_bytes = seg.len;
         Ok(())
     }
 }

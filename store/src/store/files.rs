@@ -2,16 +2,22 @@
 //! version check and the lock, segment creation, retention (purge) and the
 //! cleanup of unfinished checkpoints, and the [`Status`] summary.
 
+use super::at_rest::{AtRestSettings, AT_REST_FILE};
 use crate::error::{io_err, StoreError};
 use crate::failpoint;
 use crate::fs::{Fs, FsFile};
-use crate::journal::{self, Segment};
+use crate::journal::{self, Segment, SegmentSealer};
+use nsimage_format::cipher::{random_image_id, Key};
 use std::fs::File;
 use std::io::Write;
 use std::path::Path;
+use std::sync::Arc;
 
 pub(super) const VERSION_FILE: &str = "VERSION";
 pub(super) const VERSION_TEXT: &str = "nsimage-store 1\n";
+/// The version of a store whose files are compressed or encrypted at rest
+/// (its settings are in `AT_REST`).
+pub(super) const VERSION_TEXT_AT_REST: &str = "nsimage-store 2\n";
 const LOCK_FILE: &str = "LOCK";
 
 /// A summary of the store's files.
@@ -46,6 +52,14 @@ pub struct Status {
     ///
     /// [`Store::inspect`]: crate::Store::inspect
     pub digest: Option<String>,
+    /// How the store keeps its files at rest.
+    pub at_rest: AtRestSettings,
+    /// False when [`Store::inspect`] listed the files of an encrypted
+    /// store without its key: nothing was read, so `txid`, `image_txid`,
+    /// `digest` and the torn fields are not known (zero, `None`, false).
+    ///
+    /// [`Store::inspect`]: crate::Store::inspect
+    pub recovered: bool,
 }
 
 /// `image_<txid, 20 digits>`.
@@ -75,10 +89,11 @@ pub(super) fn holds_store(names: &[String]) -> bool {
         .any(|n| n == VERSION_FILE || parse_image(n).is_some())
 }
 
-/// Checks that `dir` is a directory holding a store of this version.
+/// Checks that `dir` is a directory holding a store of a version this
+/// build reads, and returns its at-rest settings (plain for version 1).
 /// Errors name `dir` (the path the user gave) unless a file in it is at
 /// fault.
-pub(super) fn check_store(fs: &dyn Fs, dir: &Path) -> Result<(), StoreError> {
+pub(super) fn check_store(fs: &dyn Fs, dir: &Path) -> Result<AtRestSettings, StoreError> {
     let not_a_store = |detail: &str| StoreError::NotAStore {
         path: dir.to_path_buf(),
         detail: detail.into(),
@@ -104,6 +119,18 @@ pub(super) fn check_store(fs: &dyn Fs, dir: &Path) -> Result<(), StoreError> {
     } else {
         Vec::new()
     };
+    if version == VERSION_TEXT_AT_REST.as_bytes() {
+        let settings = AtRestSettings::read(fs, dir)?;
+        if settings.is_plain() {
+            return Err(StoreError::Invalid {
+                path: dir.join(AT_REST_FILE),
+                detail: "a version 2 store whose at-rest settings are plain \
+                         (a plain store is version 1)"
+                    .into(),
+            });
+        }
+        return Ok(settings);
+    }
     if version != VERSION_TEXT.as_bytes() {
         return Err(StoreError::Invalid {
             path: vpath,
@@ -113,7 +140,7 @@ pub(super) fn check_store(fs: &dyn Fs, dir: &Path) -> Result<(), StoreError> {
             ),
         });
     }
-    Ok(())
+    Ok(AtRestSettings::default())
 }
 
 /// Takes the store's exclusive lock. Errors name the store directory.
@@ -143,17 +170,19 @@ pub(super) struct Listing {
     pub(super) segments: Vec<Segment>,
     /// `image_<T>.tmp` names: checkpoints that did not finish.
     pub(super) temps: Vec<String>,
-    /// Every other name except `VERSION` and `LOCK`: never read or removed.
+    /// Every other name except `VERSION`, `LOCK` and (in a version 2
+    /// store) `AT_REST`: never read or removed.
     pub(super) unknown: Vec<String>,
 }
 
-/// Lists the store in `dir` by kind of file.
-pub(super) fn list_store(fs: &dyn Fs, dir: &Path) -> Result<Listing, StoreError> {
+/// Lists the store in `dir` by kind of file; `at_rest` when it is a
+/// version 2 store (whose `AT_REST` is its own).
+pub(super) fn list_store(fs: &dyn Fs, dir: &Path, at_rest: bool) -> Result<Listing, StoreError> {
     let mut names = fs.list(dir).map_err(io_err(dir))?;
     names.sort();
     let mut l = Listing::default();
     for n in names {
-        if n == VERSION_FILE || n == LOCK_FILE {
+        if n == VERSION_FILE || n == LOCK_FILE || at_rest && n == AT_REST_FILE {
             continue;
         }
         if let Some(t) = parse_image(&n) {
@@ -208,12 +237,17 @@ pub(super) fn remove_temps(fs: &dyn Fs, dir: &Path, listing: &Listing) {
     }
 }
 
-/// Writes the `VERSION` file durably (the last step of creating a store).
-pub(super) fn write_version(fs: &dyn Fs, dir: &Path) -> Result<(), StoreError> {
+/// Writes the `VERSION` file durably (the last step of creating a
+/// store): version 1 for a plain store, 2 for one with at-rest settings.
+pub(super) fn write_version(fs: &dyn Fs, dir: &Path, at_rest: bool) -> Result<(), StoreError> {
     let vpath = dir.join(VERSION_FILE);
     let mut f = fs.create(&vpath).map_err(io_err(&vpath))?;
-    f.write_all(VERSION_TEXT.as_bytes())
-        .map_err(io_err(&vpath))?;
+    let text = if at_rest {
+        VERSION_TEXT_AT_REST
+    } else {
+        VERSION_TEXT
+    };
+    f.write_all(text.as_bytes()).map_err(io_err(&vpath))?;
     f.sync().map_err(io_err(&vpath))?;
     fs.sync_dir(dir).map_err(io_err(dir))
 }
@@ -223,20 +257,45 @@ pub(super) fn write_version(fs: &dyn Fs, dir: &Path) -> Result<(), StoreError> {
 /// returned, so no op is acknowledged into a segment that a crash could
 /// leave without its header or its name. A crash at any step leaves a torn
 /// create (empty, zeros or part of the header), which opening replaces.
+/// With `key` (an encrypted store) the segment is sealed: a fresh random
+/// segment id in its header, and its sealer returned.
 pub(super) fn create_segment(
     fs: &dyn Fs,
     dir: &Path,
     first: u64,
-) -> Result<Box<dyn FsFile>, StoreError> {
+    key: Option<&Key>,
+) -> Result<NewSegment, StoreError> {
     let p = dir.join(journal::open_name(first));
+    let (header, sealer) = match key {
+        None => (journal::header().to_vec(), None),
+        Some(k) => {
+            let id = random_image_id();
+            (
+                journal::sealed_header(&id, &k.fingerprint()).to_vec(),
+                Some(Arc::new(SegmentSealer::new(k, id, first))),
+            )
+        }
+    };
     let mut f = fs.create(&p).map_err(io_err(&p))?;
     failpoint("segment-created");
-    f.write_all(&journal::header()).map_err(io_err(&p))?;
+    f.write_all(&header).map_err(io_err(&p))?;
     f.sync().map_err(io_err(&p))?;
     failpoint("segment-header-synced");
     fs.sync_dir(dir).map_err(io_err(dir))?;
     failpoint("segment-dir-synced");
-    Ok(f)
+    Ok(NewSegment {
+        file: f,
+        sealer,
+        len: header.len() as u64,
+    })
+}
+
+/// A segment just created: its file, its sealer (encrypted stores) and
+/// its length (its header's).
+pub(super) struct NewSegment {
+    pub(super) file: Box<dyn FsFile>,
+    pub(super) sealer: Option<Arc<SegmentSealer>>,
+    pub(super) len: u64,
 }
 
 /// Retention: keeps the newest `keep` images (at least one) and the

@@ -6,14 +6,18 @@
 //! - `checkpoint`: images at the current txid, then retention;
 //! - `files`: names, listing, version and lock, segment creation,
 //!   retention and temporary-file cleanup, [`Status`];
-//! - `options`: [`StoreOptions`].
+//! - `options`: [`StoreOptions`];
+//! - `at_rest`: [`AtRestSettings`], the store's compression and
+//!   encryption recorded at init, and the key check.
 
+mod at_rest;
 mod checkpoint;
 mod commit;
 mod files;
 mod options;
 mod recover;
 
+pub use at_rest::AtRestSettings;
 pub use files::Status;
 pub use options::StoreOptions;
 pub use recover::RecoveryReport;
@@ -21,9 +25,10 @@ pub use recover::RecoveryReport;
 use self::recover::{Recovered, Tail};
 use crate::error::{io_err, StoreError};
 use crate::fs::{Fs, FsFile, RealFs};
+use crate::journal::{Sealing, SegmentSealer};
 use crate::save::{self, Temp};
 use nsimage_namespace::Namespace;
-use nsimage_writer::WriteOptions;
+use nsimage_writer::{AtRestOptions, WriteOptions};
 use parking_lot::{Condvar, Mutex};
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -36,8 +41,12 @@ struct JournalState {
     /// First txid of the open segment.
     seg_first: u64,
     seg_bytes: u64,
-    /// Encoded records not yet written, and the last txid among them.
+    /// The open segment's sealer (an encrypted store).
+    sealer: Option<Arc<SegmentSealer>>,
+    /// Encoded records not yet written, the first and the last txid among
+    /// them.
     pending: Vec<u8>,
+    pending_first: u64,
     pending_last: u64,
     durable: u64,
     flushing: bool,
@@ -54,6 +63,7 @@ pub struct Store {
     dir: PathBuf,
     fs: Arc<dyn Fs>,
     opts: StoreOptions,
+    at_rest: AtRestSettings,
     _lock: File,
     ns: Mutex<Namespace>,
     journal: Mutex<JournalState>,
@@ -78,15 +88,61 @@ fn save_checkpoint(
     .map(drop)
 }
 
+/// `opts` with the store's at-rest settings applied: checkpoints written
+/// with its compression and (encrypted) its key, images loaded with the
+/// key.
+fn effective(opts: StoreOptions, at_rest: &AtRestSettings) -> StoreOptions {
+    let mut o = opts;
+    let key = if at_rest.is_encrypted() {
+        o.key.clone()
+    } else {
+        None
+    };
+    o.write.at_rest = AtRestOptions {
+        compression: at_rest.compression,
+        key: key.clone(),
+    };
+    if key.is_some() {
+        o.load.key = key;
+    }
+    o
+}
+
+/// What the journal reader expects of the segments of a store with these
+/// settings, with `key`.
+fn sealing(at_rest: &AtRestSettings, key: Option<&nsimage_format::cipher::Key>) -> Sealing {
+    Sealing {
+        expect: Some(at_rest.is_encrypted()),
+        key: key.filter(|_| at_rest.is_encrypted()).cloned(),
+    }
+}
+
 impl Store {
-    /// Creates a store in `dir` (created if missing; must hold no store):
-    /// an empty namespace as image 0 and an open journal segment.
+    /// Creates a plain store in `dir` (created if missing; must hold no
+    /// store): an empty namespace as image 0 and an open journal segment.
     ///
     /// # Errors
     /// [`StoreError::Invalid`] when `dir` already holds a store,
     /// [`StoreError::Locked`] when another process holds it, and
     /// [`StoreError::Io`] when a file cannot be written.
     pub fn init(dir: &Path, fs: Arc<dyn Fs>) -> Result<(), StoreError> {
+        Store::init_with(dir, fs, &AtRestOptions::default())
+    }
+
+    /// Creates a store in `dir` as [`init`](Self::init) does, whose
+    /// checkpoint images are compressed with `at_rest.compression` and,
+    /// with `at_rest.key`, encrypted, as are its journal batches
+    /// (STORE.md, "At rest"). The settings are recorded in `AT_REST` (the
+    /// key's fingerprint, never the key) and every later open follows
+    /// them. Plain options make a plain (version 1) store, as `init`.
+    ///
+    /// # Errors
+    /// As [`init`](Self::init).
+    pub fn init_with(
+        dir: &Path,
+        fs: Arc<dyn Fs>,
+        at_rest: &AtRestOptions,
+    ) -> Result<(), StoreError> {
         std::fs::create_dir_all(dir).map_err(io_err(dir))?;
         let _lock = files::lock_dir(dir)?;
         let names = fs.list(dir).map_err(io_err(dir))?;
@@ -96,10 +152,19 @@ impl Store {
                 detail: "already holds a store".into(),
             });
         }
+        let settings = AtRestSettings::new(at_rest.compression, at_rest.key.as_ref());
+        let versioned = !settings.is_plain();
+        if versioned {
+            settings.write(&*fs, dir)?;
+        }
         let ns = Namespace::default();
-        save_checkpoint(&*fs, dir, &ns, 0, &WriteOptions::default())?;
-        files::create_segment(&*fs, dir, 1)?;
-        files::write_version(&*fs, dir)
+        let write = WriteOptions {
+            at_rest: at_rest.clone(),
+            ..WriteOptions::default()
+        };
+        save_checkpoint(&*fs, dir, &ns, 0, &write)?;
+        files::create_segment(&*fs, dir, 1, at_rest.key.as_ref())?;
+        files::write_version(&*fs, dir, versioned)
     }
 
     /// Opens the store in `dir` on the real file system.
@@ -119,24 +184,59 @@ impl Store {
     ///
     /// # Errors
     /// As [`open`](Self::open), less the lock and the writes.
+    ///
+    /// An encrypted store inspected without a key (`opts.key` `None`) is
+    /// only listed: its files and at-rest settings, with
+    /// [`Status::recovered`] false. With another key it is
+    /// [`StoreError::Key`].
     pub fn inspect(dir: &Path, fs: &dyn Fs, opts: &StoreOptions) -> Result<Status, StoreError> {
-        files::check_store(fs, dir)?;
-        let rec = recover::recover(fs, dir, opts)?;
+        let at_rest = files::check_store(fs, dir)?;
+        if at_rest.is_encrypted() && opts.key.is_none() {
+            let listing = files::list_store(fs, dir, true)?;
+            let mut st = files::status_of(fs, dir, &listing, 0);
+            st.at_rest = at_rest;
+            return Ok(st);
+        }
+        at_rest.check_key(dir, opts.key.as_ref())?;
+        let opts = effective(opts.clone(), &at_rest);
+        let rec = recover::recover(fs, dir, &opts, &at_rest)?;
         let mut st = files::status_of(fs, dir, &rec.listing, rec.ns.info().last_txid);
         st.image_txid = rec.report.image_txid;
         st.torn_tail_bytes = rec.report.torn_tail_bytes;
         st.torn_create = matches!(rec.tail, Tail::Replace { .. });
         st.digest = Some(rec.ns.digest().to_string());
+        st.at_rest = at_rest;
+        st.recovered = true;
         Ok(st)
     }
 
-    /// Checks that `dir` holds a store of this version, reading only.
+    /// Checks that `dir` holds a store of a version this build reads,
+    /// reading only.
     ///
     /// # Errors
     /// [`StoreError::NotAStore`] for a path that is not a store,
-    /// [`StoreError::Invalid`] for an unknown version, [`StoreError::Io`].
+    /// [`StoreError::Invalid`] for an unknown version or bad at-rest
+    /// settings, [`StoreError::Io`].
     pub fn check_dir(dir: &Path) -> Result<(), StoreError> {
+        Store::at_rest_of(dir).map(drop)
+    }
+
+    /// The at-rest settings of the store in `dir` (plain for a version 1
+    /// store), reading only.
+    ///
+    /// # Errors
+    /// As [`check_dir`](Self::check_dir).
+    pub fn at_rest_of(dir: &Path) -> Result<AtRestSettings, StoreError> {
         files::check_store(&RealFs::default(), dir)
+    }
+
+    /// What the journal reader expects of this store's segments, with the
+    /// key `key` ([`journal::read_with`](crate::journal::read_with)).
+    pub fn journal_sealing(
+        at_rest: &AtRestSettings,
+        key: Option<&nsimage_format::cipher::Key>,
+    ) -> Sealing {
+        sealing(at_rest, key)
     }
 
     /// Opens (recovers) the store in `dir`: the newest image that loads,
@@ -149,32 +249,40 @@ impl Store {
     /// [`StoreError::NotAStore`], [`StoreError::Locked`],
     /// [`StoreError::NoImage`] when no image loads,
     /// [`StoreError::Corrupt`] for damage recovery must not repair (a gap,
-    /// a bad record before the tail), [`StoreError::Io`].
+    /// a bad record before the tail), [`StoreError::Key`] for an
+    /// encrypted store opened without its key or with another (found
+    /// before anything else is read or written), [`StoreError::Io`].
     pub fn open(dir: &Path, fs: Arc<dyn Fs>, opts: StoreOptions) -> Result<Store, StoreError> {
         let started = Instant::now();
-        files::check_store(&*fs, dir)?;
+        let at_rest = files::check_store(&*fs, dir)?;
+        at_rest.check_key(dir, opts.key.as_ref())?;
+        let opts = effective(opts, &at_rest);
         let lock = files::lock_dir(dir)?;
         let Recovered {
             ns,
             mut report,
             listing,
             tail,
-        } = recover::recover(&*fs, dir, &opts)?;
+        } = recover::recover(&*fs, dir, &opts, &at_rest)?;
         files::remove_temps(&*fs, dir, &listing);
         let txid = ns.info().last_txid;
-        let (file, seg_first, seg_bytes) = recover::open_tail(&*fs, dir, tail, txid)?;
+        let key = opts.write.at_rest.key.as_ref();
+        let (seg, seg_first) = recover::open_tail(&*fs, dir, tail, txid, key)?;
         report.seconds = started.elapsed().as_secs_f64();
         Ok(Store {
             dir: dir.to_path_buf(),
             fs,
             opts,
+            at_rest,
             _lock: lock,
             ns: Mutex::new(ns),
             journal: Mutex::new(JournalState {
-                file: Some(file),
+                file: Some(seg.file),
                 seg_first,
-                seg_bytes,
+                seg_bytes: seg.len,
+                sealer: seg.sealer,
                 pending: Vec::new(),
+                pending_first: txid.saturating_add(1),
                 pending_last: txid,
                 durable: txid,
                 flushing: false,
@@ -205,8 +313,16 @@ impl Store {
     /// # Errors
     /// [`StoreError::Io`] when the directory cannot be listed.
     pub fn status(&self) -> Result<Status, StoreError> {
-        let listing = files::list_store(&*self.fs, &self.dir)?;
+        let listing = files::list_store(&*self.fs, &self.dir, !self.at_rest.is_plain())?;
         let txid = self.ns.lock().info().last_txid;
-        Ok(files::status_of(&*self.fs, &self.dir, &listing, txid))
+        let mut st = files::status_of(&*self.fs, &self.dir, &listing, txid);
+        st.at_rest = self.at_rest;
+        st.recovered = true;
+        Ok(st)
+    }
+
+    /// How this store keeps its files at rest.
+    pub fn at_rest(&self) -> &AtRestSettings {
+        &self.at_rest
     }
 }

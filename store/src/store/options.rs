@@ -1,5 +1,6 @@
 //! [`StoreOptions`]: how a store behaves.
 
+use nsimage_format::cipher::Key;
 use nsimage_loader::LoadOptions;
 use nsimage_writer::WriteOptions;
 
@@ -12,10 +13,18 @@ pub struct StoreOptions {
     pub segment_bytes: u64,
     /// Segments up to this size are replayed from one bulk read.
     pub bulk_replay_bytes: u64,
-    /// How checkpoints lay their images out.
+    /// How checkpoints lay their images out. Their at-rest options
+    /// (`write.at_rest`) are the store's, recorded at init: opening sets
+    /// them from its `AT_REST` settings, whatever is given here.
     pub write: WriteOptions,
-    /// How recovery loads images.
+    /// How recovery loads images (opening an encrypted store sets
+    /// `load.key` to [`key`](Self::key)).
     pub load: LoadOptions,
+    /// The key of an encrypted store: checked against the fingerprint the
+    /// store recorded at init before anything else is read; seals new
+    /// journal batches and checkpoints, opens old ones. Not used by a
+    /// plain store.
+    pub key: Option<Key>,
     /// After recovery has loaded its image, give the allocator's free
     /// pages back to the system ([`nsimage_loader::release_free_memory`]:
     /// process-wide, so off unless the caller asks).
@@ -30,6 +39,7 @@ impl Default for StoreOptions {
             bulk_replay_bytes: 64 << 20,
             write: WriteOptions::default(),
             load: LoadOptions::default(),
+            key: None,
             release_memory_after_load: false,
         }
     }

@@ -4,17 +4,20 @@
 //! that reads only; [`open_tail`], the last step, then does to the files
 //! what recovery found.
 
-use super::files::{self, image_name, Listing};
+use super::at_rest::AtRestSettings;
+use super::files::{self, image_name, Listing, NewSegment};
 use super::options::StoreOptions;
 use crate::edit;
 use crate::error::{io_err, StoreError};
-use crate::fs::{Fs, FsFile};
-use crate::journal::{self, Segment};
+use crate::fs::Fs;
+use crate::journal::{self, Sealing, Segment, SegmentSealer};
+use nsimage_format::cipher::{Key, ID_LEN};
 use nsimage_format::pb;
 use nsimage_format::Location;
-use nsimage_loader::load;
+use nsimage_loader::{load, ImageSource};
 use nsimage_namespace::Namespace;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// What opening (recovering) a store did.
@@ -52,8 +55,14 @@ pub(super) enum Tail {
     /// No open segment holds txids after the namespace: start a new one.
     Create,
     /// Go on appending to the open segment (first txid `first`) after its
-    /// first `len` bytes; `torn` bytes after them are a torn tail to cut.
-    Append { first: u64, len: u64, torn: u64 },
+    /// first `len` bytes; `torn` bytes after them are a torn tail to cut;
+    /// `id` is a sealed segment's id.
+    Append {
+        first: u64,
+        len: u64,
+        torn: u64,
+        id: Option<[u8; ID_LEN]>,
+    },
     /// The open segment is a torn create (no complete header, nothing
     /// else): remove it and start a new one.
     Replace { path: PathBuf },
@@ -70,20 +79,23 @@ pub(super) struct Recovered {
 /// Reads the store in `dir`: the newest image that loads, then every
 /// journal record after it. Reads only: what the files need (a cut, a
 /// replaced segment) is returned in `tail` for [`open_tail`] to do.
+/// `opts` carry the store's key (checked already) when it is encrypted.
 pub(super) fn recover(
     fs: &dyn Fs,
     dir: &Path,
     opts: &StoreOptions,
+    at_rest: &AtRestSettings,
 ) -> Result<Recovered, StoreError> {
     let started = Instant::now();
     let reads_before = fs.read_calls();
-    let listing = files::list_store(fs, dir)?;
+    let listing = files::list_store(fs, dir, !at_rest.is_plain())?;
     let mut report = RecoveryReport::default();
-    let mut ns = choose_image(dir, &listing, opts, &mut report)?;
+    let mut ns = choose_image(dir, &listing, opts, at_rest, &mut report)?;
     report.load_seconds = started.elapsed().as_secs_f64();
 
     let replay_started = Instant::now();
-    let tail = replay(fs, &listing, opts, &mut ns, &mut report)?;
+    let sealing = super::sealing(at_rest, opts.key.as_ref());
+    let tail = replay(fs, &listing, opts, &sealing, &mut ns, &mut report)?;
     report.replay_seconds = replay_started.elapsed().as_secs_f64();
     report.txid = ns.info().last_txid;
     report.read_calls = fs.read_calls().saturating_sub(reads_before);
@@ -97,15 +109,31 @@ pub(super) fn recover(
 }
 
 /// Loads the newest image whose namespace is at the txid its name says;
-/// the ones that do not load are recorded in `report` with why.
+/// the ones that do not load are recorded in `report` with why. In an
+/// encrypted store an image that is not encrypted is refused (so a plain
+/// image put in its place cannot stand in for the store's).
 fn choose_image(
     dir: &Path,
     listing: &Listing,
     opts: &StoreOptions,
+    at_rest: &AtRestSettings,
     report: &mut RecoveryReport,
 ) -> Result<Namespace, StoreError> {
     for &t in &listing.images {
         let path = dir.join(image_name(t));
+        if at_rest.is_encrypted() {
+            match ImageSource::open(&path) {
+                Ok(src) if src.is_encrypted() => {}
+                Ok(_) => {
+                    report
+                        .skipped_images
+                        .push((path, "not encrypted, in an encrypted store: refused".into()));
+                    continue;
+                }
+                // The load below reports why it does not open.
+                Err(_) => {}
+            }
+        }
         match load(&path, &opts.load) {
             Ok(l) if l.namespace.info().last_txid == t => {
                 if opts.release_memory_after_load {
@@ -154,6 +182,7 @@ fn replay(
     fs: &dyn Fs,
     listing: &Listing,
     opts: &StoreOptions,
+    sealing: &Sealing,
     ns: &mut Namespace,
     report: &mut RecoveryReport,
 ) -> Result<Tail, StoreError> {
@@ -182,7 +211,7 @@ fn replay(
                 ns.info().last_txid
             )));
         }
-        let (r, replayed) = replay_segment(fs, seg, is_open, opts, ns)?;
+        let (r, replayed) = replay_segment(fs, seg, is_open, opts, sealing, ns)?;
         report.replayed += replayed;
         report.segments += 1;
         report.bulk_segments += usize::from(r.bulk);
@@ -209,6 +238,7 @@ fn replay(
                     first: seg.first,
                     len: r.valid_len,
                     torn: r.torn_bytes,
+                    id: r.id,
                 }
             };
         }
@@ -241,6 +271,7 @@ fn replay_segment(
     seg: &Segment,
     is_open: bool,
     opts: &StoreOptions,
+    sealing: &Sealing,
     ns: &mut Namespace,
 ) -> Result<(journal::SegmentRead, u64), StoreError> {
     let mut replayed = 0u64;
@@ -272,35 +303,54 @@ fn replay_segment(
         replayed += 1;
         Ok(())
     };
-    let r = journal::read(fs, seg, is_open, opts.bulk_replay_bytes, &mut apply)?;
+    let r = journal::read_with(
+        fs,
+        seg,
+        is_open,
+        opts.bulk_replay_bytes,
+        sealing,
+        &mut apply,
+    )?;
     Ok((r, replayed))
 }
 
 /// Makes the open segment ready for appends, as recovery found it in
 /// `tail`: cuts a torn tail, replaces a torn create, or creates a new
-/// segment after `txid`. Returns the open file, its first txid and its
-/// length.
+/// segment after `txid` (sealed with `key` in an encrypted store).
+/// Returns the open segment and its first txid.
 pub(super) fn open_tail(
     fs: &dyn Fs,
     dir: &Path,
     tail: Tail,
     txid: u64,
-) -> Result<(Box<dyn FsFile>, u64, u64), StoreError> {
+    key: Option<&Key>,
+) -> Result<(NewSegment, u64), StoreError> {
     let new_segment = |fs: &dyn Fs| {
         let first = txid.checked_add(1).ok_or_else(|| StoreError::Invalid {
             path: dir.to_path_buf(),
             detail: format!("the namespace is at txid {txid}, the last one: no op can follow"),
         })?;
-        let f = files::create_segment(fs, dir, first)?;
-        Ok::<_, StoreError>((f, first, journal::HEADER_LEN as u64))
+        let seg = files::create_segment(fs, dir, first, key)?;
+        Ok::<_, StoreError>((seg, first))
     };
     match tail {
-        Tail::Append { first, len, torn } => {
+        Tail::Append {
+            first,
+            len,
+            torn,
+            id,
+        } => {
             let p = dir.join(journal::open_name(first));
+            // The reader checked the segment's kind against the store's.
+            let sealer = match (id, key) {
+                (Some(id), Some(k)) => Some(Arc::new(SegmentSealer::new(k, id, first))),
+                _ => None,
+            };
             if torn > 0 {
                 fs.truncate(&p, len).map_err(io_err(&p))?;
             }
-            Ok((fs.append(&p).map_err(io_err(&p))?, first, len))
+            let file = fs.append(&p).map_err(io_err(&p))?;
+            Ok((NewSegment { file, sealer, len }, first))
         }
         Tail::Replace { path } => {
             fs.remove(&path).map_err(io_err(&path))?;
