@@ -55,9 +55,14 @@ pub(crate) fn map_lazy(file: &File, _opt_in: MmapOptIn) -> std::io::Result<Mmap>
 }
 
 /// `madvise(MADV_WILLNEED)` over `len` bytes at `offset` of the mapping:
-/// the kernel starts reading them and returns (a hint; memmap2 checks the
-/// range).
+/// the kernel starts reading them and returns (a hint). The range is
+/// clamped to the mapping (memmap2 checks the offset and the length, not
+/// their sum).
 pub(crate) fn will_need(m: &Mmap, offset: usize, len: usize) -> std::io::Result<()> {
+    let len = len.min(m.len().saturating_sub(offset));
+    if len == 0 {
+        return Ok(());
+    }
     m.advise_range(Advice::WillNeed, offset, len)
 }
 
