@@ -218,6 +218,14 @@ fn bench_reports_every_strategy_with_one_digest_and_a_plot() {
                 "jsonl/1",
                 "mmap/1",
                 "mmap/2",
+                "nsimage-aes/1",
+                "nsimage-aes/2",
+                "nsimage-lz4/1",
+                "nsimage-lz4/2",
+                "nsimage-zstd-aes/1",
+                "nsimage-zstd-aes/2",
+                "nsimage-zstd/1",
+                "nsimage-zstd/2",
                 "sqlite/1",
                 "stream/1"
             ]

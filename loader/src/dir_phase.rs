@@ -7,7 +7,7 @@
 
 use crate::decode;
 use crate::error::LoadError;
-use crate::run::run_pieces;
+use crate::run::run_pieces_tracked;
 use crate::sections::{chunk_of, corrupt, pieces, section};
 use crate::shard::Sharded;
 use crate::source::{ImageSource, PieceBuf};
@@ -62,13 +62,19 @@ fn link_parents(
 ) -> Result<Vec<DirBatch>, LoadError> {
     let fmt = |e| LoadError::from_format(src.path(), e);
     let table = Sharded::new(parents, SHARDS);
-    let batches = run_pieces(pool, pieces, PieceBuf::default, |buf, i, p, at| {
-        let bytes = src.piece(p, at, buf)?;
-        let chunk = chunk_of(src, i, at)?;
-        let batch = decode::dirs(bytes, p, at, builder, chunk).map_err(fmt)?;
-        link_once(&table, &batch).map_err(|d| corrupt(src, at.clone(), d))?;
-        Ok(batch)
-    })?;
+    let batches = run_pieces_tracked(
+        src.progress(),
+        pool,
+        pieces,
+        PieceBuf::default,
+        |buf, i, p, at| {
+            let bytes = src.piece(p, at, buf)?;
+            let chunk = chunk_of(src, i, at)?;
+            let batch = decode::dirs(bytes, p, at, builder, chunk).map_err(fmt)?;
+            link_once(&table, &batch).map_err(|d| corrupt(src, at.clone(), d))?;
+            Ok(batch)
+        },
+    )?;
     stats.locks.add(table.stats());
     Ok(batches)
 }

@@ -11,7 +11,7 @@
 
 use crate::decode;
 use crate::error::LoadError;
-use crate::run::run_pieces;
+use crate::run::run_pieces_tracked;
 use crate::sections::{chunk_of, corrupt, pieces, section};
 use crate::shard::LockStats;
 use crate::source::{ImageSource, PieceBuf};
@@ -116,21 +116,27 @@ fn fill_table(
     // Per-worker scratch: the read buffer and the node buffer are reused
     // from one piece to the next.
     let init = || (PieceBuf::default(), Vec::new());
-    run_pieces(pool, pieces, init, |(buf, nodes), i, p, at| {
-        let bytes = src.piece(p, at, buf)?;
-        let chunk = chunk_of(src, i, at)?;
-        let batch =
-            decode::inodes(bytes, p, at, strings, chunk, std::mem::take(nodes)).map_err(fmt)?;
-        let filled = ranges.get(i).is_some_and(|r| r.fill(batch.nodes()));
-        if !filled {
-            return Err(corrupt(
-                src,
-                at.clone(),
-                "records do not fill the piece's slots".into(),
-            ));
-        }
-        let (parts, buffer) = batch.into_parts_and_buffer();
-        *nodes = buffer;
-        Ok(parts)
-    })
+    run_pieces_tracked(
+        src.progress(),
+        pool,
+        pieces,
+        init,
+        |(buf, nodes), i, p, at| {
+            let bytes = src.piece(p, at, buf)?;
+            let chunk = chunk_of(src, i, at)?;
+            let batch =
+                decode::inodes(bytes, p, at, strings, chunk, std::mem::take(nodes)).map_err(fmt)?;
+            let filled = ranges.get(i).is_some_and(|r| r.fill(batch.nodes()));
+            if !filled {
+                return Err(corrupt(
+                    src,
+                    at.clone(),
+                    "records do not fill the piece's slots".into(),
+                ));
+            }
+            let (parts, buffer) = batch.into_parts_and_buffer();
+            *nodes = buffer;
+            Ok(parts)
+        },
+    )
 }

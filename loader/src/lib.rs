@@ -93,6 +93,7 @@ mod load;
 mod mmap;
 mod name_index;
 mod options;
+pub mod prefetch;
 pub mod record;
 mod run;
 mod sections;

@@ -39,11 +39,17 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<Loaded, LoadError> {
     let namespace = match opts.read {
         ReadStrategy::Stream => load_stream(&src)?,
         strategy => {
+            let window = crate::prefetch::window_from_env();
             if let ReadStrategy::Mmap(opt_in) = strategy {
-                src.map(opt_in)?;
+                match window {
+                    Some(_) => src.map_lazily(opt_in)?,
+                    None => src.map(opt_in)?,
+                }
             }
             let pool = crate::run::pool(path, threads)?;
-            load_indexed(&src, pool.as_ref(), &mut stats)?
+            crate::prefetch::with_prefetch(&src, window, || {
+                load_indexed(&src, pool.as_ref(), &mut stats)
+            })?
         }
     };
     // The optional carry of a Hadoop image's snapshots (its checksum was

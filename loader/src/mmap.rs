@@ -29,7 +29,11 @@ impl MmapOptIn {
     }
 }
 
-/// Maps `file` read-only.
+/// Maps `file` read-only, with one `MADV_WILLNEED` over the whole mapping.
+/// That hint returns only once the kernel has queued reads for every page
+/// not cached, so on a cold cache the caller waits for most of the file
+/// before it decodes anything: the load maps with [`map_lazy`] and reads
+/// ahead on a thread of its own (`prefetch`) unless that is turned off.
 pub(crate) fn map(file: &File, _opt_in: MmapOptIn) -> std::io::Result<Mmap> {
     // Safety: memmap2 requires that the mapped file is not modified while
     // mapped; the caller promised so by building `MmapOptIn` (see its
@@ -40,4 +44,78 @@ pub(crate) fn map(file: &File, _opt_in: MmapOptIn) -> std::io::Result<Mmap> {
     // Pieces are read by several threads at once; ask for read-ahead.
     let _ = m.advise(Advice::WillNeed);
     Ok(m)
+}
+
+/// Maps `file` read-only without any hint: the prefetch thread asks for
+/// the pieces ahead of the workers.
+pub(crate) fn map_lazy(file: &File, _opt_in: MmapOptIn) -> std::io::Result<Mmap> {
+    // Safety: as in `map`: the caller promised, by building `MmapOptIn`,
+    // that the file is not modified while mapped.
+    unsafe { Mmap::map(file) }
+}
+
+/// `madvise(MADV_WILLNEED)` over `len` bytes at `offset` of the mapping:
+/// the kernel starts reading them and returns (a hint). The range is
+/// clamped to the mapping (memmap2 checks the offset and the length, not
+/// their sum).
+pub(crate) fn will_need(m: &Mmap, offset: usize, len: usize) -> std::io::Result<()> {
+    let len = len.min(m.len().saturating_sub(offset));
+    if len == 0 {
+        return Ok(());
+    }
+    m.advise_range(Advice::WillNeed, offset, len)
+}
+
+/// `posix_fadvise(2)` over `len` bytes at `offset` of `file` (`len` 0: to
+/// the end of the file).
+pub(crate) fn fadvise(
+    file: &File,
+    offset: u64,
+    len: u64,
+    advice: libc::c_int,
+) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let too_big = || std::io::Error::from(std::io::ErrorKind::InvalidInput);
+    let offset = libc::off_t::try_from(offset).map_err(|_| too_big())?;
+    let len = libc::off_t::try_from(len).map_err(|_| too_big())?;
+    // Safety: posix_fadvise only reads its integer arguments; the
+    // descriptor is open for the duration of the call (borrowed from
+    // `file`). It returns the error number instead of setting errno.
+    let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), offset, len, advice) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::from_raw_os_error(rc))
+    }
+}
+
+/// Bytes of `file` (of length `len`) in the page cache: `mincore(2)` over
+/// a read-only mapping of it whose pages are never touched (so neither a
+/// concurrent write nor a truncation can affect this process: mincore
+/// only reports, and a page dropped by a truncation counts as absent).
+pub(crate) fn resident_bytes(file: &File, len: u64) -> std::io::Result<u64> {
+    if len == 0 {
+        return Ok(0);
+    }
+    // Safety: the mapping is never read or written through (only its
+    // address is passed to mincore), so the file changing under it cannot
+    // be observed as a changing `&[u8]`.
+    let m = unsafe { memmap2::MmapOptions::new().map(file)? };
+    // Safety: sysconf only reads its argument.
+    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
+        .ok()
+        .filter(|&p| p > 0)
+        .unwrap_or(4096);
+    let pages = m.len().div_ceil(page);
+    let mut vec = vec![0u8; pages];
+    // Safety: the address and length are those of a live mapping (the
+    // address is page-aligned, as mmap returns), and `vec` holds one byte
+    // per page of it, as mincore writes.
+    let rc = unsafe { libc::mincore(m.as_ptr() as *mut libc::c_void, m.len(), vec.as_mut_ptr()) };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let resident = vec.iter().filter(|&&b| b & 1 == 1).count();
+    let bytes = (resident as u64).saturating_mul(page as u64);
+    Ok(bytes.min(len))
 }

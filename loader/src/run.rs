@@ -3,6 +3,7 @@
 //! that pool.
 
 use crate::error::LoadError;
+use crate::prefetch::Progress;
 use nsimage_format::{Location, SubSectionInfo};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,6 +18,22 @@ pub(crate) fn run_pieces<T: Send, S>(
     init: impl Fn() -> S + Sync + Send,
     f: impl Fn(&mut S, usize, &SubSectionInfo, &Location) -> Result<T, LoadError> + Sync + Send,
 ) -> Result<Vec<T>, LoadError> {
+    run_pieces_tracked(&Progress::default(), pool, pieces, init, f)
+}
+
+/// [`run_pieces`], telling `progress` (the prefetch thread) the offset of
+/// each piece as its worker starts it.
+pub(crate) fn run_pieces_tracked<T: Send, S>(
+    progress: &Progress,
+    pool: Option<&rayon::ThreadPool>,
+    pieces: &[(SubSectionInfo, Location)],
+    init: impl Fn() -> S + Sync + Send,
+    f: impl Fn(&mut S, usize, &SubSectionInfo, &Location) -> Result<T, LoadError> + Sync + Send,
+) -> Result<Vec<T>, LoadError> {
+    let f = |s: &mut S, i: usize, p: &SubSectionInfo, at: &Location| {
+        progress.started(p.offset);
+        f(s, i, p, at)
+    };
     let Some(pool) = pool else {
         let mut scratch = init();
         return pieces

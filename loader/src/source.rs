@@ -122,6 +122,8 @@ pub struct ImageSource {
     bytes_read: AtomicU64,
     /// The image's data key, once [`unlock`](Self::unlock)ed.
     cipher: Option<ImageCipher>,
+    /// The pieces the workers start, for the prefetch thread.
+    progress: crate::prefetch::Progress,
 }
 
 /// A reader's reusable buffers for pieces: the stored bytes (read, or
@@ -153,6 +155,7 @@ impl ImageSource {
             read_calls: AtomicU64::new(0),
             bytes_read: AtomicU64::new(0),
             cipher: None,
+            progress: crate::prefetch::Progress::default(),
         };
         let fmt = |e| LoadError::from_format(path, e);
         let head = src.read_at(0, (header::SIZE as u64).min(len))?;
@@ -444,5 +447,34 @@ impl ImageSource {
     /// Bytes read so far (open included; a mapping counts none).
     pub fn bytes_read(&self) -> u64 {
         self.bytes_read.load(Ordering::Relaxed)
+    }
+
+    /// [`map`](Self::map) without the whole-file read-ahead hint, for a
+    /// load whose prefetch thread reads ahead of the workers (`prefetch`).
+    pub(crate) fn map_lazily(&mut self, opt_in: MmapOptIn) -> Result<(), LoadError> {
+        self.read_calls.fetch_add(1, Ordering::Relaxed);
+        let m = crate::mmap::map_lazy(&self.file, opt_in).map_err(|source| LoadError::Io {
+            path: self.path.clone(),
+            source,
+        })?;
+        if m.len() as u64 != self.len {
+            return Err(LoadError::Corrupt {
+                path: self.path.clone(),
+                at: nsimage_format::Location::at(m.len() as u64),
+                detail: "file changed size while being opened".into(),
+            });
+        }
+        self.map = Some(m);
+        Ok(())
+    }
+
+    /// The mapping, once [`map`](Self::map)ped.
+    pub(crate) fn mapping(&self) -> Option<&memmap2::Mmap> {
+        self.map.as_ref()
+    }
+
+    /// Where the workers tell the prefetch thread which pieces they start.
+    pub(crate) fn progress(&self) -> &crate::prefetch::Progress {
+        &self.progress
     }
 }

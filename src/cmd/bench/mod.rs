@@ -3,27 +3,37 @@
 //! that memory and allocation figures are the load's own), compares with the
 //! serial streaming baseline, with the same namespace as Hadoop fsimages
 //! (sub-sectioned, uncompressed and zlib: strategies `hdfs` and
-//! `hdfs-zlib`) and with the JSON-lines and SQLite peers, and reports
-//! medians as a table, JSON and an SVG plot.
+//! `hdfs-zlib`), with copies of the image stored compressed and encrypted
+//! (`nsimage-zstd`, `nsimage-lz4`, `nsimage-aes`, `nsimage-zstd-aes`) and
+//! with the JSON-lines and SQLite peers, and reports medians as a table,
+//! JSON and an SVG plot. With `--cold` every load also runs on a cold page
+//! cache (`cold`).
 
+mod cold;
 mod lookup;
 mod plot;
 mod serve;
 
 use anyhow::{bail, Context};
+use cold::{Cache, Eviction};
 use indicatif::ProgressBar;
+use nsimage_format::cipher::Key;
+use nsimage_format::codec::{Codec, Compression};
 use nsimage_namespace::Namespace;
 use nsimage_store::fs::RealFs;
 use nsimage_store::save::{save_image, save_with};
 use nsimage_testkit::generate::{generate, GenSpec};
 use nsimage_testkit::peers::{jsonl, sqlite};
 use nsimage_writer::hdfs::{write_hdfs_image, HdfsCodec, HdfsWriteOptions};
-use nsimage_writer::WriteOptions;
+use nsimage_writer::{AtRestOptions, WriteOptions};
 use serde::Serialize;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::Instant;
+
+/// The key file of the bench's encrypted copies, in `--dir`.
+const KEY_FILE: &str = "bench.key";
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -67,6 +77,22 @@ pub struct Args {
     /// With --serve: seconds the clients run.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     seconds: u64,
+    /// Also run every load on a cold page cache (rows with cache "cold"
+    /// beside the "warm" ones). Before each cold run the file the load
+    /// reads is taken out of the page cache: fdatasync, then
+    /// posix_fadvise(POSIX_FADV_DONTNEED) on that file (no privilege
+    /// needed); if pages stay resident (another process maps the file),
+    /// the whole page cache is dropped through /proc/sys/vm/drop_caches,
+    /// which needs root. mincore(2) checks the result: a file still
+    /// resident is an error (exit 2) saying why. Before each warm run the
+    /// file is read through.
+    #[arg(long, conflicts_with_all = ["lookup", "serve"])]
+    cold: bool,
+    /// Skip the compressed and encrypted copies of the image (strategies
+    /// nsimage-zstd, nsimage-lz4, nsimage-aes, nsimage-zstd-aes; the
+    /// encrypted ones use the key DIR/bench.key, made on first use).
+    #[arg(long)]
+    no_at_rest: bool,
 }
 
 /// The medians of one configuration.
@@ -74,6 +100,8 @@ pub struct Args {
 pub struct Row {
     pub inodes: u64,
     pub strategy: String,
+    /// "warm" or "cold" (`--cold`): the page cache the runs started with.
+    pub cache: String,
     pub mode: String,
     pub threads: usize,
     pub seconds: f64,
@@ -89,6 +117,11 @@ pub struct Row {
     pub lock_contended: u64,
     pub lock_wait_seconds: f64,
     pub digest: String,
+    /// Seconds against the plain image mapped (`mmap`) on as many threads
+    /// and the same cache; `null` without such a row.
+    pub vs_plain_seconds: Option<f64>,
+    /// File bytes against the plain image's.
+    pub vs_plain_bytes: f64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -105,7 +138,80 @@ struct Files {
     /// The same namespace as Hadoop fsimages with sub-sections (the cuts a
     /// NameNode makes for parallel loading): uncompressed, then zlib.
     hdfs: [(&'static str, PathBuf, HdfsCodec); 2],
+    /// The image stored compressed and encrypted (FORMAT.md, "Pieces at
+    /// rest"): name, path, codec, encrypted.
+    at_rest: Vec<(&'static str, PathBuf, Compression, bool)>,
     save: Option<Save>,
+}
+
+/// One load configuration: run in a child process, on `file`.
+struct Config {
+    strategy: String,
+    threads: usize,
+    args: Vec<String>,
+    bytes: u64,
+    file: PathBuf,
+}
+
+/// The key of the encrypted copies: DIR/bench.key, made (64 hex digits, mode
+/// 0600) when missing.
+fn bench_key(dir: &Path) -> anyhow::Result<(PathBuf, Key)> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = dir.join(KEY_FILE);
+    if path.exists() {
+        return Ok((path.clone(), Key::read(&path)?));
+    }
+    let key = Key::generate();
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)
+        .with_context(|| format!("creating {}", path.display()))?;
+    f.write_all(key.to_hex_line().as_bytes())
+        .and_then(|()| f.sync_all())
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok((path, key))
+}
+
+/// Whether the at-rest copy at `path` must be (re)written: missing, not
+/// readable as an image, or encrypted with another key than `key`.
+fn stale(path: &Path, encrypted: bool, key: &Key) -> bool {
+    if !path.exists() {
+        return true;
+    }
+    if !encrypted {
+        return false;
+    }
+    match nsimage_loader::ImageSource::open(path) {
+        Ok(src) => src
+            .index
+            .encryption
+            .as_ref()
+            .is_none_or(|e| e.key_fingerprint != key.fingerprint()),
+        Err(_) => true,
+    }
+}
+
+/// Writes the at-rest copies of `ns` that are missing or stale.
+fn write_at_rest(files: &Files, ns: &Namespace, key: &Key, pb: &ProgressBar) -> anyhow::Result<()> {
+    for (name, path, compression, encrypted) in &files.at_rest {
+        if !stale(path, *encrypted, key) {
+            continue;
+        }
+        pb.set_message(format!("writing {name} {}", path.display()));
+        let opts = WriteOptions {
+            at_rest: AtRestOptions {
+                compression: *compression,
+                key: encrypted.then(|| key.clone()),
+            },
+            ..WriteOptions::default()
+        };
+        save_image(&RealFs::default(), path, ns, &opts)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
 }
 
 /// Writes the Hadoop copies of `ns` that are missing, atomically and
@@ -131,8 +237,36 @@ fn write_hdfs(files: &Files, ns: &Namespace, pb: &ProgressBar) -> anyhow::Result
     Ok(())
 }
 
-fn prepare(a: &Args, n: u64, pb: &ProgressBar) -> anyhow::Result<Files> {
+fn prepare(a: &Args, n: u64, key: &Key, pb: &ProgressBar) -> anyhow::Result<Files> {
     let stem = a.dir.join(format!("ns-{n}-s{}", a.seed));
+    let zstd = Compression {
+        codec: Codec::Zstd,
+        level: 0,
+    };
+    let lz4 = Compression {
+        codec: Codec::Lz4,
+        level: 0,
+    };
+    let at_rest = if a.no_at_rest {
+        Vec::new()
+    } else {
+        vec![
+            ("nsimage-zstd", stem.with_extension("zstd.nsi"), zstd, false),
+            ("nsimage-lz4", stem.with_extension("lz4.nsi"), lz4, false),
+            (
+                "nsimage-aes",
+                stem.with_extension("aes.nsi"),
+                Compression::NONE,
+                true,
+            ),
+            (
+                "nsimage-zstd-aes",
+                stem.with_extension("zstd-aes.nsi"),
+                zstd,
+                true,
+            ),
+        ]
+    };
     let f = Files {
         image: stem.with_extension("nsi"),
         jsonl: stem.with_extension("jsonl"),
@@ -145,18 +279,21 @@ fn prepare(a: &Args, n: u64, pb: &ProgressBar) -> anyhow::Result<Files> {
                 HdfsCodec::Zlib,
             ),
         ],
+        at_rest,
         save: None,
     };
     let need_peers = !a.no_peers && (!f.jsonl.exists() || !f.sqlite.exists());
     let need_hdfs = f.hdfs.iter().any(|h| !h.1.exists());
+    let need_at_rest = f.at_rest.iter().any(|r| stale(&r.1, r.3, key));
     if f.image.exists() && !need_peers {
-        if need_hdfs {
+        if need_hdfs || need_at_rest {
             // The namespace from the image already there: faster than
             // generating it again.
             pb.set_message(format!("loading {}", f.image.display()));
             let ns =
                 nsimage_loader::load(&f.image, &nsimage_loader::LoadOptions::default())?.namespace;
             write_hdfs(&f, &ns, pb)?;
+            write_at_rest(&f, &ns, key, pb)?;
         }
         return Ok(f);
     }
@@ -181,6 +318,7 @@ fn prepare(a: &Args, n: u64, pb: &ProgressBar) -> anyhow::Result<Files> {
         sqlite::export(&ns, &f.sqlite).context("writing the SQLite peer")?;
     }
     write_hdfs(&f, &ns, pb)?;
+    write_at_rest(&f, &ns, key, pb)?;
     Ok(Files {
         save: Some(save),
         ..f
@@ -209,7 +347,14 @@ fn num(v: &Value, k: &str) -> f64 {
     v[k].as_f64().unwrap_or(0.0)
 }
 
-fn row(n: u64, strategy: &str, threads: usize, runs: &[Value], file_bytes: u64) -> Row {
+fn row(
+    n: u64,
+    strategy: &str,
+    cache: Cache,
+    threads: usize,
+    runs: &[Value],
+    file_bytes: u64,
+) -> Row {
     let mut order: Vec<usize> = (0..runs.len()).collect();
     order.sort_by(|&x, &y| num(&runs[x], "seconds").total_cmp(&num(&runs[y], "seconds")));
     let m = &runs[order[order.len() / 2]];
@@ -217,6 +362,7 @@ fn row(n: u64, strategy: &str, threads: usize, runs: &[Value], file_bytes: u64) 
     Row {
         inodes: n,
         strategy: strategy.to_string(),
+        cache: cache.name().to_string(),
         mode: m["mode"].as_str().unwrap_or("").to_string(),
         threads,
         seconds,
@@ -232,6 +378,8 @@ fn row(n: u64, strategy: &str, threads: usize, runs: &[Value], file_bytes: u64) 
         lock_contended: num(m, "lock_contended") as u64,
         lock_wait_seconds: num(m, "lock_wait_seconds"),
         digest: m["digest"].as_str().unwrap_or("").to_string(),
+        vs_plain_seconds: None,
+        vs_plain_bytes: 0.0,
     }
 }
 
@@ -252,18 +400,26 @@ pub fn run(mut a: Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let pb = super::spinner("bench");
+    let (key_path, key) = bench_key(&a.dir)?;
+    let key_arg = key_path.display().to_string();
+    let caches: &[Cache] = if a.cold {
+        &[Cache::Warm, Cache::Cold]
+    } else {
+        &[Cache::Warm]
+    };
+    let mut eviction = Eviction::None;
     let mut rows: Vec<Row> = Vec::new();
     let mut saves = Vec::new();
     for &n in &a.inodes {
-        let files = prepare(&a, n, &pb)?;
+        let files = prepare(&a, n, &key, &pb)?;
         saves.extend(files.save.clone());
         let image_bytes = std::fs::metadata(&files.image)?.len();
         let path = files.image.display().to_string();
-        let mut configs: Vec<(String, usize, Vec<String>, u64)> = Vec::new();
-        let load = |read: &str, t: usize| -> Vec<String> {
+        let mut configs: Vec<Config> = Vec::new();
+        let load = |file: &str, read: &str, t: usize| -> Vec<String> {
             let mut v: Vec<String> = [
                 "load",
-                &path,
+                file,
                 "--json",
                 "--read",
                 read,
@@ -280,18 +436,37 @@ pub fn run(mut a: Args) -> anyhow::Result<ExitCode> {
             }
             v
         };
-        configs.push(("stream".into(), 1, load("stream", 1), image_bytes));
+        let mut add = |strategy: &str, t: usize, args: Vec<String>, file: &Path| {
+            let bytes = std::fs::metadata(file)?.len();
+            configs.push(Config {
+                strategy: strategy.into(),
+                threads: t,
+                args,
+                bytes,
+                file: file.to_path_buf(),
+            });
+            anyhow::Ok(())
+        };
+        add("stream", 1, load(&path, "stream", 1), &files.image)?;
         for &t in &a.threads {
             for read in ["bulk", "mmap"] {
-                configs.push((read.into(), t, load(read, t), image_bytes));
+                add(read, t, load(&path, read, t), &files.image)?;
             }
         }
         for (name, hdfs, _) in &files.hdfs {
-            let bytes = std::fs::metadata(hdfs)?.len();
             for &t in &a.threads {
-                let mut args = load("bulk", t);
-                args[1] = hdfs.display().to_string();
-                configs.push(((*name).into(), t, args, bytes));
+                add(name, t, load(&hdfs.display().to_string(), "bulk", t), hdfs)?;
+            }
+        }
+        // The copies at rest load as the plain image does by default
+        // (mapped), the encrypted ones with the bench's key.
+        for (name, p, _, encrypted) in &files.at_rest {
+            for &t in &a.threads {
+                let mut args = load(&p.display().to_string(), "mmap", t);
+                if *encrypted {
+                    args.extend(["--key-file".to_string(), key_arg.clone()]);
+                }
+                add(name, t, args, p)?;
             }
         }
         if !a.no_peers {
@@ -306,48 +481,95 @@ pub fn run(mut a: Args) -> anyhow::Result<ExitCode> {
                 .iter()
                 .map(|s| s.to_string())
                 .collect();
-                configs.push((fmt.into(), 1, args, std::fs::metadata(p)?.len()));
+                add(fmt, 1, args, p)?;
             }
         }
         // Configurations take turns within each repeat, so that a noisy
-        // moment of the machine does not land on one configuration alone.
+        // moment of the machine does not land on one configuration alone;
+        // with --cold each runs warm, then cold.
         let first = rows.len();
-        let mut results: Vec<Vec<Value>> = vec![Vec::new(); configs.len()];
+        let mut results: Vec<Vec<Vec<Value>>> = vec![vec![Vec::new(); caches.len()]; configs.len()];
         for rep in 0..a.repeat {
-            for (k, (strategy, t, args, _)) in configs.iter().enumerate() {
-                pb.set_message(format!(
-                    "{n} inodes: {strategy}, {t} threads, run {}/{}",
-                    rep + 1,
-                    a.repeat
-                ));
-                results[k].extend(measure(&exe, args, 1)?);
+            for (k, c) in configs.iter().enumerate() {
+                for (ci, &cache) in caches.iter().enumerate() {
+                    pb.set_message(format!(
+                        "{n} inodes: {}, {} threads, {}, run {}/{}",
+                        c.strategy,
+                        c.threads,
+                        cache.name(),
+                        rep + 1,
+                        a.repeat
+                    ));
+                    if a.cold {
+                        match cache {
+                            Cache::Warm => cold::make_warm(&c.file)?,
+                            Cache::Cold => eviction = eviction.max(cold::make_cold(&c.file)?),
+                        }
+                    }
+                    results[k][ci].extend(measure(&exe, &c.args, 1)?);
+                }
             }
         }
-        for ((strategy, t, _, bytes), runs) in configs.iter().zip(&results) {
-            rows.push(row(n, strategy, *t, runs, *bytes));
+        for (c, runs) in configs.iter().zip(&results) {
+            for (&cache, runs) in caches.iter().zip(runs) {
+                rows.push(row(n, &c.strategy, cache, c.threads, runs, c.bytes));
+            }
         }
-        let base = rows[first].seconds;
         let digest = rows[first].digest.clone();
-        for r in &mut rows[first..] {
-            r.speedup_vs_stream = base / r.seconds;
+        let mut at = rows[first..].to_vec();
+        for r in &mut at {
+            let same = |s: &str, cache: &str, t: usize| {
+                rows[first..]
+                    .iter()
+                    .find(|o| o.strategy == s && o.cache == cache && o.threads == t)
+                    .map(|o| o.seconds)
+            };
+            if let Some(base) = same("stream", &r.cache, 1) {
+                r.speedup_vs_stream = base / r.seconds;
+            }
+            r.vs_plain_seconds = same("mmap", &r.cache, r.threads).map(|p| r.seconds / p);
+            r.vs_plain_bytes = r.file_bytes as f64 / image_bytes.max(1) as f64;
             if r.digest != digest {
                 bail!(
-                    "{n} inodes: {} with {} threads loaded digest {}, the baseline {digest}",
+                    "{n} inodes: {} with {} threads ({}) loaded digest {}, the baseline {digest}",
                     r.strategy,
                     r.threads,
+                    r.cache,
                     r.digest
                 );
             }
         }
+        rows.truncate(first);
+        rows.extend(at);
     }
     pb.finish_and_clear();
     let plot_path = a.plot.clone().unwrap_or_else(|| a.dir.join("bench.svg"));
-    plot::draw(&rows, &plot_path)
+    // The plot shows the warm runs (one point per strategy and threads).
+    let warm: Vec<Row> = rows
+        .iter()
+        .filter(|r| r.cache == Cache::Warm.name())
+        .cloned()
+        .collect();
+    plot::draw(&warm, &plot_path)
         .map_err(|e| anyhow::anyhow!("drawing the plot {}: {e}", plot_path.display()))?;
+    let prefetch = match std::env::var_os("NSIMAGE_NO_PREFETCH") {
+        Some(v) if !v.is_empty() && v != "0" => "off (NSIMAGE_NO_PREFETCH)".to_string(),
+        _ => format!(
+            "{} MiB ahead",
+            std::env::var("NSIMAGE_PREFETCH_MIB")
+                .ok()
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .filter(|&m| m > 0)
+                .unwrap_or(nsimage_loader::prefetch::DEFAULT_WINDOW_MIB)
+        ),
+    };
     if a.json {
         let v = serde_json::json!({
             "cores": cores,
             "repeat": a.repeat,
+            "cold": a.cold,
+            "eviction": a.cold.then(|| eviction.name()),
+            "prefetch": prefetch,
             "runs": rows,
             "saves": saves,
             "plot": plot_path.display().to_string(),
@@ -355,17 +577,76 @@ pub fn run(mut a: Args) -> anyhow::Result<ExitCode> {
         out!("{v}");
     } else {
         print_table(&rows, &saves, cores, a.repeat);
+        print_at_rest(&rows);
+        if a.cold {
+            out!(
+                "cold runs: each file taken out of the page cache before the run with {}; \
+                 loads read ahead: {prefetch}",
+                eviction.name()
+            );
+        }
         out!("plot: {}", plot_path.display());
     }
     Ok(ExitCode::SUCCESS)
 }
 
+/// Per strategy and threads: size, warm (and cold) medians, and ratios
+/// against the plain mapped image: the at-rest table of the README.
+fn print_at_rest(rows: &[Row]) {
+    out!("");
+    out!("against the plain image (mmap), per strategy and threads");
+    out!(
+        "{:>9} {:<17} {:>3} {:>11} {:>6} {:>8} {:>7} {:>8} {:>7} {:>9}",
+        "inodes",
+        "strategy",
+        "thr",
+        "bytes",
+        "size",
+        "warm s",
+        "warm x",
+        "cold s",
+        "cold x",
+        "cold/warm"
+    );
+    for w in rows.iter().filter(|r| r.cache == Cache::Warm.name()) {
+        let c = rows.iter().find(|c| {
+            c.cache == Cache::Cold.name()
+                && c.inodes == w.inodes
+                && c.strategy == w.strategy
+                && c.threads == w.threads
+        });
+        let ratio = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}x"));
+        let (cs, cx, cw) = match c {
+            Some(c) => (
+                format!("{:.3}", c.seconds),
+                ratio(c.vs_plain_seconds),
+                format!("{:.2}x", c.seconds / w.seconds),
+            ),
+            None => ("-".into(), "-".into(), "-".into()),
+        };
+        out!(
+            "{:>9} {:<17} {:>3} {:>11} {:>5.2}x {:>8.3} {:>7} {:>8} {:>7} {:>9}",
+            w.inodes,
+            w.strategy,
+            w.threads,
+            w.file_bytes,
+            w.vs_plain_bytes,
+            w.seconds,
+            ratio(w.vs_plain_seconds),
+            cs,
+            cx,
+            cw
+        );
+    }
+}
+
 fn print_table(rows: &[Row], saves: &[Save], cores: usize, repeat: usize) {
     out!("medians of {repeat} runs, {cores} cores; speedup against the serial streaming baseline");
     out!(
-        "{:>9} {:<9} {:<8} {:>3} {:>9} {:>11} {:>8} {:>8} {:>8} {:>9} {:>10}",
+        "{:>9} {:<17} {:<5} {:<8} {:>3} {:>9} {:>11} {:>8} {:>8} {:>8} {:>9} {:>10}",
         "inodes",
         "read",
+        "cache",
         "mode",
         "thr",
         "seconds",
@@ -378,9 +659,10 @@ fn print_table(rows: &[Row], saves: &[Save], cores: usize, repeat: usize) {
     );
     for r in rows {
         out!(
-            "{:>9} {:<9} {:<8} {:>3} {:>9.3} {:>11.0} {:>8.0} {:>7.2}x {:>8.1} {:>9.3} {:>10}",
+            "{:>9} {:<17} {:<5} {:<8} {:>3} {:>9.3} {:>11.0} {:>8.0} {:>7.2}x {:>8.1} {:>9.3} {:>10}",
             r.inodes,
             r.strategy,
+            r.cache,
             r.mode,
             r.threads,
             r.seconds,
