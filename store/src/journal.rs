@@ -332,7 +332,7 @@ fn open_batch(s: &SegmentSealer, body: &[u8], offset: u64) -> Result<Vec<pb::Jou
     let mut plain = body[BATCH_CLEAR..].to_vec();
     s.cipher
         .open(&nonce, &aad, &mut plain)
-        .map_err(|()| Bad::Checksum)?;
+        .map_err(|_| Bad::Checksum)?;
     let mut ops = Vec::new();
     let mut pos = 0usize;
     let mut want = first;
