@@ -7,7 +7,7 @@ mod serve_common;
 
 use common::{json, nsimage, F, P};
 use serde_json::Value;
-use serve_common::{request, Server};
+use serve_common::{lines, request, Server};
 use std::io::Write;
 use std::net::TcpStream;
 use std::path::Path;
@@ -23,18 +23,6 @@ fn generated(dir: &Path) -> std::path::PathBuf {
         String::from_utf8_lossy(&out.stderr)
     );
     img
-}
-
-fn lines(out: &std::process::Output) -> Vec<Value> {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 /// WebHDFS's permission from `stat`/`ls`'s four-digit octal.

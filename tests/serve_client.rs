@@ -10,20 +10,8 @@ mod serve_common;
 
 use common::{json, nsimage};
 use serde_json::Value;
-use serve_common::Server;
+use serve_common::{lines, Server};
 use std::collections::{BTreeMap, BTreeSet};
-
-fn stdout_lines(out: &std::process::Output) -> Vec<Value> {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
 
 /// WebHDFS's permission string from a four-digit octal ("0755" -> "755").
 fn perm(octal: &str) -> String {
@@ -74,7 +62,7 @@ fn the_hdfs_client_sees_what_dump_stat_ls_and_du_see() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let rows = stdout_lines(&nsimage(&["dump", img_s, "--format", "jsonl"]));
+    let rows = lines(&nsimage(&["dump", img_s, "--format", "jsonl"]));
     let by_path: BTreeMap<String, &Value> = rows
         .iter()
         .map(|r| (r["path"].as_str().unwrap().to_string(), r))
@@ -192,7 +180,7 @@ fn the_hdfs_client_sees_what_dump_stat_ls_and_du_see() {
         assert_eq!(cs["spaceConsumed"], row["space_consumed"], "{p}");
 
         if st["type"] == "directory" {
-            let ls = stdout_lines(&nsimage(&["ls", img_s, p, "--json"]));
+            let ls = lines(&nsimage(&["ls", img_s, p, "--json"]));
             let names: Vec<&str> = ls
                 .iter()
                 .map(|e| e["path"].as_str().unwrap().rsplit('/').next().unwrap())

@@ -229,8 +229,14 @@ impl ImageSource {
     /// Maps the whole file, for [`ReadStrategy::Mmap`] (counted as one
     /// call); pieces are then slices of the mapping.
     pub fn map(&mut self, opt_in: MmapOptIn) -> Result<(), LoadError> {
+        self.install_map(crate::mmap::map(&self.file, opt_in))
+    }
+
+    /// Counts the mapping as one read call and keeps it, if it maps the
+    /// file at the length opened.
+    fn install_map(&mut self, m: std::io::Result<memmap2::Mmap>) -> Result<(), LoadError> {
         self.read_calls.fetch_add(1, Ordering::Relaxed);
-        let m = crate::mmap::map(&self.file, opt_in).map_err(|source| LoadError::Io {
+        let m = m.map_err(|source| LoadError::Io {
             path: self.path.clone(),
             source,
         })?;
@@ -452,20 +458,7 @@ impl ImageSource {
     /// [`map`](Self::map) without the whole-file read-ahead hint, for a
     /// load whose prefetch thread reads ahead of the workers (`prefetch`).
     pub(crate) fn map_lazily(&mut self, opt_in: MmapOptIn) -> Result<(), LoadError> {
-        self.read_calls.fetch_add(1, Ordering::Relaxed);
-        let m = crate::mmap::map_lazy(&self.file, opt_in).map_err(|source| LoadError::Io {
-            path: self.path.clone(),
-            source,
-        })?;
-        if m.len() as u64 != self.len {
-            return Err(LoadError::Corrupt {
-                path: self.path.clone(),
-                at: nsimage_format::Location::at(m.len() as u64),
-                detail: "file changed size while being opened".into(),
-            });
-        }
-        self.map = Some(m);
-        Ok(())
+        self.install_map(crate::mmap::map_lazy(&self.file, opt_in))
     }
 
     /// The mapping, once [`map`](Self::map)ped.

@@ -118,3 +118,16 @@ pub fn request(addr: SocketAddr, method: &str, target: &[u8]) -> (u16, Vec<u8>) 
         .unwrap_or_else(|| panic!("bad status line: {head}"));
     (status, resp[head_end + 4..].to_vec())
 }
+
+/// The JSON lines a successful command printed.
+pub fn lines(out: &std::process::Output) -> Vec<Value> {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
