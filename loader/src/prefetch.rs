@@ -6,8 +6,8 @@
 //! returns only once the kernel has queued reads for every page, then the
 //! decode; the bulk reads had only the kernel's own read-ahead. Now a
 //! prefetch thread follows the workers: each worker tells it the piece it
-//! starts ([`Progress::started`], called by `run_pieces`), and the thread
-//! asks the kernel for the next [`window`] bytes of pieces after it that it
+//! starts (`Progress::started`, called by `run_pieces`), and the thread
+//! asks the kernel for the next window of bytes of pieces after it that it
 //! has not asked for yet (`madvise(MADV_WILLNEED)` on the mapping,
 //! `posix_fadvise(POSIX_FADV_WILLNEED)` on the file for bulk reads). With
 //! several workers the pool hands out pieces from several places of a
