@@ -94,6 +94,7 @@ mod mmap;
 mod name_index;
 mod options;
 pub mod prefetch;
+mod progress;
 pub mod record;
 mod run;
 mod sections;

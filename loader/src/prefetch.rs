@@ -20,10 +20,9 @@
 //! bulk reads); `NSIMAGE_PREFETCH_MIB=N` sets the window (default
 //! [`DEFAULT_WINDOW_MIB`]).
 
+pub use crate::progress::Progress;
 use crate::source::ImageSource;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Condvar, Mutex, PoisonError};
 
 /// The default read-ahead window, in MiB, after each piece started.
 pub const DEFAULT_WINDOW_MIB: u64 = 32;
@@ -48,54 +47,6 @@ pub(crate) fn window_from_env() -> Option<u64> {
     Some(mib.saturating_mul(1 << 20))
 }
 
-/// What the workers tell the prefetch thread: the offsets of the pieces they
-/// start. Inactive (one relaxed load per piece) when no prefetch thread runs.
-#[derive(Default)]
-pub struct Progress {
-    active: AtomicBool,
-    state: Mutex<State>,
-    wake: Condvar,
-}
-
-#[derive(Default)]
-struct State {
-    started: Vec<u64>,
-    done: bool,
-}
-
-impl Progress {
-    /// A worker starts the piece stored at `offset`.
-    pub(crate) fn started(&self, offset: u64) {
-        if !self.active.load(Ordering::Relaxed) {
-            return;
-        }
-        let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        s.started.push(offset);
-        self.wake.notify_one();
-    }
-
-    /// The load is over (or failed): the prefetch thread stops after the
-    /// hint it is giving.
-    fn finish(&self) {
-        self.active.store(false, Ordering::Relaxed);
-        let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        s.done = true;
-        self.wake.notify_one();
-    }
-
-    /// The offsets started since the last call; `None` once finished.
-    fn wait(&self) -> Option<Vec<u64>> {
-        let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        while s.started.is_empty() && !s.done {
-            s = self.wake.wait(s).unwrap_or_else(PoisonError::into_inner);
-        }
-        if s.done {
-            return None;
-        }
-        Some(std::mem::take(&mut s.started))
-    }
-}
-
 /// Runs `load` with a prefetch thread reading `window` bytes ahead of the
 /// workers over every piece of `src` (none when `window` is `None`).
 pub(crate) fn with_prefetch<T>(
@@ -116,7 +67,7 @@ pub(crate) fn with_prefetch<T>(
         .collect();
     spans.sort_unstable();
     let progress = src.progress();
-    progress.active.store(true, Ordering::Relaxed);
+    progress.activate();
     std::thread::scope(|scope| {
         let thread = std::thread::Builder::new()
             .name("nsimage-prefetch".into())

@@ -3,7 +3,7 @@
 //! that pool.
 
 use crate::error::LoadError;
-use crate::prefetch::Progress;
+use crate::progress::Progress;
 use nsimage_format::{Location, SubSectionInfo};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};

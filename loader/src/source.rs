@@ -123,7 +123,7 @@ pub struct ImageSource {
     /// The image's data key, once [`unlock`](Self::unlock)ed.
     cipher: Option<ImageCipher>,
     /// The pieces the workers start, for the prefetch thread.
-    progress: crate::prefetch::Progress,
+    progress: crate::progress::Progress,
 }
 
 /// A reader's reusable buffers for pieces: the stored bytes (read, or
@@ -155,7 +155,7 @@ impl ImageSource {
             read_calls: AtomicU64::new(0),
             bytes_read: AtomicU64::new(0),
             cipher: None,
-            progress: crate::prefetch::Progress::default(),
+            progress: crate::progress::Progress::default(),
         };
         let fmt = |e| LoadError::from_format(path, e);
         let head = src.read_at(0, (header::SIZE as u64).min(len))?;
@@ -467,7 +467,7 @@ impl ImageSource {
     }
 
     /// Where the workers tell the prefetch thread which pieces they start.
-    pub(crate) fn progress(&self) -> &crate::prefetch::Progress {
+    pub(crate) fn progress(&self) -> &crate::progress::Progress {
         &self.progress
     }
 }

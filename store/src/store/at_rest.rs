@@ -6,6 +6,7 @@
 
 use crate::error::{io_err, StoreError};
 use crate::fs::Fs;
+use crate::journal::Sealing;
 use nsimage_format::cipher::{hex, Key, ID_LEN};
 use nsimage_format::codec::{Codec, Compression};
 use std::io::Write;
@@ -29,6 +30,15 @@ pub struct AtRestSettings {
 }
 
 impl AtRestSettings {
+    /// What the journal reader expects of the segments of a store with
+    /// these settings, with `key`.
+    pub(crate) fn sealing(&self, key: Option<&Key>) -> Sealing {
+        Sealing {
+            expect: Some(self.is_encrypted()),
+            key: key.filter(|_| self.is_encrypted()).cloned(),
+        }
+    }
+
     /// The settings of a store initialized with `compression` and, when
     /// given, encrypted with `key`.
     pub fn new(compression: Compression, key: Option<&Key>) -> AtRestSettings {

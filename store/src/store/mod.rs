@@ -108,15 +108,6 @@ fn effective(opts: StoreOptions, at_rest: &AtRestSettings) -> StoreOptions {
     o
 }
 
-/// What the journal reader expects of the segments of a store with these
-/// settings, with `key`.
-fn sealing(at_rest: &AtRestSettings, key: Option<&nsimage_format::cipher::Key>) -> Sealing {
-    Sealing {
-        expect: Some(at_rest.is_encrypted()),
-        key: key.filter(|_| at_rest.is_encrypted()).cloned(),
-    }
-}
-
 impl Store {
     /// Creates a plain store in `dir` (created if missing; must hold no
     /// store): an empty namespace as image 0 and an open journal segment.
@@ -236,7 +227,7 @@ impl Store {
         at_rest: &AtRestSettings,
         key: Option<&nsimage_format::cipher::Key>,
     ) -> Sealing {
-        sealing(at_rest, key)
+        at_rest.sealing(key)
     }
 
     /// Opens (recovers) the store in `dir`: the newest image that loads,

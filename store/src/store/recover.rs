@@ -94,7 +94,7 @@ pub(super) fn recover(
     report.load_seconds = started.elapsed().as_secs_f64();
 
     let replay_started = Instant::now();
-    let sealing = super::sealing(at_rest, opts.key.as_ref());
+    let sealing = at_rest.sealing(opts.key.as_ref());
     let tail = replay(fs, &listing, opts, &sealing, &mut ns, &mut report)?;
     report.replay_seconds = replay_started.elapsed().as_secs_f64();
     report.txid = ns.info().last_txid;
