@@ -4,12 +4,8 @@
 //! image the lookup read.
 
 use super::Args;
-use anyhow::{bail, Context};
+use anyhow::bail;
 use nsimage_namespace::{InodeKind, Namespace};
-use nsimage_store::fs::RealFs;
-use nsimage_store::save::save_image;
-use nsimage_testkit::generate::{generate, GenSpec};
-use nsimage_writer::WriteOptions;
 use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
@@ -62,27 +58,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 /// The lookup bench, for each size of `--inodes`.
 pub fn run(a: &Args, exe: &Path) -> anyhow::Result<()> {
     for &n in &a.inodes {
-        let image = a.dir.join(format!("lookup-{n}-s{}.nsi", a.seed));
-        let ns = if image.exists() {
-            nsimage_loader::load(&image, &nsimage_loader::LoadOptions::default())
-                .with_context(|| format!("loading {}", image.display()))?
-                .namespace
-        } else {
-            nsimage_testkit::generate::check_fits(n)?;
-            let ns = generate(GenSpec {
-                inodes: n,
-                seed: a.seed,
-            });
-            let t = Instant::now();
-            let s = save_image(&RealFs::default(), &image, &ns, &WriteOptions::default())?;
-            out!(
-                "saved {} ({} bytes) in {:.2} s",
-                image.display(),
-                s.bytes,
-                t.elapsed().as_secs_f64()
-            );
-            ns
-        };
+        let (image, ns) = super::reused_image(a, "lookup", n)?;
         let Some(path) = pick(&ns) else {
             bail!("no file in the generated namespace")
         };

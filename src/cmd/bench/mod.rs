@@ -683,3 +683,32 @@ fn print_table(rows: &[Row], saves: &[Save], cores: usize, repeat: usize) {
         );
     }
 }
+
+/// The image `DIR/<name>-<n>-s<seed>.nsi` of the bench modes (`--lookup`,
+/// `--serve`) and its namespace: loaded when it exists, else generated and
+/// saved (its size and save time printed on stderr).
+fn reused_image(a: &Args, name: &str, n: u64) -> anyhow::Result<(PathBuf, Namespace)> {
+    let image = a.dir.join(format!("{name}-{n}-s{}.nsi", a.seed));
+    if image.exists() {
+        let ns = nsimage_loader::load(&image, &nsimage_loader::LoadOptions::default())
+            .with_context(|| format!("loading {}", image.display()))?
+            .namespace;
+        return Ok((image, ns));
+    }
+    nsimage_testkit::generate::check_fits(n)?;
+    let ns = generate(GenSpec {
+        inodes: n,
+        seed: a.seed,
+    });
+    let t = Instant::now();
+    let s = save_image(&RealFs::default(), &image, &ns, &WriteOptions::default())
+        .with_context(|| format!("saving {}", image.display()))?;
+    // On stderr: with --json, stdout holds the JSON documents alone.
+    eprintln!(
+        "saved {} ({} bytes) in {:.2} s",
+        image.display(),
+        s.bytes,
+        t.elapsed().as_secs_f64()
+    );
+    Ok((image, ns))
+}

@@ -27,10 +27,6 @@ use hyper::body::Bytes;
 use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
 use nsimage_namespace::{InodeKind, Namespace};
-use nsimage_store::fs::RealFs;
-use nsimage_store::save::save_image;
-use nsimage_testkit::generate::{generate, GenSpec};
-use nsimage_writer::WriteOptions;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::VecDeque;
@@ -560,21 +556,7 @@ impl Drop for Server {
 /// The image of `n` inodes, generated and saved unless already in `dir`;
 /// the sampled targets.
 fn prepare(a: &Args, n: u64) -> anyhow::Result<(PathBuf, Targets)> {
-    let image = a.dir.join(format!("serve-{n}-s{}.nsi", a.seed));
-    let ns = if image.exists() {
-        nsimage_loader::load(&image, &nsimage_loader::LoadOptions::default())
-            .with_context(|| format!("loading {}", image.display()))?
-            .namespace
-    } else {
-        nsimage_testkit::generate::check_fits(n)?;
-        let ns = generate(GenSpec {
-            inodes: n,
-            seed: a.seed,
-        });
-        save_image(&RealFs::default(), &image, &ns, &WriteOptions::default())
-            .with_context(|| format!("saving {}", image.display()))?;
-        ns
-    };
+    let (image, ns) = super::reused_image(a, "serve", n)?;
     let targets = sample(&ns, a.seed);
     if targets.dirs.is_empty() || targets.stats.is_empty() {
         bail!("{}: no path the server can name", image.display());
