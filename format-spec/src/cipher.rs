@@ -5,9 +5,8 @@
 //! The key never leaves memory it owns: it is not printed (`Debug` shows
 //! the fingerprint) and its bytes are wiped when it is dropped.
 
-use aes_gcm::aead::AeadInPlace;
-use aes_gcm::{Aes256Gcm, KeyInit, Nonce, Tag};
 use hkdf::Hkdf;
+use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_256_GCM as RING_AES_256_GCM};
 use sha2::Sha256;
 use std::fmt;
 use std::path::Path;
@@ -146,7 +145,9 @@ impl Key {
         Hkdf::<Sha256>::new(Some(image_id), &self.0[..])
             .expand(IMAGE_KEY_INFO, &mut k[..])
             .unwrap_or_else(|_| unreachable!("32 bytes is a valid HKDF output length"));
-        ImageCipher(Box::new(Aes256Gcm::new((&*k).into())))
+        let unbound = UnboundKey::new(&RING_AES_256_GCM, &k[..])
+            .unwrap_or_else(|_| unreachable!("a 32-byte key is an AES-256 key"));
+        ImageCipher(Box::new(LessSafeKey::new(unbound)))
     }
 }
 
@@ -221,16 +222,20 @@ impl PiecePlace {
 pub struct AuthFailed;
 
 /// One image's data key: seals and opens its pieces.
-pub struct ImageCipher(Box<Aes256Gcm>);
+pub struct ImageCipher(Box<LessSafeKey>);
 
 impl ImageCipher {
     /// Encrypts `buf` in place and appends the tag.
     pub fn seal(&self, nonce: &[u8; NONCE_LEN], aad: &[u8], buf: &mut Vec<u8>) {
         let tag = self
             .0
-            .encrypt_in_place_detached(Nonce::from_slice(nonce), aad, buf)
+            .seal_in_place_separate_tag(
+                Nonce::assume_unique_for_key(*nonce),
+                Aad::from(aad),
+                &mut buf[..],
+            )
             .unwrap_or_else(|_| unreachable!("a piece is far below AES-GCM's length limit"));
-        buf.extend_from_slice(&tag);
+        buf.extend_from_slice(tag.as_ref());
     }
 
     /// Checks the tag at the end of `buf` and decrypts the rest in place
@@ -242,11 +247,15 @@ impl ImageCipher {
         buf: &mut Vec<u8>,
     ) -> Result<(), AuthFailed> {
         let n = buf.len().checked_sub(TAG_LEN).ok_or(AuthFailed)?;
-        let tag = *Tag::from_slice(&buf[n..]);
-        buf.truncate(n);
         self.0
-            .decrypt_in_place_detached(Nonce::from_slice(nonce), aad, buf, &tag)
-            .map_err(|_| AuthFailed)
+            .open_in_place(
+                Nonce::assume_unique_for_key(*nonce),
+                Aad::from(aad),
+                &mut buf[..],
+            )
+            .map_err(|_| AuthFailed)?;
+        buf.truncate(n);
+        Ok(())
     }
 }
 
