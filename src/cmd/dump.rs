@@ -3,7 +3,6 @@
 //! name and renamed into place once complete and synced.
 
 use anyhow::Context;
-use nsimage_loader::{load, release_free_memory, LoadOptions};
 use nsimage_viewer::dump::{dump, DumpFormat, DumpOptions};
 use nsimage_viewer::ViewError;
 use std::fs::File;
@@ -68,18 +67,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         ..DumpOptions::default()
     };
     let start = Instant::now();
-    let pb = super::spinner(&format!("loading {}", a.image.display()));
-    let loaded = load(
-        &a.image,
-        &LoadOptions {
-            threads: a.threads,
-            key: super::key()?,
-            ..LoadOptions::default()
-        },
-    )?;
-    release_free_memory();
-    let load_secs = start.elapsed().as_secs_f64();
-    let ns = loaded.namespace;
+    let (ns, load_secs, pb) = super::load_with_spinner(&a.image, a.threads)?;
     pb.set_message(format!("dumping {}", a.image.display()));
     let stats = match &a.output {
         None => {

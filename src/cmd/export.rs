@@ -3,7 +3,6 @@
 //! directory (an existing one, or a path ending in `/`).
 
 use nsimage_export::{export_to_path, ExportOptions, DEFAULT_ROW_GROUP_ROWS};
-use nsimage_loader::{load, release_free_memory, LoadOptions};
 use nsimage_viewer::ViewError;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -41,18 +40,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         });
     }
     let start = Instant::now();
-    let pb = super::spinner(&format!("loading {}", a.image.display()));
-    let loaded = load(
-        &a.image,
-        &LoadOptions {
-            threads: a.threads,
-            key: super::key()?,
-            ..LoadOptions::default()
-        },
-    )?;
-    release_free_memory();
-    let load_secs = start.elapsed().as_secs_f64();
-    let ns = loaded.namespace;
+    let (ns, load_secs, pb) = super::load_with_spinner(&a.image, a.threads)?;
     pb.set_message(format!("exporting {}", a.image.display()));
     let opts = ExportOptions {
         threads: a.threads,
