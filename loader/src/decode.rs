@@ -1,6 +1,7 @@
 //! Decoding of one piece (a section, or one of its sub-sections) held in
 //! memory. The serial and the parallel loader both call these functions; a
-//! piece's bytes have had their checksum checked before they get here.
+//! piece's bytes have had their checksum checked before they get here, or
+//! (INODE pieces stored plain) have it checked as they are decoded.
 
 #![deny(
     clippy::arithmetic_side_effects,
@@ -8,7 +9,9 @@
     clippy::cast_sign_loss
 )]
 
+use crate::ahead::Ahead;
 use crate::record;
+use crate::source::checksum_mismatch;
 use nsimage_format::framing::Records;
 use nsimage_format::wire::{self, schema, Ty};
 use nsimage_format::{pb, FormatError, Location, SubSectionInfo};
@@ -198,21 +201,51 @@ pub fn inodes(
     at: &Location,
     strings: &StringTable,
     chunk: u32,
+    nodes: Vec<nsimage_namespace::Node>,
+) -> Result<InodeBatch> {
+    inodes_checking(buf, piece, at, strings, chunk, nodes, false)
+}
+
+/// [`inodes`], checking the piece's checksum too when `check` is set: over
+/// each record's bytes just before it is decoded ([`Ahead`]), the whole
+/// piece compared before the batch is returned. Bytes that do not hash to
+/// the index's checksum are reported as such, whatever else is wrong with
+/// them.
+pub(crate) fn inodes_checking(
+    buf: &[u8],
+    piece: &SubSectionInfo,
+    at: &Location,
+    strings: &StringTable,
+    chunk: u32,
     mut nodes: Vec<nsimage_namespace::Node>,
+    check: bool,
 ) -> Result<InodeBatch> {
     // Capacity bound by the piece's bytes (already read), not by a count.
     nodes.reserve(usize::try_from(piece.records).map_or(buf.len(), |r| r.min(buf.len())));
     let mut batch = InodeBatch::with_buffer(chunk, nodes, buf.len());
     let mut scratch = record::InodeScratch::default();
+    let mut ahead = check.then(|| Ahead::new(buf));
     let mut first = None;
-    for r in Records::new(buf, at.clone()) {
-        let (off, body) = r?;
-        let node = record::inode(body, &mut scratch).map_err(|d| bad(at, off, d))?;
-        first.get_or_insert(node.id);
-        batch.push(node, strings).map_err(|d| bad(at, off, d))?;
+    let mut records = Records::new(buf, at.clone());
+    let decoded = (|| {
+        while let Some(r) = records.next() {
+            if let Some(a) = ahead.as_mut() {
+                a.reach(records.position());
+            }
+            let (off, body) = r?;
+            let node = record::inode(body, &mut scratch).map_err(|d| bad(at, off, d))?;
+            first.get_or_insert(node.id);
+            batch.push(node, strings).map_err(|d| bad(at, off, d))?;
+        }
+        check_piece(piece, at, batch.len() as u64, first)
+    })();
+    if let Some(a) = ahead {
+        let computed = a.finish();
+        if computed != piece.checksum {
+            return Err(checksum_mismatch(piece, at, computed));
+        }
     }
-    check_piece(piece, at, batch.len() as u64, first)?;
-    Ok(batch)
+    decoded.map(|()| batch)
 }
 
 /// The records of one INODE_DIR piece into a batch filling arena chunk `chunk`.

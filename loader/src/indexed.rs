@@ -1,8 +1,8 @@
 //! The indexed path (mapped or bulk reads), serial or parallel: NS_INFO and
 //! STRING_TABLE first, then the INODE phase (`inode_phase`), then the
 //! INODE_DIR phase (`dir_phase`), which needs every inode id. Pieces are the
-//! unit of work (one task each, work-stealing), so balance does not depend
-//! on how many sub-sections the writer chose; without a pool the same code
+//! unit of work (each worker takes the next one in file order), so balance
+//! does not depend on how many sub-sections the writer chose; without a pool the same code
 //! runs on this thread: the serial path.
 
 use crate::decode;

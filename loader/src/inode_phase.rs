@@ -122,10 +122,18 @@ fn fill_table(
         pieces,
         init,
         |(buf, nodes), i, p, at| {
-            let bytes = src.piece(p, at, buf)?;
             let chunk = chunk_of(src, i, at)?;
-            let batch =
-                decode::inodes(bytes, p, at, strings, chunk, std::mem::take(nodes)).map_err(fmt)?;
+            let reused = std::mem::take(nodes);
+            // A piece stored plain has its checksum checked as it is
+            // decoded; one at rest was checked before it was opened.
+            let batch = match src.plain_unchecked(p, at, buf)? {
+                Some(bytes) => decode::inodes_checking(bytes, p, at, strings, chunk, reused, true),
+                None => {
+                    let bytes = src.piece(p, at, buf)?;
+                    decode::inodes(bytes, p, at, strings, chunk, reused)
+                }
+            }
+            .map_err(fmt)?;
             let filled = ranges.get(i).is_some_and(|r| r.fill(batch.nodes()));
             if !filled {
                 return Err(corrupt(

@@ -82,11 +82,13 @@
 //! ```
 #![deny(unsafe_code)]
 
+mod ahead;
 mod assemble;
 pub mod decode;
 mod dir_phase;
 mod error;
 pub mod hdfs;
+mod huge;
 mod indexed;
 mod inode_phase;
 mod load;

@@ -9,10 +9,10 @@
 //! starts (`Progress::started`, called by `run_pieces`), and the thread
 //! asks the kernel for the next window of bytes of pieces after it that it
 //! has not asked for yet (`madvise(MADV_WILLNEED)` on the mapping,
-//! `posix_fadvise(POSIX_FADV_WILLNEED)` on the file for bulk reads). With
-//! several workers the pool hands out pieces from several places of a
-//! section at once (work stealing splits it in halves), so the window
-//! follows every piece started, not only the lowest one. The disk reads one
+//! `posix_fadvise(POSIX_FADV_WILLNEED)` on the file for bulk reads). The
+//! workers take pieces in file order, so they read one front moving
+//! forward; the window follows every piece started all the same, not only
+//! the lowest one. The disk reads one
 //! window while the workers decode the one before.
 //!
 //! `NSIMAGE_NO_PREFETCH=1` turns the prefetch thread off (the load then

@@ -1,15 +1,15 @@
-//! Runs one function over the pieces of a section: one task per piece on a
-//! thread pool (work-stealing), or in order on this thread; and builds
-//! that pool.
+//! Runs one function over the pieces of a section: on a thread pool whose
+//! workers take the pieces in file order, or in order on this thread; and
+//! builds that pool.
 
 use crate::error::LoadError;
 use crate::progress::Progress;
 use nsimage_format::{Location, SubSectionInfo};
-use rayon::prelude::*;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-/// Runs `f` over every piece, on `pool` when given (one task per piece,
-/// work-stealing) or in order on this thread. `init` makes each worker's
+/// Runs `f` over every piece, on `pool` when given (every worker taking
+/// the next piece in file order until none is left) or in order on this
+/// thread. `init` makes each worker's
 /// scratch. The first failure stops the workers from starting new pieces;
 /// the error of the lowest-numbered failed piece is returned.
 pub(crate) fn run_pieces<T: Send, S>(
@@ -42,24 +42,34 @@ pub(crate) fn run_pieces_tracked<T: Send, S>(
             .map(|(i, (p, at))| f(&mut scratch, i, p, at))
             .collect();
     };
+    // One shared counter hands out pieces in file order: the workers read
+    // the file as one front moving forward (what the kernel's read-ahead
+    // and the prefetch thread's window serve best on a cold cache), and a
+    // worker that finishes early takes the next piece (balance as good as
+    // work stealing's, for pieces of a few MiB).
+    let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
-    let results: Vec<Option<Result<T, LoadError>>> = pool.install(|| {
-        pieces
-            .par_iter()
-            .with_max_len(1)
-            .enumerate()
-            .map_init(&init, |scratch, (i, (p, at))| {
-                if stop.load(Ordering::Relaxed) {
-                    return None;
-                }
-                let r = f(scratch, i, p, at);
-                if r.is_err() {
-                    stop.store(true, Ordering::Relaxed);
-                }
-                Some(r)
-            })
-            .collect()
+    let per_worker: Vec<Vec<(usize, Result<T, LoadError>)>> = pool.broadcast(|_| {
+        let mut scratch = init();
+        let mut out = Vec::new();
+        while !stop.load(Ordering::Relaxed) {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some((p, at)) = pieces.get(i) else { break };
+            let r = f(&mut scratch, i, p, at);
+            if r.is_err() {
+                stop.store(true, Ordering::Relaxed);
+            }
+            out.push((i, r));
+        }
+        out
     });
+    let mut results: Vec<Option<Result<T, LoadError>>> = Vec::new();
+    results.resize_with(pieces.len(), || None);
+    for (i, r) in per_worker.into_iter().flatten() {
+        if let Some(slot) = results.get_mut(i) {
+            *slot = Some(r);
+        }
+    }
     first_error(results)
 }
 

@@ -343,6 +343,24 @@ impl ImageSource {
         Ok(&buf.plain)
     }
 
+    /// The bytes of a piece stored plain (neither compressed nor
+    /// encrypted), its checksum NOT checked: for a decoder that checks it as
+    /// it goes ([`Ahead`](crate::ahead::Ahead)) and keeps nothing unless it
+    /// matches. `None` for a piece at rest, which [`piece`](Self::piece)
+    /// opens (its checksum checked first).
+    pub(crate) fn plain_unchecked<'s>(
+        &'s self,
+        piece: &SubSectionInfo,
+        at: &Location,
+        buf: &'s mut PieceBuf,
+    ) -> Result<Option<&'s [u8]>, LoadError> {
+        if !piece.at_rest.is_plain() {
+            return Ok(None);
+        }
+        let mapped = self.stored_unchecked(piece, at, &mut buf.stored)?;
+        Ok(Some(mapped.unwrap_or(&buf.stored)))
+    }
+
     /// The stored bytes of a piece, checksum checked: `Some` slice of the
     /// mapping, or `None` when they were read into `buf`.
     fn stored<'s>(
@@ -351,42 +369,44 @@ impl ImageSource {
         at: &Location,
         buf: &mut Vec<u8>,
     ) -> Result<Option<&'s [u8]>, LoadError> {
-        let mapped: Option<&[u8]> = match &self.map {
-            Some(m) => {
-                let range = usize::try_from(piece.offset).ok().and_then(|s| {
-                    let e = s.checked_add(usize::try_from(piece.length).ok()?)?;
-                    m.get(s..e)
-                });
-                let Some(range) = range else {
-                    return Err(LoadError::Corrupt {
-                        path: self.path.clone(),
-                        at: at.clone(),
-                        detail: format!(
-                            "range of {} bytes runs past the end of the file",
-                            piece.length
-                        ),
-                    });
-                };
-                Some(range)
-            }
-            None => {
-                self.read_into(piece.offset, piece.length, buf)?;
-                None
-            }
-        };
-        let bytes = mapped.unwrap_or(buf);
-        let actual = xxhash_rust::xxh3::xxh3_64(bytes);
+        let mapped = self.stored_unchecked(piece, at, buf)?;
+        let actual = xxhash_rust::xxh3::xxh3_64(mapped.unwrap_or(buf));
         if actual != piece.checksum {
-            return Err(LoadError::Corrupt {
+            return Err(LoadError::from_format(
+                &self.path,
+                checksum_mismatch(piece, at, actual),
+            ));
+        }
+        Ok(mapped)
+    }
+
+    /// The stored bytes of a piece: `Some` slice of the mapping, or `None`
+    /// when they were read into `buf`.
+    fn stored_unchecked<'s>(
+        &'s self,
+        piece: &SubSectionInfo,
+        at: &Location,
+        buf: &mut Vec<u8>,
+    ) -> Result<Option<&'s [u8]>, LoadError> {
+        let Some(m) = &self.map else {
+            self.read_into(piece.offset, piece.length, buf)?;
+            return Ok(None);
+        };
+        let range = usize::try_from(piece.offset).ok().and_then(|s| {
+            let e = s.checked_add(usize::try_from(piece.length).ok()?)?;
+            m.get(s..e)
+        });
+        match range {
+            Some(range) => Ok(Some(range)),
+            None => Err(LoadError::Corrupt {
                 path: self.path.clone(),
                 at: at.clone(),
                 detail: format!(
-                    "checksum mismatch over {} bytes (stored {:016x}, computed {actual:016x})",
-                    piece.length, piece.checksum
+                    "range of {} bytes runs past the end of the file",
+                    piece.length
                 ),
-            });
+            }),
         }
-        Ok(mapped)
     }
 
     /// The image's path, as given to [`open`](Self::open).
@@ -470,4 +490,20 @@ impl ImageSource {
     pub(crate) fn progress(&self) -> &crate::progress::Progress {
         &self.progress
     }
+}
+
+/// The error of a piece whose stored bytes do not hash to the index's
+/// checksum (`computed`).
+pub(crate) fn checksum_mismatch(
+    piece: &SubSectionInfo,
+    at: &Location,
+    computed: u64,
+) -> nsimage_format::FormatError {
+    nsimage_format::FormatError::corrupt(
+        at.clone(),
+        format!(
+            "checksum mismatch over {} bytes (stored {:016x}, computed {computed:016x})",
+            piece.length, piece.checksum
+        ),
+    )
 }

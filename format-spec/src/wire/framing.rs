@@ -55,6 +55,12 @@ impl<'a> Records<'a> {
         }
     }
 
+    /// Bytes of the region consumed so far: the end of the last record
+    /// returned (within the region).
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
     fn location(&self) -> Location {
         Location {
             // Offsets of an image held in memory fit a u64.
