@@ -16,7 +16,7 @@ use nsimage_format::framing::Records;
 use nsimage_format::wire::{self, schema, Ty};
 use nsimage_format::{pb, FormatError, Location, SubSectionInfo};
 use nsimage_namespace::{
-    Block, DirBatch, Extra, InodeBatch, LoadedBody, LoadedNode, NamespaceBuilder, NsInfo,
+    Block, DirBatch, Extra, InodeBatch, LoadedBody, LoadedNode, NamespaceBuilder, NodeSink, NsInfo,
     StringTable, UnderConstruction, XAttr,
 };
 use prost::Message;
@@ -201,28 +201,30 @@ pub fn inodes(
     at: &Location,
     strings: &StringTable,
     chunk: u32,
-    nodes: Vec<nsimage_namespace::Node>,
+    mut nodes: Vec<nsimage_namespace::Node>,
 ) -> Result<InodeBatch> {
-    inodes_checking(buf, piece, at, strings, chunk, nodes, false)
+    nodes.clear();
+    // Capacity bound by the piece's bytes (already read), not by a count.
+    nodes.reserve(usize::try_from(piece.records).map_or(buf.len(), |r| r.min(buf.len())));
+    inodes_into(buf, piece, at, strings, chunk, nodes, false)
 }
 
-/// [`inodes`], checking the piece's checksum too when `check` is set: over
+/// [`inodes`] with the nodes going to `sink` (a node table's slots, written
+/// in place), checking the piece's checksum too when `check` is set: over
 /// each record's bytes just before it is decoded ([`Ahead`]), the whole
 /// piece compared before the batch is returned. Bytes that do not hash to
 /// the index's checksum are reported as such, whatever else is wrong with
-/// them.
-pub(crate) fn inodes_checking(
+/// them; the caller keeps nothing of a failed batch.
+pub fn inodes_into<S: NodeSink>(
     buf: &[u8],
     piece: &SubSectionInfo,
     at: &Location,
     strings: &StringTable,
     chunk: u32,
-    mut nodes: Vec<nsimage_namespace::Node>,
+    sink: S,
     check: bool,
-) -> Result<InodeBatch> {
-    // Capacity bound by the piece's bytes (already read), not by a count.
-    nodes.reserve(usize::try_from(piece.records).map_or(buf.len(), |r| r.min(buf.len())));
-    let mut batch = InodeBatch::with_buffer(chunk, nodes, buf.len());
+) -> Result<InodeBatch<S>> {
+    let mut batch = InodeBatch::with_sink(chunk, sink, buf.len());
     let mut scratch = record::InodeScratch::default();
     let mut ahead = check.then(|| Ahead::new(buf));
     let mut first = None;

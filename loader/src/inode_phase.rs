@@ -113,37 +113,38 @@ fn fill_table(
             "sub-section record counts do not add up".into(),
         )
     })?;
-    // Per-worker scratch: the read buffer and the node buffer are reused
-    // from one piece to the next.
-    let init = || (PieceBuf::default(), Vec::new());
+    // Per-worker scratch: the read buffer, reused from one piece to the next.
     run_pieces_tracked(
         src.progress(),
         pool,
         pieces,
-        init,
-        |(buf, nodes), i, p, at| {
+        PieceBuf::default,
+        |buf, i, p, at| {
             let chunk = chunk_of(src, i, at)?;
-            let reused = std::mem::take(nodes);
-            // A piece stored plain has its checksum checked as it is
-            // decoded; one at rest was checked before it was opened.
-            let batch = match src.plain_unchecked(p, at, buf)? {
-                Some(bytes) => decode::inodes_checking(bytes, p, at, strings, chunk, reused, true),
-                None => {
-                    let bytes = src.piece(p, at, buf)?;
-                    decode::inodes(bytes, p, at, strings, chunk, reused)
-                }
-            }
-            .map_err(fmt)?;
-            let filled = ranges.get(i).is_some_and(|r| r.fill(batch.nodes()));
-            if !filled {
-                return Err(corrupt(
+            let unfilled = || {
+                corrupt(
                     src,
                     at.clone(),
                     "records do not fill the piece's slots".into(),
-                ));
+                )
+            };
+            let range = ranges.get(i).ok_or_else(unfilled)?;
+            let slots = range.writer().ok_or_else(unfilled)?;
+            // The nodes go straight into the piece's slots. A piece stored
+            // plain has its checksum checked as it is decoded; one at rest
+            // was checked before it was opened.
+            let batch = match src.plain_unchecked(p, at, buf)? {
+                Some(bytes) => decode::inodes_into(bytes, p, at, strings, chunk, slots, true),
+                None => {
+                    let bytes = src.piece(p, at, buf)?;
+                    decode::inodes_into(bytes, p, at, strings, chunk, slots, false)
+                }
             }
-            let (parts, buffer) = batch.into_parts_and_buffer();
-            *nodes = buffer;
+            .map_err(fmt)?;
+            let (parts, slots) = batch.into_parts_and_sink();
+            if !range.commit(slots) {
+                return Err(unfilled());
+            }
             Ok(parts)
         },
     )

@@ -1,10 +1,11 @@
 //! The node table, filled in place by the INODE workers: each piece owns
 //! the slot range its declared record count gives it, behind its own lock
-//! (taken once per piece), so every slot is written exactly once, by one
-//! thread, with no placeholder pass over the memory beforehand.
+//! (taken once per piece), and its decoder writes each node straight into
+//! its slot, so every slot is written exactly once, by one thread, with no
+//! placeholder pass over the memory beforehand and no copy afterwards.
 #![allow(unsafe_code)]
 
-use nsimage_namespace::Node;
+use nsimage_namespace::{Node, NodeSink};
 use parking_lot::Mutex;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -63,32 +64,75 @@ impl NodeTable {
             return None;
         }
         // Safety: ranges are disjoint and each can be written only once
-        // (`fill` takes its slice), whole, before adding its length to
-        // `filled`. `filled` equal to the table's length therefore means
+        // (`writer` takes its slice); a writer writes its slots in order and
+        // `commit` adds its length to `filled` only once every slot is
+        // written. `filled` equal to the table's length therefore means
         // every slot was written. The Acquire load pairs with the Release
         // add in `fill`, so the writes of other threads are visible.
         Some(unsafe { self.slots.assume_init() }.into_vec())
     }
 }
 
-impl Range<'_> {
+impl<'a> Range<'a> {
     /// Writes `nodes` into the range; `false` (and nothing written) unless
     /// they fit it exactly and the range was not written before.
     pub fn fill(&self, nodes: &[Node]) -> bool {
-        let mut g = self.slots.lock();
-        match g.take() {
-            Some(dst) if dst.len() == nodes.len() => {
-                for (d, s) in dst.iter_mut().zip(nodes) {
-                    d.write(*s);
-                }
-                self.filled.fetch_add(nodes.len(), Ordering::Release);
+        let Some(mut w) = self.writer() else {
+            return false;
+        };
+        if w.slots.len() != nodes.len() {
+            *self.slots.lock() = Some(w.slots);
+            return false;
+        }
+        for &n in nodes {
+            w.push_node(n);
+        }
+        self.commit(w)
+    }
+
+    /// The range's slots to write in place, one node after the other; `None`
+    /// if they were taken before. Only a writer given back full to
+    /// [`commit`](Self::commit) counts its slots as filled.
+    pub fn writer(&self) -> Option<RangeWriter<'a>> {
+        self.slots
+            .lock()
+            .take()
+            .map(|slots| RangeWriter { slots, len: 0 })
+    }
+
+    /// Counts the writer's slots as filled if it wrote every one; `false`
+    /// otherwise (the range then stays unfilled for good, and the table
+    /// cannot finish).
+    pub fn commit(&self, w: RangeWriter<'a>) -> bool {
+        if w.len != w.slots.len() {
+            return false;
+        }
+        self.filled.fetch_add(w.len, Ordering::Release);
+        true
+    }
+}
+
+/// Writes one range's slots in order (see [`Range::writer`]).
+pub struct RangeWriter<'a> {
+    slots: &'a mut [MaybeUninit<Node>],
+    len: usize,
+}
+
+impl NodeSink for RangeWriter<'_> {
+    #[inline]
+    fn push_node(&mut self, node: Node) -> bool {
+        match self.slots.get_mut(self.len) {
+            Some(slot) => {
+                slot.write(node);
+                self.len += 1;
                 true
             }
-            other => {
-                *g = other;
-                false
-            }
+            None => false,
         }
+    }
+
+    fn node_count(&self) -> usize {
+        self.len
     }
 }
 
@@ -123,5 +167,24 @@ mod tests {
             assert!(r[0].fill(&[Node::PLACEHOLDER; 2]));
         }
         assert_eq!(t.finish().unwrap().len(), 5);
+    }
+
+    #[test]
+    fn a_writer_counts_only_when_it_wrote_every_slot() {
+        let mut t = NodeTable::new(3);
+        {
+            let r = t.ranges(&[2, 1]).unwrap();
+            let mut w = r[0].writer().unwrap();
+            assert!(r[0].writer().is_none());
+            assert!(w.push_node(Node::PLACEHOLDER));
+            assert!(w.push_node(Node::PLACEHOLDER));
+            assert!(!w.push_node(Node::PLACEHOLDER));
+            assert_eq!(w.node_count(), 2);
+            assert!(r[0].commit(w));
+            // Half written: not counted, and the range cannot be taken again.
+            assert!(!r[1].commit(r[1].writer().unwrap()));
+            assert!(!r[1].fill(&[Node::PLACEHOLDER]));
+        }
+        assert!(t.finish().is_none());
     }
 }

@@ -60,11 +60,34 @@ pub struct LoadedNode<'a> {
     pub extra: Option<Extra>,
 }
 
-/// Inodes decoded from one INODE piece, with their own arena chunk.
-pub struct InodeBatch {
+/// Where a batch puts the fixed parts of the inodes it decodes: a vector of
+/// its own (copied into the node table afterwards), or, in a loader, the
+/// node table's slots for the piece, written in place.
+pub trait NodeSink {
+    /// Appends one node; `false` (and nothing written) when the sink is
+    /// full.
+    fn push_node(&mut self, node: Node) -> bool;
+    /// Nodes appended so far.
+    fn node_count(&self) -> usize;
+}
+
+impl NodeSink for Vec<Node> {
+    #[inline]
+    fn push_node(&mut self, node: Node) -> bool {
+        self.push(node);
+        true
+    }
+    fn node_count(&self) -> usize {
+        self.len()
+    }
+}
+
+/// Inodes decoded from one INODE piece, with their own arena chunk; their
+/// fixed parts go to `S`, by default a vector of the batch's own.
+pub struct InodeBatch<S = Vec<Node>> {
     chunk: u32,
     ids: IdIndex,
-    nodes: Vec<Node>,
+    nodes: S,
     names: Vec<u8>,
     blocks: Vec<Block>,
     extras: Vec<(u32, Extra)>,
@@ -125,6 +148,33 @@ impl InodeBatch {
     /// [`into_parts_and_buffer`](Self::into_parts_and_buffer)).
     pub fn with_buffer(chunk: u32, mut nodes: Vec<Node>, bytes: usize) -> Self {
         nodes.clear();
+        Self::with_sink(chunk, nodes, bytes)
+    }
+
+    /// The decoded fixed parts, to be copied into the node table.
+    pub fn nodes(&self) -> &[Node] {
+        &self.nodes
+    }
+
+    /// Splits the batch into its node table and everything else, for a
+    /// caller whose whole section is this one batch.
+    pub fn into_nodes_and_parts(self) -> (Vec<Node>, InodeParts) {
+        let (parts, nodes) = self.into_parts_and_sink();
+        (nodes, parts)
+    }
+
+    /// Everything but the fixed parts (which the caller has copied), and the
+    /// node buffer for the next batch.
+    pub fn into_parts_and_buffer(self) -> (InodeParts, Vec<Node>) {
+        self.into_parts_and_sink()
+    }
+}
+
+impl<S: NodeSink> InodeBatch<S> {
+    /// A batch filling arena chunk `chunk` whose nodes go to `nodes` (empty
+    /// or not: the batch's nodes are those it appends); the byte length of
+    /// the piece sizes the other buffers.
+    pub fn with_sink(chunk: u32, nodes: S, bytes: usize) -> Self {
         InodeBatch {
             chunk,
             ids: IdIndex::default(),
@@ -140,53 +190,35 @@ impl InodeBatch {
 
     /// Number of records added.
     pub fn len(&self) -> usize {
-        self.nodes.len()
+        self.nodes.node_count()
     }
 
     /// Whether no record was added.
     pub fn is_empty(&self) -> bool {
-        self.nodes.is_empty()
+        self.len() == 0
     }
 
-    /// The decoded fixed parts, to be copied into the node table.
-    pub fn nodes(&self) -> &[Node] {
-        &self.nodes
-    }
-
-    /// Splits the batch into its node table and everything else, for a
-    /// caller whose whole section is this one batch.
-    pub fn into_nodes_and_parts(mut self) -> (Vec<Node>, InodeParts) {
-        let nodes = std::mem::take(&mut self.nodes);
-        let len = count(&nodes);
-        let mut parts = self.into_parts();
-        parts.len = len;
-        (nodes, parts)
-    }
-
-    /// Everything but the fixed parts (which the caller has copied), and the
-    /// node buffer for the next batch.
-    pub fn into_parts_and_buffer(mut self) -> (InodeParts, Vec<Node>) {
-        let nodes = std::mem::take(&mut self.nodes);
-        let len = count(&nodes);
-        let mut parts = self.into_parts();
-        parts.len = len;
-        (parts, nodes)
-    }
-
-    /// Everything but the fixed parts (which the caller has copied).
-    pub fn into_parts(self) -> InodeParts {
+    /// Everything but the fixed parts (which are in the sink), and the sink.
+    pub fn into_parts_and_sink(self) -> (InodeParts, S) {
         let (mut names, mut blocks) = (self.names, self.blocks);
         names.shrink_to_fit();
         blocks.shrink_to_fit();
-        InodeParts {
+        let len = count(&self.nodes);
+        let parts = InodeParts {
             chunk: self.chunk,
-            len: count(&self.nodes),
+            len,
             ids: self.ids,
             names,
             blocks,
             extras: self.extras,
             block_stats: self.block_stats,
-        }
+        };
+        (parts, self.nodes)
+    }
+
+    /// Everything but the fixed parts (which the caller has copied).
+    pub fn into_parts(self) -> InodeParts {
+        self.into_parts_and_sink().0
     }
 
     // The one cast is of a length below 0x80, checked just before it.
@@ -309,7 +341,7 @@ impl InodeBatch {
             self.extras.push((count(&self.nodes), e));
             has_extra = true;
         }
-        self.nodes.push(Node {
+        let pushed = self.nodes.push_node(Node {
             mtime: n.mtime,
             perm,
             name,
@@ -317,6 +349,9 @@ impl InodeBatch {
             has_extra,
             body,
         });
+        if !pushed {
+            return Err("more records than the piece declares".into());
+        }
         Ok(())
     }
 }
@@ -325,8 +360,8 @@ impl InodeBatch {
 /// only after the batch's [`IdIndex`] gave its id a slot, and an `IdIndex`
 /// gives at most `u32::MAX` slots.
 #[allow(clippy::cast_possible_truncation)]
-fn count(nodes: &[Node]) -> u32 {
-    nodes.len() as u32
+fn count<S: NodeSink>(nodes: &S) -> u32 {
+    nodes.node_count() as u32
 }
 
 /// What an [`InodeBatch`] leaves once its nodes are in the node table.

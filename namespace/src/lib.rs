@@ -40,7 +40,7 @@
 //! | `setters.rs` | owner, mode, times, replication, quota, xattr, ACL and under-construction setters of existing inodes |
 //! | `errors.rs` | [`NsError`]: why a mutation was refused |
 //! | `rules.rs` | `valid_name`, `acl_error`: per-record rules shared by loads and mutations |
-//! | `inode_batch.rs` | the inode phase of a load: [`LoadedNode`], [`InodeBatch`], [`InodeParts`], [`BlockStats`] |
+//! | `inode_batch.rs` | the inode phase of a load: [`LoadedNode`], [`InodeBatch`] and its [`NodeSink`], [`InodeParts`], [`BlockStats`] |
 //! | `build.rs` | the directory phase and whole-tree checks: [`DirBatch`], [`NamespaceBuilder`] |
 //! | `digest.rs` | [`Digest`] and [`Namespace::digest`] |
 //!
@@ -120,7 +120,7 @@ pub use consts::{Slot, MAX_NAME_LENGTH, NO_SLOT, ROOT_ID};
 pub use digest::Digest;
 pub use errors::NsError;
 pub use ids::IdIndex;
-pub use inode_batch::{BlockStats, InodeBatch, InodeParts, LoadedBody, LoadedNode};
+pub use inode_batch::{BlockStats, InodeBatch, InodeParts, LoadedBody, LoadedNode, NodeSink};
 pub use namespace::{Namespace, Stats};
 pub use node::{Body, NameRef, Node};
 pub use strings::StringTable;
