@@ -36,7 +36,7 @@
 //!   and the read strategy; `options` ([`LoadOptions`]) and `stats`
 //!   ([`LoadStats`], [`Loaded`]) are its inputs and outputs;
 //! - `indexed`: the indexed path: the small sections, then `inode_phase`
-//!   (inodes into the node table, `table`) and `dir_phase` (parent links
+//!   (inodes into the node table, [`table`]) and `dir_phase` (parent links
 //!   into a sharded table, [`shard`], then the tree check), each running its
 //!   pieces through `run` (a pool, or this thread);
 //! - `stream`: the streaming baseline (buffered reader, prost per record);
@@ -104,7 +104,7 @@ pub mod shard;
 pub mod source;
 mod stats;
 mod stream;
-mod table;
+pub mod table;
 mod trim;
 mod verify;
 mod wire;

@@ -10,6 +10,7 @@ use parking_lot::Mutex;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+/// The node table of a load: one slot per inode, each written once.
 pub struct NodeTable {
     slots: Box<[MaybeUninit<Node>]>,
     /// Slots written so far, by ranges that were each written whole.
