@@ -88,7 +88,6 @@ pub mod decode;
 mod dir_phase;
 mod error;
 pub mod hdfs;
-mod huge;
 mod indexed;
 mod inode_phase;
 mod load;

@@ -27,10 +27,8 @@ impl NodeTable {
     /// An unfilled table of `len` slots. The caller bounds `len` (the
     /// index's record count, itself bounded by the section's bytes).
     pub fn new(len: usize) -> Self {
-        let mut slots = Box::new_uninit_slice(len);
-        crate::huge::advise(&mut slots);
         NodeTable {
-            slots,
+            slots: Box::new_uninit_slice(len),
             filled: AtomicUsize::new(0),
         }
     }
