@@ -211,7 +211,7 @@ pub fn inodes(
 
 /// [`inodes`] with the nodes going to `sink` (a node table's slots, written
 /// in place), checking the piece's checksum too when `check` is set: over
-/// each record's bytes just before it is decoded ([`Ahead`]), the whole
+/// each record's bytes just before it is decoded (64 KiB at a time), the whole
 /// piece compared before the batch is returned. Bytes that do not hash to
 /// the index's checksum are reported as such, whatever else is wrong with
 /// them; the caller keeps nothing of a failed batch.
