@@ -143,7 +143,17 @@ pub(super) fn check_store(fs: &dyn Fs, dir: &Path) -> Result<AtRestSettings, Sto
     Ok(AtRestSettings::default())
 }
 
+/// How long a busy lock is retried before the store is reported locked.
+const LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_millis(250);
+
 /// Takes the store's exclusive lock. Errors name the store directory.
+///
+/// A lock its holder has just let go of can stay taken for a moment: a
+/// child process that another thread of this process is starting holds a
+/// copy of the lock file's descriptor from its fork until its exec closes
+/// it. So a busy lock is tried again for [`LOCK_PATIENCE`] before the store
+/// is reported [`StoreError::Locked`]; a store really open elsewhere is
+/// still refused, that much later.
 pub(super) fn lock_dir(dir: &Path) -> Result<File, StoreError> {
     let path = dir.join(LOCK_FILE);
     let f = File::options()
@@ -152,12 +162,20 @@ pub(super) fn lock_dir(dir: &Path) -> Result<File, StoreError> {
         .write(true)
         .open(&path)
         .map_err(io_err(dir))?;
-    match f.try_lock() {
-        Ok(()) => Ok(f),
-        Err(std::fs::TryLockError::WouldBlock) => Err(StoreError::Locked {
-            path: dir.to_path_buf(),
-        }),
-        Err(std::fs::TryLockError::Error(e)) => Err(io_err(dir)(e)),
+    let started = std::time::Instant::now();
+    loop {
+        match f.try_lock() {
+            Ok(()) => return Ok(f),
+            Err(std::fs::TryLockError::WouldBlock) if started.elapsed() < LOCK_PATIENCE => {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(StoreError::Locked {
+                    path: dir.to_path_buf(),
+                })
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(io_err(dir)(e)),
+        }
     }
 }
 
