@@ -7,7 +7,7 @@ use crate::consts::{Slot, MAX_NAME_LENGTH, NO_SLOT};
 use crate::errors::{show, NsError, Result};
 use crate::lookup::{check_name, components, split_last};
 use crate::namespace::Namespace;
-use crate::node::{name_key, Body, Node};
+use crate::node::{name_key, Body, Node, OWNED_CHILDREN};
 use crate::values::{Block, FileSpec, Perm, PermSpec};
 
 impl Namespace {
@@ -268,9 +268,19 @@ impl Namespace {
         let mut stack = vec![s];
         let mut removed = 0;
         while let Some(x) = stack.pop() {
-            stack.extend_from_slice(self.child_slots(x));
-            self.owned_children.remove(&x);
-            self.extras.remove(&x);
+            // Only a directory has children, and only one whose list was
+            // edited has an owned list; only a node marked `has_extra` has
+            // an extra: the maps are not searched for the others.
+            let n = &self.nodes[x as usize];
+            if let Body::Directory { children, .. } = n.body {
+                stack.extend_from_slice(self.child_slots(x));
+                if children.chunk == OWNED_CHILDREN {
+                    self.owned_children.remove(&x);
+                }
+            }
+            if n.has_extra {
+                self.extras.remove(&x);
+            }
             let n = &mut self.nodes[x as usize];
             n.body = Body::Free;
             n.parent = NO_SLOT;
