@@ -17,6 +17,13 @@ impl OwnedChildren {
 impl Namespace {
     /// The position of `name` among the children of directory `dir`.
     fn child_pos(&self, dir: Slot, name: &[u8]) -> std::result::Result<usize, usize> {
+        self.child_at(dir, name).map(|(i, _)| i)
+    }
+
+    /// The position and slot of `name` among the children of directory
+    /// `dir` (one look-up of the list), or where it would be inserted.
+    #[inline]
+    fn child_at(&self, dir: Slot, name: &[u8]) -> std::result::Result<(usize, Slot), usize> {
         let name_of = |c: Slot| self.name_bytes(self.nodes[c as usize].name);
         if let Some(o) = self.owned_children.get(&dir) {
             // Keys first; a name is read only when keys tie.
@@ -31,7 +38,7 @@ impl Namespace {
                 match ord {
                     std::cmp::Ordering::Less => lo = mid + 1,
                     std::cmp::Ordering::Greater => hi = mid,
-                    std::cmp::Ordering::Equal => return Ok(mid),
+                    std::cmp::Ordering::Equal => return Ok((mid, o.slots[mid])),
                 }
             }
             return Err(lo);
@@ -45,6 +52,7 @@ impl Namespace {
             }
         }
         kids.binary_search_by(|&c| name_of(c).cmp(name))
+            .map(|i| (i, kids[i]))
     }
 
     /// Removes child `s` from its parent's list: a scan of the slots in a
@@ -66,7 +74,7 @@ impl Namespace {
 
     /// The slot of `name` among the children of directory `dir`.
     pub(crate) fn find_child(&self, dir: Slot, name: &[u8]) -> std::result::Result<Slot, usize> {
-        self.child_pos(dir, name).map(|i| self.child_slots(dir)[i])
+        self.child_at(dir, name).map(|(_, s)| s)
     }
 
     /// Makes the child list of `dir` mutable (copying it out of the arena

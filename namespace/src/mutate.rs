@@ -7,7 +7,7 @@ use crate::consts::{Slot, MAX_NAME_LENGTH, NO_SLOT};
 use crate::errors::{show, NsError, Result};
 use crate::lookup::{check_name, components, split_last};
 use crate::namespace::Namespace;
-use crate::node::{name_key, Body, Node};
+use crate::node::{name_key, Body, Node, OWNED_CHILDREN};
 use crate::values::{Block, FileSpec, Perm, PermSpec};
 
 impl Namespace {
@@ -182,13 +182,32 @@ impl Namespace {
         let Body::File { blocks, .. } = self.nodes[s as usize].body else {
             return Err(NsError::NotAFile(format!("inode {id}")));
         };
-        let new = self.blocks.append(blocks, block);
+        let new = self.append_block(blocks, block);
         if let Body::File { blocks, .. } = &mut self.nodes[s as usize].body {
             *blocks = new;
         }
         self.info.last_block_id = block.id;
         self.info.generation_stamp = self.info.generation_stamp.max(block.generation_stamp);
         Ok(())
+    }
+
+    /// Appends `block` to a file's block range: in place when the range
+    /// ends its chunk; else a short range is moved to the tail through a
+    /// buffer on the stack (no allocation), a long one by the arena.
+    fn append_block(&mut self, blocks: Span, block: Block) -> Span {
+        const SHORT: usize = 16;
+        let cur = self.blocks.get(blocks);
+        let n = cur.len();
+        let ends_chunk = n > 0
+            && (blocks.start as usize).checked_add(n)
+                == Some(self.blocks.chunk(blocks.chunk).len());
+        if ends_chunk || n >= SHORT {
+            return self.blocks.append(blocks, block);
+        }
+        let mut buf = [Block::default(); SHORT];
+        buf[..n].copy_from_slice(cur);
+        buf[n] = block;
+        self.blocks.push(&buf[..=n])
     }
 
     // ---- moves and deletes ----------------------------------------------
@@ -268,9 +287,19 @@ impl Namespace {
         let mut stack = vec![s];
         let mut removed = 0;
         while let Some(x) = stack.pop() {
-            stack.extend_from_slice(self.child_slots(x));
-            self.owned_children.remove(&x);
-            self.extras.remove(&x);
+            // Only a directory has children, and only one whose list was
+            // edited has an owned list; only a node marked `has_extra` has
+            // an extra: the maps are not searched for the others.
+            let n = &self.nodes[x as usize];
+            if let Body::Directory { children, .. } = n.body {
+                stack.extend_from_slice(self.child_slots(x));
+                if children.chunk == OWNED_CHILDREN {
+                    self.owned_children.remove(&x);
+                }
+            }
+            if n.has_extra {
+                self.extras.remove(&x);
+            }
             let n = &mut self.nodes[x as usize];
             n.body = Body::Free;
             n.parent = NO_SLOT;
@@ -352,6 +381,35 @@ mod tests {
         assert!(matches!(ns.add_block(f, b(3)), Err(NsError::Invalid(_))));
         ns.add_block(f, b(9)).unwrap();
         assert_eq!(ns.stats().blocks, 2);
+    }
+
+    #[test]
+    fn blocks_append_in_order_wherever_the_range_lies() {
+        let mut ns = Namespace::default();
+        let f = ns.create(b"/f", &P, &F, 1).unwrap();
+        let g = ns.create(b"/g", &P, &F, 1).unwrap();
+        let b = |id| Block {
+            id,
+            generation_stamp: 1000 + id,
+            length: id,
+        };
+        let mut want_f = Vec::new();
+        let mut want_g = Vec::new();
+        // Interleaved: each append finds the other file's block after its
+        // range and moves it (short ranges on the stack, long ones by the
+        // arena), except when the range ends its chunk.
+        for id in 1..=60u64 {
+            let (file, want) = if id % 3 == 0 {
+                (g, &mut want_g)
+            } else {
+                (f, &mut want_f)
+            };
+            ns.add_block(file, b(id)).unwrap();
+            want.push(b(id));
+            assert_eq!(ns.inode(f).unwrap().blocks(), &want_f[..]);
+            assert_eq!(ns.inode(g).unwrap().blocks(), &want_g[..]);
+        }
+        assert_eq!(ns.stats().blocks, 60);
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! applies an operation the first time (filling in the id it allocates) and
 //! on replay (checking that it allocates the same id).
 
+use crate::op_view::{CreateView, OpView};
 use nsimage_format::pb;
 use nsimage_format::pb::journal_op::Op;
 use nsimage_format::wire::convert;
@@ -20,11 +21,11 @@ fn invalid(e: FormatError) -> NsError {
     NsError::Invalid(e.to_string())
 }
 
-fn create(
+fn create<'a>(
     ns: &mut Namespace,
-    c: &mut pb::CreateOp,
-    make: impl FnOnce(&mut Namespace, &pb::CreateOp, &PermSpec<'_>) -> Result<u64, NsError>,
-) -> Result<(), NsError> {
+    c: &CreateView<'a>,
+    make: impl FnOnce(&mut Namespace, &CreateView<'a>, &PermSpec<'a>) -> Result<u64, NsError>,
+) -> Result<u64, NsError> {
     let expect = ns
         .info()
         .last_inode_id
@@ -37,43 +38,73 @@ fn create(
         )));
     }
     let perm = PermSpec {
-        user: &c.user,
-        group: &c.group,
+        user: c.user,
+        group: c.group,
         mode: mode(c.mode)?,
     };
-    let id = make(ns, c, &perm)?;
-    c.new_id = id;
-    Ok(())
+    make(ns, c, &perm)
+}
+
+fn file_spec(c: &CreateView<'_>) -> Result<FileSpec, NsError> {
+    Ok(FileSpec {
+        replication: convert::replication(c.replication).map_err(invalid)?,
+        preferred_block_size: c.preferred_block_size,
+        storage_policy: convert::storage_policy(c.storage_policy).map_err(invalid)?,
+    })
 }
 
 /// Applies `op` to `ns`. A creation records the id it allocated in the op
 /// (`new_id`); when the op already names one (replay), a different
 /// allocation is an error. A refused op changes nothing.
 pub fn apply(ns: &mut Namespace, op: &mut Op) -> Result<(), NsError> {
+    let id = apply_view(ns, &OpView::of(op))?;
+    if let (Some(id), Op::Mkdir(c) | Op::Create(c) | Op::Symlink(c)) = (id, op) {
+        c.new_id = id;
+    }
+    Ok(())
+}
+
+/// Applies a borrowed op (replay's path, [`apply`] for an owned one);
+/// returns the id a creation allocated. A creation whose op names an id
+/// (`new_id` not 0) must allocate that one. A refused op changes nothing.
+pub fn apply_view(ns: &mut Namespace, op: &OpView<'_>) -> Result<Option<u64>, NsError> {
     match op {
-        Op::Mkdir(c) => create(ns, c, |ns, c, perm| {
-            ns.mkdir_in(c.parent, &c.name, perm, c.mtime)
-        }),
-        Op::Create(c) => create(ns, c, |ns, c, perm| {
-            let spec = FileSpec::try_from(c).map_err(invalid)?;
-            ns.create_in(c.parent, &c.name, perm, &spec, c.mtime)
-        }),
-        Op::Symlink(c) => create(ns, c, |ns, c, perm| {
-            ns.symlink_in(c.parent, &c.name, &c.target, perm, c.mtime)
-        }),
-        Op::AddBlock(a) => ns.add_block(a.id, Block::from(a.block.unwrap_or_default())),
-        Op::Rename(r) => ns.rename_in(r.id, r.new_parent, &r.new_name, r.mtime),
-        Op::Delete(d) => ns.delete_id(d.id, d.recursive, d.mtime).map(drop),
-        Op::SetTimes(t) => ns.set_times(t.id, Some(t.mtime), Some(t.atime)),
-        Op::SetOwner(o) => ns.set_owner(o.id, Some(&o.user), Some(&o.group)),
-        Op::SetMode(m) => ns.set_mode(m.id, mode(m.mode)?),
-        Op::SetReplication(r) => {
-            ns.set_replication(r.id, convert::replication(r.replication).map_err(invalid)?)
-        }
-        Op::SetXattr(x) => ns.set_xattr(x.id, xattr_ns(x.namespace)?, &x.name, &x.value),
-        Op::RemoveXattr(x) => ns
-            .remove_xattr(x.id, xattr_ns(x.namespace)?, &x.name)
-            .map(drop),
+        OpView::Mkdir(c) => create(ns, c, |ns, c, perm| {
+            ns.mkdir_in(c.parent, c.name, perm, c.mtime)
+        })
+        .map(Some),
+        OpView::Create(c) => create(ns, c, |ns, c, perm| {
+            let spec = file_spec(c)?;
+            ns.create_in(c.parent, c.name, perm, &spec, c.mtime)
+        })
+        .map(Some),
+        OpView::Symlink(c) => create(ns, c, |ns, c, perm| {
+            ns.symlink_in(c.parent, c.name, c.target, perm, c.mtime)
+        })
+        .map(Some),
+        OpView::AddBlock(a) => ns
+            .add_block(a.id, Block::from(a.block.unwrap_or_default()))
+            .map(|()| None),
+        OpView::Rename(r) => ns
+            .rename_in(r.id, r.new_parent, r.new_name, r.mtime)
+            .map(|()| None),
+        OpView::Delete(d) => ns.delete_id(d.id, d.recursive, d.mtime).map(|_| None),
+        OpView::SetTimes(t) => ns
+            .set_times(t.id, Some(t.mtime), Some(t.atime))
+            .map(|()| None),
+        OpView::SetOwner(o) => ns
+            .set_owner(o.id, Some(o.user), Some(o.group))
+            .map(|()| None),
+        OpView::SetMode(m) => ns.set_mode(m.id, mode(m.mode)?).map(|()| None),
+        OpView::SetReplication(r) => ns
+            .set_replication(r.id, convert::replication(r.replication).map_err(invalid)?)
+            .map(|()| None),
+        OpView::SetXattr(x) => ns
+            .set_xattr(x.id, xattr_ns(x.namespace)?, x.name, x.value)
+            .map(|()| None),
+        OpView::RemoveXattr(x) => ns
+            .remove_xattr(x.id, xattr_ns(x.namespace)?, x.name)
+            .map(|_| None),
     }
 }
 

@@ -13,6 +13,7 @@
 )]
 
 use crate::fs::Fs;
+use crate::op_view::JournalOpView;
 use crate::StoreError;
 use nsimage_format::cipher::{self, ImageCipher, Key, ID_LEN, NONCE_LEN, TAG_LEN};
 use nsimage_format::framing::put_frame;
@@ -243,34 +244,54 @@ enum Framing {
     Sealed(SegmentSealer),
 }
 
-/// The ops one good frame holds: one record, or a batch.
-enum Ops {
-    One(pb::JournalOp),
-    Batch(Vec<pb::JournalOp>),
+/// The callback each replayed record is given to, borrowed from the
+/// segment's bytes.
+pub type ViewSink<'s> = dyn FnMut(JournalOpView<'_>) -> Result<(), StoreError> + 's;
+
+/// The ops one good frame holds: one record (borrowed from the frame), or
+/// a batch (its decrypted records, checked already).
+enum Ops<'a> {
+    One(JournalOpView<'a>),
+    Batch {
+        plain: Vec<u8>,
+        first: u64,
+        count: u32,
+    },
 }
 
-impl Ops {
+impl Ops<'_> {
     fn len(&self) -> u64 {
         match self {
             Ops::One(_) => 1,
-            Ops::Batch(v) => v.len() as u64,
+            Ops::Batch { count, .. } => u64::from(*count),
         }
     }
 
     fn first_txid(&self) -> u64 {
         match self {
             Ops::One(op) => op.txid,
-            Ops::Batch(v) => v.first().map_or(0, |op| op.txid),
+            Ops::Batch { first, .. } => *first,
         }
     }
 
-    fn give(
-        self,
-        f: &mut dyn FnMut(pb::JournalOp) -> Result<(), StoreError>,
-    ) -> Result<(), StoreError> {
+    /// Gives the ops to `f` in order; the frame started at `offset` in
+    /// `seg`.
+    fn give(self, seg: &Segment, offset: u64, f: &mut ViewSink<'_>) -> Result<(), StoreError> {
         match self {
             Ops::One(op) => f(op),
-            Ops::Batch(v) => v.into_iter().try_for_each(f),
+            Ops::Batch { plain, first, .. } => {
+                // The batch decoded whole when it was opened; decoding the
+                // same bytes again cannot fail, but is not trusted to.
+                let mut pos = 0usize;
+                while pos < plain.len() {
+                    let (op, n) = frame_at(&plain[pos..]).map_err(|why| {
+                        corrupt(seg, offset, format!("{} (txid {first})", why.text(true)))
+                    })?;
+                    pos = pos.saturating_add(n);
+                    f(op)?;
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -285,10 +306,10 @@ impl Framing {
 
     /// Decodes one frame's body, which starts (with its length prefix) at
     /// `offset` in the segment.
-    fn decode(&self, body: &[u8], offset: u64) -> Result<Ops, Bad> {
+    fn decode<'a>(&self, body: &'a [u8], offset: u64) -> Result<Ops<'a>, Bad> {
         match self {
             Framing::Plain => decode(body).map(Ops::One),
-            Framing::Sealed(s) => open_batch(s, body, offset).map(Ops::Batch),
+            Framing::Sealed(s) => open_batch(s, body, offset),
         }
     }
 
@@ -321,7 +342,7 @@ fn batch_clear(body: &[u8]) -> Option<(u64, u32)> {
 /// record whose checksum fails ([`Bad::Checksum`]); one that does but
 /// whose records are not exactly `count` good records from the clear
 /// first txid on was written whole and is [`Bad::Undecodable`].
-fn open_batch(s: &SegmentSealer, body: &[u8], offset: u64) -> Result<Vec<pb::JournalOp>, Bad> {
+fn open_batch(s: &SegmentSealer, body: &[u8], offset: u64) -> Result<Ops<'static>, Bad> {
     if body.len() < MIN_BATCH_BODY {
         return Err(Bad::Checksum);
     }
@@ -333,7 +354,7 @@ fn open_batch(s: &SegmentSealer, body: &[u8], offset: u64) -> Result<Vec<pb::Jou
     s.cipher
         .open(&nonce, &aad, &mut plain)
         .map_err(|_| Bad::Checksum)?;
-    let mut ops = Vec::new();
+    let mut ops = 0u64;
     let mut pos = 0usize;
     let mut want = first;
     while pos < plain.len() {
@@ -343,12 +364,16 @@ fn open_batch(s: &SegmentSealer, body: &[u8], offset: u64) -> Result<Vec<pb::Jou
         }
         want = want.checked_add(1).ok_or(Bad::Undecodable)?;
         pos = pos.saturating_add(n);
-        ops.push(op);
+        ops = ops.saturating_add(1);
     }
-    if ops.len() as u64 != u64::from(count) {
+    if ops != u64::from(count) {
         return Err(Bad::Undecodable);
     }
-    Ok(ops)
+    Ok(Ops::Batch {
+        plain,
+        first,
+        count,
+    })
 }
 
 /// A segment file name: finished `edits_<first>-<last>` or open
@@ -482,8 +507,8 @@ impl Bad {
     }
 }
 
-/// Decodes one record body (checksum + message).
-fn decode(body: &[u8]) -> Result<pb::JournalOp, Bad> {
+/// Decodes one record body (checksum + message), borrowing from it.
+fn decode(body: &[u8]) -> Result<JournalOpView<'_>, Bad> {
     let Some((sum, msg)) = body.split_first_chunk::<8>() else {
         return Err(Bad::Checksum);
     };
@@ -493,7 +518,7 @@ fn decode(body: &[u8]) -> Result<pb::JournalOp, Bad> {
     if !well_formed(msg) {
         return Err(Bad::Undecodable);
     }
-    pb::JournalOp::decode(msg).map_err(|_| Bad::Undecodable)
+    JournalOpView::decode(msg).map_err(|_| Bad::Undecodable)
 }
 
 /// The shape every record's message has (STORE.md, "Record"): the txid
@@ -518,7 +543,7 @@ fn well_formed(msg: &[u8]) -> bool {
 
 /// Decodes the framed record at the front of `buf`: the op and the frame's
 /// length in bytes.
-fn frame_at(buf: &[u8]) -> Result<(pb::JournalOp, usize), Bad> {
+fn frame_at(buf: &[u8]) -> Result<(JournalOpView<'_>, usize), Bad> {
     let (len, width) = read_varint(buf).ok_or(Bad::Frame)?;
     let avail = buf.len().checked_sub(width).ok_or(Bad::Frame)?;
     if len > MAX_OP_BYTES || len > avail as u64 {
@@ -584,7 +609,7 @@ fn good_record_after(framing: &Framing, rest: &[u8], base: u64) -> After {
 
 /// Decodes the frame at the front of `buf`, which lies at `offset` in the
 /// segment: its ops and the frame's length in bytes.
-fn framed_at(framing: &Framing, buf: &[u8], offset: u64) -> Result<(Ops, usize), Bad> {
+fn framed_at<'a>(framing: &Framing, buf: &'a [u8], offset: u64) -> Result<(Ops<'a>, usize), Bad> {
     let (len, width) = read_varint(buf).ok_or(Bad::Frame)?;
     let avail = buf.len().checked_sub(width).ok_or(Bad::Frame)?;
     if len > framing.max_len() || len > avail as u64 {
@@ -735,13 +760,28 @@ pub fn parse(
 /// Parses a segment held in memory. In an open segment, bad bytes at the
 /// end that no good record follows are a torn tail, and a file that holds
 /// only zeros or part of the header is a torn create; anything else that
-/// is bad is an error. Sealed segments need the key in `sealing`.
+/// is bad is an error. Sealed segments need the key in `sealing`. Each
+/// record is given to `f` as an owned message ([`parse_views_with`]
+/// borrows them instead).
 pub fn parse_with(
     seg: &Segment,
     bytes: &[u8],
     open: bool,
     sealing: &Sealing,
     f: &mut dyn FnMut(pb::JournalOp) -> Result<(), StoreError>,
+) -> Result<SegmentRead, StoreError> {
+    parse_views_with(seg, bytes, open, sealing, &mut |v| f(v.to_owned()))
+}
+
+/// [`parse_with`], each record given to `f` borrowed from `bytes` (or
+/// from a sealed batch's decrypted bytes): nothing is allocated per
+/// record.
+pub fn parse_views_with(
+    seg: &Segment,
+    bytes: &[u8],
+    open: bool,
+    sealing: &Sealing,
+    f: &mut ViewSink<'_>,
 ) -> Result<SegmentRead, StoreError> {
     let Some(h) = read_header(bytes) else {
         let fp = torn_create_fingerprint(sealing);
@@ -774,11 +814,12 @@ pub fn parse_with(
     while pos < bytes.len() {
         match framed_at(&framing, &bytes[pos..], pos as u64) {
             Ok((ops, n)) => {
+                let at = pos as u64;
                 // n <= bytes.len() - pos.
                 pos = pos.saturating_add(n);
                 out.valid_len = pos as u64;
                 out.ops = out.ops.saturating_add(ops.len());
-                ops.give(f)?;
+                ops.give(seg, at, f)?;
             }
             Err(why) => {
                 out.torn_bytes =
@@ -803,6 +844,8 @@ pub fn read(
 
 /// Reads a segment: with one bulk read when it is at most `bulk_limit`
 /// bytes (falling back to streaming if that read fails), else streamed.
+/// Each record is given to `f` as an owned message ([`read_views_with`]
+/// borrows them instead).
 pub fn read_with(
     fs: &dyn Fs,
     seg: &Segment,
@@ -811,6 +854,19 @@ pub fn read_with(
     sealing: &Sealing,
     f: &mut dyn FnMut(pb::JournalOp) -> Result<(), StoreError>,
 ) -> Result<SegmentRead, StoreError> {
+    read_views_with(fs, seg, open, bulk_limit, sealing, &mut |v| f(v.to_owned()))
+}
+
+/// [`read_with`], each record given to `f` borrowed from the bytes read:
+/// nothing is allocated per record (replay's path).
+pub fn read_views_with(
+    fs: &dyn Fs,
+    seg: &Segment,
+    open: bool,
+    bulk_limit: u64,
+    sealing: &Sealing,
+    f: &mut ViewSink<'_>,
+) -> Result<SegmentRead, StoreError> {
     let io = |source| StoreError::Io {
         path: seg.path.clone(),
         source,
@@ -818,7 +874,7 @@ pub fn read_with(
     let len = fs.len(&seg.path).map_err(io)?;
     if len <= bulk_limit {
         if let Ok(bytes) = fs.read(&seg.path) {
-            let mut r = parse_with(seg, &bytes, open, sealing, f)?;
+            let mut r = parse_views_with(seg, &bytes, open, sealing, f)?;
             r.bulk = true;
             return Ok(r);
         }
@@ -832,7 +888,7 @@ fn stream(
     seg: &Segment,
     open: bool,
     sealing: &Sealing,
-    f: &mut dyn FnMut(pb::JournalOp) -> Result<(), StoreError>,
+    f: &mut ViewSink<'_>,
 ) -> Result<SegmentRead, StoreError> {
     let io = |source| StoreError::Io {
         path: seg.path.clone(),
@@ -852,7 +908,7 @@ fn stream(
         // Short or damaged: the in-memory parser decides (torn or corrupt).
         let mut rest = head[..got].to_vec();
         rd.read_to_end(&mut rest).map_err(io)?;
-        return parse_with(seg, &rest, open, sealing, f);
+        return parse_views_with(seg, &rest, open, sealing, f);
     };
     let framing = framing_for(seg, h, sealing)?;
     let mut out = SegmentRead {
@@ -881,7 +937,7 @@ fn stream(
             Ok(ops) => {
                 out.valid_len = frames.offset();
                 out.ops = out.ops.saturating_add(ops.len());
-                ops.give(f)?;
+                ops.give(seg, at, f)?;
             }
             Err(why) => {
                 // Decide torn or corrupt from every byte from the damage on.

@@ -80,6 +80,7 @@ mod error;
 mod failpoint;
 pub mod fs;
 pub mod journal;
+pub mod op_view;
 pub mod save;
 mod store;
 

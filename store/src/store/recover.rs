@@ -11,8 +11,8 @@ use crate::edit;
 use crate::error::{io_err, StoreError};
 use crate::fs::Fs;
 use crate::journal::{self, Sealing, Segment, SegmentSealer};
+use crate::op_view::JournalOpView;
 use nsimage_format::cipher::{Key, ID_LEN};
-use nsimage_format::pb;
 use nsimage_format::Location;
 use nsimage_loader::{load, ImageSource};
 use nsimage_namespace::Namespace;
@@ -275,7 +275,7 @@ fn replay_segment(
     ns: &mut Namespace,
 ) -> Result<(journal::SegmentRead, u64), StoreError> {
     let mut replayed = 0u64;
-    let mut apply = |mut rec: pb::JournalOp| -> Result<(), StoreError> {
+    let mut apply = |rec: JournalOpView<'_>| -> Result<(), StoreError> {
         let now = ns.info().last_txid;
         if rec.txid <= now {
             return Ok(());
@@ -295,15 +295,15 @@ fn replay_segment(
                 rec.txid
             )));
         }
-        let Some(o) = rec.op.as_mut() else {
-            return Err(bad(format!("txid {} holds no operation", rec.txid)));
-        };
-        edit::apply(ns, o).map_err(|e| bad(format!("replaying txid {}: {e}", rec.txid)))?;
+        // The reader gives only records holding an op (their shape is
+        // checked before they decode).
+        edit::apply_view(ns, &rec.op)
+            .map_err(|e| bad(format!("replaying txid {}: {e}", rec.txid)))?;
         ns.info_mut().last_txid = rec.txid;
         replayed += 1;
         Ok(())
     };
-    let r = journal::read_with(
+    let r = journal::read_views_with(
         fs,
         seg,
         is_open,
