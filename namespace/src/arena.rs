@@ -85,6 +85,24 @@ impl<T: Copy> Arena<T> {
         Span { chunk, start, len }
     }
 
+    /// Appends `head` then `tail` as one new range (no joined copy made
+    /// first).
+    pub fn push_joined(&mut self, head: &[T], tail: &[T]) -> Span {
+        let n = head.len() + tail.len();
+        if n == 0 {
+            return Span::default();
+        }
+        let chunk = self.tail(n);
+        let c = &mut self.chunks[chunk as usize];
+        // `tail` left at most MAX_CHUNK - n items in the chunk.
+        #[allow(clippy::cast_possible_truncation)]
+        let start = c.len() as u32;
+        let len = u32::try_from(n).expect("an arena range holds fewer than 2^32 items");
+        c.extend_from_slice(head);
+        c.extend_from_slice(tail);
+        Span { chunk, start, len }
+    }
+
     /// Appends one item to range `s`, in place when `s` ends its chunk, else by
     /// moving the range to the tail first.
     pub fn append(&mut self, s: Span, item: T) -> Span {

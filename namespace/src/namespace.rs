@@ -108,7 +108,7 @@ impl Namespace {
     pub fn slot_of(&self, id: u64) -> Option<Slot> {
         self.ids
             .slot(id)
-            .filter(|&s| self.nodes[s as usize].body != Body::Free)
+            .filter(|&s| !matches!(self.nodes[s as usize].body, Body::Free))
     }
 
     /// The id of the inode in `slot`, live or freed. Panics if `slot` is
@@ -158,10 +158,12 @@ impl Namespace {
     }
 
     pub(crate) fn put_name(&mut self, name: &[u8]) -> NameRef {
-        let mut buf = Vec::with_capacity(name.len() + 3);
-        prost::encoding::encode_varint(name.len() as u64, &mut buf);
-        buf.extend_from_slice(name);
-        let s = self.names.push(&buf);
+        // The length prefix on the stack, the name straight into the arena.
+        let mut prefix = [0u8; 10];
+        let mut rest = &mut prefix[..];
+        prost::encoding::encode_varint(name.len() as u64, &mut rest);
+        let used = 10 - rest.len();
+        let s = self.names.push_joined(&prefix[..used], name);
         NameRef {
             chunk: s.chunk,
             off: s.start,
