@@ -1,0 +1,79 @@
+//! Criterion bench of journal replay: a segment of `OPS` records of the
+//! store's test workload (creates into random directories, blocks, times,
+//! owners, xattrs, renames, deletes; `nsimage_testkit::workload`) is built
+//! once, then timed while it is parsed and applied onto a fresh empty
+//! namespace, the way recovery replays it, through the borrowing reader
+//! (`parse_views_with` and `edit::apply_view`) and, for comparison,
+//! through the owned one (`parse` and `edit::apply`).
+
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use nsimage_format::pb;
+use nsimage_namespace::Namespace;
+use nsimage_store::edit;
+use nsimage_store::journal::{self, Sealing, Segment};
+use nsimage_testkit::workload::Workload;
+use std::path::PathBuf;
+
+const OPS: u64 = 100_000;
+
+/// A plain segment of `n` records and the namespace they lead to.
+fn segment(n: u64) -> (Vec<u8>, Namespace) {
+    let mut ns = Namespace::default();
+    let w = Workload { seed: 1 };
+    let mut bytes = journal::header().to_vec();
+    for t in 1..=n {
+        let mut o = w.op(&ns, t);
+        edit::apply(&mut ns, &mut o).expect("the workload's ops are valid");
+        ns.info_mut().last_txid = t;
+        journal::encode(
+            &pb::JournalOp {
+                txid: t,
+                op: Some(o),
+            },
+            &mut bytes,
+        );
+    }
+    (bytes, ns)
+}
+
+fn bench(c: &mut Criterion) {
+    let (bytes, want) = segment(OPS);
+    let seg = Segment {
+        path: PathBuf::from("edits_inprogress_00000000000000000001"),
+        first: 1,
+        last: None,
+    };
+    let replay_views = |mut ns: Namespace| {
+        journal::parse_views_with(&seg, &bytes, true, &Sealing::plain(), &mut |rec| {
+            edit::apply_view(&mut ns, &rec.op)?;
+            ns.info_mut().last_txid = rec.txid;
+            Ok(())
+        })
+        .unwrap();
+        ns
+    };
+    let replay_owned = |mut ns: Namespace| {
+        journal::parse(&seg, &bytes, true, &mut |mut rec| {
+            edit::apply(&mut ns, rec.op.as_mut().unwrap())?;
+            ns.info_mut().last_txid = rec.txid;
+            Ok(())
+        })
+        .unwrap();
+        ns
+    };
+    assert_eq!(replay_views(Namespace::default()).digest(), want.digest());
+    assert_eq!(replay_owned(Namespace::default()).digest(), want.digest());
+
+    let mut g = c.benchmark_group("replay");
+    g.throughput(Throughput::Elements(OPS));
+    g.bench_function("views_100k_ops", |b| {
+        b.iter_batched(Namespace::default, &replay_views, BatchSize::LargeInput)
+    });
+    g.bench_function("owned_100k_ops", |b| {
+        b.iter_batched(Namespace::default, &replay_owned, BatchSize::LargeInput)
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
