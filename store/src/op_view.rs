@@ -17,6 +17,7 @@
 
 use nsimage_format::pb;
 use nsimage_format::pb::journal_op::Op;
+use nsimage_format::wire::fields as f;
 
 /// The decoder found bytes prost would refuse.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -270,8 +271,8 @@ impl<'a> JournalOpView<'a> {
         while !c.buf.is_empty() {
             let (field, wire) = c.key()?;
             match field {
-                1 => txid = c.uint(wire)?,
-                2..=13 => {
+                f::journal_op::TXID => txid = c.uint(wire)?,
+                f::journal_op::MKDIR..=f::journal_op::REMOVE_XATTR => {
                     // prost: message::merge checks the limit (100), the
                     // fields inside decode at 99.
                     let body = c.delimited(wire)?;
@@ -478,17 +479,17 @@ fn decode_create<'a>(
 ) -> Result<CreateView<'a>, Undecodable> {
     each_field(body, depth, |c, field, wire| {
         match field {
-            1 => v.parent = c.uint(wire)?,
-            2 => v.name = c.delimited(wire)?,
-            3 => v.user = c.delimited(wire)?,
-            4 => v.group = c.delimited(wire)?,
-            5 => v.mode = c.uint32(wire)?,
-            6 => v.mtime = c.uint(wire)?,
-            7 => v.replication = c.uint32(wire)?,
-            8 => v.preferred_block_size = c.uint(wire)?,
-            9 => v.storage_policy = c.uint32(wire)?,
-            10 => v.target = c.delimited(wire)?,
-            11 => v.new_id = c.uint(wire)?,
+            f::create_op::PARENT => v.parent = c.uint(wire)?,
+            f::create_op::NAME => v.name = c.delimited(wire)?,
+            f::create_op::USER => v.user = c.delimited(wire)?,
+            f::create_op::GROUP => v.group = c.delimited(wire)?,
+            f::create_op::MODE => v.mode = c.uint32(wire)?,
+            f::create_op::MTIME => v.mtime = c.uint(wire)?,
+            f::create_op::REPLICATION => v.replication = c.uint32(wire)?,
+            f::create_op::PREFERRED_BLOCK_SIZE => v.preferred_block_size = c.uint(wire)?,
+            f::create_op::STORAGE_POLICY => v.storage_policy = c.uint32(wire)?,
+            f::create_op::TARGET => v.target = c.delimited(wire)?,
+            f::create_op::NEW_ID => v.new_id = c.uint(wire)?,
             _ => return Ok(false),
         }
         Ok(true)
@@ -501,9 +502,9 @@ fn decode_create<'a>(
 fn merge_block(b: &mut pb::Block, body: &[u8], depth: u32) -> Result<(), Undecodable> {
     each_field(body, depth, |c, field, wire| {
         match field {
-            1 => b.id = c.uint(wire)?,
-            2 => b.generation_stamp = c.uint(wire)?,
-            3 => b.length = c.uint(wire)?,
+            f::block::ID => b.id = c.uint(wire)?,
+            f::block::GENERATION_STAMP => b.generation_stamp = c.uint(wire)?,
+            f::block::LENGTH => b.length = c.uint(wire)?,
             _ => return Ok(false),
         }
         Ok(true)
@@ -520,21 +521,33 @@ fn decode_op<'a>(
     prior: Option<OpView<'a>>,
 ) -> Result<OpView<'a>, Undecodable> {
     Ok(match (field, prior) {
-        (2, Some(OpView::Mkdir(v))) => OpView::Mkdir(decode_create(body, depth, v)?),
-        (2, _) => OpView::Mkdir(decode_create(body, depth, CreateView::default())?),
-        (3, Some(OpView::Create(v))) => OpView::Create(decode_create(body, depth, v)?),
-        (3, _) => OpView::Create(decode_create(body, depth, CreateView::default())?),
-        (4, Some(OpView::Symlink(v))) => OpView::Symlink(decode_create(body, depth, v)?),
-        (4, _) => OpView::Symlink(decode_create(body, depth, CreateView::default())?),
-        (5, prior) => {
+        (f::journal_op::MKDIR, Some(OpView::Mkdir(v))) => {
+            OpView::Mkdir(decode_create(body, depth, v)?)
+        }
+        (f::journal_op::MKDIR, _) => {
+            OpView::Mkdir(decode_create(body, depth, CreateView::default())?)
+        }
+        (f::journal_op::CREATE, Some(OpView::Create(v))) => {
+            OpView::Create(decode_create(body, depth, v)?)
+        }
+        (f::journal_op::CREATE, _) => {
+            OpView::Create(decode_create(body, depth, CreateView::default())?)
+        }
+        (f::journal_op::SYMLINK, Some(OpView::Symlink(v))) => {
+            OpView::Symlink(decode_create(body, depth, v)?)
+        }
+        (f::journal_op::SYMLINK, _) => {
+            OpView::Symlink(decode_create(body, depth, CreateView::default())?)
+        }
+        (f::journal_op::ADD_BLOCK, prior) => {
             let mut a = match prior {
                 Some(OpView::AddBlock(a)) => a,
                 _ => pb::AddBlockOp::default(),
             };
             each_field(body, depth, |c, field, wire| {
                 match field {
-                    1 => a.id = c.uint(wire)?,
-                    2 => {
+                    f::add_block_op::ID => a.id = c.uint(wire)?,
+                    f::add_block_op::BLOCK => {
                         // message::merge checks the limit at this depth;
                         // the block's fields decode one deeper.
                         let inner = c.delimited(wire)?;
@@ -550,128 +563,128 @@ fn decode_op<'a>(
             })?;
             OpView::AddBlock(a)
         }
-        (6, prior) => {
+        (f::journal_op::RENAME, prior) => {
             let mut r = match prior {
                 Some(OpView::Rename(v)) => v,
                 _ => RenameView::default(),
             };
             each_field(body, depth, |c, field, wire| {
                 match field {
-                    1 => r.id = c.uint(wire)?,
-                    2 => r.new_parent = c.uint(wire)?,
-                    3 => r.new_name = c.delimited(wire)?,
-                    4 => r.mtime = c.uint(wire)?,
+                    f::rename_op::ID => r.id = c.uint(wire)?,
+                    f::rename_op::NEW_PARENT => r.new_parent = c.uint(wire)?,
+                    f::rename_op::NEW_NAME => r.new_name = c.delimited(wire)?,
+                    f::rename_op::MTIME => r.mtime = c.uint(wire)?,
                     _ => return Ok(false),
                 }
                 Ok(true)
             })?;
             OpView::Rename(r)
         }
-        (7, prior) => {
+        (f::journal_op::DELETE, prior) => {
             let mut d = match prior {
                 Some(OpView::Delete(v)) => v,
                 _ => pb::DeleteOp::default(),
             };
             each_field(body, depth, |c, field, wire| {
                 match field {
-                    1 => d.id = c.uint(wire)?,
-                    2 => d.recursive = c.boolean(wire)?,
-                    3 => d.mtime = c.uint(wire)?,
+                    f::delete_op::ID => d.id = c.uint(wire)?,
+                    f::delete_op::RECURSIVE => d.recursive = c.boolean(wire)?,
+                    f::delete_op::MTIME => d.mtime = c.uint(wire)?,
                     _ => return Ok(false),
                 }
                 Ok(true)
             })?;
             OpView::Delete(d)
         }
-        (8, prior) => {
+        (f::journal_op::SET_TIMES, prior) => {
             let mut t = match prior {
                 Some(OpView::SetTimes(v)) => v,
                 _ => pb::SetTimesOp::default(),
             };
             each_field(body, depth, |c, field, wire| {
                 match field {
-                    1 => t.id = c.uint(wire)?,
-                    2 => t.mtime = c.uint(wire)?,
-                    3 => t.atime = c.uint(wire)?,
+                    f::set_times_op::ID => t.id = c.uint(wire)?,
+                    f::set_times_op::MTIME => t.mtime = c.uint(wire)?,
+                    f::set_times_op::ATIME => t.atime = c.uint(wire)?,
                     _ => return Ok(false),
                 }
                 Ok(true)
             })?;
             OpView::SetTimes(t)
         }
-        (9, prior) => {
+        (f::journal_op::SET_OWNER, prior) => {
             let mut o = match prior {
                 Some(OpView::SetOwner(v)) => v,
                 _ => SetOwnerView::default(),
             };
             each_field(body, depth, |c, field, wire| {
                 match field {
-                    1 => o.id = c.uint(wire)?,
-                    2 => o.user = c.delimited(wire)?,
-                    3 => o.group = c.delimited(wire)?,
+                    f::set_owner_op::ID => o.id = c.uint(wire)?,
+                    f::set_owner_op::USER => o.user = c.delimited(wire)?,
+                    f::set_owner_op::GROUP => o.group = c.delimited(wire)?,
                     _ => return Ok(false),
                 }
                 Ok(true)
             })?;
             OpView::SetOwner(o)
         }
-        (10, prior) => {
+        (f::journal_op::SET_MODE, prior) => {
             let mut m = match prior {
                 Some(OpView::SetMode(v)) => v,
                 _ => pb::SetModeOp::default(),
             };
             each_field(body, depth, |c, field, wire| {
                 match field {
-                    1 => m.id = c.uint(wire)?,
-                    2 => m.mode = c.uint32(wire)?,
+                    f::set_mode_op::ID => m.id = c.uint(wire)?,
+                    f::set_mode_op::MODE => m.mode = c.uint32(wire)?,
                     _ => return Ok(false),
                 }
                 Ok(true)
             })?;
             OpView::SetMode(m)
         }
-        (11, prior) => {
+        (f::journal_op::SET_REPLICATION, prior) => {
             let mut r = match prior {
                 Some(OpView::SetReplication(v)) => v,
                 _ => pb::SetReplicationOp::default(),
             };
             each_field(body, depth, |c, field, wire| {
                 match field {
-                    1 => r.id = c.uint(wire)?,
-                    2 => r.replication = c.uint32(wire)?,
+                    f::set_replication_op::ID => r.id = c.uint(wire)?,
+                    f::set_replication_op::REPLICATION => r.replication = c.uint32(wire)?,
                     _ => return Ok(false),
                 }
                 Ok(true)
             })?;
             OpView::SetReplication(r)
         }
-        (12, prior) => {
+        (f::journal_op::SET_XATTR, prior) => {
             let mut x = match prior {
                 Some(OpView::SetXattr(v)) => v,
                 _ => SetXattrView::default(),
             };
             each_field(body, depth, |c, field, wire| {
                 match field {
-                    1 => x.id = c.uint(wire)?,
-                    2 => x.namespace = c.int32(wire)?,
-                    3 => x.name = c.delimited(wire)?,
-                    4 => x.value = c.delimited(wire)?,
+                    f::set_xattr_op::ID => x.id = c.uint(wire)?,
+                    f::set_xattr_op::NAMESPACE => x.namespace = c.int32(wire)?,
+                    f::set_xattr_op::NAME => x.name = c.delimited(wire)?,
+                    f::set_xattr_op::VALUE => x.value = c.delimited(wire)?,
                     _ => return Ok(false),
                 }
                 Ok(true)
             })?;
             OpView::SetXattr(x)
         }
-        (13, prior) => {
+        (f::journal_op::REMOVE_XATTR, prior) => {
             let mut x = match prior {
                 Some(OpView::RemoveXattr(v)) => v,
                 _ => RemoveXattrView::default(),
             };
             each_field(body, depth, |c, field, wire| {
                 match field {
-                    1 => x.id = c.uint(wire)?,
-                    2 => x.namespace = c.int32(wire)?,
-                    3 => x.name = c.delimited(wire)?,
+                    f::remove_xattr_op::ID => x.id = c.uint(wire)?,
+                    f::remove_xattr_op::NAMESPACE => x.namespace = c.int32(wire)?,
+                    f::remove_xattr_op::NAME => x.name = c.delimited(wire)?,
                     _ => return Ok(false),
                 }
                 Ok(true)
