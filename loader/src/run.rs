@@ -9,9 +9,10 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// Runs `f` over every piece, on `pool` when given (every worker taking
 /// the next piece in file order until none is left) or in order on this
-/// thread. `init` makes each worker's
-/// scratch. The first failure stops the workers from starting new pieces;
-/// the error of the lowest-numbered failed piece is returned.
+/// thread. `init` makes each worker's scratch. The first failure stops the
+/// workers from starting new pieces; since pieces are handed out in order,
+/// every piece before a failed one has run, and the error of the
+/// lowest-numbered failed piece is returned.
 pub(crate) fn run_pieces<T: Send, S>(
     pool: Option<&rayon::ThreadPool>,
     pieces: &[(SubSectionInfo, Location)],
