@@ -65,7 +65,8 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     // trim in the load's time.
     let trim = std::time::Instant::now();
     release_free_memory();
-    loaded.stats.seconds += trim.elapsed().as_secs_f64();
+    let trim_seconds = trim.elapsed().as_secs_f64();
+    loaded.stats.seconds += trim_seconds;
     let allocations = crate::allocations() - allocs_before;
     let rss_after = mem::rss_bytes();
     pb.finish_and_clear();
@@ -91,6 +92,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             "allocations_per_inode": per_inode(allocations as u64),
             "inode_phase_seconds": s.inode_phase_seconds,
             "dir_phase_seconds": s.dir_phase_seconds,
+            "trim_seconds": trim_seconds,
             "lock_acquisitions": s.locks.acquisitions,
             "lock_contended": s.locks.contended,
             "lock_wait_seconds": s.locks.wait_ns as f64 / 1e9,
