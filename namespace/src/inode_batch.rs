@@ -171,9 +171,9 @@ impl InodeBatch {
 }
 
 impl<S: NodeSink> InodeBatch<S> {
-    /// A batch filling arena chunk `chunk` whose nodes go to `nodes` (empty
-    /// or not: the batch's nodes are those it appends); the byte length of
-    /// the piece sizes the other buffers.
+    /// A batch filling arena chunk `chunk` whose nodes go to `nodes`, which
+    /// must hold none yet (the batch counts and numbers its nodes by the
+    /// sink's count); the byte length of the piece sizes the other buffers.
     pub fn with_sink(chunk: u32, nodes: S, bytes: usize) -> Self {
         InodeBatch {
             chunk,
