@@ -21,9 +21,13 @@ pub(crate) fn load_indexed(
     pool: Option<&rayon::ThreadPool>,
     stats: &mut LoadStats,
 ) -> Result<Namespace, LoadError> {
-    check_unknown(src, pool)?;
     let (info, strings) = small_sections(src)?;
     let builder = inode_phase(src, pool, info, strings, stats)?;
+    // After the INODE pieces: the optional sections a writer puts after
+    // INODE (NAME_INDEX) are then read in file order between the phases,
+    // the prefetch thread following, instead of a cold load first reading
+    // them at another place of the disk.
+    check_unknown(src, pool)?;
     dir_phase(src, pool, builder, stats)
 }
 

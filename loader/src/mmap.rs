@@ -29,11 +29,10 @@ impl MmapOptIn {
     }
 }
 
-/// Maps `file` read-only, with one `MADV_WILLNEED` over the whole mapping.
-/// That hint returns only once the kernel has queued reads for every page
-/// not cached, so on a cold cache the caller waits for most of the file
-/// before it decodes anything: the load maps with [`map_lazy`] and reads
-/// ahead on a thread of its own (`prefetch`) unless that is turned off.
+/// Maps `file` read-only, with one `MADV_WILLNEED` over the whole mapping,
+/// of which the kernel reads only its read-ahead limit (the first few MiB
+/// at most): the load maps with [`map_lazy`] and reads ahead on a thread of
+/// its own (`prefetch`) unless that is turned off.
 pub(crate) fn map(file: &File, _opt_in: MmapOptIn) -> std::io::Result<Mmap> {
     // Safety: memmap2 requires that the mapped file is not modified while
     // mapped; the caller promised so by building `MmapOptIn` (see its

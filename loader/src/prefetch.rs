@@ -1,31 +1,40 @@
 //! Reading ahead of the workers, and the page-cache tools of cold-cache
 //! benchmarks.
 //!
-//! A cold load used to read and decode one after the other: one
-//! `MADV_WILLNEED` of the whole mapping on the loading thread, which
-//! returns only once the kernel has queued reads for every page, then the
-//! decode; the bulk reads had only the kernel's own read-ahead. Now a
-//! prefetch thread follows the workers: each worker tells it the piece it
-//! starts (`Progress::started`, called by `run_pieces`), and the thread
-//! asks the kernel for the next window of bytes of pieces after it that it
+//! A prefetch thread follows the workers: they tell it the pieces they
+//! start (`Progress::started`, called by `run_pieces_tracked`), and it asks
+//! the kernel for the pieces in the next window of bytes after them that it
 //! has not asked for yet (`madvise(MADV_WILLNEED)` on the mapping,
 //! `posix_fadvise(POSIX_FADV_WILLNEED)` on the file for bulk reads). The
 //! workers take pieces in file order, so they read one front moving
-//! forward; the window follows every piece started all the same, not only
-//! the lowest one. The disk reads one
-//! window while the workers decode the one before.
+//! forward; the thread is woken again once that front has moved a quarter
+//! of the window (or jumped back), not for every piece.
 //!
-//! `NSIMAGE_NO_PREFETCH=1` turns the prefetch thread off (the load then
-//! behaves as before: one blocking whole-file hint for a mapping, none for
-//! bulk reads); `NSIMAGE_PREFETCH_MIB=N` sets the window (default
-//! [`DEFAULT_WINDOW_MIB`]).
+//! The kernel reads at most its read-ahead limit of one such hint (the
+//! larger of the device's read-ahead and largest request; 128 KiB on a
+//! device left at its defaults) and drops the rest of the range without a
+//! word: a hint of a whole 32 MiB window read 8 MiB of it on the
+//! development machine, and the workers then faulted the rest in. So every
+//! range is asked for in requests no larger than that limit
+//! ([`hint_limit`]).
+//!
+//! `NSIMAGE_NO_PREFETCH=1` turns the prefetch thread off (then a mapping
+//! gets one whole-file hint on the loading thread, which the kernel cuts
+//! to its read-ahead limit, and bulk reads only the kernel's own
+//! read-ahead); `NSIMAGE_PREFETCH_MIB=N` sets the window (default
+//! [`DEFAULT_WINDOW_MIB`]); `NSIMAGE_HINT_KIB=N` sets the request size,
+//! whatever the device says.
 
 pub use crate::progress::Progress;
 use crate::source::ImageSource;
 use std::path::Path;
 
-/// The default read-ahead window, in MiB, after each piece started.
-pub const DEFAULT_WINDOW_MIB: u64 = 32;
+/// The default read-ahead window, in MiB, after the workers' front. Large
+/// enough that the disk, faster than the decoders, works ahead through the
+/// INODE phase and has NAME_INDEX and INODE_DIR read by the time the
+/// workers get there (cold 2-thread loads 1.10x a warm one with 32 MiB,
+/// 1.07x with 128; README, "Cold cache").
+pub const DEFAULT_WINDOW_MIB: u64 = 128;
 
 /// A piece's stored byte range in the file: `(offset, length)`.
 type Span = (u64, u64);
@@ -45,6 +54,21 @@ pub(crate) fn window_from_env() -> Option<u64> {
         .filter(|&m| m > 0)
         .unwrap_or(DEFAULT_WINDOW_MIB);
     Some(mib.saturating_mul(1 << 20))
+}
+
+/// What a load of a file at `path` (a file, or the directory holding it)
+/// in this process reads ahead, in words: `off (NSIMAGE_NO_PREFETCH)`, or
+/// the window and the request size (for the bench's report).
+pub fn describe(path: &Path) -> String {
+    match window_from_env() {
+        None => "off (NSIMAGE_NO_PREFETCH)".to_string(),
+        Some(w) => {
+            let limit = std::fs::File::open(path).map_or(MIN_HINT, |f| {
+                hint_from_env().unwrap_or_else(|| hint_limit(&f))
+            });
+            format!("{} MiB ahead in requests of {} KiB", w >> 20, limit >> 10)
+        }
+    }
 }
 
 /// Runs `load` with a prefetch thread reading `window` bytes ahead of the
@@ -84,39 +108,108 @@ pub(crate) fn with_prefetch<T>(
 }
 
 /// The prefetch thread: the window from the first piece, then the window
-/// after every piece a worker starts, until the load finishes.
+/// after the pieces workers start, woken again once their front has moved
+/// a quarter of the window past the piece it last hinted from (or gone
+/// back before it), so that at least three quarters of a window stay asked
+/// for ahead of the front.
 fn prefetch(src: &ImageSource, spans: &[Span], window: u64) {
     let progress = src.progress();
+    let step = (window / 4).max(1);
     let mut asked = vec![false; spans.len()];
+    let limit = hint_from_env().unwrap_or_else(|| hint_limit(src.file()));
     let mut hint = |from: usize| {
         for (offset, len) in ask(spans, &mut asked, from, window) {
-            will_need(src, offset, len);
+            will_need(src, offset, len, limit);
         }
     };
     hint(0);
     while let Some(started) = progress.wait() {
+        let mut low = u64::MAX;
         for offset in started {
             if let Some(i) = locate(spans, offset) {
                 hint(i);
+                low = low.min(offset);
             }
+        }
+        if low != u64::MAX {
+            progress.wake_outside(low, low.saturating_add(step));
         }
     }
 }
 
 /// Asks the kernel to read `len` bytes at `offset` soon, without waiting
-/// for them. A hint: failures are ignored.
-fn will_need(src: &ImageSource, offset: u64, len: u64) {
-    match src.mapping() {
-        Some(m) => {
-            if let (Ok(o), Ok(l)) = (usize::try_from(offset), usize::try_from(len)) {
-                let _ = crate::mmap::will_need(m, o, l);
+/// for them, in requests of at most `limit` bytes: the kernel reads at
+/// most its read-ahead limit of one `MADV_WILLNEED` or
+/// `POSIX_FADV_WILLNEED` and drops the rest of the range (a hint of a 32 MiB
+/// window read 8 MiB of it on the development machine). A hint: failures
+/// are ignored.
+fn will_need(src: &ImageSource, offset: u64, len: u64, limit: u64) {
+    for (at, n) in requests(offset, len, limit) {
+        match src.mapping() {
+            Some(m) => {
+                if let (Ok(o), Ok(l)) = (usize::try_from(at), usize::try_from(n)) {
+                    let _ = crate::mmap::will_need(m, o, l);
+                }
             }
-        }
-        None => {
-            let _ = crate::mmap::fadvise(src.file(), offset, len, libc::POSIX_FADV_WILLNEED);
+            None => {
+                let _ = crate::mmap::fadvise(src.file(), at, n, libc::POSIX_FADV_WILLNEED);
+            }
         }
     }
 }
+
+/// `len` bytes at `offset` cut into consecutive requests of at most
+/// `limit` bytes (at least 1).
+fn requests(offset: u64, len: u64, limit: u64) -> impl Iterator<Item = Span> {
+    let end = offset.saturating_add(len);
+    let limit = limit.max(1);
+    std::iter::successors(Some(offset), move |&at| Some(at.saturating_add(limit)))
+        .take_while(move |&at| at < end)
+        .map(move |at| (at, limit.min(end - at)))
+}
+
+/// The most bytes one read-ahead hint on `file` gets read: the larger of
+/// its block device's read-ahead and largest request
+/// (`queue/read_ahead_kb` and `queue/max_sectors_kb` in sysfs, the
+/// partition's disk for a partition), [`MIN_HINT`] when they cannot be read
+/// (a file system without a block device, no sysfs), at most [`MAX_HINT`].
+pub fn hint_limit(file: &std::fs::File) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = file.metadata() else {
+        return MIN_HINT;
+    };
+    let dev = meta.dev();
+    let base = format!("/sys/dev/block/{}:{}", libc::major(dev), libc::minor(dev));
+    let kib = |name: &str| {
+        [
+            format!("{base}/queue/{name}"),
+            format!("{base}/../queue/{name}"),
+        ]
+        .iter()
+        .find_map(|p| std::fs::read_to_string(p).ok())
+        .and_then(|t| t.trim().parse::<u64>().ok())
+        .map_or(0, |k| k.saturating_mul(1024))
+    };
+    kib("read_ahead_kb")
+        .max(kib("max_sectors_kb"))
+        .clamp(MIN_HINT, MAX_HINT)
+}
+
+/// `NSIMAGE_HINT_KIB=N`: hints of at most N KiB, whatever the device.
+fn hint_from_env() -> Option<u64> {
+    std::env::var("NSIMAGE_HINT_KIB")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|&k| k > 0)
+        .map(|k| k.saturating_mul(1024))
+}
+
+/// The kernel's default read-ahead (128 KiB): a hint never larger than
+/// this is read whole on any block device left at its defaults.
+const MIN_HINT: u64 = 128 << 10;
+
+/// The largest request a hint is split into.
+const MAX_HINT: u64 = 8 << 20;
 
 /// The index of the span holding `offset` (spans sorted by offset).
 fn locate(spans: &[Span], offset: u64) -> Option<usize> {
@@ -250,6 +343,36 @@ mod tests {
             vec![(4096 + 12 * MIB, 16 * MIB)]
         );
         assert!(asked.iter().all(|&a| a));
+    }
+
+    #[test]
+    fn a_hint_is_cut_into_requests_no_larger_than_the_limit() {
+        let r: Vec<Span> = requests(4096, 10 * MIB, 4 * MIB).collect();
+        assert_eq!(
+            r,
+            vec![
+                (4096, 4 * MIB),
+                (4096 + 4 * MIB, 4 * MIB),
+                (4096 + 8 * MIB, 2 * MIB)
+            ]
+        );
+        assert_eq!(requests(7, 0, MIB).count(), 0);
+        assert_eq!(
+            requests(0, 3, 0).collect::<Vec<_>>(),
+            vec![(0, 1), (1, 1), (2, 1)]
+        );
+        // Near the end of the offsets, without overflow.
+        assert_eq!(
+            requests(u64::MAX - 5, 100, 4).collect::<Vec<_>>(),
+            vec![(u64::MAX - 5, 4), (u64::MAX - 1, 1)]
+        );
+    }
+
+    #[test]
+    fn the_hint_limit_is_within_its_bounds() {
+        let f = tempfile::tempfile().unwrap();
+        let l = hint_limit(&f);
+        assert!((MIN_HINT..=MAX_HINT).contains(&l), "{l}");
     }
 
     #[test]

@@ -1,16 +1,36 @@
 //! What the workers of a load tell the prefetch thread
 //! ([`prefetch`](crate::prefetch)): the offsets of the pieces they start.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, PoisonError};
 
 /// What the workers tell the prefetch thread: the offsets of the pieces they
 /// start. Inactive (one relaxed load per piece) when no prefetch thread runs.
-#[derive(Default)]
+///
+/// The thread is woken only for a piece that starts at or past
+/// [`wake_from`](Self::wake_from) or before [`wake_below`](Self::wake_below),
+/// two offsets it sets after each hint: the front of the workers has moved a
+/// step since, or jumped back. Pieces of a few KiB (NAME_INDEX's) would
+/// otherwise wake it thousands of times for nothing to ask.
 pub struct Progress {
     active: AtomicBool,
+    wake_from: AtomicU64,
+    wake_below: AtomicU64,
     state: Mutex<State>,
     wake: Condvar,
+}
+
+impl Default for Progress {
+    fn default() -> Self {
+        Self {
+            active: AtomicBool::new(false),
+            // Until the thread says otherwise, every piece wakes it.
+            wake_from: AtomicU64::new(0),
+            wake_below: AtomicU64::new(0),
+            state: Mutex::default(),
+            wake: Condvar::new(),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -30,6 +50,11 @@ impl Progress {
         if !self.active.load(Ordering::Relaxed) {
             return;
         }
+        let ahead = offset >= self.wake_from.load(Ordering::Relaxed);
+        let back = offset < self.wake_below.load(Ordering::Relaxed);
+        if !(ahead || back) {
+            return;
+        }
         let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         s.started.push(offset);
         self.wake.notify_one();
@@ -44,6 +69,13 @@ impl Progress {
         self.wake.notify_one();
     }
 
+    /// From now on, wake the thread only for a piece starting at or past
+    /// `from`, or before `below`.
+    pub(crate) fn wake_outside(&self, below: u64, from: u64) {
+        self.wake_below.store(below, Ordering::Relaxed);
+        self.wake_from.store(from, Ordering::Relaxed);
+    }
+
     /// The offsets started since the last call; `None` once finished.
     pub(crate) fn wait(&self) -> Option<Vec<u64>> {
         let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
@@ -54,5 +86,35 @@ impl Progress {
             return None;
         }
         Some(std::mem::take(&mut s.started))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_pieces_outside_the_thresholds_wake_the_thread() {
+        let p = Progress::default();
+        // Inactive: nothing is recorded.
+        p.started(5);
+        p.activate();
+        // Before any threshold is set, every piece counts.
+        p.started(10);
+        p.started(20);
+        assert_eq!(p.wait(), Some(vec![10, 20]));
+        p.wake_outside(100, 200);
+        for o in [100, 150, 199] {
+            p.started(o);
+        }
+        // At or past `from`, and before `below`.
+        p.started(200);
+        p.started(99);
+        assert_eq!(p.wait(), Some(vec![200, 99]));
+        p.finish();
+        assert_eq!(p.wait(), None);
+        // Finished: inactive again.
+        p.started(1000);
+        assert!(p.state.lock().unwrap().started.is_empty());
     }
 }

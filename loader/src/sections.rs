@@ -55,21 +55,17 @@ pub(crate) fn check_unknown(
         .filter(|s| !s.kind.is_known())
         .flat_map(pieces)
         .collect();
-    let check = |(p, at): &(SubSectionInfo, Location)| {
-        let mut buf = crate::source::PieceBuf::default();
-        src.piece(p, at, &mut buf).map(|_| ())
-    };
-    match pool {
-        // In parallel on the load's pool; the first bad piece in file
-        // order is reported, as on the serial path.
-        Some(pool) if all.len() > 1 => {
-            use rayon::prelude::*;
-            pool.install(|| all.par_iter().map(check).collect::<Vec<_>>())
-                .into_iter()
-                .collect()
-        }
-        _ => all.iter().try_for_each(check),
-    }
+    // On the load's pool when given, workers taking the pieces in file
+    // order, each start told to the prefetch thread; the first bad piece in
+    // file order is reported, as on the serial path.
+    crate::run::run_pieces_tracked(
+        src.progress(),
+        pool,
+        &all,
+        crate::source::PieceBuf::default,
+        |buf, _, p, at| src.piece(p, at, buf).map(|_| ()),
+    )
+    .map(|_| ())
 }
 
 /// A piece's number as the arena chunk its batch fills.

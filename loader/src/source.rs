@@ -388,7 +388,9 @@ impl ImageSource {
         at: &Location,
         buf: &mut Vec<u8>,
     ) -> Result<Option<&'s [u8]>, LoadError> {
-        let Some(m) = &self.map else {
+        // A sealed piece is decrypted in place in `buf`: read it there
+        // rather than fault it in through the mapping and copy it.
+        let Some(m) = self.map.as_ref().filter(|_| piece.at_rest.sealed.is_none()) else {
             self.read_into(piece.offset, piece.length, buf)?;
             return Ok(None);
         };

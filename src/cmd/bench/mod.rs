@@ -552,17 +552,8 @@ pub fn run(mut a: Args) -> anyhow::Result<ExitCode> {
         .collect();
     plot::draw(&warm, &plot_path)
         .map_err(|e| anyhow::anyhow!("drawing the plot {}: {e}", plot_path.display()))?;
-    let prefetch = match std::env::var_os("NSIMAGE_NO_PREFETCH") {
-        Some(v) if !v.is_empty() && v != "0" => "off (NSIMAGE_NO_PREFETCH)".to_string(),
-        _ => format!(
-            "{} MiB ahead",
-            std::env::var("NSIMAGE_PREFETCH_MIB")
-                .ok()
-                .and_then(|v| v.trim().parse::<u64>().ok())
-                .filter(|&m| m > 0)
-                .unwrap_or(nsimage_loader::prefetch::DEFAULT_WINDOW_MIB)
-        ),
-    };
+    // The images are in `a.dir`: the same device, so the same request size.
+    let prefetch = nsimage_loader::prefetch::describe(&a.dir);
     if a.json {
         let v = serde_json::json!({
             "cores": cores,
