@@ -12,7 +12,6 @@ use crate::namespace::{read_name, Namespace};
 use crate::node::{Body, Node};
 use crate::strings::StringTable;
 use crate::values::NsInfo;
-use std::collections::HashMap;
 
 /// Child lists decoded from one INODE_DIR piece, with their own arena chunk.
 pub struct DirBatch {
@@ -128,8 +127,8 @@ impl NamespaceBuilder {
                 names: Arena::default(),
                 blocks: Arena::default(),
                 children: Arena::default(),
-                owned_children: HashMap::new(),
-                extras: HashMap::new(),
+                owned_children: crate::namespace::SlotMap::default(),
+                extras: crate::namespace::SlotMap::default(),
             },
             added: 0,
             block_stats: BlockStats::default(),

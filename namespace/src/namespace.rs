@@ -7,7 +7,10 @@ use crate::ids::IdIndex;
 use crate::node::{Body, NameRef, Node, OwnedChildren, OWNED_CHILDREN};
 use crate::strings::StringTable;
 use crate::values::{Block, Extra, NsInfo, Perm};
-use std::collections::HashMap;
+/// The maps keyed by slot: foldhash, not the default SipHash (these keys
+/// come from the namespace itself, not from an adversary choosing them to
+/// collide, and journal replay hashes a slot several times per op).
+pub(crate) type SlotMap<V> = foldhash::HashMap<Slot, V>;
 
 /// A metadata server's namespace.
 #[derive(Clone, Debug)]
@@ -19,8 +22,8 @@ pub struct Namespace {
     pub(crate) names: Arena<u8>,
     pub(crate) blocks: Arena<Block>,
     pub(crate) children: Arena<Slot>,
-    pub(crate) owned_children: HashMap<Slot, OwnedChildren>,
-    pub(crate) extras: HashMap<Slot, Extra>,
+    pub(crate) owned_children: SlotMap<OwnedChildren>,
+    pub(crate) extras: SlotMap<Extra>,
 }
 
 /// Counts of what a namespace holds.
@@ -60,8 +63,8 @@ impl Namespace {
             names: Arena::default(),
             blocks: Arena::default(),
             children: Arena::default(),
-            owned_children: HashMap::new(),
-            extras: HashMap::new(),
+            owned_children: SlotMap::default(),
+            extras: SlotMap::default(),
         };
         let name = ns.put_name(b"");
         ns.ids.push(ROOT_ID);
