@@ -11,9 +11,8 @@
 //! of the window (or jumped back), not for every piece.
 //!
 //! The kernel reads at most its read-ahead limit of one such hint (the
-//! larger of the device's read-ahead and largest request; 128 KiB on a
-//! device left at its defaults) and drops the rest of the range without a
-//! word: a hint of a whole 32 MiB window read 8 MiB of it on the
+//! larger of the device's read-ahead and largest request, often 128 KiB
+//! and 1,280 KiB) and drops the rest of the range without a word: a hint of a whole 32 MiB window read 8 MiB of it on the
 //! development machine, and the workers then faulted the rest in. So every
 //! range is asked for in requests no larger than that limit
 //! ([`hint_limit`]).
@@ -63,9 +62,8 @@ pub fn describe(path: &Path) -> String {
     match window_from_env() {
         None => "off (NSIMAGE_NO_PREFETCH)".to_string(),
         Some(w) => {
-            let limit = std::fs::File::open(path).map_or(MIN_HINT, |f| {
-                hint_from_env().unwrap_or_else(|| hint_limit(&f))
-            });
+            let limit = hint_from_env()
+                .unwrap_or_else(|| std::fs::File::open(path).map_or(MIN_HINT, |f| hint_limit(&f)));
             format!("{} MiB ahead in requests of {} KiB", w >> 20, limit >> 10)
         }
     }
@@ -179,11 +177,22 @@ pub fn hint_limit(file: &std::fs::File) -> u64 {
         return MIN_HINT;
     };
     let dev = meta.dev();
-    let base = format!("/sys/dev/block/{}:{}", libc::major(dev), libc::minor(dev));
+    limit_in_sysfs(
+        Path::new("/sys/dev/block"),
+        libc::major(dev),
+        libc::minor(dev),
+    )
+}
+
+/// [`hint_limit`] of device `major:minor` under `root` (`/sys/dev/block`):
+/// its `queue/` files, else those of the directory above it (a partition's
+/// disk).
+fn limit_in_sysfs(root: &Path, major: u32, minor: u32) -> u64 {
+    let base = root.join(format!("{major}:{minor}"));
     let kib = |name: &str| {
         [
-            format!("{base}/queue/{name}"),
-            format!("{base}/../queue/{name}"),
+            base.join("queue").join(name),
+            base.join("../queue").join(name),
         ]
         .iter()
         .find_map(|p| std::fs::read_to_string(p).ok())
@@ -195,21 +204,22 @@ pub fn hint_limit(file: &std::fs::File) -> u64 {
         .clamp(MIN_HINT, MAX_HINT)
 }
 
-/// `NSIMAGE_HINT_KIB=N`: hints of at most N KiB, whatever the device.
+/// `NSIMAGE_HINT_KIB=N`: hints of at most N KiB (at least 4), whatever the
+/// device.
 fn hint_from_env() -> Option<u64> {
     std::env::var("NSIMAGE_HINT_KIB")
         .ok()
         .and_then(|v| v.trim().parse::<u64>().ok())
         .filter(|&k| k > 0)
-        .map(|k| k.saturating_mul(1024))
+        .map(|k| k.max(4).saturating_mul(1024))
 }
 
 /// The kernel's default read-ahead (128 KiB): a hint never larger than
 /// this is read whole on any block device left at its defaults.
-const MIN_HINT: u64 = 128 << 10;
+pub const MIN_HINT: u64 = 128 << 10;
 
 /// The largest request a hint is split into.
-const MAX_HINT: u64 = 8 << 20;
+pub const MAX_HINT: u64 = 8 << 20;
 
 /// The index of the span holding `offset` (spans sorted by offset).
 fn locate(spans: &[Span], offset: u64) -> Option<usize> {
@@ -369,10 +379,35 @@ mod tests {
     }
 
     #[test]
-    fn the_hint_limit_is_within_its_bounds() {
+    fn the_hint_limit_is_read_from_the_device_or_its_disk() {
+        let root = tempfile::tempdir().unwrap();
+        let write = |dir: &str, name: &str, text: &str| {
+            let d = root.path().join(dir).join("queue");
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join(name), text).unwrap();
+        };
+        // A disk: the larger of its two limits.
+        write("8:0", "read_ahead_kb", "128\n");
+        write("8:0", "max_sectors_kb", "1280\n");
+        assert_eq!(limit_in_sysfs(root.path(), 8, 0), 1280 << 10);
+        // A partition has no queue of its own: its disk's, one level up
+        // (sysfs links the partition inside its disk's directory).
+        std::fs::create_dir_all(root.path().join("disk/part")).unwrap();
+        write("disk", "read_ahead_kb", "4096");
+        let part = root.path().join("8:1");
+        std::os::unix::fs::symlink(root.path().join("disk/part"), &part).unwrap();
+        assert_eq!(limit_in_sysfs(root.path(), 8, 1), 4 << 20);
+        // Bounds: below the floor, above the ceiling, unreadable, garbage.
+        write("9:0", "read_ahead_kb", "16");
+        assert_eq!(limit_in_sysfs(root.path(), 9, 0), MIN_HINT);
+        write("9:1", "max_sectors_kb", "65536");
+        assert_eq!(limit_in_sysfs(root.path(), 9, 1), MAX_HINT);
+        write("9:2", "read_ahead_kb", "lots");
+        assert_eq!(limit_in_sysfs(root.path(), 9, 2), MIN_HINT);
+        assert_eq!(limit_in_sysfs(root.path(), 7, 7), MIN_HINT);
+        // A real file: within the bounds, whatever its device.
         let f = tempfile::tempfile().unwrap();
-        let l = hint_limit(&f);
-        assert!((MIN_HINT..=MAX_HINT).contains(&l), "{l}");
+        assert!((MIN_HINT..=MAX_HINT).contains(&hint_limit(&f)));
     }
 
     #[test]

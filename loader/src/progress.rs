@@ -7,10 +7,9 @@ use std::sync::{Condvar, Mutex, PoisonError};
 /// What the workers tell the prefetch thread: the offsets of the pieces they
 /// start. Inactive (one relaxed load per piece) when no prefetch thread runs.
 ///
-/// The thread is woken only for a piece that starts at or past
-/// [`wake_from`](Self::wake_from) or before [`wake_below`](Self::wake_below),
-/// two offsets it sets after each hint: the front of the workers has moved a
-/// step since, or jumped back. Pieces of a few KiB (NAME_INDEX's) would
+/// The thread is woken only for a piece that starts at or past `wake_from`
+/// or before `wake_below`, two offsets it sets after each hint: the front
+/// of the workers has moved a step since, or jumped back. Pieces of a few KiB (NAME_INDEX's) would
 /// otherwise wake it thousands of times for nothing to ask.
 pub struct Progress {
     active: AtomicBool,

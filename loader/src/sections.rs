@@ -55,6 +55,9 @@ pub(crate) fn check_unknown(
         .filter(|s| !s.kind.is_known())
         .flat_map(pieces)
         .collect();
+    if all.is_empty() {
+        return Ok(());
+    }
     // On the load's pool when given, workers taking the pieces in file
     // order, each start told to the prefetch thread; the first bad piece in
     // file order is reported, as on the serial path.

@@ -263,9 +263,10 @@ impl ImageSource {
     }
 
     /// The plain bytes of one piece: its stored bytes checksum checked (a
-    /// slice of the mapping when the file is mapped, else one read into
-    /// `buf`), then, for a piece at rest, authenticated and decrypted and
-    /// decompressed into `buf`'s reused buffers.
+    /// slice of the mapping when the file is mapped and the piece is not
+    /// encrypted, else one read into `buf`), then, for a piece at rest,
+    /// authenticated and decrypted and decompressed into `buf`'s reused
+    /// buffers.
     pub fn piece<'s>(
         &'s self,
         piece: &SubSectionInfo,
@@ -305,10 +306,8 @@ impl ImageSource {
                         detail: "the image is encrypted and was not unlocked with its key".into(),
                     });
                 };
-                if let Some(m) = mapped {
-                    buf.stored.clear();
-                    buf.stored.extend_from_slice(m);
-                }
+                // Sealed pieces are always read into `buf` (`stored_unchecked`).
+                debug_assert!(mapped.is_none());
                 cipher
                     .open(&seal.nonce, &seal.aad, &mut buf.stored)
                     .map_err(|_| {
@@ -472,7 +471,8 @@ impl ImageSource {
         self.read_calls.load(Ordering::Relaxed)
     }
 
-    /// Bytes read so far (open included; a mapping counts none).
+    /// Bytes read so far (open included; a mapping counts none, an
+    /// encrypted piece is read even from a mapped file).
     pub fn bytes_read(&self) -> u64 {
         self.bytes_read.load(Ordering::Relaxed)
     }

@@ -16,7 +16,8 @@ pub struct LoadStats {
     pub pieces: u64,
     /// Read calls that reached the file, the open's and a mapping's included.
     pub read_calls: u64,
-    /// Bytes those calls read (a mapping counts none).
+    /// Bytes those calls read (a mapping counts none; an encrypted piece is
+    /// read, mapped or not).
     pub bytes_read: u64,
     /// Wall-clock seconds of the whole load.
     pub seconds: f64,

@@ -188,7 +188,6 @@ fn decode_pb<M: Message + Default>(
 /// Loads the namespace of `src` with the streaming baseline.
 pub(crate) fn load_stream(src: &ImageSource) -> Result<Namespace, LoadError> {
     let fmt = |e| LoadError::from_format(src.path(), e);
-    check_unknown(src, None)?;
     let mut small = Vec::new();
     for kind in [SectionKind::NS_INFO, SectionKind::STRING_TABLE] {
         let sec = section(src, kind)?;
@@ -217,6 +216,9 @@ pub(crate) fn load_stream(src: &ImageSource) -> Result<Namespace, LoadError> {
         Ok(Some(msg.id))
     })?;
     let mut asm = Assembly::new(info, strings, batch).map_err(|d| corrupt(src, at.clone(), d))?;
+    // Between INODE and INODE_DIR, as on the indexed path, so that both
+    // name the same place first in an image damaged in several.
+    check_unknown(src, None)?;
 
     let sec = section(src, SectionKind::INODE_DIR)?;
     let (_, at) = whole(sec);
