@@ -12,10 +12,10 @@
 //!
 //! The kernel reads at most its read-ahead limit of one such hint (the
 //! larger of the device's read-ahead and largest request, often 128 KiB
-//! and 1,280 KiB) and drops the rest of the range without a word: a hint of a whole 32 MiB window read 8 MiB of it on the
-//! development machine, and the workers then faulted the rest in. So every
-//! range is asked for in requests no larger than that limit
-//! ([`hint_limit`]).
+//! and 1,280 KiB) and drops the rest of the range without a word: a hint
+//! of a whole 32 MiB window read 8 MiB of it on the development machine,
+//! and the workers then faulted the rest in. So every range is asked for in
+//! requests no larger than that limit ([`hint_limit`]).
 //!
 //! `NSIMAGE_NO_PREFETCH=1` turns the prefetch thread off (then a mapping
 //! gets one whole-file hint on the loading thread, which the kernel cuts
@@ -136,11 +136,8 @@ fn prefetch(src: &ImageSource, spans: &[Span], window: u64) {
 }
 
 /// Asks the kernel to read `len` bytes at `offset` soon, without waiting
-/// for them, in requests of at most `limit` bytes: the kernel reads at
-/// most its read-ahead limit of one `MADV_WILLNEED` or
-/// `POSIX_FADV_WILLNEED` and drops the rest of the range (a hint of a 32 MiB
-/// window read 8 MiB of it on the development machine). A hint: failures
-/// are ignored.
+/// for them, in requests of at most `limit` bytes (see the module's doc).
+/// A hint: failures are ignored.
 fn will_need(src: &ImageSource, offset: u64, len: u64, limit: u64) {
     for (at, n) in requests(offset, len, limit) {
         match src.mapping() {

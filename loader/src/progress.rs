@@ -9,27 +9,17 @@ use std::sync::{Condvar, Mutex, PoisonError};
 ///
 /// The thread is woken only for a piece that starts at or past `wake_from`
 /// or before `wake_below`, two offsets it sets after each hint: the front
-/// of the workers has moved a step since, or jumped back. Pieces of a few KiB (NAME_INDEX's) would
-/// otherwise wake it thousands of times for nothing to ask.
+/// of the workers has moved a step since, or jumped back. Pieces of a few
+/// KiB (NAME_INDEX's) would otherwise wake it thousands of times for
+/// nothing to ask. Both start at 0: until the thread sets them, every
+/// piece wakes it.
+#[derive(Default)]
 pub struct Progress {
     active: AtomicBool,
     wake_from: AtomicU64,
     wake_below: AtomicU64,
     state: Mutex<State>,
     wake: Condvar,
-}
-
-impl Default for Progress {
-    fn default() -> Self {
-        Self {
-            active: AtomicBool::new(false),
-            // Until the thread says otherwise, every piece wakes it.
-            wake_from: AtomicU64::new(0),
-            wake_below: AtomicU64::new(0),
-            state: Mutex::default(),
-            wake: Condvar::new(),
-        }
-    }
 }
 
 #[derive(Default)]
