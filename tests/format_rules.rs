@@ -320,14 +320,14 @@ fn an_omitted_quota_is_a_quota_of_0() {
     match ns.inode(id).unwrap().body() {
         Body::Directory {
             ns_quota, ds_quota, ..
-        } => assert_eq!((*ns_quota, *ds_quota), (0, 0)),
+        } => assert_eq!((ns_quota, ds_quota), (0, 0)),
         other => panic!("{other:?}"),
     }
     let orig = load_bytes(&good).unwrap();
     match orig.inode(id).unwrap().body() {
         Body::Directory {
             ns_quota, ds_quota, ..
-        } => assert_eq!((*ns_quota, *ds_quota), (-1, -1)),
+        } => assert_eq!((ns_quota, ds_quota), (-1, -1)),
         other => panic!("{other:?}"),
     }
     let b = edit_inodes(&good, named(b"user"), |m| {

@@ -188,3 +188,66 @@ fn a_child_in_two_directories_is_refused_in_parallel() {
         }
     }
 }
+
+/// Every inode with attributes of its own (block size, replication, mode,
+/// quotas): as many attribute classes as inodes, met in a different order
+/// by every worker. Loads the same for every thread count, and a loaded
+/// namespace changes like the original.
+#[test]
+fn inodes_sharing_no_attributes_load_and_change_alike() {
+    use nsimage_namespace::{FileSpec, Namespace, PermSpec};
+    let mut ns = Namespace::default();
+    for i in 0..3_000u16 {
+        let perm = PermSpec {
+            user: b"u",
+            group: b"g",
+            mode: i % 0o1000,
+        };
+        let spec = FileSpec {
+            replication: i % 9 + 1,
+            preferred_block_size: (1 << 20) + u64::from(i),
+            storage_policy: (i % 3) as u8,
+        };
+        if i % 10 == 0 {
+            let d = ns.mkdirs(format!("/d{i}").as_bytes(), &perm, 1).unwrap();
+            ns.set_quota(d, i64::from(i), i64::from(i) * 2).unwrap();
+        } else {
+            ns.create(format!("/f{i}").as_bytes(), &perm, &spec, 1)
+                .unwrap();
+        }
+    }
+    let want = ns.digest();
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "a.nsi", &image(&ns, &tiny(97)));
+    let change = |ns: &mut Namespace| {
+        let f = ns.resolve(b"/f1").unwrap();
+        ns.set_mode(f, 0o700).unwrap();
+        ns.set_replication(f, 2).unwrap();
+        let d = ns.resolve(b"/d10").unwrap();
+        ns.set_quota(d, -1, -1).unwrap();
+        ns.create(
+            b"/f1-copy",
+            &PermSpec {
+                user: b"u",
+                group: b"g",
+                mode: 1,
+            },
+            &FileSpec {
+                replication: 2,
+                preferred_block_size: (1 << 20) + 1,
+                storage_policy: 1,
+            },
+            2,
+        )
+        .unwrap();
+        ns.digest()
+    };
+    let changed = change(&mut ns.clone());
+    for threads in [1, 2, 5] {
+        let mut l = load(&path, &opts(threads, mmap())).unwrap().namespace;
+        assert_eq!(l.digest(), want, "{threads} threads");
+        assert_eq!(change(&mut l), changed, "{threads} threads");
+        let f2 = l.inode(l.resolve(b"/f2").unwrap()).unwrap();
+        assert_eq!(f2.mode(), 2, "{threads} threads");
+    }
+}

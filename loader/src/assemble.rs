@@ -4,7 +4,7 @@
 //! strategy builds the same model through the same builder.
 
 use nsimage_namespace::Namespace;
-use nsimage_namespace::{DirBatch, InodeBatch, NamespaceBuilder, NsInfo, StringTable, NO_SLOT};
+use nsimage_namespace::{DirBatch, InodeBatch, Interned, NamespaceBuilder, NsInfo, NO_SLOT};
 
 /// A namespace being assembled on one thread: all inodes first, then the
 /// directories' children one directory at a time.
@@ -15,9 +15,9 @@ pub struct Assembly {
 
 impl Assembly {
     /// Starts from all inodes, in id order, in one batch.
-    pub fn new(info: NsInfo, strings: StringTable, batch: InodeBatch) -> Result<Self, String> {
+    pub fn new(info: NsInfo, tables: Interned, batch: InodeBatch) -> Result<Self, String> {
         let (nodes, parts) = batch.into_nodes_and_parts();
-        let mut builder = NamespaceBuilder::new(info, strings, nodes);
+        let mut builder = NamespaceBuilder::new(info, tables, nodes);
         builder.add_inode_parts(parts)?;
         Ok(Assembly {
             builder,

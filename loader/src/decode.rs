@@ -16,8 +16,8 @@ use nsimage_format::framing::Records;
 use nsimage_format::wire::{self, schema, Ty};
 use nsimage_format::{pb, FormatError, Location, SubSectionInfo};
 use nsimage_namespace::{
-    Block, DirBatch, Extra, InodeBatch, LoadedBody, LoadedNode, NamespaceBuilder, NodeSink, NsInfo,
-    StringTable, UnderConstruction, XAttr,
+    Block, DirBatch, Extra, InodeBatch, Interned, LoadedBody, LoadedNode, NamespaceBuilder,
+    NodeSink, NsInfo, StringTable, UnderConstruction, XAttr,
 };
 use prost::Message;
 
@@ -199,14 +199,14 @@ pub fn inodes(
     buf: &[u8],
     piece: &SubSectionInfo,
     at: &Location,
-    strings: &StringTable,
+    tables: &Interned,
     chunk: u32,
     mut nodes: Vec<nsimage_namespace::Node>,
 ) -> Result<InodeBatch> {
     nodes.clear();
     // Capacity bound by the piece's bytes (already read), not by a count.
     nodes.reserve(usize::try_from(piece.records).map_or(buf.len(), |r| r.min(buf.len())));
-    inodes_into(buf, piece, at, strings, chunk, nodes, false)
+    inodes_into(buf, piece, at, tables, chunk, nodes, false)
 }
 
 /// [`inodes`] with the nodes going to `sink` (a node table's slots, written
@@ -219,7 +219,7 @@ pub fn inodes_into<S: NodeSink>(
     buf: &[u8],
     piece: &SubSectionInfo,
     at: &Location,
-    strings: &StringTable,
+    tables: &Interned,
     chunk: u32,
     sink: S,
     check: bool,
@@ -237,7 +237,7 @@ pub fn inodes_into<S: NodeSink>(
             let (off, body) = r?;
             let node = record::inode(body, &mut scratch).map_err(|d| bad(at, off, d))?;
             first.get_or_insert(node.id);
-            batch.push(node, strings).map_err(|d| bad(at, off, d))?;
+            batch.push(node, tables).map_err(|d| bad(at, off, d))?;
         }
         check_piece(piece, at, batch.len() as u64, first)
     })();

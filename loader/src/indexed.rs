@@ -13,7 +13,7 @@ use crate::sections::{check_unknown, pieces, section};
 use crate::source::ImageSource;
 use crate::stats::LoadStats;
 use nsimage_format::{Location, SectionKind, SubSectionInfo};
-use nsimage_namespace::{Namespace, NsInfo, StringTable};
+use nsimage_namespace::{Interned, Namespace, NsInfo, StringTable};
 
 /// Loads the namespace of `src` through its index, on `pool` when given.
 pub(crate) fn load_indexed(
@@ -22,7 +22,7 @@ pub(crate) fn load_indexed(
     stats: &mut LoadStats,
 ) -> Result<Namespace, LoadError> {
     let (info, strings) = small_sections(src)?;
-    let builder = inode_phase(src, pool, info, strings, stats)?;
+    let builder = inode_phase(src, pool, info, Interned::new(strings), stats)?;
     // After the INODE pieces: the optional sections a writer puts after
     // INODE (NAME_INDEX) are then read in file order between the phases,
     // the prefetch thread following, instead of a cold load first reading

@@ -18,7 +18,7 @@ use crate::source::{ImageSource, PieceBuf};
 use crate::stats::LoadStats;
 use crate::table::NodeTable;
 use nsimage_format::{Location, SectionInfo, SectionKind, SubSectionInfo};
-use nsimage_namespace::{InodeParts, NamespaceBuilder, NsInfo, StringTable};
+use nsimage_namespace::{InodeParts, Interned, NamespaceBuilder, NsInfo};
 use std::time::Instant;
 
 /// The smallest valid INODE record (FORMAT.md, Limits). The index decoder
@@ -32,7 +32,7 @@ pub(crate) fn inode_phase(
     src: &ImageSource,
     pool: Option<&rayon::ThreadPool>,
     info: NsInfo,
-    strings: StringTable,
+    tables: Interned,
     stats: &mut LoadStats,
 ) -> Result<NamespaceBuilder, LoadError> {
     let t = Instant::now();
@@ -40,7 +40,7 @@ pub(crate) fn inode_phase(
     let pieces = pieces(sec);
     let at0 = Location::in_section(SectionKind::INODE, None, sec.offset);
     let mut table = node_table(src, sec, &at0)?;
-    let parts = fill_table(src, pool, &pieces, &mut table, &strings, &at0)?;
+    let parts = fill_table(src, pool, &pieces, &mut table, &tables, &at0)?;
     let nodes = table
         .finish()
         .ok_or_else(|| corrupt(src, at0.clone(), "some inode slots were not filled".into()))?;
@@ -50,7 +50,7 @@ pub(crate) fn inode_phase(
         acquisitions: u64::try_from(pieces.len()).unwrap_or(u64::MAX),
         ..LockStats::default()
     });
-    let mut builder = NamespaceBuilder::new(info, strings, nodes);
+    let mut builder = NamespaceBuilder::new(info, tables, nodes);
     for (parts, (_, at)) in parts.into_iter().zip(&pieces) {
         builder
             .add_inode_parts(parts)
@@ -97,7 +97,7 @@ fn fill_table(
     pool: Option<&rayon::ThreadPool>,
     pieces: &[(SubSectionInfo, Location)],
     table: &mut NodeTable,
-    strings: &StringTable,
+    tables: &Interned,
     at0: &Location,
 ) -> Result<Vec<InodeParts>, LoadError> {
     let fmt = |e| LoadError::from_format(src.path(), e);
@@ -134,10 +134,10 @@ fn fill_table(
             // plain has its checksum checked as it is decoded; one at rest
             // was checked before it was opened.
             let batch = match src.plain_unchecked(p, at, buf)? {
-                Some(bytes) => decode::inodes_into(bytes, p, at, strings, chunk, slots, true),
+                Some(bytes) => decode::inodes_into(bytes, p, at, tables, chunk, slots, true),
                 None => {
                     let bytes = src.piece(p, at, buf)?;
-                    decode::inodes_into(bytes, p, at, strings, chunk, slots, false)
+                    decode::inodes_into(bytes, p, at, tables, chunk, slots, false)
                 }
             }
             .map_err(fmt)?;

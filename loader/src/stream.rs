@@ -22,7 +22,7 @@ use crate::source::ImageSource;
 use nsimage_format::framing::{put_frame, Records};
 use nsimage_format::wire::{self, schema, FrameReader, Ty};
 use nsimage_format::{pb, FormatError, Location, SectionInfo, SectionKind, SubSectionInfo};
-use nsimage_namespace::{InodeBatch, Namespace};
+use nsimage_namespace::{InodeBatch, Interned, Namespace};
 use prost::Message;
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use xxhash_rust::xxh3::Xxh3;
@@ -200,6 +200,7 @@ pub(crate) fn load_stream(src: &ImageSource) -> Result<Namespace, LoadError> {
     }
     let info = decode::ns_info(&small[0].1, &small[0].0 .0, &small[0].0 .1).map_err(fmt)?;
     let strings = decode::strings(&small[1].1, &small[1].0 .0, &small[1].0 .1).map_err(fmt)?;
+    let tables = Interned::new(strings);
 
     let sec = section(src, SectionKind::INODE)?;
     let (_, at) = whole(sec);
@@ -211,11 +212,11 @@ pub(crate) fn load_stream(src: &ImageSource) -> Result<Namespace, LoadError> {
         let msg: pb::Inode = decode_pb(schema::INODE, body, at, off).map_err(fmt)?;
         let node = loaded_from_pb(&msg, &mut blocks).map_err(|d| fmt(bad(at, off, d)))?;
         batch
-            .push(node, &strings)
+            .push(node, &tables)
             .map_err(|d| fmt(bad(at, off, d)))?;
         Ok(Some(msg.id))
     })?;
-    let mut asm = Assembly::new(info, strings, batch).map_err(|d| corrupt(src, at.clone(), d))?;
+    let mut asm = Assembly::new(info, tables, batch).map_err(|d| corrupt(src, at.clone(), d))?;
     // Between INODE and INODE_DIR, as on the indexed path, so that both
     // name the same place first in an image damaged in several.
     check_unknown(src, None)?;

@@ -7,9 +7,9 @@
 use crate::arena::{Arena, Span};
 use crate::consts::{Slot, NO_SLOT, ROOT_ID};
 use crate::ids::IdIndex;
-use crate::inode_batch::{BlockStats, InodeParts};
+use crate::inode_batch::{BlockStats, InodeParts, Interned};
 use crate::namespace::{read_name, Namespace};
-use crate::node::{Body, Node};
+use crate::node::Node;
 use crate::strings::StringTable;
 use crate::values::NsInfo;
 
@@ -51,7 +51,7 @@ impl DirBatch {
             b.ns.ids
                 .slot(parent)
                 .ok_or_else(|| format!("parent {parent} is not an inode"))?;
-        if !matches!(b.ns.nodes[ps as usize].body, Body::Directory { .. }) {
+        if !b.ns.nodes[ps as usize].is_dir() {
             return Err(format!("parent {parent} is not a directory"));
         }
         let start = self.children.len();
@@ -114,14 +114,15 @@ pub struct NamespaceBuilder {
 }
 
 impl NamespaceBuilder {
-    /// Starts from the NS_INFO record, the string table and the node table
-    /// (filled by the caller from
+    /// Starts from the NS_INFO record, the tables the INODE batches shared
+    /// and the node table (filled by the caller from
     /// [`InodeBatch::nodes`](crate::InodeBatch::nodes), in piece order).
-    pub fn new(info: NsInfo, strings: StringTable, nodes: Vec<Node>) -> Self {
+    pub fn new(info: NsInfo, tables: Interned, nodes: Vec<Node>) -> Self {
         NamespaceBuilder {
             ns: Namespace {
                 info,
-                strings,
+                strings: tables.strings,
+                classes: tables.classes.into_inner(),
                 ids: IdIndex::default(),
                 nodes,
                 names: Arena::default(),
@@ -217,11 +218,12 @@ impl NamespaceBuilder {
                 last = Some(l);
             }
             for &(ps, span) in &batch.dirs {
-                if let Body::Directory { children, .. } = &mut ns.nodes[ps as usize].body {
-                    if children.len != 0 {
+                let n = &mut ns.nodes[ps as usize];
+                if n.is_dir() {
+                    if n.span.len != 0 {
                         return Err(format!("directory {} is listed twice", ns.ids.id(ps)));
                     }
-                    *children = span;
+                    n.span = span;
                 }
             }
             let mut children = batch.children;
@@ -264,7 +266,7 @@ impl NamespaceBuilder {
             next.extend(
                 kids.iter()
                     .copied()
-                    .filter(|&k| matches!(ns.nodes[k as usize].body, Body::Directory { .. })),
+                    .filter(|&k| ns.nodes[k as usize].is_dir()),
             );
         }
         n
@@ -283,8 +285,7 @@ impl NamespaceBuilder {
         }
         let ns = self.ns;
         match ns.nodes.first() {
-            Some(root)
-                if ns.ids.id(0) == ROOT_ID && matches!(root.body, Body::Directory { .. }) => {}
+            Some(root) if ns.ids.id(0) == ROOT_ID && root.is_dir() => {}
             _ => {
                 return Err(format!(
                     "the first inode is not the root directory {ROOT_ID}"

@@ -80,20 +80,18 @@ impl Namespace {
     /// Makes the child list of `dir` mutable (copying it out of the arena
     /// the first time) and returns it.
     pub(crate) fn owned_children_mut(&mut self, dir: Slot) -> &mut OwnedChildren {
-        if let Body::Directory { children, .. } = self.nodes[dir as usize].body {
+        if let Body::Directory { children, .. } = self.body(dir) {
             if children.chunk != OWNED_CHILDREN {
                 let slots = self.children.get(children).to_vec();
                 let keys = slots
                     .iter()
                     .map(|&c| name_key(read_name(&self.names, self.nodes[c as usize].name)))
                     .collect();
-                if let Body::Directory { children, .. } = &mut self.nodes[dir as usize].body {
-                    *children = Span {
-                        chunk: OWNED_CHILDREN,
-                        start: 0,
-                        len: 0,
-                    };
-                }
+                self.nodes[dir as usize].span = Span {
+                    chunk: OWNED_CHILDREN,
+                    start: 0,
+                    len: 0,
+                };
                 self.owned_children
                     .insert(dir, OwnedChildren { slots, keys });
             }

@@ -42,6 +42,10 @@ pub enum NsError {
     /// The string table already holds its 2^24 - 1 strings.
     #[error("string table is full")]
     StringTableFull,
+    /// The table of attribute classes (owner, mode, block size,
+    /// replication, quotas) already holds `u32::MAX - 1` of them.
+    #[error("attribute class table is full")]
+    ClassTableFull,
     /// A user, group or attribute name over [`MAX_NAME_LENGTH`] bytes (the
     /// length).
     #[error("a user, group or attribute name of {0} bytes (at most {MAX_NAME_LENGTH})")]

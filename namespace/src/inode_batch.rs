@@ -5,17 +5,47 @@
 //! [`NamespaceBuilder`](crate::NamespaceBuilder).
 
 use crate::arena::Span;
+use crate::classes::{Class, ClassCache, SharedClasses};
 use crate::consts::{MAX_NAME_LENGTH, NO_SLOT, ROOT_ID};
 use crate::ids::IdIndex;
-use crate::node::{Body, NameRef, Node};
+use crate::node::{Kind, NameRef, Node};
 use crate::rules::{acl_error, valid_name};
 use crate::strings::StringTable;
 use crate::values::{Block, Extra, Perm};
 
+/// What the batches of one load share: the image's string table, and the
+/// attribute classes (see `classes.rs`) they intern as they decode.
+#[derive(Debug, Default)]
+pub struct Interned {
+    pub(crate) strings: StringTable,
+    pub(crate) classes: SharedClasses,
+}
+
+impl Interned {
+    /// The tables of a load whose string table is `strings`.
+    pub fn new(strings: StringTable) -> Self {
+        Interned {
+            strings,
+            classes: SharedClasses::default(),
+        }
+    }
+
+    /// The string table.
+    pub fn strings(&self) -> &StringTable {
+        &self.strings
+    }
+
+    /// The string table, for a loader that interns strings as it reads
+    /// records (a peer format without a table of its own).
+    pub fn strings_mut(&mut self) -> &mut StringTable {
+        &mut self.strings
+    }
+}
+
 /// The kind-specific part of a decoded inode record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LoadedBody<'a> {
-    /// A file record (see [`Body::File`]).
+    /// A file record (see [`Body::File`](crate::Body::File)).
     File {
         /// Last access time, in milliseconds since the Unix epoch.
         atime: u64,
@@ -92,6 +122,7 @@ pub struct InodeBatch<S = Vec<Node>> {
     blocks: Vec<Block>,
     extras: Vec<(u32, Extra)>,
     block_stats: BlockStats,
+    classes: ClassCache,
 }
 
 /// What the block rules need from a batch's blocks, gathered as they are
@@ -185,6 +216,7 @@ impl<S: NodeSink> InodeBatch<S> {
             blocks: Vec::with_capacity(bytes / 64),
             extras: Vec::new(),
             block_stats: BlockStats::default(),
+            classes: ClassCache::default(),
         }
     }
 
@@ -251,7 +283,8 @@ impl<S: NodeSink> InodeBatch<S> {
     /// the loader (how its code was split into codegen units), moving a
     /// 2-thread load by 7%.
     #[inline(always)]
-    pub fn push(&mut self, n: LoadedNode<'_>, strings: &StringTable) -> Result<(), String> {
+    pub fn push(&mut self, n: LoadedNode<'_>, tables: &Interned) -> Result<(), String> {
+        let (strings, classes) = (&tables.strings, &tables.classes);
         if self.ids.push(n.id).is_none() {
             return Err(format!(
                 "inode id {} is not greater than the previous one",
@@ -276,7 +309,7 @@ impl<S: NodeSink> InodeBatch<S> {
             ));
         }
         let name = self.put(n.name)?;
-        let body = match n.body {
+        let (kind, class, aux, span) = match n.body {
             LoadedBody::File {
                 atime,
                 replication,
@@ -289,32 +322,30 @@ impl<S: NodeSink> InodeBatch<S> {
                 let len = u32::try_from(blocks.len()).map_err(|_| "too many blocks".to_string())?;
                 self.blocks.extend_from_slice(blocks);
                 self.block_stats.add(blocks);
-                Body::File {
-                    atime,
-                    preferred_block_size,
-                    blocks: Span {
-                        chunk: if blocks.is_empty() { 0 } else { self.chunk },
-                        start: if blocks.is_empty() { 0 } else { start },
-                        len,
-                    },
-                    replication,
-                    storage_policy,
-                }
+                let span = Span {
+                    chunk: if blocks.is_empty() { 0 } else { self.chunk },
+                    start: if blocks.is_empty() { 0 } else { start },
+                    len,
+                };
+                let class = Class::file(perm, preferred_block_size, replication, storage_policy);
+                (Kind::File, class, atime, span)
             }
-            LoadedBody::Directory { ns_quota, ds_quota } => Body::Directory {
-                ns_quota,
-                ds_quota,
-                children: Span::default(),
-            },
+            LoadedBody::Directory { ns_quota, ds_quota } => {
+                let class = Class::directory(perm, ns_quota, ds_quota);
+                (Kind::Directory, class, 0, Span::default())
+            }
             LoadedBody::Symlink { target } => {
                 if target.is_empty() {
                     return Err(format!("symlink {} has an empty target", n.id));
                 }
-                Body::Symlink {
-                    target: self.put(target)?,
-                }
+                let target = self.put(target)?.pack();
+                (Kind::Symlink, Class::symlink(perm), target, Span::default())
             }
         };
+        let class = self
+            .classes
+            .intern(classes, class)
+            .ok_or_else(|| "attribute class table is full".to_string())?;
         let mut has_extra = false;
         if let Some(mut e) = n.extra.filter(|e| !e.is_empty()) {
             e.xattrs.sort_by_key(|x| (x.ns, x.name));
@@ -338,7 +369,7 @@ impl<S: NodeSink> InodeBatch<S> {
             if let Some(why) = acl_error(e.acl.iter().map(|a| (a.name, a.kind, a.default_scope))) {
                 return Err(format!("inode {}: {why}", n.id));
             }
-            if e.under_construction.is_some() && !matches!(body, Body::File { .. }) {
+            if e.under_construction.is_some() && kind != Kind::File {
                 return Err(format!(
                     "inode {} is under construction but not a file",
                     n.id
@@ -349,11 +380,13 @@ impl<S: NodeSink> InodeBatch<S> {
         }
         let pushed = self.nodes.push_node(Node {
             mtime: n.mtime,
-            perm,
+            aux,
             name,
             parent: NO_SLOT,
+            class,
+            span,
+            kind,
             has_extra,
-            body,
         });
         if !pushed {
             return Err("more records than the piece declares".into());

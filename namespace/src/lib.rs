@@ -31,7 +31,8 @@
 //! | `arena.rs` | [`Arena`] and [`Span`]: chunked storage of names, blocks and child lists |
 //! | `ids.rs` | [`IdIndex`]: inode id to slot and back |
 //! | `strings.rs` | [`StringTable`]: interned user, group and attribute names |
-//! | `node.rs` | the node table's types: [`Node`], [`Body`], [`NameRef`], and the owned child lists with their name keys |
+//! | `classes.rs` | attribute classes: owner, mode, block size, replication and quotas, interned once and shared by nodes |
+//! | `node.rs` | the node table's types: [`Node`] (48 bytes), [`Body`] (its unpacked view), [`NameRef`], and the owned child lists with their name keys |
 //! | `namespace.rs` | [`Namespace`]: its tables, [`Namespace::new`], counters, slots and ids, [`Stats`], reading names |
 //! | `view.rs` | [`Inode`] (the read view), [`Attrs`], [`FileAttrs`]; [`Namespace::at`], [`inode`](Namespace::inode), [`root`](Namespace::root), [`iter`](Namespace::iter) |
 //! | `lookup.rs` | paths: [`Namespace::resolve`], [`Namespace::path_of`] |
@@ -40,7 +41,7 @@
 //! | `setters.rs` | owner, mode, times, replication, quota, xattr, ACL and under-construction setters of existing inodes |
 //! | `errors.rs` | [`NsError`]: why a mutation was refused |
 //! | `rules.rs` | `valid_name`, `acl_error`: per-record rules shared by loads and mutations |
-//! | `inode_batch.rs` | the inode phase of a load: [`LoadedNode`], [`InodeBatch`] and its [`NodeSink`], [`InodeParts`], [`BlockStats`] |
+//! | `inode_batch.rs` | the inode phase of a load: [`LoadedNode`], [`Interned`], [`InodeBatch`] and its [`NodeSink`], [`InodeParts`], [`BlockStats`] |
 //! | `build.rs` | the directory phase and whole-tree checks: [`DirBatch`], [`NamespaceBuilder`] |
 //! | `digest.rs` | [`Digest`] and [`Namespace::digest`] |
 //!
@@ -99,6 +100,7 @@
 mod arena;
 mod build;
 mod children;
+mod classes;
 mod consts;
 mod digest;
 mod errors;
@@ -120,7 +122,9 @@ pub use consts::{Slot, MAX_NAME_LENGTH, NO_SLOT, ROOT_ID};
 pub use digest::Digest;
 pub use errors::NsError;
 pub use ids::IdIndex;
-pub use inode_batch::{BlockStats, InodeBatch, InodeParts, LoadedBody, LoadedNode, NodeSink};
+pub use inode_batch::{
+    BlockStats, InodeBatch, InodeParts, Interned, LoadedBody, LoadedNode, NodeSink,
+};
 pub use namespace::{Namespace, Stats};
 pub use node::{Body, NameRef, Node};
 pub use strings::StringTable;

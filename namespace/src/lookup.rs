@@ -5,7 +5,6 @@
 use crate::consts::{Slot, NO_SLOT};
 use crate::errors::{show, NsError, Result};
 use crate::namespace::Namespace;
-use crate::node::Body;
 use crate::rules::valid_name;
 
 /// A valid single path component: the same rule the readers apply to every
@@ -44,7 +43,7 @@ impl Namespace {
     pub(crate) fn resolve_slot(&self, path: &[u8]) -> Result<Slot> {
         let mut cur: Slot = 0;
         for c in components(path)? {
-            if !matches!(self.nodes[cur as usize].body, Body::Directory { .. }) {
+            if !self.nodes[cur as usize].is_dir() {
                 return Err(NsError::NotADirectory(show(path)));
             }
             cur = self
@@ -90,9 +89,10 @@ impl Namespace {
     /// The slot of live directory `id`.
     pub(crate) fn dir_slot(&self, id: u64) -> Result<Slot> {
         let s = self.live_slot(id)?;
-        match self.nodes[s as usize].body {
-            Body::Directory { .. } => Ok(s),
-            _ => Err(NsError::NotADirectory(format!("inode {id}"))),
+        if self.nodes[s as usize].is_dir() {
+            Ok(s)
+        } else {
+            Err(NsError::NotADirectory(format!("inode {id}")))
         }
     }
 }

@@ -3,12 +3,13 @@
 //! changes anything, so a failed operation leaves the namespace as it was.
 
 use crate::arena::Span;
+use crate::classes::Class;
 use crate::consts::{Slot, MAX_NAME_LENGTH, NO_SLOT};
 use crate::errors::{show, NsError, Result};
 use crate::lookup::{check_name, components, split_last};
 use crate::namespace::Namespace;
-use crate::node::{name_key, Body, Node, OWNED_CHILDREN};
-use crate::values::{Block, FileSpec, Perm, PermSpec};
+use crate::node::{name_key, Kind, Node, OWNED_CHILDREN};
+use crate::values::{Block, FileSpec, PermSpec};
 
 impl Namespace {
     /// Checks that `name` may be created in directory slot `dir` and returns
@@ -21,15 +22,9 @@ impl Namespace {
         }
     }
 
-    fn insert_node(
-        &mut self,
-        dir: Slot,
-        pos: usize,
-        name: &[u8],
-        perm: Perm,
-        mtime: u64,
-        body: Body,
-    ) -> Result<u64> {
+    /// Adds `node` (its time, kind, class and aux set by the caller) as
+    /// child `name` of `dir` at position `pos`.
+    fn insert_node(&mut self, dir: Slot, pos: usize, name: &[u8], node: Node) -> Result<u64> {
         let id = self
             .info
             .last_inode_id
@@ -40,13 +35,11 @@ impl Namespace {
         self.info.last_inode_id = id;
         let key = name_key(name);
         let name = self.put_name(name);
+        let mtime = node.mtime;
         self.nodes.push(Node {
-            mtime,
-            perm,
             name,
             parent: dir,
-            has_extra: false,
-            body,
+            ..node
         });
         self.owned_children_mut(dir).insert(pos, slot, key);
         self.nodes[dir as usize].mtime = mtime;
@@ -64,12 +57,9 @@ impl Namespace {
         let dir = self.dir_slot(parent)?;
         let pos = self.free_position(dir, name)?;
         let perm = self.intern_perm(perm)?;
-        let body = Body::Directory {
-            ns_quota: -1,
-            ds_quota: -1,
-            children: Span::default(),
-        };
-        self.insert_node(dir, pos, name, perm, mtime, body)
+        let class = self.intern_class(Class::directory(perm, -1, -1))?;
+        let node = Node::new(Kind::Directory, class, mtime, 0);
+        self.insert_node(dir, pos, name, node)
     }
 
     /// Creates a directory and its missing ancestors; succeeds if it exists.
@@ -79,7 +69,7 @@ impl Namespace {
         for c in components(path)? {
             check_name(c)?;
             if let Some(s) = cur {
-                if !matches!(self.nodes[s as usize].body, Body::Directory { .. }) {
+                if !self.nodes[s as usize].is_dir() {
                     return Err(NsError::NotADirectory(show(path)));
                 }
                 cur = self.find_child(s, c).ok();
@@ -108,14 +98,16 @@ impl Namespace {
         let dir = self.dir_slot(parent)?;
         let pos = self.free_position(dir, name)?;
         let perm = self.intern_perm(perm)?;
-        let body = Body::File {
-            atime: mtime,
-            preferred_block_size: spec.preferred_block_size,
-            blocks: Span::default(),
-            replication: spec.replication,
-            storage_policy: spec.storage_policy,
-        };
-        self.insert_node(dir, pos, name, perm, mtime, body)
+        let class = Class::file(
+            perm,
+            spec.preferred_block_size,
+            spec.replication,
+            spec.storage_policy,
+        );
+        let class = self.intern_class(class)?;
+        // A new file's access time is its creation time.
+        let node = Node::new(Kind::File, class, mtime, mtime);
+        self.insert_node(dir, pos, name, node)
     }
 
     /// Creates an empty file at `path`; its parent must exist.
@@ -150,7 +142,9 @@ impl Namespace {
         }
         let perm = self.intern_perm(perm)?;
         let target = self.put_name(target);
-        self.insert_node(dir, pos, name, perm, mtime, Body::Symlink { target })
+        let class = self.intern_class(Class::symlink(perm))?;
+        let node = Node::new(Kind::Symlink, class, mtime, target.pack());
+        self.insert_node(dir, pos, name, node)
     }
 
     /// Creates a symlink at `path` pointing at `target` (1 to
@@ -179,13 +173,11 @@ impl Namespace {
             )));
         }
         let s = self.live_slot(id)?;
-        let Body::File { blocks, .. } = self.nodes[s as usize].body else {
+        let n = &self.nodes[s as usize];
+        if n.kind != Kind::File {
             return Err(NsError::NotAFile(format!("inode {id}")));
-        };
-        let new = self.append_block(blocks, block);
-        if let Body::File { blocks, .. } = &mut self.nodes[s as usize].body {
-            *blocks = new;
         }
+        self.nodes[s as usize].span = self.append_block(n.span, block);
         self.info.last_block_id = block.id;
         self.info.generation_stamp = self.info.generation_stamp.max(block.generation_stamp);
         Ok(())
@@ -231,7 +223,7 @@ impl Namespace {
         if s == 0 {
             return Err(NsError::Root("rename"));
         }
-        if !matches!(self.nodes[d as usize].body, Body::Directory { .. }) {
+        if !self.nodes[d as usize].is_dir() {
             return Err(NsError::NotADirectory(format!("inode {}", self.id_of(d))));
         }
         let mut up = d;
@@ -291,9 +283,9 @@ impl Namespace {
             // edited has an owned list; only a node marked `has_extra` has
             // an extra: the maps are not searched for the others.
             let n = &self.nodes[x as usize];
-            if let Body::Directory { children, .. } = n.body {
+            if n.is_dir() {
                 stack.extend_from_slice(self.child_slots(x));
-                if children.chunk == OWNED_CHILDREN {
+                if n.span.chunk == OWNED_CHILDREN {
                     self.owned_children.remove(&x);
                 }
             }
@@ -301,7 +293,8 @@ impl Namespace {
                 self.extras.remove(&x);
             }
             let n = &mut self.nodes[x as usize];
-            n.body = Body::Free;
+            n.kind = Kind::Free;
+            n.span = Span::default();
             n.parent = NO_SLOT;
             n.has_extra = false;
             removed += 1;

@@ -2,9 +2,10 @@
 //! slots and ids, [`Stats`], and reading a name from the name arena.
 
 use crate::arena::{Arena, Span};
+use crate::classes::{Class, ClassId, Classes};
 use crate::consts::{Slot, NO_SLOT, ROOT_ID};
 use crate::ids::IdIndex;
-use crate::node::{Body, NameRef, Node, OwnedChildren, OWNED_CHILDREN};
+use crate::node::{Body, Kind, NameRef, Node, OwnedChildren, OWNED_CHILDREN};
 use crate::strings::StringTable;
 use crate::values::{Block, Extra, NsInfo, Perm};
 /// The maps keyed by slot: foldhash, not the default SipHash (these keys
@@ -17,6 +18,7 @@ pub(crate) type SlotMap<V> = foldhash::HashMap<Slot, V>;
 pub struct Namespace {
     pub(crate) info: NsInfo,
     pub(crate) strings: StringTable,
+    pub(crate) classes: Classes,
     pub(crate) ids: IdIndex,
     pub(crate) nodes: Vec<Node>,
     pub(crate) names: Arena<u8>,
@@ -58,6 +60,7 @@ impl Namespace {
                 ..info
             },
             strings: StringTable::default(),
+            classes: Classes::default(),
             ids: IdIndex::default(),
             nodes: Vec::new(),
             names: Arena::default(),
@@ -67,18 +70,21 @@ impl Namespace {
             extras: SlotMap::default(),
         };
         let name = ns.put_name(b"");
+        // The first class of an empty table: id 0.
+        let class = ns
+            .classes
+            .intern(Class::directory(Perm::new(0, 0, 0o755), -1, -1))
+            .unwrap_or(0);
         ns.ids.push(ROOT_ID);
         ns.nodes.push(Node {
             mtime: info.creation_time,
-            perm: Perm::new(0, 0, 0o755),
+            aux: 0,
             name,
             parent: NO_SLOT,
+            class,
+            span: Span::default(),
+            kind: Kind::Directory,
             has_extra: false,
-            body: Body::Directory {
-                ns_quota: -1,
-                ds_quota: -1,
-                children: Span::default(),
-            },
         });
         ns
     }
@@ -111,7 +117,7 @@ impl Namespace {
     pub fn slot_of(&self, id: u64) -> Option<Slot> {
         self.ids
             .slot(id)
-            .filter(|&s| !matches!(self.nodes[s as usize].body, Body::Free))
+            .filter(|&s| self.nodes[s as usize].kind != Kind::Free)
     }
 
     /// The id of the inode in `slot`, live or freed. Panics if `slot` is
@@ -124,20 +130,20 @@ impl Namespace {
     pub fn stats(&self) -> Stats {
         let mut st = Stats::default();
         for n in &self.nodes {
-            match n.body {
-                Body::Free => continue,
-                Body::File { blocks, .. } => {
+            match n.kind {
+                Kind::Free => continue,
+                Kind::File => {
                     st.files += 1;
-                    st.blocks += blocks.len as u64;
+                    st.blocks += n.span.len as u64;
                     st.bytes += self
                         .blocks
-                        .get(blocks)
+                        .get(n.span)
                         .iter()
                         .map(|b| b.length)
                         .sum::<u64>();
                 }
-                Body::Directory { .. } => st.directories += 1,
-                Body::Symlink { .. } => st.symlinks += 1,
+                Kind::Directory => st.directories += 1,
+                Kind::Symlink => st.symlinks += 1,
             }
             st.inodes += 1;
         }
@@ -152,6 +158,7 @@ impl Namespace {
             + self.children.heap_bytes()
             + self.ids.heap_bytes()
             + self.strings.heap_bytes()
+            + self.classes.heap_bytes()
             + self
                 .owned_children
                 .values()
@@ -178,13 +185,40 @@ impl Namespace {
     }
 
     pub(crate) fn child_slots(&self, slot: Slot) -> &[Slot] {
-        match self.nodes[slot as usize].body {
-            Body::Directory { children, .. } if children.chunk == OWNED_CHILDREN => {
+        let n = &self.nodes[slot as usize];
+        match n.kind {
+            Kind::Directory if n.span.chunk == OWNED_CHILDREN => {
                 self.owned_children.get(&slot).map_or(&[], |v| &v.slots[..])
             }
-            Body::Directory { children, .. } => self.children.get(children),
+            Kind::Directory => self.children.get(n.span),
             _ => &[],
         }
+    }
+
+    /// The kind-specific part of the node in `slot`, unpacked.
+    #[inline]
+    pub(crate) fn body(&self, slot: Slot) -> Body {
+        let n = &self.nodes[slot as usize];
+        n.body(self.classes.get(n.class))
+    }
+
+    /// The class of the node in `slot`.
+    #[inline]
+    pub(crate) fn class_of(&self, slot: Slot) -> &Class {
+        self.classes.get(self.nodes[slot as usize].class)
+    }
+
+    /// The id of class `c`, interned.
+    pub(crate) fn intern_class(&mut self, c: Class) -> crate::errors::Result<ClassId> {
+        self.classes
+            .intern(c)
+            .ok_or(crate::errors::NsError::ClassTableFull)
+    }
+
+    /// Gives the node in `slot` class `c`.
+    pub(crate) fn set_class(&mut self, slot: Slot, c: Class) -> crate::errors::Result<()> {
+        self.nodes[slot as usize].class = self.intern_class(c)?;
+        Ok(())
     }
 }
 

@@ -4,8 +4,8 @@
 //! name key.
 
 use crate::arena::Span;
+use crate::classes::{Class, ClassId};
 use crate::consts::{Slot, NO_SLOT};
-use crate::values::Perm;
 
 /// Where an inode's name (or a symlink's target) lives in the name arena:
 /// a varint length followed by the bytes.
@@ -39,7 +39,22 @@ pub(crate) fn name_key(name: &[u8]) -> u64 {
 /// Marks a directory whose child list lives in `Namespace::owned_children`.
 pub(crate) const OWNED_CHILDREN: u32 = u32::MAX;
 
-/// The kind-specific part of an inode, with what only that kind has.
+/// What a node is: its kind, or a free slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum Kind {
+    /// A slot whose inode was deleted.
+    Free,
+    /// A regular file.
+    File,
+    /// A directory.
+    Directory,
+    /// A symbolic link.
+    Symlink,
+}
+
+/// The kind-specific part of an inode, unpacked from its [`Node`] and
+/// class: what [`Inode::body`](crate::Inode::body) returns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Body {
     /// A slot whose inode was deleted.
@@ -76,34 +91,110 @@ pub enum Body {
     },
 }
 
-/// One inode's fixed-size part.
+/// One inode's fixed-size part: 48 bytes. What many inodes share (owner,
+/// group, mode, a file's block size, replication and storage policy, a
+/// directory's quotas) is in its class (see `classes.rs`); what varies per
+/// inode is here.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Node {
     /// Modification time, in milliseconds since the Unix epoch.
-    pub mtime: u64,
-    /// Owner, group and mode.
-    pub perm: Perm,
+    pub(crate) mtime: u64,
+    /// A file's access time; a symlink's target (a [`NameRef`], packed by
+    /// [`NameRef::pack`]); 0 for a directory.
+    pub(crate) aux: u64,
     /// The inode's name in the name arena (empty for the root).
-    pub name: NameRef,
+    pub(crate) name: NameRef,
     /// The parent directory's slot; [`NO_SLOT`] for the root and for a
     /// free slot.
     pub parent: Slot,
+    /// The inode's attribute class.
+    pub(crate) class: ClassId,
+    /// A file's blocks in the block arena; a directory's children in the
+    /// child arena (chunk [`OWNED_CHILDREN`] once moved out for editing);
+    /// empty for a symlink.
+    pub(crate) span: Span,
+    /// File, directory, symlink or free.
+    pub(crate) kind: Kind,
     /// Whether the inode has an [`Extra`](crate::Extra) in the side map.
-    pub has_extra: bool,
-    /// What only this kind of inode has.
-    pub body: Body,
+    pub(crate) has_extra: bool,
 }
+
+const _: () = assert!(size_of::<Node>() == 48);
 
 impl Node {
     /// What a node table holds before a loader fills the slot.
     pub const PLACEHOLDER: Node = Node {
         mtime: 0,
-        perm: Perm(0),
+        aux: 0,
         name: NameRef { chunk: 0, off: 0 },
         parent: NO_SLOT,
+        class: 0,
+        span: Span {
+            chunk: 0,
+            start: 0,
+            len: 0,
+        },
+        kind: Kind::Free,
         has_extra: false,
-        body: Body::Free,
     };
+
+    /// A node of `kind` and `class`, not yet named nor placed, with no
+    /// blocks or children.
+    pub(crate) fn new(kind: Kind, class: ClassId, mtime: u64, aux: u64) -> Node {
+        Node {
+            mtime,
+            aux,
+            class,
+            kind,
+            ..Node::PLACEHOLDER
+        }
+    }
+
+    /// Whether the slot holds a directory.
+    #[inline]
+    pub(crate) fn is_dir(&self) -> bool {
+        self.kind == Kind::Directory
+    }
+
+    /// The body, with the class's fields filled in from `class`.
+    #[inline]
+    pub(crate) fn body(&self, class: &Class) -> Body {
+        match self.kind {
+            Kind::Free => Body::Free,
+            Kind::File => Body::File {
+                atime: self.aux,
+                preferred_block_size: class.a,
+                blocks: self.span,
+                replication: class.replication,
+                storage_policy: class.storage_policy,
+            },
+            Kind::Directory => Body::Directory {
+                ns_quota: class.a.cast_signed(),
+                ds_quota: class.b.cast_signed(),
+                children: self.span,
+            },
+            Kind::Symlink => Body::Symlink {
+                target: NameRef::unpack(self.aux),
+            },
+        }
+    }
+}
+
+impl NameRef {
+    /// The reference as one `u64` (chunk in the high half).
+    pub(crate) fn pack(self) -> u64 {
+        (u64::from(self.chunk) << 32) | u64::from(self.off)
+    }
+
+    /// The reference [`pack`](Self::pack) made `v` from.
+    // Each half is a u32 by construction.
+    #[allow(clippy::cast_possible_truncation)]
+    pub(crate) fn unpack(v: u64) -> NameRef {
+        NameRef {
+            chunk: (v >> 32) as u32,
+            off: v as u32,
+        }
+    }
 }
 
 #[cfg(test)]

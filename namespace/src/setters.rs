@@ -3,10 +3,11 @@
 //! under-construction mark; and the interning of the owner a new inode is
 //! created with ([`PermSpec`]).
 
+use crate::classes::Class;
 use crate::consts::{Slot, MAX_NAME_LENGTH};
 use crate::errors::{NsError, Result};
 use crate::namespace::Namespace;
-use crate::node::Body;
+use crate::node::Kind;
 use crate::values::{AclEntry, Extra, Perm, PermSpec, UnderConstruction, XAttr, XAttrNs};
 
 impl Namespace {
@@ -39,7 +40,8 @@ impl Namespace {
                 return Err(NsError::StringTooLong(n.len()));
             }
         }
-        let p = self.nodes[s as usize].perm;
+        let c = *self.class_of(s);
+        let p = c.perm;
         let u = match user {
             Some(u) => self.intern(u)?,
             None => p.user(),
@@ -48,24 +50,23 @@ impl Namespace {
             Some(g) => self.intern(g)?,
             None => p.group(),
         };
-        self.nodes[s as usize].perm = Perm::new(u, g, p.mode());
-        Ok(())
+        self.set_class(s, c.with_perm(Perm::new(u, g, p.mode())))
     }
 
     /// Sets the permission bits.
     pub fn set_mode(&mut self, id: u64, mode: u16) -> Result<()> {
         let s = self.live_slot(id)?;
-        let p = self.nodes[s as usize].perm;
-        self.nodes[s as usize].perm = Perm::new(p.user(), p.group(), mode);
-        Ok(())
+        let c = *self.class_of(s);
+        let p = c.perm;
+        self.set_class(s, c.with_perm(Perm::new(p.user(), p.group(), mode)))
     }
 
     /// Sets modification and (files only) access time.
     pub fn set_times(&mut self, id: u64, mtime: Option<u64>, atime: Option<u64>) -> Result<()> {
         let s = self.live_slot(id)?;
         let n = &mut self.nodes[s as usize];
-        if let (Some(a), Body::File { atime, .. }) = (atime, &mut n.body) {
-            *atime = a;
+        if let (Some(a), Kind::File) = (atime, n.kind) {
+            n.aux = a;
         }
         if let Some(m) = mtime {
             n.mtime = m;
@@ -76,13 +77,11 @@ impl Namespace {
     /// Sets a file's replication.
     pub fn set_replication(&mut self, id: u64, replication: u16) -> Result<()> {
         let s = self.live_slot(id)?;
-        match &mut self.nodes[s as usize].body {
-            Body::File { replication: r, .. } => {
-                *r = replication;
-                Ok(())
-            }
-            _ => Err(NsError::NotAFile(format!("inode {id}"))),
+        if self.nodes[s as usize].kind != Kind::File {
+            return Err(NsError::NotAFile(format!("inode {id}")));
         }
+        let c = *self.class_of(s);
+        self.set_class(s, Class { replication, ..c })
     }
 
     /// Sets directory quotas; -1 removes one.
@@ -91,16 +90,8 @@ impl Namespace {
         if ns_quota < -1 || ds_quota < -1 {
             return Err(NsError::Invalid("quota below -1".into()));
         }
-        if let Body::Directory {
-            ns_quota: n,
-            ds_quota: d,
-            ..
-        } = &mut self.nodes[s as usize].body
-        {
-            *n = ns_quota;
-            *d = ds_quota;
-        }
-        Ok(())
+        let perm = self.class_of(s).perm;
+        self.set_class(s, Class::directory(perm, ns_quota, ds_quota))
     }
 
     fn extra_mut(&mut self, s: Slot) -> &mut Extra {
@@ -213,7 +204,7 @@ impl Namespace {
         client: Option<(&[u8], &[u8])>,
     ) -> Result<()> {
         let s = self.live_slot(id)?;
-        if !matches!(self.nodes[s as usize].body, Body::File { .. }) {
+        if self.nodes[s as usize].kind != Kind::File {
             return Err(NsError::NotAFile(format!("inode {id}")));
         }
         self.extra_mut(s).under_construction = client.map(|(n, m)| UnderConstruction {
@@ -222,5 +213,76 @@ impl Namespace {
         });
         self.tidy_extra(s);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::fixtures::{F, P};
+    use crate::namespace::Namespace;
+    use crate::view::{Attrs, Inode};
+
+    fn file_attrs(n: Inode<'_>) -> (u16, u64, u8, u64) {
+        match n.attrs() {
+            Attrs::File(f) => (
+                f.replication,
+                f.preferred_block_size,
+                f.storage_policy,
+                f.atime,
+            ),
+            other => panic!("not a file: {other:?}"),
+        }
+    }
+
+    /// Inodes with equal attributes share one class: a setter gives the
+    /// inode it changes a class of its own and leaves the others as they
+    /// were.
+    #[test]
+    fn setters_change_one_inode_not_its_class_mates() {
+        let mut ns = Namespace::default();
+        let a = ns.create(b"/a", &P, &F, 1).unwrap();
+        let b = ns.create(b"/b", &P, &F, 1).unwrap();
+        let d = ns.mkdirs(b"/d", &P, 1).unwrap();
+        let e = ns.mkdirs(b"/e", &P, 1).unwrap();
+        let before_b = file_attrs(ns.inode(b).unwrap());
+
+        ns.set_mode(a, 0o600).unwrap();
+        ns.set_owner(a, Some(b"etl"), None).unwrap();
+        ns.set_replication(a, 7).unwrap();
+        ns.set_times(a, Some(5), Some(6)).unwrap();
+        ns.set_quota(d, 10, 20).unwrap();
+
+        let (ia, ib) = (ns.inode(a).unwrap(), ns.inode(b).unwrap());
+        assert_eq!(
+            (ia.mode(), ia.user(), ia.group()),
+            (0o600, &b"etl"[..], &b"supergroup"[..])
+        );
+        assert_eq!(file_attrs(ia), (7, F.preferred_block_size, 0, 6));
+        assert_eq!(ia.mtime(), 5);
+        assert_eq!((ib.mode(), ib.user()), (0o755, &b"hdfs"[..]));
+        assert_eq!(file_attrs(ib), before_b);
+        assert_eq!(ib.mtime(), 1);
+        let quotas = |id| match ns.inode(id).unwrap().attrs() {
+            Attrs::Directory { ns_quota, ds_quota } => (ns_quota, ds_quota),
+            other => panic!("not a directory: {other:?}"),
+        };
+        assert_eq!(quotas(d), (10, 20));
+        assert_eq!(quotas(e), (-1, -1));
+        assert_eq!(ns.inode(d).unwrap().mode(), 0o755, "a quota keeps the mode");
+
+        // Setting it back makes the inodes equal again: the same digest as
+        // a namespace where nothing was changed.
+        let mut same = ns.clone();
+        same.set_mode(a, 0o755).unwrap();
+        same.set_owner(a, Some(b"hdfs"), None).unwrap();
+        same.set_replication(a, 3).unwrap();
+        same.set_times(a, Some(1), Some(1)).unwrap();
+        same.set_quota(d, -1, -1).unwrap();
+        let mut fresh = Namespace::default();
+        fresh.create(b"/a", &P, &F, 1).unwrap();
+        fresh.create(b"/b", &P, &F, 1).unwrap();
+        fresh.mkdirs(b"/d", &P, 1).unwrap();
+        fresh.mkdirs(b"/e", &P, 1).unwrap();
+        assert_eq!(same.digest(), fresh.digest());
     }
 }

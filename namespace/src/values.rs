@@ -37,7 +37,7 @@ pub struct Block {
 }
 
 /// Packed permission: bits 0-15 mode, 16-39 group string id, 40-63 user string id.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub struct Perm(pub u64);
 
 impl Perm {

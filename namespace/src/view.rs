@@ -2,16 +2,17 @@
 //! its type-specific attributes ([`Attrs`], [`FileAttrs`]); and the
 //! [`Namespace`] methods that hand inodes out.
 
+use crate::classes::Class;
 use crate::consts::{Slot, NO_SLOT};
 use crate::namespace::Namespace;
-use crate::node::{Body, Node};
+use crate::node::{Body, Kind, Node};
 use crate::values::{Block, Extra, InodeKind, Perm};
 
 impl Namespace {
     /// A live inode by slot.
     pub fn at(&self, slot: Slot) -> Option<Inode<'_>> {
         let node = self.nodes.get(slot as usize)?;
-        (node.body != Body::Free).then_some(Inode {
+        (node.kind != Kind::Free).then_some(Inode {
             ns: self,
             slot,
             node,
@@ -102,9 +103,9 @@ impl<'a> Inode<'a> {
     }
     /// File, directory or symlink.
     pub fn kind(&self) -> InodeKind {
-        match self.node.body {
-            Body::File { .. } => InodeKind::File,
-            Body::Symlink { .. } => InodeKind::Symlink,
+        match self.node.kind {
+            Kind::File => InodeKind::File,
+            Kind::Symlink => InodeKind::Symlink,
             _ => InodeKind::Directory,
         }
     }
@@ -119,37 +120,34 @@ impl<'a> Inode<'a> {
     }
     /// Owner, group and mode, packed.
     pub fn perm(&self) -> Perm {
-        self.node.perm
+        self.class().perm
     }
     /// The owning user's name.
     pub fn user(&self) -> &'a [u8] {
-        self.ns
-            .strings
-            .get(self.node.perm.user())
-            .unwrap_or_default()
+        self.ns.strings.get(self.perm().user()).unwrap_or_default()
     }
     /// The owning group's name.
     pub fn group(&self) -> &'a [u8] {
-        self.ns
-            .strings
-            .get(self.node.perm.group())
-            .unwrap_or_default()
+        self.ns.strings.get(self.perm().group()).unwrap_or_default()
     }
     /// Permission bits.
     pub fn mode(&self) -> u16 {
-        self.node.perm.mode()
+        self.perm().mode()
     }
     /// Modification time, in milliseconds since the Unix epoch.
     pub fn mtime(&self) -> u64 {
         self.node.mtime
     }
-    /// The kind-specific part.
-    pub fn body(&self) -> &'a Body {
-        &self.node.body
+    /// The kind-specific part, unpacked.
+    pub fn body(&self) -> Body {
+        self.node.body(self.class())
+    }
+    fn class(&self) -> &'a Class {
+        self.ns.classes.get(self.node.class)
     }
     /// The type-specific attributes (file, directory or symlink).
     pub fn attrs(&self) -> Attrs<'a> {
-        match self.node.body {
+        match self.body() {
             Body::File {
                 atime,
                 preferred_block_size,
@@ -179,8 +177,8 @@ impl<'a> Inode<'a> {
     }
     /// A file's blocks in file order; empty for other kinds.
     pub fn blocks(&self) -> &'a [Block] {
-        match self.node.body {
-            Body::File { blocks, .. } => self.ns.blocks.get(blocks),
+        match self.node.kind {
+            Kind::File => self.ns.blocks.get(self.node.span),
             _ => &[],
         }
     }
@@ -195,7 +193,7 @@ impl<'a> Inode<'a> {
     }
     /// A symlink's target; `None` for other kinds.
     pub fn symlink_target(&self) -> Option<&'a [u8]> {
-        match self.node.body {
+        match self.body() {
             Body::Symlink { target } => Some(self.ns.name_bytes(target)),
             _ => None,
         }

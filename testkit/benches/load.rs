@@ -18,7 +18,7 @@ use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughpu
 use nsimage_format::framing::Records;
 use nsimage_format::{pb, Footer, Index, Location, SectionKind, SubSectionInfo};
 use nsimage_loader::{decode, shard::Sharded, table::NodeTable};
-use nsimage_namespace::{Block, InodeBatch, Node};
+use nsimage_namespace::{Block, InodeBatch, Interned, Node};
 use nsimage_testkit::generate::{generate, GenSpec};
 use nsimage_writer::{write_image, WriteOptions};
 use prost::Message;
@@ -57,7 +57,7 @@ fn piece(fx: &Fixture, kind: SectionKind) -> (SubSectionInfo, Location, &[u8]) {
 
 fn benches(c: &mut Criterion) {
     let fx = fixture();
-    let strings = {
+    let tables = Interned::new({
         let sec = fx.index.section(SectionKind::STRING_TABLE).unwrap();
         let p = sec.pieces().remove(0);
         let at = Location::in_section(sec.kind, None, p.offset);
@@ -67,12 +67,12 @@ fn benches(c: &mut Criterion) {
             &at,
         )
         .unwrap()
-    };
+    });
     let (p, at, bytes) = piece(&fx, SectionKind::INODE);
     let mut g = c.benchmark_group("inode_sub_section");
     g.throughput(Throughput::Elements(p.records));
     g.bench_function("walker", |b| {
-        b.iter(|| decode::inodes(bytes, &p, &at, &strings, 0, Vec::new()).unwrap())
+        b.iter(|| decode::inodes(bytes, &p, &at, &tables, 0, Vec::new()).unwrap())
     });
     g.bench_function("prost", |b| {
         b.iter(|| {
@@ -82,7 +82,7 @@ fn benches(c: &mut Criterion) {
                 let (_, body) = r.unwrap();
                 let msg = pb::Inode::decode(body).unwrap();
                 let node = decode::loaded_from_pb(&msg, &mut blocks).unwrap();
-                batch.push(node, &strings).unwrap();
+                batch.push(node, &tables).unwrap();
             }
             batch
         })
@@ -128,7 +128,7 @@ fn benches(c: &mut Criterion) {
             for (p, at, bytes) in &inode_pieces {
                 assert_eq!(xxhash_rust::xxh3::xxh3_64(bytes), p.checksum);
                 let batch =
-                    decode::inodes(bytes, p, at, &strings, 0, std::mem::take(&mut buffer)).unwrap();
+                    decode::inodes(bytes, p, at, &tables, 0, std::mem::take(&mut buffer)).unwrap();
                 buffer = batch.into_parts_and_buffer().1;
             }
         })
@@ -139,7 +139,7 @@ fn benches(c: &mut Criterion) {
             for (p, at, bytes) in &inode_pieces {
                 buffer.clear();
                 let sink = std::mem::take(&mut buffer);
-                let batch = decode::inodes_into(bytes, p, at, &strings, 0, sink, true).unwrap();
+                let batch = decode::inodes_into(bytes, p, at, &tables, 0, sink, true).unwrap();
                 buffer = batch.into_parts_and_sink().1;
             }
         })
@@ -151,7 +151,7 @@ fn benches(c: &mut Criterion) {
             let ranges = table.ranges(&counts).unwrap();
             for ((p, at, bytes), r) in inode_pieces.iter().zip(&ranges) {
                 let batch =
-                    decode::inodes(bytes, p, at, &strings, 0, std::mem::take(&mut buffer)).unwrap();
+                    decode::inodes(bytes, p, at, &tables, 0, std::mem::take(&mut buffer)).unwrap();
                 assert!(r.fill(batch.nodes()));
                 buffer = batch.into_parts_and_buffer().1;
             }
@@ -165,7 +165,7 @@ fn benches(c: &mut Criterion) {
             let ranges = table.ranges(&counts).unwrap();
             for ((p, at, bytes), r) in inode_pieces.iter().zip(&ranges) {
                 let w = r.writer().unwrap();
-                let batch = decode::inodes_into(bytes, p, at, &strings, 0, w, false).unwrap();
+                let batch = decode::inodes_into(bytes, p, at, &tables, 0, w, false).unwrap();
                 assert!(r.commit(batch.into_parts_and_sink().1));
             }
             drop(ranges);
@@ -174,7 +174,7 @@ fn benches(c: &mut Criterion) {
     });
     g.finish();
 
-    let batch = decode::inodes(bytes, &p, &at, &strings, 0, Vec::new()).unwrap();
+    let batch = decode::inodes(bytes, &p, &at, &tables, 0, Vec::new()).unwrap();
     let mut g = c.benchmark_group("merge");
     g.throughput(Throughput::Elements(batch.len() as u64));
     g.bench_function("sharded_put", |b| {

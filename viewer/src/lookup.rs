@@ -27,7 +27,7 @@ use nsimage_format::framing::Records;
 use nsimage_format::wire::schema;
 use nsimage_format::{pb, FormatError, Location, SectionInfo, SectionKind, SubSectionInfo};
 use nsimage_loader::{decode, record, Assembly, ImageSource, LoadError, LoadOptions};
-use nsimage_namespace::{InodeBatch, LoadedBody, LoadedNode, Namespace, ROOT_ID};
+use nsimage_namespace::{InodeBatch, Interned, LoadedBody, LoadedNode, Namespace, ROOT_ID};
 use prost::Message;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -492,6 +492,7 @@ impl Lookup<'_> {
         let (p, at) = whole(SectionKind::STRING_TABLE).ok_or_else(|| missing("STRING_TABLE"))?;
         let strings = decode::strings(self.src.piece(&p, &at, &mut buf)?, &p, &at)
             .map_err(|e| self.fmt_err(e))?;
+        let tables = Interned::new(strings);
         self.pieces = self.pieces.saturating_add(2);
 
         // Every inode of the small namespace, by id: a record read, or a
@@ -525,7 +526,7 @@ impl Lookup<'_> {
                 },
             };
             batch
-                .push(n, &strings)
+                .push(n, &tables)
                 .map_err(|d| self.corrupt(at_names.clone(), d))?;
         }
         let mut dirs: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
@@ -533,7 +534,7 @@ impl Lookup<'_> {
             dirs.entry(e.parent).or_default().push(e.child);
         }
         let mut asm =
-            Assembly::new(info, strings, batch).map_err(|d| self.corrupt(at_names.clone(), d))?;
+            Assembly::new(info, tables, batch).map_err(|d| self.corrupt(at_names.clone(), d))?;
         for (parent, kids) in dirs {
             asm.dir(parent, kids.into_iter())
                 .map_err(|d| self.corrupt(at_names.clone(), d))?;

@@ -19,7 +19,7 @@ use crate::wire::Delimited;
 use nsimage_format::hdfs_pb::i_node_section::INode;
 use nsimage_format::hdfs_pb::INodeSection;
 use nsimage_format::{Location, SubSectionInfo};
-use nsimage_namespace::{Block, InodeBatch, InodeParts, Node, StringTable};
+use nsimage_namespace::{Block, InodeBatch, InodeParts, Interned, Node};
 use prost::Message;
 use std::collections::HashSet;
 
@@ -107,17 +107,17 @@ pub(crate) fn inode_phase(
     f: &HdfsFile,
     pool: Option<&rayon::ThreadPool>,
     pieces: &[(SubSectionInfo, Location)],
-    strings: &StringTable,
+    tables: &Interned,
     ids: &StringIds,
     keep: Option<&Keep>,
 ) -> Result<Inodes, LoadError> {
     if keep.is_none() {
-        return direct(f, pool, pieces, strings, ids);
+        return direct(f, pool, pieces, tables, ids);
     }
     let init = || (Vec::new(), Vec::new(), Vec::new());
     let mut outs = run_pieces(pool, pieces, init, |(raw, out, blocks), i, p, at| {
         let bytes = f.region(p.offset, p.length, at, raw, out)?;
-        decode_piece(f, bytes, i, at, strings, ids, keep, blocks)
+        decode_piece(f, bytes, i, at, tables, ids, keep, blocks)
     })?;
     let mut counts = Counts::default();
     let mut records = 0u64;
@@ -147,7 +147,7 @@ pub(crate) fn inode_phase(
     let in_order = outs.iter().all(|o| o.batch.is_some())
         && order.windows(2).all(|w| outs[w[0]].last < outs[w[1]].first);
     if !in_order {
-        return resort(f, pieces, strings, ids, keep, header, counts);
+        return resort(f, pieces, tables, ids, keep, header, counts);
     }
     let mut snapshot_only: Vec<INode> = Vec::new();
     for o in outs.iter_mut() {
@@ -219,7 +219,7 @@ fn direct(
     f: &HdfsFile,
     pool: Option<&rayon::ThreadPool>,
     pieces: &[(SubSectionInfo, Location)],
-    strings: &StringTable,
+    tables: &Interned,
     ids: &StringIds,
 ) -> Result<Inodes, LoadError> {
     let at0 = pieces.first().map(|(_, a)| a.clone()).unwrap_or_default();
@@ -270,7 +270,7 @@ fn direct(
                 first.get_or_insert(node.id);
                 last = node.id;
                 notes.note(n);
-                batch.push(node, strings).map_err(|d| bad(f, at, pos, d))?;
+                batch.push(node, tables).map_err(|d| bad(f, at, pos, d))?;
             }
             if !ranges.get(i).is_some_and(|r| r.fill(batch.nodes())) {
                 return Err(f.corrupt(at.clone(), "records do not fill the piece's slots".into()));
@@ -293,7 +293,7 @@ fn direct(
     };
     if !in_order {
         drop(counted);
-        return resort(f, pieces, strings, ids, None, header, Counts::default());
+        return resort(f, pieces, tables, ids, None, header, Counts::default());
     }
     let nodes = table
         .finish()
@@ -367,7 +367,7 @@ fn decode_piece<'b>(
     bytes: &'b [u8],
     i: usize,
     at: &Location,
-    strings: &StringTable,
+    tables: &Interned,
     ids: &StringIds,
     keep: Option<&Keep>,
     blocks: &mut Vec<Block>,
@@ -411,7 +411,7 @@ fn decode_piece<'b>(
         first.get_or_insert(node.id);
         last = node.id;
         notes.note(n);
-        batch.push(node, strings).map_err(|d| bad(f, at, pos, d))?;
+        batch.push(node, tables).map_err(|d| bad(f, at, pos, d))?;
     }
     Ok(PieceOut {
         header,
@@ -514,7 +514,7 @@ fn read_header(
 fn resort(
     f: &HdfsFile,
     pieces: &[(SubSectionInfo, Location)],
-    strings: &StringTable,
+    tables: &Interned,
     ids: &StringIds,
     keep: Option<&Keep>,
     header: InodeHeader,
@@ -561,7 +561,7 @@ fn resort(
         let node = decode_inode(body, ids, &mut blocks, &mut n)
             .map_err(|er| bad(f, at, s, format!("inode record: {}", er.text())))?;
         counts.note(n);
-        batch.push(node, strings).map_err(|d| bad(f, at, s, d))?;
+        batch.push(node, tables).map_err(|d| bad(f, at, s, d))?;
     }
     let (nodes, parts) = batch.into_nodes_and_parts();
     Ok(Inodes {

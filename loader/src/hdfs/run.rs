@@ -13,7 +13,7 @@ use crate::stats::{LoadStats, Loaded};
 use nsimage_format::hdfs::{HdfsSection, SummarySection};
 use nsimage_format::hdfs_pb::INodeSection;
 use nsimage_format::{Location, SubSectionInfo};
-use nsimage_namespace::{NamespaceBuilder, NsInfo};
+use nsimage_namespace::{Interned, NamespaceBuilder, NsInfo};
 use prost::Message;
 use std::path::Path;
 use std::time::Instant;
@@ -99,6 +99,7 @@ fn load_open(f: &HdfsFile, opts: &LoadOptions) -> Result<Loaded, LoadError> {
     let mut img = from_summary(f);
     small_sections(f, &mut img)?;
     let (strings, ids) = decode_strings(f)?;
+    let tables = Interned::new(strings);
     img.string_mask_bits = ids.mask_bits();
     let inode_pieces = pieces(f, HdfsSection::Inode)?;
     if inode_pieces.is_empty() {
@@ -140,7 +141,7 @@ fn load_open(f: &HdfsFile, opts: &LoadOptions) -> Result<Loaded, LoadError> {
         None
     };
     let t = Instant::now();
-    let inodes = inode_phase(f, pool, &inode_pieces, &strings, &ids, keep.as_ref())?;
+    let inodes = inode_phase(f, pool, &inode_pieces, &tables, &ids, keep.as_ref())?;
     img.striped_files = inodes.striped_files;
     img.type_quota_dirs = inodes.type_quota_dirs;
     img.inodes_resorted = inodes.resorted;
@@ -168,7 +169,7 @@ fn load_open(f: &HdfsFile, opts: &LoadOptions) -> Result<Loaded, LoadError> {
         creation_time: n.nsimage_creation_time,
     };
     let at0 = inode_pieces[0].1.clone();
-    let mut builder = NamespaceBuilder::new(info, strings, inodes.nodes);
+    let mut builder = NamespaceBuilder::new(info, tables, inodes.nodes);
     for parts in inodes.parts {
         builder
             .add_inode_parts(parts)

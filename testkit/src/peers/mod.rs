@@ -10,7 +10,7 @@ pub mod sqlite;
 use nsimage_loader::Assembly;
 use nsimage_namespace::Namespace;
 use nsimage_namespace::{
-    AclEntry, Block, Extra, InodeBatch, LoadedBody, LoadedNode, NsInfo, StringTable,
+    AclEntry, Block, Extra, InodeBatch, Interned, LoadedBody, LoadedNode, NsInfo, StringTable,
     UnderConstruction, XAttr, XAttrNs,
 };
 use serde::{Deserialize, Serialize};
@@ -108,7 +108,7 @@ pub struct Row<'a> {
 /// Rebuilds a namespace from rows in id order.
 pub struct Rebuild {
     info: NsInfo,
-    strings: StringTable,
+    tables: Interned,
     batch: InodeBatch,
     /// (parent, name, id) of every inode but the root.
     links: Vec<(u64, Vec<u8>, u64)>,
@@ -126,7 +126,7 @@ impl Rebuild {
     pub fn new(info: NsInfo, inodes: usize) -> Self {
         Rebuild {
             info,
-            strings: StringTable::default(),
+            tables: Interned::default(),
             batch: InodeBatch::new(0, inodes, 0),
             links: Vec::with_capacity(inodes),
         }
@@ -135,8 +135,8 @@ impl Rebuild {
     /// Adds one row (rows come in id order); `keep_links` keeps its
     /// parent link for [`Rebuild::finish_from_links`] to build the directories from.
     pub fn push(&mut self, r: Row<'_>, keep_links: bool) -> Result<(), PeerError> {
-        let user = intern(&mut self.strings, r.user)?;
-        let group = intern(&mut self.strings, r.group)?;
+        let user = intern(self.tables.strings_mut(), r.user)?;
+        let group = intern(self.tables.strings_mut(), r.group)?;
         let body = match r.kind {
             1 => LoadedBody::File {
                 atime: r.atime,
@@ -159,7 +159,7 @@ impl Rebuild {
                 for (ns, name, value) in x.xattrs {
                     let ns = XAttrNs::from_u32(ns as u32)
                         .ok_or_else(|| PeerError::Corrupt(format!("xattr namespace {ns}")))?;
-                    let name = intern(&mut self.strings, &name)?;
+                    let name = intern(self.tables.strings_mut(), &name)?;
                     e.xattrs.push(XAttr {
                         ns,
                         name,
@@ -167,7 +167,7 @@ impl Rebuild {
                     });
                 }
                 for (name, kind, default_scope, perm) in x.acl {
-                    let name = intern(&mut self.strings, &name)?;
+                    let name = intern(self.tables.strings_mut(), &name)?;
                     e.acl.push(AclEntry {
                         name,
                         kind,
@@ -196,7 +196,7 @@ impl Rebuild {
             extra,
         };
         self.batch
-            .push(node, &self.strings)
+            .push(node, &self.tables)
             .map_err(PeerError::Corrupt)
     }
 
@@ -220,7 +220,7 @@ impl Rebuild {
         dirs: impl Iterator<Item = (u64, Vec<u64>)>,
     ) -> Result<Namespace, PeerError> {
         let mut asm =
-            Assembly::new(self.info, self.strings, self.batch).map_err(PeerError::Corrupt)?;
+            Assembly::new(self.info, self.tables, self.batch).map_err(PeerError::Corrupt)?;
         for (p, kids) in dirs {
             asm.dir(p, kids.into_iter()).map_err(PeerError::Corrupt)?;
         }
