@@ -263,7 +263,6 @@ impl NamespaceBuilder {
             n += kids.len();
             next.extend(
                 kids.iter()
-                    .copied()
                     .filter(|&k| matches!(ns.nodes[k as usize].body, Body::Directory { .. })),
             );
         }

@@ -3,28 +3,80 @@
 //! changes anything, so a failed operation leaves the namespace as it was.
 
 use crate::arena::Span;
+use crate::children::{name_key, OwnedChildren};
 use crate::consts::{Slot, MAX_NAME_LENGTH, NO_SLOT};
 use crate::errors::{show, NsError, Result};
 use crate::lookup::{check_name, components, split_last};
-use crate::namespace::Namespace;
-use crate::node::{name_key, Body, Node, OWNED_CHILDREN};
+use crate::namespace::{read_name, Namespace};
+use crate::node::{Body, Node, OWNED_CHILDREN};
 use crate::values::{Block, FileSpec, Perm, PermSpec};
 
 impl Namespace {
-    /// Checks that `name` may be created in directory slot `dir` and returns
-    /// the insertion position among its children.
-    fn free_position(&self, dir: Slot, name: &[u8]) -> Result<usize> {
+    /// Checks that `name` may be created in directory slot `dir`.
+    fn check_free(&self, dir: Slot, name: &[u8]) -> Result<()> {
         check_name(name)?;
         match self.find_child(dir, name) {
-            Ok(_) => Err(NsError::AlreadyExists(show(name))),
-            Err(pos) => Ok(pos),
+            Some(_) => Err(NsError::AlreadyExists(show(name))),
+            None => Ok(()),
+        }
+    }
+
+    /// Makes the child list of `dir` editable, copying it out of the arena
+    /// the first time (straight into chunks, with the names' keys), and
+    /// returns it with a reader of its children's names.
+    fn owned_children_mut<'s>(
+        &'s mut self,
+        dir: Slot,
+    ) -> (&'s mut OwnedChildren, impl Fn(Slot) -> &'s [u8] + 's) {
+        let (names, nodes) = (&self.names, &mut self.nodes);
+        if let Body::Directory { children, .. } = &mut nodes[dir as usize].body {
+            if children.chunk != OWNED_CHILDREN {
+                let arena = *children;
+                *children = Span {
+                    chunk: OWNED_CHILDREN,
+                    start: 0,
+                    len: 0,
+                };
+                let owned = OwnedChildren::from_sorted(self.children.get(arena), |c| {
+                    name_key(read_name(names, nodes[c as usize].name))
+                });
+                self.owned_children.insert(dir, owned);
+            }
+        }
+        let nodes = &self.nodes;
+        let list = self.owned_children.entry(dir).or_default();
+        (list, move |c: Slot| {
+            read_name(names, nodes[c as usize].name)
+        })
+    }
+
+    /// Adds child `slot`, named `name`, to the list of directory `dir`, in
+    /// name order.
+    fn link(&mut self, dir: Slot, slot: Slot, name: &[u8]) {
+        let key = name_key(name);
+        let (list, name_of) = self.owned_children_mut(dir);
+        let place = list.search(key, name, name_of).unwrap_or_else(|p| p);
+        list.insert(place, slot, key);
+    }
+
+    /// Removes child `s` from its parent's list: a scan of the slots in a
+    /// small directory (no name is read), a search by name in a large one.
+    fn unlink(&mut self, parent: Slot, s: Slot) {
+        let (list, name_of) = self.owned_children_mut(parent);
+        let place = if list.view().len() <= 128 {
+            list.scan(s)
+        } else {
+            let name = name_of(s);
+            list.search(name_key(name), name, name_of).ok()
+        };
+        if let Some(p) = place {
+            list.remove(p);
         }
     }
 
     fn insert_node(
         &mut self,
         dir: Slot,
-        pos: usize,
         name: &[u8],
         perm: Perm,
         mtime: u64,
@@ -38,17 +90,16 @@ impl Namespace {
             .ok_or(NsError::IdsExhausted)?;
         let slot = self.ids.push(id).ok_or(NsError::IdsExhausted)?;
         self.info.last_inode_id = id;
-        let key = name_key(name);
-        let name = self.put_name(name);
+        let name_ref = self.put_name(name);
         self.nodes.push(Node {
             mtime,
             perm,
-            name,
+            name: name_ref,
             parent: dir,
             has_extra: false,
             body,
         });
-        self.owned_children_mut(dir).insert(pos, slot, key);
+        self.link(dir, slot, name);
         self.nodes[dir as usize].mtime = mtime;
         Ok(id)
     }
@@ -62,14 +113,14 @@ impl Namespace {
         mtime: u64,
     ) -> Result<u64> {
         let dir = self.dir_slot(parent)?;
-        let pos = self.free_position(dir, name)?;
+        self.check_free(dir, name)?;
         let perm = self.intern_perm(perm)?;
         let body = Body::Directory {
             ns_quota: -1,
             ds_quota: -1,
             children: Span::default(),
         };
-        self.insert_node(dir, pos, name, perm, mtime, body)
+        self.insert_node(dir, name, perm, mtime, body)
     }
 
     /// Creates a directory and its missing ancestors; succeeds if it exists.
@@ -82,15 +133,15 @@ impl Namespace {
                 if !matches!(self.nodes[s as usize].body, Body::Directory { .. }) {
                     return Err(NsError::NotADirectory(show(path)));
                 }
-                cur = self.find_child(s, c).ok();
+                cur = self.find_child(s, c);
             }
         }
         let mut id = self.id_of(0);
         for c in components(path)? {
             let dir = self.live_slot(id)?;
             id = match self.find_child(dir, c) {
-                Ok(s) => self.id_of(s),
-                Err(_) => self.mkdir_in(id, c, perm, mtime)?,
+                Some(s) => self.id_of(s),
+                None => self.mkdir_in(id, c, perm, mtime)?,
             };
         }
         Ok(id)
@@ -106,7 +157,7 @@ impl Namespace {
         mtime: u64,
     ) -> Result<u64> {
         let dir = self.dir_slot(parent)?;
-        let pos = self.free_position(dir, name)?;
+        self.check_free(dir, name)?;
         let perm = self.intern_perm(perm)?;
         let body = Body::File {
             atime: mtime,
@@ -115,7 +166,7 @@ impl Namespace {
             replication: spec.replication,
             storage_policy: spec.storage_policy,
         };
-        self.insert_node(dir, pos, name, perm, mtime, body)
+        self.insert_node(dir, name, perm, mtime, body)
     }
 
     /// Creates an empty file at `path`; its parent must exist.
@@ -141,7 +192,7 @@ impl Namespace {
         mtime: u64,
     ) -> Result<u64> {
         let dir = self.dir_slot(parent)?;
-        let pos = self.free_position(dir, name)?;
+        self.check_free(dir, name)?;
         if target.is_empty() || target.len() > MAX_NAME_LENGTH {
             return Err(NsError::Invalid(format!(
                 "symlink target of {} bytes",
@@ -150,7 +201,7 @@ impl Namespace {
         }
         let perm = self.intern_perm(perm)?;
         let target = self.put_name(target);
-        self.insert_node(dir, pos, name, perm, mtime, Body::Symlink { target })
+        self.insert_node(dir, name, perm, mtime, Body::Symlink { target })
     }
 
     /// Creates a symlink at `path` pointing at `target` (1 to
@@ -241,22 +292,15 @@ impl Namespace {
             }
             up = self.nodes[up as usize].parent;
         }
-        let pos = self.free_position(d, dname)?;
+        self.check_free(d, dname)?;
         let old_parent = self.nodes[s as usize].parent;
         self.unlink(old_parent, s);
         self.nodes[old_parent as usize].mtime = mtime;
-        // The insertion position was computed before the removal; recompute
-        // when both parents are the same directory.
-        let pos = if old_parent == d {
-            self.find_child(d, dname).err().unwrap_or(pos)
-        } else {
-            pos
-        };
         let name = self.put_name(dname);
         let n = &mut self.nodes[s as usize];
         n.name = name;
         n.parent = d;
-        self.owned_children_mut(d).insert(pos, s, name_key(dname));
+        self.link(d, s, dname);
         self.nodes[d as usize].mtime = mtime;
         Ok(())
     }
@@ -292,7 +336,7 @@ impl Namespace {
             // an extra: the maps are not searched for the others.
             let n = &self.nodes[x as usize];
             if let Body::Directory { children, .. } = n.body {
-                stack.extend_from_slice(self.child_slots(x));
+                stack.extend(self.child_slots(x));
                 if children.chunk == OWNED_CHILDREN {
                     self.owned_children.remove(&x);
                 }
@@ -312,6 +356,7 @@ impl Namespace {
 
 #[cfg(test)]
 mod tests {
+    use crate::consts::ROOT_ID;
     use crate::errors::NsError;
     use crate::namespace::Namespace;
     use crate::values::Block;
@@ -441,5 +486,127 @@ mod tests {
         ns.rename(b"/a", b"/d", 2).unwrap();
         let names: Vec<_> = ns.root().children().map(|c| c.name().to_vec()).collect();
         assert_eq!(names, [b"c".to_vec(), b"d".to_vec(), b"e".to_vec()]);
+    }
+
+    /// A small deterministic generator (no crate needed): 64-bit LCG,
+    /// high bits out.
+    struct Lcg(u64);
+    impl Lcg {
+        fn below(&mut self, n: usize) -> usize {
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((self.0 >> 33) as usize) % n
+        }
+    }
+
+    /// Random creates, deletes and renames of names in one large directory
+    /// (names sharing eight-byte prefixes, so name keys tie) against a
+    /// sorted map: the children's order, the lookups and the view's
+    /// searches agree with the model while the list grows past many chunk
+    /// splits and shrinks back to nothing.
+    #[test]
+    fn a_wide_directory_follows_a_sorted_map() {
+        use std::collections::BTreeMap;
+        let mut ns = Namespace::default();
+        let d = ns.mkdir_in(ROOT_ID, b"d", &P, 1).unwrap();
+        let other = ns.mkdir_in(ROOT_ID, b"o", &P, 1).unwrap();
+        let mut model: BTreeMap<Vec<u8>, u64> = BTreeMap::new();
+        let mut r = Lcg(42);
+        let prefixes: [&[u8]; 5] = [b"sharedpf", b"sharedp", b"sharedpf-", b"a", b"zz"];
+        let name = |r: &mut Lcg| {
+            let mut n = prefixes[r.below(prefixes.len())].to_vec();
+            n.extend_from_slice(format!("{}", r.below(5_000)).as_bytes());
+            n
+        };
+        let check = |ns: &Namespace, model: &BTreeMap<Vec<u8>, u64>| {
+            let dir = ns.inode(d).unwrap();
+            let got: Vec<(Vec<u8>, u64)> = dir
+                .children()
+                .map(|c| (c.name().to_vec(), c.id()))
+                .collect();
+            let want: Vec<(Vec<u8>, u64)> = model.iter().map(|(k, &v)| (k.clone(), v)).collect();
+            assert_eq!(got, want);
+            let kids = dir.child_slots();
+            assert_eq!(kids.len(), model.len());
+            assert_eq!(kids.iter().len(), model.len());
+            assert_eq!(
+                kids.last().map(|s| ns.id_of(s)),
+                model.values().last().copied()
+            );
+            let name_of = |s| ns.at(s).unwrap().name();
+            for (i, (k, &id)) in model.iter().enumerate().step_by(97) {
+                assert_eq!(kids.get(i).map(|s| ns.id_of(s)), Some(id));
+                assert_eq!(kids.iter().nth(i).map(|s| ns.id_of(s)), Some(id));
+                assert_eq!(kids.binary_search_by(|s| name_of(s).cmp(k)), Ok(i));
+                assert_eq!(kids.partition_point(|s| name_of(s) <= &k[..]), i + 1);
+            }
+            assert_eq!(kids.get(model.len()), None);
+        };
+        let path = |n: &[u8]| [&b"/d/"[..], n].concat();
+        // Grow (mostly creates), then shrink (mostly deletes) to empty.
+        for (phase, create_pct) in [(0, 85), (1, 15)] {
+            for step in 0..8_000 {
+                let n = name(&mut r);
+                let roll = r.below(100);
+                if roll < create_pct {
+                    let made = if roll.is_multiple_of(5) {
+                        ns.mkdir_in(d, &n, &P, 2)
+                    } else {
+                        ns.create_in(d, &n, &P, &F, 2)
+                    };
+                    match made {
+                        Ok(id) => assert!(model.insert(n.clone(), id).is_none()),
+                        Err(NsError::AlreadyExists(_)) => assert!(model.contains_key(&n)),
+                        Err(e) => panic!("{e}"),
+                    }
+                } else if let Some((k, id)) = model
+                    .iter()
+                    .nth(r.below(model.len().max(1)))
+                    .map(|(k, &v)| (k.clone(), v))
+                {
+                    match roll % 3 {
+                        0 => {
+                            ns.delete_id(id, false, 3).unwrap();
+                            model.remove(&k);
+                        }
+                        1 if !model.contains_key(&n) => {
+                            // Renamed within the directory.
+                            ns.rename_in(id, d, &n, 3).unwrap();
+                            model.remove(&k);
+                            model.insert(n.clone(), id);
+                        }
+                        _ => {
+                            // Out and back in, under another name if free.
+                            ns.rename_in(id, other, b"x", 3).unwrap();
+                            model.remove(&k);
+                            let back = if model.contains_key(&n) { k } else { n.clone() };
+                            ns.rename_in(id, d, &back, 3).unwrap();
+                            model.insert(back, id);
+                        }
+                    }
+                }
+                assert_eq!(
+                    ns.resolve(&path(&n)).ok(),
+                    model.get(&n).copied(),
+                    "phase {phase} step {step}"
+                );
+                if step % 1_000 == 999 {
+                    check(&ns, &model);
+                }
+            }
+            check(&ns, &model);
+            if phase == 0 {
+                assert!(model.len() > 3_000, "{} names", model.len());
+            }
+        }
+        // Empty the directory for good: every chunk is dropped.
+        for id in model.values() {
+            ns.delete_id(*id, false, 4).unwrap();
+        }
+        model.clear();
+        check(&ns, &model);
+        assert!(ns.inode(d).unwrap().child_slots().is_empty());
     }
 }

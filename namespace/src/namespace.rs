@@ -1,10 +1,12 @@
 //! The [`Namespace`] itself: its tables, its constructor and counters,
-//! slots and ids, [`Stats`], and reading a name from the name arena.
+//! slots and ids, [`Stats`], reading a name from the name arena, and a
+//! directory's children: listing them and finding one by name.
 
 use crate::arena::{Arena, Span};
+use crate::children::{name_key, Children, OwnedChildren};
 use crate::consts::{Slot, NO_SLOT, ROOT_ID};
 use crate::ids::IdIndex;
-use crate::node::{Body, NameRef, Node, OwnedChildren, OWNED_CHILDREN};
+use crate::node::{Body, NameRef, Node, OWNED_CHILDREN};
 use crate::strings::StringTable;
 use crate::values::{Block, Extra, NsInfo, Perm};
 /// The maps keyed by slot: foldhash, not the default SipHash (these keys
@@ -155,7 +157,7 @@ impl Namespace {
             + self
                 .owned_children
                 .values()
-                .map(|v| v.slots.capacity() * 4 + v.keys.capacity() * 8 + 64)
+                .map(|v| v.heap_bytes() + 64)
                 .sum::<usize>()
             + self.extras.len() * (size_of::<Extra>() + 16)
     }
@@ -177,14 +179,41 @@ impl Namespace {
         read_name(&self.names, r)
     }
 
-    pub(crate) fn child_slots(&self, slot: Slot) -> &[Slot] {
+    /// The child slots of `slot` in name order (none unless a directory).
+    pub(crate) fn child_slots(&self, slot: Slot) -> Children<'_> {
         match self.nodes[slot as usize].body {
-            Body::Directory { children, .. } if children.chunk == OWNED_CHILDREN => {
-                self.owned_children.get(&slot).map_or(&[], |v| &v.slots[..])
-            }
-            Body::Directory { children, .. } => self.children.get(children),
-            _ => &[],
+            Body::Directory { children, .. } if children.chunk == OWNED_CHILDREN => self
+                .owned_children
+                .get(&slot)
+                .map_or(Children::flat(&[]), OwnedChildren::view),
+            Body::Directory { children, .. } => Children::flat(self.children.get(children)),
+            _ => Children::flat(&[]),
         }
+    }
+
+    /// The slot of `name` among the children of directory `dir`: a search
+    /// of the keys of an edited list, of the names of a loaded one.
+    #[inline]
+    pub(crate) fn find_child(&self, dir: Slot, name: &[u8]) -> Option<Slot> {
+        let name_of = |c: Slot| self.name_bytes(self.nodes[c as usize].name);
+        let children = match self.nodes[dir as usize].body {
+            Body::Directory { children, .. } => children,
+            _ => return None,
+        };
+        if children.chunk == OWNED_CHILDREN {
+            let o = self.owned_children.get(&dir)?;
+            let p = o.search(name_key(name), name, name_of).ok()?;
+            return o.slot(p);
+        }
+        let kids = self.children.get(children);
+        // New names often sort last (sequential names, sorted bulk
+        // creation): one comparison instead of a search.
+        if kids.last().is_some_and(|&last| name_of(last) < name) {
+            return None;
+        }
+        kids.binary_search_by(|&c| name_of(c).cmp(name))
+            .ok()
+            .map(|i| kids[i])
     }
 }
 
