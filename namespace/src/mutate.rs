@@ -1,6 +1,8 @@
 //! Mutations of the tree: creating directories, files, symlinks and
 //! blocks, renaming and deleting. Each one validates everything before it
 //! changes anything, so a failed operation leaves the namespace as it was.
+//! Adding a child to a directory's list and removing one (the list copied
+//! out of the arena into chunks the first time it is edited) live here too.
 
 use crate::arena::Span;
 use crate::children::{name_key, OwnedChildren};
