@@ -263,11 +263,7 @@ impl NamespaceBuilder {
         for &d in dirs {
             let kids = ns.child_slots(d);
             n += kids.len();
-            next.extend(
-                kids.iter()
-                    .copied()
-                    .filter(|&k| ns.nodes[k as usize].is_dir()),
-            );
+            next.extend(kids.iter().filter(|&k| ns.nodes[k as usize].is_dir()));
         }
         n
     }

@@ -32,12 +32,12 @@
 //! | `ids.rs` | [`IdIndex`]: inode id to slot and back |
 //! | `strings.rs` | [`StringTable`]: interned user, group and attribute names |
 //! | `classes.rs` | attribute classes: owner, mode, block size, replication and quotas, interned once and shared by nodes |
-//! | `node.rs` | the node table's types: [`Node`] (48 bytes), [`Body`] (its unpacked view), [`NameRef`], and the owned child lists with their name keys |
-//! | `namespace.rs` | [`Namespace`]: its tables, [`Namespace::new`], counters, slots and ids, [`Stats`], reading names |
+//! | `node.rs` | the node table's types: [`Node`] (48 bytes), [`Body`] (its unpacked view), [`NameRef`] |
+//! | `children.rs` | child lists: [`Children`] (a directory's children, however stored) and its [`ChildIter`]; the chunked, sorted lists that mutations edit, with their name keys |
+//! | `namespace.rs` | [`Namespace`]: its tables, [`Namespace::new`], counters, slots and ids, [`Stats`], reading names, listing a directory's children and finding one by name |
 //! | `view.rs` | [`Inode`] (the read view), [`Attrs`], [`FileAttrs`]; [`Namespace::at`], [`inode`](Namespace::inode), [`root`](Namespace::root), [`iter`](Namespace::iter) |
 //! | `lookup.rs` | paths: [`Namespace::resolve`], [`Namespace::path_of`] |
-//! | `children.rs` | searching and editing a directory's sorted child list |
-//! | `mutate.rs` | [`Namespace::mkdirs`], [`create`](Namespace::create), [`symlink`](Namespace::symlink), [`add_block`](Namespace::add_block), [`rename`](Namespace::rename), [`delete`](Namespace::delete) and their by-id forms |
+//! | `mutate.rs` | [`Namespace::mkdirs`], [`create`](Namespace::create), [`symlink`](Namespace::symlink), [`add_block`](Namespace::add_block), [`rename`](Namespace::rename), [`delete`](Namespace::delete) and their by-id forms; editing a directory's child list |
 //! | `setters.rs` | owner, mode, times, replication, quota, xattr, ACL and under-construction setters of existing inodes |
 //! | `errors.rs` | [`NsError`]: why a mutation was refused |
 //! | `rules.rs` | `valid_name`, `acl_error`: per-record rules shared by loads and mutations |
@@ -118,6 +118,7 @@ mod view;
 
 pub use arena::{Arena, Span};
 pub use build::{DirBatch, NamespaceBuilder};
+pub use children::{ChildIter, Children};
 pub use consts::{Slot, MAX_NAME_LENGTH, NO_SLOT, ROOT_ID};
 pub use digest::Digest;
 pub use errors::NsError;

@@ -48,7 +48,7 @@ impl Namespace {
             }
             cur = self
                 .find_child(cur, c)
-                .map_err(|_| NsError::NotFound(show(path)))?;
+                .ok_or_else(|| NsError::NotFound(show(path)))?;
         }
         Ok(cur)
     }

@@ -1,30 +1,84 @@
 //! Mutations of the tree: creating directories, files, symlinks and
 //! blocks, renaming and deleting. Each one validates everything before it
 //! changes anything, so a failed operation leaves the namespace as it was.
+//! Adding a child to a directory's list and removing one (the list copied
+//! out of the arena into chunks the first time it is edited) live here too.
 
 use crate::arena::Span;
+use crate::children::{name_key, OwnedChildren};
 use crate::classes::Class;
 use crate::consts::{Slot, MAX_NAME_LENGTH, NO_SLOT};
 use crate::errors::{show, NsError, Result};
 use crate::lookup::{check_name, components, split_last};
-use crate::namespace::Namespace;
-use crate::node::{name_key, Kind, Node, OWNED_CHILDREN};
+use crate::namespace::{read_name, Namespace};
+use crate::node::{Kind, Node, OWNED_CHILDREN};
 use crate::values::{Block, FileSpec, PermSpec};
 
 impl Namespace {
-    /// Checks that `name` may be created in directory slot `dir` and returns
-    /// the insertion position among its children.
-    fn free_position(&self, dir: Slot, name: &[u8]) -> Result<usize> {
+    /// Checks that `name` may be created in directory slot `dir`.
+    fn check_free(&self, dir: Slot, name: &[u8]) -> Result<()> {
         check_name(name)?;
         match self.find_child(dir, name) {
-            Ok(_) => Err(NsError::AlreadyExists(show(name))),
-            Err(pos) => Ok(pos),
+            Some(_) => Err(NsError::AlreadyExists(show(name))),
+            None => Ok(()),
+        }
+    }
+
+    /// Makes the child list of `dir` editable, copying it out of the arena
+    /// the first time (straight into chunks, with the names' keys), and
+    /// returns it with a reader of its children's names.
+    fn owned_children_mut<'s>(
+        &'s mut self,
+        dir: Slot,
+    ) -> (&'s mut OwnedChildren, impl Fn(Slot) -> &'s [u8] + 's) {
+        let (names, nodes) = (&self.names, &mut self.nodes);
+        let n = &mut nodes[dir as usize];
+        if n.is_dir() && n.span.chunk != OWNED_CHILDREN {
+            let arena = n.span;
+            n.span = Span {
+                chunk: OWNED_CHILDREN,
+                start: 0,
+                len: 0,
+            };
+            let owned = OwnedChildren::from_sorted(self.children.get(arena), |c| {
+                name_key(read_name(names, nodes[c as usize].name))
+            });
+            self.owned_children.insert(dir, owned);
+        }
+        let nodes = &self.nodes;
+        let list = self.owned_children.entry(dir).or_default();
+        (list, move |c: Slot| {
+            read_name(names, nodes[c as usize].name)
+        })
+    }
+
+    /// Adds child `slot`, named `name`, to the list of directory `dir`, in
+    /// name order.
+    fn link(&mut self, dir: Slot, slot: Slot, name: &[u8]) {
+        let key = name_key(name);
+        let (list, name_of) = self.owned_children_mut(dir);
+        let place = list.search(key, name, name_of).unwrap_or_else(|p| p);
+        list.insert(place, slot, key);
+    }
+
+    /// Removes child `s` from its parent's list: a scan of the slots in a
+    /// small directory (no name is read), a search by name in a large one.
+    fn unlink(&mut self, parent: Slot, s: Slot) {
+        let (list, name_of) = self.owned_children_mut(parent);
+        let place = if list.view().len() <= 128 {
+            list.scan(s)
+        } else {
+            let name = name_of(s);
+            list.search(name_key(name), name, name_of).ok()
+        };
+        if let Some(p) = place {
+            list.remove(p);
         }
     }
 
     /// Adds `node` (its time, kind, class and aux set by the caller) as
-    /// child `name` of `dir` at position `pos`.
-    fn insert_node(&mut self, dir: Slot, pos: usize, name: &[u8], node: Node) -> Result<u64> {
+    /// child `name` of `dir`.
+    fn insert_node(&mut self, dir: Slot, name: &[u8], node: Node) -> Result<u64> {
         let id = self
             .info
             .last_inode_id
@@ -33,15 +87,14 @@ impl Namespace {
             .ok_or(NsError::IdsExhausted)?;
         let slot = self.ids.push(id).ok_or(NsError::IdsExhausted)?;
         self.info.last_inode_id = id;
-        let key = name_key(name);
-        let name = self.put_name(name);
+        let name_ref = self.put_name(name);
         let mtime = node.mtime;
         self.nodes.push(Node {
-            name,
+            name: name_ref,
             parent: dir,
             ..node
         });
-        self.owned_children_mut(dir).insert(pos, slot, key);
+        self.link(dir, slot, name);
         self.nodes[dir as usize].mtime = mtime;
         Ok(id)
     }
@@ -55,11 +108,11 @@ impl Namespace {
         mtime: u64,
     ) -> Result<u64> {
         let dir = self.dir_slot(parent)?;
-        let pos = self.free_position(dir, name)?;
+        self.check_free(dir, name)?;
         let perm = self.intern_perm(perm)?;
         let class = self.intern_class(Class::directory(perm, -1, -1))?;
         let node = Node::new(Kind::Directory, class, mtime, 0);
-        self.insert_node(dir, pos, name, node)
+        self.insert_node(dir, name, node)
     }
 
     /// Creates a directory and its missing ancestors; succeeds if it exists.
@@ -72,15 +125,15 @@ impl Namespace {
                 if !self.nodes[s as usize].is_dir() {
                     return Err(NsError::NotADirectory(show(path)));
                 }
-                cur = self.find_child(s, c).ok();
+                cur = self.find_child(s, c);
             }
         }
         let mut id = self.id_of(0);
         for c in components(path)? {
             let dir = self.live_slot(id)?;
             id = match self.find_child(dir, c) {
-                Ok(s) => self.id_of(s),
-                Err(_) => self.mkdir_in(id, c, perm, mtime)?,
+                Some(s) => self.id_of(s),
+                None => self.mkdir_in(id, c, perm, mtime)?,
             };
         }
         Ok(id)
@@ -96,7 +149,7 @@ impl Namespace {
         mtime: u64,
     ) -> Result<u64> {
         let dir = self.dir_slot(parent)?;
-        let pos = self.free_position(dir, name)?;
+        self.check_free(dir, name)?;
         let perm = self.intern_perm(perm)?;
         let class = Class::file(
             perm,
@@ -107,7 +160,7 @@ impl Namespace {
         let class = self.intern_class(class)?;
         // A new file's access time is its creation time.
         let node = Node::new(Kind::File, class, mtime, mtime);
-        self.insert_node(dir, pos, name, node)
+        self.insert_node(dir, name, node)
     }
 
     /// Creates an empty file at `path`; its parent must exist.
@@ -133,7 +186,7 @@ impl Namespace {
         mtime: u64,
     ) -> Result<u64> {
         let dir = self.dir_slot(parent)?;
-        let pos = self.free_position(dir, name)?;
+        self.check_free(dir, name)?;
         if target.is_empty() || target.len() > MAX_NAME_LENGTH {
             return Err(NsError::Invalid(format!(
                 "symlink target of {} bytes",
@@ -144,7 +197,7 @@ impl Namespace {
         let target = self.put_name(target);
         let class = self.intern_class(Class::symlink(perm))?;
         let node = Node::new(Kind::Symlink, class, mtime, target.pack());
-        self.insert_node(dir, pos, name, node)
+        self.insert_node(dir, name, node)
     }
 
     /// Creates a symlink at `path` pointing at `target` (1 to
@@ -233,22 +286,15 @@ impl Namespace {
             }
             up = self.nodes[up as usize].parent;
         }
-        let pos = self.free_position(d, dname)?;
+        self.check_free(d, dname)?;
         let old_parent = self.nodes[s as usize].parent;
         self.unlink(old_parent, s);
         self.nodes[old_parent as usize].mtime = mtime;
-        // The insertion position was computed before the removal; recompute
-        // when both parents are the same directory.
-        let pos = if old_parent == d {
-            self.find_child(d, dname).err().unwrap_or(pos)
-        } else {
-            pos
-        };
         let name = self.put_name(dname);
         let n = &mut self.nodes[s as usize];
         n.name = name;
         n.parent = d;
-        self.owned_children_mut(d).insert(pos, s, name_key(dname));
+        self.link(d, s, dname);
         self.nodes[d as usize].mtime = mtime;
         Ok(())
     }
@@ -284,7 +330,7 @@ impl Namespace {
             // an extra: the maps are not searched for the others.
             let n = &self.nodes[x as usize];
             if n.is_dir() {
-                stack.extend_from_slice(self.child_slots(x));
+                stack.extend(self.child_slots(x));
                 if n.span.chunk == OWNED_CHILDREN {
                     self.owned_children.remove(&x);
                 }
@@ -305,6 +351,7 @@ impl Namespace {
 
 #[cfg(test)]
 mod tests {
+    use crate::consts::ROOT_ID;
     use crate::errors::NsError;
     use crate::namespace::Namespace;
     use crate::values::Block;
@@ -434,5 +481,127 @@ mod tests {
         ns.rename(b"/a", b"/d", 2).unwrap();
         let names: Vec<_> = ns.root().children().map(|c| c.name().to_vec()).collect();
         assert_eq!(names, [b"c".to_vec(), b"d".to_vec(), b"e".to_vec()]);
+    }
+
+    /// A small deterministic generator (no crate needed): 64-bit LCG,
+    /// high bits out.
+    struct Lcg(u64);
+    impl Lcg {
+        fn below(&mut self, n: usize) -> usize {
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((self.0 >> 33) as usize) % n
+        }
+    }
+
+    /// Random creates, deletes and renames of names in one large directory
+    /// (names sharing eight-byte prefixes, so name keys tie) against a
+    /// sorted map: the children's order, the lookups and the view's
+    /// searches agree with the model while the list grows past many chunk
+    /// splits and shrinks back to nothing.
+    #[test]
+    fn a_wide_directory_follows_a_sorted_map() {
+        use std::collections::BTreeMap;
+        let mut ns = Namespace::default();
+        let d = ns.mkdir_in(ROOT_ID, b"d", &P, 1).unwrap();
+        let other = ns.mkdir_in(ROOT_ID, b"o", &P, 1).unwrap();
+        let mut model: BTreeMap<Vec<u8>, u64> = BTreeMap::new();
+        let mut r = Lcg(42);
+        let prefixes: [&[u8]; 5] = [b"sharedpf", b"sharedp", b"sharedpf-", b"a", b"zz"];
+        let name = |r: &mut Lcg| {
+            let mut n = prefixes[r.below(prefixes.len())].to_vec();
+            n.extend_from_slice(format!("{}", r.below(5_000)).as_bytes());
+            n
+        };
+        let check = |ns: &Namespace, model: &BTreeMap<Vec<u8>, u64>| {
+            let dir = ns.inode(d).unwrap();
+            let got: Vec<(Vec<u8>, u64)> = dir
+                .children()
+                .map(|c| (c.name().to_vec(), c.id()))
+                .collect();
+            let want: Vec<(Vec<u8>, u64)> = model.iter().map(|(k, &v)| (k.clone(), v)).collect();
+            assert_eq!(got, want);
+            let kids = dir.child_slots();
+            assert_eq!(kids.len(), model.len());
+            assert_eq!(kids.iter().len(), model.len());
+            assert_eq!(
+                kids.last().map(|s| ns.id_of(s)),
+                model.values().last().copied()
+            );
+            let name_of = |s| ns.at(s).unwrap().name();
+            for (i, (k, &id)) in model.iter().enumerate().step_by(97) {
+                assert_eq!(kids.get(i).map(|s| ns.id_of(s)), Some(id));
+                assert_eq!(kids.iter().nth(i).map(|s| ns.id_of(s)), Some(id));
+                assert_eq!(kids.binary_search_by(|s| name_of(s).cmp(k)), Ok(i));
+                assert_eq!(kids.partition_point(|s| name_of(s) <= &k[..]), i + 1);
+            }
+            assert_eq!(kids.get(model.len()), None);
+        };
+        let path = |n: &[u8]| [&b"/d/"[..], n].concat();
+        // Grow (mostly creates), then shrink (mostly deletes) to empty.
+        for (phase, create_pct) in [(0, 85), (1, 15)] {
+            for step in 0..8_000 {
+                let n = name(&mut r);
+                let roll = r.below(100);
+                if roll < create_pct {
+                    let made = if roll.is_multiple_of(5) {
+                        ns.mkdir_in(d, &n, &P, 2)
+                    } else {
+                        ns.create_in(d, &n, &P, &F, 2)
+                    };
+                    match made {
+                        Ok(id) => assert!(model.insert(n.clone(), id).is_none()),
+                        Err(NsError::AlreadyExists(_)) => assert!(model.contains_key(&n)),
+                        Err(e) => panic!("{e}"),
+                    }
+                } else if let Some((k, id)) = model
+                    .iter()
+                    .nth(r.below(model.len().max(1)))
+                    .map(|(k, &v)| (k.clone(), v))
+                {
+                    match roll % 3 {
+                        0 => {
+                            ns.delete_id(id, false, 3).unwrap();
+                            model.remove(&k);
+                        }
+                        1 if !model.contains_key(&n) => {
+                            // Renamed within the directory.
+                            ns.rename_in(id, d, &n, 3).unwrap();
+                            model.remove(&k);
+                            model.insert(n.clone(), id);
+                        }
+                        _ => {
+                            // Out and back in, under another name if free.
+                            ns.rename_in(id, other, b"x", 3).unwrap();
+                            model.remove(&k);
+                            let back = if model.contains_key(&n) { k } else { n.clone() };
+                            ns.rename_in(id, d, &back, 3).unwrap();
+                            model.insert(back, id);
+                        }
+                    }
+                }
+                assert_eq!(
+                    ns.resolve(&path(&n)).ok(),
+                    model.get(&n).copied(),
+                    "phase {phase} step {step}"
+                );
+                if step % 1_000 == 999 {
+                    check(&ns, &model);
+                }
+            }
+            check(&ns, &model);
+            if phase == 0 {
+                assert!(model.len() > 3_000, "{} names", model.len());
+            }
+        }
+        // Empty the directory for good: every chunk is dropped.
+        for id in model.values() {
+            ns.delete_id(*id, false, 4).unwrap();
+        }
+        model.clear();
+        check(&ns, &model);
+        assert!(ns.inode(d).unwrap().child_slots().is_empty());
     }
 }

@@ -1,11 +1,13 @@
 //! The [`Namespace`] itself: its tables, its constructor and counters,
-//! slots and ids, [`Stats`], and reading a name from the name arena.
+//! slots and ids, [`Stats`], reading a name from the name arena, and a
+//! directory's children: listing them and finding one by name.
 
 use crate::arena::{Arena, Span};
+use crate::children::{name_key, Children, OwnedChildren};
 use crate::classes::{Class, ClassId, Classes};
 use crate::consts::{Slot, NO_SLOT, ROOT_ID};
 use crate::ids::IdIndex;
-use crate::node::{Body, Kind, NameRef, Node, OwnedChildren, OWNED_CHILDREN};
+use crate::node::{Kind, NameRef, Node, OWNED_CHILDREN};
 use crate::strings::StringTable;
 use crate::values::{Block, Extra, NsInfo, Perm};
 /// The maps keyed by slot: foldhash, not the default SipHash (these keys
@@ -162,7 +164,7 @@ impl Namespace {
             + self
                 .owned_children
                 .values()
-                .map(|v| v.slots.capacity() * 4 + v.keys.capacity() * 8 + 64)
+                .map(|v| v.heap_bytes() + 64)
                 .sum::<usize>()
             + self.extras.len() * (size_of::<Extra>() + 16)
     }
@@ -184,22 +186,43 @@ impl Namespace {
         read_name(&self.names, r)
     }
 
-    pub(crate) fn child_slots(&self, slot: Slot) -> &[Slot] {
+    /// The child slots of `slot` in name order (none unless a directory).
+    pub(crate) fn child_slots(&self, slot: Slot) -> Children<'_> {
         let n = &self.nodes[slot as usize];
         match n.kind {
-            Kind::Directory if n.span.chunk == OWNED_CHILDREN => {
-                self.owned_children.get(&slot).map_or(&[], |v| &v.slots[..])
-            }
-            Kind::Directory => self.children.get(n.span),
-            _ => &[],
+            Kind::Directory if n.span.chunk == OWNED_CHILDREN => self
+                .owned_children
+                .get(&slot)
+                .map_or(Children::flat(&[]), OwnedChildren::view),
+            Kind::Directory => Children::flat(self.children.get(n.span)),
+            _ => Children::flat(&[]),
         }
     }
 
-    /// The kind-specific part of the node in `slot`, unpacked.
+    /// The slot of `name` among the children of directory `dir`: a search
+    /// of the keys of an edited list, of the names of a loaded one.
     #[inline]
-    pub(crate) fn body(&self, slot: Slot) -> Body {
-        let n = &self.nodes[slot as usize];
-        n.body(self.classes.get(n.class))
+    pub(crate) fn find_child(&self, dir: Slot, name: &[u8]) -> Option<Slot> {
+        let name_of = |c: Slot| self.name_bytes(self.nodes[c as usize].name);
+        let n = &self.nodes[dir as usize];
+        if !n.is_dir() {
+            return None;
+        }
+        let children = n.span;
+        if children.chunk == OWNED_CHILDREN {
+            let o = self.owned_children.get(&dir)?;
+            let p = o.search(name_key(name), name, name_of).ok()?;
+            return o.slot(p);
+        }
+        let kids = self.children.get(children);
+        // New names often sort last (sequential names, sorted bulk
+        // creation): one comparison instead of a search.
+        if kids.last().is_some_and(|&last| name_of(last) < name) {
+            return None;
+        }
+        kids.binary_search_by(|&c| name_of(c).cmp(name))
+            .ok()
+            .map(|i| kids[i])
     }
 
     /// The class of the node in `slot`.

@@ -1,7 +1,6 @@
 //! The node table's types: one fixed-size [`Node`] per inode with its
-//! kind-specific [`Body`], where a name lives in the name arena
-//! ([`NameRef`]), and the owned child lists that mutations edit, searched by
-//! name key.
+//! kind-specific [`Body`] and where a name lives in the name arena
+//! ([`NameRef`]).
 
 use crate::arena::Span;
 use crate::classes::{Class, ClassId};
@@ -15,25 +14,6 @@ pub struct NameRef {
     pub chunk: u32,
     /// Byte offset of the length prefix within the chunk.
     pub off: u32,
-}
-
-/// A child list that mutations have touched: child slots in name order and,
-/// beside each, the first eight bytes of its name (big-endian, zero-padded),
-/// so that a search compares keys in one array and reads a name only when
-/// two keys tie. Lists loaded from an image stay in the arena, without keys.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct OwnedChildren {
-    pub(crate) slots: Vec<Slot>,
-    pub(crate) keys: Vec<u64>,
-}
-
-/// The search key of a name: its first eight bytes, big-endian, zero-padded.
-/// Keys order like names do (a < b implies key(a) <= key(b)).
-pub(crate) fn name_key(name: &[u8]) -> u64 {
-    let mut b = [0u8; 8];
-    let n = name.len().min(8);
-    b[..n].copy_from_slice(&name[..n]);
-    u64::from_be_bytes(b)
 }
 
 /// Marks a directory whose child list lives in `Namespace::owned_children`.
@@ -200,27 +180,6 @@ impl NameRef {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn name_keys_order_like_names() {
-        let mut names: Vec<&[u8]> = vec![
-            b"a",
-            b"a\0",
-            b"a\0\0",
-            b"ab",
-            b"abcdefgh",
-            b"abcdefgh\0",
-            b"abcdefghi",
-            b"b",
-            b"\xff",
-            b"\0",
-            b"abcdefgg\xff",
-        ];
-        names.sort();
-        for w in names.windows(2) {
-            assert!(name_key(w[0]) <= name_key(w[1]), "{:?} {:?}", w[0], w[1]);
-        }
-    }
 
     #[test]
     fn node_stays_small() {

@@ -2,6 +2,7 @@
 //! its type-specific attributes ([`Attrs`], [`FileAttrs`]); and the
 //! [`Namespace`] methods that hand inodes out.
 
+use crate::children::Children;
 use crate::classes::Class;
 use crate::consts::{Slot, NO_SLOT};
 use crate::namespace::Namespace;
@@ -182,14 +183,14 @@ impl<'a> Inode<'a> {
             _ => &[],
         }
     }
-    /// Child slots, sorted by name.
-    pub fn child_slots(&self) -> &'a [Slot] {
+    /// Child slots, sorted by name (none unless a directory).
+    pub fn child_slots(&self) -> Children<'a> {
         self.ns.child_slots(self.slot)
     }
     /// Children, in name order (none unless a directory).
     pub fn children(&self) -> impl Iterator<Item = Inode<'a>> + 'a {
         let ns = self.ns;
-        self.child_slots().iter().filter_map(move |&s| ns.at(s))
+        self.child_slots().into_iter().filter_map(move |s| ns.at(s))
     }
     /// A symlink's target; `None` for other kinds.
     pub fn symlink_target(&self) -> Option<&'a [u8]> {

@@ -192,15 +192,15 @@ fn list_status_batch(ns: &Namespace, req: &Parsed) -> Result<Value, RemoteError>
             None => 0,
             Some(after) => {
                 let name_of = |s| ns.at(s).map(|i| i.name()).unwrap_or_default();
-                slots.partition_point(|&s| name_of(s) <= after.as_bytes())
+                slots.partition_point(|s| name_of(s) <= after.as_bytes())
             }
         };
         let end = start.saturating_add(BATCH_SIZE).min(slots.len());
         let page = slots
-            .get(start..end)
-            .unwrap_or_default()
             .iter()
-            .filter_map(|&s| ns.at(s))
+            .skip(start)
+            .take(end.saturating_sub(start))
+            .filter_map(|s| ns.at(s))
             .map(|c| file_status(&c, &lossy(c.name())))
             .collect();
         (page, slots.len().saturating_sub(end))

@@ -5,16 +5,26 @@
 //! namespace, the way recovery replays it, through the borrowing reader
 //! (`parse_views_with` and `edit::apply_view`) and, for comparison,
 //! through the owned one (`parse` and `edit::apply`).
+//!
+//! A second group times one large directory alone: `WIDE` files with
+//! random (seeded) names created in it, then deleted in another random
+//! order, which is what editing a sorted child list costs.
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use nsimage_format::pb;
-use nsimage_namespace::Namespace;
+use nsimage_namespace::{FileSpec, Namespace, PermSpec, ROOT_ID};
 use nsimage_store::edit;
 use nsimage_store::journal::{self, Sealing, Segment};
 use nsimage_testkit::workload::Workload;
+use rand::seq::SliceRandom;
+use rand::{RngExt, SeedableRng};
+use rand_pcg::Pcg64Mcg;
 use std::path::PathBuf;
 
 const OPS: u64 = 100_000;
+
+/// Files created, then deleted, in the one directory of the wide bench.
+const WIDE: usize = 100_000;
 
 /// A plain segment of `n` records and the namespace they lead to.
 fn segment(n: u64) -> (Vec<u8>, Namespace) {
@@ -75,5 +85,51 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench);
+/// `WIDE` files created in one directory in random name order, then all
+/// deleted in another random order.
+fn bench_wide_dir(c: &mut Criterion) {
+    let mut r = Pcg64Mcg::seed_from_u64(7);
+    // Names share their first five bytes, so name keys often tie on a
+    // shorter prefix and the search reads names.
+    let names: Vec<Vec<u8>> = (0..WIDE)
+        .map(|_| format!("part-{:012x}", r.random::<u64>() >> 16).into_bytes())
+        .collect();
+    let mut order: Vec<usize> = (0..WIDE).collect();
+    order.shuffle(&mut r);
+    let perm = PermSpec {
+        user: b"hdfs",
+        group: b"supergroup",
+        mode: 0o644,
+    };
+    let spec = FileSpec {
+        replication: 3,
+        preferred_block_size: 128 << 20,
+        storage_policy: 0,
+    };
+    let run = |mut ns: Namespace| {
+        let dir = ns.mkdir_in(ROOT_ID, b"wide", &perm, 1).unwrap();
+        let mut ids = Vec::with_capacity(WIDE);
+        for n in &names {
+            // Random names may repeat; a repeat is refused and skipped.
+            if let Ok(id) = ns.create_in(dir, n, &perm, &spec, 2) {
+                ids.push(id);
+            }
+        }
+        for &i in &order {
+            if let Some(&id) = ids.get(i) {
+                ns.delete_id(id, false, 3).unwrap();
+            }
+        }
+        ns
+    };
+    let mut g = c.benchmark_group("wide_dir");
+    g.sample_size(10);
+    g.throughput(Throughput::Elements(2 * WIDE as u64));
+    g.bench_function("create_delete_100k", |b| {
+        b.iter_batched(Namespace::default, &run, BatchSize::LargeInput)
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench, bench_wide_dir);
 criterion_main!(benches);

@@ -47,9 +47,10 @@ fn child<'a>(ns: &'a Namespace, dir: Inode<'a>, name: &[u8]) -> Option<Inode<'a>
     let slots = dir.child_slots();
     let name_of = |s: u32| ns.at(s).map(|i| i.name()).unwrap_or_default();
     slots
-        .binary_search_by(|&s| name_of(s).cmp(name))
+        .binary_search_by(|s| name_of(s).cmp(name))
         .ok()
-        .and_then(|i| ns.at(slots[i]))
+        .and_then(|i| slots.get(i))
+        .and_then(|s| ns.at(s))
 }
 
 /// Visits `top` (at `top_path`) and everything below it, depth first, each

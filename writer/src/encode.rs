@@ -146,7 +146,7 @@ pub fn names(ns: &Namespace, slots: std::ops::Range<Slot>) -> Encoded {
             continue;
         }
         let parent = n.id();
-        for &c in n.child_slots() {
+        for c in n.child_slots() {
             let Some(child) = ns.at(c) else { continue };
             let ty = match child.kind() {
                 InodeKind::File => pb::InodeType::File,
@@ -311,7 +311,7 @@ mod tests {
                 record::put_dir(&ns, &n, &mut Vec::new(), &mut fast);
                 let msg = nsimage_format::pb::DirEntry {
                     parent: n.id(),
-                    children: n.child_slots().iter().map(|&c| ns.id_of(c)).collect(),
+                    children: n.child_slots().iter().map(|c| ns.id_of(c)).collect(),
                 };
                 let mut slow = Vec::new();
                 put_record(&mut slow, &msg);

@@ -173,7 +173,7 @@ pub fn dir_record_len(ns: &Namespace, n: &Inode<'_>) -> usize {
     let packed: usize = n
         .child_slots()
         .iter()
-        .map(|&c| varint_len(ns.id_of(c)))
+        .map(|c| varint_len(ns.id_of(c)))
         .sum();
     let len = vfield_len(n.id()) + 1 + varint_len(packed as u64) + packed;
     varint_len(len as u64) + len
@@ -182,7 +182,7 @@ pub fn dir_record_len(ns: &Namespace, n: &Inode<'_>) -> usize {
 /// Appends the framed INODE_DIR record of directory `n` (with children).
 pub fn put_dir(ns: &Namespace, n: &Inode<'_>, ids: &mut Vec<u64>, out: &mut Vec<u8>) {
     ids.clear();
-    ids.extend(n.child_slots().iter().map(|&c| ns.id_of(c)));
+    ids.extend(n.child_slots().iter().map(|c| ns.id_of(c)));
     let packed: usize = ids.iter().map(|&c| varint_len(c)).sum();
     let len = vfield_len(n.id()) + 1 + varint_len(packed as u64) + packed;
     out.reserve(len + 10);
