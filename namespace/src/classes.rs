@@ -143,21 +143,52 @@ impl SharedClasses {
     }
 }
 
-/// A batch's memory of the ids a [`SharedClasses`] gave it.
-#[derive(Debug, Default)]
+/// Entries of a batch's direct-mapped cache of class ids.
+const RECENT: usize = 64;
+
+/// A batch's memory of the ids a [`SharedClasses`] gave it: a small
+/// direct-mapped cache (one multiply and one compare for a class seen
+/// recently, the common case: a load meets a few classes over and over, in
+/// no particular order), then a map of every class the batch has seen, then
+/// the shared table.
+#[derive(Debug)]
 pub(crate) struct ClassCache {
+    /// Entry `recent_slot(c)` holds `c` if it was the last class there;
+    /// `ClassId::MAX` marks an empty entry (no table gives that id).
+    recent: [(Class, ClassId); RECENT],
     seen: foldhash::HashMap<Class, ClassId>,
-    last: Option<(Class, ClassId)>,
+}
+
+impl Default for ClassCache {
+    fn default() -> Self {
+        ClassCache {
+            recent: [(Class::default(), ClassId::MAX); RECENT],
+            seen: foldhash::HashMap::default(),
+        }
+    }
+}
+
+/// The cache entry of `c`: the high bits of a multiplicative hash of its
+/// fields.
+// The shift leaves 6 bits: below RECENT.
+#[allow(clippy::cast_possible_truncation)]
+#[inline]
+fn recent_slot(c: &Class) -> usize {
+    let h = c.perm.0
+        ^ c.a.rotate_left(23)
+        ^ c.b.rotate_left(47)
+        ^ (u64::from(c.replication) << 8 | u64::from(c.storage_policy));
+    (h.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - RECENT.trailing_zeros())) as usize
 }
 
 impl ClassCache {
     /// The id of `c` in `shared`.
     #[inline]
     pub(crate) fn intern(&mut self, shared: &SharedClasses, c: Class) -> Option<ClassId> {
-        if let Some((l, id)) = self.last {
-            if l == c {
-                return Some(id);
-            }
+        let i = recent_slot(&c);
+        let (k, id) = self.recent[i];
+        if id != ClassId::MAX && k == c {
+            return Some(id);
         }
         let id = match self.seen.get(&c) {
             Some(&id) => id,
@@ -167,7 +198,7 @@ impl ClassCache {
                 id
             }
         };
-        self.last = Some((c, id));
+        self.recent[i] = (c, id);
         Some(id)
     }
 }
@@ -175,6 +206,27 @@ impl ClassCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_batch_cache_gives_the_shared_ids() {
+        let shared = SharedClasses::default();
+        let (mut a, mut b) = (ClassCache::default(), ClassCache::default());
+        // More classes than cache entries, so entries are replaced.
+        let class = |i: u64| Class::file(Perm::new(1, 2, 0o644), i << 20, 3, 0);
+        let ids_a: Vec<_> = (0..200)
+            .map(|i| a.intern(&shared, class(i)).unwrap())
+            .collect();
+        let ids_b: Vec<_> = (0..200)
+            .rev()
+            .map(|i| b.intern(&shared, class(i)).unwrap())
+            .collect();
+        assert_eq!(ids_a, (0..200).collect::<Vec<_>>());
+        assert!(ids_b.iter().rev().eq(ids_a.iter()));
+        for i in (0..200).step_by(7) {
+            assert_eq!(a.intern(&shared, class(i)), Some(ids_a[i as usize]));
+        }
+        assert_eq!(shared.into_inner().list.len(), 200);
+    }
 
     #[test]
     fn equal_classes_share_an_id_in_first_seen_order() {

@@ -5,7 +5,7 @@
 //! out of the arena into chunks the first time it is edited) live here too.
 
 use crate::arena::Span;
-use crate::children::{name_key, OwnedChildren};
+use crate::children::{name_key, OwnedChildren, Place};
 use crate::classes::Class;
 use crate::consts::{Slot, MAX_NAME_LENGTH, NO_SLOT};
 use crate::errors::{show, NsError, Result};
@@ -15,12 +15,24 @@ use crate::node::{Kind, Node, OWNED_CHILDREN};
 use crate::values::{Block, FileSpec, PermSpec};
 
 impl Namespace {
-    /// Checks that `name` may be created in directory slot `dir`.
-    fn check_free(&self, dir: Slot, name: &[u8]) -> Result<()> {
+    /// Checks that `name` may be created in directory slot `dir`; returns
+    /// where it goes when the list is already an owned one (so that the
+    /// insertion does not search it again).
+    fn check_free(&self, dir: Slot, name: &[u8]) -> Result<Option<Place>> {
         check_name(name)?;
-        match self.find_child(dir, name) {
-            Some(_) => Err(NsError::AlreadyExists(show(name))),
-            None => Ok(()),
+        let owned = (self.nodes[dir as usize].span.chunk == OWNED_CHILDREN)
+            .then(|| self.owned_children.get(&dir))
+            .flatten();
+        let Some(list) = owned else {
+            return match self.find_child(dir, name) {
+                Some(_) => Err(NsError::AlreadyExists(show(name))),
+                None => Ok(None),
+            };
+        };
+        let name_of = |c: Slot| self.name_bytes(self.nodes[c as usize].name);
+        match list.search(name_key(name), name, name_of) {
+            Ok(_) => Err(NsError::AlreadyExists(show(name))),
+            Err(place) => Ok(Some(place)),
         }
     }
 
@@ -54,10 +66,12 @@ impl Namespace {
 
     /// Adds child `slot`, named `name`, to the list of directory `dir`, in
     /// name order.
-    fn link(&mut self, dir: Slot, slot: Slot, name: &[u8]) {
+    /// `place`, when given, is where [`check_free`](Self::check_free) found
+    /// it goes, the list unchanged since.
+    fn link(&mut self, dir: Slot, slot: Slot, name: &[u8], place: Option<Place>) {
         let key = name_key(name);
         let (list, name_of) = self.owned_children_mut(dir);
-        let place = list.search(key, name, name_of).unwrap_or_else(|p| p);
+        let place = place.unwrap_or_else(|| list.search(key, name, name_of).unwrap_or_else(|p| p));
         list.insert(place, slot, key);
     }
 
@@ -78,7 +92,13 @@ impl Namespace {
 
     /// Adds `node` (its time, kind, class and aux set by the caller) as
     /// child `name` of `dir`.
-    fn insert_node(&mut self, dir: Slot, name: &[u8], node: Node) -> Result<u64> {
+    fn insert_node(
+        &mut self,
+        dir: Slot,
+        name: &[u8],
+        place: Option<Place>,
+        node: Node,
+    ) -> Result<u64> {
         let id = self
             .info
             .last_inode_id
@@ -94,7 +114,7 @@ impl Namespace {
             parent: dir,
             ..node
         });
-        self.link(dir, slot, name);
+        self.link(dir, slot, name, place);
         self.nodes[dir as usize].mtime = mtime;
         Ok(id)
     }
@@ -108,11 +128,11 @@ impl Namespace {
         mtime: u64,
     ) -> Result<u64> {
         let dir = self.dir_slot(parent)?;
-        self.check_free(dir, name)?;
+        let place = self.check_free(dir, name)?;
         let perm = self.intern_perm(perm)?;
         let class = self.intern_class(Class::directory(perm, -1, -1))?;
         let node = Node::new(Kind::Directory, class, mtime, 0);
-        self.insert_node(dir, name, node)
+        self.insert_node(dir, name, place, node)
     }
 
     /// Creates a directory and its missing ancestors; succeeds if it exists.
@@ -149,7 +169,7 @@ impl Namespace {
         mtime: u64,
     ) -> Result<u64> {
         let dir = self.dir_slot(parent)?;
-        self.check_free(dir, name)?;
+        let place = self.check_free(dir, name)?;
         let perm = self.intern_perm(perm)?;
         let class = Class::file(
             perm,
@@ -160,7 +180,7 @@ impl Namespace {
         let class = self.intern_class(class)?;
         // A new file's access time is its creation time.
         let node = Node::new(Kind::File, class, mtime, mtime);
-        self.insert_node(dir, name, node)
+        self.insert_node(dir, name, place, node)
     }
 
     /// Creates an empty file at `path`; its parent must exist.
@@ -186,7 +206,7 @@ impl Namespace {
         mtime: u64,
     ) -> Result<u64> {
         let dir = self.dir_slot(parent)?;
-        self.check_free(dir, name)?;
+        let place = self.check_free(dir, name)?;
         if target.is_empty() || target.len() > MAX_NAME_LENGTH {
             return Err(NsError::Invalid(format!(
                 "symlink target of {} bytes",
@@ -197,7 +217,7 @@ impl Namespace {
         let target = self.put_name(target);
         let class = self.intern_class(Class::symlink(perm))?;
         let node = Node::new(Kind::Symlink, class, mtime, target.pack());
-        self.insert_node(dir, name, node)
+        self.insert_node(dir, name, place, node)
     }
 
     /// Creates a symlink at `path` pointing at `target` (1 to
@@ -286,15 +306,17 @@ impl Namespace {
             }
             up = self.nodes[up as usize].parent;
         }
-        self.check_free(d, dname)?;
+        let place = self.check_free(d, dname)?;
         let old_parent = self.nodes[s as usize].parent;
+        // Removing `s` from the same list moves the place found.
+        let place = place.filter(|_| old_parent != d);
         self.unlink(old_parent, s);
         self.nodes[old_parent as usize].mtime = mtime;
         let name = self.put_name(dname);
         let n = &mut self.nodes[s as usize];
         n.name = name;
         n.parent = d;
-        self.link(d, s, dname);
+        self.link(d, s, dname, place);
         self.nodes[d as usize].mtime = mtime;
         Ok(())
     }
