@@ -187,6 +187,12 @@ impl OwnedChildren {
         c.keys.remove(p.at);
         if c.slots.is_empty() {
             self.chunks.remove(p.chunk);
+        } else if c.slots.len() * 4 < c.slots.capacity() {
+            // A chunk emptied by removals gives its memory back (to twice
+            // what it holds, so that it does not shrink again at once).
+            let keep = c.slots.len() * 2;
+            c.slots.shrink_to(keep);
+            c.keys.shrink_to(keep);
         }
         self.len -= 1;
     }
@@ -358,6 +364,8 @@ impl Iterator for ChildIter<'_> {
         while n >= self.head.len() {
             n -= self.head.len();
             self.len -= self.head.len();
+            // Emptied first: past the end, the iterator stays finished.
+            self.head = &[];
             self.head = &self.rest.next()?.slots;
         }
         self.head = &self.head[n..];
@@ -372,6 +380,29 @@ impl ExactSizeIterator for ChildIter<'_> {}
 mod tests {
     use super::*;
     use std::collections::BTreeSet;
+
+    #[test]
+    fn nth_skips_across_chunks_and_stays_finished_past_the_end() {
+        let slots: Vec<Slot> = (0..1000).collect();
+        let list = OwnedChildren::from_sorted(&slots, u64::from);
+        assert!(list.chunks.len() > 2);
+        for (start, n) in [(0, 0), (0, 255), (0, 256), (3, 600), (0, 999)] {
+            let mut it = list.view().iter();
+            for _ in 0..start {
+                it.next();
+            }
+            let want = start + n;
+            assert_eq!(it.nth(n as usize), Some(want));
+            assert_eq!(it.len(), 999 - want as usize);
+            assert_eq!(it.next(), (want < 999).then_some(want + 1));
+        }
+        let mut it = list.view().iter();
+        assert_eq!(it.nth(1000), None);
+        assert_eq!((it.len(), it.next(), it.next()), (0, None, None));
+        let mut it = list.view().iter();
+        assert_eq!(it.nth(5000), None);
+        assert_eq!((it.len(), it.next()), (0, None));
+    }
 
     /// Random inserts and removes of names (slot `i` is `names[i]`) against
     /// a sorted set, checking the chunks' shape after every step: none

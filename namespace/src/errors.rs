@@ -43,7 +43,7 @@ pub enum NsError {
     #[error("string table is full")]
     StringTableFull,
     /// The table of attribute classes (owner, mode, block size,
-    /// replication, quotas) already holds `u32::MAX - 1` of them.
+    /// replication, quotas) already holds `u32::MAX` of them.
     #[error("attribute class table is full")]
     ClassTableFull,
     /// A user, group or attribute name over [`MAX_NAME_LENGTH`] bytes (the

@@ -12,10 +12,12 @@
 //! canonical [`Digest`] that tells whether two namespaces hold the same
 //! thing.
 //!
-//! Layout, chosen for resident memory: one 64-byte [`Node`] per inode in a
-//! `Vec` indexed by slot (slots follow id order); names, blocks and child
-//! lists live in chunked arenas, not in per-inode allocations; rare
-//! attributes (xattrs, ACLs, under-construction info) sit in a side map.
+//! Layout, chosen for resident memory: one 48-byte [`Node`] per inode in a
+//! `Vec` indexed by slot (slots follow id order); what many inodes share
+//! (owner, mode, block size, replication, quotas) is an interned attribute
+//! class the node names by id; names, blocks and child lists live in
+//! chunked arenas, not in per-inode allocations; rare attributes (xattrs,
+//! ACLs, under-construction info) sit in a side map.
 //!
 //! This crate is the ground floor: it imports no other nsimage crate, and
 //! must never do so. The image format, the HDFS reader and the journal all

@@ -6,6 +6,7 @@ use crate::arena::{Arena, Span};
 use crate::children::{name_key, Children, OwnedChildren};
 use crate::classes::{Class, ClassId, Classes};
 use crate::consts::{Slot, NO_SLOT, ROOT_ID};
+use crate::errors::{NsError, Result};
 use crate::ids::IdIndex;
 use crate::node::{Kind, NameRef, Node, OWNED_CHILDREN};
 use crate::strings::StringTable;
@@ -232,14 +233,12 @@ impl Namespace {
     }
 
     /// The id of class `c`, interned.
-    pub(crate) fn intern_class(&mut self, c: Class) -> crate::errors::Result<ClassId> {
-        self.classes
-            .intern(c)
-            .ok_or(crate::errors::NsError::ClassTableFull)
+    pub(crate) fn intern_class(&mut self, c: Class) -> Result<ClassId> {
+        self.classes.intern(c).ok_or(NsError::ClassTableFull)
     }
 
     /// Gives the node in `slot` class `c`.
-    pub(crate) fn set_class(&mut self, slot: Slot, c: Class) -> crate::errors::Result<()> {
+    pub(crate) fn set_class(&mut self, slot: Slot, c: Class) -> Result<()> {
         self.nodes[slot as usize].class = self.intern_class(c)?;
         Ok(())
     }

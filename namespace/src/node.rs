@@ -185,7 +185,7 @@ mod tests {
     fn node_stays_small() {
         // Resident memory per inode is a product requirement (README, "Memory").
         assert!(
-            size_of::<Node>() <= 64,
+            size_of::<Node>() <= 48,
             "Node is {} bytes",
             size_of::<Node>()
         );

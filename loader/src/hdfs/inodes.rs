@@ -155,11 +155,11 @@ pub(crate) fn inode_phase(
     }
     snapshot_only.sort_by_key(|n| n.id);
     let mut outs: Vec<Option<PieceOut>> = outs.into_iter().map(Some).collect();
-    let (tables, parts): (Vec<Vec<Node>>, Vec<InodeParts>) = order
+    let (node_tables, parts): (Vec<Vec<Node>>, Vec<InodeParts>) = order
         .into_iter()
         .filter_map(|i| outs[i].take().and_then(|o| o.batch))
         .unzip();
-    let nodes = join(f, pool, tables, &at0)?;
+    let nodes = join(f, pool, node_tables, &at0)?;
     Ok(Inodes {
         header,
         nodes,
