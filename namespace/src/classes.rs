@@ -225,8 +225,8 @@ mod tests {
             .collect();
         assert_eq!(ids_a, (0..200).collect::<Vec<_>>());
         assert!(ids_b.iter().rev().eq(ids_a.iter()));
-        for i in (0..200).step_by(7) {
-            assert_eq!(a.intern(&shared, class(i)), Some(ids_a[i as usize]));
+        for (i, &id) in ids_a.iter().enumerate().step_by(7) {
+            assert_eq!(a.intern(&shared, class(i as u64)), Some(id));
         }
         assert_eq!(shared.into_inner().list.len(), 200);
     }

@@ -20,19 +20,9 @@ impl Namespace {
     /// insertion does not search it again).
     fn check_free(&self, dir: Slot, name: &[u8]) -> Result<Option<Place>> {
         check_name(name)?;
-        let owned = (self.nodes[dir as usize].span.chunk == OWNED_CHILDREN)
-            .then(|| self.owned_children.get(&dir))
-            .flatten();
-        let Some(list) = owned else {
-            return match self.find_child(dir, name) {
-                Some(_) => Err(NsError::AlreadyExists(show(name))),
-                None => Ok(None),
-            };
-        };
-        let name_of = |c: Slot| self.name_bytes(self.nodes[c as usize].name);
-        match list.search(name_key(name), name, name_of) {
+        match self.child_place(dir, name) {
             Ok(_) => Err(NsError::AlreadyExists(show(name))),
-            Err(place) => Ok(Some(place)),
+            Err(place) => Ok(place),
         }
     }
 

@@ -3,7 +3,7 @@
 //! directory's children: listing them and finding one by name.
 
 use crate::arena::{Arena, Span};
-use crate::children::{name_key, Children, OwnedChildren};
+use crate::children::{name_key, Children, OwnedChildren, Place};
 use crate::classes::{Class, ClassId, Classes};
 use crate::consts::{Slot, NO_SLOT, ROOT_ID};
 use crate::errors::{NsError, Result};
@@ -200,30 +200,46 @@ impl Namespace {
         }
     }
 
-    /// The slot of `name` among the children of directory `dir`: a search
-    /// of the keys of an edited list, of the names of a loaded one.
+    /// The slot of `name` among the children of directory `dir`.
     #[inline]
     pub(crate) fn find_child(&self, dir: Slot, name: &[u8]) -> Option<Slot> {
+        self.child_place(dir, name).ok()
+    }
+
+    /// Where `name` is among the children of directory `dir`: its slot, or
+    /// where it would be inserted in an edited list (`None` for a list
+    /// still in the arena, and for an inode that is no directory). A search
+    /// of the keys of an edited list, of the names of a loaded one.
+    #[inline]
+    pub(crate) fn child_place(
+        &self,
+        dir: Slot,
+        name: &[u8],
+    ) -> std::result::Result<Slot, Option<Place>> {
         let name_of = |c: Slot| self.name_bytes(self.nodes[c as usize].name);
         let n = &self.nodes[dir as usize];
         if !n.is_dir() {
-            return None;
+            return Err(None);
         }
         let children = n.span;
         if children.chunk == OWNED_CHILDREN {
-            let o = self.owned_children.get(&dir)?;
-            let p = o.search(name_key(name), name, name_of).ok()?;
-            return o.slot(p);
+            let Some(o) = self.owned_children.get(&dir) else {
+                return Err(None);
+            };
+            return match o.search(name_key(name), name, name_of) {
+                Ok(p) => o.slot(p).ok_or(None),
+                Err(p) => Err(Some(p)),
+            };
         }
         let kids = self.children.get(children);
         // New names often sort last (sequential names, sorted bulk
         // creation): one comparison instead of a search.
         if kids.last().is_some_and(|&last| name_of(last) < name) {
-            return None;
+            return Err(None);
         }
         kids.binary_search_by(|&c| name_of(c).cmp(name))
-            .ok()
             .map(|i| kids[i])
+            .map_err(|_| None)
     }
 
     /// The class of the node in `slot`.
