@@ -55,9 +55,9 @@ impl Namespace {
     }
 
     /// Adds child `slot`, named `name`, to the list of directory `dir`, in
-    /// name order.
-    /// `place`, when given, is where [`check_free`](Self::check_free) found
-    /// it goes, the list unchanged since.
+    /// name order. `place`, when given, is where
+    /// [`check_free`](Self::check_free) found it goes, the list unchanged
+    /// since.
     fn link(&mut self, dir: Slot, slot: Slot, name: &[u8], place: Option<Place>) {
         let key = name_key(name);
         let (list, name_of) = self.owned_children_mut(dir);
