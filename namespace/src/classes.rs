@@ -4,8 +4,9 @@
 //! 4-byte [`ClassId`] instead of 19 bytes of them. A namespace has few
 //! distinct classes (a handful of owners, modes and block sizes); one where
 //! every inode differs still works, at a cost of about 100 bytes per class
-//! (the list and its index), and, during a load, the map of each batch
-//! being decoded. A setter interns a new class and leaves the old one in
+//! (a 32-byte entry in the list, a 40-byte one in its index, and the
+//! index's spare room), and, during a load, the map of each batch being
+//! decoded. A setter interns a new class and leaves the old one in
 //! the table: classes no inode uses any more are dropped when the namespace
 //! is next loaded from an image.
 
