@@ -1,7 +1,14 @@
 //! The string table: user, group, xattr and ACL names, interned to small ids.
 //! Id 0 is the empty string.
+//!
+//! Its index hashes with foldhash, randomly seeded per map, like the class
+//! table: replay interns an owner and a group for every creation, and
+//! SipHash (the default) made that a visible part of replay's time. The
+//! strings come from images and journals; one crafted to collide would
+//! have to guess a seed that is never written anywhere, and the table
+//! holds at most [`MAX_STRINGS`] of them.
 
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt};
 
 /// Ids must fit the 24-bit fields of a packed permission.
 pub const MAX_STRINGS: usize = (1 << 24) - 1;
