@@ -4,7 +4,7 @@
 //! strategy builds the same model through the same builder.
 
 use nsimage_namespace::Namespace;
-use nsimage_namespace::{DirBatch, InodeBatch, Interned, NamespaceBuilder, NsInfo, NO_SLOT};
+use nsimage_namespace::{DirBatch, InodeBatch, Interned, NamespaceBuilder, NsInfo};
 
 /// A namespace being assembled on one thread: all inodes first, then the
 /// directories' children one directory at a time.
@@ -32,14 +32,7 @@ impl Assembly {
 
     /// Links children to parents and checks the whole tree.
     pub fn finish(mut self) -> Result<Namespace, String> {
-        let nodes = self.builder.nodes_mut();
-        for (c, p) in self.dirs.links() {
-            let node = &mut nodes[c as usize];
-            if node.parent != NO_SLOT {
-                return Err(format!("inode in slot {c} is listed in two directories"));
-            }
-            node.parent = p;
-        }
+        self.builder.link(&self.dirs)?;
         self.builder.attach(vec![self.dirs])?;
         self.builder.finish()
     }

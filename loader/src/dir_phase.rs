@@ -1,8 +1,10 @@
 //! The INODE_DIR phase of the indexed path. It needs every inode id, so it
-//! runs after the INODE phase. The builder is shared read-only (ids, names);
-//! each piece's parent links go to a sharded parent table (`shard`), each
-//! link set at most once; then the children lists are attached and the
-//! tree checked (every inode reachable from the root).
+//! runs after the INODE phase. On a pool the builder is shared read-only
+//! (ids, names) and each piece's parent links go to a sharded parent table
+//! (`shard`), copied into the nodes once every piece is in; on the serial
+//! path they go straight into the nodes. Either way each link is set at
+//! most once; then the children lists are attached and the tree checked
+//! (every inode reachable from the root).
 #![deny(clippy::arithmetic_side_effects)]
 
 use crate::decode;
@@ -32,13 +34,18 @@ pub(crate) fn dir_phase(
     let sec = section(src, SectionKind::INODE_DIR)?;
     let pieces = pieces(sec);
     let at = Location::in_section(SectionKind::INODE_DIR, None, sec.offset);
-    let mut parents: Vec<Slot> = vec![NO_SLOT; builder.inode_count()];
-    let batches = link_parents(src, pool, &pieces, &builder, &mut parents, stats)?;
-    set_parents(pool, builder.nodes_mut(), &parents);
+    let batches = match pool {
+        Some(_) => {
+            let mut parents: Vec<Slot> = vec![NO_SLOT; builder.inode_count()];
+            let batches = link_parents(src, pool, &pieces, &builder, &mut parents, stats)?;
+            set_parents(pool, builder.nodes_mut(), &parents);
+            batches
+        }
+        None => link_in_place(src, &pieces, &mut builder)?,
+    };
     builder
         .attach(batches)
         .map_err(|d| corrupt(src, at.clone(), d))?;
-    drop(parents);
     let reachable = match pool {
         Some(pool) => pool.install(|| reachable(&builder, true)),
         None => reachable(&builder, false),
@@ -76,6 +83,30 @@ fn link_parents(
         },
     )?;
     stats.locks.add(table.stats());
+    Ok(batches)
+}
+
+/// The serial path's [`link_parents`]: each piece's parent links go
+/// straight into the nodes (whose parents the INODE phase left unset), with
+/// no parent table to fill, sort by shard and copy over afterwards.
+fn link_in_place(
+    src: &ImageSource,
+    pieces: &[(SubSectionInfo, Location)],
+    builder: &mut NamespaceBuilder,
+) -> Result<Vec<DirBatch>, LoadError> {
+    let mut buf = PieceBuf::default();
+    let mut batches = Vec::with_capacity(pieces.len());
+    for (i, (p, at)) in pieces.iter().enumerate() {
+        src.progress().started(p.offset);
+        let bytes = src.piece(p, at, &mut buf)?;
+        let chunk = chunk_of(src, i, at)?;
+        let batch = decode::dirs(bytes, p, at, builder, chunk)
+            .map_err(|e| LoadError::from_format(src.path(), e))?;
+        builder
+            .link(&batch)
+            .map_err(|d| corrupt(src, at.clone(), d))?;
+        batches.push(batch);
+    }
     Ok(batches)
 }
 

@@ -190,6 +190,25 @@ impl NamespaceBuilder {
         &mut self.ns.nodes
     }
 
+    /// Sets the parent of each child `batch` lists, straight in the node
+    /// table (the serial way; a parallel loader collects parents first and
+    /// sets them through [`nodes_mut`](Self::nodes_mut)). A child whose
+    /// parent is already set, listed in two directories, is an error.
+    pub fn link(&mut self, batch: &DirBatch) -> Result<(), String> {
+        let nodes = &mut self.ns.nodes;
+        let len = nodes.len();
+        for (c, p) in batch.links() {
+            let node = nodes
+                .get_mut(c as usize)
+                .ok_or_else(|| format!("slot {c} outside the table of {len}"))?;
+            if node.parent != NO_SLOT {
+                return Err(format!("inode in slot {c} is listed in two directories"));
+            }
+            node.parent = p;
+        }
+        Ok(())
+    }
+
     /// Attaches the child lists of `batches` to their directories; parents
     /// must already be set through [`nodes_mut`](Self::nodes_mut).
     pub fn attach(&mut self, batches: Vec<DirBatch>) -> Result<(), String> {
