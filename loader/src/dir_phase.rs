@@ -1,10 +1,11 @@
 //! The INODE_DIR phase of the indexed path. It needs every inode id, so it
-//! runs after the INODE phase. On a pool the builder is shared read-only
-//! (ids, names) and each piece's parent links go to a sharded parent table
-//! (`shard`), copied into the nodes once every piece is in; on the serial
-//! path they go straight into the nodes. Either way each link is set at
-//! most once; then the children lists are attached and the tree checked
-//! (every inode reachable from the root).
+//! runs after the INODE phase. On a pool the workers decode the pieces
+//! with the builder shared read-only (ids, names), then set the parents,
+//! each worker those of its own range of the node table; on the serial
+//! path each piece's links go into the nodes as it is decoded. Either way
+//! each link is set at most once; then the children lists are attached and
+//! the tree checked (every inode reachable from the root). `link_once` is
+//! the HDFS loader's way, through a sharded parent table (`shard`).
 #![deny(clippy::arithmetic_side_effects)]
 
 use crate::decode;
@@ -15,15 +16,12 @@ use crate::shard::Sharded;
 use crate::source::{ImageSource, PieceBuf};
 use crate::stats::LoadStats;
 use nsimage_format::{Location, SectionKind, SubSectionInfo};
-use nsimage_namespace::{DirBatch, Namespace, NamespaceBuilder, Slot, NO_SLOT};
+use nsimage_namespace::{DirBatch, Namespace, NamespaceBuilder, Node, Slot, NO_SLOT};
 use rayon::prelude::*;
 use std::time::Instant;
 
-/// Shards of the parent table.
-const SHARDS: usize = 256;
-
 /// Links every inode to its directory and finishes the namespace; records
-/// the phase's time and lock traffic in `stats`.
+/// the phase's time in `stats`.
 pub(crate) fn dir_phase(
     src: &ImageSource,
     pool: Option<&rayon::ThreadPool>,
@@ -35,10 +33,12 @@ pub(crate) fn dir_phase(
     let pieces = pieces(sec);
     let at = Location::in_section(SectionKind::INODE_DIR, None, sec.offset);
     let batches = match pool {
-        Some(_) => {
-            let mut parents: Vec<Slot> = vec![NO_SLOT; builder.inode_count()];
-            let batches = link_parents(src, pool, &pieces, &builder, &mut parents, stats)?;
-            set_parents(pool, builder.nodes_mut(), &parents);
+        Some(pool) => {
+            let batches = decode_dirs(src, pool, &pieces, &builder)?;
+            link_ranges(pool, builder.nodes_mut(), &batches).map_err(|(i, d)| {
+                let at = pieces.get(i).map_or_else(|| at.clone(), |p| p.1.clone());
+                corrupt(src, at, d)
+            })?;
             batches
         }
         None => link_in_place(src, &pieces, &mut builder)?,
@@ -57,33 +57,76 @@ pub(crate) fn dir_phase(
     Ok(ns)
 }
 
-/// Decodes each piece into a batch and records its children's parents in
-/// `parents` (through a sharded table); a child listed twice is corrupt.
-fn link_parents(
+/// Decodes each piece into a batch on `pool`.
+fn decode_dirs(
     src: &ImageSource,
-    pool: Option<&rayon::ThreadPool>,
+    pool: &rayon::ThreadPool,
     pieces: &[(SubSectionInfo, Location)],
     builder: &NamespaceBuilder,
-    parents: &mut [Slot],
-    stats: &mut LoadStats,
 ) -> Result<Vec<DirBatch>, LoadError> {
     let fmt = |e| LoadError::from_format(src.path(), e);
-    let table = Sharded::new(parents, SHARDS);
-    let batches = run_pieces_tracked(
+    run_pieces_tracked(
         src.progress(),
-        pool,
+        Some(pool),
         pieces,
         PieceBuf::default,
         |buf, i, p, at| {
             let bytes = src.piece(p, at, buf)?;
             let chunk = chunk_of(src, i, at)?;
-            let batch = decode::dirs(bytes, p, at, builder, chunk).map_err(fmt)?;
-            link_once(&table, &batch).map_err(|d| corrupt(src, at.clone(), d))?;
-            Ok(batch)
+            decode::dirs(bytes, p, at, builder, chunk).map_err(fmt)
         },
-    )?;
-    stats.locks.add(table.stats());
-    Ok(batches)
+    )
+}
+
+/// Sets the parents of every batch's children on `pool`: the node table is
+/// cut into one range per worker, and each worker goes through all the
+/// links, setting those that fall in its range. No worker waits for
+/// another, and no parent table is filled and copied. A child whose parent
+/// is already set (listed in two directories) fails its batch; the error
+/// of the lowest such batch is returned, with the batch's index.
+fn link_ranges(
+    pool: &rayon::ThreadPool,
+    nodes: &mut [Node],
+    batches: &[DirBatch],
+) -> Result<(), (usize, String)> {
+    let len = nodes.len();
+    let per = len.div_ceil(pool.current_num_threads().max(1)).max(1);
+    let failed: Vec<(usize, String)> = pool.install(|| {
+        nodes
+            .par_chunks_mut(per)
+            .enumerate()
+            .filter_map(|(k, range)| {
+                let base = k.saturating_mul(per);
+                let last = base.saturating_add(range.len()) >= len;
+                for (i, b) in batches.iter().enumerate() {
+                    for (child, parent) in b.links() {
+                        let Some(off) = (child as usize).checked_sub(base) else {
+                            continue;
+                        };
+                        let Some(node) = range.get_mut(off) else {
+                            // Past every range: the last one reports it.
+                            if last {
+                                return Some((
+                                    i,
+                                    format!("slot {child} outside the table of {len}"),
+                                ));
+                            }
+                            continue;
+                        };
+                        if node.parent != NO_SLOT {
+                            return Some((i, listed_twice(child)));
+                        }
+                        node.parent = parent;
+                    }
+                }
+                None
+            })
+            .collect()
+    });
+    match failed.into_iter().min_by_key(|f| f.0) {
+        Some(f) => Err(f),
+        None => Ok(()),
+    }
 }
 
 /// The serial path's [`link_parents`]: each piece's parent links go
@@ -110,14 +153,16 @@ fn link_in_place(
     Ok(batches)
 }
 
+fn listed_twice(child: Slot) -> String {
+    format!("inode in slot {child} is listed in two directories")
+}
+
 /// Records a batch's children's parents in the sharded parent table; a
 /// child that already has one (listed in two directories) is an error.
 pub(crate) fn link_once(table: &Sharded<'_, Slot>, batch: &DirBatch) -> Result<(), String> {
     table.apply(batch.links(), |slot, child, parent| {
         if *slot != NO_SLOT {
-            return Err(format!(
-                "inode in slot {child} is listed in two directories"
-            ));
+            return Err(listed_twice(child));
         }
         *slot = parent;
         Ok(())
