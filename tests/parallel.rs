@@ -144,27 +144,17 @@ fn a_corrupt_sub_section_stops_a_parallel_load_with_its_location() {
     }
 }
 
-#[test]
-fn a_child_in_two_directories_is_refused_in_parallel() {
-    // Two directories each list the same file: encode by hand.
+/// The image of `ns` with its INODE_DIR section replaced by `dirs`
+/// (parent, children) records, encoded by hand, as one piece.
+fn with_dir_records(ns: &nsimage_namespace::Namespace, dirs: &[(u64, Vec<u64>)]) -> Vec<u8> {
     use nsimage_format::framing::put_record;
     use nsimage_format::pb;
-    let mut ns = nsimage_namespace::Namespace::default();
-    ns.mkdirs(b"/a", &common::P, 1).unwrap();
-    ns.mkdirs(b"/b", &common::P, 1).unwrap();
-    let f = ns.create(b"/a/f", &common::P, &common::F, 1).unwrap();
-    let good = image(&ns, &tiny(1));
+    let good = image(ns, &tiny(1));
     let idx = index_of(&good);
     let dirsec = idx.section(SectionKind::INODE_DIR).unwrap();
-    // Replace the INODE_DIR section: root -> a, b; a -> f; b -> f.
-    let a = ns.resolve(b"/a").unwrap();
-    let b = ns.resolve(b"/b").unwrap();
     let mut recs = Vec::new();
-    for (parent, children) in [
-        (nsimage_namespace::ROOT_ID, vec![a, b]),
-        (a, vec![f]),
-        (b, vec![f]),
-    ] {
+    for (parent, children) in dirs {
+        let (parent, children) = (*parent, children.clone());
         put_record(&mut recs, &pb::DirEntry { parent, children });
     }
     let mut bad = good[..dirsec.offset as usize].to_vec();
@@ -172,23 +162,60 @@ fn a_child_in_two_directories_is_refused_in_parallel() {
     let mut idx2 = idx.clone();
     let s = idx2.section_mut(SectionKind::INODE_DIR).unwrap();
     s.length = recs.len() as u64;
-    s.records = 3;
+    s.records = dirs.len() as u64;
     s.sub_sections.clear();
     let mut bad = with_index(bad, &idx2);
     rechecksum(&mut bad);
+    bad
+}
+
+/// Loads `bytes` serially (links set as each piece decodes) and in
+/// parallel (links set by node-table range, one range per worker, after
+/// decoding); each must fail in INODE_DIR with `why`.
+fn refused_at_every_thread_count(bytes: &[u8], why: &str) {
     let dir = tempfile::tempdir().unwrap();
-    let path = write(dir.path(), "twice.nsi", &bad);
-    // Serial (links set as each piece decodes) and parallel (links set by
-    // node-table range, one range per worker, after decoding).
+    let path = write(dir.path(), "bad.nsi", bytes);
     for threads in [1, 2, 3, 8] {
         match load(&path, &opts(threads, ReadStrategy::Bulk)) {
             Err(LoadError::Corrupt { at, detail, .. }) => {
                 assert_eq!(at.section, Some(SectionKind::INODE_DIR));
-                assert!(detail.contains("two directories"), "{detail}");
+                assert!(detail.contains(why), "{threads} threads: {detail}");
             }
             other => panic!("expected a corruption error, got {:?}", other.err()),
         }
     }
+}
+
+#[test]
+fn a_child_in_two_directories_is_refused_in_parallel() {
+    let mut ns = nsimage_namespace::Namespace::default();
+    let a = ns.mkdirs(b"/a", &common::P, 1).unwrap();
+    let b = ns.mkdirs(b"/b", &common::P, 1).unwrap();
+    let f = ns.create(b"/a/f", &common::P, &common::F, 1).unwrap();
+    // root -> a, b; a -> f; b -> f.
+    let root = nsimage_namespace::ROOT_ID;
+    let bad = with_dir_records(&ns, &[(root, vec![a, b]), (a, vec![f]), (b, vec![f])]);
+    refused_at_every_thread_count(&bad, "two directories");
+}
+
+#[test]
+fn directories_in_a_cycle_or_in_none_are_refused() {
+    let mut ns = nsimage_namespace::Namespace::default();
+    let a = ns.mkdirs(b"/a", &common::P, 1).unwrap();
+    let b = ns.mkdirs(b"/b", &common::P, 1).unwrap();
+    let c = ns.mkdirs(b"/b/c", &common::P, 1).unwrap();
+    let f = ns.create(b"/b/c/f", &common::P, &common::F, 1).unwrap();
+    let root = nsimage_namespace::ROOT_ID;
+    // Every inode but the root listed once, but b and c list each other
+    // (with f under c): nothing of them hangs from the root.
+    let cycle = with_dir_records(&ns, &[(root, vec![a]), (b, vec![c]), (c, vec![b, f])]);
+    refused_at_every_thread_count(&cycle, "cycle");
+    // A cycle of three, a -> b -> c -> a, and the root lists nothing.
+    let longer = with_dir_records(&ns, &[(a, vec![b]), (b, vec![c]), (c, vec![a, f])]);
+    refused_at_every_thread_count(&longer, "cycle");
+    // b is in no directory (c and f hang from it).
+    let orphan = with_dir_records(&ns, &[(root, vec![a]), (b, vec![c]), (c, vec![f])]);
+    refused_at_every_thread_count(&orphan, "in no directory");
 }
 
 /// Every inode with attributes of its own (block size, replication, mode,
