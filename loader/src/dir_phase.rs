@@ -46,13 +46,7 @@ pub(crate) fn dir_phase(
     builder
         .attach(batches)
         .map_err(|d| corrupt(src, at.clone(), d))?;
-    let reachable = match pool {
-        Some(pool) => pool.install(|| reachable(&builder, true)),
-        None => reachable(&builder, false),
-    };
-    let ns = builder
-        .finish_counted(reachable)
-        .map_err(|d| corrupt(src, at, d))?;
+    let ns = builder.finish_linked().map_err(|d| corrupt(src, at, d))?;
     stats.dir_phase_seconds = t.elapsed().as_secs_f64();
     Ok(ns)
 }

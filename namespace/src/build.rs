@@ -111,6 +111,11 @@ pub struct NamespaceBuilder {
     ns: Namespace,
     added: u32,
     block_stats: BlockStats,
+    /// Directories that list children, as [`attach`](Self::attach) met
+    /// them.
+    listing: Vec<Slot>,
+    /// Children listed over all attached batches.
+    listed: usize,
 }
 
 impl NamespaceBuilder {
@@ -133,6 +138,8 @@ impl NamespaceBuilder {
             },
             added: 0,
             block_stats: BlockStats::default(),
+            listing: Vec::new(),
+            listed: 0,
         }
     }
 
@@ -244,7 +251,9 @@ impl NamespaceBuilder {
                     }
                     n.span = span;
                 }
+                self.listing.push(ps);
             }
+            self.listed = self.listed.saturating_add(batch.children.len());
             let mut children = batch.children;
             children.shrink_to_fit();
             ns.children.set_chunk(batch.chunk, children);
@@ -285,6 +294,63 @@ impl NamespaceBuilder {
             next.extend(kids.iter().filter(|&k| ns.nodes[k as usize].is_dir()));
         }
         n
+    }
+
+    /// [`finish`](Self::finish) for a builder whose every listed child had
+    /// its parent set (through [`link`](Self::link) or
+    /// [`nodes_mut`](Self::nodes_mut), each at most once) before the
+    /// batches were attached. The tree is checked from the parent links
+    /// instead of by a walk down every child list: each directory that
+    /// lists children is followed up to the root (or to a directory already
+    /// known to reach it), so that only directories are read, not every
+    /// inode. The errors are [`finish`](Self::finish)'s.
+    pub fn finish_linked(self) -> Result<Namespace, String> {
+        let reachable = if self.hangs_from_root() {
+            self.ns.nodes.len()
+        } else {
+            0
+        };
+        self.finish_counted(reachable)
+    }
+
+    /// Whether every inode hangs from the root. Each child was listed once
+    /// (a second listing is refused when parents are set) and never the
+    /// root (refused by [`DirBatch::push`]), so `listed` inodes have a
+    /// parent: all but the root when `listed` is one less than the inodes.
+    /// A parent is always a directory that lists children; those all reach
+    /// the root unless some are on a cycle or hang from an inode in no
+    /// directory, which the walk up from each of them finds.
+    fn hangs_from_root(&self) -> bool {
+        const UNSEEN: u8 = 0;
+        const ON_PATH: u8 = 1;
+        const ROOTED: u8 = 2;
+        let nodes = &self.ns.nodes;
+        if nodes.is_empty() || self.listed != nodes.len() - 1 {
+            return false;
+        }
+        let mut state = vec![UNSEEN; nodes.len()];
+        state[0] = ROOTED;
+        let mut path: Vec<Slot> = Vec::new();
+        for &d in &self.listing {
+            let mut x = d;
+            loop {
+                match state.get(x as usize) {
+                    Some(&ROOTED) => break,
+                    Some(&UNSEEN) => {
+                        state[x as usize] = ON_PATH;
+                        path.push(x);
+                        x = nodes[x as usize].parent;
+                    }
+                    // On the path being walked (a cycle), or no parent.
+                    _ => return false,
+                }
+            }
+            for &p in &path {
+                state[p as usize] = ROOTED;
+            }
+            path.clear();
+        }
+        true
     }
 
     /// [`finish`](Self::finish) with the reachable count computed by the
