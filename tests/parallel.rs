@@ -213,6 +213,9 @@ fn directories_in_a_cycle_or_in_none_are_refused() {
     // A cycle of three, a -> b -> c -> a, and the root lists nothing.
     let longer = with_dir_records(&ns, &[(a, vec![b]), (b, vec![c]), (c, vec![a, f])]);
     refused_at_every_thread_count(&longer, "cycle");
+    // f is in no directory (every directory hangs from the root).
+    let leaf = with_dir_records(&ns, &[(root, vec![a, b]), (b, vec![c])]);
+    refused_at_every_thread_count(&leaf, "in no directory");
     // b is in no directory (c and f hang from it).
     let orphan = with_dir_records(&ns, &[(root, vec![a]), (b, vec![c]), (c, vec![f])]);
     refused_at_every_thread_count(&orphan, "in no directory");

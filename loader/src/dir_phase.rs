@@ -4,15 +4,14 @@
 //! each worker those of its own range of the node table; on the serial
 //! path each piece's links go into the nodes as it is decoded. Either way
 //! each link is set at most once; then the children lists are attached and
-//! the tree checked (every inode reachable from the root). `link_once` is
-//! the HDFS loader's way, through a sharded parent table (`shard`).
+//! the tree checked from the parent links (every inode reachable from the
+//! root, `NamespaceBuilder::finish_linked`).
 #![deny(clippy::arithmetic_side_effects)]
 
 use crate::decode;
 use crate::error::LoadError;
 use crate::run::run_pieces_tracked;
 use crate::sections::{chunk_of, corrupt, pieces, section};
-use crate::shard::Sharded;
 use crate::source::{ImageSource, PieceBuf};
 use crate::stats::LoadStats;
 use nsimage_format::{Location, SectionKind, SubSectionInfo};
@@ -123,9 +122,8 @@ fn link_ranges(
     }
 }
 
-/// The serial path's [`link_parents`]: each piece's parent links go
-/// straight into the nodes (whose parents the INODE phase left unset), with
-/// no parent table to fill, sort by shard and copy over afterwards.
+/// The serial path: each piece's parent links go straight into the nodes
+/// (whose parents the INODE phase left unset) as it is decoded.
 fn link_in_place(
     src: &ImageSource,
     pieces: &[(SubSectionInfo, Location)],
@@ -147,65 +145,7 @@ fn link_in_place(
     Ok(batches)
 }
 
-fn listed_twice(child: Slot) -> String {
+/// The error of a child listed in two directories.
+pub(crate) fn listed_twice(child: Slot) -> String {
     format!("inode in slot {child} is listed in two directories")
-}
-
-/// Records a batch's children's parents in the sharded parent table; a
-/// child that already has one (listed in two directories) is an error.
-pub(crate) fn link_once(table: &Sharded<'_, Slot>, batch: &DirBatch) -> Result<(), String> {
-    table.apply(batch.links(), |slot, child, parent| {
-        if *slot != NO_SLOT {
-            return Err(listed_twice(child));
-        }
-        *slot = parent;
-        Ok(())
-    })
-}
-
-/// Copies the parent table into the nodes, in parallel inside a pool.
-pub(crate) fn set_parents(
-    pool: Option<&rayon::ThreadPool>,
-    nodes: &mut [nsimage_namespace::Node],
-    parents: &[Slot],
-) {
-    match pool {
-        Some(pool) => pool.install(|| {
-            nodes
-                .par_iter_mut()
-                .zip(parents.par_iter())
-                .for_each(|(n, &p)| n.parent = p)
-        }),
-        None => nodes
-            .iter_mut()
-            .zip(parents)
-            .for_each(|(n, &p)| n.parent = p),
-    }
-}
-
-/// Inodes reachable from the root: a breadth-first walk whose wide levels
-/// are expanded in parallel chunks (inside a pool) and narrow ones serially.
-pub(crate) fn reachable(b: &NamespaceBuilder, parallel: bool) -> usize {
-    let n = b.inode_count();
-    let mut frontier: Vec<Slot> = if n == 0 { Vec::new() } else { vec![0] };
-    let mut count = 1usize;
-    while !frontier.is_empty() && count <= n {
-        if frontier.len() < 1024 || !parallel {
-            let mut next = Vec::new();
-            count = count.saturating_add(b.expand(&frontier, &mut next));
-            frontier = next;
-        } else {
-            let parts: Vec<(usize, Vec<Slot>)> = frontier
-                .par_chunks(256)
-                .map(|c| {
-                    let mut next = Vec::new();
-                    (b.expand(c, &mut next), next)
-                })
-                .collect();
-            let expanded = parts.iter().fold(0usize, |a, p| a.saturating_add(p.0));
-            count = count.saturating_add(expanded);
-            frontier = parts.into_iter().flat_map(|p| p.1).collect();
-        }
-    }
-    count
 }

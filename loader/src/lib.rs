@@ -36,9 +36,10 @@
 //!   and the read strategy; `options` ([`LoadOptions`]) and `stats`
 //!   ([`LoadStats`], [`Loaded`]) are its inputs and outputs;
 //! - `indexed`: the indexed path: the small sections, then `inode_phase`
-//!   (inodes into the node table, [`table`]) and `dir_phase` (parent links
-//!   into a sharded table, [`shard`], then the tree check), each running its
-//!   pieces through `run` (a pool, or this thread);
+//!   (inodes into the node table, [`table`]) and `dir_phase` (parents set
+//!   in the nodes, by node-table range on a pool, as each piece decodes on
+//!   one thread; then the tree checked from the parent links), each running
+//!   its pieces through `run` (a pool, or this thread);
 //! - `stream`: the streaming baseline (buffered reader, prost per record);
 //! - `sections`: what every read path shares: a section's pieces with their
 //!   locations, the located errors, the check of unknown sections;

@@ -191,15 +191,15 @@ impl NamespaceBuilder {
     }
 
     /// The node table, for a caller that sets each node's `parent` from the
-    /// directory records (checking that none is set twice) before
-    /// [`attach`](Self::attach).
+    /// directory records itself (refusing a child whose parent is already
+    /// set, as [`link`](Self::link) does) before [`attach`](Self::attach).
     pub fn nodes_mut(&mut self) -> &mut [Node] {
         &mut self.ns.nodes
     }
 
     /// Sets the parent of each child `batch` lists, straight in the node
-    /// table (the serial way; a parallel loader collects parents first and
-    /// sets them through [`nodes_mut`](Self::nodes_mut)). A child whose
+    /// table (a loader that sets parents from several threads does it
+    /// through [`nodes_mut`](Self::nodes_mut) instead). A child whose
     /// parent is already set, listed in two directories, is an error.
     pub fn link(&mut self, batch: &DirBatch) -> Result<(), String> {
         let nodes = &mut self.ns.nodes;
@@ -216,8 +216,9 @@ impl NamespaceBuilder {
         Ok(())
     }
 
-    /// Attaches the child lists of `batches` to their directories; parents
-    /// must already be set through [`nodes_mut`](Self::nodes_mut).
+    /// Attaches the child lists of `batches` to their directories; the
+    /// parents of their children must already be set, through
+    /// [`link`](Self::link) or [`nodes_mut`](Self::nodes_mut), none twice.
     pub fn attach(&mut self, batches: Vec<DirBatch>) -> Result<(), String> {
         let ns = &mut self.ns;
         if self.added as usize != ns.nodes.len() {
@@ -245,12 +246,14 @@ impl NamespaceBuilder {
             }
             for &(ps, span) in &batch.dirs {
                 let n = &mut ns.nodes[ps as usize];
-                if n.is_dir() {
-                    if n.span.len != 0 {
-                        return Err(format!("directory {} is listed twice", ns.ids.id(ps)));
-                    }
-                    n.span = span;
+                // DirBatch::push takes directory parents only.
+                if !n.is_dir() {
+                    return Err(format!("parent {} is not a directory", ns.ids.id(ps)));
                 }
+                if n.span.len != 0 {
+                    return Err(format!("directory {} is listed twice", ns.ids.id(ps)));
+                }
+                n.span = span;
                 self.listing.push(ps);
             }
             self.listed = self.listed.saturating_add(batch.children.len());
@@ -304,6 +307,13 @@ impl NamespaceBuilder {
     /// lists children is followed up to the root (or to a directory already
     /// known to reach it), so that only directories are read, not every
     /// inode. The errors are [`finish`](Self::finish)'s.
+    ///
+    /// Correct only if no child's parent was set twice: the check counts
+    /// the children listed, and a child listed twice would let an inode
+    /// listed nowhere go unnoticed. [`link`](Self::link) refuses a second
+    /// parent; a caller setting parents through
+    /// [`nodes_mut`](Self::nodes_mut) must refuse it too, or call
+    /// [`finish`](Self::finish).
     pub fn finish_linked(self) -> Result<Namespace, String> {
         let reachable = if self.hangs_from_root() {
             self.ns.nodes.len()
@@ -451,4 +461,115 @@ fn check_blocks(ns: &Namespace, st: &BlockStats) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::consts::ROOT_ID;
+    use crate::inode_batch::{InodeBatch, Interned, LoadedBody, LoadedNode};
+    use crate::strings::StringTable;
+    use crate::values::{NsInfo, Perm};
+    use crate::{DirBatch, NamespaceBuilder};
+
+    /// A builder over inodes 1..=n (numbered from the root, whose id is
+    /// [`ROOT_ID`]; those in `dir_ids` directories, the rest files), with
+    /// `dirs` (parent, children) linked and attached.
+    fn built(
+        n: u64,
+        dir_ids: &[u64],
+        dirs: &[(u64, Vec<u64>)],
+    ) -> Result<NamespaceBuilder, String> {
+        let id = |i: u64| ROOT_ID + i - 1;
+        let names: Vec<Vec<u8>> = (1..=n).map(|i| format!("n{i:04}").into_bytes()).collect();
+        let mut batch = InodeBatch::new(0, 8, 1024);
+        let tables = Interned::new(StringTable::default());
+        for (i, own) in (1..=n).zip(&names) {
+            let body = if i == 1 || dir_ids.contains(&i) {
+                LoadedBody::Directory {
+                    ns_quota: -1,
+                    ds_quota: -1,
+                }
+            } else {
+                LoadedBody::File {
+                    atime: 0,
+                    replication: 1,
+                    preferred_block_size: 1 << 20,
+                    storage_policy: 0,
+                    blocks: &[],
+                }
+            };
+            let name: &[u8] = if i == 1 { b"" } else { own };
+            let node = LoadedNode {
+                id: id(i),
+                name,
+                perm: Perm::new(0, 0, 0o755).0,
+                mtime: 0,
+                body,
+                extra: None,
+            };
+            batch.push(node, &tables)?;
+        }
+        let info = NsInfo {
+            last_inode_id: id(n),
+            ..NsInfo::default()
+        };
+        let (nodes, parts) = batch.into_nodes_and_parts();
+        let mut b = NamespaceBuilder::new(info, tables, nodes);
+        b.add_inode_parts(parts)?;
+        let mut d = DirBatch::new(0, 0);
+        for (parent, children) in dirs {
+            d.push(&b, id(*parent), children.iter().map(|&c| id(c)))?;
+        }
+        b.link(&d)?;
+        b.attach(vec![d])?;
+        Ok(b)
+    }
+
+    /// `finish_linked` gives what the walk down the child lists gives:
+    /// the namespace, or the same error.
+    #[test]
+    fn the_parent_walk_and_the_child_walk_agree() {
+        // Inodes, the directories among them, the records, the error.
+        type Case<'a> = (u64, &'a [u64], &'a [(u64, Vec<u64>)], Option<&'a str>);
+        let cases: &[Case<'_>] = &[
+            (4, &[2, 3], &[(1, vec![2, 3]), (2, vec![4])], None),
+            (1, &[], &[], None),
+            // A file listed nowhere (every directory hangs from the root).
+            (
+                3,
+                &[2],
+                &[(1, vec![2])],
+                Some(&format!("inode {} is in no directory", ROOT_ID + 2)),
+            ),
+            // A directory listing itself, and the root listing the rest.
+            (3, &[2], &[(1, vec![3]), (2, vec![2])], Some("cycle")),
+            // A cycle of two beside the rooted tree.
+            (
+                4,
+                &[3, 4],
+                &[(1, vec![2]), (3, vec![4]), (4, vec![3])],
+                Some("cycle"),
+            ),
+            // A chain below a directory in no directory.
+            (
+                4,
+                &[2, 3],
+                &[(1, vec![4]), (2, vec![3])],
+                Some(&format!("inode {} is in no directory", ROOT_ID + 1)),
+            ),
+        ];
+        for (n, dir_ids, dirs, want) in cases {
+            let linked = built(*n, dir_ids, dirs).and_then(|b| b.finish_linked());
+            let walked = built(*n, dir_ids, dirs).and_then(|b| b.finish());
+            let show = |r: &Result<crate::Namespace, String>| match r {
+                Ok(ns) => format!("ok {:?}", ns.digest()),
+                Err(e) => e.clone(),
+            };
+            assert_eq!(show(&linked), show(&walked), "{dirs:?}");
+            match want {
+                None => assert!(linked.is_ok(), "{dirs:?}: {}", show(&linked)),
+                Some(w) => assert!(show(&linked).contains(w), "{dirs:?}: {}", show(&linked)),
+            }
+        }
+    }
 }

@@ -1,12 +1,12 @@
 //! The string table: user, group, xattr and ACL names, interned to small ids.
 //! Id 0 is the empty string.
 //!
-//! Its index hashes with foldhash, randomly seeded per map, like the class
-//! table: replay interns an owner and a group for every creation, and
-//! SipHash (the default) made that a visible part of replay's time. The
-//! strings come from images and journals; one crafted to collide would
-//! have to guess a seed that is never written anywhere, and the table
-//! holds at most [`MAX_STRINGS`] of them.
+//! Its index hashes with foldhash, randomly seeded, like the class table:
+//! replay interns an owner and a group for every creation, and SipHash
+//! (the default) made that a visible part of replay's time. The strings
+//! come from images and journals. foldhash claims only minimal resistance
+//! to inputs crafted to collide (one a long-running process could be
+//! studied for); the trade is taken for speed, as for the class table.
 
 use foldhash::{HashMap, HashMapExt};
 

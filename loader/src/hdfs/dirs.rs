@@ -1,7 +1,10 @@
 //! The INODE_DIR phase of a Hadoop image: each piece (the section, or its
 //! INODE_DIR_SUB sub-sections) decoded into a [`DirBatch`] through
-//! `run_pieces`, its links set in the loader's sharded parent table; then
-//! the lists attached and the tree checked, as for nsimage images.
+//! `run_pieces`, its links set in a parent table sharded into slot ranges
+//! behind locks, copied into the nodes; then the lists attached and the
+//! tree checked by a breadth-first walk down the child lists (nsimage
+//! images set parents by node-table range and check the tree from the
+//! parent links instead, `dir_phase`).
 //!
 //! Hadoop lists children in its own order (names compared as signed
 //! bytes) and directories in its inode map's order; the namespace wants
@@ -12,7 +15,7 @@
 
 use super::file::HdfsFile;
 use super::inodes::{record_at, Keep};
-use crate::dir_phase::{link_once, reachable, set_parents};
+use crate::dir_phase::listed_twice;
 use crate::error::LoadError;
 use crate::run::run_pieces;
 use crate::shard::Sharded;
@@ -21,8 +24,9 @@ use crate::wire::{each_varint, Delimited, Wire};
 use nsimage_format::hdfs_pb::i_node_directory_section::DirEntry;
 use nsimage_format::wire::VARINT;
 use nsimage_format::{Location, SubSectionInfo};
-use nsimage_namespace::{DirBatch, Namespace, NamespaceBuilder, Slot, NO_SLOT, ROOT_ID};
+use nsimage_namespace::{DirBatch, Namespace, NamespaceBuilder, Node, Slot, NO_SLOT, ROOT_ID};
 use prost::Message;
+use rayon::prelude::*;
 use std::collections::{HashMap, HashSet};
 
 const SHARDS: usize = 256;
@@ -301,4 +305,59 @@ pub(crate) fn current_tree(
         }
     }
     Ok(keep)
+}
+
+/// Records a batch's children's parents in the sharded parent table; a
+/// child that already has one (listed in two directories) is an error.
+fn link_once(table: &Sharded<'_, Slot>, batch: &DirBatch) -> Result<(), String> {
+    table.apply(batch.links(), |slot, child, parent| {
+        if *slot != NO_SLOT {
+            return Err(listed_twice(child));
+        }
+        *slot = parent;
+        Ok(())
+    })
+}
+
+/// Copies the parent table into the nodes, in parallel inside a pool.
+fn set_parents(pool: Option<&rayon::ThreadPool>, nodes: &mut [Node], parents: &[Slot]) {
+    match pool {
+        Some(pool) => pool.install(|| {
+            nodes
+                .par_iter_mut()
+                .zip(parents.par_iter())
+                .for_each(|(n, &p)| n.parent = p)
+        }),
+        None => nodes
+            .iter_mut()
+            .zip(parents)
+            .for_each(|(n, &p)| n.parent = p),
+    }
+}
+
+/// Inodes reachable from the root: a breadth-first walk whose wide levels
+/// are expanded in parallel chunks (inside a pool) and narrow ones serially.
+fn reachable(b: &NamespaceBuilder, parallel: bool) -> usize {
+    let n = b.inode_count();
+    let mut frontier: Vec<Slot> = if n == 0 { Vec::new() } else { vec![0] };
+    let mut count = 1usize;
+    while !frontier.is_empty() && count <= n {
+        if frontier.len() < 1024 || !parallel {
+            let mut next = Vec::new();
+            count = count.saturating_add(b.expand(&frontier, &mut next));
+            frontier = next;
+        } else {
+            let parts: Vec<(usize, Vec<Slot>)> = frontier
+                .par_chunks(256)
+                .map(|c| {
+                    let mut next = Vec::new();
+                    (b.expand(c, &mut next), next)
+                })
+                .collect();
+            let expanded = parts.iter().fold(0usize, |a, p| a.saturating_add(p.0));
+            count = count.saturating_add(expanded);
+            frontier = parts.into_iter().flat_map(|p| p.1).collect();
+        }
+    }
+    count
 }
