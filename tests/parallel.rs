@@ -147,23 +147,39 @@ fn a_corrupt_sub_section_stops_a_parallel_load_with_its_location() {
 /// The image of `ns` with its INODE_DIR section replaced by `dirs`
 /// (parent, children) records, encoded by hand, as one piece.
 fn with_dir_records(ns: &nsimage_namespace::Namespace, dirs: &[(u64, Vec<u64>)]) -> Vec<u8> {
+    with_dir_pieces(ns, &[dirs])
+}
+
+/// [`with_dir_records`] with the records cut into the sub-sections
+/// `pieces` (more than one: a sub-section per element).
+fn with_dir_pieces(ns: &nsimage_namespace::Namespace, pieces: &[&[(u64, Vec<u64>)]]) -> Vec<u8> {
     use nsimage_format::framing::put_record;
     use nsimage_format::pb;
     let good = image(ns, &tiny(1));
     let idx = index_of(&good);
     let dirsec = idx.section(SectionKind::INODE_DIR).unwrap();
-    let mut recs = Vec::new();
-    for (parent, children) in dirs {
-        let (parent, children) = (*parent, children.clone());
-        put_record(&mut recs, &pb::DirEntry { parent, children });
-    }
     let mut bad = good[..dirsec.offset as usize].to_vec();
-    bad.extend_from_slice(&recs);
+    let mut subs = Vec::new();
+    for dirs in pieces {
+        let start = bad.len() as u64;
+        for (parent, children) in dirs.iter() {
+            let (parent, children) = (*parent, children.clone());
+            put_record(&mut bad, &pb::DirEntry { parent, children });
+        }
+        subs.push(nsimage_format::SubSectionInfo {
+            offset: start,
+            length: bad.len() as u64 - start,
+            records: dirs.len() as u64,
+            first_key: dirs[0].0,
+            checksum: 0,
+            at_rest: Default::default(),
+        });
+    }
     let mut idx2 = idx.clone();
     let s = idx2.section_mut(SectionKind::INODE_DIR).unwrap();
-    s.length = recs.len() as u64;
-    s.records = dirs.len() as u64;
-    s.sub_sections.clear();
+    s.length = bad.len() as u64 - dirsec.offset;
+    s.records = pieces.iter().map(|p| p.len() as u64).sum();
+    s.sub_sections = if pieces.len() > 1 { subs } else { Vec::new() };
     let mut bad = with_index(bad, &idx2);
     rechecksum(&mut bad);
     bad
@@ -196,6 +212,24 @@ fn a_child_in_two_directories_is_refused_in_parallel() {
     let root = nsimage_namespace::ROOT_ID;
     let bad = with_dir_records(&ns, &[(root, vec![a, b]), (a, vec![f]), (b, vec![f])]);
     refused_at_every_thread_count(&bad, "two directories");
+    // The same records in three sub-sections: the second listing, in the
+    // last one, is the one reported, whichever worker set f's parent.
+    let one = [(root, vec![a, b])];
+    let two = [(a, vec![f])];
+    let three = [(b, vec![f])];
+    let cut = with_dir_pieces(&ns, &[&one, &two, &three]);
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "cut.nsi", &cut);
+    for threads in [1, 2, 3, 8] {
+        match load(&path, &opts(threads, ReadStrategy::Bulk)) {
+            Err(LoadError::Corrupt { at, detail, .. }) => {
+                assert_eq!(at.section, Some(SectionKind::INODE_DIR));
+                assert_eq!(at.sub_section, Some(2), "{threads} threads: {detail}");
+                assert!(detail.contains("two directories"), "{detail}");
+            }
+            other => panic!("expected a corruption error, got {:?}", other.err()),
+        }
+    }
 }
 
 #[test]
