@@ -104,21 +104,39 @@ impl<T: Copy> Arena<T> {
     }
 
     /// Appends one item to range `s`, in place when `s` ends its chunk, else by
-    /// moving the range to the tail first.
+    /// copying the range to the tail first (chunk to chunk, no buffer in
+    /// between).
     pub fn append(&mut self, s: Span, item: T) -> Span {
-        if s.len > 0 {
-            let c = &mut self.chunks[s.chunk as usize];
-            if s.start as usize + s.len as usize == c.len() && c.len() < MAX_CHUNK {
-                c.push(item);
-                return Span {
-                    len: s.len + 1,
-                    ..s
-                };
-            }
+        if s.len == 0 {
+            return self.push(&[item]);
         }
-        let mut items = self.get(s).to_vec();
-        items.push(item);
-        self.push(&items)
+        let (from, start, len) = (s.chunk as usize, s.start as usize, s.len as usize);
+        let c = &mut self.chunks[from];
+        if start + len == c.len() && c.len() < MAX_CHUNK {
+            c.push(item);
+            return Span {
+                len: s.len + 1,
+                ..s
+            };
+        }
+        let n = len + 1;
+        let chunk = self.tail(n);
+        let to = chunk as usize;
+        let range = start..start + len;
+        if from == to {
+            self.chunks[to].extend_from_within(range);
+        } else {
+            // `tail` returns the last chunk, and `from` is another one.
+            let (head, tail) = self.chunks.split_at_mut(to);
+            tail[0].extend_from_slice(&head[from][range]);
+        }
+        let c = &mut self.chunks[to];
+        c.push(item);
+        // `tail` left at most MAX_CHUNK - n items in the chunk before these.
+        #[allow(clippy::cast_possible_truncation)]
+        let start = (c.len() - n) as u32;
+        let len = u32::try_from(n).expect("an arena range holds fewer than 2^32 items");
+        Span { chunk, start, len }
     }
 
     /// Bytes held, for memory accounting.
@@ -128,5 +146,83 @@ impl<T: Copy> Arena<T> {
             .map(|c| c.capacity() * size_of::<T>())
             .sum::<usize>()
             + self.chunks.capacity() * size_of::<Vec<T>>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Arena, Span};
+
+    #[test]
+    fn append_extends_in_place_or_copies_to_the_tail() {
+        let mut a: Arena<u32> = Arena::default();
+        a.set_chunk(0, vec![1, 2, 3, 4]);
+        a.set_chunk(1, vec![5, 6, 7]);
+        // Ends its chunk: in place.
+        let s = a.append(
+            Span {
+                chunk: 1,
+                start: 1,
+                len: 2,
+            },
+            8,
+        );
+        assert_eq!(
+            (s, a.get(s)),
+            (
+                Span {
+                    chunk: 1,
+                    start: 1,
+                    len: 3
+                },
+                &[6, 7, 8][..]
+            )
+        );
+        // In an earlier chunk: copied to the tail chunk, then extended.
+        let s = a.append(
+            Span {
+                chunk: 0,
+                start: 1,
+                len: 2,
+            },
+            9,
+        );
+        assert_eq!(
+            (s, a.get(s)),
+            (
+                Span {
+                    chunk: 1,
+                    start: 4,
+                    len: 3
+                },
+                &[2, 3, 9][..]
+            )
+        );
+        // In the tail chunk but not at its end: copied within it.
+        let s = a.append(
+            Span {
+                chunk: 1,
+                start: 0,
+                len: 2,
+            },
+            10,
+        );
+        assert_eq!(
+            (s, a.get(s)),
+            (
+                Span {
+                    chunk: 1,
+                    start: 7,
+                    len: 3
+                },
+                &[5, 6, 10][..]
+            )
+        );
+        // Empty: a new range of one.
+        let s = a.append(Span::default(), 11);
+        assert_eq!(a.get(s), &[11]);
+        // What the earlier ranges held is untouched.
+        assert_eq!(a.chunk(0), &[1, 2, 3, 4]);
+        assert_eq!(a.chunk(1), &[5, 6, 7, 8, 2, 3, 9, 5, 6, 10, 11]);
     }
 }

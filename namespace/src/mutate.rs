@@ -247,22 +247,9 @@ impl Namespace {
     }
 
     /// Appends `block` to a file's block range: in place when the range
-    /// ends its chunk; else a short range is moved to the tail through a
-    /// buffer on the stack (no allocation), a long one by the arena.
+    /// ends its chunk, else copied to the arena's tail first.
     fn append_block(&mut self, blocks: Span, block: Block) -> Span {
-        const SHORT: usize = 16;
-        let cur = self.blocks.get(blocks);
-        let n = cur.len();
-        let ends_chunk = n > 0
-            && (blocks.start as usize).checked_add(n)
-                == Some(self.blocks.chunk(blocks.chunk).len());
-        if ends_chunk || n >= SHORT {
-            return self.blocks.append(blocks, block);
-        }
-        let mut buf = [Block::default(); SHORT];
-        buf[..n].copy_from_slice(cur);
-        buf[n] = block;
-        self.blocks.push(&buf[..=n])
+        self.blocks.append(blocks, block)
     }
 
     // ---- moves and deletes ----------------------------------------------
