@@ -187,8 +187,9 @@ fn with_dir_pieces(ns: &nsimage_namespace::Namespace, pieces: &[&[(u64, Vec<u64>
 
 /// Loads `bytes` serially (links set as each piece decodes) and in
 /// parallel (links set by node-table range, one range per worker, after
-/// decoding); each must fail in INODE_DIR with `why`.
-fn refused_at_every_thread_count(bytes: &[u8], why: &str) {
+/// decoding); each must fail in INODE_DIR (in sub-section `sub` when
+/// given) with `why`.
+fn refused_at_every_thread_count(bytes: &[u8], why: &str, sub: Option<usize>) {
     let dir = tempfile::tempdir().unwrap();
     let path = write(dir.path(), "bad.nsi", bytes);
     for threads in [1, 2, 3, 8] {
@@ -196,6 +197,9 @@ fn refused_at_every_thread_count(bytes: &[u8], why: &str) {
             Err(LoadError::Corrupt { at, detail, .. }) => {
                 assert_eq!(at.section, Some(SectionKind::INODE_DIR));
                 assert!(detail.contains(why), "{threads} threads: {detail}");
+                if sub.is_some() {
+                    assert_eq!(at.sub_section, sub, "{threads} threads: {detail}");
+                }
             }
             other => panic!("expected a corruption error, got {:?}", other.err()),
         }
@@ -211,25 +215,14 @@ fn a_child_in_two_directories_is_refused_in_parallel() {
     // root -> a, b; a -> f; b -> f.
     let root = nsimage_namespace::ROOT_ID;
     let bad = with_dir_records(&ns, &[(root, vec![a, b]), (a, vec![f]), (b, vec![f])]);
-    refused_at_every_thread_count(&bad, "two directories");
+    refused_at_every_thread_count(&bad, "two directories", None);
     // The same records in three sub-sections: the second listing, in the
     // last one, is the one reported, whichever worker set f's parent.
     let one = [(root, vec![a, b])];
     let two = [(a, vec![f])];
     let three = [(b, vec![f])];
     let cut = with_dir_pieces(&ns, &[&one, &two, &three]);
-    let dir = tempfile::tempdir().unwrap();
-    let path = write(dir.path(), "cut.nsi", &cut);
-    for threads in [1, 2, 3, 8] {
-        match load(&path, &opts(threads, ReadStrategy::Bulk)) {
-            Err(LoadError::Corrupt { at, detail, .. }) => {
-                assert_eq!(at.section, Some(SectionKind::INODE_DIR));
-                assert_eq!(at.sub_section, Some(2), "{threads} threads: {detail}");
-                assert!(detail.contains("two directories"), "{detail}");
-            }
-            other => panic!("expected a corruption error, got {:?}", other.err()),
-        }
-    }
+    refused_at_every_thread_count(&cut, "two directories", Some(2));
 }
 
 #[test]
@@ -243,16 +236,16 @@ fn directories_in_a_cycle_or_in_none_are_refused() {
     // Every inode but the root listed once, but b and c list each other
     // (with f under c): nothing of them hangs from the root.
     let cycle = with_dir_records(&ns, &[(root, vec![a]), (b, vec![c]), (c, vec![b, f])]);
-    refused_at_every_thread_count(&cycle, "cycle");
+    refused_at_every_thread_count(&cycle, "cycle", None);
     // A cycle of three, a -> b -> c -> a, and the root lists nothing.
     let longer = with_dir_records(&ns, &[(a, vec![b]), (b, vec![c]), (c, vec![a, f])]);
-    refused_at_every_thread_count(&longer, "cycle");
+    refused_at_every_thread_count(&longer, "cycle", None);
     // f is in no directory (every directory hangs from the root).
     let leaf = with_dir_records(&ns, &[(root, vec![a, b]), (b, vec![c])]);
-    refused_at_every_thread_count(&leaf, "in no directory");
+    refused_at_every_thread_count(&leaf, "in no directory", None);
     // b is in no directory (c and f hang from it).
     let orphan = with_dir_records(&ns, &[(root, vec![a]), (b, vec![c]), (c, vec![f])]);
-    refused_at_every_thread_count(&orphan, "in no directory");
+    refused_at_every_thread_count(&orphan, "in no directory", None);
 }
 
 /// Every inode with attributes of its own (block size, replication, mode,

@@ -153,74 +153,30 @@ impl<T: Copy> Arena<T> {
 mod tests {
     use super::{Arena, Span};
 
+    fn span(chunk: u32, start: u32, len: u32) -> Span {
+        Span { chunk, start, len }
+    }
+
     #[test]
     fn append_extends_in_place_or_copies_to_the_tail() {
         let mut a: Arena<u32> = Arena::default();
         a.set_chunk(0, vec![1, 2, 3, 4]);
         a.set_chunk(1, vec![5, 6, 7]);
-        // Ends its chunk: in place.
-        let s = a.append(
-            Span {
-                chunk: 1,
-                start: 1,
-                len: 2,
-            },
-            8,
-        );
-        assert_eq!(
-            (s, a.get(s)),
-            (
-                Span {
-                    chunk: 1,
-                    start: 1,
-                    len: 3
-                },
-                &[6, 7, 8][..]
-            )
-        );
-        // In an earlier chunk: copied to the tail chunk, then extended.
-        let s = a.append(
-            Span {
-                chunk: 0,
-                start: 1,
-                len: 2,
-            },
-            9,
-        );
-        assert_eq!(
-            (s, a.get(s)),
-            (
-                Span {
-                    chunk: 1,
-                    start: 4,
-                    len: 3
-                },
-                &[2, 3, 9][..]
-            )
-        );
-        // In the tail chunk but not at its end: copied within it.
-        let s = a.append(
-            Span {
-                chunk: 1,
-                start: 0,
-                len: 2,
-            },
-            10,
-        );
-        assert_eq!(
-            (s, a.get(s)),
-            (
-                Span {
-                    chunk: 1,
-                    start: 7,
-                    len: 3
-                },
-                &[5, 6, 10][..]
-            )
-        );
-        // Empty: a new range of one.
-        let s = a.append(Span::default(), 11);
-        assert_eq!(a.get(s), &[11]);
+        // (range, item, where the result lies, what it holds)
+        let steps: [(Span, u32, Span, &[u32]); 4] = [
+            // Ends its chunk: in place.
+            (span(1, 1, 2), 8, span(1, 1, 3), &[6, 7, 8]),
+            // In an earlier chunk: copied to the tail chunk, then extended.
+            (span(0, 1, 2), 9, span(1, 4, 3), &[2, 3, 9]),
+            // In the tail chunk but not at its end: copied within it.
+            (span(1, 0, 2), 10, span(1, 7, 3), &[5, 6, 10]),
+            // Empty: a new range of one.
+            (Span::default(), 11, span(1, 10, 1), &[11]),
+        ];
+        for (from, item, to, holds) in steps {
+            let s = a.append(from, item);
+            assert_eq!((s, a.get(s)), (to, holds), "{from:?} + {item}");
+        }
         // What the earlier ranges held is untouched.
         assert_eq!(a.chunk(0), &[1, 2, 3, 4]);
         assert_eq!(a.chunk(1), &[5, 6, 7, 8, 2, 3, 9, 5, 6, 10, 11]);
