@@ -5,6 +5,7 @@
 //! FORMAT.md that involves more than one record (ids in order, every inode
 //! in exactly one directory, block ids unique and within the counters).
 use crate::arena::{Arena, Span};
+use crate::block_ids::{dense, unique, BatchIds};
 use crate::consts::{Slot, NO_SLOT, ROOT_ID};
 use crate::ids::IdIndex;
 use crate::inode_batch::{BlockStats, InodeParts, Interned};
@@ -116,6 +117,8 @@ pub struct NamespaceBuilder {
     listing: Vec<Slot>,
     /// Children listed over all attached batches.
     listed: usize,
+    /// The block ids of each INODE batch added.
+    block_ids: Vec<BatchIds>,
 }
 
 impl NamespaceBuilder {
@@ -140,6 +143,7 @@ impl NamespaceBuilder {
             block_stats: BlockStats::default(),
             listing: Vec::new(),
             listed: 0,
+            block_ids: Vec::new(),
         }
     }
 
@@ -182,6 +186,7 @@ impl NamespaceBuilder {
             return Err("more inodes than the node table holds".into());
         }
         self.block_stats.merge(&parts.block_stats);
+        self.block_ids.push(parts.block_ids);
         self.ns.names.set_chunk(parts.chunk, parts.names);
         self.ns.blocks.set_chunk(parts.chunk, parts.blocks);
         for (i, e) in parts.extras {
@@ -390,7 +395,7 @@ impl NamespaceBuilder {
                 ns.info.last_inode_id
             ));
         }
-        check_blocks(&ns, &self.block_stats)?;
+        check_blocks(&ns, &self.block_stats, &self.block_ids)?;
         let seen = reachable;
         if seen != ns.nodes.len() {
             let orphan = ns.nodes.iter().skip(1).position(|n| n.parent == NO_SLOT);
@@ -410,11 +415,13 @@ impl NamespaceBuilder {
 
 /// The block rules across the image (FORMAT.md, INODE): ids at most
 /// `last_block_id`, generation stamps at most `generation_stamp`, and ids
-/// unique. Uniqueness takes one pass with a bitmap over the id range when
-/// that range is dense (the usual case: ids are allocated in sequence), and
-/// a sort of the ids otherwise; either way memory is bounded by the number
-/// of blocks decoded, never by a value read from the image.
-fn check_blocks(ns: &Namespace, st: &BlockStats) -> Result<(), String> {
+/// unique. Uniqueness is a merge of the batches' bitmaps (`batches`, built
+/// as each batch was decoded) when every batch and the whole range are
+/// dense (the usual case: ids are allocated in sequence); else one pass
+/// with a bitmap over the id range when that range is dense, and a sort of
+/// the ids otherwise. Either way memory is bounded by the number of blocks
+/// decoded, never by a value read from the image.
+fn check_blocks(ns: &Namespace, st: &BlockStats, batches: &[BatchIds]) -> Result<(), String> {
     if st.count == 0 {
         return Ok(());
     }
@@ -431,10 +438,13 @@ fn check_blocks(ns: &Namespace, st: &BlockStats) -> Result<(), String> {
         ));
     }
     let dup = |id: u64| Err(format!("block id {id} is used twice"));
+    match unique(batches, st.min_id, st.max_id, st.count) {
+        Some(Ok(())) => return Ok(()),
+        Some(Err(id)) => return dup(id),
+        None => {}
+    }
     let span = st.max_id.saturating_sub(st.min_id);
-    // A bitmap of span/8 bytes, allowed up to 8 bytes per block (what a
-    // sorted copy of the ids would take).
-    if span / 64 <= st.count {
+    if dense(span, st.count) {
         let words = usize::try_from(span / 64 + 1).map_err(|_| "too many blocks".to_string())?;
         let mut bits = vec![0u64; words];
         for chunk in ns.blocks.chunks() {

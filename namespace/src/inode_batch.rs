@@ -5,6 +5,7 @@
 //! [`NamespaceBuilder`](crate::NamespaceBuilder).
 
 use crate::arena::Span;
+use crate::block_ids::BatchIds;
 use crate::classes::{Class, ClassCache, SharedClasses};
 use crate::consts::{MAX_NAME_LENGTH, NO_SLOT, ROOT_ID};
 use crate::ids::IdIndex;
@@ -236,6 +237,9 @@ impl<S: NodeSink> InodeBatch<S> {
         names.shrink_to_fit();
         blocks.shrink_to_fit();
         let len = count(&self.nodes);
+        // Built here, by the thread that decoded the batch, so that the
+        // whole-image check of block ids is a merge (`block_ids.rs`).
+        let block_ids = BatchIds::of(&blocks, self.block_stats.min_id, self.block_stats.max_id);
         let parts = InodeParts {
             chunk: self.chunk,
             len,
@@ -244,6 +248,7 @@ impl<S: NodeSink> InodeBatch<S> {
             blocks,
             extras: self.extras,
             block_stats: self.block_stats,
+            block_ids,
         };
         (parts, self.nodes)
     }
@@ -412,4 +417,5 @@ pub struct InodeParts {
     pub(crate) blocks: Vec<Block>,
     pub(crate) extras: Vec<(u32, Extra)>,
     pub(crate) block_stats: BlockStats,
+    pub(crate) block_ids: BatchIds,
 }

@@ -100,6 +100,7 @@
 #![forbid(unsafe_code)]
 
 mod arena;
+mod block_ids;
 mod build;
 mod children;
 mod classes;
