@@ -44,6 +44,7 @@
 //! | `errors.rs` | [`NsError`]: why a mutation was refused |
 //! | `rules.rs` | `valid_name`, `acl_error`: per-record rules shared by loads and mutations |
 //! | `inode_batch.rs` | the inode phase of a load: [`LoadedNode`], [`Interned`], [`InodeBatch`] and its [`NodeSink`], [`InodeParts`], [`BlockStats`] |
+//! | `block_ids.rs` | the whole-image check that block ids are unique: bitmaps per INODE batch, merged |
 //! | `build.rs` | the directory phase and whole-tree checks: [`DirBatch`], [`NamespaceBuilder`] |
 //! | `digest.rs` | [`Digest`] and [`Namespace::digest`] |
 //!
