@@ -15,7 +15,7 @@ use crate::sections::{chunk_of, corrupt, pieces, section};
 use crate::source::{ImageSource, PieceBuf};
 use crate::stats::LoadStats;
 use nsimage_format::{Location, SectionKind, SubSectionInfo};
-use nsimage_namespace::{DirBatch, Namespace, NamespaceBuilder, Node, Slot, NO_SLOT};
+use nsimage_namespace::{DirBatch, Namespace, NamespaceBuilder, Node};
 use rayon::prelude::*;
 use std::time::Instant;
 
@@ -90,29 +90,10 @@ fn link_ranges(
             .enumerate()
             .filter_map(|(k, range)| {
                 let base = k.saturating_mul(per);
-                let last = base.saturating_add(range.len()) >= len;
-                for (i, b) in batches.iter().enumerate() {
-                    for (child, parent) in b.links() {
-                        let Some(off) = (child as usize).checked_sub(base) else {
-                            continue;
-                        };
-                        let Some(node) = range.get_mut(off) else {
-                            // Past every range: the last one reports it.
-                            if last {
-                                return Some((
-                                    i,
-                                    format!("slot {child} outside the table of {len}"),
-                                ));
-                            }
-                            continue;
-                        };
-                        if node.parent != NO_SLOT {
-                            return Some((i, listed_twice(child)));
-                        }
-                        node.parent = parent;
-                    }
-                }
-                None
+                batches
+                    .iter()
+                    .enumerate()
+                    .find_map(|(i, b)| b.link_into(range, base, len).err().map(|e| (i, e)))
             })
             .collect()
     });
@@ -143,9 +124,4 @@ fn link_in_place(
         batches.push(batch);
     }
     Ok(batches)
-}
-
-/// The error of a child listed in two directories.
-pub(crate) fn listed_twice(child: Slot) -> String {
-    format!("inode in slot {child} is listed in two directories")
 }

@@ -87,6 +87,33 @@ impl DirBatch {
         Ok(())
     }
 
+    /// Sets the parents of this batch's children whose slots lie in
+    /// `base..base + part.len()`, `part` holding those slots of a node
+    /// table of `total` slots (the whole table with `base` 0, or one range
+    /// of it, so that threads can set parents each in their own range). A
+    /// child whose parent is already set, listed in two directories, is an
+    /// error; so is a child past the table, reported by the part that ends
+    /// it.
+    pub fn link_into(&self, part: &mut [Node], base: usize, total: usize) -> Result<(), String> {
+        let end = base.saturating_add(part.len());
+        for (c, p) in self.links() {
+            let Some(node) = (c as usize)
+                .checked_sub(base)
+                .and_then(|off| part.get_mut(off))
+            else {
+                if c as usize >= total && end >= total {
+                    return Err(format!("slot {c} outside the table of {total}"));
+                }
+                continue;
+            };
+            if node.parent != NO_SLOT {
+                return Err(format!("inode in slot {c} is listed in two directories"));
+            }
+            node.parent = p;
+        }
+        Ok(())
+    }
+
     /// (child slot, parent slot) of every child in this batch.
     pub fn links(&self) -> impl Iterator<Item = (Slot, Slot)> + '_ {
         self.dirs.iter().flat_map(move |&(ps, span)| {
@@ -203,22 +230,13 @@ impl NamespaceBuilder {
     }
 
     /// Sets the parent of each child `batch` lists, straight in the node
-    /// table (a loader that sets parents from several threads does it
-    /// through [`nodes_mut`](Self::nodes_mut) instead). A child whose
+    /// table (a loader that sets parents from several threads gives each
+    /// its range through [`nodes_mut`](Self::nodes_mut) and
+    /// [`DirBatch::link_into`] instead). A child whose
     /// parent is already set, listed in two directories, is an error.
     pub fn link(&mut self, batch: &DirBatch) -> Result<(), String> {
-        let nodes = &mut self.ns.nodes;
-        let len = nodes.len();
-        for (c, p) in batch.links() {
-            let node = nodes
-                .get_mut(c as usize)
-                .ok_or_else(|| format!("slot {c} outside the table of {len}"))?;
-            if node.parent != NO_SLOT {
-                return Err(format!("inode in slot {c} is listed in two directories"));
-            }
-            node.parent = p;
-        }
-        Ok(())
+        let total = self.ns.nodes.len();
+        batch.link_into(&mut self.ns.nodes, 0, total)
     }
 
     /// Attaches the child lists of `batches` to their directories; the

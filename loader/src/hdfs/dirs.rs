@@ -15,7 +15,6 @@
 
 use super::file::HdfsFile;
 use super::inodes::{record_at, Keep};
-use crate::dir_phase::listed_twice;
 use crate::error::LoadError;
 use crate::run::run_pieces;
 use crate::shard::Sharded;
@@ -305,6 +304,11 @@ pub(crate) fn current_tree(
         }
     }
     Ok(keep)
+}
+
+/// The error of a child listed in two directories.
+fn listed_twice(child: Slot) -> String {
+    format!("inode in slot {child} is listed in two directories")
 }
 
 /// Records a batch's children's parents in the sharded parent table; a
