@@ -240,16 +240,12 @@ impl Namespace {
         if n.kind != Kind::File {
             return Err(NsError::NotAFile(format!("inode {id}")));
         }
-        self.nodes[s as usize].span = self.append_block(n.span, block);
+        // In place when the file's range ends its chunk, else copied to the
+        // arena's tail first.
+        self.nodes[s as usize].span = self.blocks.append(n.span, block);
         self.info.last_block_id = block.id;
         self.info.generation_stamp = self.info.generation_stamp.max(block.generation_stamp);
         Ok(())
-    }
-
-    /// Appends `block` to a file's block range: in place when the range
-    /// ends its chunk, else copied to the arena's tail first.
-    fn append_block(&mut self, blocks: Span, block: Block) -> Span {
-        self.blocks.append(blocks, block)
     }
 
     // ---- moves and deletes ----------------------------------------------
