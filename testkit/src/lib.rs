@@ -2,6 +2,9 @@
 //!
 //! - [`generate`]: the deterministic synthetic namespace of `nsimage
 //!   generate`, the bench and the tests;
+//! - [`shapes`]: deterministic namespaces shaped to be hard to store
+//!   (identical names, one huge directory, all-zero attributes, ...), for
+//!   the property tests of the writer and readers;
 //! - [`workload`]: the deterministic mixed journal workload of `nsimage
 //!   store apply` and the store's crash and power-cut tests;
 //! - [`powercut`]: a file system for the store that forgets, at a simulated
@@ -42,6 +45,7 @@ pub mod generate;
 #[cfg(feature = "peers")]
 pub mod peers;
 pub mod powercut;
+pub mod shapes;
 pub mod workload;
 
 /// The README's Rust examples, run as doctests so the documented API cannot
