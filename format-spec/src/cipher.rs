@@ -40,6 +40,17 @@ pub enum KeyError {
         /// The cause.
         source: std::io::Error,
     },
+    /// Group or others may read or write the file.
+    #[error(
+        "key file {path} has mode {mode:04o}: group or others may read or write it; \
+         make it private with `chmod 600 {path}`"
+    )]
+    Exposed {
+        /// The key file.
+        path: std::path::PathBuf,
+        /// Its permission bits.
+        mode: u32,
+    },
     /// The file holds neither 32 bytes nor 64 hex digits.
     #[error("key file {path}: {detail}")]
     Format {
@@ -60,37 +71,63 @@ impl Key {
         Key(Zeroizing::new(bytes))
     }
 
-    /// The key a key file holds: exactly 32 bytes, or 64 hex digits with
-    /// at most one trailing newline.
+    /// The key a key file holds (FORMAT.md, "Pieces at rest"): exactly 32
+    /// bytes (the raw key), or 64 hexadecimal digits of either case
+    /// optionally followed by one LF (0x0A); nothing else. A 32-byte file
+    /// made only of hex digits is refused as a hex key file cut short, not
+    /// taken as a raw key. The message says what is wrong (a length, a
+    /// byte offset), never the key's bytes.
     pub fn parse(contents: &[u8]) -> Result<Key, String> {
+        const RULE: &str = "a key file holds 32 bytes, or 64 hex digits and at most one LF";
         if contents.len() == KEY_LEN {
+            if contents.iter().all(u8::is_ascii_hexdigit) {
+                return Err(format!(
+                    "32 bytes, all hex digits: a hex key file cut short (a hex key \
+                     file holds 64 hex digits); {RULE}"
+                ));
+            }
             let mut k = [0u8; KEY_LEN];
             k.copy_from_slice(contents);
             return Ok(Key::from_bytes(k));
         }
-        let text = contents
-            .strip_suffix(b"\n")
-            .map(|t| t.strip_suffix(b"\r").unwrap_or(t))
-            .unwrap_or(contents);
+        let text = contents.strip_suffix(b"\n").unwrap_or(contents);
         if text.len() != 2 * KEY_LEN {
-            return Err(format!(
-                "{} bytes: a key file holds 32 bytes, or 64 hex digits and a newline",
-                contents.len()
-            ));
+            let ending = if contents.ends_with(b"\r\n") {
+                " (ends with CR LF: only a single LF may follow the digits)"
+            } else if contents.ends_with(b"\n\n") {
+                " (more than one LF at the end)"
+            } else {
+                ""
+            };
+            return Err(format!("{} bytes{ending}; {RULE}", contents.len()));
         }
         let mut k = Zeroizing::new([0u8; KEY_LEN]);
         for (i, pair) in text.chunks_exact(2).enumerate() {
-            let hex = |b: u8| (b as char).to_digit(16);
-            match (hex(pair[0]), hex(pair[1])) {
+            let digit = |b: u8| (b as char).to_digit(16);
+            match (digit(pair[0]), digit(pair[1])) {
                 (Some(h), Some(l)) => k[i] = u8::try_from(h * 16 + l).unwrap_or(0),
-                _ => return Err(format!("byte {} is not a hex digit", 2 * i)),
+                (h, _) => {
+                    let at = if h.is_none() { 2 * i } else { 2 * i + 1 };
+                    let what = match text[at] {
+                        b'\r' => " (a CR: only a single LF may follow the digits)",
+                        b' ' | b'\t' => " (white space)",
+                        b'\n' => " (a line break inside the key)",
+                        _ => "",
+                    };
+                    return Err(format!(
+                        "the byte at offset {at} is not a hex digit{what}; {RULE}"
+                    ));
+                }
             }
         }
         Ok(Key(k))
     }
 
-    /// Reads and parses a key file.
+    /// Reads and parses a key file: a regular file of at most 4096 bytes
+    /// that neither group nor others may read or write (mode & 0o077 = 0,
+    /// as ssh asks of a private key).
     pub fn read(path: &Path) -> Result<Key, KeyError> {
+        use std::os::unix::fs::PermissionsExt;
         let meta = std::fs::metadata(path).map_err(|source| KeyError::Io {
             path: path.to_path_buf(),
             source,
@@ -100,6 +137,13 @@ impl Key {
             return Err(KeyError::Format {
                 path: path.to_path_buf(),
                 detail: "not a regular file of at most 4096 bytes".into(),
+            });
+        }
+        let mode = meta.permissions().mode() & 0o7777;
+        if mode & 0o077 != 0 {
+            return Err(KeyError::Exposed {
+                path: path.to_path_buf(),
+                mode,
             });
         }
         let bytes = Zeroizing::new(std::fs::read(path).map_err(|source| KeyError::Io {
@@ -268,6 +312,103 @@ impl fmt::Debug for ImageCipher {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 24, defect 10: the key-file rule of FORMAT.md, every case.
+    #[test]
+    fn key_file_shapes() {
+        let raw: [u8; 32] = core::array::from_fn(|i| u8::try_from(i * 7 + 1).unwrap());
+        let key = Key::from_bytes(raw);
+        let lower = key.to_hex_line();
+        let upper = lower.to_ascii_uppercase();
+        let fp = key.fingerprint();
+        // 64 digits of either case (or mixed), with or without one LF.
+        for ok in [
+            lower.as_bytes(),
+            &lower.as_bytes()[..64],
+            upper.as_bytes(),
+            &upper.as_bytes()[..64],
+        ] {
+            assert_eq!(Key::parse(ok).unwrap().fingerprint(), fp);
+        }
+        let mut mixed = lower.as_bytes().to_vec();
+        mixed[..10].make_ascii_uppercase();
+        assert_eq!(Key::parse(&mixed).unwrap().fingerprint(), fp);
+        // A raw key that happens to contain some hex digits is a raw key.
+        let mut near = [b'a'; 32];
+        near[31] = b'z';
+        assert!(Key::parse(&near).is_ok());
+
+        let refused = |bytes: &[u8], says: &str| {
+            let e = Key::parse(bytes).unwrap_err();
+            assert!(e.contains(says), "{e:?} should say {says:?}");
+            // Never the key's digits.
+            assert!(!e.contains(&lower[..8]) && !e.contains(&upper[..8]), "{e}");
+            assert!(!e.to_ascii_lowercase().contains("wrong key"), "{e}");
+        };
+        // A hex key file cut to 32 digits is malformed, not a raw key.
+        refused(&lower.as_bytes()[..32], "cut short");
+        refused(&upper.as_bytes()[..32], "cut short");
+        // CR LF, two LFs, a trailing space, a leading space, a CR alone.
+        let with = |tail: &[u8]| [&lower.as_bytes()[..64], tail].concat();
+        refused(&with(b"\r\n"), "CR LF");
+        refused(&with(b"\n\n"), "more than one LF");
+        refused(&with(b" "), "65 bytes");
+        refused(&with(b" \n"), "66 bytes");
+        refused(&with(b"\r"), "65 bytes");
+        let mut cr = lower.as_bytes()[..64].to_vec();
+        cr[63] = b'\r';
+        cr.push(b'\n');
+        refused(&cr, "offset 63");
+        refused(&cr, "CR");
+        let spaced = [b" ", &lower.as_bytes()[..63], b"\n"].concat();
+        refused(&spaced, "offset 0");
+        refused(&spaced, "white space");
+        let mut bad = lower.as_bytes().to_vec();
+        bad[41] = b'g';
+        refused(&bad, "offset 41");
+        refused(&lower.as_bytes()[..63], "63 bytes");
+        refused(b"", "0 bytes");
+    }
+
+    /// A key file group or others may read or write is refused, naming the
+    /// file, its mode and the fix; 0600 and 0400 are read.
+    #[test]
+    fn exposed_key_files_are_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("nsimage-key-mode-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("k.key");
+        let key = Key::generate();
+        std::fs::write(&p, key.to_hex_line().as_bytes()).unwrap();
+        for (mode, ok) in [
+            (0o600, true),
+            (0o400, true),
+            (0o644, false),
+            (0o640, false),
+            (0o604, false),
+            (0o620, false),
+            (0o602, false),
+        ] {
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+            match Key::read(&p) {
+                Ok(k) => {
+                    assert!(ok, "mode {mode:o} was accepted");
+                    assert_eq!(k.fingerprint(), key.fingerprint());
+                }
+                Err(e) => {
+                    assert!(!ok, "mode {mode:o}: {e}");
+                    let m = e.to_string();
+                    assert!(matches!(e, KeyError::Exposed { .. }), "{m}");
+                    assert!(m.contains(&format!("{mode:04o}")), "{m}");
+                    assert!(
+                        m.contains("chmod 600") && m.contains(p.to_str().unwrap()),
+                        "{m}"
+                    );
+                }
+            }
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn key_files_fingerprints_and_sealing() {
