@@ -603,7 +603,7 @@ fn the_command_line_with_key_files() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("wrong key"));
     // A bad key file: a usage error.
     let junk = dir.path().join("junk.key");
-    std::fs::write(&junk, b"not a key\n").unwrap();
+    write_key_file(&junk, b"not a key\n", 0o600);
     assert_eq!(
         nsimage(&["load", &s(&enc), "--key-file", &s(&junk)])
             .status
@@ -678,4 +678,76 @@ fn the_command_line_with_key_files() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(digest(&nsimage(&["load", &s(&lz), "--json"])), want);
     assert!(std::fs::metadata(&lz).unwrap().len() < std::fs::metadata(&plain).unwrap().len());
+}
+
+/// Writes a key file the way an operator would, with `mode`.
+fn write_key_file(p: &Path, contents: &[u8], mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(p, contents).unwrap();
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// Issue 24, defect 10, through the command line: a key file of mode 0644
+/// is refused naming its mode and the fix; CR LF is refused; a hex key file
+/// cut to 32 digits is malformed (exit 2), not a "wrong key" (exit 1);
+/// upper-case hex is the same key as lower-case.
+#[test]
+fn key_file_rules_on_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = |p: &Path| p.to_str().unwrap().to_string();
+    let k = dir.path().join("k.key");
+    assert!(nsimage(&["keygen", &s(&k)]).status.success());
+    let enc = dir.path().join("e.nsi");
+    let o = nsimage(&[
+        "generate",
+        "-o",
+        &s(&enc),
+        "--inodes",
+        "300",
+        "--encrypt",
+        "--key-file",
+        &s(&k),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let line = std::fs::read_to_string(&k).unwrap();
+    let hex = line.trim_end_matches('\n');
+    assert_eq!(hex.len(), 64);
+    let load = |key: &Path| nsimage(&["load", &s(&enc), "--json", "--key-file", &s(key)]);
+    let want = common::json(&load(&k))["digest"].clone();
+    assert!(want.is_string());
+
+    // Upper case, with and without the LF: the same key.
+    let upper = dir.path().join("upper.key");
+    write_key_file(&upper, hex.to_ascii_uppercase().as_bytes(), 0o600);
+    assert_eq!(common::json(&load(&upper))["digest"], want);
+    write_key_file(
+        &upper,
+        format!("{}\n", hex.to_ascii_uppercase()).as_bytes(),
+        0o400,
+    );
+    assert_eq!(common::json(&load(&upper))["digest"], want);
+
+    let refused = |key: &Path, says: &[&str]| {
+        let o = load(key);
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(&s(key)), "{err}");
+        for w in says {
+            assert!(err.contains(w), "{err} should say {w:?}");
+        }
+        assert!(!err.contains("wrong key"), "{err}");
+        assert!(!err.contains(&hex[..16]), "the key is echoed: {err}");
+    };
+    // Readable by group and others.
+    let open = dir.path().join("open.key");
+    write_key_file(&open, line.as_bytes(), 0o644);
+    refused(&open, &["0644", "chmod 600"]);
+    // CR LF.
+    let crlf = dir.path().join("crlf.key");
+    write_key_file(&crlf, format!("{hex}\r\n").as_bytes(), 0o600);
+    refused(&crlf, &["CR LF"]);
+    // Cut to 32 hex digits: malformed, not a raw key that is wrong.
+    let cut = dir.path().join("cut.key");
+    write_key_file(&cut, &hex.as_bytes()[..32], 0o600);
+    refused(&cut, &["cut short"]);
 }
