@@ -255,3 +255,129 @@ fn journal_dump_refuses_a_fifo_without_blocking() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("FIFO"), "{}", stderr(&out));
 }
+
+/// Makes a character device node like /dev/null (1, 3) at `p`; false where
+/// this process may not (not root).
+fn mknod_null(p: &Path) -> bool {
+    Command::new("mknod")
+        .arg(p)
+        .args(["c", "1", "3"])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// A command's arguments for an image and an output path.
+type Args = fn(&str, &str) -> Vec<String>;
+
+/// Defect 9 of issue 24: `dump -o`, `export -o` and `distribution --plot`
+/// over a FIFO, a device node or a symbolic link (to a regular file, to a
+/// device) exit 2 naming the path, and the target is untouched: same kind
+/// of file, a linked file's content unchanged, no temporary file left.
+/// A regular file is still replaced.
+#[test]
+fn every_output_path_replaces_only_a_regular_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let image = dir.path().join("image.nsi");
+    assert_eq!(generate_to(&image).status.code(), Some(0));
+    let img = image.to_str().unwrap();
+    let commands: [(&str, Args); 3] = [
+        ("dump", |i, o| {
+            ["dump", i, "--format", "jsonl", "-o", o]
+                .map(String::from)
+                .to_vec()
+        }),
+        ("export", |i, o| {
+            ["export", i, "-o", o].map(String::from).to_vec()
+        }),
+        ("distribution", |i, o| {
+            ["distribution", i, "--plot", o].map(String::from).to_vec()
+        }),
+    ];
+    for (name, args) in commands {
+        let sub = dir.path().join(name);
+        std::fs::create_dir(&sub).unwrap();
+        let fifo = sub.join("fifo");
+        mkfifo(&fifo);
+        let kept = sub.join("kept");
+        std::fs::write(&kept, b"keep me").unwrap();
+        let to_file = sub.join("to-file");
+        std::os::unix::fs::symlink(&kept, &to_file).unwrap();
+        let mut targets = vec![
+            (fifo.clone(), "a FIFO"),
+            (to_file.clone(), "a symbolic link"),
+        ];
+        let node = sub.join("null");
+        if mknod_null(&node) {
+            let to_node = sub.join("to-null");
+            std::os::unix::fs::symlink(&node, &to_node).unwrap();
+            targets.push((node.clone(), "a character device"));
+            targets.push((to_node, "a symbolic link"));
+        } else {
+            eprintln!("not root: the device-node cases of {name} are not run");
+        }
+        for (p, what) in &targets {
+            let before = std::fs::symlink_metadata(p).unwrap().file_type();
+            let a = args(img, p.to_str().unwrap());
+            let a: Vec<&str> = a.iter().map(String::as_str).collect();
+            let out = nsimage_within(&a, Duration::from_secs(30));
+            let err = stderr(&out);
+            assert_eq!(out.status.code(), Some(2), "{a:?}: {err}");
+            assert!(
+                err.contains(p.to_str().unwrap()) && err.contains(what),
+                "{a:?}: {err}"
+            );
+            let after = std::fs::symlink_metadata(p).unwrap().file_type();
+            assert_eq!(before, after, "{a:?} replaced {}", p.display());
+        }
+        assert_eq!(std::fs::read(&kept).unwrap(), b"keep me", "{name}");
+        if node.exists() {
+            let t = std::fs::symlink_metadata(&node).unwrap().file_type();
+            assert!(t.is_char_device(), "{name} replaced the device node");
+        }
+        // Nothing but what the test made is left in the directory.
+        let names = std::fs::read_dir(&sub).unwrap().count();
+        assert_eq!(names, targets.len() + 1, "{name}: a file was left behind");
+        // A regular file is replaced.
+        let a = args(img, kept.to_str().unwrap());
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        let out = nsimage(&a);
+        assert_eq!(out.status.code(), Some(0), "{a:?}: {}", stderr(&out));
+        assert_ne!(std::fs::read(&kept).unwrap(), b"keep me", "{name}");
+    }
+}
+
+/// `export -o DIR` into a dataset directory refuses a FIFO or a symbolic
+/// link among the parts it would replace, and a link to a directory.
+#[test]
+fn export_dataset_replaces_only_regular_parts() {
+    let dir = tempfile::tempdir().unwrap();
+    let image = dir.path().join("image.nsi");
+    assert_eq!(generate_to(&image).status.code(), Some(0));
+    let set = dir.path().join("set");
+    std::fs::create_dir(&set).unwrap();
+    let part = set.join("part-00000.parquet");
+    mkfifo(&part);
+    let out = nsimage(&[
+        "export",
+        image.to_str().unwrap(),
+        "-o",
+        set.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("a FIFO"), "{}", stderr(&out));
+    assert!(std::fs::symlink_metadata(&part)
+        .unwrap()
+        .file_type()
+        .is_fifo());
+    let link = dir.path().join("to-set");
+    std::os::unix::fs::symlink(&set, &link).unwrap();
+    let out = nsimage(&[
+        "export",
+        image.to_str().unwrap(),
+        "-o",
+        link.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("a symbolic link"), "{}", stderr(&out));
+}

@@ -2,7 +2,7 @@
 //! (nsimage_viewer::distribution), as text, JSON, and an SVG bar chart
 //! drawn here (plotters belongs to the command line, not the viewer).
 
-use super::dump::write_atomically;
+use super::output::{check_output, write_atomically};
 use nsimage_loader::{load, LoadOptions};
 use nsimage_viewer::distribution::{distribution, Bucket, Distribution, DEFAULT_MAX, DEFAULT_STEP};
 use nsimage_viewer::text::human_size;
@@ -61,6 +61,9 @@ fn range_text(b: &Bucket) -> String {
 }
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
+    if let Some(p) = &a.plot {
+        check_output(p)?;
+    }
     let pb = super::spinner(&format!("loading {}", a.image.display()));
     let opts = LoadOptions {
         key: super::key()?,

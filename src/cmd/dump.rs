@@ -2,10 +2,9 @@
 //! (nsimage_viewer::dump), to stdout or to a file written beside its final
 //! name and renamed into place once complete and synced.
 
-use anyhow::Context;
+use super::output::{check_output, write_atomically};
 use nsimage_viewer::dump::{dump, DumpFormat, DumpOptions};
 use nsimage_viewer::ViewError;
-use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -66,6 +65,9 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         threads: a.threads,
         ..DumpOptions::default()
     };
+    if let Some(out) = &a.output {
+        check_output(out)?;
+    }
     let start = Instant::now();
     let (ns, load_secs, pb) = super::load_with_spinner(&a.image, a.threads)?;
     pb.set_message(format!("dumping {}", a.image.display()));
@@ -123,71 +125,4 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Writes `out` through `fill` into a temporary file beside it, syncs it,
-/// renames it over `out` and syncs the directory; on any failure the
-/// temporary file is removed and nothing appears under `out`.
-pub fn write_atomically<T>(
-    out: &Path,
-    fill: impl FnOnce(&mut BufWriter<File>) -> anyhow::Result<T>,
-) -> anyhow::Result<T> {
-    let io = |what: &str, p: &Path, e: std::io::Error| -> anyhow::Error {
-        anyhow::Error::new(ViewError::Io {
-            path: p.to_path_buf(),
-            source: e,
-        })
-        .context(what.to_string())
-    };
-    let name = out
-        .file_name()
-        .ok_or_else(|| io("output", out, std::io::Error::other("not a file name")))?;
-    let dir = match out.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let mut tmp_name = std::ffi::OsString::from(".");
-    tmp_name.push(name);
-    tmp_name.push(format!(".tmp.{}", std::process::id()));
-    let tmp = dir.join(tmp_name);
-    let file = File::options()
-        .write(true)
-        .create_new(true)
-        .open(&tmp)
-        .map_err(|e| {
-            io(
-                &format!("creating a temporary file beside {}", out.display()),
-                &tmp,
-                e,
-            )
-        })?;
-    let result = (|| {
-        let mut w = BufWriter::with_capacity(1 << 20, file);
-        let v = fill(&mut w)?;
-        let file = w
-            .into_inner()
-            .map_err(|e| io("writing the output", &tmp, e.into_error()))?;
-        file.sync_all()
-            .map_err(|e| io("syncing the output", &tmp, e))?;
-        drop(file);
-        std::fs::rename(&tmp, out).map_err(|e| io("renaming the output", out, e))?;
-        Ok(v)
-    })();
-    match result {
-        Ok(v) => {
-            // The rename is durable once the directory is synced; a
-            // directory that cannot be opened for it (some filesystems)
-            // leaves the rename done but not yet durable.
-            if let Ok(d) = File::open(&dir) {
-                d.sync_all()
-                    .map_err(|e| io("syncing the output's directory", &dir, e))
-                    .context(out.display().to_string())?;
-            }
-            Ok(v)
-        }
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            Err(e)
-        }
-    }
 }

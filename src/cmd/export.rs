@@ -39,6 +39,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             detail: format!("unknown format {:?} (parquet)", a.format)
         });
     }
+    super::output::check_export_output(&a.output)?;
     let start = Instant::now();
     let (ns, load_secs, pb) = super::load_with_spinner(&a.image, a.threads)?;
     pb.set_message(format!("exporting {}", a.image.display()));
