@@ -385,3 +385,122 @@ fn a_million_empty_sub_sections_load_in_bounded_time() {
         assert!(t.elapsed().as_secs() < 30, "{args:?}: {:?}", t.elapsed());
     }
 }
+
+const GZIP: &str = "org.apache.hadoop.io.compress.GzipCodec";
+
+/// A gzip image whose sections are given already compressed.
+fn gzip_image(sections: &[(&str, Vec<u8>)]) -> Vec<u8> {
+    let mut out = b"HDFSIMG1".to_vec();
+    let mut entries = Vec::new();
+    for (name, body) in sections {
+        entries.push(Section {
+            name: Some((*name).to_string()),
+            offset: Some(out.len() as u64),
+            length: Some(body.len() as u64),
+        });
+        out.extend_from_slice(body);
+    }
+    let fs = FileSummary {
+        ondisk_version: 1,
+        layout_version: (-63i32) as u32,
+        codec: Some(GZIP.to_string()),
+        sections: entries,
+    };
+    let d = fs.encode_length_delimited_to_vec();
+    out.extend_from_slice(&d);
+    out.extend_from_slice(&(d.len() as u32).to_be_bytes());
+    out
+}
+
+/// `head` then `times` copies of `unit`, gzipped as one stream without
+/// holding the inflated bytes.
+fn gzip_of(head: &[u8], unit: &[u8], times: usize) -> Vec<u8> {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    e.write_all(head).unwrap();
+    for _ in 0..times {
+        e.write_all(unit).unwrap();
+    }
+    e.finish().unwrap()
+}
+
+/// Runs `nsimage ARGS` and returns its exit code, its stderr and its peak
+/// resident set in bytes: `VmHWM` of `/proc/<pid>/status`, polled until the
+/// process exits (the high-water mark only grows, so the last value read
+/// is a lower bound of the peak and a bomb inflating whole is seen).
+fn peak_rss(args: &[&str]) -> (Option<i32>, String, u64) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_nsimage"))
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("running nsimage");
+    let status = format!("/proc/{}/status", child.id());
+    let mut peak = 0u64;
+    let started = std::time::Instant::now();
+    let code = loop {
+        if let Ok(s) = std::fs::read_to_string(&status) {
+            if let Some(kb) = s
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            {
+                peak = peak.max(kb * 1024);
+            }
+        }
+        if let Some(st) = child.try_wait().unwrap() {
+            break st.code();
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(120),
+            "nsimage {args:?} still running after 120 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    (code, err, peak)
+}
+
+/// Issue 24, defect 5 (its "Must show"): a 1 MB gzip image whose INODE
+/// section inflates to 1 GiB (a header declaring 50 inodes, the root, then
+/// zeros: empty records) is refused with exit 1 within 256 MB of peak RSS,
+/// at its first record past the declared count, not after inflating.
+#[test]
+fn a_1_mb_image_inflating_to_1_gib_is_refused_within_256_mb() {
+    let dir = tempfile::tempdir().unwrap();
+    let head = inode_section(50, &[root()]);
+    let section = gzip_of(&head, &vec![0u8; 1 << 20], 1024);
+    let img = gzip_image(&[("NS_INFO", gzip_of(&ns_info(), &[], 0)), ("INODE", section)]);
+    assert!(img.len() < 1_200_000, "{}", img.len());
+    let p = write(dir.path(), "fsimage_0000000000000000001", &img);
+    let p = p.to_str().unwrap();
+    for threads in ["1", "2"] {
+        let (code, err, peak) = peak_rss(&["load", p, "--threads", threads]);
+        assert_eq!(code, Some(1), "{err}");
+        assert!(peak <= 256 << 20, "peak RSS {peak} bytes: {err}");
+        assert!(err.contains("INODE"), "{err}");
+        assert!(
+            err.contains("records (the count the section's header declares"),
+            "{err}"
+        );
+    }
+}
+
+/// A bomb of valid-looking records (one directory inode repeated) is
+/// bounded by the count the INODE header declares: refused at the first
+/// record past it, well before the stream is inflated.
+#[test]
+fn a_bomb_of_repeated_inodes_is_bounded_by_the_declared_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let head = inode_section(50, &[root()]);
+    let unit = delimited(&[root()]);
+    let times = (64 << 20) / unit.len();
+    let section = gzip_of(&head, &unit, times);
+    let img = gzip_image(&[("NS_INFO", gzip_of(&ns_info(), &[], 0)), ("INODE", section)]);
+    let p = write(dir.path(), "fsimage_0000000000000000001", &img);
+    let p = p.to_str().unwrap();
+    let (code, err, peak) = peak_rss(&["load", p]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("more than 51 records"), "{err}");
+    assert!(peak <= 48 << 20, "peak RSS {peak} bytes: {err}");
+}

@@ -6,13 +6,21 @@
 use crate::error::LoadError;
 use crate::source::open_regular;
 use flate2::read::{MultiGzDecoder, ZlibDecoder};
-use nsimage_format::hdfs::{is_hdfs, Codec, HdfsSummary, MAGIC};
+use nsimage_format::hdfs::{is_hdfs, Codec, HdfsSection, HdfsSummary, MAGIC};
+use nsimage_format::hdfs_pb::{INodeSection, StringTableSection};
 use nsimage_format::{FormatError, Location};
+use prost::Message;
 use std::fs::File;
 use std::io::Read;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+
+/// Bytes inflated at a time: the framing of what came out is checked
+/// after each chunk, so a bomb is refused within one chunk of its first
+/// bad record rather than after it has been inflated whole.
+const CHUNK: usize = 256 << 10;
 
 /// An open Hadoop image with its summary.
 pub(crate) struct HdfsFile {
@@ -24,6 +32,18 @@ pub(crate) struct HdfsFile {
     pub(crate) summary: HdfsSummary,
     reads: AtomicU64,
     bytes: AtomicU64,
+    /// What the image declares of its record counts (read on first use).
+    declared: OnceLock<Declared>,
+}
+
+/// Record counts the image declares in section headers: the records a
+/// compressed section may inflate to.
+#[derive(Clone, Copy, Default)]
+struct Declared {
+    /// INODE's `numInodes` (its records, header excluded).
+    inodes: Option<u64>,
+    /// STRING_TABLE's `numEntry`.
+    strings: Option<u64>,
 }
 
 /// Whether the file at `path` starts with Hadoop's magic (`HDFSIMG1`).
@@ -70,6 +90,7 @@ impl HdfsFile {
             },
             reads: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
+            declared: OnceLock::new(),
         };
         if len < MAGIC.len() as u64 {
             return Err(f.corrupt(
@@ -172,8 +193,46 @@ impl HdfsFile {
         raw.resize(n, 0);
         self.read_exact(offset, raw, at)?;
         let max = codec.max_output(length);
-        inflate(codec, raw, max, out).map_err(|d| self.corrupt(at.clone(), d))?;
+        let guard = Guard::new(self.record_bound(at));
+        inflate(codec, raw, max, guard, out).map_err(|d| self.corrupt(at.clone(), d))?;
         Ok(out)
+    }
+
+    /// The most varint-delimited records the section at `at` may hold,
+    /// where its header declares a count: INODE's `numInodes` and
+    /// STRING_TABLE's `numEntry`, each plus the header record itself.
+    fn record_bound(&self, at: &Location) -> Option<u64> {
+        let d = self.declared.get_or_init(|| self.read_declared());
+        let kind = at.section?;
+        let n = if kind == HdfsSection::Inode.kind() {
+            d.inodes
+        } else if kind == HdfsSection::StringTable.kind() {
+            d.strings
+        } else {
+            None
+        };
+        n.map(|n| n.saturating_add(1))
+    }
+
+    /// The declared counts, from the headers alone (a header that does
+    /// not decode declares nothing here: its own decoder reports it).
+    fn read_declared(&self) -> Declared {
+        let head = |s: HdfsSection| -> Option<Vec<u8>> {
+            let sec = self.summary.find(s)?;
+            let bytes = self.prefix(sec.offset, sec.length, &sec.at(), 64).ok()?;
+            let (_, body) = crate::wire::Delimited::new(&bytes, 0)
+                .next_record()
+                .ok()??;
+            Some(body.to_vec())
+        };
+        Declared {
+            inodes: head(HdfsSection::Inode)
+                .and_then(|b| INodeSection::decode(&b[..]).ok())
+                .map(|h| h.num_inodes()),
+            strings: head(HdfsSection::StringTable)
+                .and_then(|b| StringTableSection::decode(&b[..]).ok())
+                .map(|h| u64::from(h.num_entry())),
+        }
     }
 }
 
@@ -215,37 +274,94 @@ impl HdfsFile {
     }
 }
 
-/// Inflates every stream in `raw` into `out`, refusing more than `max`
-/// bytes of output.
-fn inflate(codec: Codec, raw: &[u8], max: u64, out: &mut Vec<u8>) -> Result<(), String> {
+/// The framing check run on inflated output as it grows: every record's
+/// length prefix is read as soon as it is out, a record that cannot fit
+/// in what the stream may still inflate to is refused before its bytes
+/// are inflated, and so is a record past the count the section declares.
+struct Guard {
+    /// Where the next record's length prefix starts in the output.
+    pos: usize,
+    /// Records whose prefix has been read.
+    records: u64,
+    /// The most records the section may hold, where it declares it.
+    bound: Option<u64>,
+}
+
+impl Guard {
+    fn new(bound: Option<u64>) -> Self {
+        Guard {
+            pos: 0,
+            records: 0,
+            bound,
+        }
+    }
+
+    /// Walks the records whose prefixes `out` now holds; `max` is the
+    /// most output the stream may have.
+    fn advance(&mut self, out: &[u8], max: u64) -> Result<(), String> {
+        while let Some(rest) = out.get(self.pos..).filter(|r| !r.is_empty()) {
+            let Some((len, w)) = nsimage_format::wire::read_varint(rest) else {
+                if rest.len() < 10 {
+                    // The prefix may not be all out yet.
+                    return Ok(());
+                }
+                return Err(format!(
+                    "record {} at byte {} of the inflated stream: the length prefix is not a varint",
+                    self.records, self.pos
+                ));
+            };
+            let end = u64::try_from(self.pos)
+                .unwrap_or(u64::MAX)
+                .saturating_add(w as u64)
+                .saturating_add(len);
+            if end > max {
+                return Err(format!(
+                    "record {} at byte {} of the inflated stream declares {len} bytes, past the {max} bytes the stream may inflate to",
+                    self.records, self.pos
+                ));
+            }
+            self.records = self.records.saturating_add(1);
+            if let Some(b) = self.bound.filter(|&b| self.records > b) {
+                return Err(format!(
+                    "more than {b} records (the count the section's header declares, with the header) at byte {} of the inflated stream",
+                    self.pos
+                ));
+            }
+            // end <= max, and max bounds out's length below.
+            self.pos = usize::try_from(end).unwrap_or(usize::MAX);
+        }
+        Ok(())
+    }
+}
+
+/// Inflates every stream in `raw` into `out` a chunk at a time, refusing
+/// more than `max` bytes of output and whatever `guard` refuses, each as
+/// soon as the chunk holding it is out.
+fn inflate(
+    codec: Codec,
+    raw: &[u8],
+    max: u64,
+    mut guard: Guard,
+    out: &mut Vec<u8>,
+) -> Result<(), String> {
     let name = codec.name();
     let mut rest = raw;
+    let mut chunk = vec![0u8; CHUNK.min(usize::try_from(max).unwrap_or(CHUNK)).max(1)];
     while !rest.is_empty() {
-        let room = max.saturating_sub(out.len() as u64).saturating_add(1);
         let before = out.len();
         let used = match codec {
             // A multi-member reader: every member to the end of the input.
             Codec::Gzip => {
                 let mut d = MultiGzDecoder::new(rest);
-                (&mut d).take(room).read_to_end(out).map_err(|e| {
-                    format!("{name} stream: {e} (after {} bytes of output)", out.len())
-                })?;
+                pump(&mut d, name, raw.len(), max, &mut chunk, &mut guard, out)?;
                 rest.len()
             }
             _ => {
                 let mut d = ZlibDecoder::new(rest);
-                (&mut d).take(room).read_to_end(out).map_err(|e| {
-                    format!("{name} stream: {e} (after {} bytes of output)", out.len())
-                })?;
+                pump(&mut d, name, raw.len(), max, &mut chunk, &mut guard, out)?;
                 usize::try_from(d.total_in()).unwrap_or(usize::MAX)
             }
         };
-        if out.len() as u64 > max {
-            return Err(format!(
-                "{name} stream inflates past {max} bytes, more than {} compressed bytes can hold",
-                raw.len()
-            ));
-        }
         if used == 0 {
             return Err(format!(
                 "{name} stream: no progress {} bytes in ({} bytes of output)",
@@ -256,6 +372,39 @@ fn inflate(codec: Codec, raw: &[u8], max: u64, out: &mut Vec<u8>) -> Result<(), 
         rest = rest.get(used..).unwrap_or_default();
     }
     Ok(())
+}
+
+/// Reads one decoder to its end a chunk at a time into `out`, checking
+/// the total against `max` and the framing with `guard` after each chunk.
+fn pump(
+    d: &mut dyn Read,
+    name: &str,
+    raw_len: usize,
+    max: u64,
+    chunk: &mut [u8],
+    guard: &mut Guard,
+    out: &mut Vec<u8>,
+) -> Result<(), String> {
+    loop {
+        let got = match d.read(chunk) {
+            Ok(0) => return Ok(()),
+            Ok(g) => g,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                return Err(format!(
+                    "{name} stream: {e} (after {} bytes of output)",
+                    out.len()
+                ))
+            }
+        };
+        if (out.len() as u64).saturating_add(got as u64) > max {
+            return Err(format!(
+                "{name} stream inflates past {max} bytes, more than {raw_len} compressed bytes can hold"
+            ));
+        }
+        out.extend_from_slice(chunk.get(..got).unwrap_or_default());
+        guard.advance(out, max)?;
+    }
 }
 
 #[cfg(test)]
@@ -278,18 +427,25 @@ mod tests {
             raw.extend(e.finish().unwrap());
         }
         let mut out = Vec::new();
-        inflate(Codec::Zlib, &raw, 1000, &mut out).unwrap();
+        inflate(Codec::Zlib, &raw, 1000, Guard::new(None), &mut out).unwrap();
         assert_eq!(out, b"hello world");
         let mut e = GzEncoder::new(Vec::new(), flate2::Compression::default());
         e.write_all(&[0u8; 100_000]).unwrap();
         let gz = e.finish().unwrap();
         let mut out = Vec::new();
-        assert!(inflate(Codec::Gzip, &gz, 1000, &mut out).is_err());
+        assert!(inflate(Codec::Gzip, &gz, 1000, Guard::new(None), &mut out).is_err());
         let mut out = Vec::new();
-        inflate(Codec::Gzip, &gz, 100_000, &mut out).unwrap();
+        inflate(Codec::Gzip, &gz, 100_000, Guard::new(None), &mut out).unwrap();
         assert_eq!(out.len(), 100_000);
         let mut out = Vec::new();
-        assert!(inflate(Codec::Zlib, &raw[..raw.len() - 3], 1000, &mut out).is_err());
-        assert!(inflate(Codec::Zlib, b"garbage!", 1000, &mut out).is_err());
+        assert!(inflate(
+            Codec::Zlib,
+            &raw[..raw.len() - 3],
+            1000,
+            Guard::new(None),
+            &mut out
+        )
+        .is_err());
+        assert!(inflate(Codec::Zlib, b"garbage!", 1000, Guard::new(None), &mut out).is_err());
     }
 }
