@@ -324,14 +324,18 @@ fn a_damaged_sealed_batch_is_refused_in_the_middle_and_cut_at_the_end() {
     assert_eq!(std::fs::read(&seg).unwrap(), good[..last]);
 
     // A good batch replayed at the end (a copy of the first): its offset
-    // is bound, so it authenticates nowhere else: a torn tail, never
-    // applied twice.
+    // is bound, so it authenticates nowhere else, and its clear txids are
+    // not those that belong there: written data out of place, which no
+    // crash leaves, so refused (as a plain store refuses a copied record:
+    // a journal gap), nothing cut, never applied twice.
     let mut replayed = good[..last].to_vec();
     replayed.extend_from_slice(&good[fr[0].0..fr[0].0 + fr[0].1]);
     std::fs::write(&seg, &replayed).unwrap();
-    let r = json(&run(k, &["store", "recover", d, "--json"]));
-    assert_eq!(r["torn_tail_bytes"], fr[0].1);
-    assert_eq!(r["txid"], 90);
+    let out = run(k, &["store", "recover", d]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("journal gap"), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&seg).unwrap(), replayed);
+    std::fs::write(&seg, &good[..last]).unwrap();
 
     // The store goes on: the same 10 ops again reach the same state.
     let again = json(&run(k, &["store", "apply", d, "--ops", "10", "--json"]));
@@ -339,6 +343,142 @@ fn a_damaged_sealed_batch_is_refused_in_the_middle_and_cut_at_the_end() {
     assert_eq!(again["digest"], applied["digest"]);
     let r = json(&run(k, &["store", "recover", d, "--json"]));
     assert_eq!(r["digest"], applied["digest"]);
+}
+
+/// The frames (offset, length with prefix) of a segment whose header is
+/// `header` bytes: sealed batches, or a plain segment's records.
+fn frames_from(bytes: &[u8], header: usize) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut pos = header;
+    while pos < bytes.len() {
+        let (mut len, mut shift, mut w) = (0usize, 0, 0);
+        loop {
+            let b = bytes[pos + w];
+            len |= usize::from(b & 0x7f) << shift;
+            shift += 7;
+            w += 1;
+            if b & 0x80 == 0 {
+                break;
+            }
+        }
+        out.push((pos, w + len));
+        pos += w + len;
+    }
+    out
+}
+
+/// `bytes` with the ranges `a` and `b` (offset, length; `a` before `b`,
+/// adjacent or not) swapped in place.
+fn swap_ranges(bytes: &[u8], a: (usize, usize), b: (usize, usize)) -> Vec<u8> {
+    let mut out = bytes[..a.0].to_vec();
+    out.extend_from_slice(&bytes[b.0..b.0 + b.1]);
+    out.extend_from_slice(&bytes[a.0 + a.1..b.0]);
+    out.extend_from_slice(&bytes[a.0..a.0 + a.1]);
+    out.extend_from_slice(&bytes[b.0 + b.1..]);
+    out
+}
+
+/// Issue 24, defect 3: 200 ops in group commits of 50, all durable; the
+/// open segment's group commits then swapped in place. No crash tears a
+/// group commit that was fsynced before the next was written, so an
+/// encrypted store refuses the damage (non-zero, naming the segment and
+/// the offset, nothing changed) exactly as a plain store does; only a cut
+/// last group commit is a torn tail, recovered at the one before. Before
+/// the fix the encrypted store cut the two swapped batches as a torn tail
+/// and recovered at txid 100 with exit 0.
+#[test]
+fn swapped_group_commits_are_refused_by_encrypted_and_plain_stores_alike() {
+    let tmp = tempfile::tempdir().unwrap();
+    let key = keygen(tmp.path(), "k.key");
+    for encrypted in [true, false] {
+        let dir = tmp.path().join(if encrypted { "enc" } else { "plain" });
+        let d = s(&dir);
+        let k = encrypted.then_some(key.as_path());
+        let mut init = vec!["store", "init", d];
+        if encrypted {
+            init.push("--encrypt");
+        }
+        let out = run(k, &init);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let out = run(
+            k,
+            &[
+                "store",
+                "apply",
+                d,
+                "--ops",
+                "200",
+                "--batch",
+                "50",
+                "--print-durable",
+            ],
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+        let printed = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(printed.contains("200"), "durable 200: {printed}");
+        let seg = dir.join(format!("edits_inprogress_{:020}", 1));
+        let good = std::fs::read(&seg).unwrap();
+        let what = if encrypted { "encrypted" } else { "plain" };
+        // The four group commits (offset, length): one sealed batch each,
+        // or 50 plain records each.
+        let rec = frames_from(&good, if encrypted { 48 } else { 16 });
+        let groups: Vec<(usize, usize)> = if encrypted {
+            rec.clone()
+        } else {
+            assert_eq!(rec.len(), 200);
+            rec.chunks(50)
+                .map(|c| (c[0].0, c.iter().map(|r| r.1).sum()))
+                .collect()
+        };
+        assert_eq!(groups.len(), 4, "{what}");
+        assert_eq!(groups[3].0 + groups[3].1, good.len(), "{what}");
+        let reference = json(&run(k, &["store", "recover", d, "--json"]));
+        assert_eq!(reference["txid"], 200, "{what}");
+        let before = snapshot(&dir);
+
+        // The last two swapped, then a middle pair swapped (the damage
+        // then starts at the second group commit): refused, the segment
+        // and the offset where the damage starts named, nothing changed.
+        for (x, y) in [(2, 3), (1, 2)] {
+            let bad = swap_ranges(&good, groups[x], groups[y]);
+            std::fs::write(&seg, &bad).unwrap();
+            let mut damaged = before.clone();
+            damaged.insert(seg.file_name().unwrap().to_str().unwrap().into(), bad);
+            let case = format!("{what}, group commits {x} and {y} swapped");
+            for cmd in ["status", "recover"] {
+                let out = run(k, &["store", cmd, d]);
+                let e = stderr(&out);
+                assert_eq!(out.status.code(), Some(1), "{case}: {cmd}: {e}");
+                assert!(e.contains("edits_inprogress_"), "{case}: {cmd}: {e}");
+                assert!(
+                    e.contains(&format!("offset {}", groups[x].0)),
+                    "{case}: {cmd}: {e}"
+                );
+                assert!(e.contains("journal gap"), "{case}: {cmd}: {e}");
+                assert_eq!(snapshot(&dir), damaged, "{case}: {cmd} changed the store");
+            }
+        }
+
+        // The last group commit cut short (a torn last write): cut back to
+        // the last whole frame. Sealed, that is the group commit before
+        // (txid 150); plain, the whole records of the torn write stay.
+        let (last, last_len) = groups[3];
+        let at = last + last_len / 2;
+        std::fs::write(&seg, &good[..at]).unwrap();
+        let whole: Vec<&(usize, usize)> = rec.iter().filter(|r| r.0 + r.1 <= at).collect();
+        let kept = if encrypted { 150 } else { whole.len() };
+        let kept_len = whole.last().map(|r| r.0 + r.1).unwrap();
+        assert!(!encrypted || kept_len == last);
+        let r = json(&run(k, &["store", "recover", d, "--json"]));
+        assert_eq!(r["txid"], kept, "{what}: {r}");
+        assert_eq!(r["torn_tail_bytes"], at - kept_len, "{what}: {r}");
+        assert_eq!(std::fs::read(&seg).unwrap(), good[..kept_len], "{what}");
+        // The same ops again reach the same state.
+        let more = (200 - kept).to_string();
+        let again = json(&run(k, &["store", "apply", d, "--ops", &more, "--json"]));
+        assert_eq!(again["txid"], 200, "{what}");
+        assert_eq!(again["digest"], reference["digest"], "{what}");
+    }
 }
 
 /// The library: many small sealed segments rolled and checkpointed, reopened,

@@ -330,6 +330,71 @@ impl Framing {
     }
 }
 
+/// The fewest bytes one record takes in a segment or a batch's plaintext:
+/// a one-byte length, the 8-byte checksum, and a message of at least four
+/// bytes (the txid's key and value, the op's key and length).
+const MIN_RECORD_BYTES: usize = 1 + 8 + 4;
+
+impl Framing {
+    /// The txids a frame body says it holds (its first and how many), when
+    /// its clear bytes have the shape the writer gives them: a record's
+    /// message shape (its txid then read from it), or a batch whose clear
+    /// first txid is at least the segment's and whose count is at least 1
+    /// and at most one record per [`MIN_RECORD_BYTES`] of plaintext. Zeros
+    /// and random bytes almost never have that shape; bytes the writer
+    /// wrote always do, even when a checksum or tag no longer matches.
+    fn claimed(&self, body: &[u8]) -> Option<(u64, u64)> {
+        match self {
+            Framing::Plain => {
+                let msg = body.get(8..)?;
+                if !well_formed(msg) {
+                    return None;
+                }
+                let (txid, _) = read_varint(msg.get(1..)?)?;
+                (txid >= 1).then_some((txid, 1))
+            }
+            Framing::Sealed(s) => {
+                let (first, count) = batch_clear(body)?;
+                let plain = body.len().checked_sub(BATCH_CLEAR)?.checked_sub(TAG_LEN)?;
+                let most = plain / MIN_RECORD_BYTES;
+                let fits = usize::try_from(count).is_ok_and(|c| c >= 1 && c <= most);
+                let count = u64::from(count);
+                (fits && first >= s.first && first.checked_add(count).is_some())
+                    .then_some((first, count))
+            }
+        }
+    }
+}
+
+/// Walks the frames that start at the damage (the front of `rest`), by
+/// their clear lengths, while each is complete and says it holds the
+/// txids that belong there (the first `next`, then each after the one
+/// before). The walk stops at a frame that runs past the end, or one
+/// whose clear bytes do not have the writer's shape (zeros, junk): the
+/// remains a torn last write can leave. It returns the offset in `rest`
+/// and the first txid of a complete frame that has the writer's shape but
+/// names other txids: written data out of its place (frames swapped,
+/// moved or copied), which no crash produces.
+fn misplaced_frame(framing: &Framing, rest: &[u8], mut next: u64) -> Option<(usize, u64, u64)> {
+    let mut q = 0usize;
+    while q < rest.len() {
+        let (len, w) = read_varint(&rest[q..])?;
+        if len > framing.max_len() {
+            return None;
+        }
+        let start = q.checked_add(w)?;
+        let end = start.checked_add(usize::try_from(len).ok()?)?;
+        let body = rest.get(start..end)?;
+        let (first, count) = framing.claimed(body)?;
+        if first != next {
+            return Some((q, first, next));
+        }
+        next = next.checked_add(count)?;
+        q = end;
+    }
+    None
+}
+
 /// The clear first txid and record count of a sealed batch body.
 fn batch_clear(body: &[u8]) -> Option<(u64, u32)> {
     let first = u64::from_le_bytes(body.get(..8)?.try_into().ok()?);
@@ -655,13 +720,29 @@ fn classify_damage(
     seg: &Segment,
     framing: &Framing,
     open: bool,
-    pos: u64,
+    at: (u64, u64),
     rest: &[u8],
     why: Bad,
 ) -> Result<u64, StoreError> {
+    let (pos, next) = at;
     let sealed = matches!(framing, Framing::Sealed(_));
     if !open || why == Bad::Undecodable {
         return Err(corrupt(seg, pos, why.text(sealed)));
+    }
+    if let Some((q, first, want)) = misplaced_frame(framing, rest, next) {
+        return Err(corrupt(
+            seg,
+            pos,
+            format!(
+                "{}; the {} at offset {} names txid {first} where txid {} belongs \
+                 (journal gap: written data out of its place, which no crash leaves): \
+                 damage, not a torn tail; nothing was cut",
+                why.text(sealed),
+                if sealed { "batch" } else { "record" },
+                pos.saturating_add(q as u64),
+                want,
+            ),
+        ));
     }
     match good_record_after(framing, rest, pos) {
         After::Nothing => Ok(rest.len() as u64),
@@ -746,6 +827,24 @@ fn torn_create_fingerprint(sealing: &Sealing) -> Option<[u8; ID_LEN]> {
     }
 }
 
+/// Checks that the good frame `ops`, found at `offset`, starts at the
+/// txid `next` that belongs there (a segment's first at its name's txid,
+/// each next after the one before: STORE.md, "Journal segment"); returns
+/// the txid after it. Any other txid is a journal gap named at the frame.
+fn in_order(seg: &Segment, offset: u64, ops: &Ops<'_>, next: u64) -> Result<u64, StoreError> {
+    let first = ops.first_txid();
+    if first != next {
+        return Err(corrupt(
+            seg,
+            offset,
+            format!("journal gap: txid {first} where txid {next} belongs"),
+        ));
+    }
+    // A batch's first + count was checked when it opened; a record's
+    // txid + 1 overflows only at the last txid, which takes no next.
+    Ok(first.saturating_add(ops.len()))
+}
+
 /// Parses a plain store's segment held in memory ([`parse_with`] with
 /// [`Sealing::plain`]).
 pub fn parse(
@@ -811,6 +910,9 @@ pub fn parse_views_with(
         ..SegmentRead::default()
     };
     let mut pos = h.len();
+    // The txid the next frame should start at (the caller checks that the
+    // good ones do; damage is judged against it).
+    let mut next = seg.first;
     while pos < bytes.len() {
         match framed_at(&framing, &bytes[pos..], pos as u64) {
             Ok((ops, n)) => {
@@ -819,11 +921,12 @@ pub fn parse_views_with(
                 pos = pos.saturating_add(n);
                 out.valid_len = pos as u64;
                 out.ops = out.ops.saturating_add(ops.len());
+                next = in_order(seg, at, &ops, next)?;
                 ops.give(seg, at, f)?;
             }
             Err(why) => {
                 out.torn_bytes =
-                    classify_damage(seg, &framing, open, pos as u64, &bytes[pos..], why)?;
+                    classify_damage(seg, &framing, open, (pos as u64, next), &bytes[pos..], why)?;
                 return Ok(out);
             }
         }
@@ -924,6 +1027,7 @@ fn stream(
     let mut frames =
         FrameReader::new(after.chain(&mut rd), h.len() as u64).with_max_len(framing.max_len());
     let mut body = Vec::new();
+    let mut next = seg.first;
     loop {
         let at = frames.offset();
         // The varint length a byte at a time, then the body.
@@ -937,6 +1041,7 @@ fn stream(
             Ok(ops) => {
                 out.valid_len = frames.offset();
                 out.ops = out.ops.saturating_add(ops.len());
+                next = in_order(seg, at, &ops, next)?;
                 ops.give(seg, at, f)?;
             }
             Err(why) => {
@@ -944,7 +1049,8 @@ fn stream(
                 let mut rest = frames.prefix().to_vec();
                 rest.extend_from_slice(&body);
                 frames.into_inner().read_to_end(&mut rest).map_err(io)?;
-                out.torn_bytes = classify_damage(seg, &framing, open, out.valid_len, &rest, why)?;
+                out.torn_bytes =
+                    classify_damage(seg, &framing, open, (out.valid_len, next), &rest, why)?;
                 return Ok(out);
             }
         }
