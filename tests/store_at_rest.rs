@@ -565,3 +565,88 @@ fn sealed_segments_roll_and_recover_through_the_library() {
     assert!(s.report().skipped_images[0].1.contains("not encrypted"));
     assert_eq!(s.with_namespace(|ns| ns.digest().to_string()), plain);
 }
+
+/// Issue 24, defect 1 in a store: a compressed store holding many
+/// near-identical inodes (one name repeated in every directory, all with
+/// the same owner, mode and times: records that compress far past the
+/// 9-bytes-per-record bound when it is applied to the stored length)
+/// checkpoints images it recovers from, with the namespace's digest.
+/// Checked for an INODE split into pieces (10,100 inodes) and an unsplit
+/// one (300), under zstd and lz4, plain and encrypted.
+#[test]
+fn compressed_stores_recover_checkpoints_of_near_identical_names() {
+    use nsimage_format::pb::journal_op::Op;
+    use nsimage_format::pb::CreateOp;
+    let tmp = tempfile::tempdir().unwrap();
+    let key = Key::generate();
+    let same = |parent: u64, name: String, dir: bool| {
+        let c = CreateOp {
+            parent,
+            name: name.into_bytes(),
+            user: b"hdfs".to_vec(),
+            group: b"hadoop".to_vec(),
+            mode: if dir { 0o755 } else { 0o644 },
+            mtime: 1_700_000_000_000,
+            replication: 3,
+            preferred_block_size: 128 << 20,
+            storage_policy: 0,
+            target: Vec::new(),
+            new_id: 0,
+        };
+        if dir {
+            Op::Mkdir(c)
+        } else {
+            Op::Create(c)
+        }
+    };
+    for (dirs, files) in [(100u64, 100u64), (10, 29)] {
+        for codec in ["zstd", "lz4"] {
+            for encrypted in [false, true] {
+                let what = format!("{dirs}x{files}, {codec}, encrypted {encrypted}");
+                let dir = tmp.path().join(format!("{dirs}-{codec}-{encrypted}"));
+                let at_rest = AtRestOptions {
+                    compression: Compression::parse(codec).unwrap(),
+                    key: encrypted.then(|| key.clone()),
+                };
+                Store::init_with(&dir, Arc::new(RealFs::default()), &at_rest).unwrap();
+                let opts = StoreOptions {
+                    key: at_rest.key.clone(),
+                    ..StoreOptions::default()
+                };
+                let store = Store::open(&dir, Arc::new(RealFs::default()), opts.clone()).unwrap();
+                for d in 0..dirs {
+                    // Names that differ only in their last digits.
+                    store
+                        .submit(same(
+                            nsimage_namespace::ROOT_ID,
+                            format!("{}{d:04}", "n".repeat(60)),
+                            true,
+                        ))
+                        .unwrap();
+                    let parent = store.with_namespace(|ns| ns.info().last_inode_id);
+                    for f in 0..files {
+                        // The same names in every directory.
+                        let name = format!("{}{f:04}", "f".repeat(60));
+                        store.submit(same(parent, name, false)).unwrap();
+                    }
+                }
+                store.sync().unwrap();
+                let inodes = store.with_namespace(|ns| ns.slot_count());
+                assert_eq!(u64::from(inodes), 1 + dirs * (1 + files), "{what}");
+                let txid = store.checkpoint().unwrap();
+                let digest = store.with_namespace(|ns| ns.digest().to_string());
+                drop(store);
+                let again = Store::open(&dir, Arc::new(RealFs::default()), opts)
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
+                assert_eq!(again.report().image_txid, txid, "{what}");
+                assert!(again.report().skipped_images.is_empty(), "{what}");
+                assert_eq!(again.report().replayed, 0, "{what}");
+                assert_eq!(
+                    again.with_namespace(|ns| ns.digest().to_string()),
+                    digest,
+                    "{what}"
+                );
+            }
+        }
+    }
+}
