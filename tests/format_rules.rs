@@ -578,3 +578,134 @@ fn idx_offset(bytes: &[u8]) -> usize {
     let f = Footer::decode(&bytes[bytes.len() - footer::SIZE..], bytes.len() as u64).unwrap();
     f.index_offset as usize
 }
+
+/// An image whose sections are unsplit and zstd-compressed; INODE_DIR is
+/// its last section.
+fn zstd_image() -> Vec<u8> {
+    let mut ns = sample();
+    let d = ns.mkdirs(b"/many", &P, 50).unwrap();
+    for i in 0..300u64 {
+        ns.create_in(d, format!("f{i:05}").as_bytes(), &P, &F, 51)
+            .unwrap();
+    }
+    let mut opts = nsimage_writer::WriteOptions::default();
+    opts.at_rest.compression = nsimage_format::codec::Compression::parse("zstd").unwrap();
+    image(&ns, &opts)
+}
+
+/// `bytes` with the stored bytes of its last section (INODE_DIR, unsplit
+/// and zstd-compressed) replaced by what `f` makes of its plain bytes and
+/// its stored frame; checksums recomputed.
+fn replace_last_piece(bytes: &[u8], f: impl Fn(&[u8], &[u8]) -> Vec<u8>) -> Vec<u8> {
+    let mut idx = index_of(bytes);
+    let sec = idx.sections.last_mut().unwrap();
+    assert_eq!(sec.kind, SectionKind::INODE_DIR);
+    assert_eq!(sec.at_rest.codec, nsimage_format::codec::Codec::Zstd);
+    let stored = &bytes[sec.offset as usize..sec.end() as usize];
+    let mut plain = Vec::new();
+    nsimage_format::codec::decompress(
+        sec.at_rest.codec,
+        stored,
+        sec.at_rest.raw_length,
+        &mut plain,
+    )
+    .unwrap();
+    let new = f(&plain, stored);
+    let mut body = bytes[..sec.offset as usize].to_vec();
+    body.extend_from_slice(&new);
+    sec.length = new.len() as u64;
+    sec.checksum = xxh3_64(&new);
+    with_index(body, &idx)
+}
+
+fn zstd_frame(plain: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let zstd = nsimage_format::codec::Compression::parse("zstd").unwrap();
+    assert!(zstd.compress(plain, &mut out));
+    out
+}
+
+/// A zstd piece is exactly one zstd frame (FORMAT.md, "Pieces at rest"):
+/// two frames whose contents add up to the plain length, a skippable frame
+/// before or after it, or any byte after it are refused by every read path.
+#[test]
+fn a_zstd_piece_is_exactly_one_frame() {
+    let bytes = zstd_image();
+    accepted(&bytes, "one frame");
+    accepted(
+        &replace_last_piece(&bytes, |p, _| zstd_frame(p)),
+        "one frame, recompressed",
+    );
+    let two = replace_last_piece(&bytes, |p, _| {
+        let (a, b) = p.split_at(p.len() / 2);
+        [zstd_frame(a), zstd_frame(b)].concat()
+    });
+    refused(&two, "two zstd frames");
+    let skip: &[u8] = &[0x50, 0x2A, 0x4D, 0x18, 3, 0, 0, 0, 1, 2, 3];
+    refused(
+        &replace_last_piece(&bytes, |_, s| [skip, s].concat()),
+        "a skippable frame first",
+    );
+    refused(
+        &replace_last_piece(&bytes, |_, s| [s, skip].concat()),
+        "a skippable frame after the frame",
+    );
+}
+
+/// HDFS_SNAPSHOTS holds exactly one record, and its index entry says so
+/// (FORMAT.md, "HDFS_SNAPSHOTS"): a count of 2 is refused by every read
+/// path, not accepted silently.
+#[test]
+fn hdfs_snapshots_must_declare_its_one_record() {
+    let carry = nsimage_format::hdfs::SnapshotCarry {
+        strings: vec![b"snapshot-name".to_vec(); 4],
+        ..Default::default()
+    };
+    let mut bytes = Vec::new();
+    nsimage_writer::write_image_with_carry(&sample(), &mut bytes, &tiny(60), Some(&carry)).unwrap();
+    accepted(&bytes, "HDFS_SNAPSHOTS as written");
+    let mut idx = index_of(&bytes);
+    let body = bytes[..idx.sections.last().unwrap().end() as usize].to_vec();
+    idx.section_mut(SectionKind::HDFS_SNAPSHOTS)
+        .unwrap()
+        .records = 2;
+    refused(
+        &with_index(body, &idx),
+        "HDFS_SNAPSHOTS declaring 2 records",
+    );
+}
+
+/// A NAME_INDEX piece's `records` is checked when the section is read:
+/// `verify` reports a wrong count (as it reports every disagreement of the
+/// optional NAME_INDEX, a warning, since no load reads it).
+#[test]
+fn name_index_record_counts_are_checked_by_verify() {
+    let bytes = base();
+    let mut idx = index_of(&bytes);
+    let body = bytes[..idx.sections.last().unwrap().end() as usize].to_vec();
+    let sec = idx.section_mut(SectionKind::NAME_INDEX).unwrap();
+    let i = sec
+        .sub_sections
+        .iter()
+        .position(|u| u.records >= 2)
+        .unwrap();
+    let j = if i == 0 { 1 } else { i - 1 };
+    sec.sub_sections[i].records -= 1;
+    sec.sub_sections[j].records += 1;
+    let bad = with_index(body, &idx);
+    accepted(&bad, "NAME_INDEX with shifted counts (no load reads it)");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("img.nsi");
+    std::fs::write(&path, &bad).unwrap();
+    let report = nsimage_loader::verify(&path).unwrap();
+    assert!(
+        report
+            .warnings
+            .iter()
+            .any(|w| w.detail.contains("the index says")),
+        "{:?}",
+        report.warnings
+    );
+    std::fs::write(&path, &bytes).unwrap();
+    assert!(nsimage_loader::verify(&path).unwrap().warnings.is_empty());
+}

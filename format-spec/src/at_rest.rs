@@ -3,7 +3,7 @@
 //! the index decoder's checks of those fields.
 
 use crate::cipher::{PiecePlace, AAD_LEN, ID_LEN, NONCE_LEN, TAG_LEN};
-use crate::codec::{Codec, MAX_EXPANSION, MAX_PLAIN_LENGTH};
+use crate::codec::Codec;
 use crate::error::{FormatError, Location, Result};
 
 /// An encrypted image's `Encryption` message.
@@ -53,8 +53,8 @@ impl AtRest {
 
     /// Checks a piece's stored fields and builds its `AtRest`: the codec is
     /// defined; a nonce exactly when the image is encrypted; the plain
-    /// length within [`MAX_PLAIN_LENGTH`] and, compressed, within
-    /// [`MAX_EXPANSION`] times the stored bytes, so that nothing is
+    /// length, compressed, within [`check_expansion`](crate::rules::check_expansion)'s
+    /// bound (255 times the stored bytes, 1 GiB), so that nothing is
     /// allocated from an absurd claim.
     pub(crate) fn check(
         at: &Location,
@@ -116,13 +116,7 @@ impl AtRest {
                 raw_length
             }
             _ => {
-                let most = payload.saturating_mul(MAX_EXPANSION).min(MAX_PLAIN_LENGTH);
-                if raw_length == 0 || raw_length > most {
-                    return Err(bad(format!(
-                        "plain length {raw_length} of a {codec} piece of {payload} bytes \
-                         (at most {most}: {MAX_EXPANSION} times the stored bytes, and 1 GiB)"
-                    )));
-                }
+                crate::rules::check_expansion(codec, payload, raw_length).map_err(bad)?;
                 raw_length
             }
         };

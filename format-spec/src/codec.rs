@@ -86,7 +86,8 @@ impl Compression {
             "lz4" => Codec::Lz4,
             _ => {
                 return Err(format!(
-                    "unknown codec {name:?} (none, zstd[:LEVEL] or lz4)"
+                    "unknown codec {} (none, zstd[:LEVEL] or lz4)",
+                    shown(name)
                 ))
             }
         };
@@ -94,7 +95,7 @@ impl Compression {
             (_, None) => 0,
             (Codec::Zstd, Some(l)) => match l.parse::<i32>() {
                 Ok(v) if (1..=22).contains(&v) => v,
-                _ => return Err(format!("zstd level {l:?} is not 1 to 22")),
+                _ => return Err(format!("zstd level {} is not 1 to 22", shown(l))),
             },
             (c, Some(_)) => return Err(format!("{c} takes no level")),
         };
@@ -127,10 +128,55 @@ impl Compression {
     }
 }
 
+/// Characters of a user's string echoed in an error, at most.
+const SHOWN_CHARS: usize = 64;
+
+/// `s` for an error message: quoted and escaped, cut to its first
+/// [`SHOWN_CHARS`] characters, with its length when cut.
+fn shown(s: &str) -> String {
+    let n = s.chars().count();
+    if n <= SHOWN_CHARS {
+        return format!("{s:?}");
+    }
+    let head: String = s.chars().take(SHOWN_CHARS).collect();
+    format!("{head:?}... ({n} characters)")
+}
+
+/// The magic number that starts every zstd frame (little-endian); a
+/// skippable frame's magic differs and is refused.
+const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
+
+/// Checks that `stored` is exactly one zstd frame (not a skippable one),
+/// with nothing after it, whose declared content size, when it has one,
+/// is `plain_len` (FORMAT.md, "Pieces at rest").
+fn check_zstd_frame(stored: &[u8], plain_len: u64) -> Result<(), String> {
+    if stored.get(..4) != Some(&ZSTD_MAGIC[..]) {
+        return Err("not a zstd frame (a skippable frame, or no zstd magic)".into());
+    }
+    let frame = zstd::zstd_safe::find_frame_compressed_size(stored)
+        .map_err(|_| "zstd: the frame is cut short or malformed".to_string())?;
+    if frame != stored.len() {
+        return Err(format!(
+            "zstd: the frame ends at byte {frame} of {}; nothing may follow it",
+            stored.len()
+        ));
+    }
+    match zstd::zstd_safe::get_frame_content_size(stored) {
+        Ok(Some(n)) if n != plain_len => Err(format!(
+            "zstd: the frame declares {n} bytes, {plain_len} expected"
+        )),
+        Ok(_) => Ok(()),
+        Err(_) => Err("zstd: malformed frame header".into()),
+    }
+}
+
 /// Decompresses `stored` into `out` (cleared first), which must come out
 /// exactly `plain_len` bytes long. The caller has checked `plain_len`
 /// against [`MAX_PLAIN_LENGTH`] and [`MAX_EXPANSION`]; nothing beyond
-/// `plain_len` bytes is ever allocated.
+/// `plain_len` bytes is ever allocated, and the codec writes into that
+/// buffer only, stopping with an error at its end. zstd: exactly one frame
+/// (no skippable frame, nothing after it), its declared content size if
+/// any `plain_len`.
 pub fn decompress(
     codec: Codec,
     stored: &[u8],
@@ -153,6 +199,7 @@ pub fn decompress(
             out.extend_from_slice(stored);
         }
         Codec::Zstd => {
+            check_zstd_frame(stored, plain_len)?;
             out.resize(n, 0);
             let got =
                 zstd::bulk::decompress_to_buffer(stored, out).map_err(|e| format!("zstd: {e}"))?;
@@ -207,5 +254,41 @@ mod tests {
         assert!(Compression::parse("zstd:0").is_err());
         assert!(Compression::parse("lz4:3").is_err());
         assert!(Compression::parse("gzip").is_err());
+        let long = "x".repeat(100_000);
+        let e = Compression::parse(&long).unwrap_err();
+        assert!(e.len() < 200 && e.contains("100000 characters"), "{e}");
+        let e = Compression::parse(&format!("zstd:{long}")).unwrap_err();
+        assert!(e.len() < 200 && e.contains("100000 characters"), "{e}");
+        let e = Compression::parse("\u{1b}[2J").unwrap_err();
+        assert!(!e.contains('\u{1b}'), "{e}");
+    }
+
+    #[test]
+    fn zstd_takes_exactly_one_frame() {
+        let plain = vec![7u8; 10_000];
+        let comp = Compression::parse("zstd").unwrap();
+        let mut one = Vec::new();
+        assert!(comp.compress(&plain, &mut one));
+        let mut out = Vec::new();
+        decompress(Codec::Zstd, &one, 10_000, &mut out).unwrap();
+        // Two frames of 5,000 bytes each: the right total, refused.
+        let mut two = Vec::new();
+        let mut half = Vec::new();
+        assert!(comp.compress(&plain[..5000], &mut half));
+        two.extend_from_slice(&half);
+        two.extend_from_slice(&half);
+        assert!(decompress(Codec::Zstd, &two, 10_000, &mut out).is_err());
+        // A skippable frame before or after the frame: refused.
+        let skip = [0x50, 0x2A, 0x4D, 0x18, 4, 0, 0, 0, 1, 2, 3, 4];
+        let mut before = skip.to_vec();
+        before.extend_from_slice(&one);
+        assert!(decompress(Codec::Zstd, &before, 10_000, &mut out).is_err());
+        let mut after = one.clone();
+        after.extend_from_slice(&skip);
+        assert!(decompress(Codec::Zstd, &after, 10_000, &mut out).is_err());
+        // Trailing garbage: refused.
+        let mut tail = one.clone();
+        tail.push(0);
+        assert!(decompress(Codec::Zstd, &tail, 10_000, &mut out).is_err());
     }
 }

@@ -10,7 +10,7 @@
 
 use crate::at_rest::{AtRest, EncryptionInfo};
 use crate::cipher::{PiecePlace, AES_256_GCM, ID_LEN};
-use crate::consts::{features, header, SectionKind, MIN_INODE_RECORD};
+use crate::consts::{features, header, SectionKind};
 use crate::error::{FormatError, Location, Result};
 use crate::pb;
 use prost::Message;
@@ -248,18 +248,6 @@ impl Index {
             } else {
                 split_at_rest(&sat, &s, &sub_sections)?
             };
-            let plain = at_rest.plain_length(s.length);
-            let most = if kind == SectionKind::INODE {
-                plain / MIN_INODE_RECORD
-            } else {
-                plain
-            };
-            if s.records > most {
-                return Err(FormatError::corrupt(
-                    sat,
-                    format!("{} records cannot fit in {plain} bytes", s.records),
-                ));
-            }
             let info = SectionInfo {
                 kind,
                 optional: s.optional,
@@ -270,6 +258,10 @@ impl Index {
                 sub_sections,
                 at_rest,
             };
+            // The plain length bounds the count: the section's own for an
+            // unsplit one, the sum of its pieces' for a split one.
+            crate::rules::check_records(kind, info.records, info.plain_length())
+                .map_err(|d| FormatError::corrupt(sat.clone(), d))?;
             for (i, p) in info.pieces().iter().enumerate() {
                 if let Some(x) = &p.at_rest.sealed {
                     if !nonces.insert(x.nonce) {
@@ -446,19 +438,13 @@ fn check_sub_sections(
                 codec: u.codec,
             },
         )?;
-        // INODE records are at least MIN_INODE_RECORD bytes long.
+        // Bounded by the piece's plain length (`rules`).
         let plain = at_rest.plain_length(u.length);
-        let most = if kind == SectionKind::INODE {
-            plain / MIN_INODE_RECORD
-        } else {
-            plain
-        };
-        if u.records == 0 || u.records > most {
-            return Err(FormatError::corrupt(
-                at,
-                format!("{} records cannot fill {plain} bytes", u.records),
-            ));
+        if u.records == 0 {
+            return Err(FormatError::corrupt(at, "a sub-section of 0 records"));
         }
+        crate::rules::check_records(kind, u.records, plain)
+            .map_err(|d| FormatError::corrupt(at.clone(), d))?;
         if let Some(prev) = out.last() {
             let prev: &SubSectionInfo = prev;
             if u.first_key <= prev.first_key {

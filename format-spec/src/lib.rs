@@ -12,6 +12,9 @@
 //!   offsets, the format's limits;
 //! - [`header_footer`]: the header and footer codec;
 //! - [`index`]: the trailing index of sections and sub-sections;
+//! - [`rules`]: the rules a reader applies to every piece from the index
+//!   (record bounds, expansion), which the writer checks before it commits
+//!   a piece;
 //! - pieces at rest: [`codec`] (zstd, LZ4), [`cipher`] (keys, AES-256-GCM,
 //!   associated data) and [`at_rest`] (how each piece is stored, checked
 //!   from the index);
@@ -79,6 +82,7 @@ pub mod file_type;
 pub mod hdfs;
 pub mod header_footer;
 pub mod index;
+pub mod rules;
 pub mod wire;
 
 /// Protobuf messages of the format, generated at build time from

@@ -21,11 +21,6 @@ use nsimage_format::{Location, SectionInfo, SectionKind, SubSectionInfo};
 use nsimage_namespace::{InodeParts, Interned, NamespaceBuilder, NsInfo};
 use std::time::Instant;
 
-/// The smallest valid INODE record (FORMAT.md, Limits). The index decoder
-/// already refuses more records than this allows; checked again here since
-/// it bounds the node table allocated from the index's record count.
-const MIN_INODE_RECORD_BYTES: u64 = nsimage_format::consts::MIN_INODE_RECORD;
-
 /// Decodes every INODE piece into a builder holding all nodes; records the
 /// phase's time and lock traffic in `stats`.
 pub(crate) fn inode_phase(
@@ -67,17 +62,10 @@ fn node_table(
     sec: &SectionInfo,
     at0: &Location,
 ) -> Result<NodeTable, LoadError> {
-    let bound = sec.length / MIN_INODE_RECORD_BYTES;
-    if sec.records > bound {
-        return Err(corrupt(
-            src,
-            at0.clone(),
-            format!(
-                "{} inode records cannot fit in {} bytes",
-                sec.records, sec.length
-            ),
-        ));
-    }
+    // Bounded by the plain length (the stored one is smaller when the
+    // pieces are compressed): the same rule the index decoder applies.
+    nsimage_format::rules::check_records(SectionKind::INODE, sec.records, sec.plain_length())
+        .map_err(|d| corrupt(src, at0.clone(), d))?;
     let total = usize::try_from(sec.records).map_err(|_| {
         corrupt(
             src,

@@ -45,7 +45,9 @@ pub(crate) fn check_names(
     for (p, at) in pieces(sec) {
         let bytes = src.piece(&p, &at, &mut buf)?;
         let mut first = true;
+        let mut found = 0u64;
         for r in Records::new(bytes, at.clone()) {
+            found = found.saturating_add(1);
             let (off, body) = match r {
                 Ok(x) => x,
                 Err(e) => {
@@ -107,6 +109,13 @@ pub(crate) fn check_names(
                     return Ok(problems);
                 }
             }
+        }
+        if found != p.records {
+            problems.push((
+                at.clone(),
+                format!("{found} records, the index says {}", p.records),
+            ));
+            return Ok(problems);
         }
     }
     if let Some((parent, name, ..)) = expected.next() {

@@ -85,7 +85,7 @@ pub(crate) fn chunk_of(src: &ImageSource, i: usize, at: &Location) -> Result<u32
 /// The optional HDFS_SNAPSHOTS section's carry (FORMAT.md,
 /// "HDFS_SNAPSHOTS"), decoded; `None` when the image has none. Its
 /// checksum is checked as the piece is read; bytes that do not decode, a
-/// record count other than 1, or a string index past the carry's list are
+/// record count other than 1 (found, or declared by the index), or a string index past the carry's list are
 /// corrupt, located in the section.
 pub(crate) fn hdfs_carry(
     src: &ImageSource,
@@ -111,11 +111,14 @@ pub(crate) fn hdfs_carry(
             );
         }
     }
-    if n != 1 {
+    if n != 1 || sec.records != 1 {
         return Err(corrupt(
             src,
             Location::in_section(SectionKind::HDFS_SNAPSHOTS, None, sec.offset),
-            format!("HDFS_SNAPSHOTS holds {n} records, not 1"),
+            format!(
+                "HDFS_SNAPSHOTS holds {n} records and the index says {}; it must be 1",
+                sec.records
+            ),
         ));
     }
     Ok(carry)

@@ -74,8 +74,21 @@ impl Transform {
     /// Transforms `plain`, the piece at `place` (its offset the stored
     /// one; its codec and plain length are filled in here), into
     /// [`out`](Self::out), and says how it is stored.
-    pub(crate) fn piece(&mut self, plain: &[u8], place: PiecePlace) -> AtRest {
-        let compressed = self.compression.compress(plain, &mut self.out);
+    ///
+    /// A compressed piece is kept only when it passes every rule a reader
+    /// applies to it ([`nsimage_format::rules::compressed_piece_ok`], with
+    /// its `records`): otherwise it is stored plain, which is always
+    /// readable.
+    pub(crate) fn piece(&mut self, plain: &[u8], records: u64, place: PiecePlace) -> AtRest {
+        let compressed = self.compression.compress(plain, &mut self.out)
+            && nsimage_format::rules::compressed_piece_ok(
+                nsimage_format::SectionKind(place.kind),
+                records,
+                self.compression.codec,
+                self.out.len() as u64,
+                plain.len() as u64,
+            )
+            .is_ok();
         let codec = if compressed {
             self.compression.codec
         } else {

@@ -74,12 +74,12 @@ impl<W: Write> Sink<W> {
     /// Ends the open piece: with a transform, its gathered plain bytes are
     /// compressed and sealed for `place` (kind, section and piece
     /// positions) and written; `None` without one.
-    fn end_piece(&mut self, place: PiecePlace) -> io::Result<Option<Stored>> {
+    fn end_piece(&mut self, place: PiecePlace, records: u64) -> io::Result<Option<Stored>> {
         let Some(mut t) = self.transform.take() else {
             return Ok(None);
         };
         let offset = self.pos;
-        let at_rest = t.piece(&self.plain, PiecePlace { offset, ..place });
+        let at_rest = t.piece(&self.plain, records, PiecePlace { offset, ..place });
         self.plain.clear();
         let r = self.raw(&t.out);
         let stored = Stored {
@@ -216,7 +216,7 @@ impl SectionOut {
     fn close_sub<W: Write>(&mut self, sink: &mut Sink<W>) -> io::Result<()> {
         if let Some(mut sub) = self.open.take() {
             let place = self.place(self.info.sub_sections.len());
-            match sink.end_piece(place)? {
+            match sink.end_piece(place, sub.records)? {
                 Some(st) => {
                     sub.offset = st.offset;
                     sub.length = st.length;
@@ -234,7 +234,7 @@ impl SectionOut {
         self.close_sub(sink)?;
         if self.info.sub_sections.is_empty() {
             // Unsplit: the section is its one piece.
-            if let Some(st) = sink.end_piece(self.place(0))? {
+            if let Some(st) = sink.end_piece(self.place(0), self.info.records)? {
                 self.info.at_rest = st.at_rest;
             }
         } else if self.info.sub_sections.len() == 1 {
@@ -470,6 +470,18 @@ pub fn write_image_with_carry<W: Write + Send>(
     };
     let bytes = index.encode();
     let index_offset = sink.pos;
+    // The index goes through the reader's own checks (every rule a reader
+    // applies from the index: record bounds, expansion, tiling, nonces,
+    // features), so that a rule broken here fails the write instead of
+    // making an image nsimage refuses. Per piece, not per record.
+    Index::decode(&bytes, index_offset, xxh3_64(&bytes))
+        .and_then(|i| i.check_features(head.required_features))
+        .map_err(|e| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("the image's index breaks a rule of its reader: {e}"),
+            )
+        })?;
     sink.raw(&bytes)?;
     let footer = Footer {
         index_offset,
