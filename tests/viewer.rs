@@ -539,3 +539,125 @@ fn bad_paths_and_corrupt_images() {
         );
     }
 }
+
+/// Names an image could hold to attack the operator's terminal: a title
+/// change (OSC ... BEL), a screen clear through C1 CSI (U+009B), a line
+/// break that would forge a line, a DEL, a raw ESC in an owner, and a
+/// literal backslash sequence that must stay distinguishable.
+const HOSTILE: &str = "t\u{1b}]0;pwned\u{7}x";
+const C1: &str = "c\u{9b}2J";
+const NEWLINE: &str = "a\nb\u{7f}";
+const LITERAL: &str = "lit\\x1b";
+const OWNER: &str = "o\u{1b}[2J";
+
+/// Whether `out` holds a control character: any C0 but LF, DEL, or a C1
+/// control (as UTF-8).
+fn has_control(out: &[u8]) -> bool {
+    String::from_utf8_lossy(out)
+        .chars()
+        .any(|c| c != '\n' && c.is_control())
+}
+
+/// Issue 24, defect 10: `ls`, `find`, `du`, `stat` and `diff` print the
+/// control characters of names, symlink targets and owners escaped
+/// (`\xHH`, a backslash as `\\`); their JSON output holds the names as they
+/// are.
+#[test]
+fn control_characters_of_names_are_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let build = |extra: bool| {
+        let mut ns = Namespace::default();
+        ns.info_mut().namespace_id = 77;
+        let owner = nsimage_namespace::PermSpec {
+            user: OWNER.as_bytes(),
+            group: b"g",
+            mode: 0o644,
+        };
+        let d = ns.mkdirs(b"/evil", &common::P, 1).unwrap();
+        for name in [HOSTILE, C1, NEWLINE, LITERAL] {
+            ns.create_in(d, name.as_bytes(), &owner, &common::F, 2)
+                .unwrap();
+        }
+        ns.mkdir_in(d, format!("d{HOSTILE}").as_bytes(), &common::P, 2)
+            .unwrap();
+        ns.symlink(
+            b"/evil/link",
+            format!("/{HOSTILE}").as_bytes(),
+            &common::P,
+            3,
+        )
+        .unwrap();
+        if extra {
+            ns.info_mut().last_txid = 5;
+            ns.create_in(d, format!("new{HOSTILE}").as_bytes(), &owner, &common::F, 4)
+                .unwrap();
+        }
+        ns
+    };
+    let old = dir.path().join("old.nsi");
+    let new = dir.path().join("new.nsi");
+    std::fs::write(&old, image(&build(false), &tiny(1 << 20))).unwrap();
+    std::fs::write(&new, image(&build(true), &tiny(1 << 20))).unwrap();
+    let file = format!("/evil/{HOSTILE}");
+    let runs: Vec<Vec<&str>> = vec![
+        vec!["ls", s(&old), "/evil"],
+        vec!["ls", s(&old), "/", "-R"],
+        vec!["find", s(&old), "/evil"],
+        vec!["du", s(&old), "/evil", "-d", "1"],
+        vec!["stat", s(&old), &file],
+        vec!["stat", s(&old), "/evil/link"],
+        vec!["diff", s(&old), s(&new)],
+    ];
+    for args in &runs {
+        let out = nsimage(args);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8(out.stdout.clone()).expect("escaped output is UTF-8");
+        assert!(
+            !has_control(&out.stdout),
+            "{args:?} printed a control: {text:?}"
+        );
+        assert!(text.contains("t\\x1b]0;pwned\\x07x"), "{args:?}: {text}");
+    }
+    let by = nsimage(&["du", s(&old), "/evil", "--by", "owner"]);
+    assert!(!has_control(&by.stdout), "{by:?}");
+    assert!(
+        String::from_utf8_lossy(&by.stdout).contains("o\\x1b[2J"),
+        "{by:?}"
+    );
+    // Every form, once in a listing; the owner too.
+    let ls = String::from_utf8(nsimage(&["ls", s(&old), "/evil"]).stdout).unwrap();
+    for want in [
+        "c\\xc2\\x9b2J",
+        "a\\x0ab\\x7f",
+        "lit\\\\x1b",
+        "o\\x1b[2J",
+        "-> /t\\x1b",
+    ] {
+        assert!(ls.contains(want), "{want:?} not in {ls}");
+    }
+    let find = String::from_utf8(nsimage(&["find", s(&old), "/evil"]).stdout).unwrap();
+    assert_eq!(find.lines().count(), 7, "{find}");
+
+    // JSON: the names as they are.
+    let listed: HashSet<String> = json_lines(&nsimage(&["ls", s(&old), "/evil", "--json"]))
+        .iter()
+        .map(|v| v["path"].as_str().unwrap().to_string())
+        .collect();
+    for name in [HOSTILE, C1, NEWLINE, LITERAL] {
+        assert!(listed.contains(&format!("/evil/{name}")), "{listed:?}");
+    }
+    let st = json(&nsimage(&["stat", s(&old), &file, "--json"]));
+    assert_eq!(st["owner"], OWNER);
+    assert_eq!(st["name"], HOSTILE);
+    let found: Vec<String> = json_lines(&nsimage(&["find", s(&old), "/evil", "--json"]))
+        .iter()
+        .map(|v| v["path"].as_str().unwrap().to_string())
+        .collect();
+    assert!(found.contains(&file), "{found:?}");
+    let d = json(&nsimage(&["diff", s(&old), s(&new), "--json"]));
+    assert_eq!(d["created"][0]["path"], format!("/evil/new{HOSTILE}"));
+}

@@ -67,7 +67,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                     writeln!(
                         out,
                         "    {} (id {}, taken at mtime {})",
-                        String::from_utf8_lossy(&e.name),
+                        nsimage_viewer::text::escaped(&e.name),
                         e.id,
                         nsimage_viewer::text::utc_iso8601(e.mtime)
                     )?;

@@ -380,7 +380,7 @@ pub fn write_text(r: &DuReport, out: &mut impl Write) -> io::Result<()> {
         for (i, s) in c.iter().enumerate() {
             write!(out, "{s:>w$} ", w = w[i])?;
         }
-        writeln!(out, "{}", lossy(&x.path))?;
+        writeln!(out, "{}", crate::text::escaped(&x.path))?;
     }
     Ok(())
 }

@@ -15,7 +15,7 @@
 
 use crate::error::ViewError;
 use crate::paths::ImagePath;
-use crate::text::utc_iso8601;
+use crate::text::{escaped, utc_iso8601};
 use crate::walk::{kind_name, length, lossy, resolve, walk};
 use nsimage_namespace::{Inode, InodeKind, Namespace};
 use std::borrow::Cow;
@@ -272,8 +272,7 @@ pub fn write_found(f: &Found<'_>, json: bool, out: &mut impl Write) -> io::Resul
         serde_json::to_writer(&mut *out, &j)?;
         writeln!(out)
     } else {
-        out.write_all(f.path)?;
-        out.write_all(b"\n")
+        writeln!(out, "{}", escaped(f.path))
     }
 }
 

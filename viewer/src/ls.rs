@@ -19,7 +19,7 @@
 
 use crate::error::ViewError;
 use crate::paths::ImagePath;
-use crate::text::{permission_string, utc_iso8601};
+use crate::text::{escaped, permission_string, utc_iso8601};
 use crate::walk::{join, kind_name, length, lossy, resolve};
 use nsimage_namespace::{Attrs, Inode, InodeKind, Namespace};
 use std::borrow::Cow;
@@ -224,8 +224,8 @@ impl Widths {
         for e in entries {
             let r = e.replication.map_or(1, |r| r.to_string().len());
             w.replication = w.replication.max(r);
-            w.owner = w.owner.max(lossy(&e.owner).chars().count());
-            w.group = w.group.max(lossy(&e.group).chars().count());
+            w.owner = w.owner.max(escaped(&e.owner).chars().count());
+            w.group = w.group.max(escaped(&e.group).chars().count());
             w.length = w.length.max(e.length.to_string().len());
         }
         w
@@ -241,18 +241,18 @@ fn write_text_line(e: &LsEntry, w: &Widths, out: &mut impl Write) -> io::Result<
         "{} {:>rw$} {:<ow$} {:<gw$} {:>lw$} {} {}",
         permission_string(e.kind, e.mode),
         repl,
-        lossy(&e.owner),
-        lossy(&e.group),
+        escaped(&e.owner),
+        escaped(&e.group),
         e.length,
         utc_iso8601(e.mtime),
-        lossy(&e.path),
+        escaped(&e.path),
         rw = w.replication + 2,
         ow = w.owner,
         gw = w.group,
         lw = w.length + 1,
     )?;
     if let Some(t) = &e.symlink_target {
-        write!(out, " -> {}", lossy(t))?;
+        write!(out, " -> {}", escaped(t))?;
     }
     writeln!(out)
 }

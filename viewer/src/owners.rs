@@ -149,7 +149,7 @@ pub fn write_text(r: &OwnerReport, out: &mut impl Write) -> io::Result<()> {
         .map(|x| {
             let u = &x.usage;
             [
-                lossy(&x.name).into_owned(),
+                crate::text::escaped(&x.name).into_owned(),
                 u.files.to_string(),
                 u.directories.to_string(),
                 u.symlinks.to_string(),

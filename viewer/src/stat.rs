@@ -35,7 +35,7 @@
 
 use crate::error::ViewError;
 use crate::paths::ImagePath;
-use crate::text::{human_size, permission_string, utc_iso8601};
+use crate::text::{escaped, human_size, permission_string, utc_iso8601};
 use crate::walk::{kind_name, length, lossy, resolve};
 use base64::Engine as _;
 use nsimage_namespace::{Attrs, Block, InodeKind, Namespace, XAttrNs};
@@ -266,12 +266,12 @@ pub fn stat(ns: &Namespace, path: &ImagePath) -> Result<StatInfo, ViewError> {
 /// Writes `s` as `field: value` lines.
 pub fn write_text(s: &StatInfo, out: &mut impl Write) -> io::Result<()> {
     let time = |ms: u64| format!("{} ({ms})", utc_iso8601(ms));
-    writeln!(out, "  path: {}", lossy(&s.path))?;
+    writeln!(out, "  path: {}", escaped(&s.path))?;
     writeln!(out, "  id: {}", s.id)?;
     writeln!(out, "  type: {}", kind_name(s.kind))?;
-    writeln!(out, "  name: {}", lossy(&s.name))?;
+    writeln!(out, "  name: {}", escaped(&s.name))?;
     match &s.parent {
-        Some(p) => writeln!(out, "  parent: {}", lossy(p))?,
+        Some(p) => writeln!(out, "  parent: {}", escaped(p))?,
         None => writeln!(out, "  parent: (none: the root)")?,
     }
     writeln!(
@@ -280,8 +280,8 @@ pub fn write_text(s: &StatInfo, out: &mut impl Write) -> io::Result<()> {
         s.mode,
         permission_string(s.kind, s.mode)
     )?;
-    writeln!(out, "  owner: {}", lossy(&s.owner))?;
-    writeln!(out, "  group: {}", lossy(&s.group))?;
+    writeln!(out, "  owner: {}", escaped(&s.owner))?;
+    writeln!(out, "  group: {}", escaped(&s.group))?;
     writeln!(out, "  mtime: {}", time(s.mtime))?;
     if let Some(f) = &s.file {
         writeln!(out, "  atime: {}", time(f.atime))?;
@@ -314,14 +314,14 @@ pub fn write_text(s: &StatInfo, out: &mut impl Write) -> io::Result<()> {
         writeln!(out, "  space quota: {}", show(dsq))?;
     }
     if let Some(t) = &s.symlink_target {
-        writeln!(out, "  target: {}", lossy(t))?;
+        writeln!(out, "  target: {}", escaped(t))?;
     }
     if let Some((client, machine)) = &s.under_construction {
         writeln!(
             out,
             "  under construction: client {} on {}",
-            lossy(client),
-            lossy(machine)
+            escaped(client),
+            escaped(machine)
         )?;
     }
     writeln!(out, "  xattrs: {}", s.xattrs.len())?;
@@ -332,11 +332,11 @@ pub fn write_text(s: &StatInfo, out: &mut impl Write) -> io::Result<()> {
         } else {
             format!("base64:{v}")
         };
-        writeln!(out, "    xattr {}.{} = {v}", x.namespace, lossy(&x.name))?;
+        writeln!(out, "    xattr {}.{} = {v}", x.namespace, escaped(&x.name))?;
     }
     writeln!(out, "  acl entries: {}", s.acl.len())?;
     for a in &s.acl {
-        writeln!(out, "    acl {}", a.text())?;
+        writeln!(out, "    acl {}", escaped(a.text().as_bytes()))?;
     }
     Ok(())
 }

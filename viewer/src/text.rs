@@ -1,6 +1,41 @@
 //! Human-readable forms shared by the viewer's commands.
 
 use nsimage_namespace::InodeKind;
+use std::borrow::Cow;
+
+/// Name bytes (a name, path, symlink target, owner, group) as text that is
+/// safe on a terminal, for every human-readable output: UTF-8 as is except
+/// control characters (C0 0x00-0x1F, DEL 0x7F and C1 U+0080-U+009F), each
+/// of whose UTF-8 bytes is written `\xHH`, and bytes that are not UTF-8,
+/// written `\xHH` too; a backslash is written `\\`. The mapping is
+/// reversible: `\xHH` always stands for the byte HH, `\\` for a backslash.
+/// JSON output is not escaped this way (JSON escapes for itself).
+pub fn escaped(b: &[u8]) -> Cow<'_, str> {
+    if let Ok(s) = std::str::from_utf8(b) {
+        if !s.chars().any(|c| c == '\\' || c.is_control()) {
+            return Cow::Borrowed(s);
+        }
+    }
+    let mut out = String::with_capacity(b.len() + 8);
+    let hex = |out: &mut String, bytes: &[u8]| {
+        for x in bytes {
+            out.push_str(&format!("\\x{x:02x}"));
+        }
+    };
+    for chunk in b.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            if c == '\\' {
+                out.push_str("\\\\");
+            } else if c.is_control() {
+                hex(&mut out, c.encode_utf8(&mut [0u8; 4]).as_bytes());
+            } else {
+                out.push(c);
+            }
+        }
+        hex(&mut out, chunk.invalid());
+    }
+    Cow::Owned(out)
+}
 
 /// `ls -l`'s type and permission string: `drwxr-xr-x`, `-rw-r--r--`,
 /// `lrwxrwxrwx`; the sticky bit shows as `t` (or `T` without others' x).
@@ -101,6 +136,25 @@ mod tests {
         assert_eq!(utc_iso8601(951_782_400_000), "2000-02-29T00:00:00Z");
         assert_eq!(utc_iso8601(1_704_067_199_000), "2023-12-31T23:59:59Z");
         assert_eq!(oiv_time(1_735_689_600_000 + 61_000), "2025-01-01 00:01");
+    }
+
+    #[test]
+    fn names_are_escaped_for_terminals() {
+        assert!(matches!(
+            escaped(b"/user/a b/\xc3\xa9"),
+            Cow::Borrowed("/user/a b/\u{e9}")
+        ));
+        assert_eq!(escaped(b"\x1b]0;owned\x07"), "\\x1b]0;owned\\x07");
+        assert_eq!(escaped(b"a\nb\tc\rd\x7f"), "a\\x0ab\\x09c\\x0dd\\x7f");
+        // C1 controls (CSI is U+009B), and bytes that are not UTF-8.
+        assert_eq!(escaped("x\u{9b}2J".as_bytes()), "x\\xc2\\x9b2J");
+        assert_eq!(escaped(b"\x9b\xff"), "\\x9b\\xff");
+        // A backslash is escaped, so a literal "\x1b" in a name differs
+        // from an escape byte.
+        assert_eq!(escaped(b"\\x1b"), "\\\\x1b");
+        assert_ne!(escaped(b"\\x1b"), escaped(b"\x1b"));
+        // U+00A0 and beyond are not controls.
+        assert_eq!(escaped("\u{a0}\u{2603}".as_bytes()), "\u{a0}\u{2603}");
     }
 
     #[test]

@@ -94,7 +94,7 @@ impl fmt::Display for AttrValue {
             AttrValue::Mode(m) => write!(f, "{m:04o}"),
             AttrValue::Quota(q) if *q < 0 => f.write_str("none"),
             AttrValue::Quota(q) => write!(f, "{q}"),
-            AttrValue::Text(t) => f.write_str(t),
+            AttrValue::Text(t) => f.write_str(&crate::text::escaped(t.as_bytes())),
         }
     }
 }

@@ -4,7 +4,7 @@
 use crate::diff::model::{
     path_order, AttrValue, Created, Deleted, Diff, Modified, Renamed, Summary,
 };
-use crate::text::human_size;
+use crate::text::{escaped, human_size};
 use nsimage_namespace::{Block, InodeKind};
 use serde_json::{json, Value};
 use std::io::{self, Write};
@@ -64,24 +64,24 @@ pub fn write_text(d: &Diff, w: &mut impl Write) -> io::Result<()> {
     let mut lines: Vec<(&[u8], u8, u64, String)> =
         Vec::with_capacity(d.created.len() + d.deleted.len() + d.renamed.len() + d.modified.len());
     for c in &d.deleted {
-        let line = format!("- {}{}", lossy(&c.path), kind_suffix(c.kind));
+        let line = format!("- {}{}", escaped(&c.path), kind_suffix(c.kind));
         lines.push((&c.path, 0, c.id, line));
     }
     for c in &d.created {
-        let line = format!("+ {}{}", lossy(&c.path), kind_suffix(c.kind));
+        let line = format!("+ {}{}", escaped(&c.path), kind_suffix(c.kind));
         lines.push((&c.path, 1, c.id, line));
     }
     for r in &d.renamed {
         let line = format!(
             "R {} -> {}{}",
-            lossy(&r.old_path),
-            lossy(&r.new_path),
+            escaped(&r.old_path),
+            escaped(&r.new_path),
             kind_suffix(r.kind)
         );
         lines.push((&r.old_path, 2, r.id, line));
     }
     for m in &d.modified {
-        let line = format!("M {} ({})", lossy(&m.path), modified_detail(m));
+        let line = format!("M {} ({})", escaped(&m.path), modified_detail(m));
         lines.push((&m.path, 3, m.id, line));
     }
     lines.sort_by(|a, b| path_order(a.0, b.0).then((a.1, a.2).cmp(&(b.1, b.2))));
