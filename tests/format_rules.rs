@@ -709,3 +709,24 @@ fn name_index_record_counts_are_checked_by_verify() {
     std::fs::write(&path, &bytes).unwrap();
     assert!(nsimage_loader::verify(&path).unwrap().warnings.is_empty());
 }
+
+/// The first INODE record is the root, id 16385 (FORMAT.md, "INODE"): an
+/// image whose first record has a smaller id is refused by every read path
+/// with the root's rule, not with a message about some later record.
+#[test]
+fn a_smaller_id_before_the_root_is_refused_as_a_missing_root() {
+    let good = base();
+    let bad = edit_inodes(&good, |m| m.id == ROOT_ID, |m| m.id = 100);
+    refused(&bad, "a first inode of id 100");
+    for read in [ReadStrategy::Bulk, ReadStrategy::Stream] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("img.nsi");
+        std::fs::write(&path, &bad).unwrap();
+        let o = LoadOptions {
+            read,
+            ..LoadOptions::default()
+        };
+        let e = load(&path, &o).err().unwrap().to_string();
+        assert!(e.contains("root directory 16385"), "{read:?}: {e}");
+    }
+}

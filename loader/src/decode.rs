@@ -23,6 +23,24 @@ use prost::Message;
 
 type Result<T> = std::result::Result<T, FormatError>;
 
+/// The INODE section's first record is the root directory (FORMAT.md,
+/// "INODE"): any other id there, smaller or larger, is refused with that
+/// rule, before the record's other rules (which depend on whether it is the
+/// root) are applied.
+pub(crate) fn check_root(id: u64, at: &Location, offset: u64) -> Result<()> {
+    if id != nsimage_format::ROOT_ID {
+        return Err(bad(
+            at,
+            offset,
+            format!(
+                "the first inode is {id}, not the root directory {}",
+                nsimage_format::ROOT_ID
+            ),
+        ));
+    }
+    Ok(())
+}
+
 pub(crate) fn bad(at: &Location, offset: u64, detail: impl Into<String>) -> FormatError {
     FormatError::corrupt(
         Location {
@@ -236,7 +254,15 @@ pub fn inodes_into<S: NodeSink>(
             }
             let (off, body) = r?;
             let node = record::inode(body, &mut scratch).map_err(|d| bad(at, off, d))?;
-            first.get_or_insert(node.id);
+            if first.is_none() {
+                // The section's first record is the root (FORMAT.md,
+                // "INODE"), whatever its id: said before any rule of the
+                // record that depends on it being the root.
+                if chunk == 0 {
+                    check_root(node.id, at, off)?;
+                }
+                first = Some(node.id);
+            }
             batch.push(node, tables).map_err(|d| bad(at, off, d))?;
         }
         check_piece(piece, at, batch.len() as u64, first)

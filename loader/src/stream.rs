@@ -211,6 +211,9 @@ pub(crate) fn load_stream(src: &ImageSource) -> Result<Namespace, LoadError> {
     stream_section(src, sec, |off, at, body| {
         let msg: pb::Inode = decode_pb(schema::INODE, body, at, off).map_err(fmt)?;
         let node = loaded_from_pb(&msg, &mut blocks).map_err(|d| fmt(bad(at, off, d)))?;
+        if batch.is_empty() {
+            decode::check_root(node.id, at, off).map_err(fmt)?;
+        }
         batch
             .push(node, &tables)
             .map_err(|d| fmt(bad(at, off, d)))?;
