@@ -730,3 +730,31 @@ fn a_smaller_id_before_the_root_is_refused_as_a_missing_root() {
         assert!(e.contains("root directory 16385"), "{read:?}: {e}");
     }
 }
+
+/// Kinds 9 and 10 are optional kinds (FORMAT.md, "Sections"): listed with
+/// `optional = false`, a NAME_INDEX is refused by every read path as an
+/// unknown required section; and a split section whose pieces are all plain
+/// declares `raw_length` 0, never their sum.
+#[test]
+fn name_index_must_be_optional_and_a_plain_split_section_has_no_raw_length() {
+    let bytes = base();
+    let idx = index_of(&bytes);
+    let body = bytes[..idx.sections.last().unwrap().end() as usize].to_vec();
+    let mut required = idx.clone();
+    required
+        .section_mut(SectionKind::NAME_INDEX)
+        .unwrap()
+        .optional = false;
+    refused(
+        &with_index(body.clone(), &required),
+        "NAME_INDEX with optional = false",
+    );
+    let mut summed = idx.clone();
+    let inode = summed.section_mut(SectionKind::INODE).unwrap();
+    assert!(inode.sub_sections.len() >= 2 && inode.at_rest.raw_length == 0);
+    inode.at_rest.raw_length = inode.length;
+    refused(
+        &with_index(body, &summed),
+        "a plain split section declaring its sum",
+    );
+}
