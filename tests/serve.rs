@@ -526,3 +526,270 @@ fn a_corrupt_image_is_a_data_error() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Issue 24, defect 6: one local client holding 1,500 connections that
+/// never finish their request head (more than the 1,024 the server keeps
+/// open) does not keep fresh clients out: the oldest connection without a
+/// request in flight gives way to a new one.
+#[test]
+fn slow_header_connections_from_one_client_do_not_lock_others_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = paged_image(dir.path());
+    let server = Server::start(&img, &[]);
+    let mut held = Vec::new();
+    let started = Instant::now();
+    let mut refused_in_a_row = 0;
+    for _ in 0..1_500 {
+        // A server that stops taking connections is locked already: after a
+        // few refusals in a row the client holds what it has (the fresh
+        // requests below must come well within the 10 s header timeout).
+        let Ok(mut s) = TcpStream::connect_timeout(&server.addr, Duration::from_millis(50)) else {
+            refused_in_a_row += 1;
+            if refused_in_a_row == 5 {
+                break;
+            }
+            continue;
+        };
+        refused_in_a_row = 0;
+        let _ = s.write_all(b"GET /webhdfs/v1/big?op=GETFILESTATUS HTTP/1.1\r\nHost: lo");
+        held.push(s);
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "connecting took {:?}",
+        started.elapsed()
+    );
+    assert!(held.len() >= 1_100, "only {} connections held", held.len());
+    eprintln!(
+        "{} connections held after {:?}",
+        held.len(),
+        started.elapsed()
+    );
+    let mut answered = 0;
+    for _ in 0..10 {
+        let t = Instant::now();
+        let ok = (|| {
+            let mut s = TcpStream::connect_timeout(&server.addr, Duration::from_secs(1)).ok()?;
+            s.set_read_timeout(Some(Duration::from_secs(1))).ok()?;
+            s.write_all(
+                b"GET /webhdfs/v1/big?op=GETFILESTATUS HTTP/1.1\r\nHost: lo\r\nConnection: close\r\n\r\n",
+            )
+            .ok()?;
+            let mut resp = Vec::new();
+            let _ = std::io::Read::read_to_end(&mut s, &mut resp);
+            let text = String::from_utf8_lossy(&resp);
+            (text.starts_with("HTTP/1.1 200") && text.contains("\"FileStatus\"")).then_some(())
+        })()
+        .is_some();
+        eprintln!("fresh request: {ok} after {:?}", t.elapsed());
+        if ok && t.elapsed() <= Duration::from_secs(1) {
+            answered += 1;
+        }
+    }
+    assert!(
+        answered >= 9,
+        "{answered} of 10 fresh requests answered within 1 s"
+    );
+    drop(held);
+}
+
+/// A directory of 250,000 files (and the sample namespace beside it).
+fn wide_image(dir: &Path) -> std::path::PathBuf {
+    let mut ns = common::sample();
+    let wide = ns.mkdirs(b"/wide", &P, 70).unwrap();
+    for i in 0..250_000u64 {
+        ns.create_in(wide, format!("file-{i:07}").as_bytes(), &P, &F, 80 + i)
+            .unwrap();
+    }
+    let path = dir.join("wide");
+    std::fs::write(&path, common::image(&ns, &Default::default())).unwrap();
+    path
+}
+
+/// Issue 24, defect 7: four concurrent LISTSTATUS of a 250,000-entry
+/// directory are streamed: the server grows by at most 200 MB, a
+/// GETFILESTATUS meanwhile is answered within 1 s, and every listing is
+/// byte-identical to what the server sent before it streamed (the xxh3
+/// digests below were recorded with that code, commit e4dbff7).
+#[test]
+fn wide_listings_are_streamed_in_bounded_memory() {
+    use xxhash_rust::xxh3::xxh3_64;
+    let dir = tempfile::tempdir().unwrap();
+    let img = wide_image(dir.path());
+    let server = Server::start(&img, &[]);
+    let pid = server.child.id();
+    let targets = [
+        "/webhdfs/v1/wide?op=LISTSTATUS",
+        "/webhdfs/v1/data/2024/01?op=LISTSTATUS",
+        "/webhdfs/v1/data/2024/01/part-007?op=LISTSTATUS",
+        "/webhdfs/v1/wide?op=LISTSTATUS_BATCH",
+        "/webhdfs/v1/wide?op=LISTSTATUS_BATCH&startafter=file-0123456",
+    ];
+    let digests: Vec<(usize, u64)> = targets
+        .iter()
+        .map(|t| {
+            let (status, body) = server.request("GET", t.as_bytes());
+            assert_eq!(status, 200, "{t}");
+            (body.len(), xxh3_64(&body))
+        })
+        .collect();
+    if std::env::var_os("NSIMAGE_RECORD_LISTINGS").is_some() {
+        eprintln!("recorded listings: {digests:?}");
+    }
+    let recorded: [(usize, u64); 5] = RECORDED_LISTINGS;
+    assert_eq!(digests, recorded, "listings differ from the recorded ones");
+    // The wide listing parses to 250,000 entries in name order.
+    let (_, body) = server.request("GET", targets[0].as_bytes());
+    let v: Value = serde_json::from_slice(&body).unwrap();
+    let entries = v["FileStatuses"]["FileStatus"].as_array().unwrap();
+    assert_eq!(entries.len(), 250_000);
+    assert_eq!(entries[123]["pathSuffix"], "file-0000123");
+    drop(v);
+
+    let base = serve_common::proc_kb(pid, "VmRSS");
+    let addr = server.addr;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sampler = {
+        let stop = std::sync::Arc::clone(&stop);
+        std::thread::spawn(move || {
+            let mut peak = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                peak = peak.max(serve_common::proc_kb(pid, "VmRSS"));
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            peak
+        })
+    };
+    let listings: Vec<_> = (0..4)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let (status, body) = request(addr, "GET", targets[0].as_bytes());
+                (status, body.len(), xxh3_64(&body))
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(100));
+    let t = Instant::now();
+    let (status, _) = server.request("GET", b"/webhdfs/v1/data/2024/01/part-007?op=GETFILESTATUS");
+    let small = t.elapsed();
+    for l in listings {
+        assert_eq!(l.join().unwrap(), (200, recorded[0].0, recorded[0].1));
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let peak = sampler.join().unwrap();
+    assert_eq!(status, 200);
+    assert!(
+        small <= Duration::from_secs(1),
+        "GETFILESTATUS took {small:?}"
+    );
+    let grown_mb = peak.saturating_sub(base) / 1024;
+    eprintln!("server RSS {base} kB before, {peak} kB at most during four listings");
+    assert!(grown_mb <= 200, "the server grew by {grown_mb} MB");
+}
+
+/// `(length, xxh3_64)` of the bodies of `wide_listings_are_streamed_in_bounded_memory`'s
+/// targets, as the server sent them before listings were streamed.
+const RECORDED_LISTINGS: [(usize, u64); 5] = [
+    (60_694_907, 1_089_723_554_488_694_722),
+    (9_293, 9_973_333_256_823_634_663),
+    (257, 11_578_497_008_774_986_448),
+    (237_219, 8_987_016_849_204_911_991),
+    (244_099, 3_610_139_832_945_019_520),
+];
+
+/// Issue 24, defect 8: an image put in a store directory under a newer
+/// checkpoint's name is served only when the store's own recovery would
+/// take it: another namespace's image, or one whose NS_INFO txid is not
+/// its name's, is never served.
+#[test]
+fn a_foreign_image_named_as_a_newer_checkpoint_is_never_served() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("store");
+    let other = tmp.path().join("other");
+    let d = dir.to_str().unwrap();
+    let o = other.to_str().unwrap();
+    store(&["store", "init", d]);
+    store(&["store", "apply", d, "--ops", "100"]);
+    store(&["store", "checkpoint", d]);
+    store(&["store", "init", o]);
+    store(&["store", "apply", o, "--ops", "700"]);
+    store(&["store", "checkpoint", o]);
+    let foreign = tmp.path().join("foreign");
+    let out = nsimage(&[
+        "generate",
+        "-o",
+        foreign.to_str().unwrap(),
+        "--inodes",
+        "900",
+    ]);
+    assert!(out.status.success());
+    let server = Server::start(&dir, &["--poll-ms", "50"]);
+    let served = || {
+        let cs = server.ok("/webhdfs/v1/?op=GETCONTENTSUMMARY")["ContentSummary"].clone();
+        (
+            cs["directoryCount"].clone(),
+            cs["fileCount"].clone(),
+            cs["length"].clone(),
+        )
+    };
+    let first = served();
+    // One of this store's kind whose namespace is at txid 700 named as
+    // txid 800, then another namespace's image named as txid 900.
+    for (from, name) in [
+        (newest_image(&other), "image_00000000000000000800"),
+        (foreign, "image_00000000000000000900"),
+    ] {
+        std::fs::copy(&from, dir.join(name)).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut logged = Vec::new();
+        while !logged
+            .iter()
+            .any(|l: &String| l.contains("not serving") && l.contains(name))
+        {
+            assert!(
+                Instant::now() < deadline,
+                "{name} was not refused: {logged:?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+            logged.extend(server.stderr_lines());
+            assert_eq!(served(), first, "{name} was served: {logged:?}");
+        }
+        // Still not served a while later.
+        std::thread::sleep(Duration::from_millis(500));
+        logged.extend(server.stderr_lines());
+        assert_eq!(served(), first, "{name} was served: {logged:?}");
+        assert!(
+            !logged
+                .iter()
+                .any(|l| l.starts_with("nsimage serve: serving") && l.contains(name)),
+            "{logged:?}"
+        );
+    }
+}
+
+/// Issue 24, defect 10: a 100 KB method name or op is not echoed whole
+/// into the error: a short escaped prefix is.
+#[test]
+fn a_huge_method_or_op_is_echoed_only_as_a_short_prefix() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = paged_image(dir.path());
+    let server = Server::start(&img, &[]);
+    let method = "X".repeat(100_000);
+    let (status, body) = server.request(&method, b"/webhdfs/v1/?op=GETFILESTATUS");
+    assert!(
+        status == 403 || status == 400 || status == 405 || status == 431,
+        "{status}"
+    );
+    assert!(body.len() < 2_000, "{} bytes of error", body.len());
+    let op = format!("/webhdfs/v1/?op={}%1b", "Y".repeat(10_000));
+    let (status, body) = server.request("GET", op.as_bytes());
+    assert_eq!(status, 400);
+    assert!(body.len() < 2_000, "{} bytes of error", body.len());
+    assert!(!body.contains(&0x1b), "a control byte echoed raw");
+    let v: Value = serde_json::from_slice(&body).unwrap();
+    assert!(v["RemoteException"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("YYYY"));
+    server.ok("/webhdfs/v1/?op=GETFILESTATUS");
+}

@@ -4,6 +4,30 @@
 
 use serde_json::json;
 
+/// Most characters of a client's own text (a method, an op) echoed into
+/// an error message.
+pub const ECHO_CHARS: usize = 64;
+
+/// `text` as an error message shows it: at most [`ECHO_CHARS`]
+/// characters, control characters and quotes escaped, and how long the
+/// whole was when it was cut.
+pub fn echo(text: &str) -> String {
+    let mut out: String = text
+        .chars()
+        .take(ECHO_CHARS)
+        .flat_map(char::escape_debug)
+        .collect();
+    let shown = text
+        .chars()
+        .take(ECHO_CHARS)
+        .map(char::len_utf8)
+        .sum::<usize>();
+    if shown < text.len() {
+        out.push_str(&format!("... ({} bytes)", text.len()));
+    }
+    out
+}
+
 /// An error answer: Hadoop's exception class and a message.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{exception}: {message}")]
@@ -103,5 +127,20 @@ impl RemoteError {
                 "message": self.message,
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn echoes_are_short_and_escaped() {
+        assert_eq!(echo("PUT"), "PUT");
+        assert_eq!(echo("a\u{1b}b\"c"), "a\\u{1b}b\\\"c");
+        let long = "x".repeat(100_000);
+        let e = echo(&long);
+        assert!(e.len() < 100, "{e}");
+        assert!(e.ends_with("... (100000 bytes)"), "{e}");
     }
 }

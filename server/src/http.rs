@@ -4,31 +4,41 @@
 //! [`MAX_URI_BYTES`] get 414, a client that
 //! does not finish its request head within [`Config::header_timeout`] is
 //! dropped, at most [`Config::max_connections`] connections are open at
-//! once, and each answer is computed off the reactor (a blocking task)
-//! within [`Config::request_timeout`]. Shutdown (SIGINT, SIGTERM) stops
+//! once (past that, a new connection takes the place of the oldest one
+//! with no request in flight, so idle or slow-header connections cannot
+//! keep fresh clients out), each answer is computed off the reactor (a
+//! blocking task) within [`Config::request_timeout`], and a directory's
+//! LISTSTATUS is streamed a bounded chunk at a time. Shutdown (SIGINT, SIGTERM) stops
 //! accepting, lets requests in flight finish, and closes idle
 //! connections.
 
 use crate::error::RemoteError;
-use crate::ops::{answer, write_refused};
+use crate::ops::{answer, list_status_start, write_refused, ListStart, Listing};
 use crate::request::{parse, MAX_URI_BYTES};
-use crate::source::{load_image, newest_checkpoint, poll_store, Current, SourceError};
+use crate::source::{load_image, newest_checkpoint, poll_store, Current, Served, SourceError};
+use axum::body::Body;
 use axum::extract::State;
 use axum::http::{header, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
+use hyper::body::{Bytes, Frame, Incoming, SizeHint};
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
+use parking_lot::Mutex;
+use std::collections::BTreeMap;
+use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
+use tokio::sync::Notify;
 
 /// Largest request head (request line and headers) hyper buffers.
 pub const MAX_HEAD_BYTES: usize = 64 * 1024;
@@ -40,7 +50,10 @@ pub struct Config {
     pub addr: SocketAddr,
     /// One line per request on stderr.
     pub log: bool,
-    /// Connections open at once; more wait to be accepted.
+    /// Connections open at once. A new one past the limit takes the place
+    /// of the oldest connection with no request in flight (one that has
+    /// not sent a whole request head, or is idle between requests); only
+    /// when every connection has a request in flight does it wait.
     pub max_connections: usize,
     /// Time a client has to send its request head.
     pub header_timeout: Duration,
@@ -214,16 +227,10 @@ pub async fn serve(
 ) {
     let app = router(current, config);
     let graceful = GracefulShutdown::new();
-    let slots = Arc::new(Semaphore::new(config.max_connections.max(1)));
+    let conns = Arc::new(Connections::default());
+    let max = config.max_connections.max(1);
     let mut shutdown = std::pin::pin!(shutdown);
-    loop {
-        let permit = tokio::select! {
-            p = Arc::clone(&slots).acquire_owned() => match p {
-                Ok(p) => p,
-                Err(_) => break,
-            },
-            () = &mut shutdown => break,
-        };
+    'accept: loop {
         let stream = tokio::select! {
             r = listener.accept() => match r {
                 Ok((s, _)) => s,
@@ -238,16 +245,44 @@ pub async fn serve(
             },
             () = &mut shutdown => break,
         };
+        // Make room: the oldest connection without a request in flight
+        // gives way; when all have one, wait until one finishes.
+        while conns.open() >= max && !conns.evict_oldest_idle() {
+            tokio::select! {
+                () = conns.changed.notified() => {}
+                () = &mut shutdown => break 'accept,
+            }
+        }
         let _ = stream.set_nodelay(true);
+        let slot = conns.add();
+        let service = {
+            let inner = TowerToHyperService::new(app.clone());
+            let slot = Arc::clone(&slot);
+            let conns = Arc::clone(&conns);
+            hyper::service::service_fn(move |req: axum::http::Request<Incoming>| {
+                let busy = Busy::begin(&slot, &conns);
+                let answer = hyper::service::Service::call(&inner, req);
+                async move {
+                    let response = answer.await?;
+                    Ok::<_, Infallible>(
+                        response.map(|body| Body::new(Guarded { body, _busy: busy })),
+                    )
+                }
+            })
+        };
         let conn = http1::Builder::new()
             .timer(TokioTimer::new())
             .header_read_timeout(config.header_timeout)
             .max_buf_size(MAX_HEAD_BYTES)
-            .serve_connection(TokioIo::new(stream), TowerToHyperService::new(app.clone()));
+            .serve_connection(TokioIo::new(stream), service);
         let conn = graceful.watch(conn);
+        let conns = Arc::clone(&conns);
         tokio::spawn(async move {
-            let _ = conn.await;
-            drop(permit);
+            tokio::select! {
+                _ = conn => {}
+                () = slot.evicted.notified() => {}
+            }
+            conns.remove(slot.id);
         });
     }
     drop(listener);
@@ -261,11 +296,13 @@ async fn handle(State(st): State<Arc<AppState>>, method: Method, uri: Uri) -> Re
     let started = Instant::now();
     let result = dispatch(&st, &method, &uri).await;
     let (status, body) = match result {
-        Ok(body) => (200, body),
-        Err(e) => (e.status, e.body().to_string()),
+        Ok(Answer::Whole(text)) => (200, Body::from(text)),
+        Ok(Answer::Listing(listing, served)) => (200, Body::new(ListingBody { listing, served })),
+        Err(e) => (e.status, Body::from(e.body().to_string())),
     };
     if st.log {
         let shown: String = uri.to_string().chars().take(200).collect();
+        let method = crate::error::echo(method.as_str());
         eprintln!(
             "nsimage serve: {method} {shown} {status} {}us",
             started.elapsed().as_micros()
@@ -275,7 +312,14 @@ async fn handle(State(st): State<Arc<AppState>>, method: Method, uri: Uri) -> Re
     (code, [(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
-async fn dispatch(st: &AppState, method: &Method, uri: &Uri) -> Result<String, RemoteError> {
+/// A successful answer: a whole document, or a directory's listing
+/// streamed from the namespace it was started on.
+enum Answer {
+    Whole(String),
+    Listing(Listing, Arc<Served>),
+}
+
+async fn dispatch(st: &AppState, method: &Method, uri: &Uri) -> Result<Answer, RemoteError> {
     let len = uri.path().len() + uri.query().map_or(0, |q| q.len() + 1);
     if len > MAX_URI_BYTES {
         return Err(RemoteError::uri_too_long(len, MAX_URI_BYTES));
@@ -286,7 +330,13 @@ async fn dispatch(st: &AppState, method: &Method, uri: &Uri) -> Result<String, R
     let parsed = parse(uri.path(), uri.query())?;
     let served = st.current.get();
     let task = tokio::task::spawn_blocking(move || {
-        answer(&served.namespace, &parsed).map(|v| v.to_string())
+        let ns = &served.namespace;
+        match list_status_start(ns, &parsed) {
+            Some(Ok(ListStart::Directory(listing))) => Ok(Answer::Listing(listing, served)),
+            Some(Ok(ListStart::Whole(v))) => Ok(Answer::Whole(v.to_string())),
+            Some(Err(e)) => Err(e),
+            None => answer(ns, &parsed).map(|v| Answer::Whole(v.to_string())),
+        }
     });
     match tokio::time::timeout(st.request_timeout, task).await {
         Ok(Ok(r)) => r,
@@ -295,5 +345,151 @@ async fn dispatch(st: &AppState, method: &Method, uri: &Uri) -> Result<String, R
             "the request took over {:?}",
             st.request_timeout
         ))),
+    }
+}
+
+/// A directory's LISTSTATUS as a streamed body: each poll writes the next
+/// chunk (at most about [`crate::ops::LISTING_CHUNK_BYTES`]), and hyper
+/// polls again only once it has sent the last, so a listing holds one
+/// chunk however wide the directory and however slow the client, and a
+/// poll's work is bounded, so other requests are not starved.
+struct ListingBody {
+    listing: Listing,
+    served: Arc<Served>,
+}
+
+impl hyper::body::Body for ListingBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        let this = self.get_mut();
+        let chunk = this.listing.next_chunk(&this.served.namespace);
+        Poll::Ready(chunk.map(|c| Ok(Frame::data(Bytes::from(c)))))
+    }
+}
+
+/// The open connections, oldest first, each with whether it has a request
+/// in flight.
+#[derive(Default)]
+struct Connections {
+    slots: Mutex<BTreeMap<u64, Arc<Slot>>>,
+    next_id: Mutex<u64>,
+    /// Signalled when a connection closes or finishes a request.
+    changed: Notify,
+}
+
+/// One connection's state: [`IDLE`], [`BUSY`] or [`EVICTED`].
+struct Slot {
+    id: u64,
+    state: AtomicU8,
+    evicted: Notify,
+}
+
+const IDLE: u8 = 0;
+const BUSY: u8 = 1;
+const EVICTED: u8 = 2;
+
+impl Connections {
+    fn open(&self) -> usize {
+        self.slots.lock().len()
+    }
+
+    fn add(&self) -> Arc<Slot> {
+        let id = {
+            let mut next = self.next_id.lock();
+            *next = next.wrapping_add(1);
+            *next
+        };
+        let slot = Arc::new(Slot {
+            id,
+            state: AtomicU8::new(IDLE),
+            evicted: Notify::new(),
+        });
+        self.slots.lock().insert(id, Arc::clone(&slot));
+        slot
+    }
+
+    fn remove(&self, id: u64) {
+        self.slots.lock().remove(&id);
+        self.changed.notify_one();
+    }
+
+    /// Closes the oldest connection with no request in flight; false when
+    /// every connection has one.
+    fn evict_oldest_idle(&self) -> bool {
+        let mut slots = self.slots.lock();
+        let victim = slots.iter().find_map(|(&id, s)| {
+            s.state
+                .compare_exchange(IDLE, EVICTED, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+                .then_some(id)
+        });
+        match victim.and_then(|id| slots.remove(&id)) {
+            Some(s) => {
+                s.evicted.notify_one();
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// A request in flight on a connection (from its head to the end of its
+/// answer's body): that connection is not evicted meanwhile.
+struct Busy {
+    slot: Arc<Slot>,
+    conns: Arc<Connections>,
+}
+
+impl Busy {
+    fn begin(slot: &Arc<Slot>, conns: &Arc<Connections>) -> Busy {
+        // An evicted connection is closing: its state stays EVICTED.
+        let _ = slot
+            .state
+            .compare_exchange(IDLE, BUSY, Ordering::AcqRel, Ordering::Acquire);
+        Busy {
+            slot: Arc::clone(slot),
+            conns: Arc::clone(conns),
+        }
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        let _ = self
+            .slot
+            .state
+            .compare_exchange(BUSY, IDLE, Ordering::AcqRel, Ordering::Acquire);
+        self.conns.changed.notify_one();
+    }
+}
+
+/// An answer's body that keeps its connection [`Busy`] until it is sent.
+struct Guarded {
+    body: Body,
+    _busy: Busy,
+}
+
+impl hyper::body::Body for Guarded {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        Pin::new(&mut self.get_mut().body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
     }
 }

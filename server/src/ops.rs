@@ -2,7 +2,7 @@
 //! the JSON document WebHDFS sends (field names as Hadoop's `JsonUtil`
 //! writes them), or a [`RemoteError`].
 
-use crate::error::RemoteError;
+use crate::error::{echo, RemoteError};
 use crate::request::Parsed;
 use nsimage_namespace::{Attrs, Inode, InodeKind, Namespace};
 use nsimage_viewer::du::{du, DuOptions};
@@ -88,7 +88,8 @@ pub fn answer(ns: &Namespace, req: &Parsed) -> Result<Value, RemoteError> {
             "op={u} is not served: this server answers from a namespace image, read-only and without file data"
         ))),
         other => Err(RemoteError::bad_argument(format!(
-            "Invalid value for webhdfs parameter \"op\": No enum constant for op {other:?}"
+            "Invalid value for webhdfs parameter \"op\": No enum constant for op \"{}\"",
+            echo(other)
         ))),
     }
 }
@@ -96,7 +97,8 @@ pub fn answer(ns: &Namespace, req: &Parsed) -> Result<Value, RemoteError> {
 /// The error for a write (any PUT, POST or DELETE, or a write `op`).
 pub fn write_refused(what: &str) -> RemoteError {
     RemoteError::read_only(format!(
-        "{what}: this WebHDFS server is read-only (it serves a namespace image)"
+        "{}: this WebHDFS server is read-only (it serves a namespace image)",
+        echo(what)
     ))
 }
 
@@ -169,6 +171,87 @@ pub fn file_status(inode: &Inode<'_>, suffix: &str) -> Value {
         m.insert("aclBit".into(), true.into());
     }
     Value::Object(m)
+}
+
+/// Bytes of JSON a streamed listing writes at a time (a chunk ends after
+/// the entry that reaches it).
+pub const LISTING_CHUNK_BYTES: usize = 64 * 1024;
+
+/// What a LISTSTATUS answers: a directory's listing, written in chunks by
+/// [`Listing::next_chunk`], or one document (the status of a file, or an
+/// error).
+#[derive(Debug)]
+pub enum ListStart {
+    /// A directory: stream its children.
+    Directory(Listing),
+    /// The whole answer.
+    Whole(Value),
+}
+
+/// A directory's LISTSTATUS being written: the document's bytes are
+/// exactly those of the whole JSON value (`{"FileStatuses":{"FileStatus":
+/// [...]}}`), made a chunk at a time so that a wide directory never sits
+/// in memory as one document.
+#[derive(Debug)]
+pub struct Listing {
+    dir: nsimage_namespace::Slot,
+    next: usize,
+    written: usize,
+    done: bool,
+}
+
+/// Starts a LISTSTATUS of `req`'s path; `None` when `req` asks another op.
+pub fn list_status_start(ns: &Namespace, req: &Parsed) -> Option<Result<ListStart, RemoteError>> {
+    let op = req.param("op")?;
+    if !op.eq_ignore_ascii_case("LISTSTATUS") {
+        return None;
+    }
+    Some(find(ns, req).map(|inode| {
+        if inode.kind() == InodeKind::Directory {
+            ListStart::Directory(Listing {
+                dir: inode.slot(),
+                next: 0,
+                written: 0,
+                done: false,
+            })
+        } else {
+            ListStart::Whole(json!({ "FileStatuses": { "FileStatus": [file_status(&inode, "")] } }))
+        }
+    }))
+}
+
+impl Listing {
+    /// The next chunk of the document (about [`LISTING_CHUNK_BYTES`]), or
+    /// `None` once it is all written. `ns` is the namespace the listing
+    /// was started on.
+    pub fn next_chunk(&mut self, ns: &Namespace) -> Option<Vec<u8>> {
+        if self.done {
+            return None;
+        }
+        let mut out = Vec::with_capacity(LISTING_CHUNK_BYTES + 4096);
+        if self.next == 0 {
+            out.extend_from_slice(br#"{"FileStatuses":{"FileStatus":["#);
+        }
+        let slots = ns.at(self.dir).map(|d| d.child_slots());
+        let mut children = slots.iter().flat_map(|c| c.iter()).skip(self.next);
+        while out.len() < LISTING_CHUNK_BYTES {
+            let Some(slot) = children.next() else {
+                out.extend_from_slice(b"]}}");
+                self.done = true;
+                break;
+            };
+            if let Some(c) = ns.at(slot) {
+                if self.written > 0 {
+                    out.push(b',');
+                }
+                self.written += 1;
+                // A Value serialises to memory without failing.
+                let _ = serde_json::to_writer(&mut out, &file_status(&c, &lossy(c.name())));
+            }
+            self.next += 1;
+        }
+        Some(out)
+    }
 }
 
 fn list_status(ns: &Namespace, req: &Parsed) -> Result<Value, RemoteError> {
@@ -273,7 +356,8 @@ fn encode_value(v: &[u8], encoding: &str) -> Result<String, RemoteError> {
         }
         "BASE64" => Ok(format!("0s{}", base64(v))),
         other => Err(RemoteError::bad_argument(format!(
-            "Invalid value for webhdfs parameter \"encoding\": {other:?} (TEXT, HEX or BASE64)"
+            "Invalid value for webhdfs parameter \"encoding\": \"{}\" (TEXT, HEX or BASE64)",
+            echo(other)
         ))),
     }
 }

@@ -92,8 +92,17 @@ pub fn load_image(
     })
 }
 
-/// Verifies, then loads a store's checkpoint image.
-pub fn load_checkpoint(path: &Path, txid: u64, key: Option<&Key>) -> Result<Served, SourceError> {
+/// Verifies, then loads a store's checkpoint image, taken only as the
+/// store's own recovery takes one: its namespace must be at the txid its
+/// name says (NS_INFO's last txid), and, once a checkpoint of the store is
+/// served (`namespace_id`), of the same namespace. So an image of another
+/// namespace, or one renamed to look newer, is never served.
+pub fn load_checkpoint(
+    path: &Path,
+    txid: u64,
+    namespace_id: Option<u64>,
+    key: Option<&Key>,
+) -> Result<Served, SourceError> {
     let bad = |detail: String| SourceError::Image {
         path: path.to_path_buf(),
         detail,
@@ -110,7 +119,21 @@ pub fn load_checkpoint(path: &Path, txid: u64, key: Option<&Key>) -> Result<Serv
             report.problems.len()
         )));
     }
-    load_image(path, Some(txid), key)
+    let served = load_image(path, Some(txid), key)?;
+    let info = served.namespace.info();
+    if let Some(id) = namespace_id.filter(|&id| id != info.namespace_id) {
+        return Err(bad(format!(
+            "holds namespace {}, the store's is {id}: not this store's checkpoint",
+            info.namespace_id
+        )));
+    }
+    if info.last_txid != txid {
+        return Err(bad(format!(
+            "holds txid {}, its name says {txid}: not this store's checkpoint",
+            info.last_txid
+        )));
+    }
+    Ok(served)
 }
 
 /// `image_<20 digits>`: a store checkpoint's txid.
@@ -149,7 +172,7 @@ pub fn newest_checkpoint(
 ) -> Result<Served, SourceError> {
     let images = checkpoints(dir)?;
     for (txid, path) in &images {
-        match load_checkpoint(path, *txid, key) {
+        match load_checkpoint(path, *txid, None, key) {
             Ok(s) => return Ok(s),
             Err(e) => log(&format!("not serving {e}")),
         }
@@ -178,7 +201,10 @@ pub fn poll_store(
     let mut refused: Option<u64> = None;
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(every);
-        let served = current.get().txid.unwrap_or(0);
+        let (served, namespace_id) = {
+            let now = current.get();
+            (now.txid.unwrap_or(0), now.namespace.info().namespace_id)
+        };
         let newest = match checkpoints(dir) {
             Ok(list) => list.into_iter().next(),
             Err(e) => {
@@ -190,7 +216,7 @@ pub fn poll_store(
         if txid <= served || refused == Some(txid) {
             continue;
         }
-        match load_checkpoint(&path, txid, key) {
+        match load_checkpoint(&path, txid, Some(namespace_id), key) {
             Ok(next) => {
                 current.replace(next);
                 log(&format!("serving {} (txid {txid})", path.display()));

@@ -116,7 +116,49 @@ pub fn request(addr: SocketAddr, method: &str, target: &[u8]) -> (u16, Vec<u8>) 
         .nth(1)
         .and_then(|c| c.parse().ok())
         .unwrap_or_else(|| panic!("bad status line: {head}"));
-    (status, resp[head_end + 4..].to_vec())
+    let body = &resp[head_end + 4..];
+    let chunked = head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked");
+    (
+        status,
+        if chunked {
+            dechunk(body)
+        } else {
+            body.to_vec()
+        },
+    )
+}
+
+/// The payload of a `Transfer-Encoding: chunked` body.
+pub fn dechunk(mut body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let eol = body
+            .windows(2)
+            .position(|w| w == b"\r\n")
+            .expect("a chunk size line");
+        let size_text = String::from_utf8_lossy(&body[..eol]).to_string();
+        let size = usize::from_str_radix(size_text.split(';').next().unwrap().trim(), 16)
+            .unwrap_or_else(|_| panic!("bad chunk size {size_text:?}"));
+        body = &body[eol + 2..];
+        if size == 0 {
+            return out;
+        }
+        out.extend_from_slice(&body[..size]);
+        body = &body[size + 2..];
+    }
+}
+
+/// A `/proc/<pid>/status` field in kB (`VmRSS`, `VmHWM`).
+pub fn proc_kb(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().strip_suffix("kB"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {field} in /proc/{pid}/status"))
 }
 
 /// The JSON lines a successful command printed.
