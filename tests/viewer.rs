@@ -642,6 +642,16 @@ fn control_characters_of_names_are_escaped() {
     let find = String::from_utf8(nsimage(&["find", s(&old), "/evil"]).stdout).unwrap();
     assert_eq!(find.lines().count(), 7, "{find}");
 
+    // An error naming a path through one of them (a file on the way).
+    let under = format!("{file}/x");
+    let out = nsimage(&["stat", s(&old), &under]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(!has_control(&out.stderr), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("t\\x1b]0;pwned\\x07x"),
+        "{out:?}"
+    );
+
     // JSON: the names as they are.
     let listed: HashSet<String> = json_lines(&nsimage(&["ls", s(&old), "/evil", "--json"]))
         .iter()

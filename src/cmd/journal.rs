@@ -65,7 +65,11 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
                     serde_json::json!({"segment": name, "txid": op.txid, "op": body})
                 );
             } else {
-                out!("{}", describe(&op));
+                // Names from the segment, safe on a terminal.
+                out!(
+                    "{}",
+                    nsimage_viewer::text::escaped(describe(&op).as_bytes())
+                );
             }
             Ok(())
         })?;

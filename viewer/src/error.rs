@@ -22,7 +22,11 @@ pub enum ViewError {
     },
     /// The path names nothing in the image, or goes through a file or a
     /// symlink: the data does not hold it.
-    #[error("{path}: no such path in the image{}", why.as_deref().map(|w| format!(" ({w})")).unwrap_or_default())]
+    #[error(
+        "{}: no such path in the image{}",
+        crate::text::escaped(path.as_bytes()),
+        why.as_deref().map(|w| format!(" ({})", crate::text::escaped(w.as_bytes()))).unwrap_or_default()
+    )]
     NoSuchPath {
         /// The path as given.
         path: String,
