@@ -504,3 +504,30 @@ fn a_bomb_of_repeated_inodes_is_bounded_by_the_declared_count() {
     assert!(err.contains("more than 51 records"), "{err}");
     assert!(peak <= 48 << 20, "peak RSS {peak} bytes: {err}");
 }
+
+/// Issue 24, defect 4: a summary listing INODE twice is refused (Hadoop
+/// would load the section twice), naming the section.
+#[test]
+fn a_summary_listing_a_section_twice_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = image_with(
+        None,
+        &[
+            ("NS_INFO", ns_info()),
+            ("INODE", inode_section(1, &[root()])),
+        ],
+        |fs| {
+            let again = fs.sections[1].clone();
+            fs.sections.push(again);
+        },
+    );
+    let p = write(dir.path(), "fsimage_0000000000000000001", &img);
+    let e = nsimage_loader::load(&p, &nsimage_loader::LoadOptions::default())
+        .err()
+        .expect("loaded an image listing INODE twice");
+    assert!(
+        e.to_string().contains("lists section \"INODE\" twice"),
+        "{e}"
+    );
+    refused(&p, LIMIT_MB, "INODE");
+}

@@ -17,6 +17,7 @@ use nsimage_format::hdfs_pb::i_node_section::{
     i_node, AclFeatureProto, FileUnderConstructionFeature, INode, INodeDirectory, INodeFile,
     INodeSymlink, XAttrCompactProto, XAttrFeatureProto,
 };
+use nsimage_format::hdfs_pb::snapshot_diff_section::{diff_entry, DiffEntry, DirectoryDiff};
 use nsimage_format::hdfs_pb::snapshot_section::Snapshot;
 use nsimage_format::hdfs_pb::string_table_section::Entry as StringEntry;
 use nsimage_format::hdfs_pb::{
@@ -682,10 +683,40 @@ fn references_and_snapshot_only_inodes_keep_the_current_tree() {
             _ => plain,
         }
     };
+    // The snapshot reaches it: a diff of the root for snapshot 0 lists it
+    // deleted (issue 24, defect 4: an inode no snapshot reaches is corrupt).
+    let ghost_id = nsimage_loader::load(&src, &nsimage_loader::LoadOptions::default())
+        .unwrap()
+        .hdfs
+        .unwrap()
+        .inode_header
+        .unwrap()
+        .0
+        + 1;
+    let mut diff = DiffEntry {
+        r#type: diff_entry::Type::Directorydiff as i32,
+        inode_id: Some(16385),
+        num_of_diff: Some(1),
+    }
+    .encode_length_delimited_to_vec();
+    diff.extend(
+        DirectoryDiff {
+            snapshot_id: Some(0),
+            deleted_inode: vec![ghost_id],
+            ..DirectoryDiff::default()
+        }
+        .encode_length_delimited_to_vec(),
+    );
     let path = dir.path().join("fsimage_ghost");
     std::fs::write(
         &path,
-        recut_with(&bytes, Codec::None, 1000, &[], &|n, p| ghost(n, p, true)),
+        recut_with(
+            &bytes,
+            Codec::None,
+            1000,
+            &[("SNAPSHOT_DIFF", &diff)],
+            &|n, p| ghost(n, p, true),
+        ),
     )
     .unwrap();
     let v = load(&path, &[]);

@@ -849,3 +849,210 @@ fn a_snapshot_record_naming_a_missing_string_is_exit_1() {
         assert!(text.contains("STRING_TABLE lacks"), "{cmd}: {text}");
     }
 }
+
+// Issue 24, defect 4: cross-references Hadoop's loader refuses.
+
+/// Writes `bytes`, then checks the library load and `nsimage load` refuse
+/// it (exit 1) with an error containing `want`; returns the path.
+fn refused_with(dir: &Path, name: &str, bytes: &[u8], want: &str) -> std::path::PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, bytes).unwrap();
+    let e = nsimage_loader::load(&p, &nsimage_loader::LoadOptions::default())
+        .err()
+        .unwrap_or_else(|| panic!("{name}: the library loaded it"));
+    assert!(e.to_string().contains(want), "{name}: {e}");
+    let out = nsimage(&["load", s(&p)]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(code(&out), 1, "{name}: {err}");
+    assert!(err.contains(want), "{name}: {err}");
+    p
+}
+
+/// The rich image with `extra` delimited messages appended to section
+/// `name`.
+fn appended(name: &'static str, extra: Vec<u8>) -> Vec<u8> {
+    edited(&rich_image(), &|n, mut plain| {
+        if n == name {
+            plain.extend_from_slice(&extra);
+        }
+        plain
+    })
+}
+
+#[test]
+fn an_inode_no_snapshot_reaches_is_refused_not_dropped() {
+    // `generate --inodes 50` converted to Hadoop, the root's INODE_DIR
+    // entry removed and one empty SNAPSHOT_DIFF entry for the root added
+    // (as Hadoop 2.x writes): 49 inodes nothing reaches.
+    let dir = tempfile::tempdir().unwrap();
+    let nsi = dir.path().join("g.nsi");
+    let hdfs = dir.path().join("g.hdfs");
+    assert_eq!(
+        code(&nsimage(&[
+            "generate",
+            "-o",
+            s(&nsi),
+            "--inodes",
+            "50",
+            "--seed",
+            "5"
+        ])),
+        0
+    );
+    assert_eq!(
+        code(&nsimage(&["convert", s(&nsi), s(&hdfs), "--to", "hdfs"])),
+        0
+    );
+    let bytes = std::fs::read(&hdfs).unwrap();
+    let root = 16385u64;
+    let mut fs = summary_of(&bytes);
+    let has_diff = fs.sections.iter().any(|x| x.name() == "SNAPSHOT_DIFF");
+    let mut bytes = bytes;
+    if !has_diff {
+        // Add an empty SNAPSHOT_DIFF section for `edited` to fill.
+        let d = summary_of(&bytes).encode_length_delimited_to_vec();
+        let body_end = bytes.len() - 4 - d.len();
+        bytes.truncate(body_end);
+        fs.sections.push(Section {
+            name: Some("SNAPSHOT_DIFF".into()),
+            offset: Some(body_end as u64),
+            length: Some(0),
+        });
+        let d = fs.encode_length_delimited_to_vec();
+        bytes.extend_from_slice(&d);
+        bytes.extend_from_slice(&(d.len() as u32).to_be_bytes());
+    }
+    let bad = edited(&bytes, &|n, plain| match n {
+        "INODE_DIR" => {
+            let kept: Vec<DirEntry> = messages(&plain)
+                .iter()
+                .map(|m| DirEntry::decode(&m[..]).unwrap())
+                .filter(|e| e.parent() != root)
+                .collect();
+            delimited(&kept)
+        }
+        "SNAPSHOT_DIFF" => delimited(&[DiffEntry {
+            r#type: diff_entry::Type::Directorydiff as i32,
+            inode_id: Some(root),
+            num_of_diff: Some(0),
+        }]),
+        _ => plain,
+    });
+    let p = refused_with(
+        dir.path(),
+        "headline.hdfs",
+        &bad,
+        "neither in the current tree nor reached by any snapshot",
+    );
+    let out = dir.path().join("out.nsi");
+    let c = nsimage(&["convert", s(&p), s(&out), "--to", "nsimage"]);
+    assert_eq!(code(&c), 1, "{}", String::from_utf8_lossy(&c.stderr));
+    assert!(!out.exists());
+}
+
+#[test]
+fn a_file_under_construction_must_be_a_file_inode_holds() {
+    use nsimage_format::hdfs_pb::files_under_construction_section::FileUnderConstructionEntry;
+    let dir = tempfile::tempdir().unwrap();
+    for (name, id, want) in [
+        ("uc_missing", 999_999u64, "which INODE does not hold"),
+        ("uc_dir", SNAPSHOTTABLE, "a directory"),
+    ] {
+        let bad = appended(
+            "FILES_UNDERCONSTRUCTION",
+            delimited(&[FileUnderConstructionEntry {
+                inode_id: Some(id),
+                full_path: Some("/x".into()),
+            }]),
+        );
+        refused_with(dir.path(), name, &bad, want);
+    }
+}
+
+#[test]
+fn a_reference_to_a_missing_inode_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = appended(
+        "INODE_REFERENCE",
+        delimited(&[INodeReference {
+            referred_id: Some(999_999),
+            name: Some(b"gone".to_vec()),
+            dst_snapshot_id: Some(0),
+            last_snapshot_id: Some(0),
+        }]),
+    );
+    refused_with(dir.path(), "ref", &bad, "refers to inode 999999");
+}
+
+#[test]
+fn a_snapshottable_directory_must_be_a_directory_inode_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, id, want) in [
+        ("sdir_missing", 999_999u64, "is not in INODE"),
+        ("sdir_file", DIFFED_FILE, "is not a directory"),
+    ] {
+        let bad = edited(&rich_image(), &|n, plain| {
+            if n != "SNAPSHOT" {
+                return plain;
+            }
+            let ms = messages(&plain);
+            let mut h = SnapshotSection::decode(&ms[0][..]).unwrap();
+            h.snapshottable_dir = vec![SNAPSHOTTABLE, id];
+            let mut out = h.encode_length_delimited_to_vec();
+            for m in &ms[1..] {
+                prost::encoding::encode_varint(m.len() as u64, &mut out);
+                out.extend_from_slice(m);
+            }
+            out
+        });
+        refused_with(dir.path(), name, &bad, want);
+    }
+}
+
+#[test]
+fn diffs_must_name_inodes_and_snapshots_that_exist() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = delimited(&[DiffEntry {
+        r#type: diff_entry::Type::Filediff as i32,
+        inode_id: Some(999_999),
+        num_of_diff: Some(0),
+    }]);
+    refused_with(
+        dir.path(),
+        "diff_missing_inode",
+        &appended("SNAPSHOT_DIFF", missing),
+        "names inode 999999",
+    );
+    let mut unknown = delimited(&[DiffEntry {
+        r#type: diff_entry::Type::Filediff as i32,
+        inode_id: Some(DIFFED_FILE),
+        num_of_diff: Some(1),
+    }]);
+    unknown.extend(delimited(&[FileDiff {
+        snapshot_id: Some(77),
+        file_size: Some(5),
+        ..FileDiff::default()
+    }]));
+    refused_with(
+        dir.path(),
+        "diff_unknown_snapshot",
+        &appended("SNAPSHOT_DIFF", unknown),
+        "names snapshot 77",
+    );
+    let mut deleted = delimited(&[DiffEntry {
+        r#type: diff_entry::Type::Directorydiff as i32,
+        inode_id: Some(SNAPSHOTTABLE),
+        num_of_diff: Some(1),
+    }]);
+    deleted.extend(delimited(&[DirectoryDiff {
+        snapshot_id: Some(1),
+        deleted_inode: vec![999_998],
+        ..DirectoryDiff::default()
+    }]));
+    refused_with(
+        dir.path(),
+        "diff_deleted_missing",
+        &appended("SNAPSHOT_DIFF", deleted),
+        "deleted inode 999998",
+    );
+}

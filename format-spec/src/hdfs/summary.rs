@@ -114,10 +114,22 @@ impl HdfsSummary {
         }
         let layout_version = check_layout_version(fs.layout_version, &at)?;
         let codec = Codec::from_name(fs.codec.as_deref(), &at)?;
-        let mut sections = Vec::with_capacity(fs.sections.len());
+        let mut sections: Vec<SummarySection> = Vec::with_capacity(fs.sections.len());
+        let mut named = std::collections::HashSet::new();
         for s in &fs.sections {
             let name = s.name().to_string();
             let section = HdfsSection::from_name(&name);
+            // Sub-sections repeat their name; a section appears once (a
+            // second INODE would be loaded twice, or one of them ignored).
+            if section.parent().is_none() && !named.insert(s.name()) {
+                return Err(FormatError::corrupt(
+                    Location::in_section(section.kind(), None, s.offset()),
+                    format!(
+                        "the summary lists section {:?} twice",
+                        name.chars().take(64).collect::<String>()
+                    ),
+                ));
+            }
             let (off, length) = (s.offset(), s.length());
             let end = off.checked_add(length);
             if off < MAGIC.len() as u64 || end.is_none_or(|e| e > offset) {

@@ -14,7 +14,8 @@
 //! are walked with the crate's `wire`, as nsimage's are), `strings` (STRING_TABLE ids), `record` (one
 //! INode record), `inodes` and `dirs` (the two phases), `image` (the side
 //! structure), `small` (the small sections), `md5` (the sidecar check), `run`
-//! (the load and `verify`), `carry` (the snapshot carry of a load).
+//! (the load and `verify`), `reach` (the
+//! side structures checked against the inodes), `carry` (the snapshot carry of a load).
 
 mod carry;
 mod dirs;
@@ -22,6 +23,7 @@ mod file;
 pub(crate) mod image;
 mod inodes;
 mod md5;
+mod reach;
 mod record;
 pub(crate) mod run;
 mod small;

@@ -187,6 +187,7 @@ fn load_open(f: &HdfsFile, opts: &LoadOptions) -> Result<Loaded, LoadError> {
         &mut stats,
     )?;
     img.snapshots.snapshot_only_dirs = others;
+    super::reach::check(f, &img, &namespace)?;
     if let Some(keep) = &keep {
         // What the namespace cannot hold, whole, for a writer to put back.
         let refs = if img.references.is_empty() {
