@@ -685,6 +685,31 @@ fn wide_listings_are_streamed_in_bounded_memory() {
     let grown_mb = peak.saturating_sub(base) / 1024;
     eprintln!("server RSS {base} kB before, {peak} kB at most during four listings");
     assert!(grown_mb <= 200, "the server grew by {grown_mb} MB");
+
+    // A client with a request in flight is never the one evicted: a
+    // listing begun before 1,500 slow-header connections arrive (more than
+    // the server keeps open) is still sent whole.
+    let mut s = TcpStream::connect_timeout(&addr, serve_common::IO_TIMEOUT).unwrap();
+    s.set_read_timeout(Some(serve_common::IO_TIMEOUT)).unwrap();
+    s.write_all(
+        b"GET /webhdfs/v1/wide?op=LISTSTATUS HTTP/1.1\r\nHost: lo\r\nConnection: close\r\n\r\n",
+    )
+    .unwrap();
+    let mut resp = vec![0; 4096];
+    std::io::Read::read_exact(&mut s, &mut resp).unwrap();
+    let flood: Vec<TcpStream> = (0..1_500)
+        .filter_map(|_| {
+            let mut c = TcpStream::connect_timeout(&addr, Duration::from_millis(50)).ok()?;
+            let _ = c.write_all(b"GET /webhdfs/v1/?op=GETFILESTATUS HTTP/1.1\r\nHost: lo");
+            Some(c)
+        })
+        .collect();
+    assert!(flood.len() > 1_024, "{} connections", flood.len());
+    std::io::Read::read_to_end(&mut s, &mut resp).unwrap();
+    let head_end = resp.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+    let body = serve_common::dechunk(&resp[head_end + 4..]);
+    assert_eq!((body.len(), xxh3_64(&body)), recorded[0]);
+    drop(flood);
 }
 
 /// `(length, xxh3_64)` of the bodies of `wide_listings_are_streamed_in_bounded_memory`'s

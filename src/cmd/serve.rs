@@ -25,7 +25,8 @@ pub struct Args {
     /// checkpoint.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(10..=3_600_000))]
     poll_ms: u64,
-    /// Most connections open at once.
+    /// Most connections open at once; past that a new connection takes
+    /// the place of the oldest one with no request in flight.
     #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=65_536))]
     max_connections: u64,
 }
