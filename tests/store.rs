@@ -4,9 +4,10 @@
 mod common;
 
 use common::names;
+use nsimage_format::cipher::Key;
 use nsimage_namespace::Namespace;
 use nsimage_store::fs::{Fault, FaultyFs, Fs, RealFs};
-use nsimage_store::journal::{self, Segment};
+use nsimage_store::journal::{self, Segment, SegmentSealer};
 use nsimage_store::{Store, StoreError, StoreOptions};
 use nsimage_testkit::workload::Workload;
 use std::path::Path;
@@ -193,6 +194,87 @@ fn damage_inside_the_journal_is_an_error_naming_segment_and_offset() {
         }
         Err(e) => panic!("expected a corruption error, got {e}"),
         Ok(_) => panic!("a damaged journal was replayed"),
+    }
+}
+
+/// A record that decodes (and, sealed, authenticates) but whose op cannot
+/// apply, a mkdir under a parent that does not exist, is damage named at
+/// its own frame: the error names the segment file and the offset the
+/// frame starts at (a good record follows it), read in bulk or streamed,
+/// plain or sealed; nothing is changed.
+#[test]
+fn a_record_whose_op_cannot_apply_is_named_at_its_frame() {
+    use nsimage_format::pb::{journal_op::Op, CreateOp, JournalOp, SetTimesOp};
+    let key = Key::generate();
+    let orphan = JournalOp {
+        txid: 11,
+        op: Some(Op::Mkdir(CreateOp {
+            parent: 1 << 40,
+            name: b"orphan".to_vec(),
+            user: b"u".to_vec(),
+            group: b"g".to_vec(),
+            mode: 0o755,
+            ..Default::default()
+        })),
+    };
+    let good = JournalOp {
+        txid: 12,
+        op: Some(Op::SetTimes(SetTimesOp {
+            id: nsimage_namespace::ROOT_ID,
+            mtime: 5,
+            atime: 5,
+        })),
+    };
+    for sealed in [false, true] {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("s");
+        let at_rest = nsimage_writer::AtRestOptions {
+            key: sealed.then(|| key.clone()),
+            ..Default::default()
+        };
+        Store::init_with(&dir, real(), &at_rest).unwrap();
+        let opts = StoreOptions {
+            key: at_rest.key.clone(),
+            ..StoreOptions::default()
+        };
+        apply_n(&Store::open(&dir, real(), opts.clone()).unwrap(), 10);
+        let seg = segments(&dir).pop().unwrap();
+        let mut bytes = std::fs::read(&seg.path).unwrap();
+        let at = bytes.len() as u64;
+        for rec in [&orphan, &good] {
+            let mut plain = Vec::new();
+            journal::encode(rec, &mut plain);
+            if sealed {
+                let mut id = [0u8; 16];
+                id.copy_from_slice(&bytes[16..32]);
+                let here = bytes.len() as u64;
+                SegmentSealer::new(&key, id, seg.first).seal(&plain, rec.txid, here, &mut bytes);
+            } else {
+                bytes.extend_from_slice(&plain);
+            }
+        }
+        std::fs::write(&seg.path, &bytes).unwrap();
+        for bulk_replay_bytes in [u64::MAX, 0] {
+            let opts = StoreOptions {
+                bulk_replay_bytes,
+                ..opts.clone()
+            };
+            let case = format!("sealed {sealed}, bulk limit {bulk_replay_bytes}");
+            match Store::open(&dir, real(), opts) {
+                Err(StoreError::Corrupt {
+                    path,
+                    at: loc,
+                    detail,
+                }) => {
+                    assert_eq!(path, seg.path, "{case}: {detail}");
+                    assert_eq!(loc.offset, at, "{case}: {detail}");
+                    assert!(detail.contains("txid 11"), "{case}: {detail}");
+                }
+                Err(e) => panic!("{case}: expected a corruption error, got {e}"),
+                Ok(_) => panic!("{case}: an op that cannot apply was replayed"),
+            }
+            assert_eq!(std::fs::read(&seg.path).unwrap(), bytes, "{case}");
+        }
     }
 }
 

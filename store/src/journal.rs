@@ -248,6 +248,11 @@ enum Framing {
 /// segment's bytes.
 pub type ViewSink<'s> = dyn FnMut(JournalOpView<'_>) -> Result<(), StoreError> + 's;
 
+/// [`ViewSink`] that is also given the offset in the segment of the frame
+/// holding the record (a plain record's own frame, a sealed record's
+/// batch), so that what it finds wrong with the record can be named there.
+pub type FramedViewSink<'s> = dyn FnMut(u64, JournalOpView<'_>) -> Result<(), StoreError> + 's;
+
 /// The ops one good frame holds: one record (borrowed from the frame), or
 /// a batch (its decrypted records, checked already).
 enum Ops<'a> {
@@ -276,9 +281,14 @@ impl Ops<'_> {
 
     /// Gives the ops to `f` in order; the frame started at `offset` in
     /// `seg`.
-    fn give(self, seg: &Segment, offset: u64, f: &mut ViewSink<'_>) -> Result<(), StoreError> {
+    fn give(
+        self,
+        seg: &Segment,
+        offset: u64,
+        f: &mut FramedViewSink<'_>,
+    ) -> Result<(), StoreError> {
         match self {
-            Ops::One(op) => f(op),
+            Ops::One(op) => f(offset, op),
             Ops::Batch { plain, first, .. } => {
                 // The batch decoded whole when it was opened; decoding the
                 // same bytes again cannot fail, but is not trusted to.
@@ -288,7 +298,7 @@ impl Ops<'_> {
                         corrupt(seg, offset, format!("{} (txid {first})", why.text(true)))
                     })?;
                     pos = pos.saturating_add(n);
-                    f(op)?;
+                    f(offset, op)?;
                 }
                 Ok(())
             }
@@ -882,6 +892,18 @@ pub fn parse_views_with(
     sealing: &Sealing,
     f: &mut ViewSink<'_>,
 ) -> Result<SegmentRead, StoreError> {
+    parse_views_at(seg, bytes, open, sealing, &mut |_, v| f(v))
+}
+
+/// [`parse_views_with`], `f` also given the offset of the frame holding
+/// each record.
+pub fn parse_views_at(
+    seg: &Segment,
+    bytes: &[u8],
+    open: bool,
+    sealing: &Sealing,
+    f: &mut FramedViewSink<'_>,
+) -> Result<SegmentRead, StoreError> {
     let Some(h) = read_header(bytes) else {
         let fp = torn_create_fingerprint(sealing);
         if open && sealing.expect != Some(true) && is_torn_create(bytes, None)
@@ -961,7 +983,7 @@ pub fn read_with(
 }
 
 /// [`read_with`], each record given to `f` borrowed from the bytes read:
-/// nothing is allocated per record (replay's path).
+/// nothing is allocated per record.
 pub fn read_views_with(
     fs: &dyn Fs,
     seg: &Segment,
@@ -970,6 +992,19 @@ pub fn read_views_with(
     sealing: &Sealing,
     f: &mut ViewSink<'_>,
 ) -> Result<SegmentRead, StoreError> {
+    read_views_at(fs, seg, open, bulk_limit, sealing, &mut |_, v| f(v))
+}
+
+/// [`read_views_with`], `f` also given the offset of the frame holding
+/// each record (replay's path: an op that cannot apply is named there).
+pub fn read_views_at(
+    fs: &dyn Fs,
+    seg: &Segment,
+    open: bool,
+    bulk_limit: u64,
+    sealing: &Sealing,
+    f: &mut FramedViewSink<'_>,
+) -> Result<SegmentRead, StoreError> {
     let io = |source| StoreError::Io {
         path: seg.path.clone(),
         source,
@@ -977,7 +1012,7 @@ pub fn read_views_with(
     let len = fs.len(&seg.path).map_err(io)?;
     if len <= bulk_limit {
         if let Ok(bytes) = fs.read(&seg.path) {
-            let mut r = parse_views_with(seg, &bytes, open, sealing, f)?;
+            let mut r = parse_views_at(seg, &bytes, open, sealing, f)?;
             r.bulk = true;
             return Ok(r);
         }
@@ -991,7 +1026,7 @@ fn stream(
     seg: &Segment,
     open: bool,
     sealing: &Sealing,
-    f: &mut ViewSink<'_>,
+    f: &mut FramedViewSink<'_>,
 ) -> Result<SegmentRead, StoreError> {
     let io = |source| StoreError::Io {
         path: seg.path.clone(),
@@ -1011,7 +1046,7 @@ fn stream(
         // Short or damaged: the in-memory parser decides (torn or corrupt).
         let mut rest = head[..got].to_vec();
         rd.read_to_end(&mut rest).map_err(io)?;
-        return parse_views_with(seg, &rest, open, sealing, f);
+        return parse_views_at(seg, &rest, open, sealing, f);
     };
     let framing = framing_for(seg, h, sealing)?;
     let mut out = SegmentRead {

@@ -265,7 +265,8 @@ fn check_segment_names(segments: &[Segment]) -> Result<(), StoreError> {
 
 /// Applies the records of one segment after the namespace's txid, in
 /// order and without a gap; returns how the segment read and how many
-/// records were applied.
+/// records were applied. A record that is out of order or whose op does
+/// not apply is named at the offset of the frame holding it.
 fn replay_segment(
     fs: &dyn Fs,
     seg: &Segment,
@@ -275,14 +276,14 @@ fn replay_segment(
     ns: &mut Namespace,
 ) -> Result<(journal::SegmentRead, u64), StoreError> {
     let mut replayed = 0u64;
-    let mut apply = |rec: JournalOpView<'_>| -> Result<(), StoreError> {
+    let mut apply = |offset: u64, rec: JournalOpView<'_>| -> Result<(), StoreError> {
         let now = ns.info().last_txid;
         if rec.txid <= now {
             return Ok(());
         }
         let bad = |detail: String| StoreError::Corrupt {
             path: seg.path.clone(),
-            at: Location::at(0),
+            at: Location::at(offset),
             detail,
         };
         // rec.txid > now, so now < u64::MAX and this never fails.
@@ -303,7 +304,7 @@ fn replay_segment(
         replayed += 1;
         Ok(())
     };
-    let r = journal::read_views_with(
+    let r = journal::read_views_at(
         fs,
         seg,
         is_open,
