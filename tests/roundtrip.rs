@@ -299,3 +299,24 @@ fn all_zero_xattrs_past_the_expansion_limit_are_stored_readably() {
         compressed_round_trip(&ns, &opts, codec);
     }
 }
+
+/// An encrypted image whose INODE_DIR is empty (the root alone, cut as if
+/// large): its section's plain length is 0, not the 16-byte tag it stores;
+/// the writer checked its layout against the tag and failed.
+#[test]
+fn an_encrypted_root_only_image_is_written_and_read_back() {
+    let ns = Namespace::default();
+    let key = nsimage_format::cipher::Key::from_bytes(core::array::from_fn(|i| i as u8 ^ 0xa5));
+    let mut opts = tiny(4096);
+    opts.at_rest.key = Some(key.clone());
+    let bytes = image(&ns, &opts);
+    let idx = common::index_of(&bytes);
+    let dir_sec = idx.section(nsimage_format::SectionKind::INODE_DIR).unwrap();
+    assert_eq!((dir_sec.records, dir_sec.plain_length()), (0, 0));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("img.nsi");
+    std::fs::write(&path, &bytes).unwrap();
+    for (name, v) in common::every_path_keyed(&path, Some(&key)) {
+        assert!(v.is_some(), "{name} refuses it");
+    }
+}

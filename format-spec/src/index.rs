@@ -81,9 +81,14 @@ impl SectionInfo {
         }
     }
 
-    /// The length of its plain bytes (the records).
+    /// The length of its plain bytes (the records): an unsplit section's
+    /// piece's (so an encrypted empty section has 0, not its tag's 16
+    /// bytes), or a split section's `raw_length` when nonzero, else its
+    /// `length`.
     pub fn plain_length(&self) -> u64 {
-        if self.at_rest.raw_length == 0 {
+        if self.sub_sections.is_empty() {
+            self.at_rest.plain_length(self.length)
+        } else if self.at_rest.raw_length == 0 {
             self.length
         } else {
             self.at_rest.raw_length
