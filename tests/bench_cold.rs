@@ -133,3 +133,105 @@ fn cold_conflicts_with_the_other_benches() {
         assert_eq!(o.status.code(), Some(2), "{other}");
     }
 }
+
+/// `bench` with the smallest work: one small size, one thread, one run, no
+/// peers and no at-rest copies.
+fn small_bench(dir: &std::path::Path, plot: &std::path::Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_nsimage"));
+    c.args([
+        "bench",
+        "--inodes",
+        "2000",
+        "--threads",
+        "1",
+        "--repeat",
+        "1",
+        "--no-peers",
+        "--no-at-rest",
+        "--json",
+        "--dir",
+    ])
+    .arg(dir)
+    .arg("--plot")
+    .arg(plot);
+    c
+}
+
+/// Runs `c` for at most a minute (a writer blocked on a FIFO with no
+/// reader would otherwise hang the test): its exit code, stderr.
+fn bounded(mut c: Command) -> (Option<i32>, String) {
+    use std::io::Read;
+    let mut child = c
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut err = String::new();
+            child
+                .stderr
+                .take()
+                .unwrap()
+                .read_to_string(&mut err)
+                .unwrap();
+            return (status.code(), err);
+        }
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("bench still running after 60 s (blocked on the plot target?)");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn the_plot_is_never_written_through_a_link_or_into_a_fifo() {
+    let dir = tempfile::tempdir().unwrap();
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, b"precious").unwrap();
+    let link = dir.path().join("link.svg");
+    std::os::unix::fs::symlink(&victim, &link).unwrap();
+    let fifo = dir.path().join("fifo.svg");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let work = dir.path().join("work");
+    for (target, kind) in [(&link, "symbolic link"), (&fifo, "FIFO")] {
+        let (code, err) = bounded(small_bench(&work, target));
+        assert_eq!(code, Some(2), "{}: {err}", target.display());
+        assert!(
+            err.contains(kind) && err.contains(&*target.to_string_lossy()),
+            "{err}"
+        );
+    }
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+    {
+        use std::os::unix::fs::FileTypeExt;
+        assert!(std::fs::symlink_metadata(&fifo)
+            .unwrap()
+            .file_type()
+            .is_fifo());
+    }
+    // A regular file is replaced by the plot, and nothing is left beside it.
+    let plot = dir.path().join("plot.svg");
+    std::fs::write(&plot, b"old").unwrap();
+    let (code, err) = bounded(small_bench(&work, &plot));
+    assert_eq!(code, Some(0), "{err}");
+    let svg = std::fs::read_to_string(&plot).unwrap();
+    assert!(
+        svg.starts_with("<svg") && svg.contains("load time"),
+        "{svg}"
+    );
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".tmp."))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}

@@ -14,6 +14,7 @@ mod lookup;
 mod plot;
 mod serve;
 
+use super::output::{check_output, write_atomically};
 use anyhow::{bail, Context};
 use cold::{Cache, Eviction};
 use indicatif::ProgressBar;
@@ -28,6 +29,7 @@ use nsimage_writer::hdfs::{write_hdfs_image, HdfsCodec, HdfsWriteOptions};
 use nsimage_writer::{AtRestOptions, WriteOptions};
 use serde::Serialize;
 use serde_json::Value;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::Instant;
@@ -156,9 +158,10 @@ struct Config {
 /// The key of the encrypted copies: DIR/bench.key, made (64 hex digits, mode
 /// 0600) when missing.
 fn bench_key(dir: &Path) -> anyhow::Result<(PathBuf, Key)> {
-    use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let path = dir.join(KEY_FILE);
+    // Never read through a link or from a FIFO or device.
+    check_output(&path)?;
     if path.exists() {
         return Ok((path.clone(), Key::read(&path)?));
     }
@@ -282,6 +285,15 @@ fn prepare(a: &Args, n: u64, key: &Key, pb: &ProgressBar) -> anyhow::Result<File
         at_rest,
         save: None,
     };
+    // Every file of this size is a missing path or a regular file: the
+    // peers are written in place, and a link or FIFO is never read.
+    for p in [&f.image, &f.jsonl, &f.sqlite]
+        .into_iter()
+        .chain(f.hdfs.iter().map(|h| &h.1))
+        .chain(f.at_rest.iter().map(|r| &r.1))
+    {
+        check_output(p)?;
+    }
     let need_peers = !a.no_peers && (!f.jsonl.exists() || !f.sqlite.exists());
     let need_hdfs = f.hdfs.iter().any(|h| !h.1.exists());
     let need_at_rest = f.at_rest.iter().any(|r| stale(&r.1, r.3, key));
@@ -399,6 +411,9 @@ pub fn run(mut a: Args) -> anyhow::Result<ExitCode> {
         serve::run(&a, &exe)?;
         return Ok(ExitCode::SUCCESS);
     }
+    let plot_path = a.plot.clone().unwrap_or_else(|| a.dir.join("bench.svg"));
+    // Refused before any work is spent, and again when it is written.
+    check_output(&plot_path)?;
     let pb = super::spinner("bench");
     let (key_path, key) = bench_key(&a.dir)?;
     let key_arg = key_path.display().to_string();
@@ -543,15 +558,20 @@ pub fn run(mut a: Args) -> anyhow::Result<ExitCode> {
         rows.extend(at);
     }
     pb.finish_and_clear();
-    let plot_path = a.plot.clone().unwrap_or_else(|| a.dir.join("bench.svg"));
     // The plot shows the warm runs (one point per strategy and threads).
     let warm: Vec<Row> = rows
         .iter()
         .filter(|r| r.cache == Cache::Warm.name())
         .cloned()
         .collect();
-    plot::draw(&warm, &plot_path)
+    let svg = plot::render(&warm)
         .map_err(|e| anyhow::anyhow!("drawing the plot {}: {e}", plot_path.display()))?;
+    if let Some(svg) = svg {
+        write_atomically(&plot_path, |w| {
+            w.write_all(svg.as_bytes())
+                .with_context(|| format!("writing the plot {}", plot_path.display()))
+        })?;
+    }
     // The images are in `a.dir`: the same device, so the same request size.
     let prefetch = nsimage_loader::prefetch::describe(&a.dir);
     if a.json {

@@ -4,7 +4,6 @@
 use super::Row;
 use plotters::coord::Shift;
 use plotters::prelude::*;
-use std::path::Path;
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
@@ -55,11 +54,20 @@ fn panel(
     Ok(())
 }
 
-pub fn draw(rows: &[Row], path: &Path) -> Result<()> {
+/// The plot of `rows` as an SVG document; `None` without rows. Drawn in
+/// memory: the caller writes it (atomically, never through a link or into
+/// a FIFO or device).
+pub fn render(rows: &[Row]) -> Result<Option<String>> {
     if rows.is_empty() {
-        return Ok(());
+        return Ok(None);
     }
-    let root = SVGBackend::new(path, (1200, 500)).into_drawing_area();
+    let mut svg = String::new();
+    draw(rows, &mut svg)?;
+    Ok(Some(svg))
+}
+
+fn draw(rows: &[Row], svg: &mut String) -> Result<()> {
+    let root = SVGBackend::with_string(svg, (1200, 500)).into_drawing_area();
     root.fill(&WHITE)?;
     let (left, right) = root.split_horizontally(600);
     let mut strategies: Vec<&str> = rows.iter().map(|r| r.strategy.as_str()).collect();
