@@ -15,6 +15,16 @@ pub enum ExportError {
         #[source]
         source: std::io::Error,
     },
+    /// The final name of an output holds something that is not a regular
+    /// file (a symbolic link, FIFO, device node, socket or directory); it
+    /// is left as it is.
+    #[error("{}: is {kind}; only a missing path or a regular file is replaced", path.display())]
+    TargetRefused {
+        /// The final name.
+        path: PathBuf,
+        /// What it holds.
+        kind: &'static str,
+    },
     /// The Parquet encoder refused what it was given.
     #[error("parquet: {0}")]
     Parquet(#[from] parquet::errors::ParquetError),

@@ -32,12 +32,46 @@ fn temp_beside(dir: &Path, name: &std::ffi::OsStr) -> PathBuf {
     dir.join(t)
 }
 
-/// Flushes, syncs and renames a finished temporary file; its size.
+/// Refuses `out` unless it names nothing or a regular file, looked at
+/// without following a symbolic link.
+fn check_final_name(out: &Path) -> Result<(), ExportError> {
+    use std::os::unix::fs::FileTypeExt;
+    let t = match std::fs::symlink_metadata(out) {
+        Ok(m) => m.file_type(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io(out)(e)),
+    };
+    let kind = if t.is_file() {
+        return Ok(());
+    } else if t.is_symlink() {
+        "a symbolic link"
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_block_device() || t.is_char_device() {
+        "a device node"
+    } else {
+        "not a regular file"
+    };
+    Err(ExportError::TargetRefused {
+        path: out.to_path_buf(),
+        kind,
+    })
+}
+
+/// Flushes, syncs and renames a finished temporary file; its size. The
+/// final name is checked just before the rename (see
+/// [`check_final_name`]): whatever appeared there while the file was
+/// written is never replaced unless it is a regular file.
 fn seal(w: BufWriter<File>, tmp: &Path, out: &Path) -> Result<u64, ExportError> {
     let file = w.into_inner().map_err(|e| io(tmp)(e.into_error()))?;
     file.sync_all().map_err(io(tmp))?;
     let len = file.metadata().map_err(io(tmp))?.len();
     drop(file);
+    check_final_name(out)?;
     std::fs::rename(tmp, out).map_err(io(out))?;
     Ok(len)
 }
@@ -142,4 +176,102 @@ fn remove_stale_parts(dir: &Path, files: u64) -> Result<(), ExportError> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::FileTypeExt;
+
+    /// A fresh directory under the system's temporary directory, removed
+    /// on drop.
+    struct Scratch(PathBuf);
+
+    impl Scratch {
+        fn new(tag: &str) -> Scratch {
+            let d = std::env::temp_dir().join(format!(
+                "nsimage-export-{tag}-{}-{:?}",
+                std::process::id(),
+                std::thread::current().id()
+            ));
+            let _ = std::fs::remove_dir_all(&d);
+            std::fs::create_dir(&d).unwrap();
+            Scratch(d)
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// A finished temporary file beside `out`, as `export_to_path` leaves it
+    /// for `seal`.
+    fn finished(dir: &Path, out: &Path) -> (BufWriter<File>, PathBuf) {
+        let tmp = temp_beside(dir, out.file_name().unwrap());
+        let mut w = BufWriter::new(File::create_new(&tmp).unwrap());
+        w.write_all(b"new parquet bytes").unwrap();
+        (w, tmp)
+    }
+
+    #[test]
+    fn seal_refuses_a_link_a_fifo_or_a_directory_at_the_final_name() {
+        let s = Scratch::new("seal");
+        let victim = s.0.join("victim");
+        std::fs::write(&victim, b"precious").unwrap();
+        let link = s.0.join("link.parquet");
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        let fifo = s.0.join("fifo.parquet");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let dir = s.0.join("dir.parquet");
+        std::fs::create_dir(&dir).unwrap();
+        for (out, kind) in [
+            (&link, "a symbolic link"),
+            (&fifo, "a FIFO"),
+            (&dir, "a directory"),
+        ] {
+            let (w, tmp) = finished(&s.0, out);
+            let e = seal(w, &tmp, out).unwrap_err();
+            match &e {
+                ExportError::TargetRefused { path, kind: k } => {
+                    assert_eq!(path, out);
+                    assert_eq!(*k, kind);
+                }
+                other => panic!("{}: {other}", out.display()),
+            }
+            assert!(e.to_string().contains(kind), "{e}");
+            // The temporary file is still there for the caller to remove.
+            assert!(tmp.exists());
+            std::fs::remove_file(&tmp).unwrap();
+        }
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+        assert!(std::fs::symlink_metadata(&fifo)
+            .unwrap()
+            .file_type()
+            .is_fifo());
+        assert!(dir.is_dir());
+    }
+
+    #[test]
+    fn seal_replaces_a_regular_file_or_creates_a_missing_one() {
+        let s = Scratch::new("seal-ok");
+        let old = s.0.join("old.parquet");
+        std::fs::write(&old, b"old").unwrap();
+        let missing = s.0.join("missing.parquet");
+        for out in [&old, &missing] {
+            let (w, tmp) = finished(&s.0, out);
+            assert_eq!(seal(w, &tmp, out).unwrap(), 17);
+            assert_eq!(std::fs::read(out).unwrap(), b"new parquet bytes");
+            assert!(!tmp.exists());
+        }
+    }
 }
