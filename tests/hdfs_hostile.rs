@@ -479,11 +479,74 @@ fn a_1_mb_image_inflating_to_1_gib_is_refused_within_256_mb() {
         assert_eq!(code, Some(1), "{err}");
         assert!(peak <= 256 << 20, "peak RSS {peak} bytes: {err}");
         assert!(err.contains("INODE"), "{err}");
-        assert!(
-            err.contains("records (the count the section's header declares"),
-            "{err}"
-        );
+        assert!(err.contains("record 2 at byte"), "{err}");
+        assert!(err.contains("is empty"), "{err}");
     }
+}
+
+/// Issue 24, defect 5, for the sections without a header of their own: a
+/// 1 MB gzip image whose INODE_DIR, SNAPSHOT_DIFF, INODE_REFERENCE or
+/// FILES_UNDERCONSTRUCTION inflates to 1 GiB of zeros (empty records) is
+/// refused with exit 1 within 256 MB of peak RSS, at its first record.
+#[test]
+fn a_1_mb_bomb_in_any_record_section_is_refused_within_256_mb() {
+    let dir = tempfile::tempdir().unwrap();
+    let zeros = gzip_of(&[], &vec![0u8; 1 << 20], 1024);
+    let inode = gzip_of(&inode_section(1, &[root()]), &[], 0);
+    for name in [
+        "INODE_DIR",
+        "SNAPSHOT_DIFF",
+        "INODE_REFERENCE",
+        "FILES_UNDERCONSTRUCTION",
+    ] {
+        let img = gzip_image(&[
+            ("NS_INFO", gzip_of(&ns_info(), &[], 0)),
+            ("INODE", inode.clone()),
+            (name, zeros.clone()),
+        ]);
+        assert!(img.len() < 1_200_000, "{}", img.len());
+        let p = write(dir.path(), &format!("fsimage_{name}"), &img);
+        let (code, err, peak) = peak_rss(&["load", p.to_str().unwrap()]);
+        assert_eq!(code, Some(1), "{name}: {err}");
+        assert!(peak <= 256 << 20, "{name}: peak RSS {peak} bytes: {err}");
+        assert!(err.contains(name), "{name}: {err}");
+        assert!(err.contains("record 0 at byte 0"), "{name}: {err}");
+    }
+}
+
+/// A bomb of valid-looking directory entries (the root's, repeated) is
+/// bounded by numInodes: Hadoop writes one entry per directory with
+/// children.
+#[test]
+fn a_bomb_of_repeated_directory_entries_is_bounded_by_the_inode_count() {
+    use nsimage_format::hdfs_pb::i_node_directory_section::DirEntry;
+    let dir = tempfile::tempdir().unwrap();
+    let entry = delimited(&[DirEntry {
+        parent: Some(16385),
+        children: vec![16386],
+        ref_children: Vec::new(),
+    }
+    .encode_to_vec()]);
+    let times = (64 << 20) / entry.len();
+    let file = INode {
+        r#type: i_node::Type::File as i32,
+        id: 16386,
+        name: Some(b"f".to_vec()),
+        file: Some(Default::default()),
+        ..Default::default()
+    }
+    .encode_to_vec();
+    let img = gzip_image(&[
+        ("NS_INFO", gzip_of(&ns_info(), &[], 0)),
+        ("INODE", gzip_of(&inode_section(2, &[root(), file]), &[], 0)),
+        ("INODE_DIR", gzip_of(&[], &entry, times)),
+    ]);
+    let p = write(dir.path(), "fsimage_0000000000000000001", &img);
+    let (code, err, peak) = peak_rss(&["load", p.to_str().unwrap()]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("INODE_DIR"), "{err}");
+    assert!(err.contains("more than 2 records"), "{err}");
+    assert!(peak <= 48 << 20, "peak RSS {peak} bytes: {err}");
 }
 
 /// A bomb of valid-looking records (one directory inode repeated) is

@@ -1,13 +1,15 @@
 //! The Hadoop image file: the magic, the summary from the tail, and each
 //! region (section or sub-section) brought into memory with one positioned
-//! read and, with a codec, inflated with its output bounded by what a
-//! deflate stream of that many bytes can expand to.
+//! read and, with a codec, inflated a chunk at a time with its records
+//! checked as they come out: bounded by what a deflate stream of that many
+//! bytes can expand to and by what the image's headers declare (see
+//! `Rule`).
 
 use crate::error::LoadError;
 use crate::source::open_regular;
 use flate2::read::{MultiGzDecoder, ZlibDecoder};
 use nsimage_format::hdfs::{is_hdfs, Codec, HdfsSection, HdfsSummary, MAGIC};
-use nsimage_format::hdfs_pb::{INodeSection, StringTableSection};
+use nsimage_format::hdfs_pb::{INodeSection, SnapshotSection, StringTableSection};
 use nsimage_format::{FormatError, Location};
 use prost::Message;
 use std::fs::File;
@@ -44,6 +46,8 @@ struct Declared {
     inodes: Option<u64>,
     /// STRING_TABLE's `numEntry`.
     strings: Option<u64>,
+    /// SNAPSHOT's `numSnapshots` (0 without the section).
+    snapshots: u64,
 }
 
 /// Whether the file at `path` starts with Hadoop's magic (`HDFSIMG1`).
@@ -193,25 +197,89 @@ impl HdfsFile {
         raw.resize(n, 0);
         self.read_exact(offset, raw, at)?;
         let max = codec.max_output(length);
-        let guard = Guard::new(self.record_bound(at));
+        let guard = Guard::new(self.rule(at));
         inflate(codec, raw, max, guard, out).map_err(|d| self.corrupt(at.clone(), d))?;
         Ok(out)
     }
 
-    /// The most varint-delimited records the section at `at` may hold,
-    /// where its header declares a count: INODE's `numInodes` and
-    /// STRING_TABLE's `numEntry`, each plus the header record itself.
-    fn record_bound(&self, at: &Location) -> Option<u64> {
+    /// What the section at `at` may inflate to, from the counts the image
+    /// declares (see [`Rule`]); no rule for a region outside a section.
+    fn rule(&self, at: &Location) -> Rule {
         let d = self.declared.get_or_init(|| self.read_declared());
-        let kind = at.section?;
-        let n = if kind == HdfsSection::Inode.kind() {
-            d.inodes
-        } else if kind == HdfsSection::StringTable.kind() {
-            d.strings
-        } else {
-            None
+        let Some(kind) = at.section else {
+            return Rule::default();
         };
-        n.map(|n| n.saturating_add(1))
+        let is = |s: HdfsSection| kind == s.kind();
+        // A count the image does not declare (a missing or undecodable
+        // header) bounds at zero: such an image does not load anyway, and
+        // nothing of it is inflated unbounded before that is found.
+        let inodes = d.inodes.unwrap_or(0);
+        let snaps = d.snapshots;
+        // Hadoop keeps one reference per rename under a snapshot: at most
+        // one per inode and snapshot, plus the current one.
+        let refs = inodes.saturating_mul(snaps.saturating_add(1));
+        let of_inodes = "the INODE header's numInodes";
+        if is(HdfsSection::Inode) {
+            Rule::headed(d.inodes.map(|n| n.saturating_add(1)), of_inodes)
+        } else if is(HdfsSection::StringTable) {
+            Rule::headed(
+                d.strings.map(|n| n.saturating_add(1)),
+                "the STRING_TABLE header's numEntry",
+            )
+        } else if is(HdfsSection::InodeDir) {
+            // Hadoop writes an entry only for a directory with children:
+            // one per directory, each inode a child of one directory (at
+            // most 10 bytes of packed id), each reference a refChild once
+            // (at most 5), and an entry's framing (length prefix, parent,
+            // two packed fields' tags and lengths) at most 28 bytes.
+            Rule {
+                records: Some(inodes),
+                bytes: Some(
+                    inodes
+                        .saturating_mul(38)
+                        .saturating_add(refs.saturating_mul(5)),
+                ),
+                record: None,
+                empty_from: Some(0),
+                basis: "numInodes (INODE header) and numSnapshots (SNAPSHOT header)",
+            }
+        } else if is(HdfsSection::FilesUnderConstruction) {
+            // One entry per open file: an inode id and a path (Hadoop's
+            // paths are at most 8000 characters).
+            Rule::entries(inodes, Some(32 << 10), of_inodes)
+        } else if is(HdfsSection::InodeReference) {
+            Rule::entries(
+                refs,
+                Some(64 << 10),
+                "numInodes x (numSnapshots + 1) (the INODE and SNAPSHOT headers)",
+            )
+        } else if is(HdfsSection::SnapshotDiff) {
+            // An entry per inode with diffs, at most one diff per snapshot
+            // and inode, and per directory diff at most one created-list
+            // entry per inode created since.
+            Rule::entries(
+                inodes.saturating_mul(snaps.saturating_mul(2).saturating_add(1)),
+                None,
+                "numInodes x (2 x numSnapshots + 1) (the INODE and SNAPSHOT headers)",
+            )
+        } else if is(HdfsSection::Snapshot) {
+            Rule::headed(
+                Some(snaps.saturating_add(1)),
+                "the SNAPSHOT header's numSnapshots",
+            )
+        } else if is(HdfsSection::NsInfo) || is(HdfsSection::ErasureCoding) {
+            // One message, of scalars (NS_INFO) or of the few policies a
+            // cluster may define (ERASURE_CODING).
+            Rule {
+                records: Some(1),
+                bytes: None,
+                record: Some(16 << 20),
+                empty_from: None,
+                basis: "one message",
+            }
+        } else {
+            Rule::default()
+        }
     }
 
     /// The declared counts, from the headers alone (a header that does
@@ -232,6 +300,49 @@ impl HdfsFile {
             strings: head(HdfsSection::StringTable)
                 .and_then(|b| StringTableSection::decode(&b[..]).ok())
                 .map(|h| u64::from(h.num_entry())),
+            snapshots: head(HdfsSection::Snapshot)
+                .and_then(|b| SnapshotSection::decode(&b[..]).ok())
+                .map_or(0, |h| u64::from(h.num_snapshots())),
+        }
+    }
+}
+
+/// What a compressed section may inflate to, checked as it inflates.
+#[derive(Clone, Copy, Default)]
+struct Rule {
+    /// The most varint-delimited records (a header included).
+    records: Option<u64>,
+    /// The most inflated bytes in all.
+    bytes: Option<u64>,
+    /// The most bytes one record may declare.
+    record: Option<u64>,
+    /// The first record from which an empty one is refused: every record
+    /// past a header is a message Hadoop always writes fields of.
+    empty_from: Option<u64>,
+    /// Where the bounds come from, for the error.
+    basis: &'static str,
+}
+
+impl Rule {
+    /// A header, then records that each have content.
+    fn headed(records: Option<u64>, basis: &'static str) -> Rule {
+        Rule {
+            records,
+            bytes: None,
+            record: None,
+            empty_from: Some(1),
+            basis,
+        }
+    }
+
+    /// Records with content, no header.
+    fn entries(records: u64, record: Option<u64>, basis: &'static str) -> Rule {
+        Rule {
+            records: Some(records),
+            bytes: None,
+            record,
+            empty_from: Some(0),
+            basis,
         }
     }
 }
@@ -275,30 +386,34 @@ impl HdfsFile {
 }
 
 /// The framing check run on inflated output as it grows: every record's
-/// length prefix is read as soon as it is out, a record that cannot fit
-/// in what the stream may still inflate to is refused before its bytes
-/// are inflated, and so is a record past the count the section declares.
+/// length prefix is read as soon as it is out, and a record is refused
+/// before its bytes are inflated when it cannot fit in what the stream may
+/// still inflate to, when it is past the records, the bytes or the record
+/// size the section's [`Rule`] allows, or when it is empty where the rule
+/// wants content.
 struct Guard {
     /// Where the next record's length prefix starts in the output.
     pos: usize,
     /// Records whose prefix has been read.
     records: u64,
-    /// The most records the section may hold, where it declares it.
-    bound: Option<u64>,
+    /// The bounds.
+    rule: Rule,
 }
 
 impl Guard {
-    fn new(bound: Option<u64>) -> Self {
+    fn new(rule: Rule) -> Self {
         Guard {
             pos: 0,
             records: 0,
-            bound,
+            rule,
         }
     }
 
     /// Walks the records whose prefixes `out` now holds; `max` is the
     /// most output the stream may have.
     fn advance(&mut self, out: &[u8], max: u64) -> Result<(), String> {
+        let r = self.rule;
+        let max = r.bytes.map_or(max, |b| b.min(max));
         while let Some(rest) = out.get(self.pos..).filter(|r| !r.is_empty()) {
             let Some((len, w)) = nsimage_format::wire::read_varint(rest) else {
                 if rest.len() < 10 {
@@ -310,21 +425,36 @@ impl Guard {
                     self.records, self.pos
                 ));
             };
-            let end = u64::try_from(self.pos)
+            let (n, at) = (self.records, self.pos);
+            if len == 0 && r.empty_from.is_some_and(|e| n >= e) {
+                return Err(format!(
+                    "record {n} at byte {at} of the inflated stream is empty (each record of this section has content)"
+                ));
+            }
+            if let Some(cap) = r.record.filter(|&c| len > c) {
+                return Err(format!(
+                    "record {n} at byte {at} of the inflated stream declares {len} bytes, more than the {cap} one may hold"
+                ));
+            }
+            let end = u64::try_from(at)
                 .unwrap_or(u64::MAX)
                 .saturating_add(w as u64)
                 .saturating_add(len);
             if end > max {
+                let why = if r.bytes.is_some_and(|b| b <= max) {
+                    format!(" (the bound from {})", r.basis)
+                } else {
+                    String::new()
+                };
                 return Err(format!(
-                    "record {} at byte {} of the inflated stream declares {len} bytes, past the {max} bytes the stream may inflate to",
-                    self.records, self.pos
+                    "record {n} at byte {at} of the inflated stream declares {len} bytes, past the {max} bytes the stream may inflate to{why}"
                 ));
             }
-            self.records = self.records.saturating_add(1);
-            if let Some(b) = self.bound.filter(|&b| self.records > b) {
+            self.records = n.saturating_add(1);
+            if let Some(b) = r.records.filter(|&b| self.records > b) {
                 return Err(format!(
-                    "more than {b} records (the count the section's header declares, with the header) at byte {} of the inflated stream",
-                    self.pos
+                    "more than {b} records (the count {} allows) at byte {at} of the inflated stream",
+                    r.basis
                 ));
             }
             // end <= max, and max bounds out's length below.
@@ -427,25 +557,53 @@ mod tests {
             raw.extend(e.finish().unwrap());
         }
         let mut out = Vec::new();
-        inflate(Codec::Zlib, &raw, 1000, Guard::new(None), &mut out).unwrap();
+        inflate(
+            Codec::Zlib,
+            &raw,
+            1000,
+            Guard::new(Rule::default()),
+            &mut out,
+        )
+        .unwrap();
         assert_eq!(out, b"hello world");
         let mut e = GzEncoder::new(Vec::new(), flate2::Compression::default());
         e.write_all(&[0u8; 100_000]).unwrap();
         let gz = e.finish().unwrap();
         let mut out = Vec::new();
-        assert!(inflate(Codec::Gzip, &gz, 1000, Guard::new(None), &mut out).is_err());
+        assert!(inflate(
+            Codec::Gzip,
+            &gz,
+            1000,
+            Guard::new(Rule::default()),
+            &mut out
+        )
+        .is_err());
         let mut out = Vec::new();
-        inflate(Codec::Gzip, &gz, 100_000, Guard::new(None), &mut out).unwrap();
+        inflate(
+            Codec::Gzip,
+            &gz,
+            100_000,
+            Guard::new(Rule::default()),
+            &mut out,
+        )
+        .unwrap();
         assert_eq!(out.len(), 100_000);
         let mut out = Vec::new();
         assert!(inflate(
             Codec::Zlib,
             &raw[..raw.len() - 3],
             1000,
-            Guard::new(None),
+            Guard::new(Rule::default()),
             &mut out
         )
         .is_err());
-        assert!(inflate(Codec::Zlib, b"garbage!", 1000, Guard::new(None), &mut out).is_err());
+        assert!(inflate(
+            Codec::Zlib,
+            b"garbage!",
+            1000,
+            Guard::new(Rule::default()),
+            &mut out
+        )
+        .is_err());
     }
 }
