@@ -232,10 +232,17 @@ impl Listing {
         if self.next == 0 {
             out.extend_from_slice(br#"{"FileStatuses":{"FileStatus":["#);
         }
-        let slots = ns.at(self.dir).map(|d| d.child_slots());
-        let mut children = slots.iter().flat_map(|c| c.iter()).skip(self.next);
+        // Resumed with the child iterator's own `nth`, which steps over
+        // whole chunks of an edited list (and indexes a flat one), so a
+        // chunk costs its own entries, not every entry before it.
+        let mut children = ns.at(self.dir).map(|d| d.child_slots().iter());
+        let mut resume = Some(self.next);
         while out.len() < LISTING_CHUNK_BYTES {
-            let Some(slot) = children.next() else {
+            let slot = children.as_mut().and_then(|c| match resume.take() {
+                Some(n) => c.nth(n),
+                None => c.next(),
+            });
+            let Some(slot) = slot else {
                 out.extend_from_slice(b"]}}");
                 self.done = true;
                 break;
