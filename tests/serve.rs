@@ -536,6 +536,32 @@ fn slow_header_connections_from_one_client_do_not_lock_others_out() {
     let dir = tempfile::tempdir().unwrap();
     let img = paged_image(dir.path());
     let server = Server::start(&img, &[]);
+    fresh_requests_pass_1500_slow_headers(&server);
+}
+
+/// Issue 24, defect 6 with a server whose open-file limit (1,024, soft and
+/// hard) is below `--max-connections` plus what it needs besides: the
+/// connections it keeps stay below the limit (and it says so), so
+/// `accept` never runs out of descriptors before a new connection can
+/// take an idle one's place.
+#[test]
+fn slow_header_connections_do_not_lock_out_a_server_short_of_descriptors() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = paged_image(dir.path());
+    let server = Server::start_limited(&img, &[], Some(1024));
+    fresh_requests_pass_1500_slow_headers(&server);
+    let lines = server.stderr_lines();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("at most 960 connections (not 1024)")),
+        "{lines:?}"
+    );
+}
+
+/// 1,500 connections that never finish their request head, then 10 fresh
+/// GETFILESTATUS requests: at least 9 answered within 1 s each.
+fn fresh_requests_pass_1500_slow_headers(server: &Server) {
     let mut held = Vec::new();
     let started = Instant::now();
     let mut refused_in_a_row = 0;

@@ -228,18 +228,31 @@ pub async fn serve(
     let app = router(current, config);
     let graceful = GracefulShutdown::new();
     let conns = Arc::new(Connections::default());
-    let max = config.max_connections.max(1);
+    let open_files = crate::fdlimit::raise_open_files();
+    let max = crate::fdlimit::connections_within(config.max_connections, open_files);
+    if max < config.max_connections {
+        eprintln!(
+            "nsimage serve: at most {max} connections (not {}): the open-file limit is {}",
+            config.max_connections,
+            open_files.unwrap_or_default()
+        );
+    }
     let mut shutdown = std::pin::pin!(shutdown);
     'accept: loop {
         let stream = tokio::select! {
             r = listener.accept() => match r {
                 Ok((s, _)) => s,
                 Err(e) => {
-                    // Out of descriptors and the like: wait, do not spin.
                     if config.log {
                         eprintln!("nsimage serve: accept: {e}");
                     }
-                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    // Out of descriptors: the oldest connection with no
+                    // request in flight gives its one up. Otherwise (or
+                    // when none can) wait a little, do not spin.
+                    let freed = crate::fdlimit::is_out_of_descriptors(&e)
+                        && conns.evict_oldest_idle();
+                    let pause = if freed { 1 } else { 50 };
+                    tokio::time::sleep(Duration::from_millis(pause)).await;
                     continue;
                 }
             },

@@ -12,6 +12,8 @@
 //!   status codes;
 //! - [`source`]: what is served (one image, or a store's newest checkpoint)
 //!   behind an `Arc` swapped under a lock;
+//! - [`fdlimit`]: the open-file limit raised at startup, connections
+//!   kept below it;
 //! - [`http`]: the HTTP server (axum on tokio): limits, timeouts, request
 //!   log, graceful shutdown.
 //!
@@ -21,6 +23,7 @@
 #![forbid(unsafe_code)]
 
 pub mod error;
+pub mod fdlimit;
 pub mod http;
 pub mod ops;
 pub mod request;

@@ -22,7 +22,24 @@ pub struct Server {
 
 impl Server {
     pub fn start(source: &Path, extra: &[&str]) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_nsimage"))
+        Server::start_limited(source, extra, None)
+    }
+
+    /// As [`Server::start`], the server's open-file limit (soft and hard)
+    /// set to `open_files` first when given. The test process's own soft
+    /// limit is raised to its hard one, for tests that hold many sockets.
+    pub fn start_limited(source: &Path, extra: &[&str], open_files: Option<u32>) -> Server {
+        nsimage_server::fdlimit::raise_open_files();
+        let bin = env!("CARGO_BIN_EXE_nsimage");
+        let mut cmd = match open_files {
+            None => Command::new(bin),
+            Some(n) => {
+                let mut c = Command::new("sh");
+                c.args(["-c", &format!("ulimit -n {n} && exec \"$0\" \"$@\""), bin]);
+                c
+            }
+        };
+        let mut child = cmd
             .arg("serve")
             .arg(source)
             .args(["--addr", "127.0.0.1:0", "--log"])
