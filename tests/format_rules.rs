@@ -758,3 +758,66 @@ fn name_index_must_be_optional_and_a_plain_split_section_has_no_raw_length() {
         "a plain split section declaring its sum",
     );
 }
+
+/// The zstd image with its INODE section (unsplit) replaced by `stored`
+/// bytes that declare the most a compressed piece may: a plain length 255
+/// times them and as many records as that length can hold, 9 bytes each.
+/// The later sections are moved after it; checksums recomputed.
+fn inode_claiming_the_most(stored: usize) -> Vec<u8> {
+    use nsimage_format::codec::{MAX_EXPANSION, MAX_PLAIN_LENGTH};
+    use nsimage_format::consts::{header, MIN_INODE_RECORD};
+    let bytes = zstd_image();
+    let mut idx = index_of(&bytes);
+    let mut body = bytes[..header::SIZE].to_vec();
+    for s in &mut idx.sections {
+        let start = body.len() as u64;
+        if s.kind == SectionKind::INODE {
+            assert!(s.sub_sections.is_empty(), "the INODE section is unsplit");
+            assert_eq!(s.at_rest.codec, nsimage_format::codec::Codec::Zstd);
+            let junk: Vec<u8> = (0..stored).map(|i| (i * 7 + 3) as u8).collect();
+            body.extend_from_slice(&junk);
+            s.length = stored as u64;
+            s.checksum = xxh3_64(&junk);
+            s.at_rest.raw_length = (stored as u64 * MAX_EXPANSION).min(MAX_PLAIN_LENGTH);
+            s.records = s.at_rest.raw_length / MIN_INODE_RECORD;
+        } else {
+            body.extend_from_slice(&bytes[s.offset as usize..s.end() as usize]);
+            for u in &mut s.sub_sections {
+                u.offset = u.offset - s.offset + start;
+            }
+        }
+        s.offset = start;
+    }
+    with_index(body, &idx)
+}
+
+/// An INODE section whose declared records need more memory than can be
+/// had (4 MB stored claiming 1 GB plain, 113 M records, 5.4 GB of node
+/// table, under a 2 GB address space) is refused as corrupt with exit 1
+/// and a located error naming the memory, not aborted by the allocator.
+#[test]
+fn a_record_count_needing_more_memory_than_there_is_is_an_error() {
+    let bytes = inode_claiming_the_most(4 << 20);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("img.nsi");
+    std::fs::write(&path, &bytes).unwrap();
+    let bin = env!("CARGO_BIN_EXE_nsimage");
+    for threads in ["1", "2"] {
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "ulimit -v {} && exec \"$0\" load \"$1\" --threads {threads}",
+                2048 * 1024
+            ))
+            .arg(bin)
+            .arg(&path)
+            .output()
+            .expect("running nsimage");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{threads} threads: {err}");
+        assert!(
+            err.contains("INODE") && err.contains("cannot be had"),
+            "{threads} threads: {err}"
+        );
+    }
+}

@@ -73,7 +73,20 @@ fn node_table(
             format!("{} inode records do not fit in memory", sec.records),
         )
     })?;
-    Ok(NodeTable::new(total))
+    // The count is bounded by the declared plain length, which for a
+    // compressed piece may be 255 times its stored bytes and is not
+    // decompressed yet: the memory is asked for, and a refusal is an error
+    // of this image, never an abort.
+    NodeTable::try_new(total).ok_or_else(|| {
+        corrupt(
+            src,
+            at0.clone(),
+            format!(
+                "{total} inode records need {} bytes of memory, which cannot be had",
+                NodeTable::bytes_for(total)
+            ),
+        )
+    })
 }
 
 /// Decodes each piece into its own slot range of `table`, returning the

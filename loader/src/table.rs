@@ -24,13 +24,36 @@ pub struct Range<'a> {
 }
 
 impl NodeTable {
-    /// An unfilled table of `len` slots. The caller bounds `len` (the
-    /// index's record count, itself bounded by the section's bytes).
+    /// An unfilled table of `len` slots; aborts the process if the memory
+    /// cannot be had. For a `len` counted from nodes already in memory;
+    /// one declared by a file goes through [`try_new`](Self::try_new).
     pub fn new(len: usize) -> Self {
         NodeTable {
             slots: Box::new_uninit_slice(len),
             filled: AtomicUsize::new(0),
         }
+    }
+
+    /// An unfilled table of `len` slots, or `None` if their memory cannot
+    /// be had (more than the address space, or refused by the system): a
+    /// count declared by a file may ask for far more than its bytes hold
+    /// before they are decompressed, and is refused here rather than
+    /// aborting the process.
+    pub fn try_new(len: usize) -> Option<Self> {
+        let mut slots: Vec<MaybeUninit<Node>> = Vec::new();
+        slots.try_reserve_exact(len).ok()?;
+        // Safety: the capacity is at least `len` (reserved just above) and
+        // a `MaybeUninit` slot needs no initialisation.
+        unsafe { slots.set_len(len) };
+        Some(NodeTable {
+            slots: slots.into_boxed_slice(),
+            filled: AtomicUsize::new(0),
+        })
+    }
+
+    /// The bytes of memory a table of `len` slots takes (saturating).
+    pub fn bytes_for(len: usize) -> usize {
+        len.saturating_mul(std::mem::size_of::<Node>())
     }
 
     /// Splits the table into consecutive ranges, `counts` long each; `None`
@@ -138,6 +161,16 @@ impl NodeSink for RangeWriter<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_impossible_table_is_refused_not_aborted() {
+        assert!(NodeTable::try_new(usize::MAX / 2).is_none());
+        assert!(NodeTable::try_new(usize::MAX).is_none());
+        let mut t = NodeTable::try_new(3).unwrap();
+        assert!(t.ranges(&[3]).unwrap()[0].fill(&[Node::PLACEHOLDER; 3]));
+        assert_eq!(t.finish().unwrap().len(), 3);
+        assert_eq!(NodeTable::try_new(0).unwrap().finish().unwrap().len(), 0);
+    }
 
     #[test]
     fn only_a_fully_written_table_finishes() {
