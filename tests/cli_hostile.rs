@@ -381,3 +381,89 @@ fn export_dataset_replaces_only_regular_parts() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("a symbolic link"), "{}", stderr(&out));
 }
+
+/// `export -o LINK/` (a symbolic link to a directory, named with trailing
+/// slashes) is refused like `export -o LINK`, not written through into the
+/// link's target; so is `FILE/` over a regular file. `NEW/` (missing) still
+/// makes a dataset.
+#[test]
+fn export_refuses_a_link_named_with_a_trailing_slash() {
+    let dir = tempfile::tempdir().unwrap();
+    let image = dir.path().join("image.nsi");
+    assert_eq!(generate_to(&image).status.code(), Some(0));
+    let img = image.to_str().unwrap();
+    let target = dir.path().join("elsewhere");
+    std::fs::create_dir(&target).unwrap();
+    let link = dir.path().join("to-elsewhere");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    for slashes in ["/", "//"] {
+        let o = format!("{}{slashes}", link.display());
+        let out = nsimage(&["export", img, "-o", &o]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{o}: {err}");
+        assert!(err.contains("a symbolic link"), "{o}: {err}");
+        assert_eq!(
+            std::fs::read_dir(&target).unwrap().count(),
+            0,
+            "{o}: written through the link"
+        );
+    }
+    let file = dir.path().join("file");
+    std::fs::write(&file, b"keep me").unwrap();
+    let o = format!("{}/", file.display());
+    let out = nsimage(&["export", img, "-o", &o]);
+    assert_eq!(out.status.code(), Some(2), "{o}: {}", stderr(&out));
+    assert!(stderr(&out).contains("a regular file"), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&file).unwrap(), b"keep me");
+    let fresh = dir.path().join("fresh");
+    let o = format!("{}/", fresh.display());
+    let out = nsimage(&["export", img, "-o", &o]);
+    assert_eq!(out.status.code(), Some(0), "{o}: {}", stderr(&out));
+    assert!(fresh.join("part-00000.parquet").is_file());
+}
+
+/// A file left beside the output by an earlier run that had this run's
+/// process id (`.NAME.tmp.PID`: the name the temporary file used to get)
+/// neither blocks `dump -o` nor `export -o` nor is touched. `sh` makes the
+/// file under its own pid and then `exec`s nsimage, which keeps that pid.
+#[test]
+fn a_leftover_temporary_name_of_the_same_pid_does_not_block_an_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let image = dir.path().join("image.nsi");
+    assert_eq!(generate_to(&image).status.code(), Some(0));
+    let cases: [(&str, &[&str]); 2] = [
+        ("out.jsonl", &["dump", "--format", "jsonl"]),
+        ("out.parquet", &["export"]),
+    ];
+    let mut failed = Vec::new();
+    for (name, cmd) in cases {
+        let script = format!(
+            "printf leftover > \"$1/.{name}.tmp.$$\" && exec \"$0\" {} \"$2\" {} -o \"$1/{name}\"",
+            cmd[0],
+            cmd[1..].join(" ")
+        );
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(&script)
+            .arg(env!("CARGO_BIN_EXE_nsimage"))
+            .arg(dir.path())
+            .arg(&image)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run sh");
+        if out.status.code() != Some(0) {
+            failed.push(format!("{name}: {}", stderr(&out)));
+            continue;
+        }
+        assert!(dir.path().join(name).is_file(), "{name}");
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.starts_with(&format!(".{name}.tmp.")))
+            .collect();
+        assert_eq!(left.len(), 1, "{name}: {left:?}");
+        let kept = std::fs::read(dir.path().join(&left[0])).unwrap();
+        assert_eq!(kept, b"leftover", "{name}: the leftover was touched");
+    }
+    assert!(failed.is_empty(), "{failed:#?}");
+}

@@ -24,12 +24,34 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ExportError + '_ {
     }
 }
 
-/// The temporary name of `name` in `dir` for this process.
-fn temp_beside(dir: &Path, name: &std::ffi::OsStr) -> PathBuf {
-    let mut t = std::ffi::OsString::from(".");
-    t.push(name);
-    t.push(format!(".tmp.{}", std::process::id()));
-    dir.join(t)
+/// Temporary names tried beside a final name before giving up.
+const TEMP_ATTEMPTS: u32 = 64;
+
+/// A fresh temporary file for `name` in `dir`: `.NAME.tmp.RANDOM`, created
+/// new, so a leftover of an earlier run (whatever its process id) or
+/// another writer's file is neither opened nor removed; a name already
+/// taken is skipped for the next random one. The randomness is std's
+/// per-process hash keys (seeded by the OS), enough to keep names apart.
+fn create_temp_beside(dir: &Path, name: &std::ffi::OsStr) -> Result<(PathBuf, File), ExportError> {
+    use std::hash::BuildHasher;
+    let keys = std::collections::hash_map::RandomState::new();
+    let mut attempt = 0u32;
+    loop {
+        let suffix = keys.hash_one((attempt, std::process::id()));
+        let mut t = std::ffi::OsString::from(".");
+        t.push(name);
+        t.push(format!(".tmp.{suffix:016x}"));
+        let tmp = dir.join(t);
+        match File::options().write(true).create_new(true).open(&tmp) {
+            Ok(f) => return Ok((tmp, f)),
+            Err(e)
+                if e.kind() == std::io::ErrorKind::AlreadyExists && attempt + 1 < TEMP_ATTEMPTS =>
+            {
+                attempt += 1;
+            }
+            Err(e) => return Err(io(&tmp)(e)),
+        }
+    }
 }
 
 /// Refuses `out` unless it names nothing or a regular file, looked at
@@ -118,25 +140,30 @@ pub fn export_to_path(
             None => dir.join(part_name(k)),
         }
     };
-    let mut open_tmp: Option<PathBuf> = None;
+    // The temporary file of the part being written, if any.
+    let open_tmp: std::sync::Mutex<Option<PathBuf>> = std::sync::Mutex::new(None);
     let result = {
-        let open_tmp = &mut open_tmp;
+        let open_tmp = &open_tmp;
         let mut open = |k: usize| -> Result<BufWriter<File>, ExportError> {
             let final_name = target(k);
             let name = final_name.file_name().unwrap_or_default().to_os_string();
-            let tmp = temp_beside(&dir, &name);
-            let f = File::options()
-                .write(true)
-                .create_new(true)
-                .open(&tmp)
-                .map_err(io(&tmp))?;
-            *open_tmp = Some(tmp);
+            let (tmp, f) = create_temp_beside(&dir, &name)?;
+            *open_tmp.lock().unwrap_or_else(|p| p.into_inner()) = Some(tmp);
             Ok(BufWriter::with_capacity(1 << 20, f))
         };
         let mut close = |k: usize, mut w: BufWriter<File>| -> Result<u64, ExportError> {
-            let tmp = temp_beside(&dir, target(k).file_name().unwrap_or_default());
+            let tmp = open_tmp
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone()
+                .ok_or_else(|| ExportError::Io {
+                    path: target(k),
+                    source: std::io::Error::other("a part closed that was never opened"),
+                })?;
             w.flush().map_err(io(&tmp))?;
-            seal(w, &tmp, &target(k))
+            let len = seal(w, &tmp, &target(k))?;
+            *open_tmp.lock().unwrap_or_else(|p| p.into_inner()) = None;
+            Ok(len)
         };
         let groups_per_file = dataset.then_some(opts.row_groups_per_file);
         write_parts(ns, opts, groups_per_file, &mut open, &mut close)
@@ -150,7 +177,7 @@ pub fn export_to_path(
             Ok(stats)
         }
         Err(e) => {
-            if let Some(tmp) = open_tmp {
+            if let Some(tmp) = open_tmp.into_inner().unwrap_or_else(|p| p.into_inner()) {
                 let _ = std::fs::remove_file(tmp);
             }
             Err(e)
@@ -209,8 +236,8 @@ mod tests {
     /// A finished temporary file beside `out`, as `export_to_path` leaves it
     /// for `seal`.
     fn finished(dir: &Path, out: &Path) -> (BufWriter<File>, PathBuf) {
-        let tmp = temp_beside(dir, out.file_name().unwrap());
-        let mut w = BufWriter::new(File::create_new(&tmp).unwrap());
+        let (tmp, f) = create_temp_beside(dir, out.file_name().unwrap()).unwrap();
+        let mut w = BufWriter::new(f);
         w.write_all(b"new parquet bytes").unwrap();
         (w, tmp)
     }

@@ -21,14 +21,29 @@ pub fn check_output(out: &Path) -> anyhow::Result<()> {
 
 /// For `export -o`: a dataset directory (an existing directory, not a link
 /// to one) is checked part by part: every `part-*.parquet` already in it
-/// that the export could replace or remove must be a regular file. Any
-/// other target is checked as [`check_output`].
+/// that the export could replace or remove must be a regular file. A path
+/// ending in `/` names a dataset, so with its trailing slashes stripped it
+/// must name a directory (looked at without following a link) or nothing;
+/// `link/` is refused, never written through. Any other target is checked
+/// as [`check_output`].
 pub fn check_export_output(out: &Path) -> anyhow::Result<()> {
-    match std::fs::symlink_metadata(out) {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = out.as_os_str().as_bytes();
+    let mut end = bytes.len();
+    while end > 1 && bytes[end - 1] == b'/' {
+        end -= 1;
+    }
+    let slash = end < bytes.len();
+    let base = if slash {
+        Path::new(std::ffi::OsStr::from_bytes(&bytes[..end]))
+    } else {
+        out
+    };
+    match std::fs::symlink_metadata(base) {
         Ok(m) if m.is_dir() => {
-            let entries = std::fs::read_dir(out).map_err(|e| view_io(out, e))?;
+            let entries = std::fs::read_dir(base).map_err(|e| view_io(base, e))?;
             for e in entries {
-                let e = e.map_err(|e| view_io(out, e))?;
+                let e = e.map_err(|e| view_io(base, e))?;
                 let name = e.file_name();
                 let b = name.as_encoded_bytes();
                 if b.starts_with(b"part-") && b.ends_with(b".parquet") {
@@ -37,6 +52,14 @@ pub fn check_export_output(out: &Path) -> anyhow::Result<()> {
             }
             Ok(())
         }
+        Ok(m) if slash => Err(anyhow::Error::new(ViewError::BadArgument {
+            detail: format!(
+                "{}: is {}; a dataset directory must be a directory or a missing path",
+                out.display(),
+                nsimage_format::file_type::describe(m.file_type())
+            ),
+        })),
+        Err(e) if slash && e.kind() != std::io::ErrorKind::NotFound => Err(view_io(base, e)),
         _ => check_output(out),
     }
 }
@@ -46,6 +69,43 @@ fn view_io(p: &Path, e: std::io::Error) -> anyhow::Error {
         path: p.to_path_buf(),
         source: e,
     })
+}
+
+/// Temporary names tried beside an output before giving up.
+const TEMP_ATTEMPTS: u32 = 64;
+
+/// The temporary name of `name` in `dir` with the random `suffix`.
+fn temp_name(dir: &Path, name: &std::ffi::OsStr, suffix: u64) -> PathBuf {
+    let mut t = std::ffi::OsString::from(".");
+    t.push(name);
+    t.push(format!(".tmp.{suffix:016x}"));
+    dir.join(t)
+}
+
+/// Creates a fresh temporary file for `name` in `dir`: a random name,
+/// created new, so a leftover of an earlier run (whatever its process id)
+/// or another writer's file is neither opened nor removed; a name already
+/// taken is skipped for the next random one. On failure, the last name
+/// tried and its error.
+fn create_temp_beside(
+    dir: &Path,
+    name: &std::ffi::OsStr,
+) -> Result<(PathBuf, File), (PathBuf, std::io::Error)> {
+    let mut attempt = 0;
+    loop {
+        let mut r = [0u8; 8];
+        nsimage_format::cipher::fill_random(&mut r);
+        let tmp = temp_name(dir, name, u64::from_le_bytes(r));
+        match File::options().write(true).create_new(true).open(&tmp) {
+            Ok(f) => return Ok((tmp, f)),
+            Err(e)
+                if e.kind() == std::io::ErrorKind::AlreadyExists && attempt + 1 < TEMP_ATTEMPTS =>
+            {
+                attempt += 1;
+            }
+            Err(e) => return Err((tmp, e)),
+        }
+    }
 }
 
 /// Writes `out` through `fill` into a temporary file beside it, syncs it,
@@ -68,21 +128,13 @@ pub fn write_atomically<T>(
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let mut tmp_name = std::ffi::OsString::from(".");
-    tmp_name.push(name);
-    tmp_name.push(format!(".tmp.{}", std::process::id()));
-    let tmp = dir.join(tmp_name);
-    let file = File::options()
-        .write(true)
-        .create_new(true)
-        .open(&tmp)
-        .map_err(|e| {
-            io(
-                &format!("creating a temporary file beside {}", out.display()),
-                &tmp,
-                e,
-            )
-        })?;
+    let (tmp, file) = create_temp_beside(&dir, name).map_err(|(p, e)| {
+        io(
+            &format!("creating a temporary file beside {}", out.display()),
+            &p,
+            e,
+        )
+    })?;
     let result = (|| {
         let mut w = BufWriter::with_capacity(1 << 20, file);
         let v = fill(&mut w)?;
