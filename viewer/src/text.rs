@@ -5,14 +5,17 @@ use std::borrow::Cow;
 
 /// Name bytes (a name, path, symlink target, owner, group) as text that is
 /// safe on a terminal, for every human-readable output: UTF-8 as is except
-/// control characters (C0 0x00-0x1F, DEL 0x7F and C1 U+0080-U+009F), each
-/// of whose UTF-8 bytes is written `\xHH`, and bytes that are not UTF-8,
+/// control characters (C0 0x00-0x1F, DEL 0x7F and C1 U+0080-U+009F) and
+/// the characters that reorder or break a line on a terminal without being
+/// controls (see [`spoofs_a_line`]), each of whose UTF-8 bytes is written
+/// `\xHH`, and bytes that are not UTF-8,
 /// written `\xHH` too; a backslash is written `\\`. The mapping is
 /// reversible: `\xHH` always stands for the byte HH, `\\` for a backslash.
 /// JSON output is not escaped this way (JSON escapes for itself).
 pub fn escaped(b: &[u8]) -> Cow<'_, str> {
+    let hidden = |c: char| c.is_control() || spoofs_a_line(c);
     if let Ok(s) = std::str::from_utf8(b) {
-        if !s.chars().any(|c| c == '\\' || c.is_control()) {
+        if !s.chars().any(|c| c == '\\' || hidden(c)) {
             return Cow::Borrowed(s);
         }
     }
@@ -26,7 +29,7 @@ pub fn escaped(b: &[u8]) -> Cow<'_, str> {
         for c in chunk.valid().chars() {
             if c == '\\' {
                 out.push_str("\\\\");
-            } else if c.is_control() {
+            } else if hidden(c) {
                 hex(&mut out, c.encode_utf8(&mut [0u8; 4]).as_bytes());
             } else {
                 out.push(c);
@@ -35,6 +38,24 @@ pub fn escaped(b: &[u8]) -> Cow<'_, str> {
         hex(&mut out, chunk.invalid());
     }
     Cow::Owned(out)
+}
+
+/// Whether `c` is a Unicode bidirectional control (U+061C ALM, U+200E LRM,
+/// U+200F RLM, the embeddings and overrides U+202A-U+202E, the isolates
+/// U+2066-U+2069) or a line or paragraph separator (U+2028, U+2029): not
+/// controls to Rust, but each can make a name show as another (reordered
+/// text, a line that seems to end) on a terminal.
+pub fn spoofs_a_line(c: char) -> bool {
+    matches!(
+        c,
+        '\u{061c}'
+            | '\u{200e}'
+            | '\u{200f}'
+            | '\u{202a}'..='\u{202e}'
+            | '\u{2066}'..='\u{2069}'
+            | '\u{2028}'
+            | '\u{2029}'
+    )
 }
 
 /// `ls -l`'s type and permission string: `drwxr-xr-x`, `-rw-r--r--`,
@@ -155,6 +176,41 @@ mod tests {
         assert_ne!(escaped(b"\\x1b"), escaped(b"\x1b"));
         // U+00A0 and beyond are not controls.
         assert_eq!(escaped("\u{a0}\u{2603}".as_bytes()), "\u{a0}\u{2603}");
+    }
+
+    #[test]
+    fn bidi_controls_and_separators_are_escaped() {
+        // "evil\u{202e}txt.exe" shows as "evilexe.txt" unescaped.
+        assert_eq!(
+            escaped("evil\u{202e}txt.exe".as_bytes()),
+            "evil\\xe2\\x80\\xaetxt.exe"
+        );
+        assert_eq!(escaped("a\u{2028}b".as_bytes()), "a\\xe2\\x80\\xa8b");
+        assert_eq!(escaped("\u{061c}".as_bytes()), "\\xd8\\x9c");
+        let spoofing = [
+            0x061c, 0x200e, 0x200f, 0x202a, 0x202b, 0x202c, 0x202d, 0x202e, 0x2066, 0x2067, 0x2068,
+            0x2069, 0x2028, 0x2029,
+        ];
+        for u in spoofing {
+            let c = char::from_u32(u).unwrap();
+            let name = format!("x{c}y");
+            let e = escaped(name.as_bytes());
+            assert!(!e.contains(c), "U+{u:04X}: {e}");
+            // Reversible: the escapes are the character's UTF-8 bytes.
+            let hex: String = c
+                .encode_utf8(&mut [0u8; 4])
+                .bytes()
+                .map(|b| format!("\\x{b:02x}"))
+                .collect();
+            assert_eq!(e, format!("x{hex}y"), "U+{u:04X}");
+        }
+        // Their neighbours are shown as they are.
+        for c in [
+            '\u{200d}', '\u{2027}', '\u{202f}', '\u{2065}', '\u{206a}', '\u{061b}',
+        ] {
+            let name = format!("x{c}y");
+            assert_eq!(escaped(name.as_bytes()), name, "U+{:04X}", u32::from(c));
+        }
     }
 
     #[test]
