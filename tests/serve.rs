@@ -738,6 +738,68 @@ fn wide_listings_are_streamed_in_bounded_memory() {
     drop(flood);
 }
 
+/// Clients that ask for a wide listing and never read it cannot hold
+/// every connection: a connection whose writes have waited past
+/// `--write-timeout-ms` is dropped (and the listing with it), so with as
+/// many non-reading listings as `--max-connections` a fresh GETFILESTATUS
+/// is still answered, soon after that timeout.
+#[test]
+fn listings_nobody_reads_do_not_hold_every_connection() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = wide_image(dir.path());
+    let server = Server::start(
+        &img,
+        &["--max-connections", "4", "--write-timeout-ms", "1500"],
+    );
+    let stalled: Vec<TcpStream> = (0..4)
+        .map(|_| {
+            let mut s = TcpStream::connect_timeout(&server.addr, serve_common::IO_TIMEOUT).unwrap();
+            s.write_all(b"GET /webhdfs/v1/wide?op=LISTSTATUS HTTP/1.1\r\nHost: lo\r\n\r\n")
+                .unwrap();
+            s
+        })
+        .collect();
+    // Each listing fills the socket buffers between it and its client.
+    std::thread::sleep(Duration::from_millis(500));
+    let t = Instant::now();
+    let mut s = TcpStream::connect_timeout(&server.addr, Duration::from_secs(2)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(
+        b"GET /webhdfs/v1/wide?op=GETFILESTATUS HTTP/1.1\r\nHost: lo\r\nConnection: close\r\n\r\n",
+    )
+    .unwrap();
+    let mut resp = Vec::new();
+    let _ = std::io::Read::read_to_end(&mut s, &mut resp);
+    let text = String::from_utf8_lossy(&resp);
+    assert!(
+        text.starts_with("HTTP/1.1 200") && text.contains("\"FileStatus\""),
+        "no answer after {:?}: {text:?}",
+        t.elapsed()
+    );
+    assert!(
+        t.elapsed() < Duration::from_secs(8),
+        "answered after {:?}",
+        t.elapsed()
+    );
+    eprintln!("fresh request answered after {:?}", t.elapsed());
+    // Every stalled listing has now waited past the timeout: each was cut
+    // off, not sent whole, and its connection closed.
+    std::thread::sleep(Duration::from_millis(2500));
+    for mut c in stalled {
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut got = Vec::new();
+        let r = std::io::Read::read_to_end(&mut c, &mut got);
+        assert!(
+            got.len() < RECORDED_LISTINGS[0].0,
+            "{} bytes ({r:?})",
+            got.len()
+        );
+        if let Err(e) = r {
+            assert_ne!(e.kind(), std::io::ErrorKind::WouldBlock, "still open");
+        }
+    }
+}
+
 /// `(length, xxh3_64)` of the bodies of `wide_listings_are_streamed_in_bounded_memory`'s
 /// targets, as the server sent them before listings were streamed.
 const RECORDED_LISTINGS: [(usize, u64); 5] = [

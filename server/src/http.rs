@@ -3,7 +3,8 @@
 //! [`MAX_HEAD_BYTES`] are refused by hyper (431), URIs over
 //! [`MAX_URI_BYTES`] get 414, a client that
 //! does not finish its request head within [`Config::header_timeout`] is
-//! dropped, at most [`Config::max_connections`] connections are open at
+//! dropped, so is one that leaves a write waiting past
+//! [`Config::write_timeout`] (it does not read its answer), at most [`Config::max_connections`] connections are open at
 //! once (past that, a new connection takes the place of the oldest one
 //! with no request in flight, so idle or slow-header connections cannot
 //! keep fresh clients out), each answer is computed off the reactor (a
@@ -59,6 +60,10 @@ pub struct Config {
     pub header_timeout: Duration,
     /// Time an answer may take to compute.
     pub request_timeout: Duration,
+    /// Time a client may leave the server's writes waiting (not reading
+    /// what it asked for) before its connection is dropped, so that
+    /// clients that never read cannot hold every connection.
+    pub write_timeout: Duration,
     /// How often a store directory is polled for a newer checkpoint.
     pub poll_every: Duration,
     /// Time requests in flight get to finish at shutdown.
@@ -75,6 +80,7 @@ impl Default for Config {
             max_connections: 1024,
             header_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(60),
+            write_timeout: Duration::from_secs(20),
             poll_every: Duration::from_secs(1),
             shutdown_grace: Duration::from_secs(10),
             key: None,
@@ -287,7 +293,10 @@ pub async fn serve(
             .timer(TokioTimer::new())
             .header_read_timeout(config.header_timeout)
             .max_buf_size(MAX_HEAD_BYTES)
-            .serve_connection(TokioIo::new(stream), service);
+            .serve_connection(
+                TokioIo::new(WriteDeadline::new(stream, config.write_timeout)),
+                service,
+            );
         let conn = graceful.watch(conn);
         let conns = Arc::clone(&conns);
         tokio::spawn(async move {
@@ -504,5 +513,98 @@ impl hyper::body::Body for Guarded {
 
     fn size_hint(&self) -> SizeHint {
         self.body.size_hint()
+    }
+}
+
+/// A connection's socket whose writes may wait at most a deadline: a
+/// write (or flush) that has made no progress for the timeout fails with
+/// [`std::io::ErrorKind::TimedOut`], which ends the connection (and the
+/// answer it was sending, releasing what that held). Reads are as is.
+struct WriteDeadline<S> {
+    inner: S,
+    timeout: Duration,
+    /// Armed when a write first waits; cleared when one goes through.
+    stalled: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl<S> WriteDeadline<S> {
+    fn new(inner: S, timeout: Duration) -> Self {
+        WriteDeadline {
+            inner,
+            timeout,
+            stalled: None,
+        }
+    }
+
+    /// `r` from the socket, or the timeout's error once a wait has lasted
+    /// past it.
+    fn check<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        r: Poll<std::io::Result<T>>,
+    ) -> Poll<std::io::Result<T>> {
+        if r.is_ready() {
+            self.stalled = None;
+            return r;
+        }
+        let timeout = self.timeout;
+        let sleep = self
+            .stalled
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
+        match sleep.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("the client read nothing for {timeout:?}"),
+            ))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl<S: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for WriteDeadline<S> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_read(cx, buf)
+    }
+}
+
+impl<S: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for WriteDeadline<S> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let this = self.get_mut();
+        let r = Pin::new(&mut this.inner).poll_write(cx, buf);
+        this.check(cx, r)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        let this = self.get_mut();
+        let r = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
+        this.check(cx, r)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        let r = Pin::new(&mut this.inner).poll_flush(cx);
+        this.check(cx, r)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        let r = Pin::new(&mut this.inner).poll_shutdown(cx);
+        this.check(cx, r)
     }
 }

@@ -29,6 +29,10 @@ pub struct Args {
     /// the place of the oldest one with no request in flight.
     #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=65_536))]
     max_connections: u64,
+    /// Milliseconds a client may leave the server's writes waiting (not
+    /// reading its answer) before its connection is dropped.
+    #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(100..=3_600_000))]
+    write_timeout_ms: u64,
 }
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
@@ -37,6 +41,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         log: a.log || std::env::var_os("NSIMAGE_SERVE_LOG").is_some(),
         max_connections: usize::try_from(a.max_connections).unwrap_or(1024),
         poll_every: Duration::from_millis(a.poll_ms),
+        write_timeout: Duration::from_millis(a.write_timeout_ms),
         key: super::key()?,
         ..Config::default()
     };
