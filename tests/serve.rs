@@ -880,6 +880,58 @@ fn a_foreign_image_named_as_a_newer_checkpoint_is_never_served() {
     }
 }
 
+/// In an encrypted store, a plain image (same namespace, its NS_INFO txid
+/// its name's) put in as a newer checkpoint is refused, as the store's own
+/// recovery refuses it: it is never served.
+#[test]
+fn a_plain_image_in_an_encrypted_store_is_never_served() {
+    let tmp = tempfile::tempdir().unwrap();
+    let key = tmp.path().join("k.key");
+    let k = key.to_str().unwrap();
+    store(&["keygen", k]);
+    let dir = tmp.path().join("enc");
+    let plain = tmp.path().join("plain");
+    let d = dir.to_str().unwrap();
+    let p = plain.to_str().unwrap();
+    store(&["store", "init", d, "--encrypt", "--key-file", k]);
+    store(&["store", "apply", d, "--ops", "100", "--key-file", k]);
+    store(&["store", "checkpoint", d, "--key-file", k]);
+    store(&["store", "init", p]);
+    store(&["store", "apply", p, "--ops", "300"]);
+    store(&["store", "checkpoint", p]);
+    let server = Server::start(&dir, &["--poll-ms", "50", "--key-file", k]);
+    let served = || server.ok("/webhdfs/v1/?op=GETCONTENTSUMMARY")["ContentSummary"].clone();
+    let first = served();
+    let name = "image_00000000000000000300";
+    std::fs::copy(plain.join(name), dir.join(name)).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut logged: Vec<String> = Vec::new();
+    while !logged
+        .iter()
+        .any(|l| l.contains("not serving") && l.contains(name) && l.contains("not encrypted"))
+    {
+        assert!(
+            Instant::now() < deadline,
+            "{name} was not refused: {logged:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+        logged.extend(server.stderr_lines());
+        assert_eq!(served(), first, "{name} was served: {logged:?}");
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    logged.extend(server.stderr_lines());
+    assert_eq!(served(), first, "{name} was served: {logged:?}");
+    // The store's own recovery refuses it too.
+    let out = nsimage(&["store", "recover", d, "--key-file", k]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("not encrypted")
+            || String::from_utf8_lossy(&out.stderr).contains("not encrypted"),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// Issue 24, defect 10: a 100 KB method name or op is not echoed whole
 /// into the error: a short escaped prefix is.
 #[test]

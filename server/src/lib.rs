@@ -17,8 +17,9 @@
 //! - [`http`]: the HTTP server (axum on tokio): limits, timeouts, request
 //!   log, graceful shutdown.
 //!
-//! Layering: above the viewer (it reads images through `nsimage-loader`
-//! and answers through `nsimage-viewer`); the command line's
+//! Layering: above the viewer and the store (it reads images through
+//! `nsimage-loader`, answers through `nsimage-viewer` and reads a store's
+//! at-rest settings through `nsimage-store`); the command line's
 //! `nsimage serve` is a thin wrapper over [`http::serve`].
 #![forbid(unsafe_code)]
 

@@ -5,7 +5,7 @@
 //! when its last request finishes.
 
 use nsimage_format::cipher::Key;
-use nsimage_loader::{load, verify_keyed, LoadOptions, ReadStrategy};
+use nsimage_loader::{load, verify_keyed, ImageSource, LoadOptions, ReadStrategy};
 use nsimage_namespace::Namespace;
 use parking_lot::RwLock;
 use std::path::{Path, PathBuf};
@@ -95,18 +95,29 @@ pub fn load_image(
 /// Verifies, then loads a store's checkpoint image, taken only as the
 /// store's own recovery takes one: its namespace must be at the txid its
 /// name says (NS_INFO's last txid), and, once a checkpoint of the store is
-/// served (`namespace_id`), of the same namespace. So an image of another
-/// namespace, or one renamed to look newer, is never served.
+/// served (`namespace_id`), of the same namespace; in an encrypted store
+/// (`encrypted_store`) it must be encrypted. So an image of another
+/// namespace, one renamed to look newer, or a plain one put in an
+/// encrypted store's place, is never served.
 pub fn load_checkpoint(
     path: &Path,
     txid: u64,
     namespace_id: Option<u64>,
+    encrypted_store: bool,
     key: Option<&Key>,
 ) -> Result<Served, SourceError> {
     let bad = |detail: String| SourceError::Image {
         path: path.to_path_buf(),
         detail,
     };
+    if encrypted_store {
+        // One that does not open is named by the verification below.
+        if ImageSource::open(path).is_ok_and(|src| !src.is_encrypted()) {
+            return Err(bad(
+                "is not encrypted, in an encrypted store: not this store's checkpoint".into(),
+            ));
+        }
+    }
     let report = verify_keyed(path, ReadStrategy::Bulk, key).map_err(|e| bad(e.to_string()))?;
     if !report.is_ok() {
         let first = report
@@ -163,6 +174,16 @@ pub fn checkpoints(dir: &Path) -> Result<Vec<(u64, PathBuf)>, SourceError> {
     Ok(out)
 }
 
+/// Whether store `dir` is encrypted at rest (as its own files say).
+pub fn is_encrypted_store(dir: &Path) -> Result<bool, SourceError> {
+    nsimage_store::Store::at_rest_of(dir)
+        .map(|a| a.is_encrypted())
+        .map_err(|e| SourceError::Store {
+            path: dir.to_path_buf(),
+            detail: e.to_string(),
+        })
+}
+
 /// The newest checkpoint of store `dir` that verifies and loads; older
 /// ones are tried when a newer one fails (each failure goes to `log`).
 pub fn newest_checkpoint(
@@ -170,9 +191,10 @@ pub fn newest_checkpoint(
     log: &dyn Fn(&str),
     key: Option<&Key>,
 ) -> Result<Served, SourceError> {
+    let encrypted = is_encrypted_store(dir)?;
     let images = checkpoints(dir)?;
     for (txid, path) in &images {
-        match load_checkpoint(path, *txid, None, key) {
+        match load_checkpoint(path, *txid, None, encrypted, key) {
             Ok(s) => return Ok(s),
             Err(e) => log(&format!("not serving {e}")),
         }
@@ -216,7 +238,14 @@ pub fn poll_store(
         if txid <= served || refused == Some(txid) {
             continue;
         }
-        match load_checkpoint(&path, txid, Some(namespace_id), key) {
+        let encrypted = match is_encrypted_store(dir) {
+            Ok(e) => e,
+            Err(e) => {
+                log(&format!("polling the store: {e}"));
+                continue;
+            }
+        };
+        match load_checkpoint(&path, txid, Some(namespace_id), encrypted, key) {
             Ok(next) => {
                 current.replace(next);
                 log(&format!("serving {} (txid {txid})", path.display()));
