@@ -57,27 +57,15 @@ fn create_temp_beside(dir: &Path, name: &std::ffi::OsStr) -> Result<(PathBuf, Fi
 /// Refuses `out` unless it names nothing or a regular file, looked at
 /// without following a symbolic link.
 fn check_final_name(out: &Path) -> Result<(), ExportError> {
-    use std::os::unix::fs::FileTypeExt;
     let t = match std::fs::symlink_metadata(out) {
         Ok(m) => m.file_type(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(io(out)(e)),
     };
-    let kind = if t.is_file() {
+    if t.is_file() {
         return Ok(());
-    } else if t.is_symlink() {
-        "a symbolic link"
-    } else if t.is_dir() {
-        "a directory"
-    } else if t.is_fifo() {
-        "a FIFO"
-    } else if t.is_socket() {
-        "a socket"
-    } else if t.is_block_device() || t.is_char_device() {
-        "a device node"
-    } else {
-        "not a regular file"
-    };
+    }
+    let kind = nsimage_format::file_type::describe(t);
     Err(ExportError::TargetRefused {
         path: out.to_path_buf(),
         kind,
