@@ -123,13 +123,26 @@ fn answers_equal_ls_stat_and_du() {
 
 /// The sample namespace and a directory with more children than a page.
 fn paged_image(dir: &Path) -> std::path::PathBuf {
+    image_with_dir(dir, "paged", b"/big", 50, 2_500, |i| format!("f{i:05}"))
+}
+
+/// The sample namespace plus directory `at` (mtime `mtime`) of `n` files
+/// named by `name`, the i-th with mtime `mtime + 10 + i`, saved as `file`.
+fn image_with_dir(
+    dir: &Path,
+    file: &str,
+    at: &[u8],
+    mtime: u64,
+    n: u64,
+    name: impl Fn(u64) -> String,
+) -> std::path::PathBuf {
     let mut ns = common::sample();
-    let big = ns.mkdirs(b"/big", &P, 50).unwrap();
-    for i in 0..2_500u64 {
-        ns.create_in(big, format!("f{i:05}").as_bytes(), &P, &F, 60 + i)
+    let d = ns.mkdirs(at, &P, mtime).unwrap();
+    for i in 0..n {
+        ns.create_in(d, name(i).as_bytes(), &P, &F, mtime + 10 + i)
             .unwrap();
     }
-    let path = dir.join("paged");
+    let path = dir.join(file);
     std::fs::write(&path, common::image(&ns, &Default::default())).unwrap();
     path
 }
@@ -621,15 +634,9 @@ fn fresh_requests_pass_1500_slow_headers(server: &Server) {
 
 /// A directory of 250,000 files (and the sample namespace beside it).
 fn wide_image(dir: &Path) -> std::path::PathBuf {
-    let mut ns = common::sample();
-    let wide = ns.mkdirs(b"/wide", &P, 70).unwrap();
-    for i in 0..250_000u64 {
-        ns.create_in(wide, format!("file-{i:07}").as_bytes(), &P, &F, 80 + i)
-            .unwrap();
-    }
-    let path = dir.join("wide");
-    std::fs::write(&path, common::image(&ns, &Default::default())).unwrap();
-    path
+    image_with_dir(dir, "wide", b"/wide", 70, 250_000, |i| {
+        format!("file-{i:07}")
+    })
 }
 
 /// Issue 24, defect 7: four concurrent LISTSTATUS of a 250,000-entry

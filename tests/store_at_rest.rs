@@ -237,23 +237,7 @@ fn no_key_or_another_key_is_one_clear_error_and_changes_nothing() {
 
 /// The frames (offset, length with prefix) of a sealed segment.
 fn frames(bytes: &[u8]) -> Vec<(usize, usize)> {
-    let mut out = Vec::new();
-    let mut pos = 48;
-    while pos < bytes.len() {
-        let (mut len, mut shift, mut w) = (0usize, 0, 0);
-        loop {
-            let b = bytes[pos + w];
-            len |= usize::from(b & 0x7f) << shift;
-            shift += 7;
-            w += 1;
-            if b & 0x80 == 0 {
-                break;
-            }
-        }
-        out.push((pos, w + len));
-        pos += w + len;
-    }
-    out
+    frames_from(bytes, 48)
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //! zstd frames and LZ4 blocks, with the plain length known from the index
 //! so that output is sized and checked exactly.
 
+use crate::error::shown;
 use std::fmt;
 
 /// Largest plain length of one piece (1 GiB).
@@ -126,20 +127,6 @@ impl Compression {
         }
         out.len() < plain.len()
     }
-}
-
-/// Characters of a user's string echoed in an error, at most.
-const SHOWN_CHARS: usize = 64;
-
-/// `s` for an error message: quoted and escaped, cut to its first
-/// [`SHOWN_CHARS`] characters, with its length when cut.
-fn shown(s: &str) -> String {
-    let n = s.chars().count();
-    if n <= SHOWN_CHARS {
-        return format!("{s:?}");
-    }
-    let head: String = s.chars().take(SHOWN_CHARS).collect();
-    format!("{head:?}... ({n} characters)")
 }
 
 /// The magic number that starts every zstd frame (little-endian); a

@@ -131,3 +131,18 @@ impl FormatError {
 
 /// The format layer's result.
 pub type Result<T, E = FormatError> = std::result::Result<T, E>;
+
+/// Characters of a user's string echoed in an error, at most.
+pub const SHOWN_CHARS: usize = 64;
+
+/// `s` (text a user or a file gave) for an error message: quoted and
+/// escaped, cut to its first [`SHOWN_CHARS`] characters, with its length
+/// when cut.
+pub fn shown(s: &str) -> String {
+    let n = s.chars().count();
+    if n <= SHOWN_CHARS {
+        return format!("{s:?}");
+    }
+    let head: String = s.chars().take(SHOWN_CHARS).collect();
+    format!("{head:?}... ({n} characters)")
+}

@@ -7,7 +7,7 @@
 use super::magic::MAGIC;
 use super::sections::HdfsSection;
 use super::version::{check_layout_version, summary_at, Codec};
-use crate::error::{FormatError, Location};
+use crate::error::{shown, FormatError, Location};
 use crate::hdfs_pb::FileSummary;
 use prost::Message;
 
@@ -124,10 +124,7 @@ impl HdfsSummary {
             if section.parent().is_none() && !named.insert(s.name()) {
                 return Err(FormatError::corrupt(
                     Location::in_section(section.kind(), None, s.offset()),
-                    format!(
-                        "the summary lists section {:?} twice",
-                        name.chars().take(64).collect::<String>()
-                    ),
+                    format!("the summary lists section {} twice", shown(&name)),
                 ));
             }
             let (off, length) = (s.offset(), s.length());

@@ -10,6 +10,7 @@
 use super::file::HdfsFile;
 use super::image::HdfsImage;
 use crate::error::LoadError;
+use nsimage_format::error::shown;
 use nsimage_format::hdfs::HdfsSection;
 use nsimage_format::hdfs_pb::i_node_section::i_node;
 use nsimage_format::Location;
@@ -43,18 +44,18 @@ pub(crate) fn check(f: &HdfsFile, img: &HdfsImage, ns: &Namespace) -> Result<(),
     };
     let uc = section_at(f, HdfsSection::FilesUnderConstruction);
     for (id, path) in &img.files_under_construction {
-        let shown: String = path.chars().take(256).collect();
+        let named = shown(path);
         match kind(*id) {
             None => {
                 return Err(f.corrupt(
                     uc,
-                    format!("a file under construction ({shown:?}) names inode {id}, which INODE does not hold"),
+                    format!("a file under construction ({named}) names inode {id}, which INODE does not hold"),
                 ))
             }
             Some(true) => {
                 return Err(f.corrupt(
                     uc,
-                    format!("a file under construction ({shown:?}) names inode {id}, a directory"),
+                    format!("a file under construction ({named}) names inode {id}, a directory"),
                 ))
             }
             Some(false) => {}
