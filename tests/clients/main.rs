@@ -1,0 +1,15 @@
+//! The tests that drive real clients from the project's Python environment
+//! (`tests/python/setup.sh`): DuckDB and Spark reading `nsimage export`,
+//! and the `hdfs` WebHDFS client walking `nsimage serve`.
+
+#[path = "../support/common.rs"]
+mod common;
+#[path = "../support/hdfs_common.rs"]
+mod hdfs_common;
+#[path = "../support/python_env.rs"]
+mod python_env;
+#[path = "../support/serve_common.rs"]
+mod serve_common;
+
+mod export_consumers;
+mod webhdfs_client;

@@ -1,0 +1,9 @@
+//! The command line as a user meets it: every command's output, hostile
+//! arguments and files, the peer baselines, `export`, and the house rules
+//! of the architecture checked on the sources.
+
+mod commands;
+mod export;
+mod hostile;
+mod layering;
+mod peers;

@@ -1,0 +1,4 @@
+//! The read-only WebHDFS server, and `bench --serve`.
+
+mod bench;
+mod server;

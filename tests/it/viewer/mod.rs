@@ -1,0 +1,6 @@
+//! The offline viewer: ls/stat/du/find, dump, diff and one-path lookups.
+
+mod commands;
+mod diff;
+mod dump;
+mod lookup;
