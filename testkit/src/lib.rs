@@ -14,7 +14,7 @@
 //!
 //! It may import every library crate of the workspace, never the command
 //! line (`nsimage`, the binary above it); no library crate imports it
-//! (`tests/layering.rs` checks both).
+//! (`tests/it/cli/layering.rs` checks both).
 //!
 //! ```
 //! use nsimage_namespace::Namespace;

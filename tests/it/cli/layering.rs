@@ -1,4 +1,4 @@
-//! The house rules of README's "Architecture", checked on the sources:
+//! The house rules of ARCHITECTURE.md, checked on the sources:
 //! each crate depends only on crates of a lower layer, the product crates
 //! pull in none of the command line's or the tooling's crates, and no two
 //! modules of a crate import each other.

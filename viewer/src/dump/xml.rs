@@ -4,7 +4,7 @@
 //! `INodeDirectorySection` and `FileUnderConstructionSection` are the bytes
 //! `hdfs oiv -p XML` prints for that file wherever the in-memory model
 //! holds what OIV prints (the list of what it does not hold is below;
-//! `tests/hdfs_oiv_xml.rs` compares every shared Hadoop image with an
+//! `tests/it/hdfs/oiv_xml.rs` compares every real Hadoop image with an
 //! emulation of OIV written from its source).
 //!
 //! `<?xml version="1.0"?>` and one `fsimage` element holding, in the order
