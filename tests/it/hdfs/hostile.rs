@@ -4,7 +4,6 @@
 //! checked through the CLI run under a virtual memory limit, so that an
 //! allocation sized from the file aborts the process instead of passing.
 
-
 use flate2::write::ZlibEncoder;
 use nsimage_format::hdfs_pb::file_summary::Section;
 use nsimage_format::hdfs_pb::i_node_section::{i_node, INode, INodeDirectory};
