@@ -3,6 +3,7 @@
 //! of the architecture checked on the sources.
 
 mod commands;
+mod documented;
 mod export;
 mod hostile;
 mod layering;
