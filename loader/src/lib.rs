@@ -28,8 +28,9 @@
 //! - `mmap`: the one place a file is mapped, and [`MmapOptIn`], the caller's
 //!   `unsafe` promise that makes [`ReadStrategy::Mmap`] possible;
 //! - [`record`]: the zero-copy protobuf record decoder of the hot path
-//!   (`Inode` and `DirEntry` records), walking them with `wire`, the
-//!   wire-format walker it shares with the Hadoop reader (`hdfs`);
+//!   (`Inode` and `DirEntry` records), walking them with
+//!   `nsimage_format::wire::Cursor`, the one wire-format walker, which the
+//!   Hadoop reader (`hdfs`) uses too;
 //! - [`decode`]: records of each section kind into builder batches; the unit
 //!   of work is one piece, so the serial and parallel paths share it;
 //! - `load`: the entry point, [`load`]: chooses the serial or parallel path
@@ -107,7 +108,6 @@ mod stream;
 pub mod table;
 mod trim;
 mod verify;
-mod wire;
 
 pub use assemble::Assembly;
 pub use error::LoadError;

@@ -27,7 +27,7 @@ use nsimage_namespace::{AclEntry, Block, Extra, LoadedBody, LoadedNode, UnderCon
 /// Why a record could not be walked.
 pub type WalkError = String;
 
-use crate::wire::{Bad, Wire};
+use nsimage_format::wire::{Bad, Cursor};
 
 /// Reusable buffers for walking INODE records of one piece.
 #[derive(Default)]
@@ -46,7 +46,7 @@ struct FileAcc<'a> {
 }
 
 fn walk_block(b: &[u8]) -> Result<Block, Bad> {
-    let mut w = Wire::new(b);
+    let mut w = Cursor::new(b);
     let mut blk = Block::default();
     if w.eat(tags::block::ID) {
         blk.id = w.varint()?;
@@ -62,7 +62,7 @@ fn walk_block(b: &[u8]) -> Result<Block, Bad> {
         use fields::block as b;
         match f {
             b::ID | b::GENERATION_STAMP | b::LENGTH => {
-                w.check_wire_type(wt, VARINT, "wrong wire type in Block")?;
+                Cursor::expect_named(wt, VARINT, "wrong wire type in Block")?;
                 let v = w.varint()?;
                 match f {
                     b::ID => blk.id = v,
@@ -78,13 +78,13 @@ fn walk_block(b: &[u8]) -> Result<Block, Bad> {
 
 fn walk_uc<'a>(b: &'a [u8], acc: &mut Option<(&'a [u8], &'a [u8])>) -> Result<(), Bad> {
     let (mut name, mut machine) = acc.unwrap_or((&[], &[]));
-    let mut w = Wire::new(b);
+    let mut w = Cursor::new(b);
     while !w.done() {
         let (f, wt) = w.key()?;
         use fields::under_construction as u;
         match f {
             u::CLIENT_NAME | u::CLIENT_MACHINE => {
-                w.check_wire_type(wt, LEN, "wrong wire type in UnderConstruction")?;
+                Cursor::expect_named(wt, LEN, "wrong wire type in UnderConstruction")?;
                 let v = w.bytes()?;
                 if f == u::CLIENT_NAME {
                     name = v;
@@ -100,7 +100,7 @@ fn walk_uc<'a>(b: &'a [u8], acc: &mut Option<(&'a [u8], &'a [u8])>) -> Result<()
 }
 
 fn walk_file<'a>(b: &'a [u8], acc: &mut FileAcc<'a>, blocks: &mut Vec<Block>) -> Result<(), Bad> {
-    let mut w = Wire::new(b);
+    let mut w = Cursor::new(b);
     if w.eat(tags::file_attrs::ATIME) {
         acc.atime = w.varint()?;
     }
@@ -121,7 +121,7 @@ fn walk_file<'a>(b: &'a [u8], acc: &mut FileAcc<'a>, blocks: &mut Vec<Block>) ->
         use fields::file_attrs as fa;
         match f {
             fa::ATIME | fa::REPLICATION | fa::PREFERRED_BLOCK_SIZE | fa::STORAGE_POLICY => {
-                w.check_wire_type(wt, VARINT, "wrong wire type in FileAttrs")?;
+                Cursor::expect_named(wt, VARINT, "wrong wire type in FileAttrs")?;
                 match f {
                     fa::ATIME => acc.atime = w.varint()?,
                     fa::REPLICATION => acc.replication = w.u32()?,
@@ -130,11 +130,11 @@ fn walk_file<'a>(b: &'a [u8], acc: &mut FileAcc<'a>, blocks: &mut Vec<Block>) ->
                 }
             }
             fa::BLOCKS => {
-                w.check_wire_type(wt, LEN, "wrong wire type in FileAttrs.blocks")?;
+                Cursor::expect_named(wt, LEN, "wrong wire type in FileAttrs.blocks")?;
                 blocks.push(walk_block(w.bytes()?)?);
             }
             fa::UNDER_CONSTRUCTION => {
-                w.check_wire_type(wt, LEN, "wrong wire type in FileAttrs.under_construction")?;
+                Cursor::expect_named(wt, LEN, "wrong wire type in FileAttrs.under_construction")?;
                 walk_uc(w.bytes()?, &mut acc.uc)?;
             }
             _ => w.skip(wt)?,
@@ -144,13 +144,13 @@ fn walk_file<'a>(b: &'a [u8], acc: &mut FileAcc<'a>, blocks: &mut Vec<Block>) ->
 }
 
 fn walk_dir(b: &[u8], quotas: &mut (i64, i64)) -> Result<(), Bad> {
-    let mut w = Wire::new(b);
+    let mut w = Cursor::new(b);
     while !w.done() {
         let (f, wt) = w.key()?;
         use fields::directory_attrs as d;
         match f {
             d::NS_QUOTA | d::DS_QUOTA => {
-                w.check_wire_type(wt, VARINT, "wrong wire type in DirectoryAttrs")?;
+                Cursor::expect_named(wt, VARINT, "wrong wire type in DirectoryAttrs")?;
                 // int64 on the wire: the two's complement bits.
                 #[allow(clippy::cast_possible_wrap)]
                 let v = w.varint()? as i64;
@@ -167,12 +167,12 @@ fn walk_dir(b: &[u8], quotas: &mut (i64, i64)) -> Result<(), Bad> {
 }
 
 fn walk_symlink<'a>(b: &'a [u8], target: &mut &'a [u8]) -> Result<(), Bad> {
-    let mut w = Wire::new(b);
+    let mut w = Cursor::new(b);
     while !w.done() {
         let (f, wt) = w.key()?;
         match f {
             fields::symlink_attrs::TARGET => {
-                w.check_wire_type(wt, LEN, "wrong wire type in SymlinkAttrs")?;
+                Cursor::expect_named(wt, LEN, "wrong wire type in SymlinkAttrs")?;
                 *target = w.bytes()?;
             }
             _ => w.skip(wt)?,
@@ -183,14 +183,14 @@ fn walk_symlink<'a>(b: &'a [u8], target: &mut &'a [u8]) -> Result<(), Bad> {
 
 #[cold]
 fn walk_xattr(b: &[u8]) -> Result<XAttr, WalkError> {
-    let mut w = Wire::new(b);
+    let mut w = Cursor::new(b);
     let (mut ns, mut name, mut value): (i32, u32, &[u8]) = (0, 0, &[]);
     while !w.done() {
         let (f, wt) = w.key()?;
         use fields::xattr as x;
         match f {
             x::NAMESPACE | x::NAME => {
-                w.check_wire_type(wt, VARINT, "wrong wire type in XAttr")?;
+                Cursor::expect_named(wt, VARINT, "wrong wire type in XAttr")?;
                 if f == x::NAMESPACE {
                     ns = w.enum_i32()?;
                 } else {
@@ -198,7 +198,7 @@ fn walk_xattr(b: &[u8]) -> Result<XAttr, WalkError> {
                 }
             }
             x::VALUE => {
-                w.check_wire_type(wt, LEN, "wrong wire type in XAttr.value")?;
+                Cursor::expect_named(wt, LEN, "wrong wire type in XAttr.value")?;
                 value = w.bytes()?;
             }
             _ => w.skip(wt)?,
@@ -214,14 +214,14 @@ fn walk_xattr(b: &[u8]) -> Result<XAttr, WalkError> {
 
 #[cold]
 fn walk_acl(b: &[u8]) -> Result<AclEntry, WalkError> {
-    let mut w = Wire::new(b);
+    let mut w = Cursor::new(b);
     let (mut name, mut kind, mut scope, mut perm) = (0u32, 0i32, false, 0u32);
     while !w.done() {
         let (f, wt) = w.key()?;
         use fields::acl_entry as a;
         match f {
             a::NAME | a::TYPE | a::DEFAULT_SCOPE | a::PERMISSION => {
-                w.check_wire_type(wt, VARINT, "wrong wire type in AclEntry")?;
+                Cursor::expect_named(wt, VARINT, "wrong wire type in AclEntry")?;
                 match f {
                     a::NAME => name = w.u32()?,
                     a::TYPE => kind = w.enum_i32()?,
@@ -298,7 +298,7 @@ pub fn inode<'a>(
     scratch: &'a mut InodeScratch,
 ) -> Result<LoadedNode<'a>, WalkError> {
     scratch.blocks.clear();
-    let mut w = Wire::new(rec);
+    let mut w = Cursor::new(rec);
     let (mut id, mut ty, mut name, mut perm, mut mtime) = (0u64, 0i32, &rec[..0], 0u64, 0u64);
     let mut file: Option<FileAcc<'a>> = None;
     let mut dir: Option<(i64, i64)> = None;
@@ -336,7 +336,7 @@ pub fn inode<'a>(
         use fields::inode as i;
         match f {
             i::ID | i::TYPE | i::MTIME => {
-                w.check_wire_type(wt, VARINT, "wrong wire type in Inode")?;
+                Cursor::expect_named(wt, VARINT, "wrong wire type in Inode")?;
                 match f {
                     i::ID => id = w.varint()?,
                     i::TYPE => ty = w.enum_i32()?,
@@ -344,15 +344,15 @@ pub fn inode<'a>(
                 }
             }
             i::NAME => {
-                w.check_wire_type(wt, LEN, "wrong wire type in Inode.name")?;
+                Cursor::expect_named(wt, LEN, "wrong wire type in Inode.name")?;
                 name = w.bytes()?;
             }
             i::PERMISSION => {
-                w.check_wire_type(wt, FIXED64, "wrong wire type in Inode.permission")?;
+                Cursor::expect_named(wt, FIXED64, "wrong wire type in Inode.permission")?;
                 perm = w.fixed64()?;
             }
             i::FILE => {
-                w.check_wire_type(wt, LEN, "wrong wire type in Inode.file")?;
+                Cursor::expect_named(wt, LEN, "wrong wire type in Inode.file")?;
                 let b = w.bytes()?;
                 walk_file(
                     b,
@@ -361,20 +361,20 @@ pub fn inode<'a>(
                 )?;
             }
             i::DIRECTORY => {
-                w.check_wire_type(wt, LEN, "wrong wire type in Inode.directory")?;
+                Cursor::expect_named(wt, LEN, "wrong wire type in Inode.directory")?;
                 walk_dir(w.bytes()?, dir.get_or_insert((0, 0)))?;
             }
             i::SYMLINK => {
-                w.check_wire_type(wt, LEN, "wrong wire type in Inode.symlink")?;
+                Cursor::expect_named(wt, LEN, "wrong wire type in Inode.symlink")?;
                 walk_symlink(w.bytes()?, link.get_or_insert(&rec[..0]))?;
             }
             i::XATTRS => {
-                w.check_wire_type(wt, LEN, "wrong wire type in Inode.xattrs")?;
+                Cursor::expect_named(wt, LEN, "wrong wire type in Inode.xattrs")?;
                 let x = walk_xattr(w.bytes()?)?;
                 extra.get_or_insert_with(Extra::default).xattrs.push(x);
             }
             i::ACL => {
-                w.check_wire_type(wt, LEN, "wrong wire type in Inode.acl")?;
+                Cursor::expect_named(wt, LEN, "wrong wire type in Inode.acl")?;
                 let a = walk_acl(w.bytes()?)?;
                 extra.get_or_insert_with(Extra::default).acl.push(a);
             }
@@ -420,7 +420,7 @@ pub fn inode<'a>(
 /// Walks one `DirEntry` record: returns the parent and fills `children`.
 pub fn dir_entry(rec: &[u8], children: &mut Vec<u64>) -> Result<u64, WalkError> {
     children.clear();
-    let mut w = Wire::new(rec);
+    let mut w = Cursor::new(rec);
     let mut parent = 0;
     while !w.done() {
         let (f, wt) = w.key()?;
@@ -429,7 +429,7 @@ pub fn dir_entry(rec: &[u8], children: &mut Vec<u64>) -> Result<u64, WalkError> 
             (d::PARENT, VARINT) => parent = w.varint()?,
             (d::CHILDREN, VARINT) => children.push(w.varint()?),
             (d::CHILDREN, LEN) => {
-                let mut p = Wire::new(w.bytes()?);
+                let mut p = Cursor::new(w.bytes()?);
                 while !p.done() {
                     children.push(p.varint()?);
                 }

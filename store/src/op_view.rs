@@ -18,6 +18,7 @@
 use nsimage_format::pb;
 use nsimage_format::pb::journal_op::Op;
 use nsimage_format::wire::fields as f;
+use nsimage_format::wire::{Bad, Cursor, FIXED32, LEN, VARINT};
 
 /// The decoder found bytes prost would refuse.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -265,11 +266,11 @@ impl<'a> JournalOpView<'a> {
     /// refuses it before decoding). A second op field of the same kind
     /// merges into the first, one of another kind replaces it, as in prost.
     pub fn decode(msg: &'a [u8]) -> Result<JournalOpView<'a>, Undecodable> {
-        let mut c = Cursor { buf: msg };
+        let mut c = Cursor::new(msg);
         let mut txid = 0u64;
         let mut op: Option<OpView<'a>> = None;
-        while !c.buf.is_empty() {
-            let (field, wire) = c.key()?;
+        while !c.done() {
+            let (field, wire) = c.prost_key()?;
             match field {
                 f::journal_op::TXID => txid = c.uint(wire)?,
                 f::journal_op::MKDIR..=f::journal_op::REMOVE_XATTR => {
@@ -278,7 +279,7 @@ impl<'a> JournalOpView<'a> {
                     let body = c.delimited(wire)?;
                     op = Some(decode_op(field, body, TOP_DEPTH.saturating_sub(1), op)?);
                 }
-                _ => c.skip(wire, field, TOP_DEPTH)?,
+                _ => c.skip_field(wire, field, TOP_DEPTH)?,
             }
         }
         Ok(JournalOpView {
@@ -291,119 +292,53 @@ impl<'a> JournalOpView<'a> {
 /// prost's recursion limit: the depth a top-level message decodes at.
 const TOP_DEPTH: u32 = 100;
 
-const VARINT: u8 = 0;
-const I64: u8 = 1;
-const LEN: u8 = 2;
 const START_GROUP: u8 = 3;
 const END_GROUP: u8 = 4;
-const I32: u8 = 5;
 
-struct Cursor<'a> {
-    buf: &'a [u8],
+impl From<Bad> for Undecodable {
+    fn from(_: Bad) -> Self {
+        Undecodable
+    }
 }
 
-impl<'a> Cursor<'a> {
-    /// A varint as prost reads one: at most ten bytes, the tenth below 2.
-    #[inline(always)]
-    fn varint(&mut self) -> Result<u64, Undecodable> {
-        match self.buf.first() {
-            Some(&b) if b < 0x80 => {
-                self.buf = self.buf.get(1..).ok_or(Undecodable)?;
-                Ok(u64::from(b))
-            }
-            _ => self.varint_long(),
-        }
-    }
+/// Fields read as prost reads them, on the format's one wire cursor: a
+/// wrong wire type is refused, uint32 and int32 fields keep their low 32
+/// bits, any non-zero bool is true, and unknown fields of every wire type
+/// (groups among them) are skipped.
+trait AsProst<'a> {
+    fn prost_key(&mut self) -> Result<(u32, u8), Undecodable>;
+    fn delimited(&mut self, wire: u8) -> Result<&'a [u8], Undecodable>;
+    fn uint(&mut self, wire: u8) -> Result<u64, Undecodable>;
+    fn uint32(&mut self, wire: u8) -> Result<u32, Undecodable>;
+    fn int32(&mut self, wire: u8) -> Result<i32, Undecodable>;
+    fn boolean(&mut self, wire: u8) -> Result<bool, Undecodable>;
+    fn skip_field(&mut self, wire: u8, field: u32, depth: u32) -> Result<(), Undecodable>;
+}
 
-    /// Varints of two bytes or more: those that end within the next eight
-    /// bytes (values below 2^56, which prost reads the same way) without
-    /// a data-dependent branch, the rest a byte at a time.
-    // The shifts are by constants or by `stop_bit + 1 <= 64` (guarded), and
-    // `len <= 8` is within the eight bytes read.
-    #[allow(clippy::arithmetic_side_effects)]
+impl<'a> AsProst<'a> for Cursor<'a> {
+    /// A field key: its number (at least 1, the key within u32) and wire
+    /// type (0 to 5).
     #[inline]
-    fn varint_long(&mut self) -> Result<u64, Undecodable> {
-        if let Some(b) = self.buf.first_chunk::<8>() {
-            let x = u64::from_le_bytes(*b);
-            let stops = !x & 0x8080_8080_8080_8080;
-            if stops != 0 {
-                let stop_bit = stops.trailing_zeros();
-                let len = usize::try_from(stop_bit / 8 + 1).map_err(|_| Undecodable)?;
-                let keep = if stop_bit >= 63 {
-                    x
-                } else {
-                    x & ((1u64 << (stop_bit + 1)) - 1)
-                };
-                // Pack the 7-bit groups: 8 x 7 -> 4 x 14 -> 2 x 28 -> 56.
-                let x = keep & 0x7f7f_7f7f_7f7f_7f7f;
-                let x = (x & 0x007f_007f_007f_007f) | ((x & 0x7f00_7f00_7f00_7f00) >> 1);
-                let x = (x & 0x0000_3fff_0000_3fff) | ((x & 0x3fff_0000_3fff_0000) >> 2);
-                let x = (x & 0x0000_0000_0fff_ffff) | ((x & 0x0fff_ffff_0000_0000) >> 4);
-                self.buf = self.buf.get(len..).ok_or(Undecodable)?;
-                return Ok(x);
-            }
-        }
-        let mut v = 0u64;
-        for (i, &b) in self.buf.iter().enumerate().take(10) {
-            if i == 9 {
-                if b >= 2 {
-                    return Err(Undecodable);
-                }
-                v |= u64::from(b) << 63;
-                self.buf = self.buf.get(10..).ok_or(Undecodable)?;
-                return Ok(v);
-            }
-            // i < 9: the shift is below 63.
-            let shift = u32::try_from(i).map_err(|_| Undecodable)?.saturating_mul(7);
-            v |= u64::from(b & 0x7f) << shift;
-            if b < 0x80 {
-                let used = i.checked_add(1).ok_or(Undecodable)?;
-                self.buf = self.buf.get(used..).ok_or(Undecodable)?;
-                return Ok(v);
-            }
-        }
-        Err(Undecodable)
-    }
-
-    /// A field key: its number (at least 1) and wire type (0 to 5).
-    #[inline]
-    fn key(&mut self) -> Result<(u32, u8), Undecodable> {
-        let key = u32::try_from(self.varint()?).map_err(|_| Undecodable)?;
-        let wire = u8::try_from(key & 7).map_err(|_| Undecodable)?;
-        let field = key >> 3;
-        if wire > I32 || field < 1 {
+    fn prost_key(&mut self) -> Result<(u32, u8), Undecodable> {
+        let (field, wire) = self.key()?;
+        if wire > FIXED32 {
             return Err(Undecodable);
         }
         Ok((field, wire))
     }
 
-    fn take(&mut self, len: u64) -> Result<&'a [u8], Undecodable> {
-        let len = usize::try_from(len).map_err(|_| Undecodable)?;
-        if len > self.buf.len() {
-            return Err(Undecodable);
-        }
-        let (head, rest) = self.buf.split_at(len);
-        self.buf = rest;
-        Ok(head)
-    }
-
     /// A length-delimited field's bytes.
     #[inline]
     fn delimited(&mut self, wire: u8) -> Result<&'a [u8], Undecodable> {
-        if wire != LEN {
-            return Err(Undecodable);
-        }
-        let len = self.varint()?;
-        self.take(len)
+        Cursor::expect(wire, LEN)?;
+        Ok(self.bytes()?)
     }
 
     /// A uint64 field.
     #[inline]
     fn uint(&mut self, wire: u8) -> Result<u64, Undecodable> {
-        if wire != VARINT {
-            return Err(Undecodable);
-        }
-        self.varint()
+        Cursor::expect(wire, VARINT)?;
+        Ok(self.varint()?)
     }
 
     /// A uint32 field: prost keeps the low 32 bits.
@@ -427,29 +362,22 @@ impl<'a> Cursor<'a> {
     }
 
     /// Skips an unknown field as prost does, at recursion depth `depth`.
-    fn skip(&mut self, wire: u8, field: u32, depth: u32) -> Result<(), Undecodable> {
+    fn skip_field(&mut self, wire: u8, field: u32, depth: u32) -> Result<(), Undecodable> {
         if depth == 0 {
             return Err(Undecodable);
         }
         match wire {
-            VARINT => self.varint().map(drop),
-            I64 => self.take(8).map(drop),
-            LEN => {
-                let len = self.varint()?;
-                self.take(len).map(drop)
-            }
             START_GROUP => loop {
-                let (f, w) = self.key()?;
+                let (f, w) = self.prost_key()?;
                 if w == END_GROUP {
                     if f != field {
                         return Err(Undecodable);
                     }
                     return Ok(());
                 }
-                self.skip(w, f, depth.saturating_sub(1))?;
+                self.skip_field(w, f, depth.saturating_sub(1))?;
             },
-            I32 => self.take(4).map(drop),
-            _ => Err(Undecodable),
+            _ => Ok(self.skip(wire)?),
         }
     }
 }
@@ -462,11 +390,11 @@ fn each_field<'a>(
     depth: u32,
     mut on: impl FnMut(&mut Cursor<'a>, u32, u8) -> Result<bool, Undecodable>,
 ) -> Result<(), Undecodable> {
-    let mut c = Cursor { buf: body };
-    while !c.buf.is_empty() {
-        let (field, wire) = c.key()?;
+    let mut c = Cursor::new(body);
+    while !c.done() {
+        let (field, wire) = c.prost_key()?;
         if !on(&mut c, field, wire)? {
-            c.skip(wire, field, depth)?;
+            c.skip_field(wire, field, depth)?;
         }
     }
     Ok(())
@@ -827,13 +755,11 @@ mod tests {
                 prost::encoding::encode_varint(v, &mut buf);
                 let len = buf.len();
                 buf.extend(std::iter::repeat_n(0xffu8, pad));
-                let mut c = Cursor { buf: &buf };
+                let mut c = Cursor::new(&buf);
                 assert_eq!(c.varint(), Ok(v), "{v:#x} pad {pad}");
-                assert_eq!(c.buf.len(), pad);
+                assert_eq!(c.rest().len(), pad);
                 // Cut short, it is refused.
-                let mut c = Cursor {
-                    buf: &buf[..len - 1],
-                };
+                let mut c = Cursor::new(&buf[..len - 1]);
                 assert!(c.varint().is_err(), "{v:#x} cut to {}", len - 1);
             }
         }

@@ -10,6 +10,9 @@
 //! - [`tags`]: one-byte keys with the declared wire type
 //!   (`tags::inode::NAME == 0x1a`), built by [`key`];
 //! - [`varint`]: LEB128 varints, read and written;
+//! - [`cursor`]: [`Cursor`], the one zero-copy walker of messages, which
+//!   every reader of a message by hand uses (the loader's records and
+//!   Hadoop records, the one-path lookups, the journal's op views);
 //! - [`rules`]: the wire rules of FORMAT.md as a schema-driven check;
 //! - [`frames`]: the streamed reader of varint-framed records, for readers
 //!   that go through a file record by record (the loader's streaming
@@ -30,6 +33,7 @@
 )]
 
 pub mod convert;
+pub mod cursor;
 pub mod fields;
 pub mod frames;
 pub mod framing;
@@ -38,6 +42,7 @@ pub mod rules;
 pub mod tags;
 pub mod varint;
 
+pub use cursor::{Bad, Cursor};
 pub use frames::FrameReader;
 pub use keys::{key, split_key, FIXED32, FIXED64, LEN, VARINT};
 pub use rules::{check, schema, varint_fits, Ty};

@@ -9,8 +9,8 @@
     clippy::cast_sign_loss
 )]
 
-use super::keys::{split_key, FIXED32, FIXED64, LEN, VARINT};
-use super::varint::read_varint;
+use super::cursor::Cursor;
+use super::keys::{FIXED32, FIXED64, LEN, VARINT};
 
 /// The type of a known field, as far as the wire rules go.
 #[derive(Clone, Copy, Debug)]
@@ -46,48 +46,22 @@ pub fn varint_fits(ty: Ty, v: u64) -> bool {
     }
 }
 
-struct Cursor<'a> {
-    buf: &'a [u8],
-}
-
-impl<'a> Cursor<'a> {
-    fn varint(&mut self) -> Result<u64, &'static str> {
-        let (v, w) = read_varint(self.buf).ok_or("bad varint")?;
-        self.buf = self.buf.get(w..).ok_or("bad varint")?;
-        Ok(v)
-    }
-
-    fn take(&mut self, n: u64) -> Result<&'a [u8], &'static str> {
-        let n = usize::try_from(n).map_err(|_| "a field runs past the end of its record")?;
-        if n > self.buf.len() {
-            return Err("a field runs past the end of its record");
-        }
-        let (head, tail) = self.buf.split_at(n);
-        self.buf = tail;
-        Ok(head)
-    }
-}
-
 /// Checks that `buf` is a message with fields `schema` that follows the wire
 /// rules: every key has a field number of 1 or more and a wire type of 0, 1,
 /// 2 or 5 (groups, 3 and 4, are refused); a known field has its declared
 /// wire type and, for varints, a value its type can hold; nested messages
 /// follow the same rules; unknown fields are skipped.
 pub fn check(buf: &[u8], schema: &[(u32, Ty)]) -> Result<(), &'static str> {
-    let mut c = Cursor { buf };
-    while !c.buf.is_empty() {
-        let (field, wt) = split_key(c.varint()?)?;
+    let mut c = Cursor::new(buf);
+    while !c.done() {
+        let (field, wt) = c.key()?;
         let ty = schema.iter().find(|f| f.0 == field).map(|f| f.1);
         match (ty, wt) {
             (Some(Ty::RepeatedU64), VARINT) => {
                 c.varint()?;
             }
             (Some(Ty::RepeatedU64), LEN) => {
-                let n = c.varint()?;
-                let mut p = Cursor { buf: c.take(n)? };
-                while !p.buf.is_empty() {
-                    p.varint()?;
-                }
+                c.each_varint(LEN, |_| Ok(()))?;
             }
             (Some(t @ (Ty::U64 | Ty::U32 | Ty::Enum | Ty::Bool)), VARINT) => {
                 if !varint_fits(t, c.varint()?) {
@@ -98,27 +72,13 @@ pub fn check(buf: &[u8], schema: &[(u32, Ty)]) -> Result<(), &'static str> {
                 c.take(8)?;
             }
             (Some(Ty::Bytes), LEN) => {
-                let n = c.varint()?;
-                c.take(n)?;
+                c.bytes()?;
             }
             (Some(Ty::Msg(fields)), LEN) => {
-                let n = c.varint()?;
-                check(c.take(n)?, fields)?;
+                check(c.bytes()?, fields)?;
             }
             (Some(_), _) => return Err("a known field has the wrong wire type"),
-            (None, VARINT) => {
-                c.varint()?;
-            }
-            (None, FIXED64) => {
-                c.take(8)?;
-            }
-            (None, LEN) => {
-                let n = c.varint()?;
-                c.take(n)?;
-            }
-            (None, FIXED32) => {
-                c.take(4)?;
-            }
+            (None, VARINT | FIXED64 | LEN | FIXED32) => c.skip(wt)?,
             (None, _) => return Err("unsupported wire type (groups are refused)"),
         }
     }

@@ -4,12 +4,12 @@
 //! rewritten from the image's STRING_TABLE serials into the carry's own
 //! `strings`, so that a writer can put them back into another image.
 
+use super::delimited::Delimited;
 use super::file::HdfsFile;
 use super::image::HdfsImage;
 use super::inodes::{record_at, Keep};
 use super::strings::StringIds;
 use crate::error::LoadError;
-use crate::wire::Delimited;
 use nsimage_format::hdfs::{map_string_ids, HdfsSection, SnapshotCarry};
 use nsimage_format::hdfs_pb::i_node_directory_section::DirEntry;
 use nsimage_format::hdfs_pb::i_node_reference_section::INodeReference;

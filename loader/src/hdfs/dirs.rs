@@ -13,14 +13,15 @@
 //! References (`refChildren`) resolve through INODE_REFERENCE to the inode
 //! they refer to.
 
+use super::delimited::Delimited;
 use super::file::HdfsFile;
 use super::inodes::{record_at, Keep};
 use crate::error::LoadError;
 use crate::run::run_pieces;
 use crate::shard::Sharded;
 use crate::stats::LoadStats;
-use crate::wire::{each_varint, Delimited, Wire};
 use nsimage_format::hdfs_pb::i_node_directory_section::DirEntry;
+use nsimage_format::wire::Cursor;
 use nsimage_format::wire::VARINT;
 use nsimage_format::{Location, SubSectionInfo};
 use nsimage_namespace::{DirBatch, Namespace, NamespaceBuilder, Node, Slot, NO_SLOT, ROOT_ID};
@@ -79,22 +80,22 @@ fn entries(
 /// One DirEntry: its parent; children and resolved references appended to
 /// `kids`.
 fn dir_entry(body: &[u8], refs: &[u64], kids: &mut Vec<u64>) -> Result<u64, String> {
-    let mut w = Wire::new(body);
+    let mut w = Cursor::new(body);
     let mut parent = None;
     while !w.done() {
         let (field, wt) = w.key()?;
         match field {
             1 => {
-                Wire::expect(wt, VARINT)?;
+                Cursor::expect(wt, VARINT)?;
                 parent = Some(w.varint()?);
             }
-            2 => each_varint(&mut w, wt, |c| {
+            2 => w.each_varint(wt, |c| {
                 kids.push(c);
                 Ok(())
             })?,
             3 => {
                 let mut missing = None;
-                each_varint(&mut w, wt, |r| {
+                w.each_varint(wt, |r| {
                     match usize::try_from(r).ok().and_then(|r| refs.get(r)) {
                         Some(&id) => kids.push(id),
                         None => missing = missing.or(Some(r)),

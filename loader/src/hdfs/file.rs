@@ -288,7 +288,7 @@ impl HdfsFile {
         let head = |s: HdfsSection| -> Option<Vec<u8>> {
             let sec = self.summary.find(s)?;
             let bytes = self.prefix(sec.offset, sec.length, &sec.at(), 64).ok()?;
-            let (_, body) = crate::wire::Delimited::new(&bytes, 0)
+            let (_, body) = super::delimited::Delimited::new(&bytes, 0)
                 .next_record()
                 .ok()??;
             Some(body.to_vec())

@@ -9,13 +9,13 @@
 //! only an image whose records really are out of order takes the slow
 //! path: every record's id read, the records sorted, then decoded.
 
+use super::delimited::Delimited;
 use super::file::HdfsFile;
 use super::record::{decode_inode, record_id, RecordNotes};
 use super::strings::StringIds;
 use crate::error::LoadError;
 use crate::run::run_pieces;
 use crate::table::NodeTable;
-use crate::wire::Delimited;
 use nsimage_format::hdfs_pb::i_node_section::INode;
 use nsimage_format::hdfs_pb::INodeSection;
 use nsimage_format::{Location, SubSectionInfo};

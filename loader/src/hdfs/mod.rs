@@ -11,13 +11,15 @@
 //! [`describe`] reads that without the inodes (for `info`).
 //!
 //! Module map: `file` (the file, the summary, bounded inflation; records
-//! are walked with the crate's `wire`, as nsimage's are), `strings` (STRING_TABLE ids), `record` (one
+//! are walked with `nsimage_format::wire::Cursor`, as nsimage's are),
+//! `delimited` (a section's varint-delimited records), `strings` (STRING_TABLE ids), `record` (one
 //! INode record), `inodes` and `dirs` (the two phases), `image` (the side
 //! structure), `small` (the small sections), `md5` (the sidecar check), `run`
 //! (the load and `verify`), `reach` (the
 //! side structures checked against the inodes), `carry` (the snapshot carry of a load).
 
 mod carry;
+mod delimited;
 mod dirs;
 mod file;
 pub(crate) mod image;

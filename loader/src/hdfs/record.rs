@@ -5,8 +5,8 @@
 #![deny(clippy::arithmetic_side_effects, clippy::cast_possible_truncation)]
 
 use super::strings::StringIds;
-use crate::wire::{each_fixed32, Bad, Wire};
 use nsimage_format::hdfs::{AclBits, PermBits, StringTag, XAttrBits};
+use nsimage_format::wire::{Bad, Cursor};
 use nsimage_format::wire::{FIXED64, LEN, VARINT};
 use nsimage_namespace::{
     AclEntry, Block, Extra, LoadedBody, LoadedNode, Perm, UnderConstruction, XAttr, XAttrNs,
@@ -48,12 +48,12 @@ pub(crate) struct RecordNotes {
 
 /// The id of a record (field 2), for ordering records before decoding.
 pub(crate) fn record_id(body: &[u8]) -> R<u64> {
-    let mut w = Wire::new(body);
+    let mut w = Cursor::new(body);
     let mut id = None;
     while !w.done() {
         let (f, wt) = w.key()?;
         if f == 2 {
-            Wire::expect(wt, VARINT)?;
+            Cursor::expect(wt, VARINT)?;
             id = Some(w.varint()?);
         } else {
             w.skip(wt)?;
@@ -69,7 +69,7 @@ pub(crate) fn decode_inode<'a>(
     blocks: &'a mut Vec<Block>,
     notes: &mut RecordNotes,
 ) -> R<LoadedNode<'a>> {
-    let mut w = Wire::new(body);
+    let mut w = Cursor::new(body);
     let (mut ty, mut id, mut name) = (None, None, &b""[..]);
     let mut sub: Option<&'a [u8]> = None;
     let mut sub_field = 0u32;
@@ -77,19 +77,19 @@ pub(crate) fn decode_inode<'a>(
         let (f, wt) = w.key()?;
         match f {
             1 => {
-                Wire::expect(wt, VARINT)?;
+                Cursor::expect(wt, VARINT)?;
                 ty = Some(w.varint()?);
             }
             2 => {
-                Wire::expect(wt, VARINT)?;
+                Cursor::expect(wt, VARINT)?;
                 id = Some(w.varint()?);
             }
             3 => {
-                Wire::expect(wt, LEN)?;
+                Cursor::expect(wt, LEN)?;
                 name = w.bytes()?;
             }
             4..=6 => {
-                Wire::expect(wt, LEN)?;
+                Cursor::expect(wt, LEN)?;
                 sub = Some(w.bytes()?);
                 sub_field = f;
             }
@@ -193,7 +193,7 @@ fn file<'a>(
     blocks: &mut Vec<Block>,
     notes: &mut RecordNotes,
 ) -> R<Parts<'a>> {
-    let mut w = Wire::new(sub);
+    let mut w = Cursor::new(sub);
     let (mut replication, mut mtime, mut atime, mut pbs, mut pm) = (0u64, 0, 0, 0, 0u64);
     let (mut policy, mut block_type, mut ec_policy) = (0u64, 0u64, None);
     let mut extra: Option<Extra> = None;
@@ -201,7 +201,7 @@ fn file<'a>(
         let (f, wt) = w.key()?;
         match f {
             1 | 2 | 3 | 4 | 10 | 11 | 12 => {
-                Wire::expect(wt, VARINT)?;
+                Cursor::expect(wt, VARINT)?;
                 let v = w.varint()?;
                 match f {
                     1 => replication = v,
@@ -214,20 +214,20 @@ fn file<'a>(
                 }
             }
             5 => {
-                Wire::expect(wt, FIXED64)?;
+                Cursor::expect(wt, FIXED64)?;
                 pm = w.fixed64()?;
             }
             6 => {
-                Wire::expect(wt, LEN)?;
+                Cursor::expect(wt, LEN)?;
                 blocks.push(block(w.bytes()?)?);
             }
             7 => {
-                Wire::expect(wt, LEN)?;
+                Cursor::expect(wt, LEN)?;
                 let uc = under_construction(w.bytes()?)?;
                 extra.get_or_insert_with(Extra::default).under_construction = Some(uc);
             }
             8 => {
-                Wire::expect(wt, LEN)?;
+                Cursor::expect(wt, LEN)?;
                 acl(
                     w.bytes()?,
                     id,
@@ -236,7 +236,7 @@ fn file<'a>(
                 )?;
             }
             9 => {
-                Wire::expect(wt, LEN)?;
+                Cursor::expect(wt, LEN)?;
                 xattrs(
                     w.bytes()?,
                     id,
@@ -270,14 +270,14 @@ fn file<'a>(
 }
 
 fn block(b: &[u8]) -> R<Block> {
-    let mut w = Wire::new(b);
+    let mut w = Cursor::new(b);
     let mut blk = Block::default();
     let (mut has_id, mut has_gs) = (false, false);
     while !w.done() {
         let (f, wt) = w.key()?;
         match f {
             1..=3 => {
-                Wire::expect(wt, VARINT)?;
+                Cursor::expect(wt, VARINT)?;
                 let v = w.varint()?;
                 match f {
                     1 => (blk.id, has_id) = (v, true),
@@ -297,13 +297,13 @@ fn block(b: &[u8]) -> R<Block> {
 }
 
 fn under_construction(b: &[u8]) -> R<UnderConstruction> {
-    let mut w = Wire::new(b);
+    let mut w = Cursor::new(b);
     let (mut name, mut machine) = (&b""[..], &b""[..]);
     while !w.done() {
         let (f, wt) = w.key()?;
         match f {
             1 | 2 => {
-                Wire::expect(wt, LEN)?;
+                Cursor::expect(wt, LEN)?;
                 let v = w.bytes()?;
                 if f == 1 {
                     name = v;
@@ -321,12 +321,12 @@ fn under_construction(b: &[u8]) -> R<UnderConstruction> {
 }
 
 fn acl(b: &[u8], id: u64, ids: &StringIds, extra: &mut Extra) -> R<()> {
-    let mut w = Wire::new(b);
+    let mut w = Cursor::new(b);
     let mut err: Option<String> = None;
     while !w.done() {
         let (f, wt) = w.key()?;
         if f == 2 {
-            each_fixed32(&mut w, wt, |v| {
+            w.each_fixed32(wt, |v| {
                 let a = AclBits::unpack(v);
                 match ids.get(a.name_tag(), a.name) {
                     Some(name) => extra.acl.push(AclEntry {
@@ -354,25 +354,25 @@ fn acl(b: &[u8], id: u64, ids: &StringIds, extra: &mut Extra) -> R<()> {
 }
 
 fn xattrs(b: &[u8], id: u64, ids: &StringIds, extra: &mut Extra) -> R<()> {
-    let mut w = Wire::new(b);
+    let mut w = Cursor::new(b);
     while !w.done() {
         let (f, wt) = w.key()?;
         if f != 1 {
             w.skip(wt)?;
             continue;
         }
-        Wire::expect(wt, LEN)?;
-        let mut x = Wire::new(w.bytes()?);
+        Cursor::expect(wt, LEN)?;
+        let mut x = Cursor::new(w.bytes()?);
         let (mut packed, mut value) = (None, &b""[..]);
         while !x.done() {
             let (f, wt) = x.key()?;
             match f {
                 1 => {
-                    Wire::expect(wt, nsimage_format::wire::FIXED32)?;
+                    Cursor::expect(wt, nsimage_format::wire::FIXED32)?;
                     packed = Some(x.fixed32()?);
                 }
                 2 => {
-                    Wire::expect(wt, LEN)?;
+                    Cursor::expect(wt, LEN)?;
                     value = x.bytes()?;
                 }
                 _ => x.skip(wt)?,
@@ -405,14 +405,14 @@ fn xattrs(b: &[u8], id: u64, ids: &StringIds, extra: &mut Extra) -> R<()> {
 }
 
 fn dir<'a>(sub: &'a [u8], id: u64, ids: &StringIds, notes: &mut RecordNotes) -> R<Parts<'a>> {
-    let mut w = Wire::new(sub);
+    let mut w = Cursor::new(sub);
     let (mut mtime, mut ns, mut ds, mut pm) = (0u64, 0u64, 0u64, 0u64);
     let mut extra: Option<Extra> = None;
     while !w.done() {
         let (f, wt) = w.key()?;
         match f {
             1..=3 => {
-                Wire::expect(wt, VARINT)?;
+                Cursor::expect(wt, VARINT)?;
                 let v = w.varint()?;
                 match f {
                     1 => mtime = v,
@@ -421,11 +421,11 @@ fn dir<'a>(sub: &'a [u8], id: u64, ids: &StringIds, notes: &mut RecordNotes) -> 
                 }
             }
             4 => {
-                Wire::expect(wt, FIXED64)?;
+                Cursor::expect(wt, FIXED64)?;
                 pm = w.fixed64()?;
             }
             5 => {
-                Wire::expect(wt, LEN)?;
+                Cursor::expect(wt, LEN)?;
                 acl(
                     w.bytes()?,
                     id,
@@ -434,7 +434,7 @@ fn dir<'a>(sub: &'a [u8], id: u64, ids: &StringIds, notes: &mut RecordNotes) -> 
                 )?;
             }
             6 => {
-                Wire::expect(wt, LEN)?;
+                Cursor::expect(wt, LEN)?;
                 xattrs(
                     w.bytes()?,
                     id,
@@ -443,7 +443,7 @@ fn dir<'a>(sub: &'a [u8], id: u64, ids: &StringIds, notes: &mut RecordNotes) -> 
                 )?;
             }
             7 => {
-                Wire::expect(wt, LEN)?;
+                Cursor::expect(wt, LEN)?;
                 w.bytes()?;
                 notes.type_quotas = true;
             }
@@ -464,21 +464,21 @@ fn dir<'a>(sub: &'a [u8], id: u64, ids: &StringIds, notes: &mut RecordNotes) -> 
 }
 
 fn symlink<'a>(sub: &'a [u8], id: u64, ids: &StringIds) -> R<Parts<'a>> {
-    let mut w = Wire::new(sub);
+    let mut w = Cursor::new(sub);
     let (mut pm, mut target, mut mtime) = (0u64, &b""[..], 0u64);
     while !w.done() {
         let (f, wt) = w.key()?;
         match f {
             1 => {
-                Wire::expect(wt, FIXED64)?;
+                Cursor::expect(wt, FIXED64)?;
                 pm = w.fixed64()?;
             }
             2 => {
-                Wire::expect(wt, LEN)?;
+                Cursor::expect(wt, LEN)?;
                 target = w.bytes()?;
             }
             3 | 4 => {
-                Wire::expect(wt, VARINT)?;
+                Cursor::expect(wt, VARINT)?;
                 let v = w.varint()?;
                 if f == 3 {
                     mtime = v;

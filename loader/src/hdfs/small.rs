@@ -3,12 +3,12 @@
 //! FILES_UNDERCONSTRUCTION), decoded with prost into the side structure
 //! ([`HdfsImage`]).
 
+use super::delimited::Delimited;
 use super::file::HdfsFile;
 use super::image::{
     DiffRecord, EcPolicy, HdfsImage, NameSystem, Reference, SectionEntry, SnapshotEntry,
 };
 use crate::error::LoadError;
-use crate::wire::Delimited;
 use nsimage_format::hdfs::{HdfsSection, SummarySection};
 use nsimage_format::hdfs_pb::{
     files_under_construction_section::FileUnderConstructionEntry,

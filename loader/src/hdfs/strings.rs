@@ -3,12 +3,13 @@
 //! table) a serial id is looked up as is; with 1 to 3 (Hadoop 3.2+'s
 //! expanded tables) the id carries its table's ordinal in its top bits.
 
+use super::delimited::Delimited;
 use super::file::HdfsFile;
 use crate::error::LoadError;
-use crate::wire::{Delimited, Wire};
 use nsimage_format::hdfs::bits::MAX_MASK_BITS;
 use nsimage_format::hdfs::StringTag;
 use nsimage_format::hdfs_pb::StringTableSection;
+use nsimage_format::wire::Cursor;
 use nsimage_format::Location;
 use nsimage_namespace::StringTable;
 use prost::Message;
@@ -172,17 +173,17 @@ pub(crate) fn decode_strings(f: &HdfsFile) -> Result<(StringTable, StringIds), L
 
 /// One `StringTableSection.Entry`: (id, string).
 fn entry(body: &[u8]) -> Result<(u32, &[u8]), &'static str> {
-    let mut w = Wire::new(body);
+    let mut w = Cursor::new(body);
     let (mut id, mut s) = (0u32, &b""[..]);
     while !w.done() {
         let (field, wt) = w.key()?;
         match field {
             1 => {
-                Wire::expect(wt, nsimage_format::wire::VARINT)?;
+                Cursor::expect(wt, nsimage_format::wire::VARINT)?;
                 id = w.u32()?;
             }
             2 => {
-                Wire::expect(wt, nsimage_format::wire::LEN)?;
+                Cursor::expect(wt, nsimage_format::wire::LEN)?;
                 s = w.bytes()?;
             }
             _ => w.skip(wt)?,

@@ -1,0 +1,52 @@
+//! The varint-delimited records of a Hadoop section's bytes (each record
+//! a varint length, then that many bytes), walked with no allocation; the
+//! records themselves are walked with [`nsimage_format::wire::Cursor`].
+#![deny(
+    clippy::arithmetic_side_effects,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss
+)]
+
+use nsimage_format::wire::{read_varint, Bad};
+
+/// A record (its offset in the buffer, its bytes), `None` at the end, or
+/// where and why the framing broke.
+pub(crate) type Next<'a> = Result<Option<(usize, &'a [u8])>, (usize, Bad)>;
+
+/// The varint-delimited messages of a section's bytes: each item is the
+/// message's offset within `buf` and its bytes.
+pub(crate) struct Delimited<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Delimited<'a> {
+    pub(crate) fn new(buf: &'a [u8], pos: usize) -> Self {
+        Delimited { buf, pos }
+    }
+
+    /// Where the next record starts.
+    pub(crate) fn pos(&self) -> usize {
+        self.pos
+    }
+
+    /// The next record, `Ok(None)` at the end; `Err((offset, why))` for a
+    /// length prefix that is not a varint or runs past the end.
+    #[inline]
+    pub(crate) fn next_record(&mut self) -> Next<'a> {
+        let at = self.pos;
+        let rest = match self.buf.get(at..) {
+            Some(r) if !r.is_empty() => r,
+            _ => return Ok(None),
+        };
+        let (len, w) = read_varint(rest).ok_or((at, "a record's length prefix is not a varint"))?;
+        let body = usize::try_from(len)
+            .ok()
+            .and_then(|l| rest.get(w..)?.get(..l))
+            .ok_or((at, "a record runs past the end of its section"))?;
+        // w + len <= rest.len() (just checked through `get`), and
+        // at + rest.len() == buf.len().
+        self.pos = at.saturating_add(w).saturating_add(body.len());
+        Ok(Some((at, body)))
+    }
+}
