@@ -6,6 +6,12 @@
 //! - `tags.rs`: the one-byte key of every field with its declared wire
 //!   type, which the hand-written record encoder and decoder use.
 //!
+//! and from `proto/hdfs_fsimage.proto` (Hadoop's fsimage schema):
+//!
+//! - the prost types (`hdfs.fsimage.rs`);
+//! - `hdfs_fields.rs`: the number of every field of every message, nested
+//!   messages as nested modules (`inode_section::inode::ID`).
+//!
 //! The constants come from the schema itself, so they cannot drift from it.
 
 use std::fmt::Write as _;
@@ -18,6 +24,7 @@ const TYPE_NAMES: [&str; 19] = [
 const TYPE_GROUP: i32 = 10;
 const TYPE_MESSAGE: i32 = 11;
 const TYPE_ENUM: i32 = 14;
+const LABEL_REQUIRED: i32 = 2;
 const LABEL_REPEATED: i32 = 3;
 
 /// The name of field type `ty` ("" for a number it does not know).
@@ -53,6 +60,52 @@ fn wire_type(ty: i32, repeated: bool) -> &'static str {
         "fixed32" | "sfixed32" | "float" => "FIXED32",
         _ => "VARINT",
     }
+}
+
+/// Appends the field-number module of message `m` (and of the messages
+/// nested in it, as modules inside it) to `out`, indented by `depth`.
+fn field_module(
+    out: &mut String,
+    m: &prost_types::DescriptorProto,
+    path: &str,
+    depth: usize,
+) -> std::fmt::Result {
+    let pad = "    ".repeat(depth);
+    let name = m.name();
+    let full = if path.is_empty() {
+        name.to_string()
+    } else {
+        format!("{path}.{name}")
+    };
+    writeln!(
+        out,
+        "{pad}/// Field numbers of `{full}`.\n{pad}pub mod {} {{",
+        snake(name)
+    )?;
+    for f in &m.field {
+        let ty = f.r#type.unwrap_or(0);
+        let ty_name = if ty == TYPE_MESSAGE || ty == TYPE_ENUM {
+            f.type_name().rsplit('.').next().unwrap_or("").to_string()
+        } else {
+            type_name(ty).to_string()
+        };
+        let label = match f.label.unwrap_or(0) {
+            LABEL_REPEATED => "repeated ",
+            LABEL_REQUIRED => "required ",
+            _ => "optional ",
+        };
+        let (field, number) = (f.name(), f.number());
+        writeln!(
+            out,
+            "{pad}    /// `{label}{ty_name} {field} = {number}`.\n{pad}    \
+             pub const {}: u32 = {number};",
+            field.to_ascii_uppercase()
+        )?;
+    }
+    for n in &m.nested_type {
+        field_module(out, n, &full, depth + 1)?;
+    }
+    writeln!(out, "{pad}}}\n")
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -112,9 +165,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     prost_build::Config::new().compile_fds(descriptors)?;
 
-    // Hadoop's fsimage schema: prost types only (`hdfs.fsimage.rs`).
+    // Hadoop's fsimage schema: prost types (`hdfs.fsimage.rs`) and field
+    // numbers (`hdfs_fields.rs`).
     let hdfs = "proto/hdfs_fsimage.proto";
     println!("cargo:rerun-if-changed={hdfs}");
-    prost_build::Config::new().compile_fds(protox::compile([hdfs], ["proto"])?)?;
+    let descriptors = protox::compile([hdfs], ["proto"])?;
+    let mut fields = String::new();
+    for file in &descriptors.file {
+        for m in &file.message_type {
+            field_module(&mut fields, m, "", 0)?;
+        }
+    }
+    std::fs::write(out.join("hdfs_fields.rs"), fields)?;
+    prost_build::Config::new().compile_fds(descriptors)?;
     Ok(())
 }

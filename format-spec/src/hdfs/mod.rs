@@ -15,6 +15,8 @@
 //! - [`version`]: the layout versions this build reads and the codecs;
 //! - [`carry`]: [`SnapshotCarry`], nsimage's own message carrying a
 //!   Hadoop image's snapshots between images;
+//! - [`fields`]: the field numbers of every message of the schema,
+//!   generated from it;
 //! - [`bits`]: the packed fields: permission, ACL entry, xattr name, and
 //!   string ids with their table tag ([`StringTag`], `maskBits`).
 //!
@@ -23,6 +25,7 @@
 
 pub mod bits;
 pub mod carry;
+pub mod fields;
 pub mod magic;
 pub mod sections;
 pub mod summary;

@@ -20,6 +20,7 @@ use crate::error::LoadError;
 use crate::run::run_pieces;
 use crate::shard::Sharded;
 use crate::stats::LoadStats;
+use nsimage_format::hdfs::fields::inode_directory_section::dir_entry as dir_entry_f;
 use nsimage_format::hdfs_pb::i_node_directory_section::DirEntry;
 use nsimage_format::wire::Cursor;
 use nsimage_format::wire::VARINT;
@@ -85,15 +86,15 @@ fn dir_entry(body: &[u8], refs: &[u64], kids: &mut Vec<u64>) -> Result<u64, Stri
     while !w.done() {
         let (field, wt) = w.key()?;
         match field {
-            1 => {
+            dir_entry_f::PARENT => {
                 Cursor::expect(wt, VARINT)?;
                 parent = Some(w.varint()?);
             }
-            2 => w.each_varint(wt, |c| {
+            dir_entry_f::CHILDREN => w.each_varint(wt, |c| {
                 kids.push(c);
                 Ok(())
             })?,
-            3 => {
+            dir_entry_f::REF_CHILDREN => {
                 let mut missing = None;
                 w.each_varint(wt, |r| {
                     match usize::try_from(r).ok().and_then(|r| refs.get(r)) {

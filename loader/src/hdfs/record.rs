@@ -5,6 +5,12 @@
 #![deny(clippy::arithmetic_side_effects, clippy::cast_possible_truncation)]
 
 use super::strings::StringIds;
+use nsimage_format::hdfs::fields::block_proto as blk_f;
+use nsimage_format::hdfs::fields::inode_section::{
+    acl_feature_proto as acl_f, file_under_construction_feature as uc_f, inode as inode_f,
+    inode_directory as dir_f, inode_file as file_f, inode_symlink as link_f,
+    xattr_compact_proto as xattr_f, xattr_feature_proto as xattrs_f,
+};
 use nsimage_format::hdfs::{AclBits, PermBits, StringTag, XAttrBits};
 use nsimage_format::wire::{Bad, Cursor};
 use nsimage_format::wire::{FIXED64, LEN, VARINT};
@@ -52,7 +58,7 @@ pub(crate) fn record_id(body: &[u8]) -> R<u64> {
     let mut id = None;
     while !w.done() {
         let (f, wt) = w.key()?;
-        if f == 2 {
+        if f == inode_f::ID {
             Cursor::expect(wt, VARINT)?;
             id = Some(w.varint()?);
         } else {
@@ -76,19 +82,19 @@ pub(crate) fn decode_inode<'a>(
     while !w.done() {
         let (f, wt) = w.key()?;
         match f {
-            1 => {
+            inode_f::TYPE => {
                 Cursor::expect(wt, VARINT)?;
                 ty = Some(w.varint()?);
             }
-            2 => {
+            inode_f::ID => {
                 Cursor::expect(wt, VARINT)?;
                 id = Some(w.varint()?);
             }
-            3 => {
+            inode_f::NAME => {
                 Cursor::expect(wt, LEN)?;
                 name = w.bytes()?;
             }
-            4..=6 => {
+            inode_f::FILE | inode_f::DIRECTORY | inode_f::SYMLINK => {
                 Cursor::expect(wt, LEN)?;
                 sub = Some(w.bytes()?);
                 sub_field = f;
@@ -99,9 +105,9 @@ pub(crate) fn decode_inode<'a>(
     let id = id.ok_or(RecordError::Wire("an inode record has no id"))?;
     let ty = ty.ok_or(RecordError::Wire("an inode record has no type"))?;
     let want = match ty {
-        1 => 4,
-        2 => 5,
-        3 => 6,
+        1 => inode_f::FILE,
+        2 => inode_f::DIRECTORY,
+        3 => inode_f::SYMLINK,
         t => {
             return Err(RecordError::Value(format!(
                 "inode {id} has unknown type {t}"
@@ -121,8 +127,8 @@ pub(crate) fn decode_inode<'a>(
     };
     blocks.clear();
     let (perm, mtime, body, extra) = match want {
-        4 => file(sub, id, ids, blocks, notes)?,
-        5 => dir(sub, id, ids, notes)?,
+        inode_f::FILE => file(sub, id, ids, blocks, notes)?,
+        inode_f::DIRECTORY => dir(sub, id, ids, notes)?,
         _ => symlink(sub, id, ids)?,
     };
     let body = match body {
@@ -200,33 +206,39 @@ fn file<'a>(
     while !w.done() {
         let (f, wt) = w.key()?;
         match f {
-            1 | 2 | 3 | 4 | 10 | 11 | 12 => {
+            file_f::REPLICATION
+            | file_f::MODIFICATION_TIME
+            | file_f::ACCESS_TIME
+            | file_f::PREFERRED_BLOCK_SIZE
+            | file_f::STORAGE_POLICY_ID
+            | file_f::BLOCK_TYPE
+            | file_f::ERASURE_CODING_POLICY_ID => {
                 Cursor::expect(wt, VARINT)?;
                 let v = w.varint()?;
                 match f {
-                    1 => replication = v,
-                    2 => mtime = v,
-                    3 => atime = v,
-                    4 => pbs = v,
-                    10 => policy = v,
-                    11 => block_type = v,
+                    file_f::REPLICATION => replication = v,
+                    file_f::MODIFICATION_TIME => mtime = v,
+                    file_f::ACCESS_TIME => atime = v,
+                    file_f::PREFERRED_BLOCK_SIZE => pbs = v,
+                    file_f::STORAGE_POLICY_ID => policy = v,
+                    file_f::BLOCK_TYPE => block_type = v,
                     _ => ec_policy = Some(v),
                 }
             }
-            5 => {
+            file_f::PERMISSION => {
                 Cursor::expect(wt, FIXED64)?;
                 pm = w.fixed64()?;
             }
-            6 => {
+            file_f::BLOCKS => {
                 Cursor::expect(wt, LEN)?;
                 blocks.push(block(w.bytes()?)?);
             }
-            7 => {
+            file_f::FILE_UC => {
                 Cursor::expect(wt, LEN)?;
                 let uc = under_construction(w.bytes()?)?;
                 extra.get_or_insert_with(Extra::default).under_construction = Some(uc);
             }
-            8 => {
+            file_f::ACL => {
                 Cursor::expect(wt, LEN)?;
                 acl(
                     w.bytes()?,
@@ -235,7 +247,7 @@ fn file<'a>(
                     extra.get_or_insert_with(Extra::default),
                 )?;
             }
-            9 => {
+            file_f::X_ATTRS => {
                 Cursor::expect(wt, LEN)?;
                 xattrs(
                     w.bytes()?,
@@ -276,12 +288,12 @@ fn block(b: &[u8]) -> R<Block> {
     while !w.done() {
         let (f, wt) = w.key()?;
         match f {
-            1..=3 => {
+            blk_f::BLOCK_ID | blk_f::GEN_STAMP | blk_f::NUM_BYTES => {
                 Cursor::expect(wt, VARINT)?;
                 let v = w.varint()?;
                 match f {
-                    1 => (blk.id, has_id) = (v, true),
-                    2 => (blk.generation_stamp, has_gs) = (v, true),
+                    blk_f::BLOCK_ID => (blk.id, has_id) = (v, true),
+                    blk_f::GEN_STAMP => (blk.generation_stamp, has_gs) = (v, true),
                     _ => blk.length = v,
                 }
             }
@@ -302,10 +314,10 @@ fn under_construction(b: &[u8]) -> R<UnderConstruction> {
     while !w.done() {
         let (f, wt) = w.key()?;
         match f {
-            1 | 2 => {
+            uc_f::CLIENT_NAME | uc_f::CLIENT_MACHINE => {
                 Cursor::expect(wt, LEN)?;
                 let v = w.bytes()?;
-                if f == 1 {
+                if f == uc_f::CLIENT_NAME {
                     name = v;
                 } else {
                     machine = v;
@@ -325,7 +337,7 @@ fn acl(b: &[u8], id: u64, ids: &StringIds, extra: &mut Extra) -> R<()> {
     let mut err: Option<String> = None;
     while !w.done() {
         let (f, wt) = w.key()?;
-        if f == 2 {
+        if f == acl_f::ENTRIES {
             w.each_fixed32(wt, |v| {
                 let a = AclBits::unpack(v);
                 match ids.get(a.name_tag(), a.name) {
@@ -357,7 +369,7 @@ fn xattrs(b: &[u8], id: u64, ids: &StringIds, extra: &mut Extra) -> R<()> {
     let mut w = Cursor::new(b);
     while !w.done() {
         let (f, wt) = w.key()?;
-        if f != 1 {
+        if f != xattrs_f::X_ATTRS {
             w.skip(wt)?;
             continue;
         }
@@ -367,11 +379,11 @@ fn xattrs(b: &[u8], id: u64, ids: &StringIds, extra: &mut Extra) -> R<()> {
         while !x.done() {
             let (f, wt) = x.key()?;
             match f {
-                1 => {
+                xattr_f::NAME => {
                     Cursor::expect(wt, nsimage_format::wire::FIXED32)?;
                     packed = Some(x.fixed32()?);
                 }
-                2 => {
+                xattr_f::VALUE => {
                     Cursor::expect(wt, LEN)?;
                     value = x.bytes()?;
                 }
@@ -411,20 +423,20 @@ fn dir<'a>(sub: &'a [u8], id: u64, ids: &StringIds, notes: &mut RecordNotes) -> 
     while !w.done() {
         let (f, wt) = w.key()?;
         match f {
-            1..=3 => {
+            dir_f::MODIFICATION_TIME | dir_f::NS_QUOTA | dir_f::DS_QUOTA => {
                 Cursor::expect(wt, VARINT)?;
                 let v = w.varint()?;
                 match f {
-                    1 => mtime = v,
-                    2 => ns = v,
+                    dir_f::MODIFICATION_TIME => mtime = v,
+                    dir_f::NS_QUOTA => ns = v,
                     _ => ds = v,
                 }
             }
-            4 => {
+            dir_f::PERMISSION => {
                 Cursor::expect(wt, FIXED64)?;
                 pm = w.fixed64()?;
             }
-            5 => {
+            dir_f::ACL => {
                 Cursor::expect(wt, LEN)?;
                 acl(
                     w.bytes()?,
@@ -433,7 +445,7 @@ fn dir<'a>(sub: &'a [u8], id: u64, ids: &StringIds, notes: &mut RecordNotes) -> 
                     extra.get_or_insert_with(Extra::default),
                 )?;
             }
-            6 => {
+            dir_f::X_ATTRS => {
                 Cursor::expect(wt, LEN)?;
                 xattrs(
                     w.bytes()?,
@@ -442,7 +454,7 @@ fn dir<'a>(sub: &'a [u8], id: u64, ids: &StringIds, notes: &mut RecordNotes) -> 
                     extra.get_or_insert_with(Extra::default),
                 )?;
             }
-            7 => {
+            dir_f::TYPE_QUOTAS => {
                 Cursor::expect(wt, LEN)?;
                 w.bytes()?;
                 notes.type_quotas = true;
@@ -469,18 +481,18 @@ fn symlink<'a>(sub: &'a [u8], id: u64, ids: &StringIds) -> R<Parts<'a>> {
     while !w.done() {
         let (f, wt) = w.key()?;
         match f {
-            1 => {
+            link_f::PERMISSION => {
                 Cursor::expect(wt, FIXED64)?;
                 pm = w.fixed64()?;
             }
-            2 => {
+            link_f::TARGET => {
                 Cursor::expect(wt, LEN)?;
                 target = w.bytes()?;
             }
-            3 | 4 => {
+            link_f::MODIFICATION_TIME | link_f::ACCESS_TIME => {
                 Cursor::expect(wt, VARINT)?;
                 let v = w.varint()?;
-                if f == 3 {
+                if f == link_f::MODIFICATION_TIME {
                     mtime = v;
                 }
             }

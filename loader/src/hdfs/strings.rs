@@ -7,6 +7,7 @@ use super::delimited::Delimited;
 use super::file::HdfsFile;
 use crate::error::LoadError;
 use nsimage_format::hdfs::bits::MAX_MASK_BITS;
+use nsimage_format::hdfs::fields::string_table_section::entry as entry_f;
 use nsimage_format::hdfs::StringTag;
 use nsimage_format::hdfs_pb::StringTableSection;
 use nsimage_format::wire::Cursor;
@@ -178,11 +179,11 @@ fn entry(body: &[u8]) -> Result<(u32, &[u8]), &'static str> {
     while !w.done() {
         let (field, wt) = w.key()?;
         match field {
-            1 => {
+            entry_f::ID => {
                 Cursor::expect(wt, nsimage_format::wire::VARINT)?;
                 id = w.u32()?;
             }
-            2 => {
+            entry_f::STR => {
                 Cursor::expect(wt, nsimage_format::wire::LEN)?;
                 s = w.bytes()?;
             }

@@ -20,6 +20,8 @@ use super::options::{
 use super::serials::Serials;
 use super::sink::ImageSink;
 use super::summary::HdfsWritten;
+use nsimage_format::hdfs::fields::files_under_construction_section::file_under_construction_entry as uc_f;
+use nsimage_format::hdfs::fields::string_table_section::entry as entry_f;
 use nsimage_format::hdfs::SnapshotCarry;
 use nsimage_format::hdfs_pb::i_node_directory_section::DirEntry;
 use nsimage_format::hdfs_pb::snapshot_diff_section::{diff_entry, DiffEntry};
@@ -283,9 +285,9 @@ pub fn write_hdfs_image_with_carry<W: Write>(
         }
         let path = ns.path_of(inode.id()).unwrap_or_default();
         body.clear();
-        encode_key(1, WireType::Varint, &mut body);
+        encode_key(uc_f::INODE_ID, WireType::Varint, &mut body);
         encode_varint(inode.id(), &mut body);
-        encode_key(2, WireType::LengthDelimited, &mut body);
+        encode_key(uc_f::FULL_PATH, WireType::LengthDelimited, &mut body);
         encode_varint(path.len() as u64, &mut body);
         body.extend_from_slice(&path);
         sink.record_body(&body)?;
@@ -353,9 +355,9 @@ pub fn write_hdfs_image_with_carry<W: Write>(
     for (id, sid) in serials.entries() {
         let s = strings.get(sid).unwrap_or_default();
         body.clear();
-        encode_key(1, WireType::Varint, &mut body);
+        encode_key(entry_f::ID, WireType::Varint, &mut body);
         encode_varint(u64::from(id), &mut body);
-        encode_key(2, WireType::LengthDelimited, &mut body);
+        encode_key(entry_f::STR, WireType::LengthDelimited, &mut body);
         encode_varint(s.len() as u64, &mut body);
         body.extend_from_slice(s);
         sink.record_body(&body)?;
