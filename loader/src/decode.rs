@@ -212,7 +212,9 @@ pub fn loaded_from_pb<'m>(
 }
 
 /// The records of one INODE piece into a batch filling arena chunk `chunk`,
-/// through the zero-copy walker.
+/// through the zero-copy walker. Loads go through [`inodes_into`]; this is
+/// the benches' view of the decoder alone.
+#[cfg_attr(not(feature = "bench-internals"), allow(dead_code))]
 pub fn inodes(
     buf: &[u8],
     piece: &SubSectionInfo,

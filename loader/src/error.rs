@@ -35,6 +35,20 @@ pub enum LoadError {
         /// What is missing or wrong.
         detail: String,
     },
+    /// A one-path lookup ([`load_path`](crate::load_path)) found no such
+    /// path: a component is missing, or the path goes through a file or a
+    /// symlink. The data does not hold it.
+    #[error(
+        "{}: no such path in the image{}",
+        path.display(),
+        why.as_deref().map(|w| format!(" ({w})")).unwrap_or_default()
+    )]
+    NoSuchPath {
+        /// The image file.
+        path: PathBuf,
+        /// Why, when the walk stopped somewhere telling (a file on the way).
+        why: Option<String>,
+    },
     /// A well-formed image this build cannot read (version, features, kinds).
     #[error("{}: {source}", path.display())]
     Unsupported {
@@ -63,7 +77,8 @@ impl LoadError {
         }
     }
 
-    /// True when the data is at fault (corrupt or unsupported), false for I/O.
+    /// True when the data is at fault (corrupt, unsupported, or without the
+    /// path looked up), false for I/O.
     pub fn is_data_error(&self) -> bool {
         !matches!(self, LoadError::Io { .. })
     }

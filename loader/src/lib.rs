@@ -41,6 +41,8 @@
 //!   in the nodes, by node-table range on a pool, as each piece decodes on
 //!   one thread; then the tree checked from the parent links), each running
 //!   its pieces through `run` (a pool, or this thread);
+//! - `lookup`: [`load_path`], one path looked up reading only the pieces
+//!   on the way, down the optional NAME_INDEX section ([`PathView`]);
 //! - `stream`: the streaming baseline (buffered reader, prost per record);
 //! - `sections`: what every read path shares: a section's pieces with their
 //!   locations, the located errors, the check of unknown sections;
@@ -84,34 +86,53 @@
 //! ```
 #![deny(unsafe_code)]
 
+// `decode`, `record`, `shard` and `table` are the loader's internals. The
+// non-default feature `bench-internals` makes them public for the
+// criterion benches (`benches/` at the workspace root) alone: they are
+// not an API, and change without notice.
+
 mod ahead;
 mod assemble;
+#[cfg(feature = "bench-internals")]
 pub mod decode;
+#[cfg(not(feature = "bench-internals"))]
+mod decode;
 mod dir_phase;
 mod error;
 pub mod hdfs;
 mod indexed;
 mod inode_phase;
 mod load;
+mod lookup;
 mod mmap;
 mod name_index;
 mod options;
 pub mod prefetch;
 mod progress;
+#[cfg(feature = "bench-internals")]
 pub mod record;
+#[cfg(not(feature = "bench-internals"))]
+mod record;
 mod run;
 mod sections;
+#[cfg(feature = "bench-internals")]
 pub mod shard;
+#[cfg(not(feature = "bench-internals"))]
+mod shard;
 pub mod source;
 mod stats;
 mod stream;
+#[cfg(feature = "bench-internals")]
 pub mod table;
+#[cfg(not(feature = "bench-internals"))]
+mod table;
 mod trim;
 mod verify;
 
 pub use assemble::Assembly;
 pub use error::LoadError;
 pub use load::load;
+pub use lookup::{load_path, PathOptions, PathView};
 pub use mmap::MmapOptIn;
 pub use options::{LoadOptions, DEFAULT_PARALLEL_THRESHOLD};
 pub use shard::LockStats;

@@ -75,7 +75,9 @@ impl<'a, T: Copy> Sharded<'a, T> {
     /// shard the range touches once.
     // Bounds: base <= pos < end <= len (checked first) and shard_len >= 1,
     // so every quotient, product and difference below lies in 0..=len.
+    // Used by the benches (`bench-internals`) alone.
     #[allow(clippy::arithmetic_side_effects)]
+    #[cfg_attr(not(feature = "bench-internals"), allow(dead_code))]
     pub fn put(&self, base: usize, items: &[T]) -> Result<(), String> {
         let end = base
             .checked_add(items.len())

@@ -4,7 +4,7 @@
 //! `nsimage load`.
 
 use nsimage_namespace::InodeKind;
-use nsimage_viewer::lookup::load_path_keyed;
+use nsimage_viewer::lookup::{load_path, PathOptions};
 use nsimage_viewer::paths::ImagePath;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -27,7 +27,11 @@ pub struct Args {
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let path = ImagePath::parse(&a.path)?;
     let t = Instant::now();
-    let view = load_path_keyed(&a.image, &path, a.children, super::key()?.as_ref())?;
+    let opts = PathOptions {
+        with_children: a.children,
+        key: super::key()?,
+    };
+    let view = load_path(&a.image, &path, &opts)?;
     let seconds = t.elapsed().as_secs_f64();
     let image_bytes = std::fs::metadata(&a.image)?.len();
     let ns = &view.namespace;

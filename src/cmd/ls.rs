@@ -44,8 +44,11 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     }
     // One path and its children: only the pieces on the way are read
     // (images without a NAME_INDEX section are loaded whole).
-    let view =
-        nsimage_viewer::lookup::load_path_keyed(&a.image, &path, true, super::key()?.as_ref())?;
+    let opts = nsimage_viewer::lookup::PathOptions {
+        with_children: true,
+        key: super::key()?,
+    };
+    let view = nsimage_viewer::lookup::load_path(&a.image, &path, &opts)?;
     let listing = ls::ls(&view.namespace, &path)?;
     finish(ls::write_listing(&listing, format, &mut out).and_then(|()| out.flush()))
 }

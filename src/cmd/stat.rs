@@ -19,7 +19,11 @@ pub struct Args {
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let path = ImagePath::parse(&a.path)?;
-    let view = lookup::load_path_keyed(&a.image, &path, false, super::key()?.as_ref())?;
+    let opts = lookup::PathOptions {
+        with_children: false,
+        key: super::key()?,
+    };
+    let view = lookup::load_path(&a.image, &path, &opts)?;
     let info = stat::stat(&view.namespace, &path)?;
     // A Hadoop image's snapshots of this directory, if it is snapshottable.
     let snapshots = view.hdfs.as_ref().and_then(|h| {

@@ -9,7 +9,7 @@ use nsimage_format::{Index, Location, SectionKind};
 use nsimage_loader::{LoadError, LoadOptions};
 use nsimage_namespace::{Inode, Namespace};
 use nsimage_testkit::generate::{generate, GenSpec};
-use nsimage_viewer::lookup::{load_path, PathView};
+use nsimage_viewer::lookup::{load_path, PathOptions, PathView};
 use nsimage_viewer::paths::ImagePath;
 use nsimage_viewer::ViewError;
 use nsimage_writer::WriteOptions;
@@ -40,7 +40,11 @@ fn setup() -> (tempfile::TempDir, PathBuf, Namespace) {
 }
 
 fn lookup(img: &Path, path: &str, children: bool) -> Result<PathView, ViewError> {
-    load_path(img, &ImagePath::parse(path).unwrap(), children)
+    let opts = PathOptions {
+        with_children: children,
+        key: None,
+    };
+    load_path(img, &ImagePath::parse(path).unwrap(), &opts)
 }
 
 fn show(n: &Inode<'_>) -> String {
