@@ -18,7 +18,7 @@ impl Assembly {
     pub fn new(info: NsInfo, tables: Interned, batch: InodeBatch) -> Result<Self, String> {
         let (nodes, parts) = batch.into_nodes_and_parts();
         let mut builder = NamespaceBuilder::new(info, tables, nodes);
-        builder.add_inode_parts(parts)?;
+        builder.add_inode_parts(parts).map_err(|e| e.to_string())?;
         Ok(Assembly {
             builder,
             dirs: DirBatch::new(0, 0),
@@ -27,13 +27,17 @@ impl Assembly {
 
     /// Adds one directory's children, in name order; directories in id order.
     pub fn dir(&mut self, parent: u64, children: impl Iterator<Item = u64>) -> Result<(), String> {
-        self.dirs.push(&self.builder, parent, children)
+        self.dirs
+            .push(&self.builder, parent, children)
+            .map_err(|e| e.to_string())
     }
 
     /// Links children to parents and checks the whole tree.
     pub fn finish(mut self) -> Result<Namespace, String> {
-        self.builder.link(&self.dirs)?;
-        self.builder.attach(vec![self.dirs])?;
-        self.builder.finish()
+        self.builder.link(&self.dirs).map_err(|e| e.to_string())?;
+        self.builder
+            .attach(vec![self.dirs])
+            .map_err(|e| e.to_string())?;
+        self.builder.finish().map_err(|e| e.to_string())
     }
 }

@@ -296,7 +296,7 @@ pub fn dirs(
         first.get_or_insert(parent);
         batch
             .push(builder, parent, children.iter().copied())
-            .map_err(|d| bad(at, off, d))?;
+            .map_err(|d| bad(at, off, d.to_string()))?;
         n = n.saturating_add(1);
     }
     check_piece(piece, at, n, first)?;

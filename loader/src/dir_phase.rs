@@ -15,7 +15,7 @@ use crate::sections::{chunk_of, corrupt, pieces, section};
 use crate::source::{ImageSource, PieceBuf};
 use crate::stats::LoadStats;
 use nsimage_format::{Location, SectionKind, SubSectionInfo};
-use nsimage_namespace::{DirBatch, Namespace, NamespaceBuilder, Node};
+use nsimage_namespace::{BuildError, DirBatch, Namespace, NamespaceBuilder, Node};
 use rayon::prelude::*;
 use std::time::Instant;
 
@@ -36,7 +36,7 @@ pub(crate) fn dir_phase(
             let batches = decode_dirs(src, pool, &pieces, &builder)?;
             link_ranges(pool, builder.nodes_mut(), &batches).map_err(|(i, d)| {
                 let at = pieces.get(i).map_or_else(|| at.clone(), |p| p.1.clone());
-                corrupt(src, at, d)
+                corrupt(src, at, d.to_string())
             })?;
             batches
         }
@@ -44,8 +44,10 @@ pub(crate) fn dir_phase(
     };
     builder
         .attach(batches)
-        .map_err(|d| corrupt(src, at.clone(), d))?;
-    let ns = builder.finish_linked().map_err(|d| corrupt(src, at, d))?;
+        .map_err(|d| corrupt(src, at.clone(), d.to_string()))?;
+    let ns = builder
+        .finish_linked()
+        .map_err(|d| corrupt(src, at, d.to_string()))?;
     stats.dir_phase_seconds = t.elapsed().as_secs_f64();
     Ok(ns)
 }
@@ -81,10 +83,10 @@ fn link_ranges(
     pool: &rayon::ThreadPool,
     nodes: &mut [Node],
     batches: &[DirBatch],
-) -> Result<(), (usize, String)> {
+) -> Result<(), (usize, BuildError)> {
     let len = nodes.len();
     let per = len.div_ceil(pool.current_num_threads().max(1)).max(1);
-    let failed: Vec<(usize, String)> = pool.install(|| {
+    let failed: Vec<(usize, BuildError)> = pool.install(|| {
         nodes
             .par_chunks_mut(per)
             .enumerate()
@@ -120,7 +122,7 @@ fn link_in_place(
             .map_err(|e| LoadError::from_format(src.path(), e))?;
         builder
             .link(&batch)
-            .map_err(|d| corrupt(src, at.clone(), d))?;
+            .map_err(|d| corrupt(src, at.clone(), d.to_string()))?;
         batches.push(batch);
     }
     Ok(batches)

@@ -49,7 +49,7 @@ pub(crate) fn inode_phase(
     for (parts, (_, at)) in parts.into_iter().zip(&pieces) {
         builder
             .add_inode_parts(parts)
-            .map_err(|d| corrupt(src, at.clone(), d))?;
+            .map_err(|d| corrupt(src, at.clone(), d.to_string()))?;
     }
     stats.inode_phase_seconds = t.elapsed().as_secs_f64();
     Ok(builder)

@@ -7,6 +7,7 @@
 use crate::arena::{Arena, Span};
 use crate::block_ids::{dense, unique, BatchIds};
 use crate::consts::{Slot, NO_SLOT, ROOT_ID};
+use crate::errors::BuildError;
 use crate::ids::IdIndex;
 use crate::inode_batch::{BlockStats, InodeParts, Interned};
 use crate::namespace::{read_name, Namespace};
@@ -41,19 +42,17 @@ impl DirBatch {
         b: &NamespaceBuilder,
         parent: u64,
         children: impl Iterator<Item = u64>,
-    ) -> Result<(), String> {
+    ) -> Result<(), BuildError> {
         if self.last_parent.is_some_and(|p| parent <= p) {
-            return Err(format!(
-                "directory {parent} is not greater than the previous one"
-            ));
+            return Err(BuildError::DirectoryOutOfOrder(parent));
         }
         self.last_parent = Some(parent);
         let ps =
             b.ns.ids
                 .slot(parent)
-                .ok_or_else(|| format!("parent {parent} is not an inode"))?;
+                .ok_or(BuildError::ParentNotAnInode(parent))?;
         if !b.ns.nodes[ps as usize].is_dir() {
-            return Err(format!("parent {parent} is not a directory"));
+            return Err(BuildError::ParentNotADirectory(parent));
         }
         let start = self.children.len();
         let mut prev: Option<&[u8]> = None;
@@ -61,27 +60,25 @@ impl DirBatch {
             let cs =
                 b.ns.ids
                     .slot(c)
-                    .ok_or_else(|| format!("child {c} of {parent} is not an inode"))?;
+                    .ok_or(BuildError::ChildNotAnInode { parent, child: c })?;
             if cs == 0 {
-                return Err(format!("the root is listed as a child of {parent}"));
+                return Err(BuildError::RootListed(parent));
             }
             let name = b.name_of(cs);
             if prev.is_some_and(|p| p >= name) {
-                return Err(format!(
-                    "children of {parent} are not in strictly increasing name order at {c}"
-                ));
+                return Err(BuildError::ChildrenOutOfOrder { parent, child: c });
             }
             prev = Some(name);
             self.children.push(cs);
         }
         let len = self.children.len() - start;
         if len == 0 {
-            return Err(format!("directory {parent} has an empty child list"));
+            return Err(BuildError::EmptyChildList(parent));
         }
         let span = Span {
             chunk: self.chunk,
-            start: u32::try_from(start).map_err(|_| "child list over 4G entries".to_string())?,
-            len: u32::try_from(len).map_err(|_| "child list over 4G entries".to_string())?,
+            start: u32::try_from(start).map_err(|_| BuildError::ChildListTooLong)?,
+            len: u32::try_from(len).map_err(|_| BuildError::ChildListTooLong)?,
         };
         self.dirs.push((ps, span));
         Ok(())
@@ -94,7 +91,12 @@ impl DirBatch {
     /// child whose parent is already set, listed in two directories, is an
     /// error; so is a child past the table, reported by the part that ends
     /// it.
-    pub fn link_into(&self, part: &mut [Node], base: usize, total: usize) -> Result<(), String> {
+    pub fn link_into(
+        &self,
+        part: &mut [Node],
+        base: usize,
+        total: usize,
+    ) -> Result<(), BuildError> {
         let end = base.saturating_add(part.len());
         for (c, p) in self.links() {
             let Some(node) = (c as usize)
@@ -102,12 +104,12 @@ impl DirBatch {
                 .and_then(|off| part.get_mut(off))
             else {
                 if c as usize >= total && end >= total {
-                    return Err(format!("slot {c} outside the table of {total}"));
+                    return Err(BuildError::SlotOutOfRange { slot: c, total });
                 }
                 continue;
             };
             if node.parent != NO_SLOT {
-                return Err(format!("inode in slot {c} is listed in two directories"));
+                return Err(BuildError::ListedTwice(c));
             }
             node.parent = p;
         }
@@ -197,20 +199,19 @@ impl NamespaceBuilder {
     }
 
     /// Adds the parts of the next INODE piece (pieces in id order).
-    pub fn add_inode_parts(&mut self, parts: InodeParts) -> Result<(), String> {
+    pub fn add_inode_parts(&mut self, parts: InodeParts) -> Result<(), BuildError> {
         let base = self.added;
         if parts.len == 0 {
             return Ok(());
         }
         if self.ns.ids.extend(&parts.ids).is_none() {
-            return Err(format!(
-                "inode ids of this piece do not follow the previous piece's (last id {})",
-                self.ns.ids.last_id().unwrap_or(0)
+            return Err(BuildError::PieceIdsOutOfOrder(
+                self.ns.ids.last_id().unwrap_or(0),
             ));
         }
         self.added += parts.len;
         if self.added as usize > self.ns.nodes.len() {
-            return Err("more inodes than the node table holds".into());
+            return Err(BuildError::TooManyInodes);
         }
         self.block_stats.merge(&parts.block_stats);
         self.block_ids.push(parts.block_ids);
@@ -234,7 +235,7 @@ impl NamespaceBuilder {
     /// its range through [`nodes_mut`](Self::nodes_mut) and
     /// [`DirBatch::link_into`] instead). A child whose
     /// parent is already set, listed in two directories, is an error.
-    pub fn link(&mut self, batch: &DirBatch) -> Result<(), String> {
+    pub fn link(&mut self, batch: &DirBatch) -> Result<(), BuildError> {
         let total = self.ns.nodes.len();
         batch.link_into(&mut self.ns.nodes, 0, total)
     }
@@ -242,14 +243,13 @@ impl NamespaceBuilder {
     /// Attaches the child lists of `batches` to their directories; the
     /// parents of their children must already be set, through
     /// [`link`](Self::link) or [`nodes_mut`](Self::nodes_mut), none twice.
-    pub fn attach(&mut self, batches: Vec<DirBatch>) -> Result<(), String> {
+    pub fn attach(&mut self, batches: Vec<DirBatch>) -> Result<(), BuildError> {
         let ns = &mut self.ns;
         if self.added as usize != ns.nodes.len() {
-            return Err(format!(
-                "{} inodes decoded, {} expected",
-                self.added,
-                ns.nodes.len()
-            ));
+            return Err(BuildError::InodeCount {
+                decoded: self.added,
+                expected: ns.nodes.len(),
+            });
         }
         let mut last: Option<Slot> = None;
         for batch in batches {
@@ -257,11 +257,10 @@ impl NamespaceBuilder {
             // the order must continue. Slots are in id order.
             if let (Some(l), Some(&(first, _))) = (last, batch.dirs.first()) {
                 if first <= l {
-                    return Err(format!(
-                        "directory {} is not greater than the previous one {}",
-                        ns.ids.id(first),
-                        ns.ids.id(l)
-                    ));
+                    return Err(BuildError::DirectoryAfter {
+                        dir: ns.ids.id(first),
+                        previous: ns.ids.id(l),
+                    });
                 }
             }
             if let Some(&(l, _)) = batch.dirs.last() {
@@ -271,10 +270,10 @@ impl NamespaceBuilder {
                 let n = &mut ns.nodes[ps as usize];
                 // DirBatch::push takes directory parents only.
                 if !n.is_dir() {
-                    return Err(format!("parent {} is not a directory", ns.ids.id(ps)));
+                    return Err(BuildError::ParentNotADirectory(ns.ids.id(ps)));
                 }
                 if n.span.len != 0 {
-                    return Err(format!("directory {} is listed twice", ns.ids.id(ps)));
+                    return Err(BuildError::DirectoryListedTwice(ns.ids.id(ps)));
                 }
                 n.span = span;
                 self.listing.push(ps);
@@ -289,7 +288,7 @@ impl NamespaceBuilder {
 
     /// Checks the whole tree (a root, every inode reachable from it exactly
     /// once, ids within the counters) and returns the namespace.
-    pub fn finish(self) -> Result<Namespace, String> {
+    pub fn finish(self) -> Result<Namespace, BuildError> {
         let mut frontier = if self.ns.nodes.is_empty() {
             vec![]
         } else {
@@ -337,7 +336,7 @@ impl NamespaceBuilder {
     /// parent; a caller setting parents through
     /// [`nodes_mut`](Self::nodes_mut) must refuse it too, or call
     /// [`finish`](Self::finish).
-    pub fn finish_linked(self) -> Result<Namespace, String> {
+    pub fn finish_linked(self) -> Result<Namespace, BuildError> {
         let reachable = if self.hangs_from_root() {
             self.ns.nodes.len()
         } else {
@@ -389,29 +388,23 @@ impl NamespaceBuilder {
     /// [`finish`](Self::finish) with the reachable count computed by the
     /// caller through [`expand`](Self::expand), starting from `[0]` with a
     /// count of 1 (the root).
-    pub fn finish_counted(self, reachable: usize) -> Result<Namespace, String> {
+    pub fn finish_counted(self, reachable: usize) -> Result<Namespace, BuildError> {
         if (self.added as usize) != self.ns.nodes.len() {
-            return Err(format!(
-                "{} inodes decoded, {} expected",
-                self.added,
-                self.ns.nodes.len()
-            ));
+            return Err(BuildError::InodeCount {
+                decoded: self.added,
+                expected: self.ns.nodes.len(),
+            });
         }
         let ns = self.ns;
         match ns.nodes.first() {
             Some(root) if ns.ids.id(0) == ROOT_ID && root.is_dir() => {}
-            _ => {
-                return Err(format!(
-                    "the first inode is not the root directory {ROOT_ID}"
-                ))
-            }
+            _ => return Err(BuildError::NoRoot),
         }
         if ns.ids.last_id().is_some_and(|l| l > ns.info.last_inode_id) {
-            return Err(format!(
-                "inode id {} exceeds last_inode_id {}",
-                ns.ids.last_id().unwrap_or(0),
-                ns.info.last_inode_id
-            ));
+            return Err(BuildError::InodeIdTooLarge {
+                id: ns.ids.last_id().unwrap_or(0),
+                last: ns.info.last_inode_id,
+            });
         }
         check_blocks(&ns, &self.block_stats, &self.block_ids)?;
         let seen = reachable;
@@ -422,9 +415,9 @@ impl NamespaceBuilder {
                     // i + 1 < nodes.len() == self.added, a u32 (checked above).
                     #[allow(clippy::cast_possible_truncation)]
                     let slot = i as u32 + 1;
-                    format!("inode {} is in no directory", ns.ids.id(slot))
+                    BuildError::Orphan(ns.ids.id(slot))
                 }
-                None => "the directory tree has a cycle".to_string(),
+                None => BuildError::Cycle,
             });
         }
         Ok(ns)
@@ -439,23 +432,23 @@ impl NamespaceBuilder {
 /// with a bitmap over the id range when that range is dense, and a sort of
 /// the ids otherwise. Either way memory is bounded by the number of blocks
 /// decoded, never by a value read from the image.
-fn check_blocks(ns: &Namespace, st: &BlockStats, batches: &[BatchIds]) -> Result<(), String> {
+fn check_blocks(ns: &Namespace, st: &BlockStats, batches: &[BatchIds]) -> Result<(), BuildError> {
     if st.count == 0 {
         return Ok(());
     }
     if st.max_id > ns.info.last_block_id {
-        return Err(format!(
-            "block id {} exceeds last_block_id {}",
-            st.max_id, ns.info.last_block_id
-        ));
+        return Err(BuildError::BlockIdTooLarge {
+            id: st.max_id,
+            last: ns.info.last_block_id,
+        });
     }
     if st.max_generation_stamp > ns.info.generation_stamp {
-        return Err(format!(
-            "block generation stamp {} exceeds the namespace's {}",
-            st.max_generation_stamp, ns.info.generation_stamp
-        ));
+        return Err(BuildError::GenerationStampTooLarge {
+            stamp: st.max_generation_stamp,
+            max: ns.info.generation_stamp,
+        });
     }
-    let dup = |id: u64| Err(format!("block id {id} is used twice"));
+    let dup = |id: u64| Err(BuildError::DuplicateBlock(id));
     match unique(batches, st.min_id, st.max_id, st.count) {
         Some(Ok(())) => return Ok(()),
         Some(Err(id)) => return dup(id),
@@ -463,7 +456,7 @@ fn check_blocks(ns: &Namespace, st: &BlockStats, batches: &[BatchIds]) -> Result
     }
     let span = st.max_id.saturating_sub(st.min_id);
     if dense(span, st.count) {
-        let words = usize::try_from(span / 64 + 1).map_err(|_| "too many blocks".to_string())?;
+        let words = usize::try_from(span / 64 + 1).map_err(|_| BuildError::TooManyBlocks)?;
         let mut bits = vec![0u64; words];
         for chunk in ns.blocks.chunks() {
             for b in chunk {
@@ -543,13 +536,14 @@ mod tests {
         };
         let (nodes, parts) = batch.into_nodes_and_parts();
         let mut b = NamespaceBuilder::new(info, tables, nodes);
-        b.add_inode_parts(parts)?;
+        b.add_inode_parts(parts).map_err(|e| e.to_string())?;
         let mut d = DirBatch::new(0, 0);
         for (parent, children) in dirs {
-            d.push(&b, id(*parent), children.iter().map(|&c| id(c)))?;
+            d.push(&b, id(*parent), children.iter().map(|&c| id(c)))
+                .map_err(|e| e.to_string())?;
         }
-        b.link(&d)?;
-        b.attach(vec![d])?;
+        b.link(&d).map_err(|e| e.to_string())?;
+        b.attach(vec![d]).map_err(|e| e.to_string())?;
         Ok(b)
     }
 
@@ -587,8 +581,10 @@ mod tests {
             ),
         ];
         for (n, dir_ids, dirs, want) in cases {
-            let linked = built(*n, dir_ids, dirs).and_then(|b| b.finish_linked());
-            let walked = built(*n, dir_ids, dirs).and_then(|b| b.finish());
+            let linked =
+                built(*n, dir_ids, dirs).and_then(|b| b.finish_linked().map_err(|e| e.to_string()));
+            let walked =
+                built(*n, dir_ids, dirs).and_then(|b| b.finish().map_err(|e| e.to_string()));
             let show = |r: &Result<crate::Namespace, String>| match r {
                 Ok(ns) => format!("ok {:?}", ns.digest()),
                 Err(e) => e.clone(),

@@ -1,7 +1,8 @@
-//! Why a mutation of the namespace was refused: [`NsError`], and the
-//! helpers that build its messages.
+//! Why a mutation of the namespace was refused ([`NsError`]), why a
+//! namespace could not be built from decoded records ([`BuildError`]), and
+//! the helpers that build their messages.
 
-use crate::consts::MAX_NAME_LENGTH;
+use crate::consts::{Slot, MAX_NAME_LENGTH, ROOT_ID};
 
 /// Why a mutation was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -57,6 +58,128 @@ pub enum NsError {
     /// target), explained.
     #[error("invalid argument: {0}")]
     Invalid(String),
+}
+
+/// Why [`NamespaceBuilder`](crate::NamespaceBuilder) or
+/// [`DirBatch`](crate::DirBatch) refused the records it was given: a rule
+/// of FORMAT.md that involves more than one record. Ids are inode ids,
+/// slots positions in the node table.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// A directory record whose parent id is not above the previous
+    /// record's, within one piece.
+    #[error("directory {0} is not greater than the previous one")]
+    DirectoryOutOfOrder(u64),
+    /// The first directory of a piece is not above the last of the
+    /// previous piece.
+    #[error("directory {dir} is not greater than the previous one {previous}")]
+    DirectoryAfter {
+        /// The directory's id.
+        dir: u64,
+        /// The previous piece's last directory's id.
+        previous: u64,
+    },
+    /// A directory record's parent id names no inode (a dangling parent).
+    #[error("parent {0} is not an inode")]
+    ParentNotAnInode(u64),
+    /// A directory record's parent is a file or symlink.
+    #[error("parent {0} is not a directory")]
+    ParentNotADirectory(u64),
+    /// A listed child id names no inode (a dangling child).
+    #[error("child {child} of {parent} is not an inode")]
+    ChildNotAnInode {
+        /// The directory's id.
+        parent: u64,
+        /// The child's id.
+        child: u64,
+    },
+    /// The root listed as a child (of the directory named).
+    #[error("the root is listed as a child of {0}")]
+    RootListed(u64),
+    /// Children not in strictly increasing name order (a duplicate name
+    /// among them, or a misordering), at the child named.
+    #[error("children of {parent} are not in strictly increasing name order at {child}")]
+    ChildrenOutOfOrder {
+        /// The directory's id.
+        parent: u64,
+        /// The first child out of order.
+        child: u64,
+    },
+    /// A directory record with no children.
+    #[error("directory {0} has an empty child list")]
+    EmptyChildList(u64),
+    /// A piece's child lists hold more than `u32::MAX` entries.
+    #[error("child list over 4G entries")]
+    ChildListTooLong,
+    /// A child slot past the node table.
+    #[error("slot {slot} outside the table of {total}")]
+    SlotOutOfRange {
+        /// The slot.
+        slot: Slot,
+        /// The node table's length.
+        total: usize,
+    },
+    /// An inode listed in two directories (a duplicate listing).
+    #[error("inode in slot {0} is listed in two directories")]
+    ListedTwice(Slot),
+    /// A directory with two records.
+    #[error("directory {0} is listed twice")]
+    DirectoryListedTwice(u64),
+    /// A piece of inodes whose ids do not follow the previous piece's.
+    #[error("inode ids of this piece do not follow the previous piece's (last id {0})")]
+    PieceIdsOutOfOrder(u64),
+    /// More inodes added than the node table holds.
+    #[error("more inodes than the node table holds")]
+    TooManyInodes,
+    /// Fewer inodes added than the node table holds.
+    #[error("{decoded} inodes decoded, {expected} expected")]
+    InodeCount {
+        /// Inodes added.
+        decoded: u32,
+        /// The node table's length.
+        expected: usize,
+    },
+    /// The first inode is not the root directory.
+    #[error("the first inode is not the root directory {ROOT_ID}")]
+    NoRoot,
+    /// An inode id above NS_INFO's `last_inode_id`.
+    #[error("inode id {id} exceeds last_inode_id {last}")]
+    InodeIdTooLarge {
+        /// The largest inode id.
+        id: u64,
+        /// NS_INFO's `last_inode_id`.
+        last: u64,
+    },
+    /// A block id above NS_INFO's `last_block_id`.
+    #[error("block id {id} exceeds last_block_id {last}")]
+    BlockIdTooLarge {
+        /// The largest block id.
+        id: u64,
+        /// NS_INFO's `last_block_id`.
+        last: u64,
+    },
+    /// A block generation stamp above NS_INFO's.
+    #[error("block generation stamp {stamp} exceeds the namespace's {max}")]
+    GenerationStampTooLarge {
+        /// The largest block generation stamp.
+        stamp: u64,
+        /// NS_INFO's `generation_stamp`.
+        max: u64,
+    },
+    /// Two blocks with one id.
+    #[error("block id {0} is used twice")]
+    DuplicateBlock(u64),
+    /// A block id range too wide for this machine's memory.
+    #[error("too many blocks")]
+    TooManyBlocks,
+    /// An inode not reachable from the root, listed in no directory.
+    #[error("inode {0} is in no directory")]
+    Orphan(u64),
+    /// Every inode is listed once, yet some are not reachable from the
+    /// root.
+    #[error("the directory tree has a cycle")]
+    Cycle,
 }
 
 pub(crate) type Result<T> = std::result::Result<T, NsError>;

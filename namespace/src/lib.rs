@@ -125,7 +125,7 @@ pub use build::{DirBatch, NamespaceBuilder};
 pub use children::{ChildIter, Children};
 pub use consts::{Slot, MAX_NAME_LENGTH, NO_SLOT, ROOT_ID};
 pub use digest::Digest;
-pub use errors::NsError;
+pub use errors::{BuildError, NsError};
 pub use ids::IdIndex;
 pub use inode_batch::{
     BlockStats, InodeBatch, InodeParts, Interned, LoadedBody, LoadedNode, NodeSink,

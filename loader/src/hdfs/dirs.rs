@@ -25,7 +25,9 @@ use nsimage_format::hdfs_pb::i_node_directory_section::DirEntry;
 use nsimage_format::wire::Cursor;
 use nsimage_format::wire::VARINT;
 use nsimage_format::{Location, SubSectionInfo};
-use nsimage_namespace::{DirBatch, Namespace, NamespaceBuilder, Node, Slot, NO_SLOT, ROOT_ID};
+use nsimage_namespace::{
+    BuildError, DirBatch, Namespace, NamespaceBuilder, Node, Slot, NO_SLOT, ROOT_ID,
+};
 use prost::Message;
 use rayon::prelude::*;
 use std::collections::{HashMap, HashSet};
@@ -191,7 +193,7 @@ fn build(
     for &(parent, s, t, pos) in &e.dirs {
         batch
             .push(b, parent, e.kids[s..t].iter().copied())
-            .map_err(|d| bad(f, at, pos, d))?;
+            .map_err(|d| bad(f, at, pos, d.to_string()))?;
     }
     Ok(batch)
 }
@@ -260,7 +262,7 @@ pub(crate) fn dir_phase(
     set_parents(pool, builder.nodes_mut(), &parents);
     builder
         .attach(batches)
-        .map_err(|d| f.corrupt(at0.clone(), d))?;
+        .map_err(|d| f.corrupt(at0.clone(), d.to_string()))?;
     drop(parents);
     let seen = match pool {
         Some(pool) => pool.install(|| reachable(&builder, true)),
@@ -268,7 +270,7 @@ pub(crate) fn dir_phase(
     };
     let ns = builder
         .finish_counted(seen)
-        .map_err(|d| f.corrupt(at0, d))?;
+        .map_err(|d| f.corrupt(at0, d.to_string()))?;
     others.sort_by_key(|d| d.parent());
     Ok((ns, others))
 }
@@ -310,7 +312,7 @@ pub(crate) fn current_tree(
 
 /// The error of a child listed in two directories.
 fn listed_twice(child: Slot) -> String {
-    format!("inode in slot {child} is listed in two directories")
+    BuildError::ListedTwice(child).to_string()
 }
 
 /// Records a batch's children's parents in the sharded parent table; a

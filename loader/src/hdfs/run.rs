@@ -173,7 +173,7 @@ fn load_open(f: &HdfsFile, opts: &LoadOptions) -> Result<Loaded, LoadError> {
     for parts in inodes.parts {
         builder
             .add_inode_parts(parts)
-            .map_err(|d| f.corrupt(at0.clone(), d))?;
+            .map_err(|d| f.corrupt(at0.clone(), d.to_string()))?;
     }
     stats.inode_phase_seconds = t.elapsed().as_secs_f64();
     let t = Instant::now();
