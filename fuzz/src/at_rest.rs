@@ -45,7 +45,7 @@ use nsimage_format::codec::{self, Codec, Compression, MAX_EXPANSION, MAX_PLAIN_L
 use nsimage_format::consts::{features, footer};
 use nsimage_format::framing::put_frame;
 use nsimage_format::{pb, Footer, Header};
-use nsimage_loader::{load, verify_keyed, LoadOptions, ReadStrategy};
+use nsimage_loader::{load, verify, LoadOptions, ReadStrategy, VerifyOptions};
 use nsimage_writer::{write_image, AtRestOptions, WriteOptions};
 use prost::Message;
 use std::sync::OnceLock;
@@ -1011,7 +1011,13 @@ pub fn check(img: &[u8], built: Option<&Built>) -> Vec<(String, Result<u64, Stri
                 Ok(_) => panic!("an encrypted image loads with {name}"),
                 Err(e) => assert!(e.is_data_error(), "{name}: an I/O error: {e}"),
             }
-            match verify_keyed(&path, ReadStrategy::Bulk, k) {
+            match verify(
+                &path,
+                &VerifyOptions {
+                    read: ReadStrategy::Bulk,
+                    key: k.cloned(),
+                },
+            ) {
                 Ok(r) => assert!(!r.is_ok(), "verify accepts an encrypted image with {name}"),
                 Err(e) => assert!(e.is_data_error(), "verify, {name}: an I/O error: {e}"),
             }

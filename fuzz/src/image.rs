@@ -20,7 +20,7 @@ use nsimage_format::framing::{put_frame, Records};
 use nsimage_format::{
     pb, Footer, Header, Index, Location, SectionInfo, SectionKind, SubSectionInfo,
 };
-use nsimage_loader::{load, record, verify_keyed, LoadOptions, ReadStrategy};
+use nsimage_loader::{load, record, verify, LoadOptions, ReadStrategy, VerifyOptions};
 use nsimage_namespace::{Block, FileSpec, Namespace, PermSpec, XAttrNs};
 use nsimage_writer::{write_image, WriteOptions};
 use prost::Message;
@@ -640,7 +640,13 @@ pub fn verdicts_with(img: &[u8], key: Option<&Key>) -> Vec<(String, Result<u64, 
         };
         out.push((name, v));
     }
-    let v = match verify_keyed(path, ReadStrategy::Bulk, key) {
+    let v = match verify(
+        path,
+        &VerifyOptions {
+            read: ReadStrategy::Bulk,
+            key: key.cloned(),
+        },
+    ) {
         Ok(r) if r.is_ok() => Ok(0),
         Ok(r) => Err(format!("{:?}", r.problems)),
         Err(e) => {

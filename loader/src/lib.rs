@@ -88,8 +88,8 @@
 
 // `decode`, `record`, `shard` and `table` are the loader's internals. The
 // non-default feature `bench-internals` makes them public for the
-// criterion benches (`benches/` at the workspace root) alone: they are
-// not an API, and change without notice.
+// criterion benches (`benches/` at the workspace root) and the fuzz
+// targets alone: they are not an API, and change without notice.
 
 mod ahead;
 mod assemble;
@@ -139,4 +139,4 @@ pub use shard::LockStats;
 pub use source::{ImageSource, PieceBuf, ReadStrategy};
 pub use stats::{LoadStats, Loaded};
 pub use trim::release_free_memory;
-pub use verify::{verify, verify_keyed, verify_with, Problem, VerifyReport};
+pub use verify::{verify, Problem, VerifyOptions, VerifyReport};

@@ -46,30 +46,25 @@ impl VerifyReport {
     }
 }
 
-/// Verifies the image at `path`, reading its pieces with positioned reads
-/// ([`ReadStrategy::Bulk`]). Header, footer and index problems are returned
-/// as an error (nothing else can be checked without them); problems inside
-/// sections are listed in the report.
-pub fn verify(path: &Path) -> Result<VerifyReport, LoadError> {
-    verify_with(path, ReadStrategy::Bulk)
+/// How [`verify`] reads an image.
+#[derive(Clone, Default)]
+pub struct VerifyOptions {
+    /// How pieces are read: [`ReadStrategy::Bulk`] (positioned reads, the
+    /// default); with [`ReadStrategy::Mmap`] the file is mapped once, so
+    /// that the structural pass reads the same pages instead of reading the
+    /// file a second time; [`ReadStrategy::Stream`] reads like `Bulk`.
+    pub read: ReadStrategy,
+    /// The key of an encrypted image (checked against the index's
+    /// fingerprint first). Without the right key an encrypted image is an
+    /// error ([`LoadError::Key`]).
+    pub key: Option<Key>,
 }
 
-/// [`verify`] with a chosen read strategy. With [`ReadStrategy::Mmap`] the
-/// file is mapped once, so that the structural pass reads the same pages
-/// instead of reading the file a second time; [`ReadStrategy::Stream`]
-/// reads like [`ReadStrategy::Bulk`].
-pub fn verify_with(path: &Path, read: ReadStrategy) -> Result<VerifyReport, LoadError> {
-    verify_keyed(path, read, None)
-}
-
-/// [`verify_with`] for an image that may be encrypted: `key` unlocks it
-/// (checked against the index's fingerprint first). Without the right
-/// key an encrypted image is an error ([`LoadError::Key`]).
-pub fn verify_keyed(
-    path: &Path,
-    read: ReadStrategy,
-    key: Option<&Key>,
-) -> Result<VerifyReport, LoadError> {
+/// Verifies the image at `path`, read as `opts` says. Header, footer and
+/// index problems are returned as an error (nothing else can be checked
+/// without them); problems inside sections are listed in the report.
+pub fn verify(path: &Path, opts: &VerifyOptions) -> Result<VerifyReport, LoadError> {
+    let (read, key) = (opts.read, opts.key.as_ref());
     if crate::hdfs::is_hdfs_file(path)? {
         // A Hadoop image: no checksums but the sidecar; the load's checks.
         let c = crate::hdfs::run::check(path)?;

@@ -5,7 +5,7 @@
 //! when its last request finishes.
 
 use nsimage_format::cipher::Key;
-use nsimage_loader::{load, verify_keyed, ImageSource, LoadOptions, ReadStrategy};
+use nsimage_loader::{load, verify, ImageSource, LoadOptions, ReadStrategy, VerifyOptions};
 use nsimage_namespace::Namespace;
 use parking_lot::RwLock;
 use std::path::{Path, PathBuf};
@@ -118,7 +118,14 @@ pub fn load_checkpoint(
             ));
         }
     }
-    let report = verify_keyed(path, ReadStrategy::Bulk, key).map_err(|e| bad(e.to_string()))?;
+    let report = verify(
+        path,
+        &VerifyOptions {
+            read: ReadStrategy::Bulk,
+            key: key.cloned(),
+        },
+    )
+    .map_err(|e| bad(e.to_string()))?;
     if !report.is_ok() {
         let first = report
             .problems

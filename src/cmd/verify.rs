@@ -1,7 +1,7 @@
 //! `nsimage verify`: every checksum and structural rule; lists each bad
 //! region and exits 1 if there is one.
 
-use nsimage_loader::{verify_keyed, LoadError, ReadStrategy};
+use nsimage_loader::{verify, LoadError, ReadStrategy, VerifyOptions};
 use serde_json::json;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -19,7 +19,13 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     // Positioned reads, not a mapping: `verify` is for files of unknown
     // origin, and one cut short while mapped would be a SIGBUS, not a
     // report.
-    let report = match verify_keyed(&a.file, ReadStrategy::Bulk, super::key()?.as_ref()) {
+    let report = match verify(
+        &a.file,
+        &VerifyOptions {
+            read: ReadStrategy::Bulk,
+            key: super::key()?,
+        },
+    ) {
         Ok(r) => r,
         // Header, footer or index damage: report it in the same shape.
         Err(LoadError::Corrupt { at, detail, .. }) => nsimage_loader::VerifyReport {

@@ -265,7 +265,7 @@ pub fn every_path_keyed(
     path: &std::path::Path,
     key: Option<&nsimage_format::cipher::Key>,
 ) -> Vec<(String, Verdict)> {
-    use nsimage_loader::{load, verify_keyed, LoadOptions, ReadStrategy};
+    use nsimage_loader::{load, verify, LoadOptions, ReadStrategy, VerifyOptions};
     let mut out = Vec::new();
     for read in [mmap(), ReadStrategy::Bulk, ReadStrategy::Stream] {
         for threads in [1, 2] {
@@ -280,7 +280,14 @@ pub fn every_path_keyed(
             out.push((format!("{read:?}/{threads}"), v));
         }
     }
-    let ok = verify_keyed(path, ReadStrategy::Bulk, key).is_ok_and(|r| r.is_ok());
+    let ok = verify(
+        path,
+        &VerifyOptions {
+            read: ReadStrategy::Bulk,
+            key: key.cloned(),
+        },
+    )
+    .is_ok_and(|r| r.is_ok());
     // verify gives no digest: it agrees when it accepts exactly what the
     // loads accept; its verdict is compared through the first load's.
     let first = out[0].1;

@@ -155,7 +155,7 @@ fn verify_lists_each_bad_sub_section() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bad.nsi");
     std::fs::write(&path, &bad).unwrap();
-    let report = nsimage_loader::verify(&path).unwrap();
+    let report = nsimage_loader::verify(&path, &Default::default()).unwrap();
     let subs: Vec<_> = report
         .problems
         .iter()

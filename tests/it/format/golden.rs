@@ -26,7 +26,9 @@ fn golden_v1_loads_with_its_recorded_counts_and_digest() {
         (3000, 2700, 285, 15, 3406, 139_859_014_691)
     );
     assert_eq!(ns.digest().to_string(), "5acd6a0d25e90588");
-    assert!(verify(Path::new(GOLDEN)).unwrap().is_ok());
+    assert!(verify(Path::new(GOLDEN), &Default::default())
+        .unwrap()
+        .is_ok());
 }
 
 #[test]

@@ -11,7 +11,7 @@
 
 use nsimage_format::cipher::Key;
 use nsimage_format::codec::Compression;
-use nsimage_loader::{load, verify_keyed, LoadOptions, ReadStrategy};
+use nsimage_loader::{load, verify, LoadOptions, ReadStrategy, VerifyOptions};
 use nsimage_namespace::{Digest, Namespace};
 use nsimage_testkit::shapes::{build, Names, Shape, Tree};
 use nsimage_writer::{write_image, AtRestOptions, WriteOptions};
@@ -87,7 +87,13 @@ fn read_every_way(path: &Path, key: Option<&Key>, want: Digest) -> Vec<(String, 
     }
     for read in [mmap(), ReadStrategy::Bulk] {
         let how = format!("verify {}", read.name());
-        match verify_keyed(path, read, key) {
+        match verify(
+            path,
+            &VerifyOptions {
+                read,
+                key: key.cloned(),
+            },
+        ) {
             Ok(r) if r.problems.is_empty() && r.warnings.is_empty() => {}
             Ok(r) => bad.push((
                 how,

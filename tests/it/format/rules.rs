@@ -558,7 +558,7 @@ fn the_sub_section_checksums_decide_for_a_split_section() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("w.nsi");
     std::fs::write(&path, &split_wrong).unwrap();
-    let report = nsimage_loader::verify(&path).unwrap();
+    let report = nsimage_loader::verify(&path, &Default::default()).unwrap();
     assert!(report.is_ok(), "{:?}", report.problems);
     assert_eq!(report.warnings.len(), 1, "{:?}", report.warnings);
     assert_eq!(report.warnings[0].at.section, Some(SectionKind::INODE));
@@ -697,7 +697,7 @@ fn name_index_record_counts_are_checked_by_verify() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("img.nsi");
     std::fs::write(&path, &bad).unwrap();
-    let report = nsimage_loader::verify(&path).unwrap();
+    let report = nsimage_loader::verify(&path, &Default::default()).unwrap();
     assert!(
         report
             .warnings
@@ -707,7 +707,10 @@ fn name_index_record_counts_are_checked_by_verify() {
         report.warnings
     );
     std::fs::write(&path, &bytes).unwrap();
-    assert!(nsimage_loader::verify(&path).unwrap().warnings.is_empty());
+    assert!(nsimage_loader::verify(&path, &Default::default())
+        .unwrap()
+        .warnings
+        .is_empty());
 }
 
 /// The first INODE record is the root, id 16385 (FORMAT.md, "INODE"): an

@@ -297,7 +297,7 @@ fn a_failed_load_leaves_no_md5_thread_running() {
         assert_eq!(md5_threads(), 0, "an MD5 thread outlived the load");
     }
     // `verify` reports the same problem.
-    let report = nsimage_loader::verify(&p).unwrap();
+    let report = nsimage_loader::verify(&p, &Default::default()).unwrap();
     assert!(!report.is_ok());
 }
 

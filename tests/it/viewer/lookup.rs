@@ -247,7 +247,9 @@ fn verify_checks_that_the_name_index_agrees() {
     use prost::Message;
     let (d, img, _) = setup();
     let bytes = std::fs::read(&img).unwrap();
-    assert!(nsimage_loader::verify(&img).unwrap().is_ok());
+    assert!(nsimage_loader::verify(&img, &Default::default())
+        .unwrap()
+        .is_ok());
     let mut n = 0;
     let bad = common::rewrite_records(&bytes, &[SectionKind::NAME_INDEX], |_, body| {
         n += 1;
@@ -262,7 +264,7 @@ fn verify_checks_that_the_name_index_agrees() {
     // Every checksum is right: only the agreement check finds it. No load
     // reads the section, so the image stays valid (every read path gives
     // one verdict): a located warning.
-    let report = nsimage_loader::verify(&p).unwrap();
+    let report = nsimage_loader::verify(&p, &Default::default()).unwrap();
     assert!(report.is_ok(), "{:?}", report.problems);
     assert_eq!(report.warnings.len(), 1, "{:?}", report.warnings);
     let at = &report.warnings[0].at;
