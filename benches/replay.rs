@@ -3,7 +3,7 @@
 //! owners, xattrs, renames, deletes; `nsimage_testkit::workload`) is built
 //! once, then timed while it is parsed and applied onto a fresh empty
 //! namespace, the way recovery replays it, through the borrowing reader
-//! (`parse_views_with` and `edit::apply_view`) and, for comparison,
+//! (`journal::read` and `edit::apply_view`) and, for comparison,
 //! through the owned one (`parse` and `edit::apply`).
 //!
 //! A second group times one large directory alone: `WIDE` files with
@@ -14,7 +14,7 @@ use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughpu
 use nsimage_format::pb;
 use nsimage_namespace::{FileSpec, Namespace, PermSpec, ROOT_ID};
 use nsimage_store::edit;
-use nsimage_store::journal::{self, Sealing, Segment};
+use nsimage_store::journal::{self, ReadOptions, Segment, Source};
 use nsimage_testkit::workload::Workload;
 use rand::seq::SliceRandom;
 use rand::{RngExt, SeedableRng};
@@ -53,8 +53,12 @@ fn bench(c: &mut Criterion) {
         first: 1,
         last: None,
     };
+    let open = ReadOptions {
+        open: true,
+        ..ReadOptions::default()
+    };
     let replay_views = |mut ns: Namespace| {
-        journal::parse_views_with(&seg, &bytes, true, &Sealing::plain(), &mut |rec| {
+        journal::read(Source::Bytes(&bytes), &seg, &open, &mut |_, rec| {
             edit::apply_view(&mut ns, &rec.op)?;
             ns.info_mut().last_txid = rec.txid;
             Ok(())
@@ -63,7 +67,8 @@ fn bench(c: &mut Criterion) {
         ns
     };
     let replay_owned = |mut ns: Namespace| {
-        journal::parse(&seg, &bytes, true, &mut |mut rec| {
+        journal::read(Source::Bytes(&bytes), &seg, &open, &mut |_, rec| {
+            let mut rec = rec.to_owned();
             edit::apply(&mut ns, rec.op.as_mut().unwrap())?;
             ns.info_mut().last_txid = rec.txid;
             Ok(())

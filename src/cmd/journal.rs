@@ -55,8 +55,13 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
     segments.dedup();
     for seg in &segments {
         let name = seg.name();
-        let bulk = nsimage_store::StoreOptions::default().bulk_replay_bytes;
-        let r = journal::read_with(&fs, seg, seg.last.is_none(), bulk, &sealing, &mut |op| {
+        let opts = journal::ReadOptions {
+            open: seg.last.is_none(),
+            sealing: &sealing,
+            bulk_limit: nsimage_store::StoreOptions::default().bulk_replay_bytes,
+        };
+        let r = journal::read(journal::Source::File(&fs), seg, &opts, &mut |_, op| {
+            let op = op.to_owned();
             if json {
                 let text = describe(&op);
                 let body = text.trim_start().split_once(' ').map_or("", |x| x.1);

@@ -222,7 +222,7 @@ impl Store {
     }
 
     /// What the journal reader expects of this store's segments, with the
-    /// key `key` ([`journal::read_with`](crate::journal::read_with)).
+    /// key `key` ([`journal::read`](crate::journal::read)).
     pub fn journal_sealing(
         at_rest: &AtRestSettings,
         key: Option<&nsimage_format::cipher::Key>,

@@ -304,14 +304,12 @@ fn replay_segment(
         replayed += 1;
         Ok(())
     };
-    let r = journal::read_views_at(
-        fs,
-        seg,
-        is_open,
-        opts.bulk_replay_bytes,
+    let read = journal::ReadOptions {
+        open: is_open,
         sealing,
-        &mut apply,
-    )?;
+        bulk_limit: opts.bulk_replay_bytes,
+    };
+    let r = journal::read(journal::Source::File(fs), seg, &read, &mut apply)?;
     Ok((r, replayed))
 }
 

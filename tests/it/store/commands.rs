@@ -430,12 +430,16 @@ fn concurrent_appliers_share_fsyncs() {
     assert_eq!(s.report().txid, 800);
     assert_eq!(s.with_namespace(|ns| ns.digest()), digest);
     let mut txids = Vec::new();
+    let open = journal::ReadOptions {
+        open: true,
+        ..Default::default()
+    };
+    let fs = RealFs::default();
     let dump = journal::read(
-        &RealFs::default(),
+        journal::Source::File(&fs),
         &segments(&dir)[0],
-        true,
-        u64::MAX,
-        &mut |op| {
+        &open,
+        &mut |_, op| {
             txids.push(op.txid);
             Ok(())
         },

@@ -41,18 +41,18 @@ fn journal_ops(dir: &Path, after: u64, upto: u64) -> Vec<Op> {
     segs.sort_by_key(|s| s.first);
     let mut ops = BTreeMap::new();
     for seg in &segs {
-        journal::read(
-            &RealFs::default(),
-            seg,
-            seg.last.is_none(),
-            u64::MAX,
-            &mut |op| {
-                if op.txid > after && op.txid <= upto {
-                    ops.insert(op.txid, op.op.expect("a journaled op has a body"));
-                }
-                Ok(())
-            },
-        )
+        let opts = journal::ReadOptions {
+            open: seg.last.is_none(),
+            ..Default::default()
+        };
+        let fs = RealFs::default();
+        journal::read(journal::Source::File(&fs), seg, &opts, &mut |_, op| {
+            let op = op.to_owned();
+            if op.txid > after && op.txid <= upto {
+                ops.insert(op.txid, op.op.expect("a journaled op has a body"));
+            }
+            Ok(())
+        })
         .unwrap();
     }
     assert_eq!(
