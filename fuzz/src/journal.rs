@@ -120,7 +120,7 @@ fn build(i: usize) -> Shape {
 
     let tmp = crate::input::scratch_dir();
     let dir = tmp.path().join("store");
-    Store::init(&dir, fs()).expect("init");
+    Store::init(&dir, fs(), &Default::default()).expect("init");
     let acked = {
         let s = Store::open(&dir, fs(), opts.clone()).expect("opening a new store");
         let mut last = 0;

@@ -4,7 +4,9 @@
 use anyhow::{bail, Context};
 use nsimage_loader::{load, LoadOptions};
 use nsimage_store::fs::RealFs;
-use nsimage_store::save::{check_target, save_hdfs_image_with_carry, save_image_with_carry};
+use nsimage_store::save::{
+    check_target, save_hdfs_image, save_image, HdfsSaveOptions, SaveOptions,
+};
 use nsimage_writer::hdfs::{image_file_name, md5_hex, HdfsCodec, HdfsWriteOptions};
 use nsimage_writer::WriteOptions;
 use std::path::PathBuf;
@@ -132,19 +134,22 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let writing = Instant::now();
     let (bytes, md5, sections) = match a.to {
         To::Nsimage => {
-            let opts = WriteOptions {
+            let write = WriteOptions {
                 at_rest: nsimage_writer::AtRestOptions {
                     compression: a.compress,
                     key,
                 },
                 ..WriteOptions::default()
             };
-            let s = save_image_with_carry(&fs, &output, &ns, &opts, carry.as_ref())
-                .context("saving the image")?;
+            let opts = SaveOptions {
+                write,
+                carry: carry.as_ref(),
+            };
+            let s = save_image(&fs, &output, &ns, opts).context("saving the image")?;
             (s.bytes, None, Vec::new())
         }
         To::Hdfs => {
-            let opts = HdfsWriteOptions {
+            let write = HdfsWriteOptions {
                 sub_sections: a.sub_sections,
                 target_sections: a.target_sections,
                 // Asked for sub-sections: cut whatever the size.
@@ -161,8 +166,11 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 layout_version: a.layout_version,
                 ..HdfsWriteOptions::default()
             };
-            let w = save_hdfs_image_with_carry(&fs, &output, &ns, &opts, carry.as_ref())
-                .context("saving the image")?;
+            let opts = HdfsSaveOptions {
+                write,
+                carry: carry.as_ref(),
+            };
+            let w = save_hdfs_image(&fs, &output, &ns, opts).context("saving the image")?;
             let sections: Vec<serde_json::Value> = w
                 .sections
                 .iter()

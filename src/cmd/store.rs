@@ -122,7 +122,7 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
                 compression: compress,
                 key: super::encryption_key(encrypt)?,
             };
-            Store::init_with(
+            Store::init(
                 &dir,
                 Arc::new(nsimage_store::fs::RealFs::default()),
                 &at_rest,

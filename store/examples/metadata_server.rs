@@ -37,7 +37,11 @@ fn create(parent: u64, name: &str) -> Op {
 
 fn main() -> Result<(), StoreError> {
     let tmp = std::env::temp_dir().join(format!("nsimage-example-{}", std::process::id()));
-    Store::init(&tmp, Arc::new(nsimage_store::fs::RealFs::default()))?;
+    Store::init(
+        &tmp,
+        Arc::new(nsimage_store::fs::RealFs::default()),
+        &Default::default(),
+    )?;
     let server = Arc::new(Store::open_default(&tmp)?);
 
     let clients: Vec<_> = (0..4)

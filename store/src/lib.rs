@@ -47,7 +47,7 @@
 //! # fn main() -> Result<(), StoreError> {
 //! let tmp = tempfile::tempdir().expect("a temporary directory");
 //! let dir = tmp.path().join("store");
-//! Store::init(&dir, Arc::new(RealFs::default()))?;
+//! Store::init(&dir, Arc::new(RealFs::default()), &Default::default())?;
 //!
 //! let mkdir = |name: &str| {
 //!     Op::Mkdir(CreateOp {

@@ -22,6 +22,46 @@ use nsimage_writer::{write_image_with_carry, ImageSummary, WriteOptions};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
+/// How [`save_image`] writes an image.
+#[derive(Clone, Debug, Default)]
+pub struct SaveOptions<'a> {
+    /// The image's layout, compression and encryption.
+    pub write: WriteOptions,
+    /// A Hadoop image's snapshots, kept in the image's optional
+    /// HDFS_SNAPSHOTS section ([`write_image_with_carry`]).
+    pub carry: Option<&'a SnapshotCarry>,
+}
+
+impl From<&WriteOptions> for SaveOptions<'_> {
+    /// `write`, with no snapshots carried.
+    fn from(write: &WriteOptions) -> Self {
+        SaveOptions {
+            write: write.clone(),
+            carry: None,
+        }
+    }
+}
+
+/// How [`save_hdfs_image`] writes a Hadoop fsimage.
+#[derive(Clone, Debug, Default)]
+pub struct HdfsSaveOptions<'a> {
+    /// The fsimage's layout and compression.
+    pub write: HdfsWriteOptions,
+    /// The snapshots of the Hadoop image the namespace came from, written
+    /// back ([`write_hdfs_image_with_carry`]).
+    pub carry: Option<&'a SnapshotCarry>,
+}
+
+impl From<&HdfsWriteOptions> for HdfsSaveOptions<'_> {
+    /// `write`, with no snapshots carried.
+    fn from(write: &HdfsWriteOptions) -> Self {
+        HdfsSaveOptions {
+            write: write.clone(),
+            carry: None,
+        }
+    }
+}
+
 /// Temporary names tried by [`save_image`] before it gives up.
 const ATTEMPTS: u32 = 64;
 
@@ -81,38 +121,24 @@ pub fn check_target(fs: &dyn Fs, path: &Path) -> Result<(), StoreError> {
     }
 }
 
-/// Saves `ns` to `path` atomically through `fs`, with a fresh temporary
-/// name ([`temp_path`]) that is removed if the save fails; see
+/// Saves `ns` to `path` atomically through `fs` as `opts` says (a
+/// `&WriteOptions` for an image without snapshots), with a fresh
+/// temporary name ([`temp_path`]) that is removed if the save fails; see
 /// [`check_target`] for what `path` may hold. Errors name `path`, never
 /// the temporary file.
 ///
 /// # Errors
 /// [`StoreError::Io`] naming `path` when the target is refused, no
 /// temporary name is free, or a write, fsync or rename fails.
-pub fn save_image(
+pub fn save_image<'a>(
     fs: &dyn Fs,
     path: &Path,
     ns: &Namespace,
-    opts: &WriteOptions,
+    opts: impl Into<SaveOptions<'a>>,
 ) -> Result<ImageSummary, StoreError> {
-    save_image_with_carry(fs, path, ns, opts, None)
-}
-
-/// [`save_image`], with a Hadoop image's snapshots kept in the image's
-/// optional HDFS_SNAPSHOTS section
-/// ([`write_image_with_carry`]).
-///
-/// # Errors
-/// As [`save_image`].
-pub fn save_image_with_carry(
-    fs: &dyn Fs,
-    path: &Path,
-    ns: &Namespace,
-    opts: &WriteOptions,
-    carry: Option<&SnapshotCarry>,
-) -> Result<ImageSummary, StoreError> {
+    let opts = opts.into();
     save_as(fs, path, Temp::Fresh, |out| {
-        write_image_with_carry(ns, out, opts, carry)
+        write_image_with_carry(ns, out, &opts.write, opts.carry)
     })
 }
 
@@ -124,7 +150,7 @@ pub fn save_image_with_carry(
 ///
 /// # Errors
 /// As [`save_image`]; an error `write` returns is reported naming `path`.
-pub fn save_with<S>(
+pub fn save_file<S>(
     fs: &dyn Fs,
     path: &Path,
     write: impl FnOnce(&mut (dyn Write + Send)) -> std::io::Result<S>,
@@ -219,28 +245,13 @@ fn create_fresh(
 /// # Errors
 /// As [`save_image`], naming the image or the sidecar; a sidecar that
 /// cannot be removed is an error before anything is written.
-pub fn save_hdfs_image(
+pub fn save_hdfs_image<'a>(
     fs: &dyn Fs,
     path: &Path,
     ns: &Namespace,
-    opts: &HdfsWriteOptions,
+    opts: impl Into<HdfsSaveOptions<'a>>,
 ) -> Result<HdfsWritten, StoreError> {
-    save_hdfs_image_with_carry(fs, path, ns, opts, None)
-}
-
-/// [`save_hdfs_image`], with the snapshots of the Hadoop image `ns` came
-/// from written back
-/// ([`write_hdfs_image_with_carry`]).
-///
-/// # Errors
-/// As [`save_hdfs_image`].
-pub fn save_hdfs_image_with_carry(
-    fs: &dyn Fs,
-    path: &Path,
-    ns: &Namespace,
-    opts: &HdfsWriteOptions,
-    carry: Option<&SnapshotCarry>,
-) -> Result<HdfsWritten, StoreError> {
+    let opts = opts.into();
     check_target(fs, path)?;
     let name = path
         .file_name()
@@ -259,10 +270,10 @@ pub fn save_hdfs_image_with_carry(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(io_err(&sidecar)(e)),
     }
-    let written = save_with(fs, path, |out| {
-        write_hdfs_image_with_carry(ns, out, opts, carry)
+    let written = save_file(fs, path, |out| {
+        write_hdfs_image_with_carry(ns, out, &opts.write, opts.carry)
     })?;
     let line = md5_sidecar_line(&written.md5, &name);
-    save_with(fs, &sidecar, |out| out.write_all(line.as_bytes()))?;
+    save_file(fs, &sidecar, |out| out.write_all(line.as_bytes()))?;
     Ok(written)
 }

@@ -253,15 +253,10 @@ pub fn mmap() -> nsimage_loader::ReadStrategy {
 /// The verdict of one read path: the digest, or refused.
 pub type Verdict = Option<nsimage_namespace::Digest>;
 
-/// Loads `path` through every read path (mmap, bulk, stream; 1 and 2
-/// threads, sub-sections in parallel) and `verify`; returns each path's
-/// name and verdict.
-pub fn every_path(path: &std::path::Path) -> Vec<(String, Verdict)> {
-    every_path_keyed(path, None)
-}
-
-/// [`every_path`] for an image that may be encrypted with `key`.
-pub fn every_path_keyed(
+/// Loads `path` (an image that may be encrypted with `key`) through every
+/// read path (mmap, bulk, stream; 1 and 2 threads, sub-sections in
+/// parallel) and `verify`; returns each path's name and verdict.
+pub fn every_path(
     path: &std::path::Path,
     key: Option<&nsimage_format::cipher::Key>,
 ) -> Vec<(String, Verdict)> {
@@ -308,7 +303,7 @@ pub fn same_verdict(bytes: &[u8], what: &str) -> Verdict {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("img.nsi");
     std::fs::write(&path, bytes).expect("write image");
-    let all = every_path(&path);
+    let all = every_path(&path, None);
     let first = all[0].1;
     for (name, v) in &all {
         assert_eq!(

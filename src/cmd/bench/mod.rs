@@ -22,7 +22,7 @@ use nsimage_format::cipher::Key;
 use nsimage_format::codec::{Codec, Compression};
 use nsimage_namespace::Namespace;
 use nsimage_store::fs::RealFs;
-use nsimage_store::save::{save_image, save_with};
+use nsimage_store::save::{save_file, save_image};
 use nsimage_testkit::generate::{generate, GenSpec};
 use nsimage_testkit::peers::{jsonl, sqlite};
 use nsimage_writer::hdfs::{write_hdfs_image, HdfsCodec, HdfsWriteOptions};
@@ -232,7 +232,7 @@ fn write_hdfs(files: &Files, ns: &Namespace, pb: &ProgressBar) -> anyhow::Result
             codec: *codec,
             ..HdfsWriteOptions::default()
         };
-        save_with(&RealFs::default(), path, |out| {
+        save_file(&RealFs::default(), path, |out| {
             write_hdfs_image(ns, out, &opts)
         })
         .with_context(|| format!("writing {}", path.display()))?;

@@ -109,31 +109,20 @@ fn effective(opts: StoreOptions, at_rest: &AtRestSettings) -> StoreOptions {
 }
 
 impl Store {
-    /// Creates a plain store in `dir` (created if missing; must hold no
-    /// store): an empty namespace as image 0 and an open journal segment.
+    /// Creates a store in `dir` (created if missing; must hold no store):
+    /// an empty namespace as image 0 and an open journal segment. Its
+    /// checkpoint images are compressed with `at_rest.compression` and,
+    /// with `at_rest.key`, encrypted, as are its journal batches
+    /// (STORE.md, "At rest"). The settings are recorded in `AT_REST` (the
+    /// key's fingerprint, never the key) and every later open follows
+    /// them. Plain options (`AtRestOptions::default()`) make a plain
+    /// (version 1) store.
     ///
     /// # Errors
     /// [`StoreError::Invalid`] when `dir` already holds a store,
     /// [`StoreError::Locked`] when another process holds it, and
     /// [`StoreError::Io`] when a file cannot be written.
-    pub fn init(dir: &Path, fs: Arc<dyn Fs>) -> Result<(), StoreError> {
-        Store::init_with(dir, fs, &AtRestOptions::default())
-    }
-
-    /// Creates a store in `dir` as [`init`](Self::init) does, whose
-    /// checkpoint images are compressed with `at_rest.compression` and,
-    /// with `at_rest.key`, encrypted, as are its journal batches
-    /// (STORE.md, "At rest"). The settings are recorded in `AT_REST` (the
-    /// key's fingerprint, never the key) and every later open follows
-    /// them. Plain options make a plain (version 1) store, as `init`.
-    ///
-    /// # Errors
-    /// As [`init`](Self::init).
-    pub fn init_with(
-        dir: &Path,
-        fs: Arc<dyn Fs>,
-        at_rest: &AtRestOptions,
-    ) -> Result<(), StoreError> {
+    pub fn init(dir: &Path, fs: Arc<dyn Fs>, at_rest: &AtRestOptions) -> Result<(), StoreError> {
         std::fs::create_dir_all(dir).map_err(io_err(dir))?;
         let _lock = files::lock_dir(dir)?;
         let names = fs.list(dir).map_err(io_err(dir))?;

@@ -7,7 +7,7 @@
 
 use crate::common;
 
-use common::{every_path_keyed, image, index_of, mmap, nsimage, reseal, sample, tiny, with_index};
+use common::{every_path, image, index_of, mmap, nsimage, reseal, sample, tiny, with_index};
 use nsimage_format::cipher::Key;
 use nsimage_format::codec::{Codec, Compression};
 use nsimage_format::consts::{features, header};
@@ -140,7 +140,7 @@ fn every_read_path_reads_every_stored_form() {
                 }
             }
             let path = write(dir.path(), &format!("{name}.nsi"), &bytes);
-            for (how, v) in every_path_keyed(&path, at.key.as_ref()) {
+            for (how, v) in every_path(&path, at.key.as_ref()) {
                 assert_eq!(v, Some(want), "{name} {how}");
             }
         }
@@ -183,7 +183,7 @@ fn every_flipped_byte_is_refused_and_located() {
                 }
             }
             if pos % 23 == 0 {
-                for (how, v) in every_path_keyed(&path, k) {
+                for (how, v) in every_path(&path, k) {
                     assert_eq!(v, None, "{name} byte {pos}: {how} accepted it");
                 }
             }
@@ -207,7 +207,7 @@ fn resealed_flips_are_caught_behind_the_checksums() {
             bad[pos as usize] ^= 0x01;
             reseal(&mut bad);
             let path = write(dir.path(), "resealed.nsi", &bad);
-            let verdicts = every_path_keyed(&path, k);
+            let verdicts = every_path(&path, k);
             let first = verdicts[0].1;
             for (how, v) in &verdicts {
                 assert_eq!(*v, first, "{name} byte {pos}: {how} disagrees");

@@ -397,13 +397,15 @@ fn the_hadoop_image_converts_under_every_codec_and_loads_back() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut bad = Vec::new();
     for (name, at_rest) in forms() {
-        let opts = WriteOptions {
-            at_rest: at_rest.clone(),
-            ..WriteOptions::default()
+        let opts = nsimage_store::save::SaveOptions {
+            write: WriteOptions {
+                at_rest: at_rest.clone(),
+                ..WriteOptions::default()
+            },
+            carry: loaded.carry(),
         };
         let path = dir.path().join(format!("{name}.nsi"));
-        let saved =
-            nsimage_store::save::save_image_with_carry(&fs, &path, ns, &opts, loaded.carry());
+        let saved = nsimage_store::save::save_image(&fs, &path, ns, opts);
         if let Err(e) = saved {
             bad.push(format!("{name}: convert failed: {e}"));
             continue;

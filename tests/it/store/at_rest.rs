@@ -474,7 +474,7 @@ fn sealed_segments_roll_and_recover_through_the_library() {
     let key = Key::generate();
     let w = Workload { seed: 3 };
     let fill = |dir: &Path, at_rest: &AtRestOptions| -> String {
-        Store::init_with(dir, Arc::new(RealFs::default()), at_rest).unwrap();
+        Store::init(dir, Arc::new(RealFs::default()), at_rest).unwrap();
         let opts = StoreOptions {
             segment_bytes: 4096,
             key: at_rest.key.clone(),
@@ -592,7 +592,7 @@ fn compressed_stores_recover_checkpoints_of_near_identical_names() {
                     compression: Compression::parse(codec).unwrap(),
                     key: encrypted.then(|| key.clone()),
                 };
-                Store::init_with(&dir, Arc::new(RealFs::default()), &at_rest).unwrap();
+                Store::init(&dir, Arc::new(RealFs::default()), &at_rest).unwrap();
                 let opts = StoreOptions {
                     key: at_rest.key.clone(),
                     ..StoreOptions::default()

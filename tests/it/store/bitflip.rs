@@ -62,7 +62,7 @@ fn every_flipped_bit_of_the_open_segment_is_refused_or_loses_nothing_acknowledge
     let started = Instant::now();
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("s");
-    Store::init(&dir, Arc::new(RealFs::default())).unwrap();
+    Store::init(&dir, Arc::new(RealFs::default()), &Default::default()).unwrap();
     {
         let s = Store::open_default(&dir).unwrap();
         for _ in 0..OPS {

@@ -36,7 +36,7 @@ fn reference(txid: u64) -> Namespace {
 }
 
 fn new_store(dir: &Path) {
-    Store::init(dir, real()).unwrap();
+    Store::init(dir, real(), &Default::default()).unwrap();
 }
 
 /// A store (in `TEMP/s`) that applied 10 ops, and its open segment.
@@ -232,7 +232,7 @@ fn a_record_whose_op_cannot_apply_is_named_at_its_frame() {
             key: sealed.then(|| key.clone()),
             ..Default::default()
         };
-        Store::init_with(&dir, real(), &at_rest).unwrap();
+        Store::init(&dir, real(), &at_rest).unwrap();
         let opts = StoreOptions {
             key: at_rest.key.clone(),
             ..StoreOptions::default()

@@ -94,7 +94,12 @@ fn run_child(dir: &std::path::Path, delay: Duration, failpoint: Option<&str>) ->
 fn killed_stores_recover_every_acknowledged_op() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("store");
-    Store::init(&dir, Arc::new(nsimage_store::fs::RealFs::default())).unwrap();
+    Store::init(
+        &dir,
+        Arc::new(nsimage_store::fs::RealFs::default()),
+        &Default::default(),
+    )
+    .unwrap();
     let w = Workload { seed: SEED };
     let mut reference = Namespace::default();
     let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(5);

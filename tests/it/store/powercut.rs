@@ -152,9 +152,9 @@ fn run(
                 compression: Compression::parse("zstd").unwrap(),
                 key: Some(key.clone()),
             };
-            Store::init_with(&dir, Arc::new(RealFs::default()), &at_rest).unwrap();
+            Store::init(&dir, Arc::new(RealFs::default()), &at_rest).unwrap();
         }
-        None => Store::init(&dir, Arc::new(RealFs::default())).unwrap(),
+        None => Store::init(&dir, Arc::new(RealFs::default()), &Default::default()).unwrap(),
     }
     let settings = Store::at_rest_of(&dir).unwrap();
     assert_eq!(settings.is_encrypted(), opts.key.is_some());

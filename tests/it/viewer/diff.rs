@@ -376,7 +376,7 @@ struct Checkpoints {
 fn checkpoints(seed: u64, n: u64, m: u64) -> Checkpoints {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("store");
-    Store::init(&dir, Arc::new(RealFs::default())).unwrap();
+    Store::init(&dir, Arc::new(RealFs::default()), &Default::default()).unwrap();
     let store = Store::open(&dir, Arc::new(RealFs::default()), StoreOptions::default()).unwrap();
     let w = Workload { seed };
     apply_n(&store, w, n);
