@@ -4,7 +4,7 @@
 use nsimage_loader::ReadStrategy;
 use nsimage_store::{Store, StoreError, StoreOptions};
 use nsimage_testkit::workload::Workload;
-use serde_json::json;
+use serde::Serialize;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -155,26 +155,8 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
                 ..StoreOptions::default()
             };
             let st = Store::inspect(&dir, &fs, &opts)?;
-            let known = |v: u64| if st.recovered { json!(v) } else { json!(null) };
             if json {
-                out!(
-                    "{}",
-                    json!({
-                        "txid": known(st.txid),
-                        "image_txid": known(st.image_txid),
-                        "digest": st.digest,
-                        "recovered": st.recovered,
-                        "compression": st.at_rest.compression_text(),
-                        "encrypted": st.at_rest.is_encrypted(),
-                        "key_fingerprint": st.at_rest.key_fingerprint.as_ref().map(|f| nsimage_format::cipher::hex(f)),
-                        "images": st.images.iter().map(|(t, b)| json!({"txid": t, "bytes": b})).collect::<Vec<_>>(),
-                        "segments": st.segments.iter().map(|(n, b)| json!({"name": n, "bytes": b})).collect::<Vec<_>>(),
-                        "torn_tail_bytes": st.torn_tail_bytes,
-                        "torn_create": st.torn_create,
-                        "temporary_files": st.temps,
-                        "unknown_files": st.unknown,
-                    })
-                );
+                out!("{}", serde_json::to_string(&st)?);
             } else {
                 if st.recovered {
                     out!("{}: txid {}", dir.display(), st.txid);
@@ -222,23 +204,11 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
             let r = s.report().clone();
             let digest = s.with_namespace(|ns| ns.digest().to_string());
             if json {
-                out!(
-                    "{}",
-                    json!({
-                        "txid": r.txid,
-                        "image_txid": r.image_txid,
-                        "replayed": r.replayed,
-                        "torn_tail_bytes": r.torn_tail_bytes,
-                        "digest": digest,
-                        "seconds": r.seconds,
-                        "load_seconds": r.load_seconds,
-                        "replay_seconds": r.replay_seconds,
-                        "segments": r.segments,
-                        "bulk_segments": r.bulk_segments,
-                        "read_calls": r.read_calls,
-                        "skipped_images": r.skipped_images.iter().map(|(p, e)| json!({"path": p.display().to_string(), "error": e})).collect::<Vec<_>>(),
-                    })
-                );
+                let recovered = Recovered {
+                    report: &r,
+                    digest: &digest,
+                };
+                out!("{}", serde_json::to_string(&recovered)?);
             } else {
                 for (p, e) in &r.skipped_images {
                     out!("skipped {}: {e}", p.display());
@@ -313,19 +283,17 @@ fn apply(a: ApplyArgs) -> anyhow::Result<()> {
     let seconds = started.elapsed().as_secs_f64();
     let digest = store.with_namespace(|ns| ns.digest().to_string());
     if a.json {
-        out!(
-            "{}",
-            json!({
-                "first_txid": first.saturating_add(1),
-                "txid": t,
-                "ops": t - first,
-                "refused": refused,
-                "checkpoints": checkpoints,
-                "checkpoint_seconds": checkpoint_seconds,
-                "digest": digest,
-                "seconds": seconds,
-            })
-        );
+        let applied = Applied {
+            checkpoint_seconds,
+            checkpoints,
+            digest: &digest,
+            first_txid: first.saturating_add(1),
+            ops: t - first,
+            refused,
+            seconds,
+            txid: t,
+        };
+        out!("{}", serde_json::to_string(&applied)?);
     } else if !a.print_durable {
         let applied = if t == first {
             format!("applied no ops (txid {t})")
@@ -337,4 +305,25 @@ fn apply(a: ApplyArgs) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// `store recover --json`: the recovery report and the digest recovered.
+#[derive(Serialize)]
+struct Recovered<'a> {
+    #[serde(flatten)]
+    report: &'a nsimage_store::RecoveryReport,
+    digest: &'a str,
+}
+
+/// `store apply --json`.
+#[derive(Serialize)]
+struct Applied<'a> {
+    checkpoint_seconds: f64,
+    checkpoints: u64,
+    digest: &'a str,
+    first_txid: u64,
+    ops: u64,
+    refused: u64,
+    seconds: f64,
+    txid: u64,
 }

@@ -9,7 +9,7 @@
 )]
 
 use super::name::Segment;
-use super::seal::{batch_aad, SegmentSealer, BATCH_CLEAR, MAX_BATCH_BYTES, MIN_BATCH_BODY};
+use super::seal::{batch_aad, SegmentSealer, BATCH_CLEAR, MIN_BATCH_BODY};
 use crate::op_view::JournalOpView;
 use crate::StoreError;
 use nsimage_format::cipher::{NONCE_LEN, TAG_LEN};
@@ -26,7 +26,11 @@ const TXID_TAG: u8 = tags::journal_op::TXID;
 const OPS: std::ops::RangeInclusive<u32> =
     fields::journal_op::MKDIR..=fields::journal_op::REMOVE_XATTR;
 /// Largest record accepted on replay.
-pub(super) const MAX_OP_BYTES: u64 = 64 << 20;
+const MAX_OP_BYTES: u64 = 64 << 20;
+/// Largest sealed batch frame accepted on replay: one record at its
+/// largest, plus room for the batch's own bytes.
+const MAX_BATCH_BYTES: u64 = MAX_OP_BYTES + (1 << 20);
+
 /// How a segment's frames are read: plain records, or sealed batches.
 pub(super) enum Framing {
     Plain,

@@ -11,9 +11,6 @@ use nsimage_format::cipher::{self, ImageCipher, Key, ID_LEN, NONCE_LEN, TAG_LEN}
 use nsimage_format::framing::put_frame;
 use nsimage_format::wire::read_varint;
 
-/// Largest sealed batch frame accepted on replay: one record at its
-/// largest, plus room for the batch's own bytes.
-pub(super) const MAX_BATCH_BYTES: u64 = super::frame::MAX_OP_BYTES + (1 << 20);
 /// A writer closes a batch before a record would take its plain bytes
 /// past this (a batch always holds at least one record).
 const BATCH_TARGET: usize = 8 << 20;

@@ -20,7 +20,8 @@ pub(super) const VERSION_TEXT: &str = "nsimage-store 1\n";
 pub(super) const VERSION_TEXT_AT_REST: &str = "nsimage-store 2\n";
 const LOCK_FILE: &str = "LOCK";
 
-/// A summary of the store's files.
+/// A summary of the store's files. With the feature `serde` it serializes
+/// as `nsimage store status --json` prints it (see `json.rs`).
 #[derive(Clone, Debug, Default)]
 pub struct Status {
     /// The txid of the namespace (the last applied op).

@@ -14,6 +14,8 @@ mod at_rest;
 mod checkpoint;
 mod commit;
 mod files;
+#[cfg(feature = "serde")]
+mod json;
 mod options;
 mod recover;
 

@@ -20,14 +20,23 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-/// What opening (recovering) a store did.
+/// What opening (recovering) a store did. With the feature `serde` it
+/// serializes as `nsimage store recover --json` prints it (less the
+/// digest): every field but `image`, each skipped image as
+/// `{"path", "error"}`.
 #[derive(Clone, Debug, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct RecoveryReport {
     /// The image recovery started from.
+    #[cfg_attr(feature = "serde", serde(skip))]
     pub image: PathBuf,
     /// Its txid.
     pub image_txid: u64,
     /// Newer images that did not load, with why.
+    #[cfg_attr(
+        feature = "serde",
+        serde(serialize_with = "super::json::skipped_images")
+    )]
     pub skipped_images: Vec<(PathBuf, String)>,
     /// Journal records applied after the image.
     pub replayed: u64,
