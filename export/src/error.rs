@@ -28,9 +28,6 @@ pub enum ExportError {
     /// The Parquet encoder refused what it was given.
     #[error("parquet: {0}")]
     Parquet(#[from] parquet::errors::ParquetError),
-    /// Building the Arrow arrays failed.
-    #[error("arrow: {0}")]
-    Arrow(#[from] arrow_schema::ArrowError),
     /// An option is out of range.
     #[error("{detail}")]
     BadArgument {

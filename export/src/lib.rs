@@ -2,16 +2,18 @@
 //! dataset of several files, for DuckDB, Spark and other engines.
 //!
 //! The node table is cut into ranges of slots (id order), one row group
-//! each; a pool of workers builds the Arrow arrays of its ranges and
-//! encodes their column chunks (zstd), and the writer appends the encoded
-//! row groups in order, so the rows (and the bytes) are the same for any
+//! each; a pool of workers builds the column values of its ranges and
+//! encodes their column chunks (zstd) into memory with the parquet
+//! crate's own column writers, and the writer appends the encoded row
+//! groups in order, so the rows (and the bytes) are the same for any
 //! thread count. Full paths are rebuilt from the namespace's parent links
 //! (the viewer's `dump::PathCache`, shared with the dumps), never held per
 //! inode. The columns are in [`schema`]
 //! (`columns.rs`); the files are written beside their final names and
 //! renamed into place (`output.rs`). Options and stats are in `options.rs`, the parallel
-//! encoder in `write.rs`.
+//! encoder in `write.rs`, one column chunk's encoding in `chunk.rs`.
 
+mod chunk;
 mod columns;
 mod error;
 mod options;

@@ -1,19 +1,19 @@
 //! The row groups: built and encoded in parallel by slot ranges, appended
 //! in order to one file or to the parts of a dataset.
 
+use crate::chunk::{append, encode, Chunk};
 use crate::columns::{build, schema};
 use crate::error::ExportError;
 use crate::options::{ExportOptions, ExportStats};
 use nsimage_namespace::Namespace;
-use parquet::arrow::arrow_writer::{compute_leaves, ArrowColumnChunk, ArrowRowGroupWriterFactory};
-use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
-use parquet::file::properties::WriterProperties;
+use parquet::file::properties::{WriterProperties, WriterPropertiesPtr};
 use parquet::file::writer::SerializedFileWriter;
-use parquet::schema::types::ColumnPath;
+use parquet::schema::types::{ColumnPath, SchemaDescriptor};
 use rayon::prelude::*;
 use std::io::Write;
 use std::ops::Range;
+use std::sync::Arc;
 
 /// The slot ranges of the row groups, in order.
 pub fn row_group_ranges(ns: &Namespace, row_group_rows: u32) -> Vec<Range<u32>> {
@@ -43,8 +43,9 @@ const DISTINCT_COLUMNS: [&str; 8] = [
     "atime",
 ];
 
-/// The writer properties of every file: zstd, the Arrow schema embedded.
-fn properties(opts: &ExportOptions) -> Result<WriterProperties, ExportError> {
+/// The writer properties of every file: zstd, no row group cut by size
+/// (a row group is one range of slots).
+fn properties(opts: &ExportOptions) -> Result<WriterPropertiesPtr, ExportError> {
     let level = ZstdLevel::try_new(opts.zstd_level).map_err(|e| ExportError::BadArgument {
         detail: format!("zstd level {}: {e}", opts.zstd_level),
     })?;
@@ -55,66 +56,68 @@ fn properties(opts: &ExportOptions) -> Result<WriterProperties, ExportError> {
     for c in DISTINCT_COLUMNS {
         b = b.set_column_dictionary_enabled(ColumnPath::from(c), false);
     }
-    Ok(b.build())
+    Ok(Arc::new(b.build()))
 }
 
-/// One row group, encoded: its column chunks and its rows.
+/// What every row group is encoded with: the columns of the schema and
+/// the writer properties (the same for every file of an export).
+struct Encoder {
+    schema: SchemaDescriptor,
+    props: WriterPropertiesPtr,
+}
+
+/// One row group, encoded: its column chunks (in schema order) and its rows.
 struct Encoded {
-    chunks: Vec<ArrowColumnChunk>,
+    chunks: Vec<Chunk>,
     rows: u64,
 }
 
-/// Builds the arrays of `range` and encodes them into column chunks.
-fn encode(
-    ns: &Namespace,
-    factory: &ArrowRowGroupWriterFactory,
-    range: Range<u32>,
-) -> Result<Encoded, ExportError> {
-    let batch = build(ns, range)?;
-    let rows = batch.num_rows() as u64;
-    let mut writers = factory.create_column_writers(0)?;
-    let mut it = writers.iter_mut();
-    for (field, column) in batch.schema().fields().iter().zip(batch.columns()) {
-        for leaf in compute_leaves(field.as_ref(), column)? {
-            let w = it.next().ok_or_else(|| ExportError::Internal {
-                detail: "fewer column writers than leaves".into(),
-            })?;
-            w.write(&leaf)?;
-        }
+/// Builds the columns of `range` and encodes them into column chunks.
+fn encode_group(ns: &Namespace, enc: &Encoder, range: Range<u32>) -> Result<Encoded, ExportError> {
+    let columns = build(ns, range);
+    let descrs = enc.schema.columns();
+    if columns.len() != descrs.len() {
+        return Err(ExportError::Internal {
+            detail: format!(
+                "{} columns built for a schema of {}",
+                columns.len(),
+                descrs.len()
+            ),
+        });
     }
-    drop(batch);
-    let chunks = writers
-        .into_iter()
-        .map(|w| w.close())
+    let chunks = descrs
+        .iter()
+        .zip(columns)
+        .map(|(d, c)| encode(d.clone(), &enc.props, c))
         .collect::<Result<Vec<_>, _>>()?;
+    let rows = chunks.first().map_or(0, Chunk::rows);
+    if let Some(c) = chunks.iter().find(|c| c.rows() != rows) {
+        return Err(ExportError::Internal {
+            detail: format!(
+                "a column chunk of {} rows in a row group of {rows}",
+                c.rows()
+            ),
+        });
+    }
     Ok(Encoded { chunks, rows })
 }
 
-/// The column-writer factory every row group is encoded with (the same
-/// schema and properties for every file of an export).
-fn factory(props: WriterProperties) -> Result<ArrowRowGroupWriterFactory, ExportError> {
-    let aw = ArrowWriter::try_new(std::io::sink(), schema(), Some(props))?;
-    let (_, factory) = aw.into_serialized_writer()?;
-    Ok(factory)
-}
-
-/// A file writer with the Arrow schema embedded in its metadata.
+/// A file writer of the export's schema.
 fn file_writer<W: Write + Send>(
     w: W,
-    props: &WriterProperties,
+    props: &WriterPropertiesPtr,
 ) -> Result<SerializedFileWriter<W>, ExportError> {
-    let aw = ArrowWriter::try_new(w, schema(), Some(props.clone()))?;
-    Ok(aw.into_serialized_writer()?.0)
+    Ok(SerializedFileWriter::new(w, schema()?, props.clone())?)
 }
 
 /// Appends an encoded row group to a file.
-fn append<W: Write + Send>(
+fn append_group<W: Write + Send>(
     writer: &mut SerializedFileWriter<W>,
     e: Encoded,
 ) -> Result<(), ExportError> {
     let mut rg = writer.next_row_group()?;
     for c in e.chunks {
-        c.append_to_row_group(&mut rg)?;
+        append(&mut rg, c)?;
     }
     rg.close()?;
     Ok(())
@@ -126,7 +129,7 @@ fn append<W: Write + Send>(
 fn run_groups(
     ns: &Namespace,
     pool: &rayon::ThreadPool,
-    factory: &ArrowRowGroupWriterFactory,
+    enc: &Encoder,
     groups: &[Range<u32>],
     sink: &mut (dyn FnMut(Encoded) -> Result<(), ExportError> + Send),
 ) -> Result<(), ExportError> {
@@ -143,7 +146,7 @@ fn run_groups(
                 || {
                     group
                         .par_iter()
-                        .map(|r| encode(ns, factory, r.clone()))
+                        .map(|r| encode_group(ns, enc, r.clone()))
                         .collect::<Result<Vec<_>, _>>()
                 },
             );
@@ -176,7 +179,10 @@ pub fn write_parts<W: Write + Send>(
 ) -> Result<ExportStats, ExportError> {
     let pool = pool(opts.threads)?;
     let props = properties(opts)?;
-    let factory = factory(props.clone())?;
+    let enc = Encoder {
+        schema: SchemaDescriptor::new(schema()?),
+        props: props.clone(),
+    };
     let groups = row_group_ranges(ns, opts.row_group_rows);
     let per_file = match groups_per_file {
         Some(n) => n.max(1) as usize,
@@ -198,7 +204,7 @@ pub fn write_parts<W: Write + Send>(
         Ok(())
     };
     let mut index = 0usize;
-    run_groups(ns, &pool, &factory, &groups, &mut |e: Encoded| {
+    run_groups(ns, &pool, &enc, &groups, &mut |e: Encoded| {
         if index.is_multiple_of(per_file) {
             if let Some(w) = current.take() {
                 finish(&mut stats, w, close)?;
@@ -211,7 +217,7 @@ pub fn write_parts<W: Write + Send>(
         stats.rows += e.rows;
         stats.row_groups += 1;
         match current.as_mut() {
-            Some(w) => append(w, e),
+            Some(w) => append_group(w, e),
             None => Err(ExportError::Internal {
                 detail: "no file open for a row group".into(),
             }),

@@ -1,5 +1,5 @@
 //! `nsimage export --format parquet`: the Parquet read back with the
-//! parquet crate's Arrow reader agrees with `load --json` (rows, bytes,
+//! parquet crate's own reader agrees with `load --json` (rows, bytes,
 //! counts per type) and `dump --format jsonl` (every path, in id order);
 //! 1 and 2 threads give the same bytes; a dataset directory holds the same
 //! rows; an output that cannot be written leaves nothing behind.
@@ -8,11 +8,11 @@ use crate::common;
 
 use crate::hdfs_common;
 
-use arrow_array::cast::AsArray;
-use arrow_array::types::{Int8Type, UInt64Type};
-use arrow_array::{Array, RecordBatch};
 use common::{json, nsimage};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::basic::{LogicalType, TimeUnit, Type as PhysicalType};
+use parquet::file::metadata::ParquetMetaData;
+use parquet::file::reader::{FileReader, SerializedFileReader};
+use parquet::record::{Field, Row};
 use std::path::{Path, PathBuf};
 
 fn s(p: &Path) -> &str {
@@ -24,14 +24,39 @@ fn hdfs_dir() -> PathBuf {
     hdfs_common::data()
 }
 
-fn read(file: &Path) -> Vec<RecordBatch> {
-    let f = std::fs::File::open(file).unwrap();
-    ParquetRecordBatchReaderBuilder::try_new(f)
-        .unwrap()
-        .build()
-        .unwrap()
-        .map(|b| b.unwrap())
-        .collect()
+fn reader(file: &Path) -> SerializedFileReader<std::fs::File> {
+    SerializedFileReader::new(std::fs::File::open(file).unwrap()).unwrap()
+}
+
+fn metadata(file: &Path) -> ParquetMetaData {
+    reader(file).metadata().clone()
+}
+
+/// Every row of `file`, all columns.
+fn read(file: &Path) -> Vec<Row> {
+    reader(file).into_iter().map(|r| r.unwrap()).collect()
+}
+
+/// The value of column `name` in `row`.
+fn field<'a>(row: &'a Row, name: &str) -> &'a Field {
+    row.get_column_iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, f)| f)
+        .unwrap_or_else(|| panic!("no column {name} in {row}"))
+}
+
+fn ulong(row: &Row, name: &str) -> u64 {
+    match field(row, name) {
+        Field::ULong(v) => *v,
+        other => panic!("{name}: {other:?}"),
+    }
+}
+
+fn string(row: &Row, name: &str) -> String {
+    match field(row, name) {
+        Field::Str(v) => v.clone(),
+        other => panic!("{name}: {other:?}"),
+    }
 }
 
 /// The rows of an export, the columns the checks need.
@@ -43,26 +68,13 @@ struct Rows {
     kinds: Vec<String>,
 }
 
-fn rows(batches: &[RecordBatch]) -> Rows {
+fn rows(read: &[Row]) -> Rows {
     let mut r = Rows::default();
-    for b in batches {
-        let ids = b.column_by_name("id").unwrap().as_primitive::<UInt64Type>();
-        r.ids.extend(ids.values().iter().copied());
-        let paths = b.column_by_name("path").unwrap().as_string::<i32>();
-        r.paths.extend(paths.iter().map(|p| p.unwrap().to_string()));
-        let sizes = b
-            .column_by_name("size")
-            .unwrap()
-            .as_primitive::<UInt64Type>();
-        r.sizes.extend(sizes.values().iter().copied());
-        let kinds = b
-            .column_by_name("type")
-            .unwrap()
-            .as_dictionary::<Int8Type>();
-        let values = kinds.values().as_string::<i32>();
-        for k in kinds.keys().iter() {
-            r.kinds.push(values.value(k.unwrap() as usize).to_string());
-        }
+    for row in read {
+        r.ids.push(ulong(row, "id"));
+        r.paths.push(string(row, "path"));
+        r.sizes.push(ulong(row, "size"));
+        r.kinds.push(string(row, "type"));
     }
     r
 }
@@ -163,12 +175,7 @@ fn generated_image_round_trips() {
     );
     check_image(&img, dir.path(), "4096");
     // Several row groups, so the parallel path was taken.
-    let meta = ParquetRecordBatchReaderBuilder::try_new(
-        std::fs::File::open(dir.path().join("one.parquet")).unwrap(),
-    )
-    .unwrap()
-    .metadata()
-    .clone();
+    let meta = metadata(&dir.path().join("one.parquet"));
     assert!(meta.num_row_groups() > 4, "{}", meta.num_row_groups());
 }
 
@@ -187,29 +194,58 @@ fn typed_columns() {
         .success());
     let out = dir.path().join("x.parquet");
     export(&img, &out, &[]);
-    let batches = read(&out);
-    let schema = batches[0].schema();
-    let ty = |n: &str| schema.field_with_name(n).unwrap().data_type().to_string();
-    assert_eq!(ty("id"), "UInt64");
-    assert_eq!(ty("mtime"), "Timestamp(ms, \"UTC\")");
-    assert_eq!(ty("owner"), "Dictionary(Int32, Utf8)");
-    assert_eq!(ty("type"), "Dictionary(Int8, Utf8)");
-    let b = &batches[0];
-    // The root: no parent, path "/", no atime (a directory).
+    let meta = metadata(&out);
+    let schema = meta.file_metadata().schema_descr();
+    let column = |n: &str| {
+        let i = schema
+            .columns()
+            .iter()
+            .position(|c| c.name() == n)
+            .unwrap_or_else(|| panic!("no column {n}"));
+        (schema.column(i), i)
+    };
+    let (id, _) = column("id");
+    assert_eq!(id.physical_type(), PhysicalType::INT64);
     assert_eq!(
-        b.column_by_name("path")
-            .unwrap()
-            .as_string::<i32>()
-            .value(0),
-        "/"
+        id.logical_type_ref(),
+        Some(&LogicalType::Integer {
+            bit_width: 64,
+            is_signed: false
+        })
     );
-    assert!(b.column_by_name("parent_id").unwrap().is_null(0));
-    assert!(b.column_by_name("atime").unwrap().is_null(0));
-    let meta = std::fs::File::open(&out).unwrap();
-    let meta = ParquetRecordBatchReaderBuilder::try_new(meta)
-        .unwrap()
-        .metadata()
-        .clone();
+    let (mtime, _) = column("mtime");
+    assert_eq!(mtime.physical_type(), PhysicalType::INT64);
+    assert_eq!(
+        mtime.logical_type_ref(),
+        Some(&LogicalType::Timestamp {
+            is_adjusted_to_u_t_c: true,
+            unit: TimeUnit::MILLIS
+        })
+    );
+    // The low-cardinality strings: STRING, dictionary-encoded.
+    for n in ["owner", "type"] {
+        let (c, i) = column(n);
+        assert_eq!(c.physical_type(), PhysicalType::BYTE_ARRAY, "{n}");
+        assert_eq!(c.logical_type_ref(), Some(&LogicalType::String), "{n}");
+        let chunk = meta.row_group(0).column(i);
+        assert!(
+            chunk.dictionary_page_offset().is_some(),
+            "{n}: no dictionary"
+        );
+    }
+    // A column of distinct values is written plain.
+    let (_, path) = column("path");
+    assert!(meta
+        .row_group(0)
+        .column(path)
+        .dictionary_page_offset()
+        .is_none());
+    let rows = read(&out);
+    // The root: no parent, path "/", no atime (a directory).
+    let root = &rows[0];
+    assert_eq!(string(root, "path"), "/");
+    assert_eq!(field(root, "parent_id"), &Field::Null);
+    assert_eq!(field(root, "atime"), &Field::Null);
     let col = meta.row_group(0).column(0);
     assert!(
         matches!(col.compression(), parquet::basic::Compression::ZSTD(_)),
