@@ -123,7 +123,9 @@ pub fn human_size(bytes: u64) -> String {
     }
     let mut v = bytes as f64 / 1024.0;
     let mut unit = 0;
-    while v >= 1024.0 && unit + 1 < UNITS.len() {
+    // Also go up a unit when one decimal would round to 1024.0
+    // (1 MiB - 1 is `1.0 MiB`, not `1024.0 KiB`).
+    while v >= 1023.95 && unit + 1 < UNITS.len() {
         v /= 1024.0;
         unit += 1;
     }
@@ -219,5 +221,9 @@ mod tests {
         assert_eq!(human_size(1023), "1023 B");
         assert_eq!(human_size(1536), "1.5 KiB");
         assert_eq!(human_size(128 << 20), "128.0 MiB");
+        assert_eq!(human_size(1024), "1.0 KiB");
+        assert_eq!(human_size((1 << 20) - 1), "1.0 MiB");
+        assert_eq!(human_size(10_653_532_160_000), "9.7 TiB");
+        assert_eq!(human_size(u64::MAX), "16.0 EiB");
     }
 }
