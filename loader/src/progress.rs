@@ -4,6 +4,21 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, PoisonError};
 
+/// Process-wide: pieces started by every load, and the furthest offset one
+/// started at, for a progress bar polled from outside (the CLI loads one
+/// image at a time). One relaxed add and one relaxed max per piece.
+static PIECES_STARTED: AtomicU64 = AtomicU64::new(0);
+static FRONT: AtomicU64 = AtomicU64::new(0);
+
+/// How far the loads of this process have got: see [`Progress::front`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Front {
+    /// Pieces (sub-sections) started.
+    pub pieces: u64,
+    /// The furthest file offset a piece started at.
+    pub offset: u64,
+}
+
 /// What the workers tell the prefetch thread: the offsets of the pieces they
 /// start. Inactive (one relaxed load per piece) when no prefetch thread runs.
 ///
@@ -29,6 +44,23 @@ struct State {
 }
 
 impl Progress {
+    /// Pieces started by the loads of this process since the last
+    /// [`reset_front`](Self::reset_front), and the furthest offset one
+    /// started at: what a progress bar of a load shows (the pieces of the
+    /// parallel phases; a serial load reports none).
+    pub fn front() -> Front {
+        Front {
+            pieces: PIECES_STARTED.load(Ordering::Relaxed),
+            offset: FRONT.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Starts [`front`](Self::front) again from nothing, before a load.
+    pub fn reset_front() {
+        PIECES_STARTED.store(0, Ordering::Relaxed);
+        FRONT.store(0, Ordering::Relaxed);
+    }
+
     /// A prefetch thread listens from now on.
     pub(crate) fn activate(&self) {
         self.active.store(true, Ordering::Relaxed);
@@ -36,6 +68,8 @@ impl Progress {
 
     /// A worker starts the piece stored at `offset`.
     pub(crate) fn started(&self, offset: u64) {
+        PIECES_STARTED.fetch_add(1, Ordering::Relaxed);
+        FRONT.fetch_max(offset, Ordering::Relaxed);
         if !self.active.load(Ordering::Relaxed) {
             return;
         }
@@ -105,5 +139,16 @@ mod tests {
         // Finished: inactive again.
         p.started(1000);
         assert!(p.state.lock().unwrap().started.is_empty());
+    }
+
+    #[test]
+    fn the_front_counts_every_started_piece_active_or_not() {
+        // Process-wide: other tests' pieces may add to it, never take away.
+        let p = Progress::default();
+        p.started(1 << 40);
+        p.started(7);
+        let f = Progress::front();
+        assert!(f.pieces >= 2);
+        assert!(f.offset >= 1 << 40);
     }
 }

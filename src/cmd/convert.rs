@@ -92,13 +92,15 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let fs = RealFs::default();
     let mut output = a.output.clone();
     let started = Instant::now();
-    let pb = super::spinner(&format!("loading {}", a.input.display()));
+    let lb = super::progress::LoadBar::start(&a.input);
     let opts = LoadOptions {
         threads: a.threads,
         key: super::key()?,
         ..LoadOptions::default()
     };
-    let mut loaded = load(&a.input, &opts)?;
+    let loaded = load(&a.input, &opts);
+    lb.finish().finish_and_clear();
+    let mut loaded = loaded?;
     let what = loaded.carry().map(|c| {
         format!(
             "{} snapshots of {} snapshottable directories, {} snapshot diff entries, {} inode references, {} inodes only snapshots see",
@@ -130,7 +132,8 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         output = output.join(image_file_name(ns.info().last_txid));
     }
     check_target(&fs, &output)?;
-    pb.set_message(format!("writing {}", output.display()));
+    // The writers report nothing while they run: a spinner.
+    let pb = super::spinner(&format!("writing {}", output.display()));
     let writing = Instant::now();
     let (bytes, md5, sections) = match a.to {
         To::Nsimage => {

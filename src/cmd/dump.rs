@@ -3,9 +3,11 @@
 //! name and renamed into place once complete and synced.
 
 use super::output::{check_output, write_atomically};
+use super::progress::{RowCounter, Unit};
+use indicatif::ProgressBar;
 use nsimage_viewer::dump::{dump, DumpFormat, DumpOptions};
 use nsimage_viewer::ViewError;
-use std::io::BufWriter;
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
@@ -52,6 +54,40 @@ fn parse_delimiter(s: &str) -> Result<u8, String> {
     Ok(d)
 }
 
+/// A bar of the rows to write where a row is a line (delimited, JSON
+/// lines: one per inode), a spinner for XML.
+fn rows_bar(ns: &nsimage_namespace::Namespace, format: DumpFormat, image: &Path) -> ProgressBar {
+    let msg = format!("dumping {}", image.display());
+    let total = (format != DumpFormat::Xml).then(|| ns.stats().inodes);
+    super::progress::bar(total, Unit::Items("rows"), &msg)
+}
+
+/// `dump` into `w`, through a row counter behind its own 1 MiB buffer when
+/// the bar is shown (the counter then sees buffers, not rows); straight
+/// into `w` otherwise.
+fn dump_counted(
+    ns: &nsimage_namespace::Namespace,
+    opts: &DumpOptions,
+    w: &mut (dyn Write + Send),
+    name: &Path,
+    pb: &ProgressBar,
+) -> Result<nsimage_viewer::dump::DumpStats, ViewError> {
+    if pb.is_hidden() || pb.length().is_none() {
+        return dump(ns, opts, w, name);
+    }
+    let inner = RowCounter {
+        inner: w,
+        pb: pb.clone(),
+    };
+    let mut counted = BufWriter::with_capacity(1 << 20, inner);
+    let stats = dump(ns, opts, &mut counted, name)?;
+    counted.flush().map_err(|source| ViewError::Io {
+        path: name.to_path_buf(),
+        source,
+    })?;
+    Ok(stats)
+}
+
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     if a.format != DumpFormat::Delimited && (a.header || a.delimiter != b'\t') {
         anyhow::bail!(ViewError::BadArgument {
@@ -69,12 +105,12 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         check_output(out)?;
     }
     let start = Instant::now();
-    let (ns, load_secs, pb) = super::load_with_spinner(&a.image, a.threads)?;
-    pb.set_message(format!("dumping {}", a.image.display()));
+    let (ns, load_secs) = super::progress::load_with_bar(&a.image, a.threads)?;
+    let pb = rows_bar(&ns, a.format, &a.image);
     let stats = match &a.output {
         None => {
             let mut w = BufWriter::with_capacity(1 << 20, std::io::stdout());
-            let r = dump(&ns, &opts, &mut w, Path::new("<stdout>"));
+            let r = dump_counted(&ns, &opts, &mut w, Path::new("<stdout>"), &pb);
             pb.finish_and_clear();
             match r {
                 Ok(s) => s,
@@ -88,7 +124,9 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             }
         }
         Some(out) => {
-            let r = write_atomically(out, |w| dump(&ns, &opts, w, out).map_err(Into::into));
+            let r = write_atomically(out, |w| {
+                dump_counted(&ns, &opts, w, out, &pb).map_err(Into::into)
+            });
             pb.finish_and_clear();
             r?
         }

@@ -41,8 +41,9 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     }
     super::output::check_export_output(&a.output)?;
     let start = Instant::now();
-    let (ns, load_secs, pb) = super::load_with_spinner(&a.image, a.threads)?;
-    pb.set_message(format!("exporting {}", a.image.display()));
+    let (ns, load_secs) = super::progress::load_with_bar(&a.image, a.threads)?;
+    // The exporter reports nothing while it runs: a spinner.
+    let pb = super::spinner(&format!("exporting {}", a.image.display()));
     let opts = ExportOptions {
         threads: a.threads,
         row_group_rows: a.row_group_rows,

@@ -56,10 +56,12 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         parallel_threshold: a.parallel_threshold,
         key: super::key()?,
     };
-    let pb = super::spinner(&format!("loading {}", a.file.display()));
+    let lb = super::progress::LoadBar::start(&a.file);
     let rss_before = mem::rss_bytes();
     let allocs_before = crate::allocations();
-    let mut loaded = load(&a.file, &opts)?;
+    let loaded = load(&a.file, &opts);
+    lb.finish().finish_and_clear();
+    let mut loaded = loaded?;
     // The library leaves the allocator alone; the CLI gives the load's
     // freed pages back before measuring, as a server would, and counts the
     // trim in the load's time.
@@ -69,7 +71,6 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     loaded.stats.seconds += trim_seconds;
     let allocations = crate::allocations() - allocs_before;
     let rss_after = mem::rss_bytes();
-    pb.finish_and_clear();
     let ns = &loaded.namespace;
     let st = ns.stats();
     let digest = ns.digest().to_string();

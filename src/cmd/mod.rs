@@ -26,6 +26,7 @@ mod lookup;
 mod ls;
 mod output;
 mod peer;
+mod progress;
 mod serve;
 mod stat;
 mod store;
@@ -264,23 +265,4 @@ pub fn stats_text(st: &Stats, digest: &str) -> String {
         "{} inodes ({} files, {} directories, {} symlinks), {} blocks, {} bytes, digest {digest}",
         st.inodes, st.files, st.directories, st.symlinks, st.blocks, st.bytes
     )
-}
-
-/// Loads a whole image for a command that writes it out (dump, export) on
-/// `threads`, behind a spinner that the caller goes on using; gives the
-/// load's freed pages back. The namespace, the load's seconds, the spinner.
-pub fn load_with_spinner(
-    image: &std::path::Path,
-    threads: usize,
-) -> anyhow::Result<(nsimage_namespace::Namespace, f64, ProgressBar)> {
-    let start = std::time::Instant::now();
-    let pb = spinner(&format!("loading {}", image.display()));
-    let opts = nsimage_loader::LoadOptions {
-        threads,
-        key: key()?,
-        ..nsimage_loader::LoadOptions::default()
-    };
-    let loaded = nsimage_loader::load(image, &opts)?;
-    nsimage_loader::release_free_memory();
-    Ok((loaded.namespace, start.elapsed().as_secs_f64(), pb))
 }

@@ -8,3 +8,4 @@ mod export;
 mod hostile;
 mod layering;
 mod peers;
+mod progress;
