@@ -5,13 +5,14 @@
 use super::output::{check_output, write_atomically};
 use nsimage_loader::{load, LoadOptions};
 use nsimage_viewer::distribution::{distribution, Bucket, Distribution, DEFAULT_MAX, DEFAULT_STEP};
-use nsimage_viewer::text::human_size;
+use nsimage_viewer::text::{bytes_summary, human_size, size_text};
 use nsimage_viewer::ViewError;
 use plotters::prelude::*;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
+#[command(disable_help_flag = true)]
 pub struct Args {
     /// Image file.
     image: PathBuf,
@@ -26,6 +27,13 @@ pub struct Args {
     /// Draw an SVG bar chart of the histogram into this file.
     #[arg(long)]
     plot: Option<PathBuf>,
+    /// Print help (`-h` is `--human` here).
+    #[arg(long, action = clap::ArgAction::Help)]
+    help: Option<bool>,
+    /// Sizes in binary units (`1.5 KiB`, `9.7 TiB`) instead of byte
+    /// counts, as `hdfs dfs -du -h`.
+    #[arg(short = 'h', long)]
+    human: bool,
     /// Print JSON on stdout (every bucket, empty ones included).
     #[arg(long)]
     json: bool,
@@ -114,8 +122,8 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             "{}: {} files, {}, largest {}; buckets of {} up to {} (empty buckets not shown)",
             a.image.display(),
             d.files,
-            human_size(d.bytes),
-            human_size(d.largest),
+            bytes_summary(d.bytes),
+            size_text(d.largest, a.human),
             human_size(d.step),
             human_size(d.max)
         );
@@ -132,7 +140,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 range_text(b),
                 b.files,
                 100.0 * b.files as f64 / d.files.max(1) as f64,
-                human_size(b.bytes)
+                size_text(b.bytes, a.human)
             );
         }
         if let Some(p) = &a.plot {

@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
+#[command(disable_help_flag = true)]
 pub struct Args {
     /// Image file.
     image: PathBuf,
@@ -27,6 +28,13 @@ pub struct Args {
     /// (most bytes first).
     #[arg(long, value_parser = parse_key, conflicts_with_all = ["depth", "sort"])]
     by: Option<Key>,
+    /// Print help (`-h` is `--human` here).
+    #[arg(long, action = clap::ArgAction::Help)]
+    help: Option<bool>,
+    /// Sizes in binary units (`1.5 KiB`, `9.7 TiB`) instead of byte
+    /// counts, as `hdfs dfs -du -h`.
+    #[arg(short = 'h', long)]
+    human: bool,
     /// One JSON document on stdout.
     #[arg(long)]
     json: bool,
@@ -53,7 +61,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let path = ImagePath::parse(&a.path)?;
     let ns = super::ls::load_whole(&a.image)?;
     if let Some(by) = a.by {
-        return by_key(&ns, &path, by, a.json);
+        return by_key(&ns, &path, by, a.json, a.human);
     }
     let pb = super::spinner("summing subtrees");
     let report = du::du(
@@ -72,7 +80,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             .map_err(std::io::Error::from)
             .and_then(|()| writeln!(out))
     } else {
-        du::write_text(&report, &mut out)
+        du::write_text(&report, a.human, &mut out)
     };
     super::ls::finish(r.and_then(|()| out.flush()))
 }
@@ -82,6 +90,7 @@ fn by_key(
     path: &ImagePath,
     by: Key,
     json: bool,
+    human: bool,
 ) -> anyhow::Result<ExitCode> {
     let pb = super::spinner(&format!("summing per {}", by.name()));
     let report = owners::usage_by(ns, path, by);
@@ -93,7 +102,7 @@ fn by_key(
             .map_err(std::io::Error::from)
             .and_then(|()| writeln!(out))
     } else {
-        owners::write_text(&report, &mut out)
+        owners::write_text(&report, human, &mut out)
     };
     super::ls::finish(r.and_then(|()| out.flush()))
 }

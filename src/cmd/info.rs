@@ -3,14 +3,23 @@
 //! (layout version, codec, every section) and its snapshots.
 
 use nsimage_loader::ImageSource;
+use nsimage_viewer::text::{bytes_summary, size_text};
 use serde_json::json;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
+#[command(disable_help_flag = true)]
 pub struct Args {
     /// Image file.
     file: PathBuf,
+    /// Print help (`-h` is `--human` here).
+    #[arg(long, action = clap::ArgAction::Help)]
+    help: Option<bool>,
+    /// Sizes in binary units (`1.5 KiB`, `9.7 TiB`) instead of byte
+    /// counts, as `hdfs dfs -du -h`.
+    #[arg(short = 'h', long)]
+    human: bool,
     /// Print JSON on stdout.
     #[arg(long)]
     json: bool,
@@ -90,23 +99,27 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     out!(
-        "{}: nsimage format version {}, {} bytes",
+        "{}: nsimage format version {}, {}",
         a.file.display(),
         h.version,
-        src.len()
+        bytes_summary(src.len())
     );
+    let size = |b: u64| size_text(b, a.human);
     out!(
         "features: required {:#x}, optional {:#x}",
         h.required_features,
         h.optional_features
     );
     out!(
-        "at rest: {}, {plain} plain bytes in {stored} stored ({ratio:.2}x){}",
+        "at rest: {}, {} plain{} in {} stored ({ratio:.2}x){}",
         if codecs.is_empty() {
             "uncompressed".to_string()
         } else {
             format!("compressed ({})", codecs.join(", "))
         },
+        size(plain),
+        if a.human { "" } else { " bytes" },
+        size(stored),
         match &src.index.encryption {
             Some(e) => format!(
                 ", encrypted (AES-256-GCM, key fingerprint {})",
@@ -130,8 +143,8 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             "{:<14} {:>12} {:>12} {:>12} {:>6.2} {:>10} {:>6}  {:016x}{}",
             s.kind.to_string(),
             s.offset,
-            s.length,
-            s.plain_length(),
+            size(s.length),
+            size(s.plain_length()),
             ratio_of(s),
             s.records,
             s.sub_sections.len(),
@@ -213,11 +226,11 @@ fn hdfs(a: &Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     out!(
-        "{}: HDFS fsimage, layout version {}, codec {}, {} bytes{}",
+        "{}: HDFS fsimage, layout version {}, codec {}, {}{}",
         a.file.display(),
         img.layout_version,
         img.codec_class.unwrap_or("none"),
-        img.file_bytes,
+        bytes_summary(img.file_bytes),
         if sidecar {
             ", .md5 sidecar present"
         } else {
@@ -232,12 +245,21 @@ fn hdfs(a: &Args) -> anyhow::Result<ExitCode> {
             (true, false, _) => "skipped",
             _ => "",
         };
-        out!("{:<24} {:>12} {:>12}  {note}", s.name, s.offset, s.length);
+        out!(
+            "{:<24} {:>12} {:>12}  {note}",
+            s.name,
+            s.offset,
+            size_text(s.length, a.human)
+        );
     }
     out!(
-        "summary at {} ({} bytes); string table maskBits {}",
+        "summary at {} ({}); string table maskBits {}",
         img.summary.0,
-        img.summary.1,
+        if a.human {
+            nsimage_viewer::text::human_size(img.summary.1)
+        } else {
+            format!("{} bytes", img.summary.1)
+        },
         img.string_mask_bits
     );
     out!(

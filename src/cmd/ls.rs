@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
+#[command(disable_help_flag = true)]
 pub struct Args {
     /// Image file.
     image: PathBuf,
@@ -19,6 +20,13 @@ pub struct Args {
     /// List everything below the path, depth first in name order.
     #[arg(short = 'R', long)]
     recursive: bool,
+    /// Print help (`-h` is `--human` here).
+    #[arg(long, action = clap::ArgAction::Help)]
+    help: Option<bool>,
+    /// Sizes in binary units (`1.5 KiB`, `9.7 TiB`) instead of byte
+    /// counts, as `hdfs dfs -du -h`.
+    #[arg(short = 'h', long)]
+    human: bool,
     /// JSON lines on stdout, one object per entry.
     #[arg(long)]
     json: bool,
@@ -28,6 +36,8 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let path = ImagePath::parse(&a.path)?;
     let format = if a.json {
         Format::JsonLines
+    } else if a.human {
+        Format::HumanText
     } else {
         Format::Text
     };

@@ -7,11 +7,19 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
+#[command(disable_help_flag = true)]
 pub struct Args {
     /// Image file.
     image: PathBuf,
     /// Absolute path inside the image.
     path: String,
+    /// Print help (`-h` is `--human` here).
+    #[arg(long, action = clap::ArgAction::Help)]
+    help: Option<bool>,
+    /// Sizes in binary units (`1.5 KiB`, `9.7 TiB`) instead of byte
+    /// counts, as `hdfs dfs -du -h`.
+    #[arg(short = 'h', long)]
+    human: bool,
     /// One JSON document on stdout.
     #[arg(long)]
     json: bool,
@@ -64,7 +72,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             .map_err(std::io::Error::from)
             .and_then(|()| writeln!(out))
     } else {
-        stat::write_text(&info, &mut out).and_then(|()| match &snapshots {
+        stat::write_text(&info, a.human, &mut out).and_then(|()| match &snapshots {
             Some(list) => {
                 writeln!(out, "  snapshottable: yes, {} snapshots", list.len())?;
                 for e in list {

@@ -25,6 +25,7 @@
 
 use crate::error::ViewError;
 use crate::paths::ImagePath;
+use crate::text::{human_size, size_text};
 use crate::walk::{join, kind_name, length, lossy, resolve};
 use nsimage_namespace::{Attrs, Inode, InodeKind, Namespace};
 use rayon::prelude::*;
@@ -331,8 +332,10 @@ fn serial(top: Inode<'_>, path: Vec<u8>, depth: usize, max: usize) -> (Usage, Ve
     }
 }
 
-/// Writes `r` as an aligned table with a header line.
-pub fn write_text(r: &DuReport, out: &mut impl Write) -> io::Result<()> {
+/// Writes `r` as an aligned table with a header line; with `human`, the
+/// byte columns (bytes, space consumed, space quota and its remainder) in
+/// binary units (`1.5 KiB`).
+pub fn write_text(r: &DuReport, human: bool, out: &mut impl Write) -> io::Result<()> {
     let head = [
         "FILES",
         "DIRS",
@@ -347,6 +350,13 @@ pub fn write_text(r: &DuReport, out: &mut impl Write) -> io::Result<()> {
     ];
     let quota = |q: Option<i64>| q.map_or_else(|| "none".to_string(), |v| v.to_string());
     let rem = |q: Option<i128>| q.map_or_else(|| "inf".to_string(), |v| v.to_string());
+    // A negative remainder (over quota) keeps its sign in binary units.
+    let bytes_of = |v: i128| match u64::try_from(v.unsigned_abs()) {
+        Ok(b) if human => format!("{}{}", if v < 0 { "-" } else { "" }, human_size(b)),
+        _ => v.to_string(),
+    };
+    let ds_quota = |q: Option<i64>| q.map_or_else(|| "none".to_string(), |v| bytes_of(v.into()));
+    let ds_rem = |q: Option<i128>| q.map_or_else(|| "inf".to_string(), bytes_of);
     let cells: Vec<[String; 10]> = r
         .rows
         .iter()
@@ -356,13 +366,13 @@ pub fn write_text(r: &DuReport, out: &mut impl Write) -> io::Result<()> {
                 u.files.to_string(),
                 u.directories.to_string(),
                 u.symlinks.to_string(),
-                u.bytes.to_string(),
-                u.space_consumed.to_string(),
+                size_text(u.bytes, human),
+                size_text(u.space_consumed, human),
                 u.small_files.to_string(),
                 quota(x.ns_quota),
                 rem(x.ns_remaining()),
-                quota(x.ds_quota),
-                rem(x.ds_remaining()),
+                ds_quota(x.ds_quota),
+                ds_rem(x.ds_remaining()),
             ]
         })
         .collect();

@@ -19,7 +19,7 @@
 
 use crate::error::ViewError;
 use crate::paths::ImagePath;
-use crate::text::{escaped, permission_string, utc_iso8601};
+use crate::text::{escaped, permission_string, size_text, utc_iso8601};
 use crate::walk::{join, kind_name, length, lossy, resolve};
 use nsimage_namespace::{Attrs, Inode, InodeKind, Namespace};
 use std::borrow::Cow;
@@ -105,8 +105,10 @@ pub fn ls(ns: &Namespace, path: &ImagePath) -> Result<Listing, ViewError> {
 /// Text or JSON lines.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
-    /// hdfs-like aligned lines.
+    /// hdfs-like aligned lines, lengths as byte counts.
     Text,
+    /// The same lines, lengths in binary units (`1.5 KiB`, `-ls -h`).
+    HumanText,
     /// One JSON object per line.
     JsonLines,
 }
@@ -114,13 +116,14 @@ pub enum Format {
 /// Writes `listing` (from [`ls`]) in `format`.
 pub fn write_listing(listing: &Listing, format: Format, out: &mut impl Write) -> io::Result<()> {
     match format {
-        Format::Text => {
+        Format::Text | Format::HumanText => {
+            let human = format == Format::HumanText;
             if listing.directory {
                 writeln!(out, "Found {} items", listing.entries.len())?;
             }
-            let w = Widths::over(&listing.entries);
+            let w = Widths::over(&listing.entries, human);
             for e in &listing.entries {
-                write_text_line(e, &w, out)?;
+                write_text_line(e, &w, human, out)?;
             }
         }
         Format::JsonLines => {
@@ -158,7 +161,7 @@ pub fn write_recursive(
         return Ok(1);
     }
     let mut written = 0u64;
-    let mut stack = vec![Frame::of(target, &here)];
+    let mut stack = vec![Frame::of(target, &here, format == Format::HumanText)];
     while let Some(f) = stack.last_mut() {
         let Some(e) = f.entries.get(f.next) else {
             stack.pop();
@@ -167,13 +170,14 @@ pub fn write_recursive(
         let inode = f.inodes[f.next];
         f.next += 1;
         match format {
-            Format::Text => write_text_line(e, &f.widths, out),
+            Format::Text => write_text_line(e, &f.widths, false, out),
+            Format::HumanText => write_text_line(e, &f.widths, true, out),
             Format::JsonLines => write_json_line(e, out),
         }
         .map_err(io_err)?;
         written += 1;
         if inode.kind() == InodeKind::Directory {
-            let child = Frame::of(inode, &e.path.clone());
+            let child = Frame::of(inode, &e.path.clone(), format == Format::HumanText);
             stack.push(child);
         }
     }
@@ -190,13 +194,13 @@ struct Frame<'a> {
 }
 
 impl<'a> Frame<'a> {
-    fn of(dir: Inode<'a>, dir_path: &[u8]) -> Frame<'a> {
+    fn of(dir: Inode<'a>, dir_path: &[u8], human: bool) -> Frame<'a> {
         let inodes: Vec<Inode<'a>> = dir.children().collect();
         let entries: Vec<LsEntry> = inodes
             .iter()
             .map(|c| LsEntry::of(c, join(dir_path, c.name())))
             .collect();
-        let widths = Widths::over(&entries);
+        let widths = Widths::over(&entries, human);
         Frame {
             entries,
             inodes,
@@ -216,7 +220,7 @@ struct Widths {
 }
 
 impl Widths {
-    fn over(entries: &[LsEntry]) -> Widths {
+    fn over(entries: &[LsEntry], human: bool) -> Widths {
         let mut w = Widths {
             replication: 1,
             ..Widths::default()
@@ -226,13 +230,13 @@ impl Widths {
             w.replication = w.replication.max(r);
             w.owner = w.owner.max(escaped(&e.owner).chars().count());
             w.group = w.group.max(escaped(&e.group).chars().count());
-            w.length = w.length.max(e.length.to_string().len());
+            w.length = w.length.max(size_text(e.length, human).len());
         }
         w
     }
 }
 
-fn write_text_line(e: &LsEntry, w: &Widths, out: &mut impl Write) -> io::Result<()> {
+fn write_text_line(e: &LsEntry, w: &Widths, human: bool, out: &mut impl Write) -> io::Result<()> {
     let repl = e
         .replication
         .map_or_else(|| "-".to_string(), |r| r.to_string());
@@ -243,7 +247,7 @@ fn write_text_line(e: &LsEntry, w: &Widths, out: &mut impl Write) -> io::Result<
         repl,
         escaped(&e.owner),
         escaped(&e.group),
-        e.length,
+        size_text(e.length, human),
         utc_iso8601(e.mtime),
         escaped(&e.path),
         rw = w.replication + 2,
@@ -362,6 +366,19 @@ mod tests {
             "Found 2 items\n\
              -rwxr-x---   3 u g  0 1970-01-01T00:00:00Z /user/alice/f\n\
              lrwxr-x---   - u g  0 1970-01-01T00:00:00Z /user/alice/l -> /x\n"
+        );
+        let mut human = Vec::new();
+        let big = Listing {
+            directory: false,
+            entries: vec![LsEntry {
+                length: 1536,
+                ..l.entries[0].clone()
+            }],
+        };
+        write_listing(&big, Format::HumanText, &mut human).unwrap();
+        assert_eq!(
+            String::from_utf8(human).unwrap(),
+            "-rwxr-x---   3 u g  1.5 KiB 1970-01-01T00:00:00Z /user/alice/f\n"
         );
         assert!(matches!(
             ls(&part, &ImagePath::parse("/data").unwrap()),

@@ -132,8 +132,9 @@ pub fn usage_by(ns: &Namespace, path: &ImagePath, by: Key) -> Result<OwnerReport
     })
 }
 
-/// Writes `r` as an aligned table with a header line.
-pub fn write_text(r: &OwnerReport, out: &mut impl Write) -> io::Result<()> {
+/// Writes `r` as an aligned table with a header line; with `human`, bytes
+/// and space consumed in binary units (`1.5 KiB`).
+pub fn write_text(r: &OwnerReport, human: bool, out: &mut impl Write) -> io::Result<()> {
     let head = [
         if r.by == Key::Owner { "OWNER" } else { "GROUP" },
         "FILES",
@@ -153,8 +154,8 @@ pub fn write_text(r: &OwnerReport, out: &mut impl Write) -> io::Result<()> {
                 u.files.to_string(),
                 u.directories.to_string(),
                 u.symlinks.to_string(),
-                u.bytes.to_string(),
-                u.space_consumed.to_string(),
+                crate::text::size_text(u.bytes, human),
+                crate::text::size_text(u.space_consumed, human),
                 u.small_files.to_string(),
             ]
         })
@@ -291,7 +292,7 @@ mod tests {
         assert_eq!(one.rows.len(), 1);
         assert_eq!(one.rows[0].usage.bytes, 70);
         let mut text = Vec::new();
-        write_text(&r, &mut text).unwrap();
+        write_text(&r, false, &mut text).unwrap();
         let text = String::from_utf8(text).unwrap();
         assert!(text.starts_with("OWNER FILES DIRS"), "{text}");
         assert_eq!(to_json(&r)["rows"][1]["name"], "bob");

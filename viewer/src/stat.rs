@@ -35,7 +35,7 @@
 
 use crate::error::ViewError;
 use crate::paths::ImagePath;
-use crate::text::{escaped, human_size, permission_string, utc_iso8601};
+use crate::text::{escaped, human_size, permission_string, size_text, utc_iso8601};
 use crate::walk::{kind_name, length, lossy, resolve};
 use base64::Engine as _;
 use nsimage_namespace::{Attrs, Block, InodeKind, Namespace, XAttrNs};
@@ -263,8 +263,9 @@ pub fn stat(ns: &Namespace, path: &ImagePath) -> Result<StatInfo, ViewError> {
     })
 }
 
-/// Writes `s` as `field: value` lines.
-pub fn write_text(s: &StatInfo, out: &mut impl Write) -> io::Result<()> {
+/// Writes `s` as `field: value` lines; with `human`, the file's length,
+/// its blocks' lengths and the space quota in binary units (`1.5 KiB`).
+pub fn write_text(s: &StatInfo, human: bool, out: &mut impl Write) -> io::Result<()> {
     let time = |ms: u64| format!("{} ({ms})", utc_iso8601(ms));
     writeln!(out, "  path: {}", escaped(&s.path))?;
     writeln!(out, "  id: {}", s.id)?;
@@ -298,20 +299,26 @@ pub fn write_text(s: &StatInfo, out: &mut impl Write) -> io::Result<()> {
             f.storage_policy,
             storage_policy_name(f.storage_policy)
         )?;
-        writeln!(out, "  length: {}", f.length)?;
+        writeln!(out, "  length: {}", size_text(f.length, human))?;
         writeln!(out, "  blocks: {}", f.blocks.len())?;
         for b in &f.blocks {
             writeln!(
                 out,
                 "    block {} genstamp {} length {}",
-                b.id, b.generation_stamp, b.length
+                b.id,
+                b.generation_stamp,
+                size_text(b.length, human)
             )?;
         }
     }
     if let Some((nsq, dsq)) = s.quota {
         let show = |q: Option<i64>| q.map_or_else(|| "none".to_string(), |v| v.to_string());
         writeln!(out, "  namespace quota: {}", show(nsq))?;
-        writeln!(out, "  space quota: {}", show(dsq))?;
+        let space = match dsq {
+            Some(v) if human => u64::try_from(v).map_or_else(|_| v.to_string(), human_size),
+            q => show(q),
+        };
+        writeln!(out, "  space quota: {space}")?;
     }
     if let Some(t) = &s.symlink_target {
         writeln!(out, "  target: {}", escaped(t))?;

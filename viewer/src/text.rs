@@ -132,6 +132,22 @@ pub fn human_size(bytes: u64) -> String {
     format!("{v:.1} {}", UNITS[unit])
 }
 
+/// A byte count as the text commands print it: [`human_size`] with
+/// `-h/--human`, the plain count otherwise.
+pub fn size_text(bytes: u64, human: bool) -> String {
+    if human {
+        human_size(bytes)
+    } else {
+        bytes.to_string()
+    }
+}
+
+/// A byte count in a summary line: the raw count with the human form
+/// beside it, `10653532160000 bytes (9.7 TiB)`.
+pub fn bytes_summary(bytes: u64) -> String {
+    format!("{bytes} bytes ({})", human_size(bytes))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -225,5 +241,11 @@ mod tests {
         assert_eq!(human_size((1 << 20) - 1), "1.0 MiB");
         assert_eq!(human_size(10_653_532_160_000), "9.7 TiB");
         assert_eq!(human_size(u64::MAX), "16.0 EiB");
+        assert_eq!(size_text(1536, false), "1536");
+        assert_eq!(size_text(1536, true), "1.5 KiB");
+        assert_eq!(
+            bytes_summary(10_653_532_160_000),
+            "10653532160000 bytes (9.7 TiB)"
+        );
     }
 }

@@ -6,6 +6,7 @@ mod commands;
 mod documented;
 mod export;
 mod hostile;
+mod human;
 mod layering;
 mod peers;
 mod progress;

@@ -1,0 +1,170 @@
+//! `-h/--human` on `du`, `ls`, `stat`, `info` and `distribution`: sizes in
+//! binary units where the plain output prints byte counts, `--help` still
+//! the usage, `--json` the same with and without `-h`.
+
+use crate::common;
+
+use common::nsimage;
+use std::path::Path;
+
+/// Runs a command that must succeed; its stdout as text.
+fn text(args: &[&str]) -> String {
+    let o = nsimage(args);
+    assert!(
+        o.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout).expect("stdout is UTF-8")
+}
+
+fn generate(img: &Path) {
+    text(&[
+        "generate",
+        "-o",
+        img.to_str().unwrap(),
+        "--inodes",
+        "2000",
+        "--seed",
+        "7",
+    ]);
+}
+
+/// The path and length of the first non-empty file of the image.
+fn some_file(img: &str) -> (String, u64) {
+    text(&["ls", img, "/", "-R", "--json"])
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|e| e["type"] == "file" && e["length"].as_u64().unwrap() >= 1 << 20)
+        .map(|e| {
+            let p = e["path"].as_str().unwrap().to_string();
+            (p, e["length"].as_u64().unwrap())
+        })
+        .expect("a file of 1 MiB or more")
+}
+
+/// Whether `s` has a size in binary units above bytes (`1.5 KiB`).
+fn has_unit(s: &str) -> bool {
+    ["KiB", "MiB", "GiB", "TiB"].iter().any(|u| s.contains(u))
+}
+
+#[test]
+fn human_sizes_where_plain_output_has_byte_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = dir.path().join("x.nsi");
+    generate(&img);
+    let img = img.to_str().unwrap();
+    let (file, length) = some_file(img);
+    let human = nsimage_viewer::text::human_size(length);
+
+    // ls: the length column.
+    let plain = text(&["ls", img, &file]);
+    assert!(plain.contains(&format!(" {length} ")), "{plain}");
+    assert!(!has_unit(&plain), "{plain}");
+    for flag in ["-h", "--human"] {
+        let h = text(&["ls", flag, img, &file]);
+        assert!(h.contains(&format!(" {human} ")), "{h}");
+        assert!(!h.contains(&length.to_string()), "{h}");
+    }
+    assert!(has_unit(&text(&["ls", "-h", "-R", img, "/"])));
+
+    // stat: the length and each block's.
+    let plain = text(&["stat", img, &file]);
+    assert!(plain.contains(&format!("  length: {length}\n")), "{plain}");
+    let h = text(&["stat", "-h", img, &file]);
+    assert!(h.contains(&format!("  length: {human}\n")), "{h}");
+    assert!(
+        h.lines()
+            .any(|l| l.starts_with("    block ") && has_unit(l)),
+        "{h}"
+    );
+
+    // du: bytes and space consumed; counts of files stay counts.
+    let total = common::json(&nsimage(&["du", img, "-d", "0", "--json"]));
+    let bytes = total["rows"][0]["bytes"].as_u64().unwrap();
+    let files = total["rows"][0]["files"].as_u64().unwrap();
+    let plain = text(&["du", img, "-d", "0"]);
+    assert!(plain.contains(&bytes.to_string()) && !has_unit(&plain));
+    let h = text(&["du", "-h", img, "-d", "0"]);
+    assert!(h.contains(&nsimage_viewer::text::human_size(bytes)), "{h}");
+    assert!(!h.contains(&bytes.to_string()), "{h}");
+    assert!(h.contains(&format!(" {files} ")), "{h}");
+    let by = text(&["du", "-h", img, "--by", "owner"]);
+    assert!(has_unit(&by), "{by}");
+    assert!(!has_unit(&text(&["du", img, "--by", "owner"])));
+
+    // info: the file size as a summary beside the count; the section
+    // lengths in units with -h.
+    let image_bytes = std::fs::metadata(img).unwrap().len();
+    let summary = format!(
+        "{image_bytes} bytes ({})",
+        nsimage_viewer::text::human_size(image_bytes)
+    );
+    let plain = text(&["info", img]);
+    let first = plain.lines().next().unwrap();
+    assert!(first.ends_with(&summary), "{first}");
+    assert!(!plain.lines().skip(1).any(has_unit), "{plain}");
+    let h = text(&["info", "-h", img]);
+    assert!(h.lines().next().unwrap().ends_with(&summary), "{h}");
+    assert!(
+        h.lines().any(|l| l.starts_with("INODE ") && has_unit(l)),
+        "{h}"
+    );
+
+    // distribution: the bytes per bucket.
+    let d = common::json(&nsimage(&["distribution", img, "--json"]));
+    let total = d["bytes"].as_u64().unwrap();
+    let plain = text(&["distribution", img]);
+    let first = plain.lines().next().unwrap();
+    assert!(
+        first.contains(&format!(
+            "{total} bytes ({})",
+            nsimage_viewer::text::human_size(total)
+        )),
+        "{first}"
+    );
+    let rows = |t: &str| t.lines().skip(2).map(str::to_string).collect::<Vec<_>>();
+    let last_col = |l: &String| l.rsplit("  ").next().unwrap_or("").trim().to_string();
+    assert!(
+        rows(&plain)
+            .iter()
+            .all(|l| last_col(l).parse::<u64>().is_ok()),
+        "{plain}"
+    );
+    let h = text(&["distribution", "-h", img]);
+    assert!(rows(&h).iter().any(|l| has_unit(&last_col(l))), "{h}");
+}
+
+#[test]
+fn help_still_prints_usage() {
+    for cmd in ["du", "ls", "stat", "info", "distribution"] {
+        let long = text(&[cmd, "--help"]);
+        assert!(long.contains(&format!("Usage: nsimage {cmd}")), "{long}");
+        assert!(long.contains("-h, --human"), "{long}");
+        assert_eq!(text(&["help", cmd]), long, "{cmd}");
+    }
+}
+
+#[test]
+fn json_is_the_same_with_and_without_human() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = dir.path().join("x.nsi");
+    generate(&img);
+    let img = img.to_str().unwrap();
+    let (file, _) = some_file(img);
+    let cases: [Vec<&str>; 6] = [
+        vec!["du", img, "--json"],
+        vec!["du", img, "--by", "group", "--json"],
+        vec!["ls", img, "/", "-R", "--json"],
+        vec!["stat", img, &file, "--json"],
+        vec!["info", img, "--json"],
+        vec!["distribution", img, "--json"],
+    ];
+    for args in cases {
+        let plain = text(&args);
+        let mut with_h = args.clone();
+        with_h.insert(1, "-h");
+        assert_eq!(text(&with_h), plain, "{args:?}");
+        assert!(!has_unit(&plain) || args[0] == "distribution", "{args:?}");
+    }
+}
