@@ -262,7 +262,12 @@ pub fn stats_json(
 
 pub fn stats_text(st: &Stats, digest: &str) -> String {
     format!(
-        "{} inodes ({} files, {} directories, {} symlinks), {} blocks, {} bytes, digest {digest}",
-        st.inodes, st.files, st.directories, st.symlinks, st.blocks, st.bytes
+        "{} inodes ({} files, {} directories, {} symlinks), {} blocks, {}, digest {digest}",
+        st.inodes,
+        st.files,
+        st.directories,
+        st.symlinks,
+        st.blocks,
+        nsimage_viewer::text::bytes_summary(st.bytes)
     )
 }
