@@ -4,7 +4,7 @@
 //! once, then timed while it is parsed and applied onto a fresh empty
 //! namespace, the way recovery replays it, through the borrowing reader
 //! (`journal::read` and `edit::apply_view`) and, for comparison,
-//! through the owned one (`parse` and `edit::apply`).
+//! through owned ops (`view.to_owned()` and `edit::apply`).
 //!
 //! A second group times one large directory alone: `WIDE` files with
 //! random (seeded) names created in it, then deleted in another random

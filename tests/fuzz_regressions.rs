@@ -353,7 +353,7 @@ fn hdfs_new_zlib_empty_snapshots() {
 
 // New: a SNAPSHOT_DIFF entry declaring 16M file diffs, each an empty
 // message (288 bytes each: 1.1 GiB asked at once, found by
-// tests/hdfs_hostile.rs under a memory limit). A diff must have its
+// tests/it/hdfs/hostile.rs under a memory limit). A diff must have its
 // snapshot id.
 #[test]
 fn hdfs_new_zlib_empty_file_diffs() {

@@ -2,7 +2,7 @@
 //! protobuf wire format of `Inode` and `DirEntry` records (schemas in
 //! `format-spec/proto/nsimage.proto`) and takes the fields it needs as
 //! values and slices of the record's bytes, with no allocation per record.
-//! prost stays the schema and the encoder; `tests/walker.rs` checks that the
+//! prost stays the schema and the encoder; `tests/it/format/walker.rs` checks that the
 //! walker and prost agree on every field of random records.
 //!
 //! Semantics follow FORMAT.md's "Protobuf wire rules": the last value of a

@@ -114,7 +114,7 @@ fn in_order(seg: &Segment, offset: u64, ops: &Ops<'_>, next: u64) -> Result<u64,
     Ok(first.saturating_add(ops.len()))
 }
 
-/// A plain store's segments: [`Sealing::plain`].
+/// A plain store's segments: plain ones only, no key.
 static PLAIN: Sealing = Sealing {
     expect: Some(false),
     key: None,

@@ -34,16 +34,6 @@ pub struct Sealing {
     pub key: Option<Key>,
 }
 
-impl Sealing {
-    /// A plain store's: plain segments only.
-    pub fn plain() -> Sealing {
-        Sealing {
-            expect: Some(false),
-            key: None,
-        }
-    }
-}
-
 /// The associated data of a sealed batch (STORE.md, "Sealed batch").
 pub(super) fn batch_aad(
     id: &[u8; ID_LEN],

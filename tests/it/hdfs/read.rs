@@ -740,7 +740,7 @@ fn references_and_snapshot_only_inodes_keep_the_current_tree() {
     assert_eq!(st["snapshots"][0]["name"], "s0");
     let st = String::from_utf8(nsimage(&["stat", s(&path), "/"]).stdout).unwrap();
     assert!(st.contains("snapshottable: yes, 1 snapshots"), "{st}");
-    // convert carries the snapshots (tests/hdfs_snapshots.rs has the
+    // convert carries the snapshots (tests/it/hdfs/snapshots.rs has the
     // details), and with --drop-snapshots writes the current tree, saying
     // what it dropped.
     let out_img = dir.path().join("converted.hdfs");
