@@ -1,7 +1,8 @@
 //! [`Cursor`]: the one zero-copy walker of the protobuf wire format. Every
 //! reader of a message by hand uses it: the loader's record decoder (the
-//! hot path of a load), its reader of Hadoop records, the one-path
-//! lookups, the checkpoint store's journal op views, and [`super::check`].
+//! hot path of a load, and the INODE records of one-path lookups), its
+//! reader of Hadoop records, the checkpoint store's journal op views, and
+//! [`super::check`], the wire rules that run before any prost decode.
 //!
 //! No allocation: fields come back as values and slices of the message's
 //! bytes. Holding the unread rest as a slice (rather than a buffer and a
