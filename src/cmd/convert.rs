@@ -92,12 +92,12 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let fs = RealFs::default();
     let mut output = a.output.clone();
     let started = Instant::now();
-    let lb = super::progress::LoadBar::start(&a.input);
     let opts = LoadOptions {
         threads: a.threads,
         key: super::key()?,
         ..LoadOptions::default()
     };
+    let lb = super::progress::LoadBar::start(&a.input);
     let loaded = load(&a.input, &opts);
     lb.finish().finish_and_clear();
     let mut loaded = loaded?;

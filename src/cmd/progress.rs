@@ -135,12 +135,12 @@ pub fn load_with_bar(
     threads: usize,
 ) -> anyhow::Result<(nsimage_namespace::Namespace, f64)> {
     let start = std::time::Instant::now();
-    let lb = LoadBar::start(image);
     let opts = nsimage_loader::LoadOptions {
         threads,
         key: super::key()?,
         ..nsimage_loader::LoadOptions::default()
     };
+    let lb = LoadBar::start(image);
     let loaded = nsimage_loader::load(image, &opts);
     lb.finish().finish_and_clear();
     let loaded = loaded?;
