@@ -2,7 +2,7 @@
 //! applies an operation the first time (filling in the id it allocates) and
 //! on replay (checking that it allocates the same id).
 
-use crate::op_view::{CreateView, OpView};
+use crate::op_view::{AclEntryView, CreateView, OpView};
 use nsimage_format::pb;
 use nsimage_format::pb::journal_op::Op;
 use nsimage_format::wire::convert;
@@ -15,6 +15,27 @@ fn mode(m: u32) -> Result<u16, NsError> {
 
 fn xattr_ns(v: i32) -> Result<XAttrNs, NsError> {
     convert::xattr_ns(v).map_err(|_| NsError::Invalid(format!("xattr namespace {v}")))
+}
+
+/// The journaled entries as [`Namespace::set_acl`] takes them: (name,
+/// type 0..=3, default scope, rwx 0..=7), each range checked here.
+fn acl_entries<'a>(entries: &[AclEntryView<'a>]) -> Result<Vec<(&'a [u8], u8, bool, u8)>, NsError> {
+    entries
+        .iter()
+        .map(|e| {
+            let kind = u8::try_from(e.kind)
+                .ok()
+                .filter(|&k| k <= 3)
+                .ok_or_else(|| NsError::Invalid(format!("ACL entry type {}", e.kind)))?;
+            let perm = u8::try_from(e.permission)
+                .ok()
+                .filter(|&p| p <= 7)
+                .ok_or_else(|| {
+                    NsError::Invalid(format!("ACL entry permission {:#o}", e.permission))
+                })?;
+            Ok((e.name, kind, e.default_scope, perm))
+        })
+        .collect()
 }
 
 fn invalid(e: FormatError) -> NsError {
@@ -105,6 +126,10 @@ pub fn apply_view(ns: &mut Namespace, op: &OpView<'_>) -> Result<Option<u64>, Ns
         OpView::RemoveXattr(x) => ns
             .remove_xattr(x.id, xattr_ns(x.namespace)?, x.name)
             .map(|_| None),
+        OpView::SetAcl(a) => {
+            let entries = acl_entries(&a.entries)?;
+            ns.set_acl(a.id, &entries).map(|()| None)
+        }
     }
 }
 
@@ -141,6 +166,7 @@ pub fn describe(op: &pb::JournalOp) -> String {
         Some(Op::SetReplication(r)) => format!("set_replication {} {}", r.id, r.replication),
         Some(Op::SetXattr(x)) => format!("set_xattr {} {}", x.id, s(&x.name)),
         Some(Op::RemoveXattr(x)) => format!("remove_xattr {} {}", x.id, s(&x.name)),
+        Some(Op::SetAcl(a)) => format!("set_acl {} ({} entries)", a.id, a.entries.len()),
     };
     format!("{:>10} {body}", op.txid)
 }

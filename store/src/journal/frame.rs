@@ -23,8 +23,7 @@ use xxhash_rust::xxh3::xxh3_64;
 /// varint), which every record holds (txids start at 1) and writes first.
 const TXID_TAG: u8 = tags::journal_op::TXID;
 /// The field numbers of the `op` oneof: the first and the last.
-const OPS: std::ops::RangeInclusive<u32> =
-    fields::journal_op::MKDIR..=fields::journal_op::REMOVE_XATTR;
+const OPS: std::ops::RangeInclusive<u32> = fields::journal_op::MKDIR..=fields::journal_op::SET_ACL;
 /// Largest record accepted on replay.
 const MAX_OP_BYTES: u64 = 64 << 20;
 /// Largest sealed batch frame accepted on replay: one record at its
@@ -235,7 +234,7 @@ fn decode(body: &[u8]) -> Result<JournalOpView<'_>, Bad> {
 }
 
 /// The shape every record's message has (STORE.md, "Record"): the txid
-/// field, then the one operation field (numbers 2 to 13, length-delimited)
+/// field, then the one operation field (numbers 2 to 14, length-delimited)
 /// running exactly to the end. The scan after damage relies on it to test
 /// candidates without hashing them.
 fn well_formed(msg: &[u8]) -> bool {
