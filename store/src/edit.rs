@@ -17,9 +17,13 @@ fn xattr_ns(v: i32) -> Result<XAttrNs, NsError> {
     convert::xattr_ns(v).map_err(|_| NsError::Invalid(format!("xattr namespace {v}")))
 }
 
-/// The journaled entries as [`Namespace::set_acl`] takes them: (name,
-/// type 0..=3, default scope, rwx 0..=7), each range checked here.
-fn acl_entries<'a>(entries: &[AclEntryView<'a>]) -> Result<Vec<(&'a [u8], u8, bool, u8)>, NsError> {
+/// One ACL entry as [`Namespace::set_acl`] takes it: (name, type 0..=3,
+/// default scope, rwx 0..=7).
+type AclTuple<'a> = (&'a [u8], u8, bool, u8);
+
+/// The journaled entries as [`Namespace::set_acl`] takes them, each range
+/// checked here.
+fn acl_entries<'a>(entries: &[AclEntryView<'a>]) -> Result<Vec<AclTuple<'a>>, NsError> {
     entries
         .iter()
         .map(|e| {

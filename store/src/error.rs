@@ -96,6 +96,18 @@ impl StoreError {
     }
 }
 
+/// The error of [`Store::submit_with`](crate::Store::submit_with): the
+/// builder's own error, or the store's.
+#[derive(Debug, thiserror::Error)]
+pub enum SubmitError<E> {
+    /// The builder refused: nothing was applied, no txid taken.
+    #[error("{0}")]
+    Build(E),
+    /// The store refused or failed: as [`Store::submit`](crate::Store::submit).
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
 /// Maps an I/O error to [`StoreError::Io`] naming `path`.
 pub(crate) fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
     move |source| StoreError::Io {

@@ -73,6 +73,92 @@
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! # A server's store: concurrent writers and background checkpoints
+//!
+//! Share the store as an `Arc<Store>`. Each writer builds its op from the
+//! namespace and submits it in one step ([`Store::submit_with`]: what it
+//! checked cannot change before the op applies), then waits until it is
+//! durable ([`Store::wait_durable`]: concurrent writers share one fsync).
+//! A [`Checkpointer`] saves images in the background as its
+//! [`CheckpointPolicy`] says, while the writers go on; a restart finds
+//! every acknowledged op:
+//!
+//! ```
+//! use nsimage_format::pb::{journal_op::Op, CreateOp};
+//! use nsimage_store::{fs::RealFs, CheckpointEvent, CheckpointPolicy, Store, StoreOptions};
+//! use std::sync::{mpsc, Arc};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let tmp = tempfile::tempdir()?;
+//! let dir = tmp.path().join("store");
+//! Store::init(&dir, Arc::new(RealFs::default()), &Default::default())?;
+//! let store = Arc::new(Store::open(&dir, Arc::new(RealFs::default()), StoreOptions::default())?);
+//!
+//! // A checkpoint every 50 ops, reported on a channel.
+//! let (tx, events) = mpsc::channel();
+//! let policy = CheckpointPolicy { every_ops: Some(50), every: None };
+//! let checkpointer = store.spawn_checkpointer(policy, move |e| {
+//!     let _ = tx.send(e);
+//! })?;
+//!
+//! // Four writers, 100 directories each: "w<k>-<i>" unless it exists.
+//! let writers: Vec<_> = (0..4)
+//!     .map(|k| {
+//!         let store = Arc::clone(&store);
+//!         std::thread::spawn(move || -> Result<(), nsimage_store::StoreError> {
+//!             for i in 0..100 {
+//!                 let name = format!("w{k}-{i}");
+//!                 let txid = store.submit_with(|ns| {
+//!                     if ns.resolve(format!("/{name}").as_bytes()).is_ok() {
+//!                         return Ok::<_, std::convert::Infallible>(None); // nothing to do
+//!                     }
+//!                     Ok(Some(Op::Mkdir(CreateOp {
+//!                         parent: nsimage_namespace::ROOT_ID,
+//!                         name: name.into_bytes(),
+//!                         user: b"hdfs".to_vec(),
+//!                         group: b"supergroup".to_vec(),
+//!                         mode: 0o755,
+//!                         ..Default::default()
+//!                     })))
+//!                 });
+//!                 let txid = txid.map_err(|e| match e {
+//!                     nsimage_store::SubmitError::Store(e) => e,
+//!                     nsimage_store::SubmitError::Build(never) => match never {},
+//!                 })?;
+//!                 if let Some(txid) = txid {
+//!                     store.wait_durable(txid)?; // acknowledged from here on
+//!                 }
+//!             }
+//!             Ok(())
+//!         })
+//!     })
+//!     .collect();
+//! for w in writers {
+//!     w.join().expect("a writer panicked")?;
+//! }
+//!
+//! // At least one background checkpoint finished while they wrote.
+//! let finished = loop {
+//!     match events.recv()? {
+//!         CheckpointEvent::Finished { txid, .. } => break txid,
+//!         CheckpointEvent::Failed { error, .. } => return Err(error.into()),
+//!         _ => {}
+//!     }
+//! };
+//! assert!(finished >= 50);
+//! checkpointer.stop(); // takes no checkpoint
+//! let digest = store.with_namespace(|ns| ns.digest().to_string());
+//! drop(store);
+//!
+//! // A restart: the newest image, then the journal after it.
+//! let store = Store::open_default(&dir)?;
+//! assert_eq!(store.report().txid, 400);
+//! assert!(store.report().image_txid >= 50);
+//! assert_eq!(store.with_namespace(|ns| ns.digest().to_string()), digest);
+//! # Ok(())
+//! # }
+//! ```
 #![forbid(unsafe_code)]
 
 pub mod edit;
@@ -84,6 +170,9 @@ pub mod op_view;
 pub mod save;
 mod store;
 
-pub use error::StoreError;
+pub use error::{StoreError, SubmitError};
 pub use failpoint::failpoint;
-pub use store::{AtRestSettings, RecoveryReport, Status, Store, StoreOptions};
+pub use store::{
+    AtRestSettings, CheckpointEvent, CheckpointPolicy, Checkpointer, RecoveryReport, Status, Store,
+    StoreOptions,
+};

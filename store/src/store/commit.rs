@@ -4,13 +4,14 @@
 
 use super::{files, JournalState, Store};
 use crate::edit;
-use crate::error::{io_err, StoreError};
+use crate::error::{io_err, StoreError, SubmitError};
 use crate::failpoint;
 use crate::journal;
 use nsimage_format::pb;
 use nsimage_format::pb::journal_op::Op;
-use nsimage_namespace::NsError;
+use nsimage_namespace::{Namespace, NsError};
 use std::io::Write;
+use std::sync::atomic::Ordering;
 
 impl Store {
     /// Applies `op` and journals it; returns its txid once it is durable.
@@ -26,17 +27,57 @@ impl Store {
 
     /// Applies `op` and queues its journal record; returns its txid, which
     /// is durable only after [`wait_durable`](Self::wait_durable) or
-    /// [`sync`](Self::sync) returns.
+    /// [`sync`](Self::sync) returns. Takes the namespace's lock
+    /// exclusively for the check and the apply (never for an fsync).
     ///
     /// # Errors
     /// [`StoreError::Refused`] when the namespace refuses the op (nothing
     /// changes, no txid is taken), [`StoreError::Poisoned`] after an
     /// earlier journal failure, [`StoreError::Invalid`] past the last txid.
-    pub fn submit(&self, mut op: Op) -> Result<u64, StoreError> {
-        let mut ns = self.ns.lock();
-        if let Some(e) = &self.journal.lock().failed {
-            return Err(StoreError::Poisoned(e.clone()));
+    pub fn submit(&self, op: Op) -> Result<u64, StoreError> {
+        let mut ns = self.ns.write();
+        self.check_poisoned()?;
+        self.submit_locked(&mut ns, op)
+    }
+
+    /// Builds an op from the namespace and submits it atomically: `build`
+    /// runs under the namespace's exclusive lock and returns the op to
+    /// apply (`None`: nothing to do), which applies before any other op,
+    /// so what `build` checked (a path resolves, a name is free, a flag's
+    /// condition holds) cannot change in between. For a server resolving
+    /// a client's paths to the ids an op names. Returns the op's txid
+    /// (`None` when `build` returned `None`); it is durable only after
+    /// [`wait_durable`](Self::wait_durable), where concurrent callers
+    /// share one fsync (group commit). Keep `build` short: every other op
+    /// and read waits for it.
+    ///
+    /// # Errors
+    /// [`SubmitError::Build`] with `build`'s error (nothing changes),
+    /// [`SubmitError::Store`] as [`submit`](Self::submit) (checked before
+    /// `build` runs for a poisoned store).
+    pub fn submit_with<E>(
+        &self,
+        build: impl FnOnce(&Namespace) -> Result<Option<Op>, E>,
+    ) -> Result<Option<u64>, SubmitError<E>> {
+        let mut ns = self.ns.write();
+        self.check_poisoned()?;
+        let Some(op) = build(&ns).map_err(SubmitError::Build)? else {
+            return Ok(None);
+        };
+        Ok(Some(self.submit_locked(&mut ns, op)?))
+    }
+
+    /// [`StoreError::Poisoned`] after a journal failure.
+    fn check_poisoned(&self) -> Result<(), StoreError> {
+        match &self.journal.lock().failed {
+            Some(e) => Err(StoreError::Poisoned(e.clone())),
+            None => Ok(()),
         }
+    }
+
+    /// Applies `op` to `ns` (the namespace, locked exclusively) and queues
+    /// its record.
+    fn submit_locked(&self, ns: &mut Namespace, mut op: Op) -> Result<u64, StoreError> {
         // Checked before the op changes the namespace: a refused op takes
         // no txid.
         let txid = ns
@@ -55,8 +96,9 @@ impl Store {
                 "a journal record of {size} bytes exceeds the largest the journal holds"
             ))));
         }
-        edit::apply(&mut ns, &mut op)?;
+        edit::apply(ns, &mut op)?;
         ns.info_mut().last_txid = txid;
+        self.applied.store(txid, Ordering::Release);
         let rec = pb::JournalOp { txid, op: Some(op) };
         let mut j = self.journal.lock();
         if j.pending.is_empty() {

@@ -3,7 +3,10 @@
 //!
 //! - `recover`: what opening reads (image choice, replay, torn tail);
 //! - `commit`: journal appends, group commit, durability, segment rolls;
-//! - `checkpoint`: images at the current txid, then retention;
+//! - `checkpoint`: images at a snapshot's txid, saved with no lock that
+//!   writers need, then the roll and retention;
+//! - `checkpointer`: the background [`Checkpointer`] and its
+//!   [`CheckpointPolicy`];
 //! - `files`: names, listing, version and lock, segment creation,
 //!   retention and temporary-file cleanup, [`Status`];
 //! - `options`: [`StoreOptions`];
@@ -12,6 +15,7 @@
 
 mod at_rest;
 mod checkpoint;
+mod checkpointer;
 mod commit;
 mod files;
 #[cfg(feature = "serde")]
@@ -20,6 +24,7 @@ mod options;
 mod recover;
 
 pub use at_rest::AtRestSettings;
+pub use checkpointer::{CheckpointEvent, CheckpointPolicy, Checkpointer};
 pub use files::Status;
 pub use options::StoreOptions;
 pub use recover::RecoveryReport;
@@ -31,10 +36,11 @@ use crate::journal::{Sealing, SegmentSealer};
 use crate::save::{self, Temp};
 use nsimage_namespace::Namespace;
 use nsimage_writer::{AtRestOptions, WriteOptions};
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex, RwLock};
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 /// The journal's side of an open store (behind its own lock).
@@ -57,20 +63,54 @@ struct JournalState {
 
 /// An open store: the namespace at the last applied op, its journal, and
 /// the exclusive lock on the directory. Ops are applied with
-/// [`apply`](Self::apply) (or [`submit`](Self::submit) and
+/// [`apply`](Self::apply) (or [`submit`](Self::submit) /
+/// [`submit_with`](Self::submit_with) and
 /// [`wait_durable`](Self::wait_durable) for group commit); a
 /// [`checkpoint`](Self::checkpoint) saves an image and purges what
-/// retention no longer needs.
+/// retention no longer needs, and a [`Checkpointer`]
+/// ([`spawn_checkpointer`](Self::spawn_checkpointer)) takes them in the
+/// background.
+///
+/// # Concurrency
+///
+/// A `Store` is `Sync`: share it (an `Arc<Store>`) between threads. The
+/// namespace sits behind a reader-writer lock: [`with_namespace`]
+/// (reads) takes it shared, so reads run concurrently with each other;
+/// [`submit`] and [`submit_with`] take it exclusively for as long as it
+/// takes to check and apply one op and queue its record (never for an
+/// fsync: [`wait_durable`] waits outside it). A checkpoint holds it
+/// (shared) only to take a snapshot of the namespace
+/// ([`Namespace::clone`], a copy-on-write snapshot) and saves the image
+/// with no lock that writers need.
+///
+/// [`with_namespace`]: Self::with_namespace
+/// [`submit`]: Self::submit
+/// [`submit_with`]: Self::submit_with
+/// [`wait_durable`]: Self::wait_durable
 pub struct Store {
     dir: PathBuf,
     fs: Arc<dyn Fs>,
     opts: StoreOptions,
     at_rest: AtRestSettings,
     _lock: File,
-    ns: Mutex<Namespace>,
+    ns: RwLock<Namespace>,
     journal: Mutex<JournalState>,
     flushed: Condvar,
     report: RecoveryReport,
+    /// The txid of the last applied op (the namespace's), readable without
+    /// its lock (the background checkpointer polls it).
+    applied: AtomicU64,
+    /// The txid of the newest image this store has (found at open, or
+    /// saved since).
+    newest_image: AtomicU64,
+    /// Held by the one checkpoint that runs at a time.
+    checkpoint_lock: Mutex<()>,
+    /// The txid of the checkpoint running now, if any.
+    running: Mutex<Option<u64>>,
+    /// The one-thread pool (lowered priority) that checkpoints save their
+    /// images on; built at the first checkpoint (`None`: it could not be
+    /// built, and the save runs on the caller's thread).
+    save_pool: OnceLock<Option<rayon::ThreadPool>>,
 }
 
 /// Saves `ns` as the store's image at `txid`, through the atomic save
@@ -125,6 +165,30 @@ impl Store {
     /// [`StoreError::Locked`] when another process holds it, and
     /// [`StoreError::Io`] when a file cannot be written.
     pub fn init(dir: &Path, fs: Arc<dyn Fs>, at_rest: &AtRestOptions) -> Result<(), StoreError> {
+        Store::init_from(dir, fs, at_rest, &Namespace::default())
+    }
+
+    /// Creates a store in `dir` as [`init`](Self::init) does, whose first
+    /// image is `ns` at its txid `T = ns.info().last_txid` (`image_<T>`,
+    /// written with the store's at-rest options) and whose open journal
+    /// segment starts at `T + 1`: the store then continues `ns`'s txids.
+    /// For a store holding an existing namespace (an image converted from a
+    /// Hadoop fsimage, a generated one) without replaying it op by op.
+    ///
+    /// # Errors
+    /// As [`init`](Self::init); [`StoreError::Invalid`] when `T` is the
+    /// last txid (2^64 - 1: no op could follow).
+    pub fn init_from(
+        dir: &Path,
+        fs: Arc<dyn Fs>,
+        at_rest: &AtRestOptions,
+        ns: &Namespace,
+    ) -> Result<(), StoreError> {
+        let t = ns.info().last_txid;
+        let first = t.checked_add(1).ok_or_else(|| StoreError::Invalid {
+            path: dir.to_path_buf(),
+            detail: format!("the namespace is at txid {t}, the last one: no op can follow"),
+        })?;
         std::fs::create_dir_all(dir).map_err(io_err(dir))?;
         let _lock = files::lock_dir(dir)?;
         let names = fs.list(dir).map_err(io_err(dir))?;
@@ -139,13 +203,12 @@ impl Store {
         if versioned {
             settings.write(&*fs, dir)?;
         }
-        let ns = Namespace::default();
         let write = WriteOptions {
             at_rest: at_rest.clone(),
             ..WriteOptions::default()
         };
-        save_checkpoint(&*fs, dir, &ns, 0, &write)?;
-        files::create_segment(&*fs, dir, 1, at_rest.key.as_ref())?;
+        save_checkpoint(&*fs, dir, ns, t, &write)?;
+        files::create_segment(&*fs, dir, first, at_rest.key.as_ref())?;
         files::write_version(&*fs, dir, versioned)
     }
 
@@ -251,13 +314,14 @@ impl Store {
         let key = opts.write.at_rest.key.as_ref();
         let (seg, seg_first) = recover::open_tail(&*fs, dir, tail, txid, key)?;
         report.seconds = started.elapsed().as_secs_f64();
+        let newest_image = report.image_txid;
         Ok(Store {
             dir: dir.to_path_buf(),
             fs,
             opts,
             at_rest,
             _lock: lock,
-            ns: Mutex::new(ns),
+            ns: RwLock::new(ns),
             journal: Mutex::new(JournalState {
                 file: Some(seg.file),
                 seg_first,
@@ -272,6 +336,11 @@ impl Store {
             }),
             flushed: Condvar::new(),
             report,
+            applied: AtomicU64::new(txid),
+            newest_image: AtomicU64::new(newest_image),
+            checkpoint_lock: Mutex::new(()),
+            running: Mutex::new(None),
+            save_pool: OnceLock::new(),
         })
     }
 
@@ -285,9 +354,20 @@ impl Store {
         &self.dir
     }
 
-    /// Runs `f` on the namespace (the state after the last applied op).
+    /// Runs `f` on the namespace (the state after the last applied op),
+    /// under the namespace's lock taken shared: reads on other threads run
+    /// at the same time, ops wait until `f` returns (so keep it short).
+    /// It sees every op submitted before it, durable or not yet: a server
+    /// that answers only acknowledged writes answers a write after its
+    /// [`wait_durable`](Self::wait_durable).
     pub fn with_namespace<R>(&self, f: impl FnOnce(&Namespace) -> R) -> R {
-        f(&self.ns.lock())
+        f(&self.ns.read())
+    }
+
+    /// The txid of the last applied op, without taking the namespace's
+    /// lock.
+    pub fn txid(&self) -> u64 {
+        self.applied.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// The store's files and txid (of this open store).
@@ -296,7 +376,7 @@ impl Store {
     /// [`StoreError::Io`] when the directory cannot be listed.
     pub fn status(&self) -> Result<Status, StoreError> {
         let listing = files::list_store(&*self.fs, &self.dir, !self.at_rest.is_plain())?;
-        let txid = self.ns.lock().info().last_txid;
+        let txid = self.ns.read().info().last_txid;
         let mut st = files::status_of(&*self.fs, &self.dir, &listing, txid);
         st.at_rest = self.at_rest;
         st.recovered = true;
