@@ -13,9 +13,16 @@ use std::time::Instant;
 #[derive(clap::Subcommand)]
 pub enum Cmd {
     /// Create an empty store in DIR (its checkpoints compressed and/or
-    /// encrypted, with its journal, when asked: recorded for good).
+    /// encrypted, with its journal, when asked: recorded for good), or
+    /// with --from one holding IMAGE's namespace.
     Init {
         dir: PathBuf,
+        /// Start the store from this image (any format the loader reads:
+        /// nsimage or a Hadoop fsimage): its first checkpoint is IMAGE's
+        /// namespace at IMAGE's txid, its journal goes on from there.
+        /// Snapshots a Hadoop image carries are not kept.
+        #[arg(long, value_name = "IMAGE")]
+        from: Option<PathBuf>,
         /// Compress checkpoint images: none, lz4, zstd or zstd:LEVEL.
         #[arg(long, value_name = "CODEC", default_value = "none", value_parser = super::parse_compression)]
         compress: nsimage_format::codec::Compression,
@@ -60,9 +67,21 @@ pub struct ApplyArgs {
     /// Ops submitted before waiting for one fsync (group commit).
     #[arg(long, default_value_t = 1024)]
     batch: u64,
-    /// Print "durable TXID" each time ops become durable.
+    /// Print "durable TXID" each time ops become durable (and, with
+    /// background checkpoints, "checkpoint started TXID" / "checkpoint
+    /// TXID").
     #[arg(long)]
     print_durable: bool,
+    /// Writer threads submitting concurrently (each op built from the
+    /// namespace under its lock, so the ops are the workload's whatever
+    /// thread applies them; group commit across the threads).
+    #[arg(long, default_value_t = 1)]
+    writers: usize,
+    /// Checkpoint in the background (a checkpointer thread, writers going
+    /// on) once this many ops were applied after the newest image;
+    /// instead of --checkpoint-every.
+    #[arg(long, value_name = "N", conflicts_with = "checkpoint_every")]
+    background_checkpoint_every_ops: Option<u64>,
     #[arg(long)]
     json: bool,
 }
@@ -115,6 +134,7 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
     match cmd {
         Cmd::Init {
             dir,
+            from,
             compress,
             encrypt,
         } => {
@@ -122,15 +142,24 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
                 compression: compress,
                 key: super::encryption_key(encrypt)?,
             };
-            Store::init(
-                &dir,
-                Arc::new(nsimage_store::fs::RealFs::default()),
-                &at_rest,
-            )?;
+            let fs = Arc::new(nsimage_store::fs::RealFs::default());
+            let from_text = match &from {
+                None => {
+                    Store::init(&dir, fs, &at_rest)?;
+                    String::new()
+                }
+                Some(image) => {
+                    let ns = load_image(image)?;
+                    let t = ns.info().last_txid;
+                    let inodes = ns.stats().inodes;
+                    Store::init_from(&dir, fs, &at_rest, &ns)?;
+                    format!(" from {} ({inodes} inodes at txid {t})", image.display())
+                }
+            };
             let settings =
                 nsimage_store::AtRestSettings::new(at_rest.compression, at_rest.key.as_ref());
             out!(
-                "initialized {} ({})",
+                "initialized {}{from_text} ({})",
                 dir.display(),
                 at_rest_text(&settings)
             );
@@ -229,7 +258,33 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Loads IMAGE for `store init --from` (the key of --key-file, if any, for
+/// an encrypted image), behind a bar of the load's bytes.
+fn load_image(image: &std::path::Path) -> anyhow::Result<nsimage_namespace::Namespace> {
+    let opts = nsimage_loader::LoadOptions {
+        key: super::key()?,
+        ..nsimage_loader::LoadOptions::default()
+    };
+    let lb = super::progress::LoadBar::start(image);
+    let loaded = nsimage_loader::load(image, &opts);
+    lb.finish().finish_and_clear();
+    let loaded = loaded?;
+    if let Some(c) = loaded.carry().filter(|c| !c.snapshots.is_empty()) {
+        eprintln!(
+            "nsimage: {}: its {} snapshots are not kept in the store (its checkpoints carry none)",
+            image.display(),
+            c.snapshots.len()
+        );
+    }
+    let ns = loaded.namespace;
+    nsimage_loader::release_free_memory();
+    Ok(ns)
+}
+
 fn apply(a: ApplyArgs) -> anyhow::Result<()> {
+    if a.writers > 1 || a.background_checkpoint_every_ops.is_some() {
+        return apply_concurrent(a);
+    }
     let started = Instant::now();
     let store = open(&a.dir)?;
     let w = Workload { seed: a.seed };
@@ -326,4 +381,142 @@ struct Applied<'a> {
     refused: u64,
     seconds: f64,
     txid: u64,
+}
+
+/// `store apply` with `--writers N` and/or background checkpoints: N
+/// threads submit the workload's ops (each built from the namespace under
+/// its lock by [`Store::submit_with`], so op `t` is the workload's op `t`
+/// whichever thread applies it; every tenth submission of a thread is an
+/// invalid op first, which must be refused), each waiting for its op to be
+/// durable before the next (group commit across the threads); a
+/// checkpointer takes checkpoints meanwhile.
+fn apply_concurrent(a: ApplyArgs) -> anyhow::Result<()> {
+    use nsimage_store::{CheckpointEvent, CheckpointPolicy, SubmitError};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let started = Instant::now();
+    let store = Arc::new(open(&a.dir)?);
+    let w = Workload { seed: a.seed };
+    let first = store.txid();
+    let Some(end) = first.checked_add(a.ops) else {
+        anyhow::bail!(
+            "--ops {}: the store is at txid {first}; at most {} more ops fit (the last txid is {})",
+            a.ops,
+            u64::MAX - first,
+            u64::MAX
+        );
+    };
+    let print = a.print_durable;
+    let checkpoints = Arc::new(AtomicU64::new(0));
+    let failed: Arc<std::sync::Mutex<Option<String>>> = Default::default();
+    let checkpointer = match a.background_checkpoint_every_ops {
+        Some(n) => {
+            let (c, f) = (checkpoints.clone(), failed.clone());
+            let policy = CheckpointPolicy {
+                every_ops: Some(n.max(1)),
+                every: None,
+            };
+            Some(store.spawn_checkpointer(policy, move |e| match e {
+                CheckpointEvent::Started { txid } if print => out!("checkpoint started {txid}"),
+                CheckpointEvent::Finished { txid, .. } => {
+                    c.fetch_add(1, Ordering::Relaxed);
+                    if print {
+                        out!("checkpoint {txid}");
+                    }
+                }
+                CheckpointEvent::Failed { txid, error } => {
+                    *f.lock().unwrap_or_else(|p| p.into_inner()) =
+                        Some(format!("checkpoint at txid {txid}: {error}"));
+                }
+                _ => {}
+            })?)
+        }
+        None => None,
+    };
+    let refused = Arc::new(AtomicU64::new(0));
+    let writers: Vec<_> = (0..a.writers.max(1))
+        .map(|_| {
+            let (store, refused) = (store.clone(), refused.clone());
+            std::thread::spawn(move || -> anyhow::Result<()> {
+                for k in 0u64.. {
+                    if k % 10 == 9 {
+                        let bad = store.submit_with(|ns| {
+                            let next = ns.info().last_txid.saturating_add(1);
+                            Ok::<_, std::convert::Infallible>(
+                                (next <= end).then(|| w.bad_op(ns, next)),
+                            )
+                        });
+                        match bad {
+                            Err(SubmitError::Store(StoreError::Refused(_))) => {
+                                refused.fetch_add(1, Ordering::Relaxed);
+                            }
+                            Ok(None) => return Ok(()),
+                            Ok(Some(txid)) => {
+                                anyhow::bail!("an invalid op was accepted as txid {txid}")
+                            }
+                            Err(e) => return Err(anyhow::anyhow!("{e}")),
+                        }
+                    }
+                    let txid = store.submit_with(|ns| {
+                        let next = ns.info().last_txid.saturating_add(1);
+                        Ok::<_, std::convert::Infallible>((next <= end).then(|| w.op(ns, next)))
+                    });
+                    let txid = match txid {
+                        Ok(Some(t)) => t,
+                        Ok(None) => return Ok(()),
+                        Err(e) => return Err(anyhow::anyhow!("{e}")),
+                    };
+                    store.wait_durable(txid)?;
+                    if print {
+                        out!("durable {txid}");
+                    }
+                }
+                Ok(())
+            })
+        })
+        .collect();
+    let mut result = Ok(());
+    for t in writers {
+        let r = t
+            .join()
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("a writer thread panicked")));
+        if result.is_ok() {
+            result = r;
+        }
+    }
+    if let Some(c) = checkpointer {
+        c.stop();
+    }
+    result?;
+    if let Some(e) = failed.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        anyhow::bail!("{e}");
+    }
+    let t = store.sync()?;
+    let seconds = started.elapsed().as_secs_f64();
+    let digest = store.with_namespace(|ns| ns.digest().to_string());
+    let (refused, checkpoints) = (
+        refused.load(Ordering::Relaxed),
+        checkpoints.load(Ordering::Relaxed),
+    );
+    if a.json {
+        let applied = Applied {
+            // Background checkpoints overlap the writes: their time is not
+            // the writers'.
+            checkpoint_seconds: 0.0,
+            checkpoints,
+            digest: &digest,
+            first_txid: first.saturating_add(1),
+            ops: t - first,
+            refused,
+            seconds,
+            txid: t,
+        };
+        out!("{}", serde_json::to_string(&applied)?);
+    } else if !print {
+        out!(
+            "applied txids {}..={t} on {} writers ({refused} invalid ops refused, {checkpoints} background checkpoints) in {seconds:.2} s, digest {digest}",
+            first.saturating_add(1),
+            a.writers.max(1)
+        );
+    }
+    Ok(())
 }
