@@ -17,7 +17,8 @@ impl Assembly {
     /// Starts from all inodes, in id order, in one batch.
     pub fn new(info: NsInfo, tables: Interned, batch: InodeBatch) -> Result<Self, String> {
         let (nodes, parts) = batch.into_nodes_and_parts();
-        let mut builder = NamespaceBuilder::new(info, tables, nodes);
+        // One copy of the nodes into the table's chunks.
+        let mut builder = NamespaceBuilder::new(info, tables, nodes.into());
         builder.add_inode_parts(parts).map_err(|e| e.to_string())?;
         Ok(Assembly {
             builder,

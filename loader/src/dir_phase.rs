@@ -15,7 +15,7 @@ use crate::sections::{chunk_of, corrupt, pieces, section};
 use crate::source::{ImageSource, PieceBuf};
 use crate::stats::LoadStats;
 use nsimage_format::{Location, SectionKind, SubSectionInfo};
-use nsimage_namespace::{BuildError, DirBatch, Namespace, NamespaceBuilder, Node};
+use nsimage_namespace::{BuildError, DirBatch, Namespace, NamespaceBuilder, NodeRange};
 use rayon::prelude::*;
 use std::time::Instant;
 
@@ -34,7 +34,9 @@ pub(crate) fn dir_phase(
     let batches = match pool {
         Some(pool) => {
             let batches = decode_dirs(src, pool, &pieces, &builder)?;
-            link_ranges(pool, builder.nodes_mut(), &batches).map_err(|(i, d)| {
+            let total = builder.inode_count();
+            let ranges = builder.node_ranges_mut(pool.current_num_threads());
+            link_ranges(pool, ranges, total, &batches).map_err(|(i, d)| {
                 let at = pieces.get(i).map_or_else(|| at.clone(), |p| p.1.clone());
                 corrupt(src, at, d.to_string())
             })?;
@@ -73,29 +75,27 @@ fn decode_dirs(
     )
 }
 
-/// Sets the parents of every batch's children on `pool`: the node table is
-/// cut into one range per worker, and each worker goes through all the
-/// links, setting those that fall in its range. No worker waits for
-/// another, and no parent table is filled and copied. A child whose parent
-/// is already set (listed in two directories) fails its batch; the error
-/// of the lowest such batch is returned, with the batch's index.
+/// Sets the parents of every batch's children on `pool`: the node table of
+/// `total` slots is cut into one range (of whole chunks) per worker,
+/// `ranges`, and each worker goes through all the links, setting those
+/// that fall in its range. No worker waits for another, and no parent table
+/// is filled and copied. A child whose parent is already set (listed in two
+/// directories) fails its batch; the error of the lowest such batch is
+/// returned, with the batch's index.
 fn link_ranges(
     pool: &rayon::ThreadPool,
-    nodes: &mut [Node],
+    mut ranges: Vec<NodeRange<'_>>,
+    total: usize,
     batches: &[DirBatch],
 ) -> Result<(), (usize, BuildError)> {
-    let len = nodes.len();
-    let per = len.div_ceil(pool.current_num_threads().max(1)).max(1);
     let failed: Vec<(usize, BuildError)> = pool.install(|| {
-        nodes
-            .par_chunks_mut(per)
-            .enumerate()
-            .filter_map(|(k, range)| {
-                let base = k.saturating_mul(per);
+        ranges
+            .par_iter_mut()
+            .filter_map(|range| {
                 batches
                     .iter()
                     .enumerate()
-                    .find_map(|(i, b)| b.link_into(range, base, len).err().map(|e| (i, e)))
+                    .find_map(|(i, b)| b.link_into(range, total).err().map(|e| (i, e)))
             })
             .collect()
     });

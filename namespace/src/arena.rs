@@ -4,6 +4,14 @@
 //! A loader fills one chunk per sub-section; mutations append to the last
 //! chunk. Superseded ranges become garbage until the next checkpoint rewrites
 //! the image.
+//!
+//! Each chunk is behind an [`Arc`], so that a clone of an arena (a snapshot
+//! of the namespace) shares every chunk. No item in an arena is ever changed
+//! in place: mutations only append, and only to a chunk no clone shares; a
+//! shared last chunk is left as it is and a new chunk started instead. A
+//! clone therefore never copies a chunk, whatever either copy does later.
+
+use std::sync::Arc;
 
 /// A range inside an [`Arena`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -22,9 +30,17 @@ const MAX_CHUNK: usize = 1 << 30;
 
 /// Items of type `T` in chunks, addressed by [`Span`]s: a chunk per loaded
 /// sub-section, then chunks of at most 2^30 items that mutations append to.
-#[derive(Clone, Debug, Default)]
+/// A clone shares the chunks (one reference count each) and neither copy
+/// ever copies one: appends go to a chunk of their own.
+#[derive(Clone, Debug)]
 pub struct Arena<T> {
-    chunks: Vec<Vec<T>>,
+    chunks: Vec<Arc<Vec<T>>>,
+}
+
+impl<T> Default for Arena<T> {
+    fn default() -> Self {
+        Arena { chunks: Vec::new() }
+    }
 }
 
 impl<T: Copy> Arena<T> {
@@ -39,7 +55,7 @@ impl<T: Copy> Arena<T> {
     }
 
     /// Every chunk, in order.
-    pub fn chunks(&self) -> &[Vec<T>] {
+    pub fn chunks(&self) -> &[Arc<Vec<T>>] {
         &self.chunks
     }
 
@@ -54,20 +70,30 @@ impl<T: Copy> Arena<T> {
     pub fn set_chunk(&mut self, n: u32, chunk: Vec<T>) {
         let n = n as usize;
         if self.chunks.len() <= n {
-            self.chunks.resize_with(n + 1, Vec::new);
+            self.chunks.resize_with(n + 1, Arc::default);
         }
-        self.chunks[n] = chunk;
+        self.chunks[n] = Arc::new(chunk);
     }
 
+    /// The last chunk, once it is one that `need` more items may go to:
+    /// with room for them and shared with no clone (else a new chunk).
     fn tail(&mut self, need: usize) -> u32 {
+        // Only this arena holds a chunk whose count is one, so no other
+        // thread can raise it: `make_mut` on it then copies nothing.
         let full = self
             .chunks
             .last()
-            .is_none_or(|c| c.len() + need > MAX_CHUNK);
+            .is_none_or(|c| c.len() + need > MAX_CHUNK || !unique(c));
         if full {
-            self.chunks.push(Vec::new());
+            self.chunks.push(Arc::default());
         }
         u32::try_from(self.chunks.len() - 1).expect("an arena holds fewer than 2^32 chunks")
+    }
+
+    /// Chunk `n` to append to, which [`tail`](Self::tail) (or the caller)
+    /// found unshared: no copy is made.
+    fn unshared(&mut self, n: usize) -> &mut Vec<T> {
+        Arc::make_mut(&mut self.chunks[n])
     }
 
     /// Appends `items` as a new range.
@@ -76,7 +102,7 @@ impl<T: Copy> Arena<T> {
             return Span::default();
         }
         let chunk = self.tail(items.len());
-        let c = &mut self.chunks[chunk as usize];
+        let c = self.unshared(chunk as usize);
         // `tail` left at most MAX_CHUNK - items.len() items in the chunk.
         #[allow(clippy::cast_possible_truncation)]
         let start = c.len() as u32;
@@ -93,7 +119,7 @@ impl<T: Copy> Arena<T> {
             return Span::default();
         }
         let chunk = self.tail(n);
-        let c = &mut self.chunks[chunk as usize];
+        let c = self.unshared(chunk as usize);
         // `tail` left at most MAX_CHUNK - n items in the chunk.
         #[allow(clippy::cast_possible_truncation)]
         let start = c.len() as u32;
@@ -103,17 +129,17 @@ impl<T: Copy> Arena<T> {
         Span { chunk, start, len }
     }
 
-    /// Appends one item to range `s`, in place when `s` ends its chunk, else by
-    /// copying the range to the tail first (chunk to chunk, no buffer in
-    /// between).
+    /// Appends one item to range `s`, in place when `s` ends its chunk and
+    /// no clone shares that chunk, else by copying the range to the tail
+    /// first (chunk to chunk, no buffer in between).
     pub fn append(&mut self, s: Span, item: T) -> Span {
         if s.len == 0 {
             return self.push(&[item]);
         }
         let (from, start, len) = (s.chunk as usize, s.start as usize, s.len as usize);
-        let c = &mut self.chunks[from];
-        if start + len == c.len() && c.len() < MAX_CHUNK {
-            c.push(item);
+        let c = &self.chunks[from];
+        if start + len == c.len() && c.len() < MAX_CHUNK && unique(c) {
+            self.unshared(from).push(item);
             return Span {
                 len: s.len + 1,
                 ..s
@@ -124,13 +150,13 @@ impl<T: Copy> Arena<T> {
         let to = chunk as usize;
         let range = start..start + len;
         if from == to {
-            self.chunks[to].extend_from_within(range);
+            self.unshared(to).extend_from_within(range);
         } else {
             // `tail` returns the last chunk, and `from` is another one.
             let (head, tail) = self.chunks.split_at_mut(to);
-            tail[0].extend_from_slice(&head[from][range]);
+            Arc::make_mut(&mut tail[0]).extend_from_slice(&head[from][range]);
         }
-        let c = &mut self.chunks[to];
+        let c = self.unshared(to);
         c.push(item);
         // `tail` left at most MAX_CHUNK - n items in the chunk before these.
         #[allow(clippy::cast_possible_truncation)]
@@ -139,14 +165,44 @@ impl<T: Copy> Arena<T> {
         Span { chunk, start, len }
     }
 
-    /// Bytes held, for memory accounting.
+    /// Bytes held, for memory accounting: every chunk this arena
+    /// references, shared with a clone or not.
     pub fn heap_bytes(&self) -> usize {
+        self.chunks.iter().map(|c| chunk_bytes(c)).sum::<usize>()
+            + self.chunks.capacity() * size_of::<Arc<Vec<T>>>()
+    }
+
+    /// Bytes only this arena references (what dropping it frees): the
+    /// chunks no clone shares, and the chunk list.
+    pub fn unique_heap_bytes(&self) -> usize {
         self.chunks
             .iter()
-            .map(|c| c.capacity() * size_of::<T>())
+            .filter(|c| unique(c))
+            .map(|c| chunk_bytes(c))
             .sum::<usize>()
-            + self.chunks.capacity() * size_of::<Vec<T>>()
+            + self.chunks.capacity() * size_of::<Arc<Vec<T>>>()
     }
+
+    /// How many chunks this arena and `other` share (the same memory),
+    /// position by position.
+    #[cfg(test)]
+    pub(crate) fn shared_chunks(&self, other: &Arena<T>) -> usize {
+        self.chunks
+            .iter()
+            .zip(&other.chunks)
+            .filter(|(a, b)| Arc::ptr_eq(a, b))
+            .count()
+    }
+}
+
+/// Whether no clone shares chunk `c`.
+fn unique<T>(c: &Arc<Vec<T>>) -> bool {
+    Arc::strong_count(c) == 1
+}
+
+/// Heap bytes of one chunk: its items' capacity and the shared header.
+fn chunk_bytes<T>(c: &Arc<Vec<T>>) -> usize {
+    c.capacity() * size_of::<T>() + size_of::<Vec<T>>() + 16
 }
 
 #[cfg(test)]
@@ -180,5 +236,35 @@ mod tests {
         // What the earlier ranges held is untouched.
         assert_eq!(a.chunk(0), &[1, 2, 3, 4]);
         assert_eq!(a.chunk(1), &[5, 6, 7, 8, 2, 3, 9, 5, 6, 10, 11]);
+    }
+
+    /// After a clone, appends never copy or change a shared chunk: they
+    /// start a chunk of their own, and what the clone reads is unchanged.
+    #[test]
+    fn a_clone_shares_chunks_and_appends_leave_them_alone() {
+        let mut a: Arena<u32> = Arena::default();
+        a.set_chunk(0, vec![1, 2, 3]);
+        let r = a.push(&[4, 5]);
+        assert_eq!(r, span(0, 3, 2));
+        let snap = a.clone();
+        assert_eq!(a.shared_chunks(&snap), 1);
+        assert_eq!(a.unique_heap_bytes(), a.chunks.capacity() * 8);
+        // The range ends the last chunk, but that chunk is shared: copied
+        // to a new chunk, not extended in place.
+        let r2 = a.append(r, 6);
+        assert_eq!((r2, a.get(r2)), (span(1, 0, 3), &[4, 5, 6][..]));
+        let r3 = a.push(&[7]);
+        assert_eq!(r3, span(1, 3, 1));
+        // Unshared now: in place.
+        assert_eq!(a.append(r3, 8), span(1, 3, 2));
+        assert_eq!(a.shared_chunks(&snap), 1);
+        assert_eq!((snap.chunks().len(), snap.get(r)), (1, &[4, 5][..]));
+        assert_eq!(snap.chunk(0), &[1, 2, 3, 4, 5]);
+        assert_eq!(a.chunk(0), &[1, 2, 3, 4, 5]);
+        assert_eq!(a.chunk(1), &[4, 5, 6, 7, 8]);
+        drop(snap);
+        // The old tail is this arena's alone again, but appends go on in
+        // the newest chunk.
+        assert_eq!(a.push(&[9]), span(1, 5, 1));
     }
 }

@@ -11,7 +11,8 @@ use crate::errors::BuildError;
 use crate::ids::IdIndex;
 use crate::inode_batch::{BlockStats, InodeParts, Interned};
 use crate::namespace::{read_name, Namespace};
-use crate::node::Node;
+use crate::nodes::{NodeRange, Nodes};
+use crate::shards::SlotShards;
 use crate::strings::StringTable;
 use crate::values::NsInfo;
 
@@ -85,24 +86,15 @@ impl DirBatch {
     }
 
     /// Sets the parents of this batch's children whose slots lie in
-    /// `base..base + part.len()`, `part` holding those slots of a node
-    /// table of `total` slots (the whole table with `base` 0, or one range
-    /// of it, so that threads can set parents each in their own range). A
-    /// child whose parent is already set, listed in two directories, is an
-    /// error; so is a child past the table, reported by the part that ends
-    /// it.
-    pub fn link_into(
-        &self,
-        part: &mut [Node],
-        base: usize,
-        total: usize,
-    ) -> Result<(), BuildError> {
-        let end = base.saturating_add(part.len());
+    /// `part`, a range of a node table of `total` slots (the whole table,
+    /// or one range of it, so that threads can set parents each in their
+    /// own range: [`NamespaceBuilder::node_ranges_mut`]). A child whose
+    /// parent is already set, listed in two directories, is an error; so
+    /// is a child past the table, reported by the part that ends it.
+    pub fn link_into(&self, part: &mut NodeRange<'_>, total: usize) -> Result<(), BuildError> {
+        let end = part.base().saturating_add(part.len());
         for (c, p) in self.links() {
-            let Some(node) = (c as usize)
-                .checked_sub(base)
-                .and_then(|off| part.get_mut(off))
-            else {
+            let Some(node) = part.get_mut(c as usize) else {
                 if c as usize >= total && end >= total {
                     return Err(BuildError::SlotOutOfRange { slot: c, total });
                 }
@@ -153,8 +145,9 @@ pub struct NamespaceBuilder {
 impl NamespaceBuilder {
     /// Starts from the NS_INFO record, the tables the INODE batches shared
     /// and the node table (filled by the caller from
-    /// [`InodeBatch::nodes`](crate::InodeBatch::nodes), in piece order).
-    pub fn new(info: NsInfo, tables: Interned, nodes: Vec<Node>) -> Self {
+    /// [`InodeBatch::nodes`](crate::InodeBatch::nodes), in piece order,
+    /// in place or as one vector converted with [`Nodes::from`]).
+    pub fn new(info: NsInfo, tables: Interned, nodes: Nodes) -> Self {
         NamespaceBuilder {
             ns: Namespace {
                 info,
@@ -165,8 +158,8 @@ impl NamespaceBuilder {
                 names: Arena::default(),
                 blocks: Arena::default(),
                 children: Arena::default(),
-                owned_children: crate::namespace::SlotMap::default(),
-                extras: crate::namespace::SlotMap::default(),
+                owned_children: SlotShards::default(),
+                extras: SlotShards::default(),
             },
             added: 0,
             block_stats: BlockStats::default(),
@@ -217,40 +210,51 @@ impl NamespaceBuilder {
         self.block_ids.push(parts.block_ids);
         self.ns.names.set_chunk(parts.chunk, parts.names);
         self.ns.blocks.set_chunk(parts.chunk, parts.blocks);
-        for (i, e) in parts.extras {
-            self.ns.extras.insert(base + i, e);
-        }
+        self.ns
+            .extras
+            .extend(parts.extras.into_iter().map(|(i, e)| (base + i, e)));
         Ok(())
     }
 
-    /// The node table, for a caller that sets each node's `parent` from the
-    /// directory records itself (refusing a child whose parent is already
-    /// set, as [`link`](Self::link) does) before [`attach`](Self::attach).
-    pub fn nodes_mut(&mut self) -> &mut [Node] {
-        &mut self.ns.nodes
+    /// The node table cut into at most `parts` ranges of whole chunks, for
+    /// a caller that sets each node's `parent` from the directory records
+    /// itself, each thread in its own range (refusing a child whose parent
+    /// is already set, as [`link`](Self::link) does) before
+    /// [`attach`](Self::attach). Always at least one range.
+    pub fn node_ranges_mut(&mut self, parts: usize) -> Vec<NodeRange<'_>> {
+        self.ns.nodes.ranges_mut(parts)
     }
 
     /// Sets the parent of each child `batch` lists, straight in the node
     /// table (a loader that sets parents from several threads gives each
-    /// its range through [`nodes_mut`](Self::nodes_mut) and
+    /// its range through [`node_ranges_mut`](Self::node_ranges_mut) and
     /// [`DirBatch::link_into`] instead). A child whose
     /// parent is already set, listed in two directories, is an error.
     pub fn link(&mut self, batch: &DirBatch) -> Result<(), BuildError> {
         let total = self.ns.nodes.len();
-        batch.link_into(&mut self.ns.nodes, 0, total)
+        for mut part in self.ns.nodes.ranges_mut(1) {
+            batch.link_into(&mut part, total)?;
+        }
+        Ok(())
     }
 
     /// Attaches the child lists of `batches` to their directories; the
     /// parents of their children must already be set, through
-    /// [`link`](Self::link) or [`nodes_mut`](Self::nodes_mut), none twice.
+    /// [`link`](Self::link) or [`node_ranges_mut`](Self::node_ranges_mut),
+    /// none twice.
     pub fn attach(&mut self, batches: Vec<DirBatch>) -> Result<(), BuildError> {
         let ns = &mut self.ns;
-        if self.added as usize != ns.nodes.len() {
+        let total = ns.nodes.len();
+        if self.added as usize != total {
             return Err(BuildError::InodeCount {
                 decoded: self.added,
-                expected: ns.nodes.len(),
+                expected: total,
             });
         }
+        // The whole table as one range: the writes below check no
+        // reference count.
+        let mut ranges = ns.nodes.ranges_mut(1);
+        let nodes = &mut ranges[0];
         let mut last: Option<Slot> = None;
         for batch in batches {
             // Each batch is in parent order; across batches (sub-sections)
@@ -267,7 +271,9 @@ impl NamespaceBuilder {
                 last = Some(l);
             }
             for &(ps, span) in &batch.dirs {
-                let n = &mut ns.nodes[ps as usize];
+                let n = nodes
+                    .get_mut(ps as usize)
+                    .ok_or(BuildError::SlotOutOfRange { slot: ps, total })?;
                 // DirBatch::push takes directory parents only.
                 if !n.is_dir() {
                     return Err(BuildError::ParentNotADirectory(ns.ids.id(ps)));
@@ -323,7 +329,7 @@ impl NamespaceBuilder {
 
     /// [`finish`](Self::finish) for a builder whose every listed child had
     /// its parent set (through [`link`](Self::link) or
-    /// [`nodes_mut`](Self::nodes_mut), each at most once) before the
+    /// [`node_ranges_mut`](Self::node_ranges_mut), each at most once) before the
     /// batches were attached. The tree is checked from the parent links
     /// instead of by a walk down every child list: each directory that
     /// lists children is followed up to the root (or to a directory already
@@ -334,7 +340,7 @@ impl NamespaceBuilder {
     /// the children listed, and a child listed twice would let an inode
     /// listed nowhere go unnoticed. [`link`](Self::link) refuses a second
     /// parent; a caller setting parents through
-    /// [`nodes_mut`](Self::nodes_mut) must refuse it too, or call
+    /// [`node_ranges_mut`](Self::node_ranges_mut) must refuse it too, or call
     /// [`finish`](Self::finish).
     pub fn finish_linked(self) -> Result<Namespace, BuildError> {
         let reachable = if self.hangs_from_root() {
@@ -459,7 +465,7 @@ fn check_blocks(ns: &Namespace, st: &BlockStats, batches: &[BatchIds]) -> Result
         let words = usize::try_from(span / 64 + 1).map_err(|_| BuildError::TooManyBlocks)?;
         let mut bits = vec![0u64; words];
         for chunk in ns.blocks.chunks() {
-            for b in chunk {
+            for b in chunk.iter() {
                 let off = b.id.saturating_sub(st.min_id);
                 let (w, bit) = ((off / 64) as usize, 1u64 << (off % 64));
                 let word = &mut bits[w];
@@ -535,7 +541,7 @@ mod tests {
             ..NsInfo::default()
         };
         let (nodes, parts) = batch.into_nodes_and_parts();
-        let mut b = NamespaceBuilder::new(info, tables, nodes);
+        let mut b = NamespaceBuilder::new(info, tables, nodes.into());
         b.add_inode_parts(parts).map_err(|e| e.to_string())?;
         let mut d = DirBatch::new(0, 0);
         for (parent, children) in dirs {

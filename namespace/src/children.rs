@@ -8,9 +8,14 @@
 //! whole list: a chunk that overflows splits in two, one that empties is
 //! dropped. Reading the names is the caller's business (a closure from slot
 //! to name), so this module knows nothing of the namespace's tables.
+//!
+//! Each chunk is behind an [`Arc`]: a copy of a list (when a snapshot's
+//! shard of lists is copied) shares the chunks, and an edit copies the one
+//! chunk it changes if a copy still shares it.
 
 use crate::consts::Slot;
 use std::cmp::Ordering;
+use std::sync::Arc;
 
 /// Most entries one chunk of an owned list holds.
 const CHUNK: usize = 512;
@@ -47,8 +52,9 @@ pub(crate) struct Place {
 /// without keys.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct OwnedChildren {
-    /// Non-empty chunks, each of at most [`CHUNK`] entries.
-    chunks: Vec<Chunk>,
+    /// Non-empty chunks, each of at most [`CHUNK`] entries, shared
+    /// copy-on-write with copies of the list.
+    chunks: Vec<Arc<Chunk>>,
     /// Entries in all chunks together.
     len: usize,
 }
@@ -59,9 +65,11 @@ impl OwnedChildren {
     pub(crate) fn from_sorted(slots: &[Slot], mut key_of: impl FnMut(Slot) -> u64) -> Self {
         let chunks = slots
             .chunks(CHUNK / 2)
-            .map(|part| Chunk {
-                slots: part.to_vec(),
-                keys: part.iter().map(|&s| key_of(s)).collect(),
+            .map(|part| {
+                Arc::new(Chunk {
+                    slots: part.to_vec(),
+                    keys: part.iter().map(|&s| key_of(s)).collect(),
+                })
             })
             .collect();
         OwnedChildren {
@@ -145,30 +153,33 @@ impl OwnedChildren {
             // An empty list: its first chunk, with room for one (most
             // directories are small).
             self.chunks.reserve_exact(1);
-            self.chunks.push(Chunk::default());
+            self.chunks.push(Arc::default());
         } else if self.chunks[chunk].slots.len() >= CHUNK {
             if chunk + 1 == n && at >= CHUNK {
                 // Past the end of the list: a new last chunk, so that names
                 // added in order fill whole chunks.
-                self.chunks.push(Chunk::default());
+                self.chunks.push(Arc::default());
                 chunk = n;
                 at = 0;
             } else {
                 // Split the full chunk in two halves and insert into the
                 // half the place falls in.
-                let c = &mut self.chunks[chunk];
+                let c = &self.chunks[chunk];
                 let tail = Chunk {
-                    slots: c.slots.split_off(CHUNK / 2),
-                    keys: c.keys.split_off(CHUNK / 2),
+                    slots: c.slots[CHUNK / 2..].to_vec(),
+                    keys: c.keys[CHUNK / 2..].to_vec(),
                 };
-                self.chunks.insert(chunk + 1, tail);
+                let c = Arc::make_mut(&mut self.chunks[chunk]);
+                c.slots.truncate(CHUNK / 2);
+                c.keys.truncate(CHUNK / 2);
+                self.chunks.insert(chunk + 1, Arc::new(tail));
                 if at > CHUNK / 2 {
                     chunk += 1;
                     at -= CHUNK / 2;
                 }
             }
         }
-        let c = &mut self.chunks[chunk];
+        let c = Arc::make_mut(&mut self.chunks[chunk]);
         c.slots.insert(at, slot);
         c.keys.insert(at, key);
         self.len += 1;
@@ -183,6 +194,13 @@ impl OwnedChildren {
         if p.at >= c.slots.len() {
             return;
         }
+        if c.slots.len() == 1 {
+            // Emptied: dropped without copying it first.
+            self.chunks.remove(p.chunk);
+            self.len -= 1;
+            return;
+        }
+        let c = Arc::make_mut(c);
         c.slots.remove(p.at);
         c.keys.remove(p.at);
         if c.slots.is_empty() {
@@ -197,14 +215,36 @@ impl OwnedChildren {
         self.len -= 1;
     }
 
-    /// Bytes of heap the list holds (capacity, not length).
-    pub(crate) fn heap_bytes(&self) -> usize {
-        self.chunks.capacity() * size_of::<Chunk>()
+    /// Bytes of heap the list references (capacity, not length); with
+    /// `unique`, only its chunks no copy shares.
+    pub(crate) fn heap_bytes(&self, unique: bool) -> usize {
+        self.chunks.capacity() * size_of::<Arc<Chunk>>()
             + self
                 .chunks
                 .iter()
-                .map(|c| c.slots.capacity() * size_of::<Slot>() + c.keys.capacity() * 8)
+                .filter(|c| !unique || Arc::strong_count(c) == 1)
+                .map(|c| {
+                    size_of::<Chunk>()
+                        + 16
+                        + c.slots.capacity() * size_of::<Slot>()
+                        + c.keys.capacity() * 8
+                })
                 .sum::<usize>()
+    }
+
+    /// Number of chunks.
+    #[cfg(test)]
+    pub(crate) fn chunk_count(&self) -> usize {
+        self.chunks.len()
+    }
+
+    /// How many chunks this list and `other` share (the same memory).
+    #[cfg(test)]
+    pub(crate) fn shared_chunks(&self, other: &OwnedChildren) -> usize {
+        self.chunks
+            .iter()
+            .filter(|a| other.chunks.iter().any(|b| Arc::ptr_eq(a, b)))
+            .count()
     }
 }
 
@@ -221,7 +261,7 @@ pub struct Children<'a> {
 #[derive(Clone, Copy, Debug)]
 enum Parts<'a> {
     Flat(&'a [Slot]),
-    Chunked(&'a [Chunk]),
+    Chunked(&'a [Arc<Chunk>]),
 }
 
 impl<'a> Children<'a> {
@@ -306,12 +346,12 @@ impl<'a> Children<'a> {
     /// holds for every child.
     fn chunk_where(
         &self,
-        chunks: &'a [Chunk],
+        chunks: &'a [Arc<Chunk>],
         mut before_it: impl FnMut(Slot) -> bool,
     ) -> (usize, Option<&'a Chunk>) {
         let i = chunks.partition_point(|c| c.slots.last().is_none_or(|&s| before_it(s)));
         let before = chunks[..i].iter().map(|c| c.slots.len()).sum();
-        (before, chunks.get(i))
+        (before, chunks.get(i).map(|c| &**c))
     }
 }
 
@@ -337,7 +377,7 @@ pub struct ChildIter<'a> {
     /// What is left of the current chunk (or the whole of a flat list).
     head: &'a [Slot],
     /// The chunks after it.
-    rest: std::slice::Iter<'a, Chunk>,
+    rest: std::slice::Iter<'a, Arc<Chunk>>,
     /// Slots left in all.
     len: usize,
 }

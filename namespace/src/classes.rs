@@ -11,7 +11,7 @@
 //! is next loaded from an image.
 
 use crate::values::Perm;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// Index of a [`Class`] in a [`Classes`] table.
 pub type ClassId = u32;
@@ -77,14 +77,22 @@ impl Class {
 
 /// An interning table of classes: ids are given in first-seen order and
 /// never change; a class no node uses any more stays until the namespace
-/// is rebuilt from an image.
+/// is rebuilt from an image. The table is behind an [`Arc`]: a clone (a
+/// snapshot) shares it, and the first new class interned by either copy
+/// afterwards copies it (classes are few, and new ones rare).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Classes {
-    list: Vec<Class>,
-    index: foldhash::HashMap<Class, ClassId>,
+    table: Arc<ClassTable>,
     /// The class interned last: loads and replays intern runs of equal
     /// classes, which this answers without hashing.
     last: Option<(Class, ClassId)>,
+}
+
+/// The classes and their index.
+#[derive(Clone, Debug, Default)]
+struct ClassTable {
+    list: Vec<Class>,
+    index: foldhash::HashMap<Class, ClassId>,
 }
 
 impl Classes {
@@ -97,14 +105,17 @@ impl Classes {
                 return Some(id);
             }
         }
-        let id = match self.index.get(&c) {
+        // A class already interned is found without making the shared
+        // table writable.
+        let id = match self.table.index.get(&c) {
             Some(&id) => id,
             None => {
-                let id = ClassId::try_from(self.list.len())
+                let id = ClassId::try_from(self.table.list.len())
                     .ok()
                     .filter(|&id| id != ClassId::MAX)?;
-                self.list.push(c);
-                self.index.insert(c, id);
+                let t = Arc::make_mut(&mut self.table);
+                t.list.push(c);
+                t.index.insert(c, id);
                 id
             }
         };
@@ -116,13 +127,17 @@ impl Classes {
     /// hold ids their namespace's table gave).
     #[inline]
     pub(crate) fn get(&self, id: ClassId) -> &Class {
-        &self.list[id as usize]
+        &self.table.list[id as usize]
     }
 
-    /// Bytes of heap held, for memory accounting.
-    pub(crate) fn heap_bytes(&self) -> usize {
-        self.list.capacity() * size_of::<Class>()
-            + self.index.capacity() * (size_of::<(Class, ClassId)>() + 1)
+    /// Bytes of heap held, for memory accounting; with `unique`, none when
+    /// a clone shares the table.
+    pub(crate) fn heap_bytes(&self, unique: bool) -> usize {
+        if unique && Arc::strong_count(&self.table) > 1 {
+            return 0;
+        }
+        self.table.list.capacity() * size_of::<Class>()
+            + self.table.index.capacity() * (size_of::<(Class, ClassId)>() + 1)
     }
 }
 
@@ -229,7 +244,7 @@ mod tests {
         for (i, &id) in ids_a.iter().enumerate().step_by(7) {
             assert_eq!(a.intern(&shared, class(i as u64)), Some(id));
         }
-        assert_eq!(shared.into_inner().list.len(), 200);
+        assert_eq!(shared.into_inner().table.list.len(), 200);
     }
 
     #[test]
@@ -243,7 +258,14 @@ mod tests {
         assert_eq!(t.intern(f), Some(0));
         assert_eq!(t.intern(f.with_perm(Perm::new(1, 2, 0o600))), Some(2));
         assert_eq!(t.intern(d), Some(1));
-        assert_eq!(t.list.len(), 3);
+        assert_eq!(t.table.list.len(), 3);
+        // A clone shares the table until either interns a new class.
+        let mut u = t.clone();
+        assert_eq!(u.intern(d), Some(1));
+        assert!(Arc::ptr_eq(&t.table, &u.table));
+        assert_eq!(u.intern(Class::symlink(p)), Some(3));
+        assert!(!Arc::ptr_eq(&t.table, &u.table));
+        assert_eq!((t.table.list.len(), u.table.list.len()), (3, 4));
         assert_eq!(t.get(1), &d);
         assert_eq!(t.get(1).a, u64::MAX, "-1 kept as its bits");
     }

@@ -13,11 +13,17 @@
 //! thing.
 //!
 //! Layout, chosen for resident memory: one 48-byte [`Node`] per inode in a
-//! `Vec` indexed by slot (slots follow id order); what many inodes share
-//! (owner, mode, block size, replication, quotas) is an interned attribute
-//! class the node names by id; names, blocks and child lists live in
-//! chunked arenas, not in per-inode allocations; rare attributes (xattrs,
-//! ACLs, under-construction info) sit in a side map.
+//! table indexed by slot (slots follow id order), in chunks of
+//! [`NODE_CHUNK`] nodes; what many inodes share (owner, mode, block size,
+//! replication, quotas) is an interned attribute class the node names by
+//! id; names, blocks and child lists live in chunked arenas, not in
+//! per-inode allocations; rare attributes (xattrs, ACLs,
+//! under-construction info) sit in a side map.
+//!
+//! Every table is chunked behind reference counts, so that
+//! [`Namespace::snapshot`] (a clone) shares all of the namespace's memory
+//! and a later mutation of either copy copies only the chunks it touches:
+//! a background checkpoint serialises a snapshot while writers go on.
 //!
 //! This crate is the ground floor: it imports no other nsimage crate, and
 //! must never do so. The image format, the HDFS reader and the journal all
@@ -30,7 +36,9 @@
 //! | `lib.rs` | this page: the module map and the re-exports, nothing else |
 //! | `consts.rs` | [`ROOT_ID`], [`MAX_NAME_LENGTH`], [`Slot`] and [`NO_SLOT`] |
 //! | `values.rs` | the small value types: [`NsInfo`], [`Block`], [`Perm`], [`InodeKind`], [`XAttrNs`], [`XAttr`], [`AclEntry`], [`UnderConstruction`], [`Extra`]; [`PermSpec`] and [`FileSpec`] for new inodes |
-//! | `arena.rs` | [`Arena`] and [`Span`]: chunked storage of names, blocks and child lists |
+//! | `arena.rs` | [`Arena`] and [`Span`]: chunked storage of names, blocks and child lists, chunks shared between clones and never changed once shared |
+//! | `nodes.rs` | [`Nodes`], the node table: chunks of [`NODE_CHUNK`] nodes shared copy-on-write between clones; [`NodeRange`], whole chunks of it borrowed for a thread to write |
+//! | `shards.rs` | the maps keyed by slot (edited child lists, extras), in shards shared copy-on-write between clones |
 //! | `ids.rs` | [`IdIndex`]: inode id to slot and back |
 //! | `strings.rs` | [`StringTable`]: interned user, group and attribute names |
 //! | `classes.rs` | attribute classes: owner, mode, block size, replication and quotas, interned once and shared by nodes |
@@ -114,8 +122,10 @@ mod lookup;
 mod mutate;
 mod namespace;
 mod node;
+mod nodes;
 mod rules;
 mod setters;
+mod shards;
 mod strings;
 mod values;
 mod view;
@@ -132,6 +142,7 @@ pub use inode_batch::{
 };
 pub use namespace::{Namespace, Stats};
 pub use node::{Body, NameRef, Node};
+pub use nodes::{NodeChunk, NodeRange, Nodes, NODE_CHUNK, NODE_CHUNK_SHIFT};
 pub use strings::StringTable;
 pub use values::{
     AclEntry, Block, Extra, FileSpec, InodeKind, NsInfo, Perm, PermSpec, UnderConstruction, XAttr,

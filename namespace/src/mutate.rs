@@ -33,22 +33,23 @@ impl Namespace {
         &'s mut self,
         dir: Slot,
     ) -> (&'s mut OwnedChildren, impl Fn(Slot) -> &'s [u8] + 's) {
-        let (names, nodes) = (&self.names, &mut self.nodes);
-        let n = &mut nodes[dir as usize];
+        let names = &self.names;
+        let n = &self.nodes[dir as usize];
         if n.is_dir() && n.span.chunk != OWNED_CHILDREN {
             let arena = n.span;
-            n.span = Span {
+            let nodes = &self.nodes;
+            let owned = OwnedChildren::from_sorted(self.children.get(arena), |c| {
+                name_key(read_name(names, nodes[c as usize].name))
+            });
+            self.nodes[dir as usize].span = Span {
                 chunk: OWNED_CHILDREN,
                 start: 0,
                 len: 0,
             };
-            let owned = OwnedChildren::from_sorted(self.children.get(arena), |c| {
-                name_key(read_name(names, nodes[c as usize].name))
-            });
             self.owned_children.insert(dir, owned);
         }
         let nodes = &self.nodes;
-        let list = self.owned_children.entry(dir).or_default();
+        let list = self.owned_children.get_or_default(dir);
         (list, move |c: Slot| {
             read_name(names, nodes[c as usize].name)
         })
@@ -327,11 +328,11 @@ impl Namespace {
             if n.is_dir() {
                 stack.extend(self.child_slots(x));
                 if n.span.chunk == OWNED_CHILDREN {
-                    self.owned_children.remove(&x);
+                    self.owned_children.remove(x);
                 }
             }
             if n.has_extra {
-                self.extras.remove(&x);
+                self.extras.remove(x);
             }
             let n = &mut self.nodes[x as usize];
             n.kind = Kind::Free;

@@ -95,13 +95,16 @@ impl Namespace {
     }
 
     fn extra_mut(&mut self, s: Slot) -> &mut Extra {
-        self.nodes[s as usize].has_extra = true;
-        self.extras.entry(s).or_default()
+        // Marked only when it was not (its chunk then left unshared).
+        if !self.nodes[s as usize].has_extra {
+            self.nodes[s as usize].has_extra = true;
+        }
+        self.extras.get_or_default(s)
     }
 
     fn tidy_extra(&mut self, s: Slot) {
-        if self.extras.get(&s).is_some_and(Extra::is_empty) {
-            self.extras.remove(&s);
+        if self.extras.get(s).is_some_and(Extra::is_empty) {
+            self.extras.remove(s);
             self.nodes[s as usize].has_extra = false;
         }
     }
@@ -137,7 +140,7 @@ impl Namespace {
         let Some(name) = self.strings.lookup(name) else {
             return Ok(false);
         };
-        let Some(e) = self.extras.get_mut(&s) else {
+        let Some(e) = self.extras.get_mut(s) else {
             return Ok(false);
         };
         let found = match e

@@ -202,7 +202,7 @@ impl<'a> Inode<'a> {
     /// Xattrs, ACL and under-construction mark, if the inode has any.
     pub fn extra(&self) -> Option<&'a Extra> {
         if self.node.has_extra {
-            self.ns.extras.get(&self.slot)
+            self.ns.extras.get(self.slot)
         } else {
             None
         }

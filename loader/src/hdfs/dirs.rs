@@ -26,7 +26,7 @@ use nsimage_format::wire::Cursor;
 use nsimage_format::wire::VARINT;
 use nsimage_format::{Location, SubSectionInfo};
 use nsimage_namespace::{
-    BuildError, DirBatch, Namespace, NamespaceBuilder, Node, Slot, NO_SLOT, ROOT_ID,
+    BuildError, DirBatch, Namespace, NamespaceBuilder, NodeRange, Slot, NO_SLOT, ROOT_ID,
 };
 use prost::Message;
 use rayon::prelude::*;
@@ -259,7 +259,8 @@ pub(crate) fn dir_phase(
         others = std::mem::take(&mut all.others);
         vec![batch(f, &mut all, 0, &at0, b, &table)?]
     };
-    set_parents(pool, builder.nodes_mut(), &parents);
+    let parts = pool.map_or(1, |p| p.current_num_threads().saturating_mul(4));
+    set_parents(pool, builder.node_ranges_mut(parts), &parents);
     builder
         .attach(batches)
         .map_err(|d| f.corrupt(at0.clone(), d.to_string()))?;
@@ -327,19 +328,18 @@ fn link_once(table: &Sharded<'_, Slot>, batch: &DirBatch) -> Result<(), String> 
     })
 }
 
-/// Copies the parent table into the nodes, in parallel inside a pool.
-fn set_parents(pool: Option<&rayon::ThreadPool>, nodes: &mut [Node], parents: &[Slot]) {
+/// Copies the parent table into the nodes, range by range (`ranges`, of
+/// whole chunks), in parallel inside a pool.
+fn set_parents(pool: Option<&rayon::ThreadPool>, mut ranges: Vec<NodeRange<'_>>, parents: &[Slot]) {
+    let set = |r: &mut NodeRange<'_>| {
+        for (base, part) in r.parts_mut() {
+            let from = parents.get(base..).unwrap_or_default();
+            part.iter_mut().zip(from).for_each(|(n, &p)| n.parent = p);
+        }
+    };
     match pool {
-        Some(pool) => pool.install(|| {
-            nodes
-                .par_iter_mut()
-                .zip(parents.par_iter())
-                .for_each(|(n, &p)| n.parent = p)
-        }),
-        None => nodes
-            .iter_mut()
-            .zip(parents)
-            .for_each(|(n, &p)| n.parent = p),
+        Some(pool) => pool.install(|| ranges.par_iter_mut().for_each(set)),
+        None => ranges.iter_mut().for_each(set),
     }
 }
 

@@ -19,7 +19,7 @@ use crate::table::NodeTable;
 use nsimage_format::hdfs_pb::i_node_section::INode;
 use nsimage_format::hdfs_pb::INodeSection;
 use nsimage_format::{Location, SubSectionInfo};
-use nsimage_namespace::{Block, InodeBatch, InodeParts, Interned, Node};
+use nsimage_namespace::{Block, InodeBatch, InodeParts, Interned, Node, Nodes};
 use prost::Message;
 use std::collections::HashSet;
 
@@ -36,7 +36,7 @@ pub(crate) struct InodeHeader {
 pub(crate) struct Inodes {
     pub(crate) header: InodeHeader,
     /// The node table, in id order.
-    pub(crate) nodes: Vec<Node>,
+    pub(crate) nodes: Nodes,
     /// Each batch's other parts, in id order.
     pub(crate) parts: Vec<InodeParts>,
     /// Striped (erasure-coded) files.
@@ -321,15 +321,15 @@ fn direct(
 
 /// The pieces' node tables as one, in order: the pieces copy their nodes
 /// into their own ranges of the node table (`table`), in parallel on the
-/// pool; a single piece's table is the whole.
+/// pool; a single piece's table is copied into chunks (the same one copy).
 fn join(
     f: &HdfsFile,
     pool: Option<&rayon::ThreadPool>,
     mut tables: Vec<Vec<Node>>,
     at0: &Location,
-) -> Result<Vec<Node>, LoadError> {
+) -> Result<Nodes, LoadError> {
     if tables.len() <= 1 {
-        return Ok(tables.pop().unwrap_or_default());
+        return Ok(tables.pop().unwrap_or_default().into());
     }
     let counts: Vec<usize> = tables.iter().map(Vec::len).collect();
     let total = counts.iter().try_fold(0usize, |a, &c| a.checked_add(c));
@@ -566,7 +566,8 @@ fn resort(
     let (nodes, parts) = batch.into_nodes_and_parts();
     Ok(Inodes {
         header,
-        nodes,
+        // One copy of the sorted nodes into the table's chunks.
+        nodes: nodes.into(),
         parts: vec![parts],
         striped_files: counts.striped,
         type_quota_dirs: counts.type_quotas,
