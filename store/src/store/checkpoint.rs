@@ -81,7 +81,7 @@ impl Store {
 
     /// [`checkpoint`](Self::checkpoint), calling `on_start` with the txid
     /// once the snapshot is taken; with `cancel`, the save stops with an
-    /// error (`Interrupted`, its temporary file removed) once it is set.
+    /// I/O error (its temporary file removed) once it is set.
     pub(super) fn checkpoint_observed(
         &self,
         cancel: Option<&Arc<AtomicBool>>,
@@ -177,7 +177,8 @@ fn lower_priority() {
 }
 
 /// The save's file system with a stop flag: once `cancel` is set, every
-/// write to a file it created fails with `Interrupted`, so the atomic save
+/// write or fsync of a file it created fails (with `Other`: never
+/// `Interrupted`, which `write_all` retries for ever), so the atomic save
 /// gives up and removes its temporary file.
 struct Cancellable<'a> {
     inner: &'a dyn Fs,
@@ -194,7 +195,7 @@ impl CancellableFile {
     fn check(&self) -> io::Result<()> {
         if self.cancel.load(Ordering::Acquire) {
             return Err(io::Error::new(
-                io::ErrorKind::Interrupted,
+                io::ErrorKind::Other,
                 "checkpoint stopped: its checkpointer was stopped",
             ));
         }

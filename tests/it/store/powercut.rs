@@ -25,7 +25,7 @@ use std::io::{self, Read, Write};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// A checkpoint whenever the txid is a multiple of this.
 const CHECKPOINT_EVERY: u64 = 50;
@@ -381,6 +381,296 @@ fn power_cuts_of_an_encrypted_store_lose_no_acknowledged_op() {
         PowerCutOptions::new,
         &opts,
     );
+}
+
+/// The background model: how many writer threads, and the checkpointer's
+/// policy.
+const BG_WRITERS: usize = 3;
+const BG_CHECKPOINT_OPS: u64 = 30;
+/// Cuts come within this many file-system operations of a boot's start.
+const BG_MAX_COUNTDOWN: u64 = 1500;
+
+/// Figures of the background runs beyond [`Figures`].
+#[derive(Debug, Default)]
+struct BgFigures {
+    base: Figures,
+    /// Cuts that came while a background checkpoint was running (its
+    /// snapshot taken, not yet finished).
+    cuts_during_checkpoint: u64,
+    checkpoints_finished: u64,
+    /// Invalid ops refused (none may appear after a recovery: the digest
+    /// is the reference's, which never applied one).
+    refused: u64,
+}
+
+/// [`run`] with concurrent writers and background checkpoints: each boot
+/// opens the store on a fresh [`PowerCutFs`], starts a [`Checkpointer`]
+/// (every [`BG_CHECKPOINT_OPS`] ops) and [`BG_WRITERS`] threads that
+/// submit the workload's ops with `submit_with` (so op `t` is the
+/// workload's op `t` whichever thread applies it) and wait for each to be
+/// durable, every seventh submission of a thread an invalid op that must
+/// be refused; the power is cut at a random file-system operation, while
+/// the writers keep submitting and often while a checkpoint saves, rolls
+/// or purges. Every txid a writer saw acknowledged is kept in the set of
+/// acknowledged txids; after the cut the store must recover at least
+/// every one of them, with the reference digest at the recovered txid.
+///
+/// [`Checkpointer`]: nsimage_store::Checkpointer
+fn run_background(
+    seed: u64,
+    cuts: u64,
+    model: impl Fn(u64) -> PowerCutOptions,
+    opts: &StoreOptions,
+) -> Result<BgFigures, String> {
+    use nsimage_store::{CheckpointEvent, CheckpointPolicy, SubmitError};
+    use std::collections::BTreeSet;
+    use std::sync::atomic::AtomicU64;
+    use std::sync::Mutex;
+
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("store");
+    Store::init(&dir, Arc::new(RealFs::default()), &Default::default()).unwrap();
+    let w = Workload { seed };
+    let mut rng = Pcg64Mcg::seed_from_u64(seed ^ 0xb6c0_0000_0000_0002);
+    let mut reference = Namespace::default();
+    let mut f = BgFigures::default();
+    // Every txid a writer saw acknowledged, over the whole run.
+    let acked_set: Arc<Mutex<BTreeSet<u64>>> = Default::default();
+    let mut acked = 0u64;
+    for boot in 0.. {
+        let where_ = |what: &str| format!("seed {seed}, boot {boot}: {what}");
+        let sim = Arc::new(PowerCutFs::new(model(rng.random())));
+        let last = f.base.cuts >= cuts;
+        let opened = Store::open(&dir, sim.clone(), opts.clone());
+        let store = Arc::new(opened.map_err(|e| where_(&format!("the store does not open: {e}")))?);
+        let txid = store.report().txid;
+        let lost: Vec<u64> = acked_set
+            .lock()
+            .unwrap()
+            .range(txid + 1..)
+            .copied()
+            .collect();
+        if !lost.is_empty() || txid < acked {
+            return Err(where_(&format!(
+                "acknowledged ops lost: recovered txid {txid}, acknowledged {lost:?} (max {acked})"
+            )));
+        }
+        if txid < reference.info().last_txid {
+            reference = Namespace::default();
+        }
+        w.advance(&mut reference, txid);
+        if store.with_namespace(|ns| ns.digest()) != reference.digest() {
+            return Err(where_(&format!(
+                "recovered digest at txid {txid} differs from the reference"
+            )));
+        }
+        f.base.recoveries += 1;
+        f.base.acknowledged_checked += acked;
+        f.base.recovered_beyond += txid - acked;
+        acked = txid;
+        if last {
+            break;
+        }
+        sim.arm(rng.random_range(0..BG_MAX_COUNTDOWN));
+
+        // The running checkpoint (started with the power on), checkpoints
+        // finished, checkpoints the cut failed, failures with the power on.
+        #[derive(Default)]
+        struct Ckpt {
+            running: bool,
+            finished: u64,
+            cut_during: u64,
+            failed_powered: Option<String>,
+        }
+        let ckpt: Arc<Mutex<Ckpt>> = Default::default();
+        let (c, s) = (ckpt.clone(), sim.clone());
+        let policy = CheckpointPolicy {
+            every_ops: Some(BG_CHECKPOINT_OPS),
+            every: None,
+        };
+        let checkpointer = store
+            .spawn_checkpointer(policy, move |e| {
+                let mut c = c.lock().unwrap();
+                match e {
+                    CheckpointEvent::Started { .. } => c.running = !s.is_off(),
+                    CheckpointEvent::Finished { .. } => {
+                        c.running = false;
+                        c.finished += 1;
+                    }
+                    CheckpointEvent::Failed { error, .. } => {
+                        if !s.is_off() {
+                            c.failed_powered = Some(error.to_string());
+                        } else if c.running {
+                            c.cut_during += 1;
+                        }
+                        c.running = false;
+                    }
+                    // Cancelled: stopped after the cut, while it ran.
+                    _ => {
+                        c.cut_during += u64::from(c.running);
+                        c.running = false;
+                    }
+                }
+            })
+            .unwrap();
+        let max_acked = Arc::new(AtomicU64::new(acked));
+        let refused = Arc::new(AtomicU64::new(0));
+        let writers: Vec<_> = (0..BG_WRITERS)
+            .map(|k| {
+                let (store, sim, set) = (store.clone(), sim.clone(), acked_set.clone());
+                let (max_acked, refused) = (max_acked.clone(), refused.clone());
+                std::thread::spawn(move || -> Result<(), String> {
+                    for i in 0u64.. {
+                        if (i + k as u64) % 7 == 6 {
+                            let bad = store.submit_with(|ns| {
+                                let next = ns.info().last_txid + 1;
+                                Ok::<_, String>(Some(w.bad_op(ns, next)))
+                            });
+                            match bad {
+                                Err(SubmitError::Store(StoreError::Refused(_))) => {
+                                    refused.fetch_add(1, Ordering::Relaxed);
+                                }
+                                Ok(t) => panic!("an invalid op was accepted as txid {t:?}"),
+                                Err(_) if sim.is_off() => return Ok(()),
+                                Err(e) => return Err(format!("with the power on: {e}")),
+                            }
+                        }
+                        let got = store
+                            .submit_with(|ns| {
+                                let next = ns.info().last_txid + 1;
+                                Ok::<_, String>(Some(w.op(ns, next)))
+                            })
+                            .map_err(|e| e.to_string())
+                            .and_then(|t| {
+                                let t = t.expect("an op");
+                                store.wait_durable(t).map(|()| t).map_err(|e| e.to_string())
+                            });
+                        match got {
+                            Ok(t) => {
+                                set.lock().unwrap().insert(t);
+                                max_acked.fetch_max(t, Ordering::SeqCst);
+                                // A client's think time: the checkpoint's
+                                // save thread (at a lowered priority) gets
+                                // a core now and then, so checkpoints also
+                                // finish, roll and purge between cuts.
+                                std::thread::sleep(Duration::from_micros(100));
+                            }
+                            Err(_) if sim.is_off() => return Ok(()),
+                            Err(e) => return Err(format!("with the power on: {e}")),
+                        }
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        let mut failure = None;
+        for t in writers {
+            if let Err(e) = t.join().unwrap() {
+                failure.get_or_insert(e);
+            }
+        }
+        checkpointer.stop();
+        if let Some(e) = failure {
+            return Err(where_(&e));
+        }
+        assert!(sim.is_off(), "the writers stopped with the power on");
+        let c = ckpt.lock().unwrap();
+        if let Some(e) = &c.failed_powered {
+            return Err(where_(&format!(
+                "a checkpoint failed with the power on: {e}"
+            )));
+        }
+        f.cuts_during_checkpoint += c.cut_during;
+        f.checkpoints_finished += c.finished;
+        drop(c);
+        f.refused += refused.load(Ordering::Relaxed);
+        acked = acked.max(max_acked.load(Ordering::SeqCst));
+        // The machine is off: the old instance can change nothing on disk.
+        let before = snapshot(&dir);
+        assert!(store.checkpoint().is_err(), "checkpoint after the cut");
+        drop(store);
+        assert!(before == snapshot(&dir), "the disk changed after the cut");
+        f.base.cut(&sim.cut_report().expect("cut"));
+    }
+    f.base.acknowledged = acked;
+    Ok(f)
+}
+
+/// Runs [`run_background`] on each seed; panics on the first violation,
+/// checks that cuts came during background checkpoints, prints figures.
+fn many_background(
+    name: &str,
+    seeds: std::ops::RangeInclusive<u64>,
+    cuts: u64,
+    model: impl Fn(u64) -> PowerCutOptions + Copy,
+) {
+    let started = Instant::now();
+    let cuts = std::env::var("NSIMAGE_POWERCUTS_PER_STORE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(cuts);
+    let mut total = BgFigures::default();
+    for seed in seeds {
+        match run_background(seed, cuts, model, &options()) {
+            Ok(f) => {
+                total.base.add(&f.base);
+                total.cuts_during_checkpoint += f.cuts_during_checkpoint;
+                total.checkpoints_finished += f.checkpoints_finished;
+                total.refused += f.refused;
+            }
+            Err(e) => panic!("{name}: {e}"),
+        }
+    }
+    eprintln!(
+        "{name}: {} power cuts under {BG_WRITERS} writers ({} during a background checkpoint), \
+         {} checkpoints finished, {} recoveries checked, {} ops acknowledged, 0 lost, \
+         {} invalid ops refused, none recovered; cut before {:?}; {} files torn, {} directory \
+         ops undone; {:.1} s",
+        total.base.cuts,
+        total.cuts_during_checkpoint,
+        total.checkpoints_finished,
+        total.base.recoveries,
+        total.base.acknowledged,
+        total.refused,
+        total.base.by_op,
+        total.base.files_torn,
+        total.base.dir_ops_undone,
+        started.elapsed().as_secs_f64()
+    );
+    assert!(total.base.acknowledged > 0 && total.checkpoints_finished > 0);
+    assert!(total.refused > 0);
+    assert!(
+        total.cuts_during_checkpoint > 0,
+        "no cut came during a background checkpoint"
+    );
+}
+
+/// Background checkpoints taken while writer threads keep submitting,
+/// the garbage model (prefix, zero and garbage tears, unsynced directory
+/// changes undone): a cut at any point keeps every acknowledged op and
+/// recovers no refused one.
+#[test]
+fn power_cuts_during_background_checkpoints_lose_no_acknowledged_op() {
+    many_background(
+        "background, garbage tears",
+        41..=43,
+        60,
+        PowerCutOptions::new,
+    );
+}
+
+/// As above with an in-order prefix of the unsynced directory changes
+/// persisting (a checkpoint's rename without its directory fsync, a
+/// purge's removes, a roll's rename and create).
+#[test]
+fn power_cuts_during_background_checkpoints_with_persisted_directory_ops() {
+    many_background("background, persisted directory ops", 51..=53, 60, |seed| {
+        PowerCutOptions {
+            dir_ops_may_persist: true,
+            garbage: false,
+            ..PowerCutOptions::new(seed)
+        }
+    });
 }
 
 /// Which of the store's fsyncs a [`DropSync`] leaves out.
