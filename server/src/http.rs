@@ -14,12 +14,15 @@
 //! connections.
 
 use crate::error::RemoteError;
+use crate::live::Live;
 use crate::ops::{answer, list_status_start, write_refused, ListStart, Listing};
-use crate::request::{parse, MAX_URI_BYTES};
+use crate::params;
+use crate::request::{parse, Parsed, MAX_URI_BYTES};
 use crate::source::{load_image, newest_checkpoint, poll_store, Current, Served, SourceError};
+use crate::writes::{self, Done};
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{header, Method, StatusCode, Uri};
+use axum::http::{header, HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use hyper::body::{Bytes, Frame, Incoming, SizeHint};
@@ -70,6 +73,27 @@ pub struct Config {
     pub shutdown_grace: Duration,
     /// The key of encrypted images.
     pub key: Option<nsimage_format::cipher::Key>,
+    /// Serve a store directory writable (its live namespace, recovered at
+    /// start), not its newest checkpoint read-only.
+    pub writable: Option<Writable>,
+}
+
+/// How a writable server checkpoints.
+#[derive(Clone, Debug, Default)]
+pub struct Writable {
+    /// When the background checkpointer takes a checkpoint.
+    pub policy: nsimage_store::CheckpointPolicy,
+    /// Take a checkpoint at shutdown (the only way one is taken then).
+    pub checkpoint_on_exit: bool,
+}
+
+/// What a server answers from.
+#[derive(Clone, Debug)]
+pub enum Backend {
+    /// A loaded image or a store's newest checkpoint, read-only.
+    Image(Arc<Current>),
+    /// A store's live namespace, writable.
+    Store(Arc<Live>),
 }
 
 impl Default for Config {
@@ -84,6 +108,7 @@ impl Default for Config {
             poll_every: Duration::from_secs(1),
             shutdown_grace: Duration::from_secs(10),
             key: None,
+            writable: None,
         }
     }
 }
@@ -94,6 +119,9 @@ pub enum ServeError {
     /// Nothing could be loaded to serve.
     #[error(transparent)]
     Source(#[from] SourceError),
+    /// The store of a writable server failed to open (recover).
+    #[error(transparent)]
+    Store(#[from] nsimage_store::StoreError),
     /// Binding or running failed.
     #[error("{what}: {source}")]
     Io {
@@ -106,9 +134,11 @@ pub enum ServeError {
 }
 
 struct AppState {
-    current: Arc<Current>,
+    backend: Backend,
     log: bool,
     request_timeout: Duration,
+    /// The bound address (CREATE's redirect names it).
+    addr: SocketAddr,
 }
 
 /// Serves `source` (an image file, or a store directory whose newest
@@ -125,6 +155,9 @@ pub fn run(
             eprintln!("nsimage serve: {line}");
         }
     };
+    if let Some(w) = config.writable.clone() {
+        return run_writable(&source, &config, &w, on_bound);
+    }
     let is_store = source.is_dir();
     let first = if is_store {
         newest_checkpoint(
@@ -153,10 +186,53 @@ pub fn run(
             )
         })
     });
+    let result = run_runtime(Backend::Image(Arc::clone(&current)), &config, on_bound);
+    stop.store(true, Ordering::Relaxed);
+    if let Some(p) = poller {
+        let _ = p.join();
+    }
+    result
+}
+
+/// Serves store `dir` writable: recovered first (nothing is bound before
+/// recovery is done), served until SIGINT or SIGTERM, requests in flight
+/// finished (their writes durable), then closed (a checkpoint only when
+/// asked).
+fn run_writable(
+    dir: &std::path::Path,
+    config: &Config,
+    w: &Writable,
+    on_bound: impl FnOnce(SocketAddr),
+) -> Result<(), ServeError> {
+    let started = Instant::now();
+    let live = Arc::new(Live::open(dir, config.key.as_ref(), w.policy)?);
+    if config.log {
+        let r = live.store.report();
+        eprintln!(
+            "nsimage serve: recovered {} at txid {} ({} ops replayed) in {:.3} s",
+            dir.display(),
+            r.txid,
+            r.replayed,
+            started.elapsed().as_secs_f64()
+        );
+    }
+    let result = run_runtime(Backend::Store(Arc::clone(&live)), config, on_bound);
+    let closed = live.close(w.checkpoint_on_exit);
+    result?;
+    closed.map_err(ServeError::Store)
+}
+
+/// Binds and serves `backend` on a runtime of its own until a signal.
+fn run_runtime(
+    backend: Backend,
+    config: &Config,
+    on_bound: impl FnOnce(SocketAddr),
+) -> Result<(), ServeError> {
     // Answers are computed on the blocking pool (they are CPU work over the
     // namespace); as many threads as cores, so that a burst of clients
     // queues instead of growing a thread (and an allocator arena) per
     // request in flight: memory stays bounded by the cores, not the load.
+    // A write waits for durability off that pool (the syncer answers it).
     let cores = std::thread::available_parallelism().map_or(2, usize::from);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -166,7 +242,7 @@ pub fn run(
             what: "starting the runtime".into(),
             source,
         })?;
-    let result = runtime.block_on(async {
+    runtime.block_on(async {
         let listener = TcpListener::bind(config.addr)
             .await
             .map_err(|source| ServeError::Io {
@@ -178,14 +254,9 @@ pub fn run(
             source,
         })?;
         on_bound(bound);
-        serve(listener, Arc::clone(&current), &config, shutdown_signal()).await;
+        serve(listener, backend, config, shutdown_signal()).await;
         Ok(())
-    });
-    stop.store(true, Ordering::Relaxed);
-    if let Some(p) = poller {
-        let _ = p.join();
-    }
-    result
+    })
 }
 
 /// Resolves on SIGINT or SIGTERM.
@@ -214,11 +285,12 @@ async fn shutdown_signal() {
 
 /// The router: every path and method goes to one handler, which checks the
 /// request itself (WebHDFS errors, not axum's rejections).
-pub fn router(current: Arc<Current>, config: &Config) -> Router {
+pub fn router(backend: Backend, config: &Config, addr: SocketAddr) -> Router {
     let state = Arc::new(AppState {
-        current,
+        backend,
         log: config.log,
         request_timeout: config.request_timeout,
+        addr,
     });
     Router::new().fallback(handle).with_state(state)
 }
@@ -227,11 +299,12 @@ pub fn router(current: Arc<Current>, config: &Config) -> Router {
 /// (at most [`Config::shutdown_grace`]) for open connections to finish.
 pub async fn serve(
     listener: TcpListener,
-    current: Arc<Current>,
+    backend: Backend,
     config: &Config,
     shutdown: impl Future<Output = ()>,
 ) {
-    let app = router(current, config);
+    let addr = listener.local_addr().unwrap_or(config.addr);
+    let app = router(backend, config, addr);
     let graceful = GracefulShutdown::new();
     let conns = Arc::new(Connections::default());
     let open_files = crate::fdlimit::raise_open_files();
@@ -314,12 +387,24 @@ pub async fn serve(
     }
 }
 
-async fn handle(State(st): State<Arc<AppState>>, method: Method, uri: Uri) -> Response {
+async fn handle(
+    State(st): State<Arc<AppState>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
     let started = Instant::now();
-    let result = dispatch(&st, &method, &uri).await;
+    let result = dispatch(&st, &method, &uri, &headers, body).await;
+    let mut location = None;
     let (status, body) = match result {
         Ok(Answer::Whole(text)) => (200, Body::from(text)),
-        Ok(Answer::Listing(listing, served)) => (200, Body::new(ListingBody { listing, served })),
+        Ok(Answer::Listing(listing, from)) => (200, Body::new(ListingBody { listing, from })),
+        Ok(Answer::Empty) => (200, Body::empty()),
+        Ok(Answer::Redirect { status, to }) => {
+            location = Some(to);
+            (status, Body::empty())
+        }
         Err(e) => (e.status, Body::from(e.body().to_string())),
     };
     if st.log {
@@ -331,35 +416,128 @@ async fn handle(State(st): State<Arc<AppState>>, method: Method, uri: Uri) -> Re
         );
     }
     let code = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    (code, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+    let mut response = (code, [(header::CONTENT_TYPE, "application/json")], body).into_response();
+    if let Some(to) = location.and_then(|l| header::HeaderValue::from_str(&l).ok()) {
+        response.headers_mut().insert(header::LOCATION, to);
+    }
+    response
 }
 
-/// A successful answer: a whole document, or a directory's listing
-/// streamed from the namespace it was started on.
+/// A successful answer: a whole document, a directory's listing
+/// streamed, an empty 200, or a status with a `Location` (CREATE's 307
+/// and 201).
 enum Answer {
     Whole(String),
-    Listing(Listing, Arc<Served>),
+    Listing(Listing, ListingFrom),
+    Empty,
+    Redirect { status: u16, to: String },
 }
 
-async fn dispatch(st: &AppState, method: &Method, uri: &Uri) -> Result<Answer, RemoteError> {
+/// The namespace a listing is read from, a chunk at a time.
+enum ListingFrom {
+    /// The image it was started on.
+    Image(Arc<Served>),
+    /// The live namespace, under its shared lock for each chunk.
+    Store(Arc<Live>),
+}
+
+async fn dispatch(
+    st: &AppState,
+    method: &Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Answer, RemoteError> {
     let len = uri.path().len() + uri.query().map_or(0, |q| q.len() + 1);
     if len > MAX_URI_BYTES {
         return Err(RemoteError::uri_too_long(len, MAX_URI_BYTES));
     }
-    if method != Method::GET {
-        return Err(write_refused(method.as_str()));
-    }
-    let parsed = parse(uri.path(), uri.query())?;
-    let served = st.current.get();
-    let task = tokio::task::spawn_blocking(move || {
-        let ns = &served.namespace;
-        match list_status_start(ns, &parsed) {
-            Some(Ok(ListStart::Directory(listing))) => Ok(Answer::Listing(listing, served)),
-            Some(Ok(ListStart::Whole(v))) => Ok(Answer::Whole(v.to_string())),
-            Some(Err(e)) => Err(e),
-            None => answer(ns, &parsed).map(|v| Answer::Whole(v.to_string())),
+    let live = match &st.backend {
+        Backend::Image(current) => {
+            if method != Method::GET {
+                return Err(write_refused(method.as_str()));
+            }
+            let parsed = parse(uri.path(), uri.query())?;
+            params::check(&parsed)?;
+            let served = current.get();
+            return timed(st, move || {
+                let ns = &served.namespace;
+                read(ns, &parsed, || ListingFrom::Image(Arc::clone(&served)))
+            })
+            .await;
         }
-    });
+        Backend::Store(live) => Arc::clone(live),
+    };
+    let parsed = parse(uri.path(), uri.query())?;
+    let (op, wanted) = params::check(&parsed)?;
+    let sent = match *method {
+        Method::GET => params::Method::Get,
+        Method::PUT => params::Method::Put,
+        Method::POST => params::Method::Post,
+        Method::DELETE => params::Method::Delete,
+        _ => {
+            return Err(RemoteError::bad_argument(format!(
+                "method {} is not a WebHDFS method",
+                crate::error::echo(method.as_str())
+            )))
+        }
+    };
+    if sent != wanted {
+        return Err(RemoteError::bad_argument(format!(
+            "Invalid value for webhdfs parameter \"op\": op={op} is not a {} operation",
+            crate::error::echo(method.as_str())
+        )));
+    }
+    if sent == params::Method::Get {
+        return timed(st, move || {
+            live.store
+                .with_namespace(|ns| read(ns, &parsed, || ListingFrom::Store(Arc::clone(&live))))
+        })
+        .await;
+    }
+    if op == "CREATE" || op == "APPEND" {
+        if !body_is_empty(headers, body).await {
+            return Err(writes::data_refused(&op));
+        }
+        if op == "CREATE" && parsed.param("namenoderpcaddress").is_none() {
+            return create_redirect(st, uri, headers, &parsed);
+        }
+    }
+    let store_live = Arc::clone(&live);
+    let outcome = timed(st, move || Ok(writes::run(&store_live.store, &op, &parsed))).await?;
+    // Answered only once durable, error or not (an earlier step of it
+    // may have applied; its checks may have seen ops not yet durable).
+    live.durable(outcome.txid).await?;
+    match outcome.result? {
+        Done::Json(v) => Ok(Answer::Whole(v.to_string())),
+        Done::Empty => Ok(Answer::Empty),
+        Done::Created { location } => Ok(Answer::Redirect {
+            status: 201,
+            to: location,
+        }),
+    }
+}
+
+/// A read's answer from `ns`; `from` names it for a streamed listing.
+fn read(
+    ns: &nsimage_namespace::Namespace,
+    parsed: &Parsed,
+    from: impl FnOnce() -> ListingFrom,
+) -> Result<Answer, RemoteError> {
+    match list_status_start(ns, parsed) {
+        Some(Ok(ListStart::Directory(listing))) => Ok(Answer::Listing(listing, from())),
+        Some(Ok(ListStart::Whole(v))) => Ok(Answer::Whole(v.to_string())),
+        Some(Err(e)) => Err(e),
+        None => answer(ns, parsed).map(|v| Answer::Whole(v.to_string())),
+    }
+}
+
+/// `work` on the blocking pool, within the request timeout.
+async fn timed<T: Send + 'static>(
+    st: &AppState,
+    work: impl FnOnce() -> Result<T, RemoteError> + Send + 'static,
+) -> Result<T, RemoteError> {
+    let task = tokio::task::spawn_blocking(work);
     match tokio::time::timeout(st.request_timeout, task).await {
         Ok(Ok(r)) => r,
         Ok(Err(e)) => Err(RemoteError::internal(format!("the request failed: {e}"))),
@@ -370,14 +548,65 @@ async fn dispatch(st: &AppState, method: &Method, uri: &Uri) -> Result<Answer, R
     }
 }
 
+/// Whether a request came without data: no `Content-Length` above 0, and
+/// no byte of a chunked body (read for at most a few seconds).
+async fn body_is_empty(headers: &HeaderMap, body: Body) -> bool {
+    if let Some(v) = headers.get(header::CONTENT_LENGTH) {
+        return v.to_str().ok().and_then(|v| v.trim().parse::<u64>().ok()) == Some(0);
+    }
+    matches!(
+        tokio::time::timeout(Duration::from_secs(5), axum::body::to_bytes(body, 0)).await,
+        Ok(Ok(b)) if b.is_empty()
+    )
+}
+
+/// CREATE's first step, as the NameNode answers it: 307 Temporary
+/// Redirect to the "datanode" that takes the data, here this same server
+/// with `namenoderpcaddress` added (the DataNode's parameter), whose PUT
+/// without data creates the empty file; with `noredirect=true`, 200 and
+/// the location as JSON. Nothing changes yet.
+fn create_redirect(
+    st: &AppState,
+    uri: &Uri,
+    headers: &HeaderMap,
+    parsed: &Parsed,
+) -> Result<Answer, RemoteError> {
+    let noredirect = params::boolean(parsed, "noredirect", false)?;
+    // The host the client asked, when it is a plain host[:port].
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .filter(|h| {
+            !h.is_empty()
+                && h.len() <= 255
+                && h.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-.:[]".contains(&b))
+        })
+        .map_or_else(|| st.addr.to_string(), str::to_string);
+    let query = uri.query().unwrap_or("");
+    let to = format!(
+        "http://{host}{}?{query}&namenoderpcaddress={}",
+        uri.path(),
+        st.addr
+    );
+    if noredirect {
+        return Ok(Answer::Whole(
+            serde_json::json!({ "Location": to }).to_string(),
+        ));
+    }
+    Ok(Answer::Redirect { status: 307, to })
+}
+
 /// A directory's LISTSTATUS as a streamed body: each poll writes the next
 /// chunk (at most about [`crate::ops::LISTING_CHUNK_BYTES`]), and hyper
 /// polls again only once it has sent the last, so a listing holds one
 /// chunk however wide the directory and however slow the client, and a
-/// poll's work is bounded, so other requests are not starved.
+/// poll's work is bounded, so other requests are not starved. On a live
+/// namespace each chunk is read under the shared lock (writes between
+/// chunks may move entries, as between the pages of LISTSTATUS_BATCH).
 struct ListingBody {
     listing: Listing,
-    served: Arc<Served>,
+    from: ListingFrom,
 }
 
 impl hyper::body::Body for ListingBody {
@@ -389,7 +618,11 @@ impl hyper::body::Body for ListingBody {
         _cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
         let this = self.get_mut();
-        let chunk = this.listing.next_chunk(&this.served.namespace);
+        let listing = &mut this.listing;
+        let chunk = match &this.from {
+            ListingFrom::Image(served) => listing.next_chunk(&served.namespace),
+            ListingFrom::Store(live) => live.store.with_namespace(|ns| listing.next_chunk(ns)),
+        };
         Poll::Ready(chunk.map(|c| Ok(Frame::data(Bytes::from(c)))))
     }
 }

@@ -23,11 +23,15 @@
 //! `nsimage serve` is a thin wrapper over [`http::serve`].
 #![forbid(unsafe_code)]
 
+pub mod acl;
 pub mod error;
 pub mod fdlimit;
 pub mod http;
+pub mod live;
 pub mod ops;
+pub mod params;
 pub mod request;
 pub mod source;
+pub mod writes;
 
 pub use error::RemoteError;

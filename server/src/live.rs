@@ -1,0 +1,175 @@
+//! The writable server's store: opened with recovery (the newest image
+//! that verifies and the journal replayed), a syncer thread that makes
+//! the writes of every request durable together (one fsync for all the
+//! requests waiting, whatever their number: group commit without a thread
+//! per waiting request), the background checkpointer, and the lines it
+//! prints on stderr (`checkpoint started txid=T`, `checkpoint finished
+//! txid=T seconds=S`, `checkpoint failed txid=T: ERR`).
+
+use crate::error::RemoteError;
+use nsimage_format::cipher::Key;
+use nsimage_store::fs::RealFs;
+use nsimage_store::{
+    CheckpointEvent, CheckpointPolicy, Checkpointer, Store, StoreError, StoreOptions,
+};
+use parking_lot::Mutex;
+use std::path::Path;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Instant;
+use tokio::sync::oneshot;
+
+/// A request waiting for its txid to be durable.
+type Waiter = (u64, oneshot::Sender<Result<(), String>>);
+
+/// The store a writable server serves, with its syncer and checkpointer.
+pub struct Live {
+    /// The store: reads take its namespace's shared lock, writes submit
+    /// ops to it.
+    pub store: Arc<Store>,
+    waiters: Mutex<Option<mpsc::Sender<Waiter>>>,
+    syncer: Mutex<Option<JoinHandle<()>>>,
+    checkpointer: Mutex<Option<Checkpointer>>,
+}
+
+impl std::fmt::Debug for Live {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Live")
+            .field("txid", &self.store.txid())
+            .finish()
+    }
+}
+
+/// The line a checkpoint event prints (`None` for events that print
+/// none).
+pub fn checkpoint_line(e: &CheckpointEvent) -> Option<String> {
+    match e {
+        CheckpointEvent::Started { txid } => Some(format!("checkpoint started txid={txid}")),
+        CheckpointEvent::Finished { txid, seconds } => Some(format!(
+            "checkpoint finished txid={txid} seconds={seconds:.3}"
+        )),
+        CheckpointEvent::Failed { txid, error } => {
+            Some(format!("checkpoint failed txid={txid}: {error}"))
+        }
+        CheckpointEvent::Cancelled { txid } => Some(format!("checkpoint cancelled txid={txid}")),
+        _ => None,
+    }
+}
+
+impl Live {
+    /// Opens (recovers) the store in `dir` and starts its syncer and, when
+    /// `policy` asks for checkpoints, its checkpointer.
+    ///
+    /// # Errors
+    /// The store's, opening or starting a thread.
+    pub fn open(
+        dir: &Path,
+        key: Option<&Key>,
+        policy: CheckpointPolicy,
+    ) -> Result<Live, StoreError> {
+        let opts = StoreOptions {
+            key: key.cloned(),
+            release_memory_after_load: true,
+            ..StoreOptions::default()
+        };
+        let store = Arc::new(Store::open(dir, Arc::new(RealFs::default()), opts)?);
+        let (tx, rx) = mpsc::channel::<Waiter>();
+        let s = Arc::clone(&store);
+        let syncer = std::thread::Builder::new()
+            .name("nsimage-syncer".into())
+            .spawn(move || sync_loop(&s, &rx))
+            .map_err(|source| StoreError::Io {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        let checkpointer = if policy.every_ops.is_some() || policy.every.is_some() {
+            Some(store.spawn_checkpointer(policy, |e| {
+                if let Some(l) = checkpoint_line(&e) {
+                    eprintln!("{l}");
+                }
+            })?)
+        } else {
+            None
+        };
+        Ok(Live {
+            store,
+            waiters: Mutex::new(Some(tx)),
+            syncer: Mutex::new(Some(syncer)),
+            checkpointer: Mutex::new(checkpointer),
+        })
+    }
+
+    /// Resolves once `txid` is durable.
+    ///
+    /// # Errors
+    /// 500 IOException when the journal failed (the store is poisoned) or
+    /// the server is closing.
+    pub async fn durable(&self, txid: u64) -> Result<(), RemoteError> {
+        let (tx, rx) = oneshot::channel();
+        let sent = self
+            .waiters
+            .lock()
+            .as_ref()
+            .is_some_and(|w| w.send((txid, tx)).is_ok());
+        if !sent {
+            return Err(RemoteError::internal("the server is shutting down"));
+        }
+        match rx.await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(RemoteError::internal(format!(
+                "the write is not durable: {e}"
+            ))),
+            Err(_) => Err(RemoteError::internal("the syncer stopped")),
+        }
+    }
+
+    /// Ends the syncer (after the waits queued) and the checkpointer (a
+    /// checkpoint being saved is abandoned); then, when
+    /// `checkpoint_on_exit`, takes a checkpoint, printing its lines.
+    ///
+    /// # Errors
+    /// The checkpoint's.
+    pub fn close(&self, checkpoint_on_exit: bool) -> Result<(), StoreError> {
+        drop(self.waiters.lock().take());
+        if let Some(t) = self.syncer.lock().take() {
+            let _ = t.join();
+        }
+        if let Some(c) = self.checkpointer.lock().take() {
+            c.stop();
+        }
+        if !checkpoint_on_exit {
+            return Ok(());
+        }
+        let txid = self.store.txid();
+        eprintln!("checkpoint started txid={txid}");
+        let started = Instant::now();
+        match self.store.checkpoint() {
+            Ok(t) => {
+                eprintln!(
+                    "checkpoint finished txid={t} seconds={:.3}",
+                    started.elapsed().as_secs_f64()
+                );
+                Ok(())
+            }
+            Err(e) => {
+                eprintln!("checkpoint failed txid={txid}: {e}");
+                Err(e)
+            }
+        }
+    }
+}
+
+/// The syncer: takes every waiter queued, makes the newest of their txids
+/// durable (one write and fsync for all), answers them, and again.
+fn sync_loop(store: &Store, rx: &mpsc::Receiver<Waiter>) {
+    while let Ok(first) = rx.recv() {
+        let mut batch = vec![first];
+        batch.extend(rx.try_iter());
+        let newest = batch.iter().map(|w| w.0).max().unwrap_or(0);
+        let r = store.wait_durable(newest).map_err(|e| e.to_string());
+        for (_, tx) in batch {
+            let _ = tx.send(r.clone());
+        }
+    }
+}

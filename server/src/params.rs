@@ -1,0 +1,256 @@
+//! WebHDFS's query parameters: which ones each operation takes (any other
+//! is refused with 400, as is a repeated one where only one is meant), and
+//! their values parsed with HDFS's rules (booleans, octal permissions,
+//! numbers, paths).
+
+use crate::error::{echo, RemoteError};
+use crate::request::Parsed;
+use nsimage_viewer::paths::ImagePath;
+
+/// Parameters every operation takes.
+const COMMON: [&str; 4] = ["op", "user.name", "doas", "delegation"];
+
+/// The HTTP method WebHDFS sends an operation with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Method {
+    /// GET: reads.
+    Get,
+    /// PUT: most writes.
+    Put,
+    /// POST: APPEND, CONCAT, TRUNCATE.
+    Post,
+    /// DELETE: DELETE.
+    Delete,
+}
+
+/// `(op, method, its own parameters)`.
+const OPS: &[(&str, Method, &[&str])] = &[
+    ("GETFILESTATUS", Method::Get, &[]),
+    ("LISTSTATUS", Method::Get, &[]),
+    ("LISTSTATUS_BATCH", Method::Get, &["startafter"]),
+    ("GETCONTENTSUMMARY", Method::Get, &[]),
+    ("GETACLSTATUS", Method::Get, &[]),
+    ("GETXATTRS", Method::Get, &["xattr.name", "encoding"]),
+    ("LISTXATTRS", Method::Get, &[]),
+    ("GETHOMEDIRECTORY", Method::Get, &[]),
+    (
+        "OPEN",
+        Method::Get,
+        &["offset", "length", "buffersize", "noredirect"],
+    ),
+    ("GETFILECHECKSUM", Method::Get, &["noredirect"]),
+    (
+        "GETDELEGATIONTOKEN",
+        Method::Get,
+        &["renewer", "service", "kind"],
+    ),
+    ("CHECKACCESS", Method::Get, &["fsaction"]),
+    (
+        "GETSNAPSHOTDIFF",
+        Method::Get,
+        &["oldsnapshotname", "snapshotname"],
+    ),
+    ("GETSNAPSHOTTABLEDIRECTORYLIST", Method::Get, &[]),
+    ("GETALLSTORAGEPOLICY", Method::Get, &[]),
+    ("GETSTORAGEPOLICY", Method::Get, &[]),
+    (
+        "CREATE",
+        Method::Put,
+        &[
+            "overwrite",
+            "blocksize",
+            "replication",
+            "permission",
+            "unmaskedpermission",
+            "buffersize",
+            "noredirect",
+            "createparent",
+            "createflag",
+            "storagepolicy",
+            "namenoderpcaddress",
+        ],
+    ),
+    ("MKDIRS", Method::Put, &["permission", "unmaskedpermission"]),
+    (
+        "CREATESYMLINK",
+        Method::Put,
+        &["destination", "createparent"],
+    ),
+    ("RENAME", Method::Put, &["destination", "renameoptions"]),
+    ("SETREPLICATION", Method::Put, &["replication"]),
+    ("SETOWNER", Method::Put, &["owner", "group"]),
+    ("SETPERMISSION", Method::Put, &["permission"]),
+    ("SETTIMES", Method::Put, &["modificationtime", "accesstime"]),
+    ("RENEWDELEGATIONTOKEN", Method::Put, &["token"]),
+    ("CANCELDELEGATIONTOKEN", Method::Put, &["token"]),
+    ("MODIFYACLENTRIES", Method::Put, &["aclspec"]),
+    ("REMOVEACLENTRIES", Method::Put, &["aclspec"]),
+    ("REMOVEDEFAULTACL", Method::Put, &[]),
+    ("REMOVEACL", Method::Put, &[]),
+    ("SETACL", Method::Put, &["aclspec"]),
+    (
+        "SETXATTR",
+        Method::Put,
+        &["xattr.name", "xattr.value", "flag"],
+    ),
+    ("REMOVEXATTR", Method::Put, &["xattr.name"]),
+    ("CREATESNAPSHOT", Method::Put, &["snapshotname"]),
+    (
+        "RENAMESNAPSHOT",
+        Method::Put,
+        &["oldsnapshotname", "snapshotname"],
+    ),
+    ("SETSTORAGEPOLICY", Method::Put, &["storagepolicy"]),
+    (
+        "SETQUOTA",
+        Method::Put,
+        &["namespacequota", "storagespacequota"],
+    ),
+    ("APPEND", Method::Post, &["buffersize", "noredirect"]),
+    ("CONCAT", Method::Post, &["sources"]),
+    ("TRUNCATE", Method::Post, &["newlength"]),
+    ("UNSETSTORAGEPOLICY", Method::Post, &[]),
+    ("DELETE", Method::Delete, &["recursive"]),
+    ("DELETESNAPSHOT", Method::Delete, &["snapshotname"]),
+];
+
+/// The op's name (upper case) and method, its parameters checked: every
+/// parameter is one the op takes, none given twice with two values (but
+/// `xattr.name` of GETXATTRS); an op WebHDFS does not have is refused.
+pub fn check(req: &Parsed) -> Result<(String, Method), RemoteError> {
+    let op = req
+        .param("op")
+        .ok_or_else(|| RemoteError::bad_argument("the op parameter is missing"))?
+        .to_ascii_uppercase();
+    let Some(&(name, method, own)) = OPS.iter().find(|(n, _, _)| *n == op) else {
+        return Err(RemoteError::bad_argument(format!(
+            "Invalid value for webhdfs parameter \"op\": No enum constant for op \"{}\"",
+            echo(&op)
+        )));
+    };
+    for (i, (n, value)) in req.params.iter().enumerate() {
+        if !COMMON.contains(&n.as_str()) && !own.contains(&n.as_str()) {
+            return Err(RemoteError::bad_argument(format!(
+                "Unknown parameter \"{}\" for op={name}",
+                echo(n)
+            )));
+        }
+        // The same value twice is one (a client's session adds
+        // `user.name` to a redirect's URL that holds it already).
+        let repeatable = name == "GETXATTRS" && n == "xattr.name";
+        if !repeatable && req.params[..i].iter().any(|(m, v)| m == n && v != value) {
+            return Err(RemoteError::bad_argument(format!(
+                "Parameter \"{}\" is given more than once",
+                echo(n)
+            )));
+        }
+    }
+    Ok((name.to_string(), method))
+}
+
+fn invalid(name: &str, value: &str, why: &str) -> RemoteError {
+    RemoteError::bad_argument(format!(
+        "Invalid value for webhdfs parameter \"{name}\": \"{}\" ({why})",
+        echo(value)
+    ))
+}
+
+/// A boolean parameter (`true`/`false`, any case; empty: the default).
+pub fn boolean(req: &Parsed, name: &str, default: bool) -> Result<bool, RemoteError> {
+    match req.param(name).filter(|v| !v.is_empty()) {
+        None => Ok(default),
+        Some(v) if v.eq_ignore_ascii_case("true") => Ok(true),
+        Some(v) if v.eq_ignore_ascii_case("false") => Ok(false),
+        Some(v) => Err(invalid(name, v, "true or false")),
+    }
+}
+
+/// An octal permission, 0 to 1777 (HDFS's PermissionParam).
+pub fn permission(req: &Parsed, default: u16) -> Result<u16, RemoteError> {
+    match req.param("permission").filter(|v| !v.is_empty()) {
+        None => Ok(default),
+        Some(v) => u16::from_str_radix(v, 8)
+            .ok()
+            .filter(|&p| p <= 0o1777 && v.len() <= 4)
+            .ok_or_else(|| invalid("permission", v, "octal, 0 to 1777")),
+    }
+}
+
+/// A decimal number in `min..=max` (empty or absent: `None`).
+pub fn number(req: &Parsed, name: &str, min: i64, max: i64) -> Result<Option<i64>, RemoteError> {
+    match req.param(name).filter(|v| !v.is_empty()) {
+        None => Ok(None),
+        Some(v) => v
+            .parse::<i64>()
+            .ok()
+            .filter(|n| (min..=max).contains(n))
+            .map(Some)
+            .ok_or_else(|| invalid(name, v, &format!("a number from {min} to {max}"))),
+    }
+}
+
+/// A text parameter that must be there and not empty.
+pub fn required<'a>(req: &'a Parsed, name: &str) -> Result<&'a str, RemoteError> {
+    req.param(name)
+        .filter(|v| !v.is_empty())
+        .ok_or_else(|| RemoteError::bad_argument(format!("the {name} parameter is missing")))
+}
+
+/// An absolute path parameter (RENAME's `destination`), under the same
+/// rules as a request's path.
+pub fn path(req: &Parsed, name: &str) -> Result<ImagePath, RemoteError> {
+    let v = required(req, name)?;
+    if !v.starts_with('/') {
+        return Err(invalid(name, v, "not an absolute path"));
+    }
+    let p = ImagePath::parse(v).map_err(|e| invalid(name, v, &e.to_string()))?;
+    check_new_path(&p, v)?;
+    Ok(p)
+}
+
+/// A path where something is created or moved to: no `:` in a name
+/// (HDFS's `DFSUtil.isValidName`; `.`, `..` and NUL are refused by every
+/// path's parse).
+pub fn check_new_path(p: &ImagePath, given: &str) -> Result<(), RemoteError> {
+    if p.components().iter().any(|c| c.contains(&b':')) {
+        return Err(RemoteError::bad_argument(format!(
+            "Invalid path name {}",
+            echo(given)
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::request::parse;
+
+    #[test]
+    fn ops_take_only_their_parameters() {
+        let req = |q: &str| parse("/webhdfs/v1/a", Some(q)).unwrap();
+        assert_eq!(
+            check(&req("op=mkdirs&permission=700")).unwrap().1,
+            Method::Put
+        );
+        assert_eq!(check(&req("op=MKDIRS&bogus=1")).unwrap_err().status, 400);
+        assert_eq!(
+            check(&req("op=DELETE&recursive=true&recursive=false"))
+                .unwrap_err()
+                .status,
+            400
+        );
+        assert!(check(&req("op=GETXATTRS&xattr.name=user.a&xattr.name=user.b")).is_ok());
+        assert_eq!(check(&req("op=NOPE")).unwrap_err().status, 400);
+        let r = req("op=MKDIRS&permission=1777");
+        assert_eq!(permission(&r, 0o755).unwrap(), 0o1777);
+        for bad in ["8", "2000", "-1", "abc", "01777x"] {
+            assert!(
+                permission(&req(&format!("op=MKDIRS&permission={bad}")), 0).is_err(),
+                "{bad}"
+            );
+        }
+        assert!(boolean(&req("op=DELETE&recursive=yes"), "recursive", false).is_err());
+        assert!(boolean(&req("op=DELETE&recursive=TRUE"), "recursive", false).unwrap());
+    }
+}

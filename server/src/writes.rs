@@ -1,0 +1,1019 @@
+//! The WebHDFS write operations over a live [`Store`], with the HDFS
+//! NameNode's semantics and exception classes. Each operation is one or a
+//! few journal ops, each built from the namespace and applied atomically
+//! with its checks ([`Store::submit_with`]); the answer is sent once the
+//! last of them is durable (the caller waits for [`Outcome::txid`]).
+//!
+//! Owner of new inodes: the `user.name` parameter (`dr.who` without one);
+//! group: the parent directory's group (HDFS's rule).
+
+use crate::acl;
+use crate::error::{echo, RemoteError};
+use crate::params::{self, boolean, check_new_path, number, permission, required};
+use crate::request::Parsed;
+use nsimage_format::pb::{self, journal_op::Op};
+use nsimage_namespace::{Attrs, Inode, InodeKind, Namespace, NsError, XAttrNs};
+use nsimage_store::{Store, StoreError, SubmitError};
+use nsimage_viewer::paths::ImagePath;
+use serde_json::json;
+
+/// HDFS's default replication (`dfs.replication`).
+pub const DEFAULT_REPLICATION: u16 = 3;
+/// HDFS's most replicas (`dfs.replication.max`).
+pub const MAX_REPLICATION: i64 = 512;
+/// HDFS's default block size (`dfs.blocksize`).
+pub const DEFAULT_BLOCK_SIZE: u64 = 128 << 20;
+/// HDFS's least block size (`dfs.namenode.fs-limits.min-block-size`).
+pub const MIN_BLOCK_SIZE: i64 = 1 << 20;
+/// The user of a request without `user.name` (HDFS's static user).
+pub const DEFAULT_USER: &str = "dr.who";
+
+/// What a write answers.
+#[derive(Debug, PartialEq)]
+pub enum Done {
+    /// 200 with a JSON document.
+    Json(serde_json::Value),
+    /// 200 with an empty body.
+    Empty,
+    /// 201 Created with a `Location` (CREATE's second step).
+    Created {
+        /// The new file's `hdfs://` URI.
+        location: String,
+    },
+}
+
+/// A write's result and the txid its answer waits for.
+#[derive(Debug)]
+pub struct Outcome {
+    /// The answer or the error.
+    pub result: Result<Done, RemoteError>,
+    /// Durable before the answer goes out: the last op this request
+    /// applied, or (none applied) the newest op its checks saw.
+    pub txid: u64,
+}
+
+/// The refusal of an op that would carry file data.
+pub fn data_refused(op: &str) -> RemoteError {
+    RemoteError::unsupported(format!(
+        "op={}: this server keeps the namespace only (no file data): a file can only be created empty",
+        echo(op)
+    ))
+}
+
+fn already_exists(message: String) -> RemoteError {
+    RemoteError {
+        status: 403,
+        exception: "FileAlreadyExistsException",
+        java_class: "org.apache.hadoop.fs.FileAlreadyExistsException",
+        message,
+    }
+}
+
+fn parent_not_dir(message: String) -> RemoteError {
+    RemoteError {
+        status: 403,
+        exception: "ParentNotDirectoryException",
+        java_class: "org.apache.hadoop.fs.ParentNotDirectoryException",
+        message,
+    }
+}
+
+fn not_empty(message: String) -> RemoteError {
+    RemoteError {
+        status: 403,
+        exception: "PathIsNotEmptyDirectoryException",
+        java_class: "org.apache.hadoop.fs.PathIsNotEmptyDirectoryException",
+        message,
+    }
+}
+
+fn access(message: String) -> RemoteError {
+    RemoteError::read_only(message)
+}
+
+/// A refusal of the namespace as HDFS's exception, about `path`.
+fn ns_error(e: &NsError, path: &str) -> RemoteError {
+    match e {
+        NsError::NotFound(_) | NsError::NoInode(_) => {
+            RemoteError::not_found(format!("File does not exist: {path}"))
+        }
+        NsError::AlreadyExists(n) => already_exists(format!("{path}: {n} already exists")),
+        NsError::NotADirectory(_) => parent_not_dir(format!("{path}: a parent is not a directory")),
+        NsError::NotEmpty(_) => not_empty(format!("`{path} is non empty': Directory is not empty")),
+        NsError::NotAFile(_) => RemoteError::io(format!("{path}: not a file")),
+        NsError::IntoOwnSubtree(_) => RemoteError::io(format!(
+            "{path}: a directory cannot be moved into its own subtree"
+        )),
+        NsError::Root(what) => RemoteError::io(format!("cannot {what} the root directory")),
+        NsError::IdsExhausted | NsError::StringTableFull | NsError::ClassTableFull => {
+            RemoteError::io(format!("{path}: {e}"))
+        }
+        _ => RemoteError::bad_argument(format!("{path}: {e}")),
+    }
+}
+
+fn store_error(e: StoreError, path: &str) -> RemoteError {
+    match e {
+        StoreError::Refused(ns) => ns_error(&ns, path),
+        other => RemoteError::internal(format!("the store failed: {other}")),
+    }
+}
+
+/// The one way this module changes the store: each step builds at most
+/// one op from the namespace and applies it atomically with what it
+/// checked (`Store::submit_with`); the last txid applied is kept for the
+/// durability wait.
+struct Steps<'a> {
+    store: &'a Store,
+    path: String,
+    last: Option<u64>,
+}
+
+impl Steps<'_> {
+    /// One step; true when it applied an op.
+    fn step(
+        &mut self,
+        build: impl FnOnce(&Namespace) -> Result<Option<Op>, RemoteError>,
+    ) -> Result<bool, RemoteError> {
+        match self.store.submit_with(build) {
+            Ok(Some(t)) => {
+                self.last = Some(t);
+                Ok(true)
+            }
+            Ok(None) => Ok(false),
+            Err(SubmitError::Build(e)) => Err(e),
+            Err(SubmitError::Store(e)) => Err(store_error(e, &self.path)),
+        }
+    }
+}
+
+/// Where a path is: its inode id, `None` when it (or only its last
+/// component) is missing; an ancestor that is not a directory is
+/// ParentNotDirectoryException.
+fn lookup(ns: &Namespace, path: &[u8], shown: &str) -> Result<Option<u64>, RemoteError> {
+    match ns.resolve(path) {
+        Ok(id) => Ok(Some(id)),
+        Err(NsError::NotFound(_)) => Ok(None),
+        Err(NsError::NotADirectory(_)) => Err(parent_not_dir(format!(
+            "{shown}: a parent of it is not a directory"
+        ))),
+        Err(e) => Err(ns_error(&e, shown)),
+    }
+}
+
+fn existing<'n>(ns: &'n Namespace, path: &[u8], shown: &str) -> Result<Inode<'n>, RemoteError> {
+    lookup(ns, path, shown)?
+        .and_then(|id| ns.inode(id))
+        .ok_or_else(|| RemoteError::not_found(format!("File does not exist: {shown}")))
+}
+
+fn canonical(p: &ImagePath) -> Vec<u8> {
+    p.canonical()
+}
+
+fn parent_of(p: &ImagePath) -> Option<(Vec<u8>, Vec<u8>)> {
+    let (name, up) = p.components().split_last()?;
+    let mut parent = Vec::new();
+    for c in up {
+        parent.push(b'/');
+        parent.extend_from_slice(c);
+    }
+    if parent.is_empty() {
+        parent.push(b'/');
+    }
+    Some((parent, name.clone()))
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+fn user(req: &Parsed) -> Vec<u8> {
+    req.param("user.name")
+        .filter(|u| !u.is_empty())
+        .unwrap_or(DEFAULT_USER)
+        .as_bytes()
+        .to_vec()
+}
+
+/// Runs write `op` (upper case, checked by [`params::check`]) on `req`'s
+/// path (CREATE here is its second step, whose request came without
+/// data).
+pub fn run(store: &Store, op: &str, req: &Parsed) -> Outcome {
+    let shown = String::from_utf8_lossy(&req.path.canonical()).into_owned();
+    let mut steps = Steps {
+        store,
+        path: shown,
+        last: None,
+    };
+    let result = dispatch(&mut steps, op, req);
+    let txid = steps.last.unwrap_or_else(|| store.txid());
+    Outcome { result, txid }
+}
+
+fn dispatch(s: &mut Steps<'_>, op: &str, req: &Parsed) -> Result<Done, RemoteError> {
+    match op {
+        "MKDIRS" => mkdirs(s, req),
+        "CREATE" => create(s, req),
+        "CREATESYMLINK" => symlink(s, req),
+        "DELETE" => delete(s, req),
+        "RENAME" => rename(s, req),
+        "SETOWNER" => set_owner(s, req),
+        "SETPERMISSION" => set_permission(s, req),
+        "SETTIMES" => set_times(s, req),
+        "SETREPLICATION" => set_replication(s, req),
+        "SETXATTR" => set_xattr(s, req),
+        "REMOVEXATTR" => remove_xattr(s, req),
+        "SETACL" | "MODIFYACLENTRIES" | "REMOVEACLENTRIES" | "REMOVEDEFAULTACL" | "REMOVEACL" => {
+            set_acl(s, op, req)
+        }
+        "APPEND" | "CONCAT" | "TRUNCATE" => Err(data_refused(op)),
+        other => Err(RemoteError::unsupported(format!(
+            "op={other} is not served by this metadata server"
+        ))),
+    }
+}
+
+/// Creates the missing directories of `path` (all of it, or all but the
+/// last component), one op each: the last gets `mode`, the ones above it
+/// `mode | 0o300` (HDFS's implicit u+wx). Fails as HDFS's mkdirs when a
+/// component is a file.
+fn make_dirs(
+    s: &mut Steps<'_>,
+    comps: &[Vec<u8>],
+    mode: u16,
+    user: &[u8],
+    shown: &str,
+) -> Result<(), RemoteError> {
+    let mtime = now_ms();
+    loop {
+        let applied = s.step(|ns| {
+            let mut cur = nsimage_namespace::ROOT_ID;
+            for (i, c) in comps.iter().enumerate() {
+                let dir = ns.inode(cur).ok_or_else(|| {
+                    RemoteError::not_found(format!("File does not exist: {shown}"))
+                })?;
+                if dir.kind() != InodeKind::Directory {
+                    return Err(if i == comps.len() {
+                        already_exists(format!("Path is not a directory: {shown}"))
+                    } else {
+                        parent_not_dir(format!("{shown}: a parent of it is not a directory"))
+                    });
+                }
+                match dir.children().find(|k| k.name() == c.as_slice()) {
+                    Some(k) => cur = k.id(),
+                    None => {
+                        let last = i + 1 == comps.len();
+                        return Ok(Some(Op::Mkdir(pb::CreateOp {
+                            parent: cur,
+                            name: c.clone(),
+                            user: user.to_vec(),
+                            group: dir.group().to_vec(),
+                            mode: u32::from(if last { mode } else { mode | 0o300 }),
+                            mtime,
+                            ..Default::default()
+                        })));
+                    }
+                }
+            }
+            // All there: the last must be a directory.
+            match ns.inode(cur) {
+                Some(n) if n.kind() != InodeKind::Directory => {
+                    Err(already_exists(format!("Path is not a directory: {shown}")))
+                }
+                _ => Ok(None),
+            }
+        })?;
+        if !applied {
+            return Ok(());
+        }
+    }
+}
+
+fn mkdirs(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
+    check_new_path(&req.path, req.path.given())?;
+    let mode = permission(req, 0o755)?;
+    let shown = s.path.clone();
+    make_dirs(s, req.path.components(), mode, &user(req), &shown)?;
+    Ok(Done::Json(json!({ "boolean": true })))
+}
+
+/// CREATE's second step (the first, the redirect, is the HTTP layer's):
+/// an empty file.
+fn create(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
+    check_new_path(&req.path, req.path.given())?;
+    let overwrite = boolean(req, "overwrite", false)?;
+    let create_parent = boolean(req, "createparent", true)?;
+    let mode = permission(req, 0o644)?;
+    let replication = number(req, "replication", i64::MIN, i64::MAX)?
+        .map_or(Ok(DEFAULT_REPLICATION), check_replication)?;
+    let block_size = match number(req, "blocksize", i64::MIN, i64::MAX)? {
+        None => DEFAULT_BLOCK_SIZE,
+        Some(b) if b < MIN_BLOCK_SIZE => {
+            return Err(RemoteError::io(format!(
+                "Specified block size is less than configured minimum value (dfs.namenode.fs-limits.min-block-size): {b} < {MIN_BLOCK_SIZE}"
+            )))
+        }
+        Some(b) => u64::try_from(b).unwrap_or(DEFAULT_BLOCK_SIZE),
+    };
+    let shown = s.path.clone();
+    let path = canonical(&req.path);
+    let (parent, name) = parent_of(&req.path)
+        .ok_or_else(|| already_exists("/ already exists as a directory".into()))?;
+    let owner = user(req);
+    let up = &req.path.components()[..req.path.components().len() - 1];
+    if create_parent {
+        make_dirs(s, up, 0o755, &owner, &shown)?;
+    }
+    if overwrite {
+        s.step(
+            |ns| match lookup(ns, &path, &shown)?.and_then(|id| ns.inode(id)) {
+                Some(n) if n.kind() == InodeKind::Directory => Err(already_exists(format!(
+                    "{shown} already exists as a directory"
+                ))),
+                Some(n) => Ok(Some(Op::Delete(pb::DeleteOp {
+                    id: n.id(),
+                    recursive: false,
+                    mtime: now_ms(),
+                }))),
+                None => Ok(None),
+            },
+        )?;
+    }
+    let mtime = now_ms();
+    s.step(|ns| {
+        let dir = match lookup(ns, &parent, &shown)?.and_then(|id| ns.inode(id)) {
+            Some(d) if d.kind() == InodeKind::Directory => d,
+            Some(_) => {
+                return Err(parent_not_dir(format!(
+                    "{shown}: a parent of it is not a directory"
+                )))
+            }
+            None => {
+                return Err(RemoteError::not_found(format!(
+                    "Parent directory doesn't exist: {}",
+                    String::from_utf8_lossy(&parent)
+                )))
+            }
+        };
+        if let Some(n) = dir.children().find(|k| k.name() == name.as_slice()) {
+            return Err(already_exists(if n.kind() == InodeKind::Directory {
+                format!("{shown} already exists as a directory")
+            } else {
+                format!("{shown} for client {} already exists", DEFAULT_USER)
+            }));
+        }
+        Ok(Some(Op::Create(pb::CreateOp {
+            parent: dir.id(),
+            name: name.clone(),
+            user: owner.clone(),
+            group: dir.group().to_vec(),
+            mode: u32::from(mode),
+            mtime,
+            replication: u32::from(replication),
+            preferred_block_size: block_size,
+            ..Default::default()
+        })))
+    })?;
+    let location = format!(
+        "hdfs://{}{}",
+        req.param("namenoderpcaddress").unwrap_or("localhost"),
+        shown
+    );
+    Ok(Done::Created { location })
+}
+
+fn check_replication(r: i64) -> Result<u16, RemoteError> {
+    if r < 1 {
+        return Err(RemoteError::io(format!(
+            "Requested replication factor of {r} is less than the required minimum of 1"
+        )));
+    }
+    if r > MAX_REPLICATION {
+        return Err(RemoteError::io(format!(
+            "Requested replication factor of {r} exceeds maximum of {MAX_REPLICATION}"
+        )));
+    }
+    u16::try_from(r).map_err(|_| RemoteError::io(format!("replication {r}")))
+}
+
+fn symlink(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
+    check_new_path(&req.path, req.path.given())?;
+    let target = required(req, "destination")?.to_string();
+    if !target.starts_with('/') {
+        return Err(RemoteError::bad_argument(format!(
+            "Invalid value for webhdfs parameter \"destination\": {} is not an absolute path",
+            echo(&target)
+        )));
+    }
+    ImagePath::parse(&target).map_err(|e| RemoteError::bad_argument(e.to_string()))?;
+    let create_parent = boolean(req, "createparent", false)?;
+    let shown = s.path.clone();
+    let (parent, name) =
+        parent_of(&req.path).ok_or_else(|| already_exists("Path / already exists".into()))?;
+    let owner = user(req);
+    if create_parent {
+        let up = &req.path.components()[..req.path.components().len() - 1];
+        make_dirs(s, up, 0o755, &owner, &shown)?;
+    }
+    let mtime = now_ms();
+    s.step(|ns| {
+        let dir = match lookup(ns, &parent, &shown)?.and_then(|id| ns.inode(id)) {
+            Some(d) if d.kind() == InodeKind::Directory => d,
+            Some(_) => {
+                return Err(parent_not_dir(format!(
+                    "{shown}: a parent of it is not a directory"
+                )))
+            }
+            None => {
+                return Err(RemoteError::not_found(format!(
+                    "Parent directory doesn't exist: {}",
+                    String::from_utf8_lossy(&parent)
+                )))
+            }
+        };
+        if dir.children().any(|k| k.name() == name.as_slice()) {
+            return Err(already_exists(format!("Path {shown} already exists")));
+        }
+        Ok(Some(Op::Symlink(pb::CreateOp {
+            parent: dir.id(),
+            name: name.clone(),
+            user: owner.clone(),
+            group: dir.group().to_vec(),
+            mode: 0o777,
+            mtime,
+            target: target.as_bytes().to_vec(),
+            ..Default::default()
+        })))
+    })?;
+    Ok(Done::Empty)
+}
+
+fn delete(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
+    let recursive = boolean(req, "recursive", false)?;
+    let shown = s.path.clone();
+    let path = canonical(&req.path);
+    let deleted = s.step(|ns| {
+        let Some(n) = lookup(ns, &path, &shown)?.and_then(|id| ns.inode(id)) else {
+            return Ok(None);
+        };
+        if !recursive && n.kind() == InodeKind::Directory && !n.child_slots().is_empty() {
+            return Err(not_empty(format!(
+                "`{shown} is non empty': Directory is not empty"
+            )));
+        }
+        if n.id() == nsimage_namespace::ROOT_ID {
+            // HDFS refuses to delete the root by answering false.
+            return Ok(None);
+        }
+        Ok(Some(Op::Delete(pb::DeleteOp {
+            id: n.id(),
+            recursive,
+            mtime: now_ms(),
+        })))
+    })?;
+    Ok(Done::Json(json!({ "boolean": deleted })))
+}
+
+fn rename(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
+    let dst = params::path(req, "destination")?;
+    let overwrite = match req.param("renameoptions").unwrap_or("") {
+        "" | "NONE" | "none" => None,
+        o if o.eq_ignore_ascii_case("OVERWRITE") => Some(true),
+        o => {
+            return Err(RemoteError::bad_argument(format!(
+                "Invalid value for webhdfs parameter \"renameoptions\": {} (NONE or OVERWRITE)",
+                echo(o)
+            )))
+        }
+    };
+    let src = canonical(&req.path);
+    let shown = s.path.clone();
+    match overwrite {
+        None => rename_old(s, &src, &dst, &shown),
+        Some(_) => rename_overwrite(s, &src, &dst, &shown),
+    }
+}
+
+/// HDFS's rename without options: false when the source is missing or the
+/// root, the destination (or `dst/<name>` for a destination directory)
+/// exists or has no parent, or is the source's own subtree.
+fn rename_old(
+    s: &mut Steps<'_>,
+    src: &[u8],
+    dst: &ImagePath,
+    shown: &str,
+) -> Result<Done, RemoteError> {
+    let dst_path = canonical(dst);
+    let mut same = false;
+    let applied = s.step(|ns| {
+        let Some(sid) = lookup(ns, src, shown)? else {
+            return Ok(None);
+        };
+        if sid == nsimage_namespace::ROOT_ID {
+            return Ok(None);
+        }
+        let src_name = ns.inode(sid).map(|n| n.name().to_vec()).unwrap_or_default();
+        let dshown = String::from_utf8_lossy(&dst_path).into_owned();
+        let (parent, name) = match lookup(ns, &dst_path, &dshown)?.and_then(|id| ns.inode(id)) {
+            // Onto a directory: into it (a directory onto itself lands
+            // in its own subtree: false, as HDFS).
+            Some(d) if d.kind() == InodeKind::Directory => (d.id(), src_name),
+            Some(d) if d.id() == sid => {
+                same = true;
+                return Ok(None);
+            }
+            Some(_) => return Ok(None),
+            None => {
+                let Some((p, n)) = parent_of(dst) else {
+                    return Ok(None);
+                };
+                let pshown = String::from_utf8_lossy(&p).into_owned();
+                match lookup(ns, &p, &pshown)?.and_then(|id| ns.inode(id)) {
+                    Some(d) if d.kind() == InodeKind::Directory => (d.id(), n),
+                    Some(_) => {
+                        return Err(parent_not_dir(format!(
+                            "{dshown}: a parent of it is not a directory"
+                        )))
+                    }
+                    None => return Ok(None),
+                }
+            }
+        };
+        let Some(pn) = ns.inode(parent) else {
+            return Ok(None);
+        };
+        if pn.children().any(|k| k.name() == name.as_slice()) {
+            same = pn
+                .children()
+                .any(|k| k.id() == sid && k.name() == name.as_slice());
+            return Ok(None);
+        }
+        if in_subtree(ns, parent, sid) {
+            return Ok(None);
+        }
+        Ok(Some(Op::Rename(pb::RenameOp {
+            id: sid,
+            new_parent: parent,
+            new_name: name,
+            mtime: now_ms(),
+        })))
+    })?;
+    Ok(Done::Json(json!({ "boolean": applied || same })))
+}
+
+/// Whether `dir` is `top` or below it.
+fn in_subtree(ns: &Namespace, dir: u64, top: u64) -> bool {
+    let mut cur = Some(dir);
+    while let Some(c) = cur {
+        if c == top {
+            return true;
+        }
+        cur = ns.inode(c).and_then(|n| n.parent());
+    }
+    false
+}
+
+/// HDFS's rename with OVERWRITE (rename2): exceptions instead of false; an
+/// existing destination of the source's kind (an empty directory for a
+/// directory) is replaced.
+fn rename_overwrite(
+    s: &mut Steps<'_>,
+    src: &[u8],
+    dst: &ImagePath,
+    shown: &str,
+) -> Result<Done, RemoteError> {
+    let dst_path = canonical(dst);
+    let dshown = String::from_utf8_lossy(&dst_path).into_owned();
+    let (parent_path, name) = parent_of(dst)
+        .ok_or_else(|| RemoteError::io("rename destination cannot be the root".to_string()))?;
+    // Checks shared by both steps; the source's and the parent's ids.
+    let checks = |ns: &Namespace| -> Result<(u64, u64, Option<u64>), RemoteError> {
+        let sid = lookup(ns, src, shown)?.ok_or_else(|| {
+            RemoteError::not_found(format!("rename source {shown} is not found."))
+        })?;
+        if sid == nsimage_namespace::ROOT_ID {
+            return Err(RemoteError::io("rename source cannot be the root"));
+        }
+        if src == dst_path.as_slice() {
+            return Err(already_exists(format!(
+                "The source {shown} and destination {dshown} are the same"
+            )));
+        }
+        let pshown = String::from_utf8_lossy(&parent_path).into_owned();
+        let parent = match lookup(ns, &parent_path, &pshown)?.and_then(|id| ns.inode(id)) {
+            Some(p) if p.kind() == InodeKind::Directory => p.id(),
+            Some(_) => {
+                return Err(parent_not_dir(format!(
+                    "rename destination parent {pshown} is a file."
+                )))
+            }
+            None => {
+                return Err(RemoteError::not_found(format!(
+                    "rename destination parent {pshown} not found."
+                )))
+            }
+        };
+        if in_subtree(ns, parent, sid) {
+            return Err(RemoteError::io(format!(
+                "Rename destination {dshown} is a directory or file under source {shown}"
+            )));
+        }
+        let existing = lookup(ns, &dst_path, &dshown)?;
+        Ok((sid, parent, existing))
+    };
+    s.step(|ns| {
+        let (sid, _, existing) = checks(ns)?;
+        let Some(d) = existing.and_then(|id| ns.inode(id)) else {
+            return Ok(None);
+        };
+        let src_dir = ns
+            .inode(sid)
+            .is_some_and(|n| n.kind() == InodeKind::Directory);
+        let dst_dir = d.kind() == InodeKind::Directory;
+        if src_dir != dst_dir {
+            return Err(RemoteError::io(format!(
+                "Source {shown} and destination {dshown} must both be directories or both be files"
+            )));
+        }
+        if dst_dir && !d.child_slots().is_empty() {
+            return Err(RemoteError::io(format!(
+                "rename destination directory is not empty: {dshown}"
+            )));
+        }
+        Ok(Some(Op::Delete(pb::DeleteOp {
+            id: d.id(),
+            recursive: false,
+            mtime: now_ms(),
+        })))
+    })?;
+    s.step(|ns| {
+        let (sid, parent, existing) = checks(ns)?;
+        if existing.is_some() {
+            return Err(already_exists(format!(
+                "rename destination {dshown} already exists"
+            )));
+        }
+        Ok(Some(Op::Rename(pb::RenameOp {
+            id: sid,
+            new_parent: parent,
+            new_name: name.clone(),
+            mtime: now_ms(),
+        })))
+    })?;
+    Ok(Done::Json(json!({ "boolean": true })))
+}
+
+fn set_owner(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
+    let owner = req.param("owner").filter(|v| !v.is_empty());
+    let group = req.param("group").filter(|v| !v.is_empty());
+    if owner.is_none() && group.is_none() {
+        return Err(RemoteError::bad_argument("Both owner and group are empty."));
+    }
+    let shown = s.path.clone();
+    let path = canonical(&req.path);
+    s.step(|ns| {
+        let n = existing(ns, &path, &shown)?;
+        Ok(Some(Op::SetOwner(pb::SetOwnerOp {
+            id: n.id(),
+            user: owner.map_or_else(|| n.user().to_vec(), |o| o.as_bytes().to_vec()),
+            group: group.map_or_else(|| n.group().to_vec(), |g| g.as_bytes().to_vec()),
+        })))
+    })?;
+    Ok(Done::Empty)
+}
+
+fn set_permission(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
+    let mode = permission(req, 0o755)?;
+    let shown = s.path.clone();
+    let path = canonical(&req.path);
+    s.step(|ns| {
+        let n = existing(ns, &path, &shown)?;
+        Ok(Some(Op::SetMode(pb::SetModeOp {
+            id: n.id(),
+            mode: u32::from(mode),
+        })))
+    })?;
+    Ok(Done::Empty)
+}
+
+fn set_times(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
+    let mtime = number(req, "modificationtime", -1, i64::MAX)?.unwrap_or(-1);
+    let atime = number(req, "accesstime", -1, i64::MAX)?.unwrap_or(-1);
+    let shown = s.path.clone();
+    let path = canonical(&req.path);
+    s.step(|ns| {
+        let n = existing(ns, &path, &shown)?;
+        if mtime == -1 && atime == -1 {
+            return Ok(None);
+        }
+        let old_atime = match n.attrs() {
+            Attrs::File(f) => f.atime,
+            _ => 0,
+        };
+        let pick = |v: i64, old: u64| u64::try_from(v).unwrap_or(old);
+        Ok(Some(Op::SetTimes(pb::SetTimesOp {
+            id: n.id(),
+            mtime: pick(mtime, n.mtime()),
+            atime: pick(atime, old_atime),
+        })))
+    })?;
+    Ok(Done::Empty)
+}
+
+fn set_replication(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
+    let replication = number(req, "replication", i64::MIN, i64::MAX)?
+        .map_or(Ok(DEFAULT_REPLICATION), check_replication)?;
+    let shown = s.path.clone();
+    let path = canonical(&req.path);
+    let mut is_file = false;
+    s.step(|ns| {
+        let n = existing(ns, &path, &shown)?;
+        if n.kind() != InodeKind::File {
+            return Ok(None);
+        }
+        is_file = true;
+        Ok(Some(Op::SetReplication(pb::SetReplicationOp {
+            id: n.id(),
+            replication: u32::from(replication),
+        })))
+    })?;
+    Ok(Done::Json(json!({ "boolean": is_file })))
+}
+
+/// `user.a` as (namespace, name), as HDFS's `XAttrHelper` parses it:
+/// `user`, `trusted`, `security` or `raw` (any case) and a non-empty
+/// name; `system` is the NameNode's own.
+pub fn xattr_name(full: &str) -> Result<(XAttrNs, Vec<u8>), RemoteError> {
+    let bad = || {
+        RemoteError::bad_argument(format!(
+            "An XAttr name must be prefixed with user/trusted/security/system/raw, followed by a '.': {}",
+            echo(full)
+        ))
+    };
+    let (prefix, name) = full.split_once('.').ok_or_else(bad)?;
+    if name.is_empty() {
+        return Err(bad());
+    }
+    let ns = match prefix.to_ascii_lowercase().as_str() {
+        "user" => XAttrNs::User,
+        "trusted" => XAttrNs::Trusted,
+        "security" => XAttrNs::Security,
+        "raw" => XAttrNs::Raw,
+        "system" => {
+            return Err(access(format!(
+                "User doesn't have permission for xattr: {}",
+                echo(full)
+            )))
+        }
+        _ => return Err(bad()),
+    };
+    Ok((ns, name.as_bytes().to_vec()))
+}
+
+/// An xattr value as WebHDFS sends it (HDFS's `XAttrCodec`): `0x` hex,
+/// `0s` base64, `"text"` quoted, else the text itself.
+pub fn xattr_value(v: &str) -> Result<Vec<u8>, RemoteError> {
+    let bad =
+        |why: &str| RemoteError::bad_argument(format!("Invalid xattr.value {}: {why}", echo(v)));
+    if let Some(hex) = v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
+        if hex.len() % 2 != 0 {
+            return Err(bad("odd number of hex digits"));
+        }
+        return (0..hex.len())
+            .step_by(2)
+            .map(|i| {
+                hex.get(i..i + 2)
+                    .and_then(|h| u8::from_str_radix(h, 16).ok())
+                    .ok_or_else(|| bad("not hex"))
+            })
+            .collect();
+    }
+    if let Some(b64) = v.strip_prefix("0s").or_else(|| v.strip_prefix("0S")) {
+        return base64_decode(b64).ok_or_else(|| bad("not base64"));
+    }
+    if v.len() >= 2 && v.starts_with('"') && v.ends_with('"') {
+        return Ok(v.as_bytes()[1..v.len() - 1].to_vec());
+    }
+    Ok(v.as_bytes().to_vec())
+}
+
+fn base64_decode(s: &str) -> Option<Vec<u8>> {
+    // A query's `+` arrives as a space: take it back.
+    let s: Vec<u8> = s
+        .bytes()
+        .map(|b| if b == b' ' { b'+' } else { b })
+        .collect();
+    let trimmed: &[u8] = {
+        let mut t = &s[..];
+        while let [rest @ .., b'='] = t {
+            t = rest;
+        }
+        t
+    };
+    let val = |c: u8| -> Option<u32> {
+        Some(u32::from(match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        }))
+    };
+    let mut out = Vec::with_capacity(trimmed.len() * 3 / 4);
+    for chunk in trimmed.chunks(4) {
+        if chunk.len() == 1 {
+            return None;
+        }
+        let mut n = 0u32;
+        for (i, &c) in chunk.iter().enumerate() {
+            n |= val(c)? << (18 - 6 * i);
+        }
+        let bytes = n.to_be_bytes();
+        out.extend_from_slice(&bytes[1..chunk.len()]);
+    }
+    Some(out)
+}
+
+fn ns_number(ns: XAttrNs) -> i32 {
+    ns as i32
+}
+
+fn set_xattr(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
+    let full = required(req, "xattr.name")?.to_string();
+    let (xns, name) = xattr_name(&full)?;
+    let value = xattr_value(req.param("xattr.value").unwrap_or(""))?;
+    let flags = req.param("flag").unwrap_or("");
+    let (mut create, mut replace) = (false, false);
+    for f in flags.split(',').filter(|f| !f.is_empty()) {
+        match f.to_ascii_uppercase().as_str() {
+            "CREATE" => create = true,
+            "REPLACE" => replace = true,
+            _ => {
+                return Err(RemoteError::bad_argument(format!(
+                    "Invalid value for webhdfs parameter \"flag\": {} (CREATE, REPLACE)",
+                    echo(f)
+                )))
+            }
+        }
+    }
+    let shown = s.path.clone();
+    let path = canonical(&req.path);
+    s.step(|ns| {
+        let n = existing(ns, &path, &shown)?;
+        let exists = has_xattr(ns, &n, xns, &name);
+        if exists && !replace {
+            return Err(RemoteError::io(format!(
+                "XAttr: {} already exists. The REPLACE flag must be specified.",
+                echo(&full)
+            )));
+        }
+        if !exists && !create {
+            return Err(RemoteError::io(format!(
+                "XAttr: {} does not exist. The CREATE flag must be specified.",
+                echo(&full)
+            )));
+        }
+        Ok(Some(Op::SetXattr(pb::SetXAttrOp {
+            id: n.id(),
+            namespace: ns_number(xns),
+            name: name.clone(),
+            value: value.clone(),
+        })))
+    })?;
+    Ok(Done::Empty)
+}
+
+fn has_xattr(ns: &Namespace, n: &Inode<'_>, xns: XAttrNs, name: &[u8]) -> bool {
+    let Some(id) = ns.strings().lookup(name) else {
+        return false;
+    };
+    n.extra()
+        .is_some_and(|x| x.xattrs.iter().any(|a| a.ns == xns && a.name == id))
+}
+
+fn remove_xattr(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
+    let full = required(req, "xattr.name")?.to_string();
+    let (xns, name) = xattr_name(&full)?;
+    let shown = s.path.clone();
+    let path = canonical(&req.path);
+    s.step(|ns| {
+        let n = existing(ns, &path, &shown)?;
+        if !has_xattr(ns, &n, xns, &name) {
+            return Err(RemoteError::io(
+                "No matching attributes found for remove operation".to_string(),
+            ));
+        }
+        Ok(Some(Op::RemoveXattr(pb::RemoveXAttrOp {
+            id: n.id(),
+            namespace: ns_number(xns),
+            name: name.clone(),
+        })))
+    })?;
+    Ok(Done::Empty)
+}
+
+/// The entries an inode stores, as [`acl::Entry`]s.
+fn stored_acl(ns: &Namespace, n: &Inode<'_>) -> Vec<acl::Entry> {
+    let Some(x) = n.extra() else {
+        return Vec::new();
+    };
+    x.acl
+        .iter()
+        .map(|e| acl::Entry {
+            default: e.default_scope,
+            kind: match e.kind {
+                0 => acl::Kind::User,
+                1 => acl::Kind::Group,
+                2 => acl::Kind::Mask,
+                _ => acl::Kind::Other,
+            },
+            name: if e.name == 0 {
+                Vec::new()
+            } else {
+                ns.strings().get(e.name).unwrap_or_default().to_vec()
+            },
+            perm: e.perm,
+        })
+        .collect()
+}
+
+/// The ACL ops: the new ACL computed here from the inode's (HDFS's
+/// transformations), journaled as one SetAcl op, then its mode's group
+/// bits (the mask) as a SetMode op when they change.
+fn set_acl(s: &mut Steps<'_>, op: &str, req: &Parsed) -> Result<Done, RemoteError> {
+    let spec = match op {
+        "SETACL" | "MODIFYACLENTRIES" => Some(acl::parse_spec(required(req, "aclspec")?, true)?),
+        "REMOVEACLENTRIES" => Some(acl::parse_spec(required(req, "aclspec")?, false)?),
+        _ => None,
+    };
+    let shown = s.path.clone();
+    let path = canonical(&req.path);
+    let mut wanted: Option<(u64, u16)> = None;
+    s.step(|ns| {
+        let n = existing(ns, &path, &shown)?;
+        let now = acl::logical(n.mode(), &stored_acl(ns, &n));
+        let spec = spec.as_deref().unwrap_or(&[]);
+        let next = match op {
+            "SETACL" => acl::replace(&now, spec)?,
+            "MODIFYACLENTRIES" => acl::modify(&now, spec)?,
+            "REMOVEACLENTRIES" => acl::remove_entries(&now, spec)?,
+            "REMOVEDEFAULTACL" => acl::remove_default(&now),
+            _ => acl::remove_all(&now),
+        };
+        let (stored, mode) = acl::split(&next, n.mode(), n.kind() == InodeKind::Directory)?;
+        wanted = Some((n.id(), mode));
+        Ok(Some(Op::SetAcl(pb::SetAclOp {
+            id: n.id(),
+            entries: stored
+                .into_iter()
+                .map(|e| pb::JournalAclEntry {
+                    name: e.name,
+                    r#type: e.kind as i32,
+                    default_scope: e.default,
+                    permission: u32::from(e.perm),
+                })
+                .collect(),
+        })))
+    })?;
+    if let Some((id, mode)) = wanted {
+        s.step(|ns| match ns.inode(id) {
+            Some(n) if n.mode() != mode => Ok(Some(Op::SetMode(pb::SetModeOp {
+                id,
+                mode: u32::from(mode),
+            }))),
+            _ => Ok(None),
+        })?;
+    }
+    Ok(Done::Empty)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn xattr_names_and_values() {
+        assert_eq!(
+            xattr_name("user.team").unwrap(),
+            (XAttrNs::User, b"team".to_vec())
+        );
+        assert_eq!(xattr_name("TRUSTED.a.b").unwrap().0, XAttrNs::Trusted);
+        assert_eq!(xattr_name("system.x").unwrap_err().status, 403);
+        for bad in ["team", "user.", "bogus.x"] {
+            assert_eq!(xattr_name(bad).unwrap_err().status, 400, "{bad}");
+        }
+        assert_eq!(xattr_value("0x6162").unwrap(), b"ab");
+        assert_eq!(xattr_value("0sYWJjZA==").unwrap(), b"abcd");
+        assert_eq!(xattr_value("0sYWJj").unwrap(), b"abc");
+        assert_eq!(xattr_value("\"hi\"").unwrap(), b"hi");
+        assert_eq!(xattr_value("plain").unwrap(), b"plain");
+        assert_eq!(xattr_value("").unwrap(), b"");
+        assert!(xattr_value("0x6").is_err());
+        assert!(xattr_value("0xzz").is_err());
+        assert!(xattr_value("0s!!").is_err());
+    }
+}
