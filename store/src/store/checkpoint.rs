@@ -3,6 +3,8 @@
 //! with no lock that writers need (on a one-thread pool at a lowered
 //! priority), then the journal segment finished and retention applied.
 
+#[cfg(doc)]
+use super::StoreOptions;
 use super::{files, save_checkpoint, Store};
 use crate::error::StoreError;
 use crate::fs::{Fs, FsFile};
@@ -11,9 +13,6 @@ use std::io::{self, Read, Write};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-
-/// The nice value of the thread that saves checkpoint images (Linux).
-const SAVE_NICE: i32 = 10;
 
 /// Clears the store's "checkpoint running" mark when the checkpoint ends,
 /// however it ends.
@@ -37,8 +36,9 @@ impl Store {
     /// 3. the snapshot is saved as `image_<T>` (the atomic save:
     ///    `image_<T>.tmp`, fsync, rename, directory fsync) holding no lock
     ///    that ops or reads take, on a dedicated one-thread pool whose
-    ///    thread runs at nice 10 on Linux, so the save takes at most one
-    ///    core and yields it to the store's writers and readers; an
+    ///    thread runs at nice 10 on Linux
+    ///    ([`StoreOptions::checkpoint_nice`]), so the save takes at most
+    ///    one core and yields it to the store's writers and readers; an
     ///    `image_<T>` already there is kept;
     /// 4. the open journal segment is finished at the durable txid `D >=
     ///    T` (waiting for a group commit in flight, so this holds the
@@ -125,7 +125,8 @@ impl Store {
             None => &*self.fs,
         };
         let save = || save_checkpoint(fs, &self.dir, snap, t, &self.opts.write);
-        match self.save_pool.get_or_init(build_save_pool) {
+        let nice = self.opts.checkpoint_nice;
+        match self.save_pool.get_or_init(|| build_save_pool(nice)) {
             Some(pool) => pool.install(save),
             None => save(),
         }
@@ -152,28 +153,31 @@ impl Store {
     }
 }
 
-/// The pool checkpoints save on: one thread, at nice [`SAVE_NICE`] on
-/// Linux (a lowered priority: the thread yields its core to the store's
-/// writers and readers; the priority is the thread's own, set once when it
-/// starts, and never raised again). `None` when no thread can be started.
-fn build_save_pool() -> Option<rayon::ThreadPool> {
+/// The pool checkpoints save on: one thread, at nice `nice` on Linux (a
+/// lowered priority: the thread yields its core to the store's writers
+/// and readers; the priority is the thread's own, set once when it starts,
+/// and never raised again). `None` when no thread can be started.
+fn build_save_pool(nice: u8) -> Option<rayon::ThreadPool> {
     rayon::ThreadPoolBuilder::new()
         .num_threads(1)
-        .thread_name(|_| "nsimage-checkpoint".into())
-        .start_handler(|_| lower_priority())
+        .thread_name(|_| "nsimage-ckpt-save".into())
+        .start_handler(move |_| lower_priority(nice))
         .build()
         .ok()
 }
 
-/// Lowers the calling thread's priority to nice [`SAVE_NICE`] (Linux:
-/// `setpriority(PRIO_PROCESS, gettid())` sets one thread's nice value).
-/// A failure leaves the priority as it was: the save is only slower to
-/// yield.
-fn lower_priority() {
+/// Lowers the calling thread's priority to nice `nice` (at most 19; 0:
+/// unchanged). Linux: `setpriority(PRIO_PROCESS, gettid())` sets one
+/// thread's nice value, without unsafe code (rustix). A failure leaves the
+/// priority as it was: the save only yields less.
+fn lower_priority(nice: u8) {
     #[cfg(target_os = "linux")]
-    {
-        let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), SAVE_NICE);
+    if nice > 0 {
+        let nice = i32::from(nice.min(19));
+        let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), nice);
     }
+    #[cfg(not(target_os = "linux"))]
+    let _ = nice;
 }
 
 /// The save's file system with a stop flag: once `cancel` is set, every
@@ -194,8 +198,7 @@ struct CancellableFile {
 impl CancellableFile {
     fn check(&self) -> io::Result<()> {
         if self.cancel.load(Ordering::Acquire) {
-            return Err(io::Error::new(
-                io::ErrorKind::Other,
+            return Err(io::Error::other(
                 "checkpoint stopped: its checkpointer was stopped",
             ));
         }

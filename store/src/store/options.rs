@@ -29,6 +29,15 @@ pub struct StoreOptions {
     /// pages back to the system ([`nsimage_loader::release_free_memory`]:
     /// process-wide, so off unless the caller asks).
     pub release_memory_after_load: bool,
+    /// The nice value (Linux; 0 to 19) of the one thread that saves
+    /// checkpoint images, set once when the store's first checkpoint
+    /// starts that thread: 10 (the default) makes a save yield its core to
+    /// the store's writers and readers, which on a busy machine makes the
+    /// save take longer (the snapshot's copy-on-write chunks live that much
+    /// longer); 0 leaves the thread at the process's priority. Values past
+    /// 19 are taken as 19; a value the system refuses leaves the priority
+    /// as it was.
+    pub checkpoint_nice: u8,
 }
 
 impl Default for StoreOptions {
@@ -41,6 +50,7 @@ impl Default for StoreOptions {
             load: LoadOptions::default(),
             key: None,
             release_memory_after_load: false,
+            checkpoint_nice: 10,
         }
     }
 }

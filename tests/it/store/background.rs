@@ -198,6 +198,26 @@ fn reference(w: &Workload, txid: u64) -> Namespace {
     ns
 }
 
+/// The nice values of this process's checkpoint save threads (named
+/// `nsimage-ckpt-save`, which the kernel cuts to 15 bytes).
+#[cfg(target_os = "linux")]
+fn save_thread_nices() -> Vec<i64> {
+    let mut out = Vec::new();
+    for t in std::fs::read_dir("/proc/self/task").unwrap() {
+        let t = t.unwrap().path();
+        let comm = std::fs::read_to_string(t.join("comm")).unwrap_or_default();
+        if comm.trim_end() != "nsimage-ckpt-sa" {
+            continue;
+        }
+        let stat = std::fs::read_to_string(t.join("stat")).unwrap();
+        // Fields after the command's closing parenthesis start at field 3
+        // (state); nice is field 19.
+        let rest = &stat[stat.rfind(')').unwrap() + 1..];
+        out.push(rest.split_whitespace().nth(16).unwrap().parse().unwrap());
+    }
+    out
+}
+
 /// A checkpoint held in the middle of its image write: on other threads,
 /// writers still get ops applied and durable (200 of them, each within
 /// the patience) and readers still read; the checkpoint is still running
@@ -217,6 +237,15 @@ fn writers_are_not_blocked_by_a_running_checkpoint() {
     let checkpoint = std::thread::spawn(move || s.checkpoint());
     gate.wait_held();
     assert_eq!(store.checkpoint_running(), Some(100));
+    // The save runs on its own thread at nice 10.
+    #[cfg(target_os = "linux")]
+    {
+        let nice = save_thread_nices();
+        assert!(
+            !nice.is_empty() && nice.iter().all(|&n| n == 10),
+            "{nice:?}"
+        );
+    }
 
     // Writers on two threads and a reader on a third, each within bounds.
     let (tx, rx) = mpsc::channel();
