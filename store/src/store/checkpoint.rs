@@ -41,9 +41,11 @@ impl Store {
     ///    one core and yields it to the store's writers and readers; an
     ///    `image_<T>` already there is kept;
     /// 4. the open journal segment is finished at the durable txid `D >=
-    ///    T` (waiting for a group commit in flight, so this holds the
-    ///    journal's lock for one rename and the new segment's create: a
-    ///    few fsyncs, as a roll by size does) when it holds any op;
+    ///    T` (after a group commit in flight) when it holds any op: its
+    ///    rename, the directory fsync and the next segment's create run
+    ///    without the journal's lock, as a roll by size does, so ops go on
+    ///    being submitted and applied; only their durability waits for
+    ///    those few fsyncs;
     /// 5. retention: the newest `keep_images` images stay, with every
     ///    segment holding an op after the oldest of them (a finished
     ///    segment is removed only when its last txid is at most that

@@ -10,6 +10,7 @@ use crate::journal;
 use nsimage_format::pb;
 use nsimage_format::pb::journal_op::Op;
 use nsimage_namespace::{Namespace, NsError};
+use parking_lot::MutexGuard;
 use std::io::Write;
 use std::sync::atomic::Ordering;
 
@@ -182,32 +183,44 @@ impl Store {
     }
 
     /// Finishes the open segment at the durable txid and opens the next one.
-    /// Called with everything up to `durable` written and fsynced.
-    pub(super) fn roll(&self, j: &mut JournalState) -> Result<(), StoreError> {
+    /// Called with everything up to `durable` written and fsynced and no
+    /// group commit in flight. The rename, the directory fsync and the new
+    /// segment's create run with the journal's lock released (marked as a
+    /// flush in flight, so no one writes meanwhile): ops go on being
+    /// submitted and queued; their records go to the new segment.
+    pub(super) fn roll(&self, j: &mut MutexGuard<'_, JournalState>) -> Result<(), StoreError> {
         if j.durable < j.seg_first {
             return Ok(()); // nothing in the open segment yet
         }
-        let from = self.dir.join(journal::open_name(j.seg_first));
-        let to = self
-            .dir
-            .join(journal::finished_name(j.seg_first, j.durable));
+        let (first, last) = (j.seg_first, j.durable);
         j.file = None;
+        j.flushing = true;
+        let res = MutexGuard::unlocked(j, || self.finish_segment(first, last));
+        j.flushing = false;
+        self.flushed.notify_all();
+        let seg = res?;
+        j.file = Some(seg.file);
+        j.sealer = seg.sealer;
+        // `last` < u64::MAX: finish_segment checked it.
+        j.seg_first = last + 1;
+        j.seg_bytes = seg.len;
+        Ok(())
+    }
+
+    /// The file work of a roll: `edits_inprogress_<first>` renamed to
+    /// `edits_<first>-<last>`, the directory fsynced, and
+    /// `edits_inprogress_<last + 1>` created.
+    fn finish_segment(&self, first: u64, last: u64) -> Result<files::NewSegment, StoreError> {
+        let from = self.dir.join(journal::open_name(first));
+        let to = self.dir.join(journal::finished_name(first, last));
         self.fs.rename(&from, &to).map_err(io_err(&from))?;
         self.fs.sync_dir(&self.dir).map_err(io_err(&self.dir))?;
         failpoint("roll-renamed");
-        let next = j
-            .durable
-            .checked_add(1)
-            .ok_or_else(|| StoreError::Invalid {
-                path: self.dir.clone(),
-                detail: format!("txid {} is the last txid: no segment can follow", j.durable),
-            })?;
+        let next = last.checked_add(1).ok_or_else(|| StoreError::Invalid {
+            path: self.dir.clone(),
+            detail: format!("txid {last} is the last txid: no segment can follow"),
+        })?;
         let key = self.opts.write.at_rest.key.as_ref();
-        let seg = files::create_segment(&*self.fs, &self.dir, next, key)?;
-        j.file = Some(seg.file);
-        j.sealer = seg.sealer;
-        j.seg_first = next;
-        j.seg_bytes = seg.len;
-        Ok(())
+        files::create_segment(&*self.fs, &self.dir, next, key)
     }
 }

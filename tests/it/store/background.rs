@@ -64,6 +64,9 @@ impl Gate {
 struct GatedFs {
     inner: RealFs,
     gate: Arc<Gate>,
+    /// Gate the rename that finishes an open segment instead (a roll held
+    /// before it renames).
+    roll: bool,
 }
 
 struct GatedFile {
@@ -91,17 +94,22 @@ impl FsFile for GatedFile {
 
 impl GatedFs {
     fn new() -> (Arc<GatedFs>, Arc<Gate>) {
+        GatedFs::gating(false)
+    }
+
+    fn gating(roll: bool) -> (Arc<GatedFs>, Arc<Gate>) {
         let gate = Arc::new(Gate::default());
         let fs = Arc::new(GatedFs {
             inner: RealFs::default(),
             gate: gate.clone(),
+            roll,
         });
         (fs, gate)
     }
 
     fn wrap(&self, path: &Path, f: Box<dyn FsFile>) -> Box<dyn FsFile> {
         let name = path.file_name().unwrap().to_string_lossy();
-        let gated = name.starts_with("image_") && name.ends_with(".tmp");
+        let gated = !self.roll && name.starts_with("image_") && name.ends_with(".tmp");
         Box::new(GatedFile {
             inner: f,
             gate: gated.then(|| self.gate.clone()),
@@ -128,6 +136,10 @@ impl Fs for GatedFs {
         self.inner.open_read(path)
     }
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let name = from.file_name().unwrap().to_string_lossy();
+        if self.roll && name.starts_with("edits_inprogress_") {
+            self.gate.pass();
+        }
         self.inner.rename(from, to)
     }
     fn remove(&self, path: &Path) -> io::Result<()> {
@@ -299,6 +311,69 @@ fn writers_are_not_blocked_by_a_running_checkpoint() {
     assert_eq!(store.report().replayed, 200);
     assert_eq!(store.with_namespace(|ns| ns.digest()), digest);
     assert_eq!(digest, reference(&w, 300).digest());
+}
+
+/// A checkpoint's journal roll held before its rename: ops are still
+/// submitted and applied, and reads go on (the roll holds no lock they
+/// take); their durability waits for the roll, and their records go to
+/// the new segment.
+#[test]
+fn a_checkpoints_roll_does_not_block_submits() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (fs, gate) = GatedFs::gating(true);
+    let w = Workload { seed: 10 };
+    let dir = tmp.path().join("store");
+    Store::init(&dir, Arc::new(RealFs::default()), &Default::default()).unwrap();
+    // Segments large enough that only the checkpoint rolls.
+    let store = Arc::new(Store::open(&dir, fs, StoreOptions::default()).unwrap());
+    for _ in 0..50 {
+        apply_next(&store, &w).unwrap();
+    }
+    let s = store.clone();
+    let checkpoint = std::thread::spawn(move || s.checkpoint());
+    gate.wait_held();
+    let (tx, rx) = mpsc::channel();
+    let s = store.clone();
+    std::thread::spawn(move || {
+        for _ in 0..20 {
+            s.submit_with(|ns| {
+                let next = ns.info().last_txid + 1;
+                Ok::<_, String>(Some(w.op(ns, next)))
+            })
+            .unwrap();
+            s.with_namespace(|ns| ns.info().last_txid);
+        }
+        tx.send(s.txid()).unwrap();
+    });
+    let txid = rx
+        .recv_timeout(PATIENCE)
+        .expect("submits were blocked by the checkpoint's roll");
+    assert_eq!(txid, 70);
+    assert!(!checkpoint.is_finished());
+    gate.open();
+    assert_eq!(checkpoint.join().unwrap().unwrap(), 50);
+    assert_eq!(store.sync().unwrap(), 70);
+    let segments: Vec<String> = store
+        .status()
+        .unwrap()
+        .segments
+        .into_iter()
+        .map(|s| s.0)
+        .collect();
+    assert_eq!(
+        segments,
+        [
+            "edits_00000000000000000001-00000000000000000050",
+            "edits_inprogress_00000000000000000051"
+        ]
+    );
+    drop(store);
+    let store = Store::open_default(&dir).unwrap();
+    assert_eq!((store.report().image_txid, store.report().txid), (50, 70));
+    assert_eq!(
+        store.with_namespace(|ns| ns.digest()),
+        reference(&w, 70).digest()
+    );
 }
 
 /// A second checkpoint asked for while one runs waits for it, then takes
