@@ -1,9 +1,12 @@
 //! `nsimage serve`: a read-only WebHDFS server on an image, or on a store
-//! directory's newest checkpoint (followed as new ones appear).
+//! directory's newest checkpoint (followed as new ones appear); with
+//! `--writable`, a WebHDFS metadata server on a store's live namespace
+//! (writes journaled, checkpoints in the background).
 
 use super::{EXIT_DATA, EXIT_USAGE_IO};
-use nsimage_server::http::{self, Config, ServeError};
+use nsimage_server::http::{self, Config, ServeError, Writable};
 use nsimage_server::source::SourceError;
+use nsimage_store::CheckpointPolicy;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -33,6 +36,24 @@ pub struct Args {
     /// reading its answer) before its connection is dropped.
     #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(100..=3_600_000))]
     write_timeout_ms: u64,
+    /// Serve a store directory writable: recover it (newest image that
+    /// verifies, journal replayed), then answer reads from its live
+    /// namespace and WebHDFS writes (each journaled, answered once
+    /// durable).
+    #[arg(long)]
+    writable: bool,
+    /// With --writable: a checkpoint in the background once this many ops
+    /// were applied since the newest image.
+    #[arg(long, requires = "writable", value_parser = clap::value_parser!(u64).range(1..))]
+    checkpoint_every_ops: Option<u64>,
+    /// With --writable: a checkpoint in the background every this many
+    /// seconds (when there were ops since the last).
+    #[arg(long, requires = "writable", value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    checkpoint_every_secs: Option<u64>,
+    /// With --writable: take a checkpoint at shutdown (SIGINT, SIGTERM);
+    /// without it a shutdown takes none.
+    #[arg(long, requires = "writable")]
+    checkpoint_on_exit: bool,
 }
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
@@ -43,8 +64,22 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         poll_every: Duration::from_millis(a.poll_ms),
         write_timeout: Duration::from_millis(a.write_timeout_ms),
         key: super::key()?,
+        writable: a.writable.then(|| Writable {
+            policy: CheckpointPolicy {
+                every_ops: a.checkpoint_every_ops,
+                every: a.checkpoint_every_secs.map(Duration::from_secs),
+            },
+            checkpoint_on_exit: a.checkpoint_on_exit,
+        }),
         ..Config::default()
     };
+    if a.writable && !a.source.is_dir() {
+        eprintln!(
+            "nsimage: {}: --writable serves a store directory (made by `nsimage store init`)",
+            a.source.display()
+        );
+        return Ok(ExitCode::from(EXIT_USAGE_IO));
+    }
     let r = http::run(a.source, config, |bound| {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "listening on http://{bound}/webhdfs/v1/");
@@ -54,7 +89,11 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(e) => {
             eprintln!("nsimage: {e}");
-            let data = matches!(e, ServeError::Source(SourceError::Image { .. }));
+            let data = match &e {
+                ServeError::Source(SourceError::Image { .. }) => true,
+                ServeError::Store(s) => s.is_data_error(),
+                _ => false,
+            };
             Ok(ExitCode::from(if data { EXIT_DATA } else { EXIT_USAGE_IO }))
         }
     }
