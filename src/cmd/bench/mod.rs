@@ -13,6 +13,8 @@ mod cold;
 mod lookup;
 mod plot;
 mod serve;
+mod server;
+mod webhdfs;
 
 use super::output::{check_output, write_atomically};
 use anyhow::{bail, Context};
@@ -39,8 +41,9 @@ const KEY_FILE: &str = "bench.key";
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Namespace sizes, comma-separated.
-    #[arg(long, value_delimiter = ',', default_values_t = [200_000u64, 1_000_000])]
+    /// Namespace sizes, comma-separated (default: 200000,1000000; with
+    /// --server: 5000000).
+    #[arg(long, value_delimiter = ',')]
     inodes: Vec<u64>,
     /// Thread counts, comma-separated (default: 1 up to the available
     /// cores; each at most 1024).
@@ -73,12 +76,29 @@ pub struct Args {
     /// LISTSTATUS for `--seconds`; latency percentiles per operation.
     #[arg(long, conflicts_with = "lookup")]
     serve: bool,
-    /// With --serve: concurrent clients, one connection each.
+    /// Bench the writable metadata server instead: a store holding the
+    /// generated namespace (DIR/server-N-sSEED, reused), `nsimage serve
+    /// --writable` on it with background checkpoints, `--clients`
+    /// keep-alive connections mixing `--writes` percent of writes (a job's
+    /// output pattern in each client's own directory) with GETFILESTATUS
+    /// and LISTSTATUS; latencies, ops/s and server memory during
+    /// checkpoints and outside them, ops per fsync, then the restart after
+    /// a SIGKILL under load against `store recover`.
+    #[arg(long, conflicts_with_all = ["lookup", "serve"])]
+    server: bool,
+    /// With --serve or --server: concurrent clients, one connection each.
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=4096))]
     clients: u64,
-    /// With --serve: seconds the clients run.
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=86_400))]
-    seconds: u64,
+    /// With --serve or --server: seconds the clients run (default: 10;
+    /// with --server: 60).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    seconds: Option<u64>,
+    /// With --server: percent of the requests that are writes.
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(0..=100))]
+    writes: u64,
+    /// With --server: the server's --checkpoint-every-secs.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    checkpoint_every_secs: u64,
     /// Also run every load on a cold page cache (rows with cache "cold"
     /// beside the "warm" ones). Before each cold run the file the load
     /// reads is taken out of the page cache: fdatasync, then
@@ -88,13 +108,20 @@ pub struct Args {
     /// which needs root. mincore(2) checks the result: a file still
     /// resident is an error (exit 2) saying why. Before each warm run the
     /// file is read through.
-    #[arg(long, conflicts_with_all = ["lookup", "serve"])]
+    #[arg(long, conflicts_with_all = ["lookup", "serve", "server"])]
     cold: bool,
     /// Skip the compressed and encrypted copies of the image (strategies
     /// nsimage-zstd, nsimage-lz4, nsimage-aes, nsimage-zstd-aes; the
     /// encrypted ones use the key DIR/bench.key, made on first use).
     #[arg(long)]
     no_at_rest: bool,
+}
+
+impl Args {
+    /// `--seconds`, or the default of the mode (60 with --server, else 10).
+    fn seconds(&self) -> u64 {
+        self.seconds.unwrap_or(if self.server { 60 } else { 10 })
+    }
 }
 
 /// The medians of one configuration.
@@ -400,6 +427,13 @@ pub fn run(mut a: Args) -> anyhow::Result<ExitCode> {
     if a.threads.is_empty() {
         a.threads = (1..=cores).collect();
     }
+    if a.inodes.is_empty() {
+        a.inodes = if a.server {
+            vec![5_000_000]
+        } else {
+            vec![200_000, 1_000_000]
+        };
+    }
     a.repeat = a.repeat.max(1);
     std::fs::create_dir_all(&a.dir).with_context(|| format!("creating {}", a.dir.display()))?;
     let exe = std::env::current_exe()?;
@@ -409,6 +443,10 @@ pub fn run(mut a: Args) -> anyhow::Result<ExitCode> {
     }
     if a.serve {
         serve::run(&a, &exe)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if a.server {
+        server::run(&a, &exe)?;
         return Ok(ExitCode::SUCCESS);
     }
     let plot_path = a.plot.clone().unwrap_or_else(|| a.dir.join("bench.svg"));

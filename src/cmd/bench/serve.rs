@@ -20,13 +20,9 @@
 //! the ⌈p/100 · n⌉-th smallest. The server's peak resident memory (VmHWM of
 //! /proc/PID/status, Linux) is read before it is stopped with SIGTERM.
 
+use super::webhdfs::{connect, exchange, nearest_rank, proc_status, sample, Rng, Targets};
 use super::Args;
 use anyhow::{bail, Context};
-use http_body_util::{BodyExt, Empty};
-use hyper::body::Bytes;
-use hyper::client::conn::http1::SendRequest;
-use hyper_util::rt::TokioIo;
-use nsimage_namespace::{InodeKind, Namespace};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::VecDeque;
@@ -39,10 +35,6 @@ use std::time::{Duration, Instant};
 
 /// The slowest answer still counted as one; a slower one is an error.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
-/// Most paths sampled for each operation.
-const SAMPLE: usize = 10_000;
-/// The longest request target sent (the server refuses longer URIs).
-const MAX_TARGET: usize = 8 * 1024;
 /// How long the server may take to load the image and listen.
 const START_TIMEOUT: Duration = Duration::from_secs(600);
 /// How long the server may take to stop after SIGTERM.
@@ -83,110 +75,6 @@ impl Op {
     }
 }
 
-/// A small seeded generator (SplitMix64): the sample and each client's
-/// choices are the same for the same seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (n > 0; the modulo bias is negligible here).
-    fn below(&mut self, n: usize) -> usize {
-        usize::try_from(self.next() % n as u64).unwrap_or(0)
-    }
-}
-
-/// Reservoir sampling of at most [`SAMPLE`] items.
-struct Reservoir {
-    seen: usize,
-    items: Vec<String>,
-}
-
-impl Reservoir {
-    fn new() -> Self {
-        Reservoir {
-            seen: 0,
-            items: Vec::new(),
-        }
-    }
-
-    fn offer(&mut self, rng: &mut Rng, item: &str) {
-        self.seen += 1;
-        if self.items.len() < SAMPLE {
-            self.items.push(item.to_string());
-        } else {
-            let k = rng.below(self.seen);
-            if let Some(slot) = self.items.get_mut(k) {
-                *slot = item.to_string();
-            }
-        }
-    }
-}
-
-/// Percent-encodes a path for a request target: every byte but the
-/// unreserved ones of RFC 3986 and `/` becomes `%XX`.
-fn encode_path(path: &[u8]) -> String {
-    let mut out = String::with_capacity(path.len());
-    for &b in path {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'/') {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
-/// The sampled request targets (percent-encoded, without the query).
-struct Targets {
-    /// Directories, for LISTSTATUS.
-    dirs: Vec<String>,
-    /// Files and directories, for GETFILESTATUS.
-    stats: Vec<String>,
-}
-
-/// Draws the seeded samples from `ns`. Paths the server cannot name are
-/// left out: names that are not UTF-8 or are `.`/`..` (WebHDFS paths are
-/// UTF-8 text), and targets longer than [`MAX_TARGET`].
-fn sample(ns: &Namespace, seed: u64) -> Targets {
-    let mut rng = Rng(seed ^ 0x5e4e_be4c);
-    let (mut dirs, mut stats) = (Reservoir::new(), Reservoir::new());
-    for slot in 0..ns.slot_count() {
-        let Some(n) = ns.at(slot) else { continue };
-        let kind = n.kind();
-        if kind == InodeKind::Symlink {
-            continue;
-        }
-        let Some(p) = ns.path_of(n.id()) else {
-            continue;
-        };
-        let Ok(text) = std::str::from_utf8(&p) else {
-            continue;
-        };
-        if text.split('/').any(|c| c == "." || c == "..") || text.contains('\0') {
-            continue;
-        }
-        let target = format!("/webhdfs/v1{}", encode_path(&p));
-        if target.len() > MAX_TARGET {
-            continue;
-        }
-        if kind == InodeKind::Directory {
-            dirs.offer(&mut rng, &target);
-        }
-        stats.offer(&mut rng, &target);
-    }
-    Targets {
-        dirs: dirs.items,
-        stats: stats.items,
-    }
-}
-
 /// What one client thread saw.
 #[derive(Default)]
 struct ClientOut {
@@ -206,30 +94,6 @@ impl ClientOut {
             self.first_errors.push(format!("{}: {what}", op.name()));
         }
     }
-}
-
-type Sender = SendRequest<Empty<Bytes>>;
-
-async fn connect(addr: SocketAddr) -> anyhow::Result<Sender> {
-    let stream = tokio::net::TcpStream::connect(addr).await?;
-    stream.set_nodelay(true)?;
-    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
-    tokio::spawn(async move {
-        // Ends when the connection closes; a failure shows on the sender.
-        let _ = conn.await;
-    });
-    Ok(sender)
-}
-
-/// One request: status and body, or the transport error.
-async fn exchange(sender: &mut Sender, host: &str, target: &str) -> anyhow::Result<(u16, Bytes)> {
-    let req = hyper::Request::get(target)
-        .header(hyper::header::HOST, host)
-        .body(Empty::<Bytes>::new())?;
-    let resp = sender.send_request(req).await?;
-    let status = resp.status().as_u16();
-    let body = resp.into_body().collect().await?.to_bytes();
-    Ok((status, body))
 }
 
 /// Checks a completed answer; on success, the number of entries listed
@@ -305,12 +169,17 @@ async fn client(
             },
         };
         let t = Instant::now();
-        let r = tokio::time::timeout(REQUEST_TIMEOUT, exchange(&mut sender, &host, &target)).await;
+        let r = tokio::time::timeout(
+            REQUEST_TIMEOUT,
+            exchange(&mut sender, hyper::Method::GET, &host, &target),
+        )
+        .await;
         let ns = u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX);
         match r {
-            Ok(Ok((status, body))) => {
+            Ok(Ok(answer)) => {
                 conn = Some(sender);
-                match check(op, status, &body) {
+                let body = answer.body;
+                match check(op, answer.status, &body) {
                     Ok(entries) => {
                         out.lat[op.index()].push(ns);
                         out.bytes[op.index()] += body.len() as u64;
@@ -353,17 +222,6 @@ pub struct OpStats {
     pub max_us: f64,
     /// Bytes of the successful answers' bodies.
     pub body_bytes: u64,
-}
-
-/// The `per_mille`-th per-mille of `sorted` (ascending), by nearest rank:
-/// the ⌈per_mille/1000 · n⌉-th smallest; 0 when empty.
-fn nearest_rank(sorted: &[u64], per_mille: u64) -> u64 {
-    let n = sorted.len() as u64;
-    if n == 0 {
-        return 0;
-    }
-    let rank = (per_mille * n).div_ceil(1000).clamp(1, n);
-    sorted[usize::try_from(rank - 1).unwrap_or(0)]
 }
 
 fn op_stats(mut lat: Vec<u64>, errors: u64, bytes: u64, elapsed: f64) -> OpStats {
@@ -426,17 +284,6 @@ pub struct Report {
     pub server_clean_stop: bool,
     /// The first errors, described.
     pub first_errors: Vec<String>,
-}
-
-/// A `kB` field of /proc/PID/status in bytes; 0 when unknown.
-fn proc_status(pid: u32, field: &str) -> u64 {
-    let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
-        return 0;
-    };
-    text.lines()
-        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
-        .and_then(|v| v.trim().strip_suffix("kB")?.trim().parse::<u64>().ok())
-        .map_or(0, |kb| kb * 1024)
 }
 
 /// The `nsimage serve` child, killed and reaped if dropped still running.
@@ -580,7 +427,7 @@ fn one(a: &Args, exe: &Path, n: u64) -> anyhow::Result<Report> {
     let mut handles = Vec::with_capacity(clients);
     for index in 0..clients {
         let (targets, go) = (Arc::clone(&targets), Arc::clone(&start));
-        let (addr, seed, seconds) = (server.addr, a.seed, a.seconds);
+        let (addr, seed, seconds) = (server.addr, a.seed, a.seconds());
         let h = std::thread::Builder::new()
             .name(format!("client-{index}"))
             .spawn(move || -> anyhow::Result<ClientOut> {
@@ -654,7 +501,7 @@ fn one(a: &Args, exe: &Path, n: u64) -> anyhow::Result<Report> {
         image: image.display().to_string(),
         image_bytes,
         clients: a.clients,
-        seconds: a.seconds,
+        seconds: a.seconds(),
         elapsed_seconds,
         server_ready_seconds,
         sampled_directories,
@@ -734,27 +581,4 @@ pub fn run(a: &Args, exe: &Path) -> anyhow::Result<()> {
         }
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn nearest_rank_percentiles() {
-        let v: Vec<u64> = (1..=100).collect();
-        assert_eq!(nearest_rank(&v, 500), 50);
-        assert_eq!(nearest_rank(&v, 990), 99);
-        assert_eq!(nearest_rank(&v, 999), 100);
-        assert_eq!(nearest_rank(&[7], 500), 7);
-        assert_eq!(nearest_rank(&[], 500), 0);
-        assert_eq!(nearest_rank(&[1, 2, 3], 0), 1);
-    }
-
-    #[test]
-    fn paths_are_percent_encoded() {
-        assert_eq!(encode_path(b"/a b/c%d"), "/a%20b/c%25d");
-        assert_eq!(encode_path("/é?#&+".as_bytes()), "/%C3%A9%3F%23%26%2B");
-        assert_eq!(encode_path(b"/x-y_z.~1"), "/x-y_z.~1");
-    }
 }

@@ -1,5 +1,7 @@
-//! The read-only WebHDFS server, and `bench --serve`.
+//! The WebHDFS server (read-only, and writable on a store: SIGKILLs under
+//! load), `bench --serve` and `bench --server`.
 
 mod bench;
+mod kill;
 mod server;
 mod writable;
