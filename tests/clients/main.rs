@@ -1,6 +1,7 @@
 //! The tests that drive real clients from the project's Python environment
 //! (`tests/python/setup.sh`): DuckDB and Spark reading `nsimage export`,
-//! and the `hdfs` WebHDFS client walking `nsimage serve`.
+//! and the `hdfs` WebHDFS client walking `nsimage serve` and writing to
+//! `nsimage serve --writable`.
 
 #[path = "../support/common.rs"]
 mod common;
@@ -13,3 +14,4 @@ mod serve_common;
 
 mod export_consumers;
 mod webhdfs_client;
+mod webhdfs_writes;
