@@ -619,8 +619,8 @@ fn one(a: &Args, exe: &Path, n: u64) -> anyhow::Result<Report> {
                 "GETFILESTATUS / after the restart: status {status}: {}",
                 String::from_utf8_lossy(&body)
             ),
-            Err(e) if server.spawned.elapsed() < REQUEST_TIMEOUT => {
-                let _ = e;
+            // Listening, yet not answering: tried again for a while.
+            Err(_) if server.listening.elapsed() < REQUEST_TIMEOUT => {
                 std::thread::sleep(Duration::from_millis(1));
             }
             Err(e) => bail!("no answer to GETFILESTATUS / after the restart: {e}"),
