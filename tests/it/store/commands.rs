@@ -768,3 +768,76 @@ fn an_op_too_large_for_the_journal_is_refused() {
     let s = Store::open(dir, real(), StoreOptions::default()).unwrap();
     assert_eq!(s.report().txid, t);
 }
+
+/// `store init DIR --from IMAGE`: a store whose first image is IMAGE's
+/// namespace at its txid; `store apply` goes on from the next txid, and
+/// recovery gives the reference namespace. A file that is not an image is
+/// refused and leaves no store.
+#[test]
+fn store_init_from_an_image_continues_its_txids() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = tmp.path().join("a");
+    new_store(&a);
+    let s = Store::open_default(&a).unwrap();
+    assert_eq!(apply_n(&s, 300), 300);
+    assert_eq!(s.checkpoint().unwrap(), 300);
+    drop(s);
+    let image = a.join("image_00000000000000000300");
+    let b = tmp.path().join("b");
+    let out = common::nsimage(&[
+        "store",
+        "init",
+        b.to_str().unwrap(),
+        "--from",
+        image.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("at txid 300"), "{text}");
+    assert_eq!(
+        names(&b),
+        [
+            "LOCK",
+            "VERSION",
+            "edits_inprogress_00000000000000000301",
+            "image_00000000000000000300"
+        ]
+    );
+    let out = common::nsimage(&[
+        "store",
+        "apply",
+        b.to_str().unwrap(),
+        "--ops",
+        "20",
+        "--seed",
+        "3",
+    ]);
+    assert!(out.status.success());
+    let rec = common::json(&common::nsimage(&[
+        "store",
+        "recover",
+        b.to_str().unwrap(),
+        "--json",
+    ]));
+    assert_eq!(rec["image_txid"], 300);
+    assert_eq!(rec["txid"], 320);
+    assert_eq!(rec["digest"], reference(320).digest().to_string());
+
+    // Not an image: refused, no store made.
+    let junk = tmp.path().join("junk");
+    std::fs::write(&junk, b"not an image").unwrap();
+    let c = tmp.path().join("c");
+    let out = common::nsimage(&[
+        "store",
+        "init",
+        c.to_str().unwrap(),
+        "--from",
+        junk.to_str().unwrap(),
+    ]);
+    assert!(!out.status.success());
+    assert!(!c.join("VERSION").exists());
+}
