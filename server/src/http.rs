@@ -142,7 +142,8 @@ struct AppState {
 }
 
 /// Serves `source` (an image file, or a store directory whose newest
-/// checkpoint is served and followed) until SIGINT or SIGTERM. `on_bound`
+/// checkpoint is served and followed; with [`Config::writable`], a store
+/// directory's live namespace, writable) until SIGINT or SIGTERM. `on_bound`
 /// is called with the bound address once the server accepts connections.
 pub fn run(
     source: PathBuf,

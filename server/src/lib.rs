@@ -1,26 +1,33 @@
-//! nsimage's read-only WebHDFS server: the WebHDFS REST API's read
-//! operations (`/webhdfs/v1/<path>?op=...`) answered from a loaded image,
-//! or from the newest checkpoint of a live store directory, switched
-//! atomically when a newer one appears.
+//! nsimage's WebHDFS server: the WebHDFS REST API (`/webhdfs/v1/<path>?op=...`)
+//! answered from a loaded image or from the newest checkpoint of a store
+//! directory (read-only, switched atomically when a newer one appears), or
+//! from a store's live namespace with WebHDFS's writes (`--writable`: each
+//! write journaled and answered once durable, checkpoints in the
+//! background).
 //!
 //! - [`request`]: the request line checked and decoded (percent-decoding,
 //!   UTF-8, the path rules of [`nsimage_viewer::paths::ImagePath`], bounded
 //!   query parameters);
-//! - [`ops`]: the operations over a [`nsimage_namespace::Namespace`], as
-//!   WebHDFS's JSON documents;
+//! - [`params`]: the parameters each operation takes, and their values;
+//! - [`ops`]: the read operations over a [`nsimage_namespace::Namespace`],
+//!   as WebHDFS's JSON documents;
+//! - [`writes`]: the write operations over a [`nsimage_store::Store`],
+//!   with the NameNode's semantics; [`acl`]: HDFS's ACL transformations;
 //! - [`error`]: [`RemoteError`], Hadoop's `RemoteException` bodies and
 //!   status codes;
-//! - [`source`]: what is served (one image, or a store's newest checkpoint)
-//!   behind an `Arc` swapped under a lock;
+//! - [`source`]: what a read-only server serves (one image, or a store's
+//!   newest checkpoint) behind an `Arc` swapped under a lock;
+//! - [`live`]: a writable server's store (recovery, durability waits
+//!   shared by all requests, the checkpointer and its lines);
 //! - [`fdlimit`]: the open-file limit raised at startup, connections
 //!   kept below it;
 //! - [`http`]: the HTTP server (axum on tokio): limits, timeouts, request
 //!   log, graceful shutdown.
 //!
 //! Layering: above the viewer and the store (it reads images through
-//! `nsimage-loader`, answers through `nsimage-viewer` and reads a store's
-//! at-rest settings through `nsimage-store`); the command line's
-//! `nsimage serve` is a thin wrapper over [`http::serve`].
+//! `nsimage-loader`, answers through `nsimage-viewer`, and reads and
+//! writes a store through `nsimage-store`); the command line's
+//! `nsimage serve` is a thin wrapper over [`http::run`].
 #![forbid(unsafe_code)]
 
 pub mod acl;

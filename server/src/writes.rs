@@ -167,6 +167,16 @@ fn existing<'n>(ns: &'n Namespace, path: &[u8], shown: &str) -> Result<Inode<'n>
         .ok_or_else(|| RemoteError::not_found(format!("File does not exist: {shown}")))
 }
 
+/// Child `name` of directory `dir` (a binary search: children are in
+/// name order).
+fn child<'n>(ns: &'n Namespace, dir: &Inode<'n>, name: &[u8]) -> Option<Inode<'n>> {
+    let kids = dir.child_slots();
+    let i = kids
+        .binary_search_by(|s| ns.at(s).map_or(&[][..], |k| k.name()).cmp(name))
+        .ok()?;
+    kids.get(i).and_then(|s| ns.at(s))
+}
+
 fn canonical(p: &ImagePath) -> Vec<u8> {
     p.canonical()
 }
@@ -262,7 +272,7 @@ fn make_dirs(
                         parent_not_dir(format!("{shown}: a parent of it is not a directory"))
                     });
                 }
-                match dir.children().find(|k| k.name() == c.as_slice()) {
+                match child(ns, &dir, c) {
                     Some(k) => cur = k.id(),
                     None => {
                         let last = i + 1 == comps.len();
@@ -358,7 +368,7 @@ fn create(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
                 )))
             }
         };
-        if let Some(n) = dir.children().find(|k| k.name() == name.as_slice()) {
+        if let Some(n) = child(ns, &dir, &name) {
             return Err(already_exists(if n.kind() == InodeKind::Directory {
                 format!("{shown} already exists as a directory")
             } else {
@@ -434,7 +444,7 @@ fn symlink(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
                 )))
             }
         };
-        if dir.children().any(|k| k.name() == name.as_slice()) {
+        if child(ns, &dir, &name).is_some() {
             return Err(already_exists(format!("Path {shown} already exists")));
         }
         Ok(Some(Op::Symlink(pb::CreateOp {
@@ -545,10 +555,8 @@ fn rename_old(
         let Some(pn) = ns.inode(parent) else {
             return Ok(None);
         };
-        if pn.children().any(|k| k.name() == name.as_slice()) {
-            same = pn
-                .children()
-                .any(|k| k.id() == sid && k.name() == name.as_slice());
+        if let Some(k) = child(ns, &pn, &name) {
+            same = k.id() == sid;
             return Ok(None);
         }
         if in_subtree(ns, parent, sid) {
