@@ -54,9 +54,9 @@
 mod child;
 mod workload;
 
-use super::super::output::{check_output, write_atomically};
 use super::webhdfs::{connect, exchange, nearest_rank, sample, Targets};
 use super::Args;
+use crate::cmd::output::{check_output, write_atomically};
 use anyhow::{bail, Context};
 use child::{Mark, Proc, RssSampler};
 use nsimage_store::fs::RealFs;

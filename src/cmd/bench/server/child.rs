@@ -11,6 +11,7 @@
 //! peak of that checkpoint alone. A `journal: N ops in M fsyncs` line
 //! (cumulative; the last one counts) gives the journal's group commit.
 
+use crate::cmd::bench::webhdfs::proc_status;
 use anyhow::{bail, Context};
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader};
@@ -58,11 +59,6 @@ struct Log {
     journal: Option<(u64, u64)>,
 }
 
-/// A `kB` field of /proc/PID/status in bytes; 0 when unknown.
-pub fn proc_field(pid: u32, field: &str) -> u64 {
-    super::super::webhdfs::proc_status(pid, field)
-}
-
 /// Resets the peak resident size of `pid` to its current size; whether
 /// the kernel took it.
 pub fn reset_peak(pid: u32) -> bool {
@@ -87,7 +83,7 @@ fn take_line(pid: u32, line: &str, log: &Mutex<Log>) {
     };
     let at = Instant::now();
     let stamped = mark.map(|(started, txid, server_seconds)| {
-        let (rss, hwm) = (proc_field(pid, "VmRSS"), proc_field(pid, "VmHWM"));
+        let (rss, hwm) = (proc_status(pid, "VmRSS"), proc_status(pid, "VmHWM"));
         Mark {
             at,
             started,
@@ -312,7 +308,7 @@ impl RssSampler {
             .spawn(move || {
                 let mut out = Vec::new();
                 while !flag.load(Ordering::Relaxed) {
-                    let rss = proc_field(pid, "VmRSS");
+                    let rss = proc_status(pid, "VmRSS");
                     if rss > 0 {
                         out.push((Instant::now(), rss));
                     }

@@ -24,7 +24,7 @@
 //! transport failure or no answer within [`REQUEST_TIMEOUT`] is an error:
 //! the client records it and stops (its later writes would depend on it).
 
-use super::super::webhdfs::{connect, exchange, Answer, Rng, Sender, Targets};
+use crate::cmd::bench::webhdfs::{connect, exchange, Answer, Rng, Sender, Targets};
 use hyper::Method;
 use serde_json::Value;
 use std::net::SocketAddr;
