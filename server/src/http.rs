@@ -78,9 +78,12 @@ pub struct Config {
     pub writable: Option<Writable>,
 }
 
-/// How a writable server checkpoints.
+/// How a writable server opens its store and checkpoints.
 #[derive(Clone, Debug, Default)]
 pub struct Writable {
+    /// How the store is opened and recovered (its key is
+    /// [`Config::key`] when this one has none).
+    pub store: nsimage_store::StoreOptions,
     /// When the background checkpointer takes a checkpoint.
     pub policy: nsimage_store::CheckpointPolicy,
     /// Take a checkpoint at shutdown (the only way one is taken then).
@@ -206,7 +209,11 @@ fn run_writable(
     on_bound: impl FnOnce(SocketAddr),
 ) -> Result<(), ServeError> {
     let started = Instant::now();
-    let live = Arc::new(Live::open(dir, config.key.as_ref(), w.policy)?);
+    let mut opts = w.store.clone();
+    if opts.key.is_none() {
+        opts.key = config.key.clone();
+    }
+    let live = Arc::new(Live::open(dir, opts, w.policy)?);
     if config.log {
         let r = live.store.report();
         eprintln!(

@@ -7,7 +7,6 @@
 //! txid=T seconds=S`, `checkpoint failed txid=T: ERR`).
 
 use crate::error::RemoteError;
-use nsimage_format::cipher::Key;
 use nsimage_store::fs::RealFs;
 use nsimage_store::{
     CheckpointEvent, CheckpointPolicy, Checkpointer, Store, StoreError, StoreOptions,
@@ -58,21 +57,16 @@ pub fn checkpoint_line(e: &CheckpointEvent) -> Option<String> {
 }
 
 impl Live {
-    /// Opens (recovers) the store in `dir` and starts its syncer and, when
-    /// `policy` asks for checkpoints, its checkpointer.
+    /// Opens (recovers) the store in `dir` with `opts` and starts its
+    /// syncer and, when `policy` asks for checkpoints, its checkpointer.
     ///
     /// # Errors
     /// The store's, opening or starting a thread.
     pub fn open(
         dir: &Path,
-        key: Option<&Key>,
+        opts: StoreOptions,
         policy: CheckpointPolicy,
     ) -> Result<Live, StoreError> {
-        let opts = StoreOptions {
-            key: key.cloned(),
-            release_memory_after_load: true,
-            ..StoreOptions::default()
-        };
         let store = Arc::new(Store::open(dir, Arc::new(RealFs::default()), opts)?);
         let (tx, rx) = mpsc::channel::<Waiter>();
         let s = Arc::clone(&store);

@@ -4,9 +4,10 @@
 //! (writes journaled, checkpoints in the background).
 
 use super::{EXIT_DATA, EXIT_USAGE_IO};
+use nsimage_loader::ReadStrategy;
 use nsimage_server::http::{self, Config, ServeError, Writable};
 use nsimage_server::source::SourceError;
-use nsimage_store::CheckpointPolicy;
+use nsimage_store::{CheckpointPolicy, StoreOptions};
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -56,6 +57,20 @@ pub struct Args {
     checkpoint_on_exit: bool,
 }
 
+/// The writable server's store, opened as `nsimage store recover` opens
+/// one: images mapped and the allocator trimmed after the load.
+fn store_options() -> StoreOptions {
+    let mut opts = StoreOptions {
+        release_memory_after_load: true,
+        ..StoreOptions::default()
+    };
+    // SAFETY: the store's images are written once, renamed into place and
+    // never changed; the store holds its lock while it is open, so no
+    // other nsimage process rewrites them while they are mapped.
+    opts.load.read = unsafe { ReadStrategy::mmap() };
+    opts
+}
+
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let config = Config {
         addr: a.addr,
@@ -65,6 +80,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         write_timeout: Duration::from_millis(a.write_timeout_ms),
         key: super::key()?,
         writable: a.writable.then(|| Writable {
+            store: store_options(),
             policy: CheckpointPolicy {
                 every_ops: a.checkpoint_every_ops,
                 every: a.checkpoint_every_secs.map(Duration::from_secs),
