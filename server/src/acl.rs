@@ -180,6 +180,44 @@ pub fn split(acl: &[Entry], mode: u16, is_dir: bool) -> Result<(Vec<Entry>, u16)
     Ok((stored, new_mode))
 }
 
+/// What a new child of a directory whose stored entries are `parent`
+/// gets when that directory has a default ACL (HDFS's
+/// `copyINodeDefaultAcl`): the entries it stores and its mode, from its
+/// requested `mode` (which filters the owner, mask (or group) and other
+/// entries); a new directory also gets the default ACL itself. `None`
+/// without a default ACL.
+pub fn inherit(parent: &[Entry], mode: u16, is_dir: bool) -> Option<(Vec<Entry>, u16)> {
+    let defaults: Vec<&Entry> = parent.iter().filter(|e| e.default).collect();
+    if defaults.is_empty() {
+        return None;
+    }
+    let bits = |shift: u16| u8::try_from((mode >> shift) & 7).unwrap_or(0);
+    let has_mask = defaults.iter().any(|e| e.kind == Kind::Mask);
+    let mut access: Vec<Entry> = defaults
+        .iter()
+        .map(|e| {
+            let perm = match (e.kind, e.name.is_empty()) {
+                (Kind::User, true) => e.perm & bits(6),
+                (Kind::Group, true) if !has_mask => e.perm & bits(3),
+                (Kind::Mask, _) => e.perm & bits(3),
+                (Kind::Other, _) => e.perm & bits(0),
+                _ => e.perm,
+            };
+            Entry {
+                default: false,
+                perm,
+                ..(*e).clone()
+            }
+        })
+        .collect();
+    access.sort();
+    let mut acl = access;
+    if is_dir {
+        acl.extend(defaults.into_iter().cloned());
+    }
+    split(&acl, mode, true).ok()
+}
+
 /// Which scopes a transformation changed and the masks it was given.
 #[derive(Default)]
 struct Dirty {
@@ -465,6 +503,23 @@ mod tests {
         let (stored, mode) = split(&min, 0o770, true).unwrap();
         assert!(stored.is_empty());
         assert_eq!(mode, 0o750);
+    }
+
+    #[test]
+    fn new_children_inherit_the_default_acl() {
+        let parent = replace(
+            &logical(0o755, &[]),
+            &parse_spec("default:user::rwx,default:user:bob:rwx,default:group::r-x,default:mask::rwx,default:other::r-x", true).unwrap(),
+        )
+        .unwrap();
+        let (stored, _) = split(&parent, 0o755, true).unwrap();
+        let (file, mode) = inherit(&stored, 0o644, false).unwrap();
+        assert_eq!(text(&file), "user:bob:rwx,group::r-x");
+        assert_eq!(mode, 0o644);
+        let (dir, mode) = inherit(&stored, 0o755, true).unwrap();
+        assert_eq!(dir.len(), 2 + 5);
+        assert_eq!(mode, 0o755);
+        assert!(inherit(&[], 0o644, false).is_none());
     }
 
     #[test]

@@ -5,7 +5,9 @@
 //! last of them is durable (the caller waits for [`Outcome::txid`]).
 //!
 //! Owner of new inodes: the `user.name` parameter (`dr.who` without one);
-//! group: the parent directory's group (HDFS's rule).
+//! group: the parent directory's group; a directory's default ACL is
+//! inherited by its new files and directories (HDFS's rules; the mode at
+//! creation, the ACL entries as the next op).
 
 use crate::acl;
 use crate::error::{echo, RemoteError};
@@ -259,6 +261,7 @@ fn make_dirs(
 ) -> Result<(), RemoteError> {
     let mtime = now_ms();
     loop {
+        let mut made = None;
         let applied = s.step(|ns| {
             let mut cur = nsimage_namespace::ROOT_ID;
             for (i, c) in comps.iter().enumerate() {
@@ -266,22 +269,23 @@ fn make_dirs(
                     RemoteError::not_found(format!("File does not exist: {shown}"))
                 })?;
                 if dir.kind() != InodeKind::Directory {
-                    return Err(if i == comps.len() {
-                        already_exists(format!("Path is not a directory: {shown}"))
-                    } else {
-                        parent_not_dir(format!("{shown}: a parent of it is not a directory"))
-                    });
+                    return Err(parent_not_dir(format!(
+                        "{shown}: a parent of it is not a directory"
+                    )));
                 }
                 match child(ns, &dir, c) {
                     Some(k) => cur = k.id(),
                     None => {
                         let last = i + 1 == comps.len();
+                        let wanted = if last { mode } else { mode | 0o300 };
+                        let (mode, inherited) = inherit(ns, &dir, wanted, true);
+                        made = inherited.map(|e| (cur, c.clone(), e));
                         return Ok(Some(Op::Mkdir(pb::CreateOp {
                             parent: cur,
                             name: c.clone(),
                             user: user.to_vec(),
                             group: dir.group().to_vec(),
-                            mode: u32::from(if last { mode } else { mode | 0o300 }),
+                            mode: u32::from(mode),
                             mtime,
                             ..Default::default()
                         })));
@@ -299,7 +303,57 @@ fn make_dirs(
         if !applied {
             return Ok(());
         }
+        if let Some((parent, name, entries)) = made {
+            give_acl(s, parent, &name, entries)?;
+        }
     }
+}
+
+/// The mode and stored ACL entries of a new child of `dir` asking for
+/// `mode` (HDFS: a directory's default ACL is inherited; `None` when it
+/// has none).
+fn inherit(
+    ns: &Namespace,
+    dir: &Inode<'_>,
+    mode: u16,
+    is_dir: bool,
+) -> (u16, Option<Vec<acl::Entry>>) {
+    match acl::inherit(&stored_acl(ns, dir), mode, is_dir) {
+        Some((entries, m)) => (m, (!entries.is_empty()).then_some(entries)),
+        None => (mode, None),
+    }
+}
+
+/// The inherited ACL of the new child `name` of `parent`, as the step
+/// after its creation.
+fn give_acl(
+    s: &mut Steps<'_>,
+    parent: u64,
+    name: &[u8],
+    entries: Vec<acl::Entry>,
+) -> Result<(), RemoteError> {
+    s.step(|ns| {
+        let Some(k) = ns.inode(parent).and_then(|p| child(ns, &p, name)) else {
+            return Ok(None);
+        };
+        Ok(Some(acl_op(k.id(), entries)))
+    })?;
+    Ok(())
+}
+
+fn acl_op(id: u64, entries: Vec<acl::Entry>) -> Op {
+    Op::SetAcl(pb::SetAclOp {
+        id,
+        entries: entries
+            .into_iter()
+            .map(|e| pb::JournalAclEntry {
+                name: e.name,
+                r#type: e.kind as i32,
+                default_scope: e.default,
+                permission: u32::from(e.perm),
+            })
+            .collect(),
+    })
 }
 
 fn mkdirs(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
@@ -353,6 +407,7 @@ fn create(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
         )?;
     }
     let mtime = now_ms();
+    let mut made = None;
     s.step(|ns| {
         let dir = match lookup(ns, &parent, &shown)?.and_then(|id| ns.inode(id)) {
             Some(d) if d.kind() == InodeKind::Directory => d,
@@ -375,6 +430,8 @@ fn create(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
                 format!("{shown} for client {} already exists", DEFAULT_USER)
             }));
         }
+        let (mode, inherited) = inherit(ns, &dir, mode, false);
+        made = inherited.map(|e| (dir.id(), e));
         Ok(Some(Op::Create(pb::CreateOp {
             parent: dir.id(),
             name: name.clone(),
@@ -387,6 +444,9 @@ fn create(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
             ..Default::default()
         })))
     })?;
+    if let Some((parent, entries)) = made {
+        give_acl(s, parent, &name, entries)?;
+    }
     let location = format!(
         "hdfs://{}{}",
         req.param("namenoderpcaddress").unwrap_or("localhost"),
@@ -974,18 +1034,7 @@ fn set_acl(s: &mut Steps<'_>, op: &str, req: &Parsed) -> Result<Done, RemoteErro
         };
         let (stored, mode) = acl::split(&next, n.mode(), n.kind() == InodeKind::Directory)?;
         wanted = Some((n.id(), mode));
-        Ok(Some(Op::SetAcl(pb::SetAclOp {
-            id: n.id(),
-            entries: stored
-                .into_iter()
-                .map(|e| pb::JournalAclEntry {
-                    name: e.name,
-                    r#type: e.kind as i32,
-                    default_scope: e.default,
-                    permission: u32::from(e.perm),
-                })
-                .collect(),
-        })))
+        Ok(Some(acl_op(n.id(), stored)))
     })?;
     if let Some((id, mode)) = wanted {
         s.step(|ns| match ns.inode(id) {

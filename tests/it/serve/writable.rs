@@ -564,6 +564,18 @@ fn every_write_op_answers_as_hdfs_and_is_read_at_once() {
         403,
         "AclException",
     );
+    // New children inherit the default ACL (their mode filtering it).
+    assert_eq!(c.create("/d/inh", "").status, 201);
+    let a = c.acl("/d/inh");
+    assert_eq!(
+        a["entries"],
+        serde_json::json!(["user:bob:r-x", "group::r-x"])
+    );
+    assert_eq!(a["permission"], "640");
+    c.ok("/d/sub", "op=MKDIRS");
+    let a = c.acl("/d/sub");
+    assert_eq!(a["permission"], "750");
+    assert_eq!(a["entries"].as_array().unwrap().len(), 7, "{a}");
     c.ok("/d", "op=REMOVEDEFAULTACL");
     assert!(c.acl("/d")["entries"]
         .as_array()
