@@ -4,7 +4,9 @@
 //! requests waiting, whatever their number: group commit without a thread
 //! per waiting request), the background checkpointer, and the lines it
 //! prints on stderr (`checkpoint started txid=T`, `checkpoint finished
-//! txid=T seconds=S`, `checkpoint failed txid=T: ERR`).
+//! txid=T seconds=S`, `checkpoint failed txid=T: ERR`), and at close
+//! `journal: N ops in M fsyncs` (the ops applied since the open, and the
+//! syncer's writes and fsyncs of the journal that made them durable).
 
 use crate::error::RemoteError;
 use nsimage_store::fs::RealFs;
@@ -13,6 +15,7 @@ use nsimage_store::{
 };
 use parking_lot::Mutex;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -30,6 +33,10 @@ pub struct Live {
     waiters: Mutex<Option<mpsc::Sender<Waiter>>>,
     syncer: Mutex<Option<JoinHandle<()>>>,
     checkpointer: Mutex<Option<Checkpointer>>,
+    /// The txid recovery ended at.
+    opened_at: u64,
+    /// Journal flushes (a write and an fsync) the syncer asked for.
+    flushes: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for Live {
@@ -68,11 +75,14 @@ impl Live {
         policy: CheckpointPolicy,
     ) -> Result<Live, StoreError> {
         let store = Arc::new(Store::open(dir, Arc::new(RealFs::default()), opts)?);
+        let opened_at = store.txid();
         let (tx, rx) = mpsc::channel::<Waiter>();
         let s = Arc::clone(&store);
+        let flushes = Arc::new(AtomicU64::new(0));
+        let counted = Arc::clone(&flushes);
         let syncer = std::thread::Builder::new()
             .name("nsimage-syncer".into())
-            .spawn(move || sync_loop(&s, &rx))
+            .spawn(move || sync_loop(&s, &rx, &counted))
             .map_err(|source| StoreError::Io {
                 path: dir.to_path_buf(),
                 source,
@@ -91,6 +101,8 @@ impl Live {
             waiters: Mutex::new(Some(tx)),
             syncer: Mutex::new(Some(syncer)),
             checkpointer: Mutex::new(checkpointer),
+            opened_at,
+            flushes,
         })
     }
 
@@ -129,6 +141,11 @@ impl Live {
         if let Some(t) = self.syncer.lock().take() {
             let _ = t.join();
         }
+        eprintln!(
+            "journal: {} ops in {} fsyncs",
+            self.store.txid().saturating_sub(self.opened_at),
+            self.flushes.load(Ordering::Relaxed)
+        );
         if let Some(c) = self.checkpointer.lock().take() {
             c.stop();
         }
@@ -156,11 +173,17 @@ impl Live {
 
 /// The syncer: takes every waiter queued, makes the newest of their txids
 /// durable (one write and fsync for all), answers them, and again.
-fn sync_loop(store: &Store, rx: &mpsc::Receiver<Waiter>) {
+/// `flushes` counts the batches that had something to make durable.
+fn sync_loop(store: &Store, rx: &mpsc::Receiver<Waiter>, flushes: &AtomicU64) {
+    let mut durable = store.txid();
     while let Ok(first) = rx.recv() {
         let mut batch = vec![first];
         batch.extend(rx.try_iter());
         let newest = batch.iter().map(|w| w.0).max().unwrap_or(0);
+        if newest > durable {
+            flushes.fetch_add(1, Ordering::Relaxed);
+            durable = newest;
+        }
         let r = store.wait_durable(newest).map_err(|e| e.to_string());
         for (_, tx) in batch {
             let _ = tx.send(r.clone());

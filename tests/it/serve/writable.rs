@@ -720,6 +720,11 @@ fn acknowledged_writes_survive_sigkill_and_sigterm_checkpoints_only_when_asked()
             .to_string()
     };
     assert_eq!(txid(&started), txid(&finished));
+    // The group commit's count, for bench --server: one op, one fsync.
+    assert_eq!(
+        wait_for_line(&server, &mut seen, "journal: "),
+        "journal: 1 ops in 1 fsyncs"
+    );
     assert!(finished.contains(" seconds="), "{finished}");
     let images_after = common::names(&store)
         .iter()
