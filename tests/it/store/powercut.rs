@@ -464,6 +464,11 @@ fn run_background(
                 "recovered digest at txid {txid} differs from the reference"
             )));
         }
+        oldest_image_reaches(&dir, txid, &reference, opts).map_err(|e| {
+            where_(&format!(
+                "the oldest kept image does not reach the state: {e}"
+            ))
+        })?;
         f.base.recoveries += 1;
         f.base.acknowledged_checked += acked;
         f.base.recovered_beyond += txid - acked;
@@ -594,6 +599,47 @@ fn run_background(
     }
     f.base.acknowledged = acked;
     Ok(f)
+}
+
+/// Retention's promise, checked after every recovery: the oldest kept
+/// image, with the journal the store keeps after it, reaches the state
+/// recovery reached (`txid`, the reference digest). Run on a copy of the
+/// store without its newer images (what a recovery falling back to the
+/// oldest image would read). A checkpoint whose image held ops not yet
+/// durable, or a purge that removed a segment still needed, leaves the
+/// newest image loadable but the journal short of it: caught here.
+fn oldest_image_reaches(
+    dir: &Path,
+    txid: u64,
+    reference: &Namespace,
+    opts: &StoreOptions,
+) -> Result<(), String> {
+    let copy = tempfile::tempdir().unwrap();
+    let mut images = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let name = e.unwrap().file_name().to_string_lossy().into_owned();
+        if name == "LOCK" {
+            continue;
+        }
+        if name.starts_with("image_") && !name.ends_with(".tmp") {
+            images.push(name.clone());
+        }
+        std::fs::copy(dir.join(&name), copy.path().join(&name)).unwrap();
+    }
+    images.sort();
+    for newer in images.iter().skip(1) {
+        std::fs::remove_file(copy.path().join(newer)).unwrap();
+    }
+    let s = Store::open(copy.path(), Arc::new(RealFs::default()), opts.clone())
+        .map_err(|e| format!("from {:?}: {e}", images.first()))?;
+    if s.report().txid != txid || s.with_namespace(|ns| ns.digest()) != reference.digest() {
+        return Err(format!(
+            "from {:?}: txid {} (recovery reached {txid}), or another digest",
+            images.first(),
+            s.report().txid
+        ));
+    }
+    Ok(())
 }
 
 /// Runs [`run_background`] on each seed; panics on the first violation,
