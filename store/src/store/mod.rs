@@ -5,6 +5,7 @@
 //! - `commit`: journal appends, group commit, durability, segment rolls;
 //! - `checkpoint`: images at a snapshot's txid, saved with no lock that
 //!   writers need, then the roll and retention;
+//! - `background`: the background checkpointer's thread;
 //! - `checkpointer`: the background [`Checkpointer`] and its
 //!   [`CheckpointPolicy`];
 //! - `files`: names, listing, version and lock, segment creation,
@@ -14,6 +15,7 @@
 //!   encryption recorded at init, and the key check.
 
 mod at_rest;
+mod background;
 mod checkpoint;
 mod checkpointer;
 mod commit;
