@@ -511,11 +511,12 @@ async fn dispatch(
             return create_redirect(st, uri, headers, &parsed);
         }
     }
+    let ticket = live.begin_write();
     let store_live = Arc::clone(&live);
     let outcome = timed(st, move || Ok(writes::run(&store_live.store, &op, &parsed))).await?;
     // Answered only once durable, error or not (an earlier step of it
     // may have applied; its checks may have seen ops not yet durable).
-    live.durable(outcome.txid).await?;
+    live.durable(ticket, outcome.txid).await?;
     match outcome.result? {
         Done::Json(v) => Ok(Answer::Whole(v.to_string())),
         Done::Empty => Ok(Answer::Empty),

@@ -15,11 +15,11 @@ use nsimage_store::{
 };
 use parking_lot::Mutex;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
 /// A request waiting for its txid to be durable.
@@ -37,6 +37,30 @@ pub struct Live {
     opened_at: u64,
     /// Journal flushes (a write and an fsync) the syncer asked for.
     flushes: Arc<AtomicU64>,
+    /// Write requests started whose wait for durability is not queued
+    /// yet (see [`WriteTicket`]).
+    writing: Arc<AtomicUsize>,
+}
+
+/// Longest the syncer holds a flush back for writes still being applied.
+const MAX_COMMIT_DELAY: Duration = Duration::from_millis(4);
+/// Most waiters one flush answers before it goes without waiting.
+const MAX_BATCH: usize = 256;
+
+/// A write request on its way: taken before its op is built
+/// ([`Live::begin_write`]) and given up when its wait for durability is
+/// queued ([`Live::durable`]) or the request ends. While any is out, the
+/// syncer holds its flush back (at most [`MAX_COMMIT_DELAY`]) so that
+/// the write joins the same fsync: group commit with a commit delay only
+/// when more writes are known to be coming, never for a lone writer.
+pub struct WriteTicket {
+    writing: Arc<AtomicUsize>,
+}
+
+impl Drop for WriteTicket {
+    fn drop(&mut self) {
+        self.writing.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl std::fmt::Debug for Live {
@@ -80,9 +104,11 @@ impl Live {
         let s = Arc::clone(&store);
         let flushes = Arc::new(AtomicU64::new(0));
         let counted = Arc::clone(&flushes);
+        let writing = Arc::new(AtomicUsize::new(0));
+        let coming = Arc::clone(&writing);
         let syncer = std::thread::Builder::new()
             .name("nsimage-syncer".into())
-            .spawn(move || sync_loop(&s, &rx, &counted))
+            .spawn(move || sync_loop(&s, &rx, &counted, &coming))
             .map_err(|source| StoreError::Io {
                 path: dir.to_path_buf(),
                 source,
@@ -103,21 +129,34 @@ impl Live {
             checkpointer: Mutex::new(checkpointer),
             opened_at,
             flushes,
+            writing,
         })
     }
 
-    /// Resolves once `txid` is durable.
+    /// Marks a write request as started: until its ticket is given back
+    /// (to [`durable`](Self::durable), or dropped) the syncer expects its
+    /// op.
+    pub fn begin_write(&self) -> WriteTicket {
+        self.writing.fetch_add(1, Ordering::AcqRel);
+        WriteTicket {
+            writing: Arc::clone(&self.writing),
+        }
+    }
+
+    /// Resolves once `txid` is durable; `ticket` is the request's, given
+    /// back as soon as the wait is queued.
     ///
     /// # Errors
     /// 500 IOException when the journal failed (the store is poisoned) or
     /// the server is closing.
-    pub async fn durable(&self, txid: u64) -> Result<(), RemoteError> {
+    pub async fn durable(&self, ticket: WriteTicket, txid: u64) -> Result<(), RemoteError> {
         let (tx, rx) = oneshot::channel();
         let sent = self
             .waiters
             .lock()
             .as_ref()
             .is_some_and(|w| w.send((txid, tx)).is_ok());
+        drop(ticket);
         if !sent {
             return Err(RemoteError::internal("the server is shutting down"));
         }
@@ -173,12 +212,32 @@ impl Live {
 
 /// The syncer: takes every waiter queued, makes the newest of their txids
 /// durable (one write and fsync for all), answers them, and again.
-/// `flushes` counts the batches that had something to make durable.
-fn sync_loop(store: &Store, rx: &mpsc::Receiver<Waiter>, flushes: &AtomicU64) {
+/// `flushes` counts the batches that had something to make durable. While
+/// write requests are still being applied (`writing`), the flush waits for
+/// their waits to join it, up to [`MAX_COMMIT_DELAY`] after the first.
+fn sync_loop(
+    store: &Store,
+    rx: &mpsc::Receiver<Waiter>,
+    flushes: &AtomicU64,
+    writing: &AtomicUsize,
+) {
     let mut durable = store.txid();
     while let Ok(first) = rx.recv() {
+        let since = Instant::now();
         let mut batch = vec![first];
         batch.extend(rx.try_iter());
+        while writing.load(Ordering::Acquire) > 0 && batch.len() < MAX_BATCH {
+            let left = MAX_COMMIT_DELAY.saturating_sub(since.elapsed());
+            if left.is_zero() {
+                break;
+            }
+            match rx.recv_timeout(left.min(Duration::from_micros(200))) {
+                Ok(w) => batch.push(w),
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+            batch.extend(rx.try_iter());
+        }
         let newest = batch.iter().map(|w| w.0).max().unwrap_or(0);
         if newest > durable {
             flushes.fetch_add(1, Ordering::Relaxed);
