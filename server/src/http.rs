@@ -407,7 +407,14 @@ async fn handle(
     let mut location = None;
     let (status, body) = match result {
         Ok(Answer::Whole(text)) => (200, Body::from(text)),
-        Ok(Answer::Listing(listing, from)) => (200, Body::new(ListingBody { listing, from })),
+        Ok(Answer::Listing(listing, from)) => (
+            200,
+            Body::new(ListingBody {
+                listing,
+                from,
+                yield_next: false,
+            }),
+        ),
         Ok(Answer::Empty) => (200, Body::empty()),
         Ok(Answer::Redirect { status, to }) => {
             location = Some(to);
@@ -607,15 +614,21 @@ fn create_redirect(
 }
 
 /// A directory's LISTSTATUS as a streamed body: each poll writes the next
-/// chunk (at most about [`crate::ops::LISTING_CHUNK_BYTES`]), and hyper
-/// polls again only once it has sent the last, so a listing holds one
-/// chunk however wide the directory and however slow the client, and a
-/// poll's work is bounded, so other requests are not starved. On a live
-/// namespace each chunk is read under the shared lock (writes between
-/// chunks may move entries, as between the pages of LISTSTATUS_BATCH).
+/// chunk (at most about [`crate::ops::LISTING_CHUNK_BYTES`]), so a listing
+/// holds one chunk however wide the directory and however slow the client.
+/// After each chunk the next poll yields once (wakes itself and returns
+/// `Pending`, which puts the connection's task at the back of its worker's
+/// queue): hyper otherwise polls the body again for as long as the socket
+/// takes data, and a fast client reading a wide directory would keep a
+/// runtime worker to itself for the whole listing (two such listings, every
+/// worker of a 2-core server). On a live namespace each chunk is read under
+/// the shared lock (writes between chunks may move entries, as between the
+/// pages of LISTSTATUS_BATCH).
 struct ListingBody {
     listing: Listing,
     from: ListingFrom,
+    /// A chunk was just written: yield before the next.
+    yield_next: bool,
 }
 
 impl hyper::body::Body for ListingBody {
@@ -624,14 +637,20 @@ impl hyper::body::Body for ListingBody {
 
     fn poll_frame(
         self: Pin<&mut Self>,
-        _cx: &mut Context<'_>,
+        cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
         let this = self.get_mut();
+        if this.yield_next {
+            this.yield_next = false;
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
         let listing = &mut this.listing;
         let chunk = match &this.from {
             ListingFrom::Image(served) => listing.next_chunk(&served.namespace),
             ListingFrom::Store(live) => live.store.with_namespace(|ns| listing.next_chunk(ns)),
         };
+        this.yield_next = chunk.is_some();
         Poll::Ready(chunk.map(|c| Ok(Frame::data(Bytes::from(c)))))
     }
 }

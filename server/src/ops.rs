@@ -9,7 +9,7 @@ use nsimage_viewer::du::{du, DuOptions};
 use nsimage_viewer::stat::{stat, StatInfo};
 use nsimage_viewer::walk::{length, lossy, resolve};
 use nsimage_viewer::ViewError;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 /// Entries per LISTSTATUS_BATCH page (HDFS's `dfs.ls.limit` default).
 pub const BATCH_SIZE: usize = 1000;
@@ -137,9 +137,35 @@ fn permission(mode: u16) -> String {
     format!("{:o}", mode & 0o1777)
 }
 
-/// One `FileStatus` object.
-pub fn file_status(inode: &Inode<'_>, suffix: &str) -> Value {
-    let mut m = Map::new();
+/// One `FileStatus` object, serialized straight from the inode (no JSON
+/// tree built): a wide listing writes hundreds of thousands of them. Its
+/// keys are in the sorted order WebHDFS answers have always had here (a
+/// `serde_json::Map` sorts them), `aclBit` and `symlink` only when set.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileStatus<'a> {
+    access_time: u64,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    acl_bit: bool,
+    block_size: u64,
+    children_num: usize,
+    file_id: u64,
+    group: std::borrow::Cow<'a, str>,
+    length: u64,
+    modification_time: u64,
+    owner: std::borrow::Cow<'a, str>,
+    path_suffix: &'a str,
+    permission: String,
+    replication: u16,
+    storage_policy: u8,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    symlink: Option<std::borrow::Cow<'a, str>>,
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+/// The `FileStatus` of `inode`, with `suffix` as its `pathSuffix`.
+pub fn file_status<'a>(inode: &Inode<'a>, suffix: &'a str) -> FileStatus<'a> {
     let (mut atime, mut block_size, mut replication, mut policy) = (0u64, 0u64, 0u16, 0u8);
     if let Attrs::File(f) = inode.attrs() {
         atime = f.atime;
@@ -151,26 +177,23 @@ pub fn file_status(inode: &Inode<'_>, suffix: &str) -> Value {
         InodeKind::Directory => inode.child_slots().len(),
         _ => 0,
     };
-    m.insert("accessTime".into(), atime.into());
-    m.insert("blockSize".into(), block_size.into());
-    m.insert("childrenNum".into(), children.into());
-    m.insert("fileId".into(), inode.id().into());
-    m.insert("group".into(), lossy(inode.group()).into());
-    m.insert("length".into(), length(inode).into());
-    m.insert("modificationTime".into(), inode.mtime().into());
-    m.insert("owner".into(), lossy(inode.user()).into());
-    m.insert("pathSuffix".into(), suffix.into());
-    m.insert("permission".into(), permission(inode.mode()).into());
-    m.insert("replication".into(), replication.into());
-    m.insert("storagePolicy".into(), policy.into());
-    m.insert("type".into(), kind_word(inode.kind()).into());
-    if let Some(t) = inode.symlink_target() {
-        m.insert("symlink".into(), lossy(t).into());
+    FileStatus {
+        access_time: atime,
+        acl_bit: inode.extra().is_some_and(|x| !x.acl.is_empty()),
+        block_size,
+        children_num: children,
+        file_id: inode.id(),
+        group: lossy(inode.group()),
+        length: length(inode),
+        modification_time: inode.mtime(),
+        owner: lossy(inode.user()),
+        path_suffix: suffix,
+        permission: permission(inode.mode()),
+        replication,
+        storage_policy: policy,
+        symlink: inode.symlink_target().map(lossy),
+        kind: kind_word(inode.kind()),
     }
-    if inode.extra().is_some_and(|x| !x.acl.is_empty()) {
-        m.insert("aclBit".into(), true.into());
-    }
-    Value::Object(m)
 }
 
 /// Bytes of JSON a streamed listing writes at a time (a chunk ends after
@@ -253,7 +276,8 @@ impl Listing {
                 }
                 self.written += 1;
                 // A Value serialises to memory without failing.
-                let _ = serde_json::to_writer(&mut out, &file_status(&c, &lossy(c.name())));
+                let name = lossy(c.name());
+                let _ = serde_json::to_writer(&mut out, &file_status(&c, &name));
             }
             self.next += 1;
         }
@@ -266,10 +290,10 @@ fn list_status(ns: &Namespace, req: &Parsed) -> Result<Value, RemoteError> {
     let statuses: Vec<Value> = if inode.kind() == InodeKind::Directory {
         inode
             .children()
-            .map(|c| file_status(&c, &lossy(c.name())))
+            .map(|c| json!(file_status(&c, &lossy(c.name()))))
             .collect()
     } else {
-        vec![file_status(&inode, "")]
+        vec![json!(file_status(&inode, ""))]
     };
     Ok(json!({ "FileStatuses": { "FileStatus": statuses } }))
 }
@@ -291,11 +315,11 @@ fn list_status_batch(ns: &Namespace, req: &Parsed) -> Result<Value, RemoteError>
             .skip(start)
             .take(end.saturating_sub(start))
             .filter_map(|s| ns.at(s))
-            .map(|c| file_status(&c, &lossy(c.name())))
+            .map(|c| json!(file_status(&c, &lossy(c.name()))))
             .collect();
         (page, slots.len().saturating_sub(end))
     } else {
-        (vec![file_status(&inode, "")], 0)
+        (vec![json!(file_status(&inode, ""))], 0)
     };
     Ok(json!({
         "DirectoryListing": {

@@ -111,6 +111,17 @@ impl Drop for Server {
 
 /// One HTTP/1.1 request on its own connection.
 pub fn request(addr: SocketAddr, method: &str, target: &[u8]) -> (u16, Vec<u8>) {
+    request_observed(addr, method, target, || {})
+}
+
+/// [`request`], calling `answering` once the first bytes of the answer
+/// have arrived (the rest still to come).
+pub fn request_observed(
+    addr: SocketAddr,
+    method: &str,
+    target: &[u8],
+    answering: impl FnOnce(),
+) -> (u16, Vec<u8>) {
     let mut s = TcpStream::connect_timeout(&addr, IO_TIMEOUT).expect("connect");
     s.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
     s.set_write_timeout(Some(IO_TIMEOUT)).unwrap();
@@ -121,8 +132,13 @@ pub fn request(addr: SocketAddr, method: &str, target: &[u8]) -> (u16, Vec<u8>) 
     req.extend_from_slice(b" HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
     // The server may answer (and close) before a huge request is written.
     let _ = s.write_all(&req);
-    let mut resp = Vec::new();
-    let _ = s.read_to_end(&mut resp);
+    let mut resp = vec![0; 1];
+    if s.read_exact(&mut resp).is_ok() {
+        answering();
+        let _ = s.read_to_end(&mut resp);
+    } else {
+        resp.clear();
+    }
     let head_end = resp
         .windows(4)
         .position(|w| w == b"\r\n\r\n")
