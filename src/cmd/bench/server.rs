@@ -291,6 +291,9 @@ pub struct Report {
     pub checkpoint_seconds: f64,
     /// The checkpoint windows.
     pub checkpoints: Vec<Window>,
+    /// The slowest writes of the measured run, slowest first: where in
+    /// the run the tail comes from.
+    pub slowest_writes: Vec<Slow>,
     /// All writes, reads, and each operation by name.
     pub ops: serde_json::Map<String, Value>,
     /// Successful requests of the load the SIGKILL landed in.
@@ -304,6 +307,22 @@ pub struct Report {
     /// The first errors, described.
     pub first_errors: Vec<String>,
 }
+
+/// One slow write: when it was sent, how long it took, what it was.
+#[derive(Clone, Debug, Serialize)]
+pub struct Slow {
+    /// Seconds from the run's start to the request's sending.
+    pub sent_s: f64,
+    /// Milliseconds until its answer was read.
+    pub ms: f64,
+    /// The operation.
+    pub op: &'static str,
+    /// Whether it was sent during a checkpoint.
+    pub during_checkpoint: bool,
+}
+
+/// Slow writes the report lists.
+const SLOWEST_KEPT: usize = 10;
 
 /// The clients of one run, on a runtime of as many workers as cores: set
 /// up (each makes its directory), then started together; `during` runs on
@@ -532,6 +551,18 @@ fn one(a: &Args, exe: &Path, n: u64) -> anyhow::Result<Report> {
         }
     };
     let write = split(&|s| s.op.is_write());
+    let mut writes: Vec<&Sample> = samples.iter().filter(|s| s.op.is_write()).collect();
+    writes.sort_unstable_by_key(|s| std::cmp::Reverse(s.nanos));
+    let slowest_writes = writes
+        .iter()
+        .take(SLOWEST_KEPT)
+        .map(|s| Slow {
+            sent_s: secs_between(clock, s.sent),
+            ms: s.nanos as f64 / 1e6,
+            op: s.op.name(),
+            during_checkpoint: inside(s.sent),
+        })
+        .collect();
     let read = split(&|s| !s.op.is_write());
     let every = split(&|_| true);
     let mut ops = serde_json::Map::new();
@@ -730,6 +761,7 @@ fn one(a: &Args, exe: &Path, n: u64) -> anyhow::Result<Report> {
         store_recover_replayed: rec["replayed"].as_u64().unwrap_or(0),
         checkpoint_seconds,
         checkpoints,
+        slowest_writes,
         ops,
         kill_load_requests,
         connections,

@@ -36,6 +36,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// Error descriptions kept per client.
 const ERRORS_KEPT: usize = 5;
+/// Answers this large are checked with the worker handed to the others.
+const LARGE_ANSWER: usize = 1 << 20;
 /// The directory the clients work in (the generated namespace has no such
 /// top directory).
 pub const BENCH_ROOT: &str = "/bench";
@@ -326,6 +328,46 @@ fn excerpt(body: &[u8]) -> String {
     String::from_utf8_lossy(&body[..body.len().min(300)]).replace('\n', " ")
 }
 
+/// The shape of a read's answer: one key, `FileStatus` holding an object
+/// or `FileStatuses` holding `{"FileStatus": [objects]}`; deserialized only
+/// to check the shape, nothing kept (a wide listing is tens of MB).
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)] // fields are read by deserializing them
+enum ReadAnswer {
+    FileStatus(Object),
+    FileStatuses(Statuses),
+}
+
+#[derive(serde::Deserialize)]
+#[allow(non_snake_case, dead_code)] // WebHDFS's key; read by deserializing
+struct Statuses {
+    FileStatus: Vec<Object>,
+}
+
+/// A JSON object, its entries skipped.
+struct Object;
+
+impl<'de> serde::Deserialize<'de> for Object {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Skip;
+        impl<'de> serde::de::Visitor<'de> for Skip {
+            type Value = Object;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> Result<Object, A::Error> {
+                while m
+                    .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+                    .is_some()
+                {}
+                Ok(Object)
+            }
+        }
+        d.deserialize_map(Skip)
+    }
+}
+
 /// Checks a final answer of `op`.
 fn check(op: Op, a: &Answer) -> Result<(), String> {
     let want = if op == Op::Create { 201 } else { 200 };
@@ -336,31 +378,30 @@ fn check(op: Op, a: &Answer) -> Result<(), String> {
             excerpt(&a.body)
         ));
     }
-    let json = || -> Result<Value, String> {
-        serde_json::from_slice(&a.body)
-            .map_err(|e| format!("body is not JSON ({e}): {}", excerpt(&a.body)))
-    };
-    let one_key = |v: &Value, key: &str| -> bool {
-        v.as_object()
-            .is_some_and(|o| o.len() == 1 && o.contains_key(key))
-    };
+    let not_json = |e: serde_json::Error| format!("body is not JSON ({e}): {}", excerpt(&a.body));
     match op {
         Op::Mkdirs | Op::Rename | Op::Delete => {
-            let v = json()?;
+            let v: Value = serde_json::from_slice(&a.body).map_err(not_json)?;
             if v != serde_json::json!({ "boolean": true }) {
                 return Err(format!("answer is not {{\"boolean\": true}}: {v}"));
             }
         }
-        Op::GetFileStatus => {
-            let v = json()?;
-            if !one_key(&v, "FileStatus") || !v["FileStatus"].is_object() {
-                return Err(format!("no FileStatus object: {}", excerpt(&a.body)));
-            }
-        }
-        Op::ListStatus => {
-            let v = json()?;
-            if !one_key(&v, "FileStatuses") || !v["FileStatuses"]["FileStatus"].is_array() {
-                return Err(format!("no FileStatuses array: {}", excerpt(&a.body)));
+        Op::GetFileStatus | Op::ListStatus => {
+            let v: ReadAnswer = serde_json::from_slice(&a.body).map_err(not_json)?;
+            match (op, v) {
+                (Op::GetFileStatus, ReadAnswer::FileStatus(_))
+                | (Op::ListStatus, ReadAnswer::FileStatuses(_)) => {}
+                _ => {
+                    return Err(format!(
+                        "no {} answer: {}",
+                        if op == Op::ListStatus {
+                            "FileStatuses array"
+                        } else {
+                            "FileStatus object"
+                        },
+                        excerpt(&a.body)
+                    ))
+                }
             }
         }
         Op::Create | Op::SetPermission | Op::SetTimes => {}
@@ -407,7 +448,9 @@ async fn send(
     }
 }
 
-/// One operation, CREATE's two steps included; checked.
+/// One operation, CREATE's two steps included; checked. Returns when its
+/// (last) answer was read whole, before the check: the check is the
+/// client's work, not the server's.
 async fn perform(
     conn: &mut Option<Sender>,
     addr: SocketAddr,
@@ -415,10 +458,11 @@ async fn perform(
     op: Op,
     target: &str,
     out: &mut ClientOut,
-) -> Result<(), String> {
+) -> Result<Instant, String> {
     let a = send(conn, addr, host, op.method(), target, out).await?;
     if op != Op::Create || a.status == 201 {
-        return check(op, &a);
+        let read = Instant::now();
+        return checked(op, &a).map(|()| read);
     }
     if a.status != 307 {
         return Err(format!(
@@ -433,7 +477,19 @@ async fn perform(
         .and_then(location_target)
         .ok_or_else(|| format!("307 without a usable Location: {:?}", a.location))?;
     let b = send(conn, addr, host, Method::PUT, &next, out).await?;
-    check(op, &b)
+    let read = Instant::now();
+    checked(op, &b).map(|()| read)
+}
+
+/// [`check`], off the runtime's workers for a large answer (a listing of
+/// a wide directory takes a core for a while to parse), so that the other
+/// clients on this worker are not held up by it.
+fn checked(op: Op, a: &Answer) -> Result<(), String> {
+    if a.body.len() >= LARGE_ANSWER {
+        tokio::task::block_in_place(|| check(op, a))
+    } else {
+        check(op, a)
+    }
 }
 
 /// The client's directory in `phase`.
@@ -465,7 +521,7 @@ pub async fn client(
     )
     .await;
     let mut ok = match setup {
-        Ok(()) => true,
+        Ok(_) => true,
         Err(e) => {
             out.error(format!("MKDIRS {dir} (setup): {e}"));
             false
@@ -502,13 +558,14 @@ pub async fn client(
         };
         let sent = Instant::now();
         let r = perform(&mut conn, addr, &host, op, &t, &mut out).await;
-        let nanos = u64::try_from(sent.elapsed().as_nanos()).unwrap_or(u64::MAX);
         if ctx.killed.load(Ordering::Acquire) {
             // The server is being killed: whatever came back is not counted.
             break;
         }
         match r {
-            Ok(()) => {
+            Ok(read) => {
+                let nanos = u64::try_from(read.saturating_duration_since(sent).as_nanos())
+                    .unwrap_or(u64::MAX);
                 out.samples.push(Sample { sent, nanos, op });
                 if write {
                     jobs.done(&mut rng);
