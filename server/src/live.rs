@@ -50,7 +50,7 @@ const MAX_BATCH: usize = 256;
 /// A write request on its way: taken before its op is built
 /// ([`Live::begin_write`]) and given up when its wait for durability is
 /// queued ([`Live::durable`]) or the request ends. While any is out, the
-/// syncer holds its flush back (at most [`MAX_COMMIT_DELAY`]) so that
+/// syncer holds its flush back (at most 4 ms) so that
 /// the write joins the same fsync: group commit with a commit delay only
 /// when more writes are known to be coming, never for a lone writer.
 pub struct WriteTicket {
