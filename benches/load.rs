@@ -72,7 +72,7 @@ fn benches(c: &mut Criterion) {
     let mut g = c.benchmark_group("inode_sub_section");
     g.throughput(Throughput::Elements(p.records));
     g.bench_function("walker", |b| {
-        b.iter(|| decode::inodes(bytes, &p, &at, &tables, 0, Vec::new()).unwrap())
+        b.iter(|| decode::inodes(bytes, &p, &at, &tables, 1, Vec::new()).unwrap())
     });
     g.bench_function("prost", |b| {
         b.iter(|| {
@@ -105,14 +105,16 @@ fn benches(c: &mut Criterion) {
 
     // Every INODE piece of the fixture, as a one-thread load decodes them.
     let sec = fx.index.section(SectionKind::INODE).unwrap();
-    let inode_pieces: Vec<(SubSectionInfo, Location, &[u8])> = sec
+    // Each with its arena chunk, the piece's index (chunk 0, the first
+    // piece, starts with the root).
+    let inode_pieces: Vec<(SubSectionInfo, Location, &[u8], u32)> = sec
         .pieces()
         .into_iter()
         .enumerate()
         .map(|(i, p)| {
             let at = Location::in_section(SectionKind::INODE, Some(i), p.offset);
             let bytes = &fx.image[p.offset as usize..(p.offset + p.length) as usize];
-            (p, at, bytes)
+            (p, at, bytes, i as u32)
         })
         .collect();
     let counts: Vec<usize> = inode_pieces
@@ -125,10 +127,11 @@ fn benches(c: &mut Criterion) {
     g.bench_function("checksum_then_walker", |b| {
         let mut buffer = Vec::new();
         b.iter(|| {
-            for (p, at, bytes) in &inode_pieces {
+            for (p, at, bytes, chunk) in &inode_pieces {
                 assert_eq!(xxhash_rust::xxh3::xxh3_64(bytes), p.checksum);
                 let batch =
-                    decode::inodes(bytes, p, at, &tables, 0, std::mem::take(&mut buffer)).unwrap();
+                    decode::inodes(bytes, p, at, &tables, *chunk, std::mem::take(&mut buffer))
+                        .unwrap();
                 buffer = batch.into_parts_and_buffer().1;
             }
         })
@@ -136,10 +139,10 @@ fn benches(c: &mut Criterion) {
     g.bench_function("walker_checking_ahead", |b| {
         let mut buffer: Vec<Node> = Vec::new();
         b.iter(|| {
-            for (p, at, bytes) in &inode_pieces {
+            for (p, at, bytes, chunk) in &inode_pieces {
                 buffer.clear();
                 let sink = std::mem::take(&mut buffer);
-                let batch = decode::inodes_into(bytes, p, at, &tables, 0, sink, true).unwrap();
+                let batch = decode::inodes_into(bytes, p, at, &tables, *chunk, sink, true).unwrap();
                 buffer = batch.into_parts_and_sink().1;
             }
         })
@@ -149,9 +152,10 @@ fn benches(c: &mut Criterion) {
         b.iter(|| {
             let mut table = NodeTable::new(total);
             let ranges = table.ranges(&counts).unwrap();
-            for ((p, at, bytes), r) in inode_pieces.iter().zip(&ranges) {
+            for ((p, at, bytes, chunk), r) in inode_pieces.iter().zip(&ranges) {
                 let batch =
-                    decode::inodes(bytes, p, at, &tables, 0, std::mem::take(&mut buffer)).unwrap();
+                    decode::inodes(bytes, p, at, &tables, *chunk, std::mem::take(&mut buffer))
+                        .unwrap();
                 assert!(r.fill(batch.nodes()));
                 buffer = batch.into_parts_and_buffer().1;
             }
@@ -163,9 +167,9 @@ fn benches(c: &mut Criterion) {
         b.iter(|| {
             let mut table = NodeTable::new(total);
             let ranges = table.ranges(&counts).unwrap();
-            for ((p, at, bytes), r) in inode_pieces.iter().zip(&ranges) {
+            for ((p, at, bytes, chunk), r) in inode_pieces.iter().zip(&ranges) {
                 let w = r.writer().unwrap();
-                let batch = decode::inodes_into(bytes, p, at, &tables, 0, w, false).unwrap();
+                let batch = decode::inodes_into(bytes, p, at, &tables, *chunk, w, false).unwrap();
                 assert!(r.commit(batch.into_parts_and_sink().1));
             }
             drop(ranges);
@@ -174,7 +178,7 @@ fn benches(c: &mut Criterion) {
     });
     g.finish();
 
-    let batch = decode::inodes(bytes, &p, &at, &tables, 0, Vec::new()).unwrap();
+    let batch = decode::inodes(bytes, &p, &at, &tables, 1, Vec::new()).unwrap();
     let mut g = c.benchmark_group("merge");
     g.throughput(Throughput::Elements(batch.len() as u64));
     g.bench_function("sharded_put", |b| {
