@@ -17,7 +17,7 @@ use parking_lot::Mutex;
 use std::mem::MaybeUninit;
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
-use std::sync::Arc;
+use triomphe::Arc;
 
 /// A chunk being filled: its nodes are written one by one through raw
 /// pointers before it becomes a `NodeChunk`.
@@ -174,7 +174,7 @@ fn chunk_start(chunks: &[AtomicPtr<Unfilled>], k: usize) -> Option<*mut Node> {
     if !p.is_null() {
         return Some(p.cast());
     }
-    let mine = Arc::into_raw(Arc::<NodeChunk>::new_uninit()).cast_mut();
+    let mine = Arc::into_raw(Arc::<Unfilled>::new_uninit()).cast_mut();
     match slot.compare_exchange(ptr::null_mut(), mine, Ordering::AcqRel, Ordering::Acquire) {
         Ok(_) => Some(mine.cast()),
         Err(theirs) => {

@@ -11,7 +11,7 @@
 //! shared last chunk is left as it is and a new chunk started instead. A
 //! clone therefore never copies a chunk, whatever either copy does later.
 
-use std::sync::Arc;
+use triomphe::Arc;
 
 /// A range inside an [`Arena`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

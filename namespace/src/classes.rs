@@ -11,7 +11,8 @@
 //! is next loaded from an image.
 
 use crate::values::Perm;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError};
+use triomphe::Arc;
 
 /// Index of a [`Class`] in a [`Classes`] table.
 pub type ClassId = u32;

@@ -25,7 +25,7 @@
 
 use crate::node::Node;
 use std::ops::{Index, IndexMut};
-use std::sync::Arc;
+use triomphe::Arc;
 
 /// Log2 of [`NODE_CHUNK`] (see the module's page for the choice).
 pub const NODE_CHUNK_SHIFT: u32 = 8;

@@ -6,7 +6,7 @@
 //! and an edited child list's chunks are themselves shared).
 
 use crate::consts::Slot;
-use std::sync::Arc;
+use triomphe::Arc;
 
 /// A map keyed by slot: foldhash, not the default SipHash (these keys
 /// come from the namespace itself, not from an adversary choosing them to

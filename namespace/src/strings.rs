@@ -9,7 +9,7 @@
 //! studied for); the trade is taken for speed, as for the class table.
 
 use foldhash::{HashMap, HashMapExt};
-use std::sync::Arc;
+use triomphe::Arc;
 
 /// Ids must fit the 24-bit fields of a packed permission.
 pub const MAX_STRINGS: usize = (1 << 24) - 1;
