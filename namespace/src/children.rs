@@ -15,7 +15,7 @@
 
 use crate::consts::Slot;
 use std::cmp::Ordering;
-use std::sync::Arc;
+use triomphe::Arc;
 
 /// Most entries one chunk of an owned list holds.
 const CHUNK: usize = 512;
@@ -55,15 +55,27 @@ pub(crate) struct OwnedChildren {
     /// Non-empty chunks, each of at most [`CHUNK`] entries, shared
     /// copy-on-write with copies of the list.
     chunks: Vec<Arc<Chunk>>,
+    /// The last (key, slot) of each chunk, beside the chunks: a search
+    /// finds its chunk in this one array instead of reaching into every
+    /// chunk it compares with (each behind its own pointer).
+    lasts: Vec<(u64, Slot)>,
     /// Entries in all chunks together.
     len: usize,
+}
+
+/// The last (key, slot) of a chunk (never empty).
+fn last_of(c: &Chunk) -> (u64, Slot) {
+    (
+        c.keys.last().copied().unwrap_or_default(),
+        c.slots.last().copied().unwrap_or_default(),
+    )
 }
 
 impl OwnedChildren {
     /// The owned copy of a sorted list, chunks half full so that the first
     /// insertions into each do not split it.
     pub(crate) fn from_sorted(slots: &[Slot], mut key_of: impl FnMut(Slot) -> u64) -> Self {
-        let chunks = slots
+        let chunks: Vec<Arc<Chunk>> = slots
             .chunks(CHUNK / 2)
             .map(|part| {
                 Arc::new(Chunk {
@@ -73,6 +85,7 @@ impl OwnedChildren {
             })
             .collect();
         OwnedChildren {
+            lasts: chunks.iter().map(|c| last_of(c)).collect(),
             chunks,
             len: slots.len(),
         }
@@ -96,27 +109,21 @@ impl OwnedChildren {
     ) -> Result<Place, Place> {
         // Keys first; a name is read only when keys tie.
         let cmp = |k: u64, s: Slot| k.cmp(&key).then_with(|| name_of(s).cmp(name));
-        let Some((last, _)) = self.chunks.split_last() else {
+        let Some(&(k, s)) = self.lasts.last() else {
             return Err(Place { chunk: 0, at: 0 });
         };
-        let n = self.chunks.len();
+        let n = self.lasts.len();
         // New names often sort last (sequential names, sorted bulk
         // creation): one comparison instead of a search.
-        if let (Some(&k), Some(&s)) = (last.keys.last(), last.slots.last()) {
-            if cmp(k, s) == Ordering::Less {
-                return Err(Place {
-                    chunk: n - 1,
-                    at: last.keys.len(),
-                });
-            }
+        if cmp(k, s) == Ordering::Less {
+            return Err(Place {
+                chunk: n - 1,
+                at: self.chunks[n - 1].keys.len(),
+            });
         }
         // The first chunk whose last child does not sort before `name`; one
         // exists, since the last chunk's does not.
-        let chunk =
-            self.chunks[..n - 1].partition_point(|c| match (c.keys.last(), c.slots.last()) {
-                (Some(&k), Some(&s)) => cmp(k, s) == Ordering::Less,
-                _ => true,
-            });
+        let chunk = self.lasts[..n - 1].partition_point(|&(k, s)| cmp(k, s) == Ordering::Less);
         let c = &self.chunks[chunk];
         let (mut lo, mut hi) = (0, c.keys.len());
         while lo < hi {
@@ -154,11 +161,14 @@ impl OwnedChildren {
             // directories are small).
             self.chunks.reserve_exact(1);
             self.chunks.push(Arc::default());
+            self.lasts.reserve_exact(1);
+            self.lasts.push((key, slot));
         } else if self.chunks[chunk].slots.len() >= CHUNK {
             if chunk + 1 == n && at >= CHUNK {
                 // Past the end of the list: a new last chunk, so that names
                 // added in order fill whole chunks.
                 self.chunks.push(Arc::default());
+                self.lasts.push((key, slot));
                 chunk = n;
                 at = 0;
             } else {
@@ -172,6 +182,9 @@ impl OwnedChildren {
                 let c = Arc::make_mut(&mut self.chunks[chunk]);
                 c.slots.truncate(CHUNK / 2);
                 c.keys.truncate(CHUNK / 2);
+                let head_last = last_of(c);
+                self.lasts.insert(chunk + 1, last_of(&tail));
+                self.lasts[chunk] = head_last;
                 self.chunks.insert(chunk + 1, Arc::new(tail));
                 if at > CHUNK / 2 {
                     chunk += 1;
@@ -182,6 +195,9 @@ impl OwnedChildren {
         let c = Arc::make_mut(&mut self.chunks[chunk]);
         c.slots.insert(at, slot);
         c.keys.insert(at, key);
+        if at + 1 == c.slots.len() {
+            self.lasts[chunk] = (key, slot);
+        }
         self.len += 1;
     }
 
@@ -197,21 +213,21 @@ impl OwnedChildren {
         if c.slots.len() == 1 {
             // Emptied: dropped without copying it first.
             self.chunks.remove(p.chunk);
+            self.lasts.remove(p.chunk);
             self.len -= 1;
             return;
         }
         let c = Arc::make_mut(c);
         c.slots.remove(p.at);
         c.keys.remove(p.at);
-        if c.slots.is_empty() {
-            self.chunks.remove(p.chunk);
-        } else if c.slots.len() * 4 < c.slots.capacity() {
+        if c.slots.len() * 4 < c.slots.capacity() {
             // A chunk emptied by removals gives its memory back (to twice
             // what it holds, so that it does not shrink again at once).
             let keep = c.slots.len() * 2;
             c.slots.shrink_to(keep);
             c.keys.shrink_to(keep);
         }
+        self.lasts[p.chunk] = last_of(c);
         self.len -= 1;
     }
 
@@ -219,6 +235,7 @@ impl OwnedChildren {
     /// `unique`, only its chunks no copy shares.
     pub(crate) fn heap_bytes(&self, unique: bool) -> usize {
         self.chunks.capacity() * size_of::<Arc<Chunk>>()
+            + self.lasts.capacity() * size_of::<(u64, Slot)>()
             + self
                 .chunks
                 .iter()
@@ -426,6 +443,8 @@ mod tests {
         let slots: Vec<Slot> = (0..1000).collect();
         let list = OwnedChildren::from_sorted(&slots, u64::from);
         assert!(list.chunks.len() > 2);
+        let lasts: Vec<(u64, Slot)> = list.chunks.iter().map(|c| last_of(c)).collect();
+        assert_eq!(list.lasts, lasts);
         for (start, n) in [(0, 0), (0, 255), (0, 256), (3, 600), (0, 999)] {
             let mut it = list.view().iter();
             for _ in 0..start {
@@ -446,7 +465,8 @@ mod tests {
 
     /// Random inserts and removes of names (slot `i` is `names[i]`) against
     /// a sorted set, checking the chunks' shape after every step: none
-    /// empty, none over [`CHUNK`], keys beside their slots, the total right.
+    /// empty, none over [`CHUNK`], keys beside their slots, each chunk's
+    /// last entry in `lasts`, the total right.
     /// (The same through the namespace's mutations is in `mutate.rs`.)
     #[test]
     fn chunks_stay_sorted_bounded_and_aligned() {
@@ -492,6 +512,11 @@ mod tests {
                 assert!(!c.slots.is_empty() && c.slots.len() <= CHUNK);
                 assert_eq!(c.keys.len(), c.slots.len());
             }
+            let lasts: Vec<(u64, Slot)> = list.chunks.iter().map(|c| last_of(c)).collect();
+            assert_eq!(
+                list.lasts, lasts,
+                "step {step}: each chunk's last beside it"
+            );
             assert_eq!(list.len, model.len());
             if step == 15_000 {
                 assert!(list.chunks.len() >= 6, "{} chunks", list.chunks.len());
@@ -505,7 +530,7 @@ mod tests {
             let p = list.search(name_key(name), name, name_of).unwrap();
             list.remove(p);
         }
-        assert!(list.chunks.is_empty() && list.view().is_empty());
+        assert!(list.chunks.is_empty() && list.lasts.is_empty() && list.view().is_empty());
     }
 
     #[test]
