@@ -4,7 +4,7 @@
 //! strategy builds the same model through the same builder.
 
 use nsimage_namespace::Namespace;
-use nsimage_namespace::{DirBatch, InodeBatch, Interned, NamespaceBuilder, NsInfo};
+use nsimage_namespace::{DirBatch, InodeBatch, Interned, NamespaceBuilder, Nodes, NsInfo};
 
 /// A namespace being assembled on one thread: all inodes first, then the
 /// directories' children one directory at a time.
@@ -14,11 +14,17 @@ pub struct Assembly {
 }
 
 impl Assembly {
-    /// Starts from all inodes, in id order, in one batch.
-    pub fn new(info: NsInfo, tables: Interned, batch: InodeBatch) -> Result<Self, String> {
-        let (nodes, parts) = batch.into_nodes_and_parts();
-        // One copy of the nodes into the table's chunks.
-        let mut builder = NamespaceBuilder::new(info, tables, nodes.into());
+    /// An empty batch for [`Assembly::new`]: its nodes go straight into
+    /// the namespace's node table as they are decoded.
+    pub fn batch() -> InodeBatch<Nodes> {
+        InodeBatch::with_sink(0, Nodes::default(), 0)
+    }
+
+    /// Starts from all inodes, in id order, in one batch whose nodes went
+    /// straight into a node table ([`Assembly::batch`]).
+    pub fn new(info: NsInfo, tables: Interned, batch: InodeBatch<Nodes>) -> Result<Self, String> {
+        let (parts, nodes) = batch.into_parts_and_sink();
+        let mut builder = NamespaceBuilder::new(info, tables, nodes);
         builder.add_inode_parts(parts).map_err(|e| e.to_string())?;
         Ok(Assembly {
             builder,

@@ -42,7 +42,7 @@ pub(crate) fn dir_phase(
             })?;
             batches
         }
-        None => link_in_place(src, &pieces, &mut builder)?,
+        None => link_in_place(src, &pieces, &at, &mut builder)?,
     };
     builder
         .attach(batches)
@@ -105,11 +105,13 @@ fn link_ranges(
     }
 }
 
-/// The serial path: each piece's parent links go straight into the nodes
-/// (whose parents the INODE phase left unset) as it is decoded.
+/// The serial path: the pieces decoded in turn, then every parent link
+/// set straight into the nodes (whose parents the INODE phase left unset)
+/// with the table borrowed once for all pieces.
 fn link_in_place(
     src: &ImageSource,
     pieces: &[(SubSectionInfo, Location)],
+    at: &Location,
     builder: &mut NamespaceBuilder,
 ) -> Result<Vec<DirBatch>, LoadError> {
     let mut buf = PieceBuf::default();
@@ -120,10 +122,11 @@ fn link_in_place(
         let chunk = chunk_of(src, i, at)?;
         let batch = decode::dirs(bytes, p, at, builder, chunk)
             .map_err(|e| LoadError::from_format(src.path(), e))?;
-        builder
-            .link(&batch)
-            .map_err(|d| corrupt(src, at.clone(), d.to_string()))?;
         batches.push(batch);
     }
+    builder.link_all(&batches).map_err(|(i, d)| {
+        let at = pieces.get(i).map_or_else(|| at.clone(), |p| p.1.clone());
+        corrupt(src, at, d.to_string())
+    })?;
     Ok(batches)
 }

@@ -32,7 +32,7 @@ use nsimage_format::consts::name_index;
 use nsimage_format::framing::Records;
 use nsimage_format::wire::{read_varint, schema};
 use nsimage_format::{pb, FormatError, Location, SectionInfo, SectionKind, SubSectionInfo};
-use nsimage_namespace::{InodeBatch, Interned, LoadedBody, LoadedNode, Namespace, ROOT_ID};
+use nsimage_namespace::{Interned, LoadedBody, LoadedNode, Namespace, ROOT_ID};
 use prost::Message;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -511,7 +511,7 @@ impl Lookup<'_> {
         for e in children {
             names.insert(e.child, &e.name);
         }
-        let mut batch = InodeBatch::new(0, names.len(), 0);
+        let mut batch = Assembly::batch();
         let mut scratch = record::InodeScratch::default();
         let at_names = Location::in_section(SectionKind::NAME_INDEX, None, self.names.offset);
         for (&id, &name) in &names {

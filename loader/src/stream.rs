@@ -22,7 +22,7 @@ use crate::source::ImageSource;
 use nsimage_format::framing::{put_frame, Records};
 use nsimage_format::wire::{self, schema, FrameReader, Ty};
 use nsimage_format::{pb, FormatError, Location, SectionInfo, SectionKind, SubSectionInfo};
-use nsimage_namespace::{InodeBatch, Interned, Namespace};
+use nsimage_namespace::{Interned, Namespace};
 use prost::Message;
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use xxhash_rust::xxh3::Xxh3;
@@ -204,9 +204,7 @@ pub(crate) fn load_stream(src: &ImageSource) -> Result<Namespace, LoadError> {
 
     let sec = section(src, SectionKind::INODE)?;
     let (_, at) = whole(sec);
-    // Capacity bounded by the section's bytes, not by a count alone.
-    let cap = usize::try_from(sec.records.min(sec.length / 9)).unwrap_or(0);
-    let mut batch = InodeBatch::new(0, cap, 0);
+    let mut batch = Assembly::batch();
     let mut blocks = Vec::new();
     stream_section(src, sec, |off, at, body| {
         let msg: pb::Inode = decode_pb(schema::INODE, body, at, off).map_err(fmt)?;

@@ -231,9 +231,19 @@ impl NamespaceBuilder {
     /// [`DirBatch::link_into`] instead). A child whose
     /// parent is already set, listed in two directories, is an error.
     pub fn link(&mut self, batch: &DirBatch) -> Result<(), BuildError> {
+        self.link_all(std::slice::from_ref(batch))
+            .map_err(|(_, e)| e)
+    }
+
+    /// [`link`](Self::link) for each of `batches` in turn, the table
+    /// borrowed once for all of them (a serial loader's pieces); on error,
+    /// the index of the batch that failed with it.
+    pub fn link_all(&mut self, batches: &[DirBatch]) -> Result<(), (usize, BuildError)> {
         let total = self.ns.nodes.len();
         for mut part in self.ns.nodes.ranges_mut(1) {
-            batch.link_into(&mut part, total)?;
+            for (i, batch) in batches.iter().enumerate() {
+                batch.link_into(&mut part, total).map_err(|e| (i, e))?;
+            }
         }
         Ok(())
     }

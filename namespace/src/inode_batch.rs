@@ -10,6 +10,7 @@ use crate::classes::{Class, ClassCache, SharedClasses};
 use crate::consts::{MAX_NAME_LENGTH, NO_SLOT, ROOT_ID};
 use crate::ids::IdIndex;
 use crate::node::{Kind, NameRef, Node};
+use crate::nodes::Nodes;
 use crate::rules::{acl_error, valid_name};
 use crate::strings::StringTable;
 use crate::values::{Block, Extra, Perm};
@@ -103,6 +104,20 @@ pub trait NodeSink {
 }
 
 impl NodeSink for Vec<Node> {
+    #[inline]
+    fn push_node(&mut self, node: Node) -> bool {
+        self.push(node);
+        true
+    }
+    fn node_count(&self) -> usize {
+        self.len()
+    }
+}
+
+/// Straight into a node table's chunks: a caller whose whole section is
+/// one batch (a streaming reader) builds the namespace's table as it
+/// decodes, with no copy of the nodes afterwards.
+impl NodeSink for Nodes {
     #[inline]
     fn push_node(&mut self, node: Node) -> bool {
         self.push(node);

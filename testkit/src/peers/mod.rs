@@ -10,8 +10,8 @@ pub mod sqlite;
 use nsimage_loader::Assembly;
 use nsimage_namespace::Namespace;
 use nsimage_namespace::{
-    AclEntry, Block, Extra, InodeBatch, Interned, LoadedBody, LoadedNode, NsInfo, StringTable,
-    UnderConstruction, XAttr, XAttrNs,
+    AclEntry, Block, Extra, InodeBatch, Interned, LoadedBody, LoadedNode, Nodes, NsInfo,
+    StringTable, UnderConstruction, XAttr, XAttrNs,
 };
 use serde::{Deserialize, Serialize};
 
@@ -109,7 +109,7 @@ pub struct Row<'a> {
 pub struct Rebuild {
     info: NsInfo,
     tables: Interned,
-    batch: InodeBatch,
+    batch: InodeBatch<Nodes>,
     /// (parent, name, id) of every inode but the root.
     links: Vec<(u64, Vec<u8>, u64)>,
 }
@@ -127,7 +127,7 @@ impl Rebuild {
         Rebuild {
             info,
             tables: Interned::default(),
-            batch: InodeBatch::new(0, inodes, 0),
+            batch: Assembly::batch(),
             links: Vec::with_capacity(inodes),
         }
     }
