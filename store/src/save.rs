@@ -81,15 +81,18 @@ struct Paced {
 }
 
 impl Write for Paced {
+    /// The fsync due comes before the next write, so that a count of bytes
+    /// returned always means they were written, and a failed fsync is the
+    /// error of a write that wrote nothing.
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = self.file.write(buf)?;
         if let Some(every) = self.every {
-            self.unsynced = self.unsynced.saturating_add(n as u64);
             if self.unsynced >= every {
                 self.file.sync()?;
                 self.unsynced = 0;
             }
         }
+        let n = self.file.write(buf)?;
+        self.unsynced = self.unsynced.saturating_add(n as u64);
         Ok(n)
     }
 
