@@ -11,6 +11,7 @@
 //! shared last chunk is left as it is and a new chunk started instead. A
 //! clone therefore never copies a chunk, whatever either copy does later.
 
+use crate::consts::ARC_HEADER;
 use triomphe::Arc;
 
 /// A range inside an [`Arena`].
@@ -202,7 +203,7 @@ fn unique<T>(c: &Arc<Vec<T>>) -> bool {
 
 /// Heap bytes of one chunk: its items' capacity and the shared header.
 fn chunk_bytes<T>(c: &Arc<Vec<T>>) -> usize {
-    c.capacity() * size_of::<T>() + size_of::<Vec<T>>() + 16
+    c.capacity() * size_of::<T>() + size_of::<Vec<T>>() + ARC_HEADER
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@
 //! shard of lists is copied) shares the chunks, and an edit copies the one
 //! chunk it changes if a copy still shares it.
 
-use crate::consts::Slot;
+use crate::consts::{Slot, ARC_HEADER};
 use std::cmp::Ordering;
 use triomphe::Arc;
 
@@ -242,7 +242,7 @@ impl OwnedChildren {
                 .filter(|c| !unique || Arc::strong_count(c) == 1)
                 .map(|c| {
                     size_of::<Chunk>()
-                        + 16
+                        + ARC_HEADER
                         + c.slots.capacity() * size_of::<Slot>()
                         + c.keys.capacity() * 8
                 })

@@ -1,5 +1,6 @@
 //! The namespace's fixed numbers: the root's id, the longest name it holds,
-//! and the slot type that indexes the node table, with its "none" value.
+//! the slot type that indexes the node table, with its "none" value, and
+//! the header a shared chunk carries.
 
 /// Id of the root directory (the same as HDFS's `ROOT_INODE_ID`).
 pub const ROOT_ID: u64 = 16385;
@@ -11,3 +12,7 @@ pub const MAX_NAME_LENGTH: usize = 64 << 10;
 pub type Slot = u32;
 /// "No slot": the parent of the root, or of an inode not attached yet.
 pub const NO_SLOT: Slot = u32::MAX;
+
+/// Bytes a shared chunk's `triomphe::Arc` adds to it: its one reference
+/// count (no weak count), for the memory counts.
+pub(crate) const ARC_HEADER: usize = size_of::<usize>();

@@ -93,8 +93,9 @@ pub struct LoadedNode<'a> {
 }
 
 /// Where a batch puts the fixed parts of the inodes it decodes: a vector of
-/// its own (copied into the node table afterwards), or, in a loader, the
-/// node table's slots for the piece, written in place.
+/// its own (copied into the node table afterwards), in a loader the node
+/// table's slots for the piece, written in place, or, for a caller whose
+/// whole section is one batch, a [`Nodes`] table grown as it goes.
 pub trait NodeSink {
     /// Appends one node; `false` (and nothing written) when the sink is
     /// full.

@@ -23,6 +23,7 @@
 //! from the C allocator's heaps, never a memory mapping each, and a load
 //! allocates each in the worker that first writes it.
 
+use crate::consts::ARC_HEADER;
 use crate::node::Node;
 use std::ops::{Index, IndexMut};
 use triomphe::Arc;
@@ -174,7 +175,7 @@ impl Nodes {
 
     /// Bytes of heap this table references, shared chunks included.
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.chunks.len() * (size_of::<NodeChunk>() + 16)
+        self.chunks.len() * (size_of::<NodeChunk>() + ARC_HEADER)
             + self.chunks.capacity() * size_of::<Arc<NodeChunk>>()
     }
 
@@ -185,7 +186,7 @@ impl Nodes {
             .iter()
             .filter(|c| Arc::strong_count(c) == 1)
             .count()
-            * (size_of::<NodeChunk>() + 16)
+            * (size_of::<NodeChunk>() + ARC_HEADER)
             + self.chunks.capacity() * size_of::<Arc<NodeChunk>>()
     }
 }
