@@ -2,8 +2,10 @@
 //! runs after the INODE phase. On a pool the workers decode the pieces
 //! with the builder shared read-only (ids, names), then set the parents,
 //! each worker those of its own range of the node table; on the serial
-//! path each piece's links go into the nodes as it is decoded. Either way
-//! each link is set at most once; then the children lists are attached and
+//! path the pieces are decoded in turn, then every link goes into the
+//! nodes with the table borrowed once. Either way the first piece that
+//! fails to decode is reported before any link is set, and each link is
+//! set at most once; then the children lists are attached and
 //! the tree checked from the parent links (every inode reachable from the
 //! root, `NamespaceBuilder::finish_linked`).
 #![deny(clippy::arithmetic_side_effects)]

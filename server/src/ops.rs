@@ -275,7 +275,8 @@ impl Listing {
                     out.push(b',');
                 }
                 self.written += 1;
-                // A Value serialises to memory without failing.
+                // A FileStatus (strings and integers) serialises to memory
+                // without failing.
                 let name = lossy(c.name());
                 let _ = serde_json::to_writer(&mut out, &file_status(&c, &name));
             }
@@ -449,5 +450,52 @@ mod tests {
         assert!(encode_value(b"x", "rot13").is_err());
         assert_eq!(permission(0o1777), "1777");
         assert_eq!(permission(0o755), "755");
+    }
+
+    /// A `FileStatus` is written with its keys in sorted order, as the JSON
+    /// map it replaced wrote them (serde_json's map sorts its keys), so
+    /// answers stay byte for byte what they were: for a directory, a file
+    /// with blocks and an ACL (`aclBit`) and a symlink (`symlink`).
+    #[test]
+    fn file_status_keys_come_out_sorted_as_before() {
+        use nsimage_namespace::{Block, FileSpec, NsInfo, PermSpec};
+        let mut ns = Namespace::new(NsInfo::default());
+        let p = PermSpec {
+            user: b"hdfs",
+            group: b"super\"group",
+            mode: 0o1755,
+        };
+        let spec = FileSpec {
+            replication: 3,
+            preferred_block_size: 128 << 20,
+            storage_policy: 7,
+        };
+        ns.mkdirs(b"/d", &p, 5).unwrap();
+        let f = ns.create(b"/d/f", &p, &spec, 6).unwrap();
+        ns.add_block(
+            f,
+            Block {
+                id: 1 << 30,
+                generation_stamp: 1001,
+                length: 42,
+            },
+        )
+        .unwrap();
+        ns.set_acl(f, &[(b"etl", 0, false, 5), (b"", 2, false, 7)])
+            .unwrap();
+        ns.symlink(b"/d/l", b"/d/f", &p, 7).unwrap();
+        for (path, name, has) in [
+            (&b"/d"[..], "d", ""),
+            (b"/d/f", "f", "\"aclBit\":true"),
+            (b"/d/l", "l", "\"symlink\":\"/d/f\""),
+        ] {
+            let inode = ns.inode(ns.resolve(path).unwrap()).unwrap();
+            let direct = serde_json::to_string(&file_status(&inode, name)).unwrap();
+            let through_map = serde_json::to_value(file_status(&inode, name))
+                .unwrap()
+                .to_string();
+            assert_eq!(direct, through_map);
+            assert!(direct.contains(has), "{direct}");
+        }
     }
 }

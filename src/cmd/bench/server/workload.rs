@@ -387,7 +387,8 @@ fn check(op: Op, a: &Answer) -> Result<(), String> {
             }
         }
         Op::GetFileStatus | Op::ListStatus => {
-            let v: ReadAnswer = serde_json::from_slice(&a.body).map_err(not_json)?;
+            let v: ReadAnswer = serde_json::from_slice(&a.body)
+                .map_err(|e| format!("not a {} answer ({e}): {}", op.name(), excerpt(&a.body)))?;
             match (op, v) {
                 (Op::GetFileStatus, ReadAnswer::FileStatus(_))
                 | (Op::ListStatus, ReadAnswer::FileStatuses(_)) => {}
