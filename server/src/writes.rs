@@ -169,6 +169,22 @@ fn existing<'n>(ns: &'n Namespace, path: &[u8], shown: &str) -> Result<Inode<'n>
         .ok_or_else(|| RemoteError::not_found(format!("File does not exist: {shown}")))
 }
 
+/// The directory `parent` of a path to be made (`shown` in messages):
+/// ParentNotDirectoryException when it is not one, FileNotFoundException
+/// when it does not exist.
+fn parent_dir<'n>(ns: &'n Namespace, parent: &[u8], shown: &str) -> Result<Inode<'n>, RemoteError> {
+    match lookup(ns, parent, shown)?.and_then(|id| ns.inode(id)) {
+        Some(d) if d.kind() == InodeKind::Directory => Ok(d),
+        Some(_) => Err(parent_not_dir(format!(
+            "{shown}: a parent of it is not a directory"
+        ))),
+        None => Err(RemoteError::not_found(format!(
+            "Parent directory doesn't exist: {}",
+            String::from_utf8_lossy(parent)
+        ))),
+    }
+}
+
 /// Child `name` of directory `dir` (a binary search: children are in
 /// name order).
 fn child<'n>(ns: &'n Namespace, dir: &Inode<'n>, name: &[u8]) -> Option<Inode<'n>> {
@@ -409,20 +425,7 @@ fn create(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
     let mtime = now_ms();
     let mut made = None;
     s.step(|ns| {
-        let dir = match lookup(ns, &parent, &shown)?.and_then(|id| ns.inode(id)) {
-            Some(d) if d.kind() == InodeKind::Directory => d,
-            Some(_) => {
-                return Err(parent_not_dir(format!(
-                    "{shown}: a parent of it is not a directory"
-                )))
-            }
-            None => {
-                return Err(RemoteError::not_found(format!(
-                    "Parent directory doesn't exist: {}",
-                    String::from_utf8_lossy(&parent)
-                )))
-            }
-        };
+        let dir = parent_dir(ns, &parent, &shown)?;
         if let Some(n) = child(ns, &dir, &name) {
             return Err(already_exists(if n.kind() == InodeKind::Directory {
                 format!("{shown} already exists as a directory")
@@ -490,20 +493,7 @@ fn symlink(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
     }
     let mtime = now_ms();
     s.step(|ns| {
-        let dir = match lookup(ns, &parent, &shown)?.and_then(|id| ns.inode(id)) {
-            Some(d) if d.kind() == InodeKind::Directory => d,
-            Some(_) => {
-                return Err(parent_not_dir(format!(
-                    "{shown}: a parent of it is not a directory"
-                )))
-            }
-            None => {
-                return Err(RemoteError::not_found(format!(
-                    "Parent directory doesn't exist: {}",
-                    String::from_utf8_lossy(&parent)
-                )))
-            }
-        };
+        let dir = parent_dir(ns, &parent, &shown)?;
         if child(ns, &dir, &name).is_some() {
             return Err(already_exists(format!("Path {shown} already exists")));
         }
