@@ -14,9 +14,11 @@
 //! connections.
 
 use crate::error::RemoteError;
+use crate::identity::{GroupSource, Groups, GroupsFileError};
 use crate::live::Live;
 use crate::ops::{answer, list_status_start, write_refused, ListStart, Listing};
 use crate::params;
+use crate::perm::{Gate, Permissions};
 use crate::request::{parse, Parsed, MAX_URI_BYTES};
 use crate::source::{load_image, newest_checkpoint, poll_store, Current, Served, SourceError};
 use crate::writes::{self, Done};
@@ -76,6 +78,102 @@ pub struct Config {
     /// Serve a store directory writable (its live namespace, recovered at
     /// start), not its newest checkpoint read-only.
     pub writable: Option<Writable>,
+    /// Who may see and change what.
+    pub permissions: PermissionConfig,
+    /// Serve HTTPS with this certificate and key, not plain HTTP.
+    pub tls: Option<TlsFiles>,
+}
+
+/// The permission settings as given (the superuser's default needs the
+/// namespace: see [`Permissions::for_namespace`]).
+#[derive(Clone, Debug)]
+pub struct PermissionConfig {
+    /// Checks made (`--no-permissions` turns them off).
+    pub enabled: bool,
+    /// The superuser; `None`: the owner of `/` (`hdfs` when it has none).
+    pub superuser: Option<String>,
+    /// The supergroup.
+    pub supergroup: String,
+    /// Where users' groups come from.
+    pub groups: GroupSource,
+}
+
+impl Default for PermissionConfig {
+    fn default() -> Self {
+        PermissionConfig {
+            enabled: true,
+            superuser: None,
+            supergroup: crate::perm::DEFAULT_SUPERGROUP.to_string(),
+            groups: GroupSource::System,
+        }
+    }
+}
+
+impl PermissionConfig {
+    /// The settings for a server of `ns`.
+    fn resolve(&self, ns: &nsimage_namespace::Namespace) -> Permissions {
+        let mut p = Permissions::for_namespace(ns);
+        p.enabled = self.enabled;
+        if let Some(u) = &self.superuser {
+            p.superuser.clone_from(u);
+        }
+        p.supergroup.clone_from(&self.supergroup);
+        p
+    }
+}
+
+/// A TLS certificate chain and its private key, PEM files.
+#[derive(Clone, Debug)]
+pub struct TlsFiles {
+    /// The certificate chain, leaf first.
+    pub cert: PathBuf,
+    /// The private key (PKCS#8, PKCS#1 or SEC1).
+    pub key: PathBuf,
+}
+
+/// What the server listens with, once bound.
+#[derive(Clone, Debug)]
+pub struct Listening {
+    /// The bound address.
+    pub addr: SocketAddr,
+    /// Whether it speaks HTTPS.
+    pub tls: bool,
+    /// Its permission settings.
+    pub permissions: Permissions,
+}
+
+impl Listening {
+    /// The start-up line: the address as a WebHDFS URL, and the
+    /// permission settings.
+    pub fn line(&self) -> String {
+        let scheme = if self.tls { "https" } else { "http" };
+        let p = &self.permissions;
+        let perms = if p.enabled {
+            format!(
+                "permissions on: superuser {}, supergroup {}",
+                p.superuser, p.supergroup
+            )
+        } else {
+            "permissions off".to_string()
+        };
+        format!(
+            "listening on {scheme}://{}/webhdfs/v1/ ({perms})",
+            self.addr
+        )
+    }
+
+    /// The address and whether it is HTTPS, read back from a start-up
+    /// [`line`](Self::line).
+    pub fn parse_line(line: &str) -> Option<(SocketAddr, bool)> {
+        let url = line.trim().strip_prefix("listening on ")?;
+        let url = url.split_whitespace().next()?;
+        let (rest, tls) = match url.strip_prefix("https://") {
+            Some(r) => (r, true),
+            None => (url.strip_prefix("http://")?, false),
+        };
+        let addr = rest.strip_suffix("/webhdfs/v1/")?.parse().ok()?;
+        Some((addr, tls))
+    }
 }
 
 /// How a writable server opens its store and checkpoints.
@@ -112,6 +210,8 @@ impl Default for Config {
             shutdown_grace: Duration::from_secs(10),
             key: None,
             writable: None,
+            permissions: PermissionConfig::default(),
+            tls: None,
         }
     }
 }
@@ -125,6 +225,17 @@ pub enum ServeError {
     /// The store of a writable server failed to open (recover).
     #[error(transparent)]
     Store(#[from] nsimage_store::StoreError),
+    /// The groups file does not read.
+    #[error(transparent)]
+    Groups(#[from] GroupsFileError),
+    /// The TLS certificate or key does not read.
+    #[error("{path}: {detail}")]
+    Tls {
+        /// The file.
+        path: String,
+        /// What is wrong.
+        detail: String,
+    },
     /// Binding or running failed.
     #[error("{what}: {source}")]
     Io {
@@ -138,6 +249,8 @@ pub enum ServeError {
 
 struct AppState {
     backend: Backend,
+    perms: Arc<Permissions>,
+    groups: Groups,
     log: bool,
     request_timeout: Duration,
     /// The bound address (CREATE's redirect names it).
@@ -151,7 +264,7 @@ struct AppState {
 pub fn run(
     source: PathBuf,
     config: Config,
-    on_bound: impl FnOnce(SocketAddr),
+    on_bound: impl FnOnce(&Listening),
 ) -> Result<(), ServeError> {
     let log = config.log;
     let logger = move |line: &str| {
@@ -173,6 +286,7 @@ pub fn run(
         load_image(&source, None, config.key.as_ref())?
     };
     logger(&format!("serving {}", first.image.display()));
+    let perms = config.permissions.resolve(&first.namespace);
     let current = Arc::new(Current::new(first));
     let stop = Arc::new(AtomicBool::new(false));
     let poller = is_store.then(|| {
@@ -190,7 +304,12 @@ pub fn run(
             )
         })
     });
-    let result = run_runtime(Backend::Image(Arc::clone(&current)), &config, on_bound);
+    let result = run_runtime(
+        Backend::Image(Arc::clone(&current)),
+        perms,
+        &config,
+        on_bound,
+    );
     stop.store(true, Ordering::Relaxed);
     if let Some(p) = poller {
         let _ = p.join();
@@ -206,7 +325,7 @@ fn run_writable(
     dir: &std::path::Path,
     config: &Config,
     w: &Writable,
-    on_bound: impl FnOnce(SocketAddr),
+    on_bound: impl FnOnce(&Listening),
 ) -> Result<(), ServeError> {
     let started = Instant::now();
     let mut opts = w.store.clone();
@@ -224,7 +343,10 @@ fn run_writable(
             started.elapsed().as_secs_f64()
         );
     }
-    let result = run_runtime(Backend::Store(Arc::clone(&live)), config, on_bound);
+    let perms = live
+        .store
+        .with_namespace(|ns| config.permissions.resolve(ns));
+    let result = run_runtime(Backend::Store(Arc::clone(&live)), perms, config, on_bound);
     let closed = live.close(w.checkpoint_on_exit);
     result?;
     closed.map_err(ServeError::Store)
@@ -233,9 +355,12 @@ fn run_writable(
 /// Binds and serves `backend` on a runtime of its own until a signal.
 fn run_runtime(
     backend: Backend,
+    perms: Permissions,
     config: &Config,
-    on_bound: impl FnOnce(SocketAddr),
+    on_bound: impl FnOnce(&Listening),
 ) -> Result<(), ServeError> {
+    let groups = Groups::new(config.permissions.groups.clone())?;
+    let tls = config.tls.as_ref().map(tls_acceptor).transpose()?;
     // Answers are computed on the blocking pool (they are CPU work over the
     // namespace); as many threads as cores, so that a burst of clients
     // queues instead of growing a thread (and an allocator arena) per
@@ -261,8 +386,20 @@ fn run_runtime(
             what: "reading the bound address".into(),
             source,
         })?;
-        on_bound(bound);
-        serve(listener, backend, config, shutdown_signal()).await;
+        on_bound(&Listening {
+            addr: bound,
+            tls: tls.is_some(),
+            permissions: perms.clone(),
+        });
+        let app = Arc::new(AppState {
+            backend,
+            perms: Arc::new(perms),
+            groups,
+            log: config.log,
+            request_timeout: config.request_timeout,
+            addr: bound,
+        });
+        serve(listener, app, tls, config, shutdown_signal()).await;
         Ok(())
     })
 }
@@ -291,28 +428,49 @@ async fn shutdown_signal() {
     }
 }
 
-/// The router: every path and method goes to one handler, which checks the
-/// request itself (WebHDFS errors, not axum's rejections).
-pub fn router(backend: Backend, config: &Config, addr: SocketAddr) -> Router {
-    let state = Arc::new(AppState {
-        backend,
-        log: config.log,
-        request_timeout: config.request_timeout,
-        addr,
-    });
-    Router::new().fallback(handle).with_state(state)
+/// The TLS side of a server with `files`: a rustls acceptor with their
+/// certificate chain and key.
+fn tls_acceptor(files: &TlsFiles) -> Result<tokio_rustls::TlsAcceptor, ServeError> {
+    use rustls_pki_types::pem::PemObject;
+    use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+    let bad = |path: &std::path::Path, detail: String| ServeError::Tls {
+        path: path.display().to_string(),
+        detail,
+    };
+    let certs = CertificateDer::pem_file_iter(&files.cert)
+        .map_err(|e| bad(&files.cert, e.to_string()))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| bad(&files.cert, e.to_string()))?;
+    if certs.is_empty() {
+        return Err(bad(&files.cert, "no certificate in the file".into()));
+    }
+    let key =
+        PrivateKeyDer::from_pem_file(&files.key).map_err(|e| bad(&files.key, e.to_string()))?;
+    let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
+    let config = tokio_rustls::rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| bad(&files.cert, e.to_string()))?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map_err(|e| bad(&files.key, e.to_string()))?;
+    Ok(tokio_rustls::TlsAcceptor::from(Arc::new(config)))
 }
 
 /// Accepts connections on `listener` until `shutdown` resolves, then waits
 /// (at most [`Config::shutdown_grace`]) for open connections to finish.
-pub async fn serve(
+/// With `tls`, each connection's handshake comes first (within
+/// [`Config::header_timeout`]); one that fails (plain HTTP to an HTTPS
+/// port, say) is closed without an answer.
+async fn serve(
     listener: TcpListener,
-    backend: Backend,
+    state: Arc<AppState>,
+    tls: Option<tokio_rustls::TlsAcceptor>,
     config: &Config,
     shutdown: impl Future<Output = ()>,
 ) {
-    let addr = listener.local_addr().unwrap_or(config.addr);
-    let app = router(backend, config, addr);
+    // Every path and method goes to one handler, which checks the request
+    // itself (WebHDFS errors, not axum's rejections).
+    let app = Router::new().fallback(handle).with_state(state);
     let graceful = GracefulShutdown::new();
     let conns = Arc::new(Connections::default());
     let open_files = crate::fdlimit::raise_open_files();
@@ -370,23 +528,52 @@ pub async fn serve(
                 }
             })
         };
-        let conn = http1::Builder::new()
-            .timer(TokioTimer::new())
+        let mut http = http1::Builder::new();
+        http.timer(TokioTimer::new())
             .header_read_timeout(config.header_timeout)
-            .max_buf_size(MAX_HEAD_BYTES)
-            .serve_connection(
-                TokioIo::new(WriteDeadline::new(stream, config.write_timeout)),
-                service,
-            );
-        let conn = graceful.watch(conn);
+            .max_buf_size(MAX_HEAD_BYTES);
         let conns = Arc::clone(&conns);
-        tokio::spawn(async move {
-            tokio::select! {
-                _ = conn => {}
-                () = slot.evicted.notified() => {}
+        let write_timeout = config.write_timeout;
+        match &tls {
+            None => {
+                let conn = http.serve_connection(
+                    TokioIo::new(WriteDeadline::new(stream, write_timeout)),
+                    service,
+                );
+                let conn = graceful.watch(conn);
+                tokio::spawn(async move {
+                    tokio::select! {
+                        _ = conn => {}
+                        () = slot.evicted.notified() => {}
+                    }
+                    conns.remove(slot.id);
+                });
             }
-            conns.remove(slot.id);
-        });
+            Some(acceptor) => {
+                let handshake = acceptor.accept(stream);
+                let header_timeout = config.header_timeout;
+                let watcher = graceful.watcher();
+                tokio::spawn(async move {
+                    tokio::select! {
+                        r = tokio::time::timeout(header_timeout, handshake) => {
+                            if let Ok(Ok(s)) = r {
+                                let conn = http.serve_connection(
+                                    TokioIo::new(WriteDeadline::new(s, write_timeout)),
+                                    service,
+                                );
+                                let conn = watcher.watch(conn);
+                                tokio::select! {
+                                    _ = conn => {}
+                                    () = slot.evicted.notified() => {}
+                                }
+                            }
+                        }
+                        () = slot.evicted.notified() => {}
+                    }
+                    conns.remove(slot.id);
+                });
+            }
+        }
     }
     drop(listener);
     tokio::select! {
@@ -474,10 +661,13 @@ async fn dispatch(
             }
             let parsed = parse(uri.path(), uri.query())?;
             params::check(&parsed)?;
+            let gate = gate(st, &parsed)?;
             let served = current.get();
             return timed(st, move || {
                 let ns = &served.namespace;
-                read(ns, &parsed, || ListingFrom::Image(Arc::clone(&served)))
+                read(ns, &parsed, &gate, || {
+                    ListingFrom::Image(Arc::clone(&served))
+                })
             })
             .await;
         }
@@ -485,6 +675,7 @@ async fn dispatch(
     };
     let parsed = parse(uri.path(), uri.query())?;
     let (op, wanted) = params::check(&parsed)?;
+    let gate = gate(st, &parsed)?;
     let sent = match *method {
         Method::GET => params::Method::Get,
         Method::PUT => params::Method::Put,
@@ -505,8 +696,9 @@ async fn dispatch(
     }
     if sent == params::Method::Get {
         return timed(st, move || {
-            live.store
-                .with_namespace(|ns| read(ns, &parsed, || ListingFrom::Store(Arc::clone(&live))))
+            live.store.with_namespace(|ns| {
+                read(ns, &parsed, &gate, || ListingFrom::Store(Arc::clone(&live)))
+            })
         })
         .await;
     }
@@ -520,7 +712,10 @@ async fn dispatch(
     }
     let ticket = live.begin_write();
     let store_live = Arc::clone(&live);
-    let outcome = timed(st, move || Ok(writes::run(&store_live.store, &op, &parsed))).await?;
+    let outcome = timed(st, move || {
+        Ok(writes::run(&store_live.store, &op, &parsed, &gate))
+    })
+    .await?;
     // Answered only once durable, error or not (an earlier step of it
     // may have applied; its checks may have seen ops not yet durable).
     live.durable(ticket, outcome.txid).await?;
@@ -534,18 +729,46 @@ async fn dispatch(
     }
 }
 
-/// A read's answer from `ns`; `from` names it for a streamed listing.
+/// A read's answer from `ns` for `gate`'s caller; `from` names it for a
+/// streamed listing.
 fn read(
     ns: &nsimage_namespace::Namespace,
     parsed: &Parsed,
+    gate: &Gate,
     from: impl FnOnce() -> ListingFrom,
 ) -> Result<Answer, RemoteError> {
-    match list_status_start(ns, parsed) {
+    match list_status_start(ns, parsed, gate) {
         Some(Ok(ListStart::Directory(listing))) => Ok(Answer::Listing(listing, from())),
         Some(Ok(ListStart::Whole(v))) => Ok(Answer::Whole(v.to_string())),
         Some(Err(e)) => Err(e),
-        None => answer(ns, parsed).map(|v| Answer::Whole(v.to_string())),
+        None => answer(ns, parsed, gate).map(|v| Answer::Whole(v.to_string())),
     }
+}
+
+/// The request's caller: `user.name` (HDFS's `dr.who` without one) with
+/// its groups, looked up now. `doas` (a proxy user) is refused unless it
+/// names the caller: simple authentication has no proxy users.
+fn gate(st: &AppState, parsed: &Parsed) -> Result<Gate, RemoteError> {
+    let user = parsed
+        .param("user.name")
+        .filter(|u| !u.is_empty())
+        .unwrap_or(crate::perm::DEFAULT_USER);
+    if let Some(d) = parsed.param("doas").filter(|d| *d != user) {
+        return Err(RemoteError {
+            status: 403,
+            exception: "AuthorizationException",
+            java_class: "org.apache.hadoop.security.authorize.AuthorizationException",
+            message: format!(
+                "User: {} is not allowed to impersonate {}",
+                crate::error::echo(user),
+                crate::error::echo(d)
+            ),
+        });
+    }
+    Ok(Gate {
+        perms: Arc::clone(&st.perms),
+        caller: st.perms.caller(user, st.groups.of(user)),
+    })
 }
 
 /// `work` on the blocking pool, within the request timeout.

@@ -13,6 +13,9 @@
 //!   as WebHDFS's JSON documents;
 //! - [`writes`]: the write operations over a [`nsimage_store::Store`],
 //!   with the NameNode's semantics; [`acl`]: HDFS's ACL transformations;
+//! - [`perm`]: HDFS's permission checks of every operation, for the
+//!   request's [`perm::Caller`]; [`identity`]: a user's groups (a groups
+//!   file or the system's databases, read again when they change);
 //! - [`error`]: [`RemoteError`], Hadoop's `RemoteException` bodies and
 //!   status codes;
 //! - [`source`]: what a read-only server serves (one image, or a store's
@@ -34,9 +37,11 @@ pub mod acl;
 pub mod error;
 pub mod fdlimit;
 pub mod http;
+pub mod identity;
 pub mod live;
 pub mod ops;
 pub mod params;
+pub mod perm;
 pub mod request;
 pub mod source;
 pub mod writes;

@@ -3,6 +3,7 @@
 //! writes them), or a [`RemoteError`].
 
 use crate::error::{echo, RemoteError};
+use crate::perm::{Access, Gate, Need};
 use crate::request::Parsed;
 use nsimage_namespace::{Attrs, Inode, InodeKind, Namespace};
 use nsimage_viewer::du::{du, DuOptions};
@@ -56,33 +57,59 @@ const UNSUPPORTED_OPS: [&str; 8] = [
     "GETSTORAGEPOLICY",
 ];
 
-/// Answers a GET request: the JSON body, or the error to send.
-pub fn answer(ns: &Namespace, req: &Parsed) -> Result<Value, RemoteError> {
+/// Answers a GET request for `gate`'s caller: the JSON body, or the error
+/// to send. Each operation makes the NameNode's checks first (HDFS
+/// Permissions Guide, "Permission Checks").
+pub fn answer(ns: &Namespace, req: &Parsed, gate: &Gate) -> Result<Value, RemoteError> {
     let op = req
         .param("op")
         .ok_or_else(|| RemoteError::bad_argument("the op parameter is missing"))?
         .to_ascii_uppercase();
+    let comps = req.path.components();
     match op.as_str() {
         "GETFILESTATUS" => {
+            gate.check(ns, comps, Need::TRAVERSE)?;
             let inode = find(ns, req)?;
             Ok(json!({ "FileStatus": file_status(&inode, "") }))
         }
-        "LISTSTATUS" => list_status(ns, req),
-        "LISTSTATUS_BATCH" => list_status_batch(ns, req),
-        "GETCONTENTSUMMARY" => content_summary(ns, req),
-        "GETACLSTATUS" => acl_status(ns, req),
-        "GETXATTRS" => xattrs(ns, req),
+        "LISTSTATUS" => {
+            listing_check(ns, req, gate)?;
+            list_status(ns, req)
+        }
+        "LISTSTATUS_BATCH" => {
+            listing_check(ns, req, gate)?;
+            list_status_batch(ns, req)
+        }
+        "GETCONTENTSUMMARY" => {
+            gate.check_summary(ns, comps)?;
+            content_summary(ns, req)
+        }
+        "GETACLSTATUS" => {
+            gate.check(ns, comps, Need::TRAVERSE)?;
+            acl_status(ns, req)
+        }
+        "GETXATTRS" => xattrs(ns, req, gate),
         "LISTXATTRS" => {
+            gate.check(
+                ns,
+                comps,
+                Need {
+                    parent: Some(Access::EXECUTE),
+                    ..Need::TRAVERSE
+                },
+            )?;
             let info = stat_of(ns, req)?;
-            let names: Vec<String> = info.xattrs.iter().map(|x| xattr_name(&info, x)).collect();
+            let names: Vec<String> = info
+                .xattrs
+                .iter()
+                .filter(|x| gate.xattr_visible(x.namespace, &x.name))
+                .map(|x| xattr_name(&info, x))
+                .collect();
             // WebHDFS sends the names as a JSON string holding a JSON array.
             let inner = serde_json::to_string(&names).unwrap_or_else(|_| "[]".to_string());
             Ok(json!({ "XAttrNames": inner }))
         }
-        "GETHOMEDIRECTORY" => {
-            let user = req.param("user.name").unwrap_or("dr.who");
-            Ok(json!({ "Path": format!("/user/{user}") }))
-        }
+        "GETHOMEDIRECTORY" => Ok(json!({ "Path": format!("/user/{}", gate.caller.user) })),
         w if WRITE_OPS.contains(&w) => Err(write_refused(w)),
         u if UNSUPPORTED_OPS.contains(&u) => Err(RemoteError::unsupported(format!(
             "op={u} is not served: this server answers from a namespace image, read-only and without file data"
@@ -113,6 +140,16 @@ fn view_error(e: ViewError) -> RemoteError {
         }
         other => RemoteError::internal(other.to_string()),
     }
+}
+
+/// LISTSTATUS's check: READ_EXECUTE on a directory, traverse to a file.
+fn listing_check(ns: &Namespace, req: &Parsed, gate: &Gate) -> Result<(), RemoteError> {
+    let dir = resolve(ns, &req.path).is_ok_and(|n| n.kind() == InodeKind::Directory);
+    let need = Need {
+        inode: dir.then_some(Access::READ_EXECUTE),
+        ..Need::TRAVERSE
+    };
+    gate.check(ns, req.path.components(), need)
 }
 
 fn find<'a>(ns: &'a Namespace, req: &Parsed) -> Result<Inode<'a>, RemoteError> {
@@ -224,10 +261,17 @@ pub struct Listing {
 }
 
 /// Starts a LISTSTATUS of `req`'s path; `None` when `req` asks another op.
-pub fn list_status_start(ns: &Namespace, req: &Parsed) -> Option<Result<ListStart, RemoteError>> {
+pub fn list_status_start(
+    ns: &Namespace,
+    req: &Parsed,
+    gate: &Gate,
+) -> Option<Result<ListStart, RemoteError>> {
     let op = req.param("op")?;
     if !op.eq_ignore_ascii_case("LISTSTATUS") {
         return None;
+    }
+    if let Err(e) = listing_check(ns, req, gate) {
+        return Some(Err(e));
     }
     Some(find(ns, req).map(|inode| {
         if inode.kind() == InodeKind::Directory {
@@ -416,14 +460,30 @@ fn base64(v: &[u8]) -> String {
     out
 }
 
-fn xattrs(ns: &Namespace, req: &Parsed) -> Result<Value, RemoteError> {
+/// GETXATTRS: the named attributes' namespaces first, then READ on the
+/// inode; without names, every attribute the caller may see.
+fn xattrs(ns: &Namespace, req: &Parsed, gate: &Gate) -> Result<Value, RemoteError> {
+    let asked: Vec<&str> = req.params_named("xattr.name").collect();
+    for a in &asked {
+        gate.check_xattr(a, None)?;
+    }
+    gate.check(
+        ns,
+        req.path.components(),
+        Need {
+            inode: Some(Access::READ),
+            ..Need::TRAVERSE
+        },
+    )?;
     let info = stat_of(ns, req)?;
     let encoding = req.param("encoding").unwrap_or("HEX");
     // Checked even when there is nothing to encode.
     encode_value(b"", encoding)?;
-    let asked: Vec<&str> = req.params_named("xattr.name").collect();
     let mut out = Vec::new();
     for x in &info.xattrs {
+        if !gate.xattr_visible(x.namespace, &x.name) {
+            continue;
+        }
         let name = xattr_name(&info, x);
         if asked.is_empty() || asked.iter().any(|a| *a == name) {
             out.push(json!({ "name": name, "value": encode_value(&x.value, encoding)? }));

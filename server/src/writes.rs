@@ -12,6 +12,7 @@
 use crate::acl;
 use crate::error::{echo, RemoteError};
 use crate::params::{self, boolean, check_new_path, number, permission, required};
+use crate::perm::{Access, Gate, Need};
 use crate::request::Parsed;
 use nsimage_format::pb::{self, journal_op::Op};
 use nsimage_namespace::{Attrs, Inode, InodeKind, Namespace, NsError, XAttrNs};
@@ -127,6 +128,9 @@ fn store_error(e: StoreError, path: &str) -> RemoteError {
 /// durability wait.
 struct Steps<'a> {
     store: &'a Store,
+    /// The caller's checks, made in each step against the namespace it
+    /// builds its op from.
+    gate: &'a Gate,
     path: String,
     last: Option<u64>,
 }
@@ -229,10 +233,11 @@ fn user(req: &Parsed) -> Vec<u8> {
 /// Runs write `op` (upper case, checked by [`params::check`]) on `req`'s
 /// path (CREATE here is its second step, whose request came without
 /// data).
-pub fn run(store: &Store, op: &str, req: &Parsed) -> Outcome {
+pub fn run(store: &Store, op: &str, req: &Parsed, gate: &Gate) -> Outcome {
     let shown = String::from_utf8_lossy(&req.path.canonical()).into_owned();
     let mut steps = Steps {
         store,
+        gate,
         path: shown,
         last: None,
     };
@@ -267,18 +272,23 @@ fn dispatch(s: &mut Steps<'_>, op: &str, req: &Parsed) -> Result<Done, RemoteErr
 /// Creates the missing directories of `path` (all of it, or all but the
 /// last component), one op each: the last gets `mode`, the ones above it
 /// `mode | 0o300` (HDFS's implicit u+wx). Fails as HDFS's mkdirs when a
-/// component is a file.
+/// component is a file. Each directory is made only with WRITE on the
+/// nearest existing ancestor of `checked` (the path the operation names:
+/// HDFS's ancestor check of mkdirs and create).
 fn make_dirs(
     s: &mut Steps<'_>,
     comps: &[Vec<u8>],
+    checked: &[Vec<u8>],
     mode: u16,
     user: &[u8],
     shown: &str,
 ) -> Result<(), RemoteError> {
     let mtime = now_ms();
+    let gate = s.gate;
     loop {
         let mut made = None;
         let applied = s.step(|ns| {
+            gate.check(ns, checked, Need::TRAVERSE)?;
             let mut cur = nsimage_namespace::ROOT_ID;
             for (i, c) in comps.iter().enumerate() {
                 let dir = ns.inode(cur).ok_or_else(|| {
@@ -292,6 +302,7 @@ fn make_dirs(
                 match child(ns, &dir, c) {
                     Some(k) => cur = k.id(),
                     None => {
+                        gate.check(ns, checked, ancestor_write())?;
                         let last = i + 1 == comps.len();
                         let wanted = if last { mode } else { mode | 0o300 };
                         let (mode, inherited) = inherit(ns, &dir, wanted, true);
@@ -372,11 +383,28 @@ fn acl_op(id: u64, entries: Vec<acl::Entry>) -> Op {
     })
 }
 
+/// WRITE on the nearest existing ancestor (creating below it).
+fn ancestor_write() -> Need {
+    Need {
+        ancestor: Some(Access::WRITE),
+        ..Need::TRAVERSE
+    }
+}
+
+/// WRITE on the inode itself.
+fn inode_write() -> Need {
+    Need {
+        inode: Some(Access::WRITE),
+        ..Need::TRAVERSE
+    }
+}
+
 fn mkdirs(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
     check_new_path(&req.path, req.path.given())?;
     let mode = permission(req, 0o755)?;
     let shown = s.path.clone();
-    make_dirs(s, req.path.components(), mode, &user(req), &shown)?;
+    let comps = req.path.components();
+    make_dirs(s, comps, comps, mode, &user(req), &shown)?;
     Ok(Done::Json(json!({ "boolean": true })))
 }
 
@@ -403,13 +431,25 @@ fn create(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
     let (parent, name) = parent_of(&req.path)
         .ok_or_else(|| already_exists("/ already exists as a directory".into()))?;
     let owner = user(req);
-    let up = &req.path.components()[..req.path.components().len() - 1];
+    let comps = req.path.components();
+    let up = &comps[..comps.len() - 1];
     if create_parent {
-        make_dirs(s, up, 0o755, &owner, &shown)?;
+        make_dirs(s, up, comps, 0o755, &owner, &shown)?;
     }
+    let gate = s.gate;
     if overwrite {
-        s.step(
-            |ns| match lookup(ns, &path, &shown)?.and_then(|id| ns.inode(id)) {
+        s.step(|ns| {
+            // HDFS's startFile: WRITE on the ancestor, then on the file
+            // that is overwritten.
+            gate.check(
+                ns,
+                comps,
+                Need {
+                    inode: Some(Access::WRITE),
+                    ..ancestor_write()
+                },
+            )?;
+            match lookup(ns, &path, &shown)?.and_then(|id| ns.inode(id)) {
                 Some(n) if n.kind() == InodeKind::Directory => Err(already_exists(format!(
                     "{shown} already exists as a directory"
                 ))),
@@ -419,12 +459,13 @@ fn create(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
                     mtime: now_ms(),
                 }))),
                 None => Ok(None),
-            },
-        )?;
+            }
+        })?;
     }
     let mtime = now_ms();
     let mut made = None;
     s.step(|ns| {
+        gate.check(ns, comps, ancestor_write())?;
         let dir = parent_dir(ns, &parent, &shown)?;
         if let Some(n) = child(ns, &dir, &name) {
             return Err(already_exists(if n.kind() == InodeKind::Directory {
@@ -487,12 +528,14 @@ fn symlink(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
     let (parent, name) =
         parent_of(&req.path).ok_or_else(|| already_exists("Path / already exists".into()))?;
     let owner = user(req);
+    let comps = req.path.components();
     if create_parent {
-        let up = &req.path.components()[..req.path.components().len() - 1];
-        make_dirs(s, up, 0o755, &owner, &shown)?;
+        make_dirs(s, &comps[..comps.len() - 1], comps, 0o755, &owner, &shown)?;
     }
     let mtime = now_ms();
+    let gate = s.gate;
     s.step(|ns| {
+        gate.check(ns, comps, ancestor_write())?;
         let dir = parent_dir(ns, &parent, &shown)?;
         if child(ns, &dir, &name).is_some() {
             return Err(already_exists(format!("Path {shown} already exists")));
@@ -515,7 +558,20 @@ fn delete(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
     let recursive = boolean(req, "recursive", false)?;
     let shown = s.path.clone();
     let path = canonical(&req.path);
+    let gate = s.gate;
     let deleted = s.step(|ns| {
+        // HDFS: WRITE on the parent (and its sticky bit), everything on
+        // each non-empty directory below.
+        gate.check(
+            ns,
+            req.path.components(),
+            Need {
+                parent: Some(Access::WRITE),
+                subtree: Some(Access::ALL),
+                ignore_empty_dir: true,
+                ..Need::TRAVERSE
+            },
+        )?;
         let Some(n) = lookup(ns, &path, &shown)?.and_then(|id| ns.inode(id)) else {
             return Ok(None);
         };
@@ -552,9 +608,36 @@ fn rename(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
     let src = canonical(&req.path);
     let shown = s.path.clone();
     match overwrite {
-        None => rename_old(s, &src, &dst, &shown),
-        Some(_) => rename_overwrite(s, &src, &dst, &shown),
+        None => rename_old(s, req.path.components(), &src, &dst, &shown),
+        Some(_) => rename_overwrite(s, req.path.components(), &src, &dst, &shown),
     }
+}
+
+/// RENAME's checks (HDFS's renameTo): WRITE on the source's parent (and
+/// its sticky bit), WRITE on the nearest existing ancestor of where it
+/// lands: `dst`, or `dst/<source name>` when `dst` is a directory.
+fn rename_checks(
+    gate: &Gate,
+    ns: &Namespace,
+    src: &[Vec<u8>],
+    dst: &ImagePath,
+    into_dir: bool,
+) -> Result<(), RemoteError> {
+    gate.check(
+        ns,
+        src,
+        Need {
+            parent: Some(Access::WRITE),
+            ..Need::TRAVERSE
+        },
+    )?;
+    let mut lands: Vec<Vec<u8>> = dst.components().to_vec();
+    if into_dir {
+        if let Some(name) = src.last() {
+            lands.push(name.clone());
+        }
+    }
+    gate.check(ns, &lands, ancestor_write())
 }
 
 /// HDFS's rename without options: false when the source is missing or the
@@ -562,13 +645,21 @@ fn rename(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
 /// exists or has no parent, or is the source's own subtree.
 fn rename_old(
     s: &mut Steps<'_>,
+    src_comps: &[Vec<u8>],
     src: &[u8],
     dst: &ImagePath,
     shown: &str,
 ) -> Result<Done, RemoteError> {
     let dst_path = canonical(dst);
     let mut same = false;
+    let gate = s.gate;
     let applied = s.step(|ns| {
+        let into_dir = ns
+            .resolve(&dst_path)
+            .ok()
+            .and_then(|id| ns.inode(id))
+            .is_some_and(|d| d.kind() == InodeKind::Directory);
+        rename_checks(gate, ns, src_comps, dst, into_dir)?;
         let Some(sid) = lookup(ns, src, shown)? else {
             return Ok(None);
         };
@@ -639,6 +730,7 @@ fn in_subtree(ns: &Namespace, dir: u64, top: u64) -> bool {
 /// directory) is replaced.
 fn rename_overwrite(
     s: &mut Steps<'_>,
+    src_comps: &[Vec<u8>],
     src: &[u8],
     dst: &ImagePath,
     shown: &str,
@@ -647,8 +739,10 @@ fn rename_overwrite(
     let dshown = String::from_utf8_lossy(&dst_path).into_owned();
     let (parent_path, name) = parent_of(dst)
         .ok_or_else(|| RemoteError::io("rename destination cannot be the root".to_string()))?;
+    let gate = s.gate;
     // Checks shared by both steps; the source's and the parent's ids.
     let checks = |ns: &Namespace| -> Result<(u64, u64, Option<u64>), RemoteError> {
+        rename_checks(gate, ns, src_comps, dst, false)?;
         let sid = lookup(ns, src, shown)?.ok_or_else(|| {
             RemoteError::not_found(format!("rename source {shown} is not found."))
         })?;
@@ -732,8 +826,11 @@ fn set_owner(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
     }
     let shown = s.path.clone();
     let path = canonical(&req.path);
+    let gate = s.gate;
     s.step(|ns| {
+        gate.check(ns, req.path.components(), Need::owner())?;
         let n = existing(ns, &path, &shown)?;
+        gate.check_chown(owner, group)?;
         Ok(Some(Op::SetOwner(pb::SetOwnerOp {
             id: n.id(),
             user: owner.map_or_else(|| n.user().to_vec(), |o| o.as_bytes().to_vec()),
@@ -747,7 +844,9 @@ fn set_permission(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> 
     let mode = permission(req, 0o755)?;
     let shown = s.path.clone();
     let path = canonical(&req.path);
+    let gate = s.gate;
     s.step(|ns| {
+        gate.check(ns, req.path.components(), Need::owner())?;
         let n = existing(ns, &path, &shown)?;
         Ok(Some(Op::SetMode(pb::SetModeOp {
             id: n.id(),
@@ -762,7 +861,9 @@ fn set_times(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
     let atime = number(req, "accesstime", -1, i64::MAX)?.unwrap_or(-1);
     let shown = s.path.clone();
     let path = canonical(&req.path);
+    let gate = s.gate;
     s.step(|ns| {
+        gate.check(ns, req.path.components(), inode_write())?;
         let n = existing(ns, &path, &shown)?;
         if mtime == -1 && atime == -1 {
             return Ok(None);
@@ -787,7 +888,9 @@ fn set_replication(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError>
     let shown = s.path.clone();
     let path = canonical(&req.path);
     let mut is_file = false;
+    let gate = s.gate;
     s.step(|ns| {
+        gate.check(ns, req.path.components(), inode_write())?;
         let n = existing(ns, &path, &shown)?;
         if n.kind() != InodeKind::File {
             return Ok(None);
@@ -904,6 +1007,7 @@ fn set_xattr(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
     let full = required(req, "xattr.name")?.to_string();
     let (xns, name) = xattr_name(&full)?;
     let value = xattr_value(req.param("xattr.value").unwrap_or(""))?;
+    s.gate.check_xattr(&full, Some(&value))?;
     let flags = req.param("flag").unwrap_or("");
     let (mut create, mut replace) = (false, false);
     for f in flags.split(',').filter(|f| !f.is_empty()) {
@@ -920,7 +1024,9 @@ fn set_xattr(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
     }
     let shown = s.path.clone();
     let path = canonical(&req.path);
+    let gate = s.gate;
     s.step(|ns| {
+        xattr_change_check(gate, ns, req, xns)?;
         let n = existing(ns, &path, &shown)?;
         let exists = has_xattr(ns, &n, xns, &name);
         if exists && !replace {
@@ -945,6 +1051,35 @@ fn set_xattr(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
     Ok(Done::Empty)
 }
 
+/// HDFS's `checkXAttrChangeAccess`: a `user.` attribute needs WRITE on
+/// the inode, or, on a directory with the sticky bit, its ownership;
+/// others (the superuser's, by [`Gate::check_xattr`]) traverse only.
+fn xattr_change_check(
+    gate: &Gate,
+    ns: &Namespace,
+    req: &Parsed,
+    xns: XAttrNs,
+) -> Result<(), RemoteError> {
+    let comps = req.path.components();
+    if xns != XAttrNs::User {
+        return gate.check(ns, comps, Need::TRAVERSE);
+    }
+    let sticky_dir = ns
+        .resolve(&canonical(&req.path))
+        .ok()
+        .and_then(|id| ns.inode(id))
+        .is_some_and(|n| n.kind() == InodeKind::Directory && n.mode() & 0o1000 != 0);
+    gate.check(
+        ns,
+        comps,
+        if sticky_dir {
+            Need::owner()
+        } else {
+            inode_write()
+        },
+    )
+}
+
 fn has_xattr(ns: &Namespace, n: &Inode<'_>, xns: XAttrNs, name: &[u8]) -> bool {
     let Some(id) = ns.strings().lookup(name) else {
         return false;
@@ -956,9 +1091,12 @@ fn has_xattr(ns: &Namespace, n: &Inode<'_>, xns: XAttrNs, name: &[u8]) -> bool {
 fn remove_xattr(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
     let full = required(req, "xattr.name")?.to_string();
     let (xns, name) = xattr_name(&full)?;
+    s.gate.check_xattr(&full, None)?;
     let shown = s.path.clone();
     let path = canonical(&req.path);
+    let gate = s.gate;
     s.step(|ns| {
+        xattr_change_check(gate, ns, req, xns)?;
         let n = existing(ns, &path, &shown)?;
         if !has_xattr(ns, &n, xns, &name) {
             return Err(RemoteError::io(
@@ -1011,7 +1149,9 @@ fn set_acl(s: &mut Steps<'_>, op: &str, req: &Parsed) -> Result<Done, RemoteErro
     let shown = s.path.clone();
     let path = canonical(&req.path);
     let mut wanted: Option<(u64, u16)> = None;
+    let gate = s.gate;
     s.step(|ns| {
+        gate.check(ns, req.path.components(), Need::owner())?;
         let n = existing(ns, &path, &shown)?;
         let now = acl::logical(n.mode(), &stored_acl(ns, &n));
         let spec = spec.as_deref().unwrap_or(&[]);

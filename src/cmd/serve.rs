@@ -5,7 +5,8 @@
 
 use super::{EXIT_DATA, EXIT_USAGE_IO};
 use nsimage_loader::ReadStrategy;
-use nsimage_server::http::{self, Config, ServeError, Writable};
+use nsimage_server::http::{self, Config, PermissionConfig, ServeError, TlsFiles, Writable};
+use nsimage_server::identity::GroupSource;
 use nsimage_server::source::SourceError;
 use nsimage_store::{CheckpointPolicy, StoreOptions};
 use std::io::Write;
@@ -19,9 +20,35 @@ pub struct Args {
     /// Image file (nsimage or Hadoop fsimage), or a store directory.
     source: PathBuf,
     /// Address to listen on (port 0: any free port; the bound address is
-    /// printed on stdout).
+    /// printed on stdout). Loopback unless an address beyond it is given
+    /// here.
     #[arg(long, default_value = "127.0.0.1:5978")]
     addr: SocketAddr,
+    /// Turn HDFS's permission checks off (`dfs.permissions.enabled=false`):
+    /// any caller reads and changes anything, but for the ownership HDFS
+    /// always checks (SETOWNER, SETPERMISSION, the ACL operations) and the
+    /// xattr namespaces.
+    #[arg(long)]
+    no_permissions: bool,
+    /// The superuser, whom no check stops [default: the owner of `/`, or
+    /// `hdfs` where `/` has no owner].
+    #[arg(long, value_name = "NAME")]
+    superuser: Option<String>,
+    /// Members of this group pass every check, as the superuser does.
+    #[arg(long, value_name = "NAME", default_value = "supergroup")]
+    supergroup: String,
+    /// Users' groups from this file (`user: group group ...`, a user a
+    /// line), read again whenever it changes; without it, the system's
+    /// user and group databases (the primary group first).
+    #[arg(long, value_name = "FILE")]
+    groups_file: Option<PathBuf>,
+    /// Serve HTTPS with this certificate chain (PEM, leaf first); needs
+    /// --tls-key.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
     /// One line per request (and each store switch) on stderr.
     #[arg(long)]
     log: bool,
@@ -87,6 +114,16 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             },
             checkpoint_on_exit: a.checkpoint_on_exit,
         }),
+        permissions: PermissionConfig {
+            enabled: !a.no_permissions,
+            superuser: a.superuser,
+            supergroup: a.supergroup,
+            groups: a.groups_file.map_or(GroupSource::System, GroupSource::File),
+        },
+        tls: a
+            .tls_cert
+            .zip(a.tls_key)
+            .map(|(cert, key)| TlsFiles { cert, key }),
         ..Config::default()
     };
     if a.writable && !a.source.is_dir() {
@@ -96,9 +133,16 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::from(EXIT_USAGE_IO));
     }
-    let r = http::run(a.source, config, |bound| {
+    let r = http::run(a.source, config, |l| {
+        if !l.addr.ip().is_loopback() && !l.permissions.enabled {
+            eprintln!(
+                "nsimage serve: warning: listening on {} (beyond loopback) with permission checks off: whoever reaches it can read everything{}",
+                l.addr,
+                if a.writable { " and change it" } else { "" }
+            );
+        }
         let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "listening on http://{bound}/webhdfs/v1/");
+        let _ = writeln!(out, "{}", l.line());
         let _ = out.flush();
     });
     match r {

@@ -44,7 +44,20 @@ fn the_hdfs_client_writes_and_a_checkpoint_holds_every_answer() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let mut server = Server::start(&store, &["--writable", "--checkpoint-on-exit"]);
+    // The client writes as `writer`, made a superuser: this test is about
+    // HDFS's write semantics, not who may write.
+    let groups = serve_common::superusers_file(dir.path(), &["writer"]);
+    let mut server = Server::start(
+        &store,
+        &[
+            "--writable",
+            "--checkpoint-on-exit",
+            "--groups-file",
+            &groups,
+            "--supergroup",
+            serve_common::TEST_SUPERGROUP,
+        ],
+    );
     let url = format!("http://{}", server.addr);
     let seen = python_env::run_json("tests/python/webhdfs_writes.py", &[&url]);
     let steps = &seen["steps"];

@@ -13,6 +13,23 @@ use std::time::Duration;
 
 pub const IO_TIMEOUT: Duration = Duration::from_secs(20);
 
+/// The supergroup of [`superusers_file`].
+pub const TEST_SUPERGROUP: &str = "testers";
+
+/// A groups file in `dir` putting `users` in [`TEST_SUPERGROUP`]: with
+/// `--groups-file FILE --supergroup testers`, a server lets them through
+/// every permission check, for tests of HDFS's write semantics where who
+/// may write is not the point (permission checks have their own tests).
+pub fn superusers_file(dir: &Path, users: &[&str]) -> String {
+    let p = dir.join("superusers.groups");
+    let text: String = users
+        .iter()
+        .map(|u| format!("{u}: {TEST_SUPERGROUP}\n"))
+        .collect();
+    std::fs::write(&p, text).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
 /// A running `nsimage serve`, killed when dropped.
 pub struct Server {
     pub child: Child,
@@ -65,13 +82,9 @@ impl Server {
         let line = rx
             .recv_timeout(Duration::from_secs(60))
             .expect("serve printed its address");
-        let addr = line
-            .trim()
-            .strip_prefix("listening on http://")
-            .and_then(|r| r.strip_suffix("/webhdfs/v1/"))
+        let addr = nsimage_server::http::Listening::parse_line(&line)
             .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-            .parse()
-            .unwrap();
+            .0;
         Server {
             child,
             addr,

@@ -347,11 +347,8 @@ impl Server {
                 ),
             }
         };
-        server.addr = line
-            .trim()
-            .strip_prefix("listening on http://")
-            .and_then(|r| r.strip_suffix("/webhdfs/v1/"))
-            .and_then(|a| a.parse().ok())
+        server.addr = nsimage_server::http::Listening::parse_line(&line)
+            .map(|(a, _)| a)
             .with_context(|| format!("unexpected first line from the server: {line:?}"))?;
         Ok(server)
     }

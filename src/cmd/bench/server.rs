@@ -79,6 +79,8 @@ const RSS_EVERY: Duration = Duration::from_millis(50);
 const WARM_UP: Duration = Duration::from_secs(1);
 /// How long the clients load the server before the SIGKILL.
 const KILL_LOAD: Duration = Duration::from_secs(2);
+/// The superuser the bench's server is started with.
+pub const BENCH_SUPERUSER: &str = "hdfs";
 /// Errors described in the report, in all.
 const ERRORS_KEPT: usize = 8;
 
@@ -474,17 +476,28 @@ fn one(a: &Args, exe: &Path, n: u64) -> anyhow::Result<Report> {
     let mut server = Proc::start(exe, &store, Some(a.checkpoint_every_secs))?;
     let server_ready_seconds = secs_between(server.spawned, server.listening);
     let pid = server.pid();
-    let (status, body) = once(
-        &rt,
-        server.addr,
-        hyper::Method::DELETE,
-        &format!("/webhdfs/v1{BENCH_ROOT}?op=DELETE&recursive=true"),
-    )?;
-    if status != 200 {
-        bail!(
-            "DELETE {BENCH_ROOT} (the previous run's entries): status {status}: {}",
-            String::from_utf8_lossy(&body)
-        );
+    // As the superuser: the previous run's entries gone, and the clients'
+    // root open to them (they write as dr.who, with permission checks on).
+    for (method, query, what) in [
+        (
+            hyper::Method::DELETE,
+            "op=DELETE&recursive=true",
+            "the previous run's entries",
+        ),
+        (
+            hyper::Method::PUT,
+            "op=MKDIRS&permission=777",
+            "the clients' root",
+        ),
+    ] {
+        let target = format!("/webhdfs/v1{BENCH_ROOT}?{query}&user.name={BENCH_SUPERUSER}");
+        let (status, body) = once(&rt, server.addr, method.clone(), &target)?;
+        if status != 200 {
+            bail!(
+                "{method} {BENCH_ROOT} ({what}): status {status}: {}",
+                String::from_utf8_lossy(&body)
+            );
+        }
     }
     let ctx = Arc::new(Ctx {
         addr: server.addr,

@@ -22,7 +22,7 @@
 //! milliseconds of load per kill.
 
 use crate::common::nsimage;
-use crate::serve_common::Server;
+use crate::serve_common::{self, Server};
 use rand::{RngExt, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use serde_json::Value;
@@ -701,8 +701,23 @@ fn replies(links: &[Link], what: &str) -> Vec<String> {
     errors
 }
 
+/// The server on `store`; its clients write as `dr.who`, made a superuser
+/// (this test is about durability, not who may write).
 fn start(store: &Path) -> Server {
-    Server::start(store, &["--writable", "--checkpoint-every-ops", "40"])
+    let dir = store.parent().unwrap_or(store);
+    let groups = serve_common::superusers_file(dir, &["dr.who"]);
+    Server::start(
+        store,
+        &[
+            "--writable",
+            "--checkpoint-every-ops",
+            "40",
+            "--groups-file",
+            &groups,
+            "--supergroup",
+            serve_common::TEST_SUPERGROUP,
+        ],
+    )
 }
 
 #[test]

@@ -75,6 +75,11 @@ fn call(addr: SocketAddr, method: &str, target: &str, body: &[u8]) -> Reply {
     }
 }
 
+/// The arguments' groups file making this file's users superusers.
+fn su(dir: &Path) -> String {
+    serve_common::superusers_file(dir, &["dr.who", "alice", "bob"])
+}
+
 /// A store made by `nsimage store init` in `dir`.
 fn new_store(dir: &Path) -> PathBuf {
     let store = dir.join("store");
@@ -167,7 +172,16 @@ fn true_(v: &Value) -> bool {
 fn every_write_op_answers_as_hdfs_and_is_read_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let store = new_store(dir.path());
-    let server = Server::start(&store, &["--writable"]);
+    let server = Server::start(
+        &store,
+        &[
+            "--writable",
+            "--groups-file",
+            &su(dir.path()),
+            "--supergroup",
+            serve_common::TEST_SUPERGROUP,
+        ],
+    );
     let c = Client { addr: server.addr };
     let root_group = c.status("/")["group"].clone();
 
@@ -647,7 +661,16 @@ fn newest_image(dir: &Path) -> PathBuf {
 fn acknowledged_writes_survive_sigkill_and_sigterm_checkpoints_only_when_asked() {
     let dir = tempfile::tempdir().unwrap();
     let store = new_store(dir.path());
-    let server = Server::start(&store, &["--writable"]);
+    let server = Server::start(
+        &store,
+        &[
+            "--writable",
+            "--groups-file",
+            &su(dir.path()),
+            "--supergroup",
+            serve_common::TEST_SUPERGROUP,
+        ],
+    );
     let addr = server.addr;
     // 8 concurrent clients, 10 directories each.
     let threads: Vec<_> = (0..8)
@@ -676,7 +699,17 @@ fn acknowledged_writes_survive_sigkill_and_sigterm_checkpoints_only_when_asked()
         t.join().unwrap();
     }
     drop(server); // SIGKILL
-    let mut server = Server::start(&store, &["--writable", "--checkpoint-on-exit"]);
+    let mut server = Server::start(
+        &store,
+        &[
+            "--writable",
+            "--groups-file",
+            &su(dir.path()),
+            "--supergroup",
+            serve_common::TEST_SUPERGROUP,
+            "--checkpoint-on-exit",
+        ],
+    );
     let listed = |server: &Server| {
         let r = call(server.addr, "GET", "/webhdfs/v1/t?op=LISTSTATUS", b"");
         r.body["FileStatuses"]["FileStatus"]
@@ -739,7 +772,16 @@ fn acknowledged_writes_survive_sigkill_and_sigterm_checkpoints_only_when_asked()
     assert_eq!(ls.len(), 81);
 
     // Without --checkpoint-on-exit a SIGTERM takes none.
-    let mut server = Server::start(&store, &["--writable"]);
+    let mut server = Server::start(
+        &store,
+        &[
+            "--writable",
+            "--groups-file",
+            &su(dir.path()),
+            "--supergroup",
+            serve_common::TEST_SUPERGROUP,
+        ],
+    );
     assert_eq!(listed(&server), 81);
     let before = common::names(&store);
     Command::new("kill")
@@ -772,7 +814,18 @@ fn acknowledged_writes_survive_sigkill_and_sigterm_checkpoints_only_when_asked()
 fn background_checkpoints_print_their_lines_while_writes_go_on() {
     let dir = tempfile::tempdir().unwrap();
     let store = new_store(dir.path());
-    let server = Server::start(&store, &["--writable", "--checkpoint-every-ops", "5"]);
+    let server = Server::start(
+        &store,
+        &[
+            "--writable",
+            "--groups-file",
+            &su(dir.path()),
+            "--supergroup",
+            serve_common::TEST_SUPERGROUP,
+            "--checkpoint-every-ops",
+            "5",
+        ],
+    );
     for i in 0..12 {
         let r = call(
             server.addr,

@@ -131,7 +131,8 @@ impl Proc {
         let mut cmd = Command::new(exe);
         cmd.arg("serve")
             .arg(store)
-            .args(["--writable", "--addr", "127.0.0.1:0"]);
+            .args(["--writable", "--addr", "127.0.0.1:0"])
+            .args(["--superuser", super::BENCH_SUPERUSER]);
         if let Some(s) = checkpoint_every_secs {
             cmd.args(["--checkpoint-every-secs", &s.to_string()]);
         }
@@ -195,11 +196,8 @@ impl Proc {
             }
         };
         p.listening = at;
-        p.addr = line
-            .trim()
-            .strip_prefix("listening on http://")
-            .and_then(|r| r.strip_suffix("/webhdfs/v1/"))
-            .and_then(|a| a.parse().ok())
+        p.addr = nsimage_server::http::Listening::parse_line(&line)
+            .map(|(a, _)| a)
             .with_context(|| format!("unexpected first line from the server: {line:?}"))?;
         Ok(p)
     }

@@ -1,0 +1,651 @@
+//! Who may see and change what: the HDFS NameNode's permission checks
+//! (HDFS Permissions Guide, "Permission Checks" and "ACLs"; Hadoop's
+//! `FSPermissionChecker`), made against the namespace a request is
+//! answered from, inside the same read or write of it, so that nothing is
+//! checked against a state the operation does not see.
+//!
+//! A request's [`Caller`] is its `user.name` (HDFS's static `dr.who` when
+//! absent) with the groups [`crate::identity`] finds for it, and is the
+//! superuser when it is [`Permissions::superuser`] or a member of
+//! [`Permissions::supergroup`]; the superuser passes every check.
+//!
+//! [`Gate::check`] takes what an operation needs ([`Need`]: the owner, an
+//! access on the nearest existing ancestor, the parent, the inode itself,
+//! or every directory below it) and checks, in `FSPermissionChecker`'s
+//! order: EXECUTE on every existing component but the last (traverse),
+//! the sticky bit when the parent is to be written, then the ancestor, the
+//! parent, the inode, the subtree and the owner. An inode's permission is
+//! its mode's owner, group or other bits (the first class the caller is
+//! in), or, with an access ACL, HDFS's evaluation: the owner's bits; a
+//! named user entry masked; any group entry (the owning group's or a named
+//! one) the caller is in, masked, and denied if none of those grants it;
+//! else the other bits. The mask is the mode's group bits, as HDFS stores
+//! it.
+//!
+//! With [`Permissions::enabled`] off (`--no-permissions`, HDFS's
+//! `dfs.permissions.enabled=false`) only what HDFS still checks is
+//! checked: ownership for SETOWNER, SETPERMISSION and the ACL operations,
+//! the rules of SETOWNER, and the xattr namespaces.
+
+use crate::error::RemoteError;
+use nsimage_namespace::{Inode, InodeKind, Namespace};
+use std::fmt::Write as _;
+
+/// The user of a request without `user.name` (HDFS's
+/// `hadoop.http.staticuser.user`).
+pub const DEFAULT_USER: &str = "dr.who";
+/// HDFS's default `dfs.permissions.superusergroup`.
+pub const DEFAULT_SUPERGROUP: &str = "supergroup";
+/// The superuser when the root has no owner (as in generated images).
+pub const FALLBACK_SUPERUSER: &str = "hdfs";
+
+/// The permission settings of a server.
+#[derive(Clone, Debug)]
+pub struct Permissions {
+    /// Whether checks are made (HDFS's `dfs.permissions.enabled`).
+    pub enabled: bool,
+    /// The user every check lets through (HDFS: the NameNode's user).
+    pub superuser: String,
+    /// Members of this group pass every check too.
+    pub supergroup: String,
+}
+
+impl Permissions {
+    /// Checks on, `superuser` the owner of `ns`'s root (or
+    /// [`FALLBACK_SUPERUSER`] when it has none), the default supergroup.
+    pub fn for_namespace(ns: &Namespace) -> Permissions {
+        let owner = ns.root().user();
+        Permissions {
+            enabled: true,
+            superuser: if owner.is_empty() {
+                FALLBACK_SUPERUSER.to_string()
+            } else {
+                String::from_utf8_lossy(owner).into_owned()
+            },
+            supergroup: DEFAULT_SUPERGROUP.to_string(),
+        }
+    }
+
+    /// The caller `user` with `groups`, the superuser when it is
+    /// [`superuser`](Self::superuser) or in the supergroup.
+    pub fn caller(&self, user: &str, groups: Vec<String>) -> Caller {
+        let superuser = user == self.superuser || groups.contains(&self.supergroup);
+        Caller {
+            user: user.to_string(),
+            groups,
+            superuser,
+        }
+    }
+}
+
+/// Who sent a request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Caller {
+    /// The user name.
+    pub user: String,
+    /// Its groups (the primary one first, when the system has one).
+    pub groups: Vec<String>,
+    /// Whether checks let it through.
+    pub superuser: bool,
+}
+
+impl Caller {
+    /// Whether the caller is in group `g`.
+    pub fn in_group(&self, g: &[u8]) -> bool {
+        self.groups.iter().any(|x| x.as_bytes() == g)
+    }
+}
+
+/// An access wanted: HDFS's `FsAction`, rwx bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Access(u8);
+
+impl Access {
+    /// `x`.
+    pub const EXECUTE: Access = Access(1);
+    /// `w`.
+    pub const WRITE: Access = Access(2);
+    /// `r`.
+    pub const READ: Access = Access(4);
+    /// `r-x`.
+    pub const READ_EXECUTE: Access = Access(5);
+    /// `rwx`.
+    pub const ALL: Access = Access(7);
+
+    /// Whether `bits` (rwx) grant all of this access.
+    fn granted_by(self, bits: u16) -> bool {
+        u16::from(self.0) & !bits == 0
+    }
+
+    /// HDFS's name of the access, as its messages say it.
+    pub fn name(self) -> &'static str {
+        match self.0 {
+            0 => "NONE",
+            1 => "EXECUTE",
+            2 => "WRITE",
+            3 => "WRITE_EXECUTE",
+            4 => "READ",
+            5 => "READ_EXECUTE",
+            6 => "READ_WRITE",
+            _ => "ALL",
+        }
+    }
+}
+
+/// What an operation needs, HDFS's `checkPermission` arguments: traverse
+/// (EXECUTE on every existing component but the last) always, then each
+/// of these that is set.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Need {
+    /// The caller must own the inode.
+    pub owner: bool,
+    /// On the nearest existing ancestor (the parent when it exists).
+    pub ancestor: Option<Access>,
+    /// On the parent (with WRITE, the sticky bit is checked too).
+    pub parent: Option<Access>,
+    /// On the inode itself, when it exists.
+    pub inode: Option<Access>,
+    /// On every directory of the subtree (an empty one left out when
+    /// `ignore_empty_dir`), with the sticky bit of each checked for its
+    /// children.
+    pub subtree: Option<Access>,
+    /// See `subtree`.
+    pub ignore_empty_dir: bool,
+}
+
+impl Need {
+    /// Traverse only.
+    pub const TRAVERSE: Need = Need {
+        owner: false,
+        ancestor: None,
+        parent: None,
+        inode: None,
+        subtree: None,
+        ignore_empty_dir: false,
+    };
+
+    /// Traverse and ownership.
+    pub fn owner() -> Need {
+        Need {
+            owner: true,
+            ..Need::TRAVERSE
+        }
+    }
+}
+
+/// The checks of one request: the server's settings and the caller.
+#[derive(Clone, Debug)]
+pub struct Gate {
+    /// The server's settings.
+    pub perms: std::sync::Arc<Permissions>,
+    /// Who asks.
+    pub caller: Caller,
+}
+
+/// The inodes along a path: the root, then each component while it
+/// exists (a component under a file, or missing, ends it).
+struct Walk<'n> {
+    inodes: Vec<Inode<'n>>,
+    /// Components in the path (the root is not one).
+    len: usize,
+}
+
+impl<'n> Walk<'n> {
+    fn of(ns: &'n Namespace, comps: &[Vec<u8>]) -> Walk<'n> {
+        let mut inodes = Vec::with_capacity(comps.len() + 1);
+        let mut cur = ns.root();
+        inodes.push(cur);
+        for c in comps {
+            if cur.kind() != InodeKind::Directory {
+                break;
+            }
+            let Some(next) = child(ns, &cur, c) else {
+                break;
+            };
+            inodes.push(next);
+            cur = next;
+        }
+        Walk {
+            inodes,
+            len: comps.len(),
+        }
+    }
+
+    /// The inode of component `i` (0: the root), if it exists.
+    fn at(&self, i: usize) -> Option<&Inode<'n>> {
+        self.inodes.get(i)
+    }
+
+    /// The path's last inode, if it exists.
+    fn last(&self) -> Option<&Inode<'n>> {
+        self.at(self.len)
+    }
+}
+
+/// Child `name` of directory `dir` (children are in name order).
+fn child<'n>(ns: &'n Namespace, dir: &Inode<'n>, name: &[u8]) -> Option<Inode<'n>> {
+    let kids = dir.child_slots();
+    let i = kids
+        .binary_search_by(|s| ns.at(s).map_or(&[][..], |k| k.name()).cmp(name))
+        .ok()?;
+    kids.get(i).and_then(|s| ns.at(s))
+}
+
+/// The path of the first `upto` components of `comps` (`/` for none).
+fn prefix(comps: &[Vec<u8>], upto: usize) -> String {
+    if upto == 0 {
+        return "/".to_string();
+    }
+    let mut out = String::new();
+    for c in &comps[..upto.min(comps.len())] {
+        out.push('/');
+        out.push_str(&String::from_utf8_lossy(c));
+    }
+    out
+}
+
+/// `rwxr-x---` (HDFS's `FsPermission.toString`: the last character `t`
+/// or `T` with the sticky bit).
+pub fn mode_string(mode: u16) -> String {
+    let mut s = String::with_capacity(9);
+    for shift in [6, 3, 0] {
+        let b = (mode >> shift) & 7;
+        s.push(if b & 4 != 0 { 'r' } else { '-' });
+        s.push(if b & 2 != 0 { 'w' } else { '-' });
+        s.push(if b & 1 != 0 { 'x' } else { '-' });
+    }
+    if mode & 0o1000 != 0 {
+        let other_x = mode & 1 != 0;
+        s.pop();
+        s.push(if other_x { 't' } else { 'T' });
+    }
+    s
+}
+
+/// `"path":owner:group:drwxr-xr-x`, as HDFS's messages describe an inode.
+fn describe(path: &str, n: &Inode<'_>) -> String {
+    let mut s = String::new();
+    let d = if n.kind() == InodeKind::Directory {
+        'd'
+    } else {
+        '-'
+    };
+    let _ = write!(
+        s,
+        "\"{path}\":{}:{}:{d}{}",
+        String::from_utf8_lossy(n.user()),
+        String::from_utf8_lossy(n.group()),
+        mode_string(n.mode())
+    );
+    s
+}
+
+/// The one `security.` xattr HDFS lets a client name.
+const UNREADABLE_BY_SUPERUSER: &str = "hdfs.unreadable.by.superuser";
+
+/// An xattr's full name as its namespace (lower case) and name.
+fn split_xattr(full: &str) -> (String, &str) {
+    match full.split_once('.') {
+        Some((ns, name)) => (ns.to_ascii_lowercase(), name),
+        None => (String::new(), full),
+    }
+}
+
+/// 403 `AccessControlException`.
+pub fn denied(message: String) -> RemoteError {
+    RemoteError {
+        status: 403,
+        exception: "AccessControlException",
+        java_class: "org.apache.hadoop.security.AccessControlException",
+        message,
+    }
+}
+
+impl Gate {
+    /// The checks `need` asks for on `path` in `ns`, in HDFS's order; the
+    /// superuser passes them all. Parts of the path that do not exist are
+    /// left to the operation (its not-found or not-a-directory error).
+    ///
+    /// # Errors
+    /// 403 AccessControlException naming the user, the access wanted and
+    /// the inode (or the owner or sticky-bit refusal).
+    pub fn check(&self, ns: &Namespace, path: &[Vec<u8>], need: Need) -> Result<(), RemoteError> {
+        if self.caller.superuser {
+            return Ok(());
+        }
+        let walk = Walk::of(ns, path);
+        if !self.perms.enabled {
+            // HDFS checks ownership for chmod, chown and the ACL
+            // operations whatever dfs.permissions.enabled says.
+            return match walk.last() {
+                Some(n) if need.owner => self.owner(path, n),
+                _ => Ok(()),
+            };
+        }
+        let len = walk.len;
+        if len == 0 {
+            // The root: no component to traverse to it.
+            return self.final_checks(ns, path, &walk, need);
+        }
+        // The nearest existing ancestor: the last inode found, below the
+        // path's own last component.
+        let found = walk.inodes.len() - 1;
+        let ancestor = found.min(len - 1);
+        // Traverse: EXECUTE on every existing directory up to the ancestor.
+        for i in 0..=ancestor {
+            let Some(n) = walk.at(i) else { break };
+            if n.kind() != InodeKind::Directory {
+                // A file on the way: the operation's own error (not a
+                // directory) comes before any other check.
+                return Ok(());
+            }
+            self.access(ns, &prefix(path, i), n, Access::EXECUTE)?;
+        }
+        let last = walk.last();
+        if let (Some(p), Some(l)) = (need.parent, last) {
+            if p.0 & Access::WRITE.0 != 0 {
+                if let Some(parent) = walk.at(len - 1) {
+                    self.sticky(path, len, parent, l)?;
+                }
+            }
+        }
+        if let Some(a) = need.ancestor {
+            if let Some(n) = walk.at(ancestor) {
+                self.access(ns, &prefix(path, ancestor), n, a)?;
+            }
+        }
+        if let Some(p) = need.parent {
+            if let Some(n) = walk.at(len - 1) {
+                self.access(ns, &prefix(path, len - 1), n, p)?;
+            }
+        }
+        self.final_checks(ns, path, &walk, need)
+    }
+
+    /// The checks on the path's own inode: its access, its subtree, its
+    /// owner.
+    fn final_checks(
+        &self,
+        ns: &Namespace,
+        path: &[Vec<u8>],
+        walk: &Walk<'_>,
+        need: Need,
+    ) -> Result<(), RemoteError> {
+        let len = walk.len;
+        let last = walk.last();
+        if let (Some(a), Some(n)) = (need.inode, last) {
+            self.access(ns, &prefix(path, len), n, a)?;
+        }
+        if let (Some(a), Some(n)) = (need.subtree, last) {
+            self.subtree(ns, &prefix(path, len), n, a, need.ignore_empty_dir, true)?;
+        }
+        if let (true, Some(n)) = (need.owner, last) {
+            self.owner(path, n)?;
+        }
+        Ok(())
+    }
+
+    /// READ_EXECUTE on every directory of the subtree at `path` (a
+    /// content summary, HDFS-12130: empty directories too, no sticky bit).
+    ///
+    /// # Errors
+    /// As [`check`](Self::check).
+    pub fn check_summary(&self, ns: &Namespace, path: &[Vec<u8>]) -> Result<(), RemoteError> {
+        self.check(ns, path, Need::TRAVERSE)?;
+        if self.caller.superuser || !self.perms.enabled {
+            return Ok(());
+        }
+        let walk = Walk::of(ns, path);
+        match walk.last() {
+            Some(n) => self.subtree(
+                ns,
+                &prefix(path, walk.len),
+                n,
+                Access::READ_EXECUTE,
+                false,
+                false,
+            ),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether the caller may `a` inode `n` (HDFS's `hasPermission`).
+    pub fn permits(&self, ns: &Namespace, n: &Inode<'_>, a: Access) -> bool {
+        if self.caller.superuser {
+            return true;
+        }
+        let mode = n.mode();
+        let is_owner = n.user() == self.caller.user.as_bytes();
+        let acl = n
+            .extra()
+            .map(|x| &x.acl[..])
+            .filter(|acl| acl.iter().any(|e| !e.default_scope));
+        let Some(acl) = acl else {
+            let bits = if is_owner {
+                mode >> 6
+            } else if self.caller.in_group(n.group()) {
+                mode >> 3
+            } else {
+                mode
+            };
+            return a.granted_by(bits & 7);
+        };
+        // HDFS's ACL order: owner, named users, groups, other; the mask is
+        // the mode's group bits.
+        if is_owner {
+            return a.granted_by((mode >> 6) & 7);
+        }
+        let mask = (mode >> 3) & 7;
+        let name = |id: u32| ns.strings().get(id).unwrap_or_default();
+        let access_entries = acl.iter().filter(|e| !e.default_scope);
+        if let Some(e) = access_entries
+            .clone()
+            .find(|e| e.kind == 0 && e.name != 0 && name(e.name) == self.caller.user.as_bytes())
+        {
+            return a.granted_by(u16::from(e.perm) & mask);
+        }
+        let mut matched = false;
+        for e in access_entries.filter(|e| e.kind == 1) {
+            let group = if e.name == 0 { n.group() } else { name(e.name) };
+            if self.caller.in_group(group) {
+                if a.granted_by(u16::from(e.perm) & mask) {
+                    return true;
+                }
+                matched = true;
+            }
+        }
+        !matched && a.granted_by(mode & 7)
+    }
+
+    /// `a` on inode `n` at `shown`, or HDFS's refusal.
+    fn access(
+        &self,
+        ns: &Namespace,
+        shown: &str,
+        n: &Inode<'_>,
+        a: Access,
+    ) -> Result<(), RemoteError> {
+        if self.permits(ns, n, a) {
+            return Ok(());
+        }
+        Err(denied(format!(
+            "Permission denied: user={}, access={}, inode={}",
+            self.caller.user,
+            a.name(),
+            describe(shown, n)
+        )))
+    }
+
+    /// The caller owns `n` (the path's last inode), or the refusal.
+    fn owner(&self, path: &[Vec<u8>], n: &Inode<'_>) -> Result<(), RemoteError> {
+        if self.caller.superuser || n.user() == self.caller.user.as_bytes() {
+            return Ok(());
+        }
+        Err(denied(format!(
+            "Permission denied. user={} is not the owner of inode={}",
+            self.caller.user,
+            prefix(path, path.len())
+        )))
+    }
+
+    /// The sticky bit of `parent` (component `len - 1` of `path`) lets the
+    /// caller remove or move `child` only if it owns one of the two.
+    fn sticky(
+        &self,
+        path: &[Vec<u8>],
+        len: usize,
+        parent: &Inode<'_>,
+        child: &Inode<'_>,
+    ) -> Result<(), RemoteError> {
+        self.sticky_shown(&prefix(path, len), &prefix(path, len - 1), parent, child)
+    }
+
+    fn sticky_shown(
+        &self,
+        child_path: &str,
+        parent_path: &str,
+        parent: &Inode<'_>,
+        child: &Inode<'_>,
+    ) -> Result<(), RemoteError> {
+        let me = self.caller.user.as_bytes();
+        if parent.mode() & 0o1000 == 0 || parent.user() == me || child.user() == me {
+            return Ok(());
+        }
+        Err(denied(format!(
+            "Permission denied by sticky bit: user={}, path={}, parent={}",
+            self.caller.user,
+            describe(child_path, child),
+            describe(parent_path, parent)
+        )))
+    }
+
+    /// `a` on every directory of the subtree at `top` (HDFS's
+    /// `checkSubAccess`), depth first; with `sticky`, each sticky
+    /// directory's children checked against the sticky bit.
+    fn subtree(
+        &self,
+        ns: &Namespace,
+        shown: &str,
+        top: &Inode<'_>,
+        a: Access,
+        ignore_empty_dir: bool,
+        sticky: bool,
+    ) -> Result<(), RemoteError> {
+        if top.kind() != InodeKind::Directory {
+            return Ok(());
+        }
+        let mut stack: Vec<(String, Inode<'_>)> = vec![(shown.to_string(), *top)];
+        while let Some((p, d)) = stack.pop() {
+            let kids = d.child_slots();
+            if !(kids.is_empty() && ignore_empty_dir) {
+                self.access(ns, &p, &d, a)?;
+            }
+            for c in d.children() {
+                let cp = if p == "/" {
+                    format!("/{}", String::from_utf8_lossy(c.name()))
+                } else {
+                    format!("{p}/{}", String::from_utf8_lossy(c.name()))
+                };
+                if sticky {
+                    self.sticky_shown(&cp, &p, &d, &c)?;
+                }
+                if c.kind() == InodeKind::Directory {
+                    stack.push((cp, c));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// HDFS's xattr namespace rules for an attribute named in a get, set
+    /// or remove (`XAttrPermissionFilter`), whether checks are on or not:
+    /// `user.` is left to the inode's permissions, `trusted.` is the
+    /// superuser's, `security.` holds only
+    /// `security.hdfs.unreadable.by.superuser` (set without a value), and
+    /// `system.` and `raw.` (reached only through `/.reserved/raw`, which
+    /// this server does not serve) are refused to everyone.
+    ///
+    /// # Errors
+    /// 403 AccessControlException with HDFS's message.
+    pub fn check_xattr(&self, full: &str, value: Option<&[u8]>) -> Result<(), RemoteError> {
+        let (ns, name) = split_xattr(full);
+        let allowed = match ns.as_str() {
+            "user" => true,
+            "trusted" => self.caller.superuser,
+            "security" if name == UNREADABLE_BY_SUPERUSER => {
+                if value.is_some_and(|v| !v.is_empty()) {
+                    return Err(denied(format!(
+                        "Attempt to set a value for 'security.{UNREADABLE_BY_SUPERUSER}'. Values are not allowed for this xattr."
+                    )));
+                }
+                true
+            }
+            _ => false,
+        };
+        if allowed {
+            Ok(())
+        } else {
+            Err(denied(format!(
+                "User doesn't have permission for xattr: {}",
+                crate::error::echo(full)
+            )))
+        }
+    }
+
+    /// Whether a listing shows the caller xattr `name` of namespace `ns`
+    /// (lower case): `user.` always, `trusted.` to the superuser,
+    /// `security.` only the one attribute it may hold.
+    pub fn xattr_visible(&self, ns: &str, name: &[u8]) -> bool {
+        match ns {
+            "user" => true,
+            "trusted" => self.caller.superuser,
+            "security" => name == UNREADABLE_BY_SUPERUSER.as_bytes(),
+            _ => false,
+        }
+    }
+
+    /// SETOWNER's rules past ownership: only the superuser gives an inode
+    /// to another user, and an owner gives it only to a group it is in.
+    ///
+    /// # Errors
+    /// 403 AccessControlException with HDFS's messages.
+    pub fn check_chown(&self, owner: Option<&str>, group: Option<&str>) -> Result<(), RemoteError> {
+        if self.caller.superuser {
+            return Ok(());
+        }
+        if let Some(o) = owner {
+            if o != self.caller.user {
+                return Err(denied(format!(
+                    "User {} is not a super user (non-super user cannot change owner).",
+                    self.caller.user
+                )));
+            }
+        }
+        if let Some(g) = group {
+            if !self.caller.in_group(g.as_bytes()) {
+                return Err(denied(format!(
+                    "User {} does not belong to {g}",
+                    self.caller.user
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes_read_as_hdfs_writes_them() {
+        assert_eq!(mode_string(0o755), "rwxr-xr-x");
+        assert_eq!(mode_string(0o1777), "rwxrwxrwt");
+        assert_eq!(mode_string(0o1770), "rwxrwx--T");
+        assert_eq!(mode_string(0o640), "rw-r-----");
+        assert_eq!(Access::READ_EXECUTE.name(), "READ_EXECUTE");
+        assert!(Access::READ_EXECUTE.granted_by(0o7));
+        assert!(!Access::READ_EXECUTE.granted_by(0o4));
+        assert!(Access::WRITE.granted_by(0o2));
+    }
+}
