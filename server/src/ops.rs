@@ -465,7 +465,7 @@ fn base64(v: &[u8]) -> String {
 fn xattrs(ns: &Namespace, req: &Parsed, gate: &Gate) -> Result<Value, RemoteError> {
     let asked: Vec<&str> = req.params_named("xattr.name").collect();
     for a in &asked {
-        gate.check_xattr(a, None)?;
+        gate.check_xattr(req.path.components(), a, None)?;
     }
     gate.check(
         ns,

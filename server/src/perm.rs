@@ -519,9 +519,12 @@ impl Gate {
         )))
     }
 
-    /// `a` on every directory of the subtree at `top` (HDFS's
-    /// `checkSubAccess`), depth first; with `sticky`, each sticky
-    /// directory's children checked against the sticky bit.
+    /// `a` on every directory of the subtree at `top`. With `sticky`, as
+    /// HDFS's `checkSubAccess` (a stack: the last child directory next),
+    /// each sticky directory's children checked against the sticky bit;
+    /// without, in the order a content summary walks the tree (each
+    /// directory before its children, children in name order), as HDFS
+    /// checks a content summary (HDFS-12130).
     fn subtree(
         &self,
         ns: &Namespace,
@@ -540,6 +543,7 @@ impl Gate {
             if !(kids.is_empty() && ignore_empty_dir) {
                 self.access(ns, &p, &d, a)?;
             }
+            let first = stack.len();
             for c in d.children() {
                 let cp = if p == "/" {
                     format!("/{}", String::from_utf8_lossy(c.name()))
@@ -552,6 +556,9 @@ impl Gate {
                 if c.kind() == InodeKind::Directory {
                     stack.push((cp, c));
                 }
+            }
+            if !sticky {
+                stack[first..].reverse();
             }
         }
         Ok(())
@@ -566,8 +573,14 @@ impl Gate {
     /// this server does not serve) are refused to everyone.
     ///
     /// # Errors
-    /// 403 AccessControlException with HDFS's message.
-    pub fn check_xattr(&self, full: &str, value: Option<&[u8]>) -> Result<(), RemoteError> {
+    /// 403 AccessControlException with HDFS's message, the user and the
+    /// inode added.
+    pub fn check_xattr(
+        &self,
+        path: &[Vec<u8>],
+        full: &str,
+        value: Option<&[u8]>,
+    ) -> Result<(), RemoteError> {
         let (ns, name) = split_xattr(full);
         let allowed = match ns.as_str() {
             "user" => true,
@@ -586,8 +599,10 @@ impl Gate {
             Ok(())
         } else {
             Err(denied(format!(
-                "User doesn't have permission for xattr: {}",
-                crate::error::echo(full)
+                "User doesn't have permission for xattr: {} (user={}, inode=\"{}\")",
+                crate::error::echo(full),
+                self.caller.user,
+                prefix(path, path.len())
             )))
         }
     }

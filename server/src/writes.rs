@@ -1007,7 +1007,8 @@ fn set_xattr(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
     let full = required(req, "xattr.name")?.to_string();
     let (xns, name) = xattr_name(&full)?;
     let value = xattr_value(req.param("xattr.value").unwrap_or(""))?;
-    s.gate.check_xattr(&full, Some(&value))?;
+    s.gate
+        .check_xattr(req.path.components(), &full, Some(&value))?;
     let flags = req.param("flag").unwrap_or("");
     let (mut create, mut replace) = (false, false);
     for f in flags.split(',').filter(|f| !f.is_empty()) {
@@ -1091,7 +1092,7 @@ fn has_xattr(ns: &Namespace, n: &Inode<'_>, xns: XAttrNs, name: &[u8]) -> bool {
 fn remove_xattr(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
     let full = required(req, "xattr.name")?.to_string();
     let (xns, name) = xattr_name(&full)?;
-    s.gate.check_xattr(&full, None)?;
+    s.gate.check_xattr(req.path.components(), &full, None)?;
     let shown = s.path.clone();
     let path = canonical(&req.path);
     let gate = s.gate;

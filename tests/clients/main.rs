@@ -13,5 +13,6 @@ mod python_env;
 mod serve_common;
 
 mod export_consumers;
+mod permissions;
 mod webhdfs_client;
 mod webhdfs_writes;
