@@ -14,5 +14,6 @@ mod serve_common;
 
 mod export_consumers;
 mod permissions;
+mod tls;
 mod webhdfs_client;
 mod webhdfs_writes;
