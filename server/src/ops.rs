@@ -144,9 +144,9 @@ fn view_error(e: ViewError) -> RemoteError {
 
 /// LISTSTATUS's check: READ_EXECUTE on a directory, traverse to a file.
 fn listing_check(ns: &Namespace, req: &Parsed, gate: &Gate) -> Result<(), RemoteError> {
-    let dir = resolve(ns, &req.path).is_ok_and(|n| n.kind() == InodeKind::Directory);
     let need = Need {
-        inode: dir.then_some(Access::READ_EXECUTE),
+        inode: Some(Access::READ_EXECUTE),
+        inode_if_dir: true,
         ..Need::TRAVERSE
     };
     gate.check(ns, req.path.components(), need)

@@ -151,6 +151,8 @@ pub struct Need {
     pub subtree: Option<Access>,
     /// See `subtree`.
     pub ignore_empty_dir: bool,
+    /// `inode` applies only when the inode is a directory (a listing).
+    pub inode_if_dir: bool,
 }
 
 impl Need {
@@ -162,6 +164,7 @@ impl Need {
         inode: None,
         subtree: None,
         ignore_empty_dir: false,
+        inode_if_dir: false,
     };
 
     /// Traverse and ownership.
@@ -339,7 +342,7 @@ impl Gate {
                 // directory) comes before any other check.
                 return Ok(());
             }
-            self.access(ns, &prefix(path, i), n, Access::EXECUTE)?;
+            self.access(ns, || prefix(path, i), n, Access::EXECUTE)?;
         }
         let last = walk.last();
         if let (Some(p), Some(l)) = (need.parent, last) {
@@ -351,12 +354,12 @@ impl Gate {
         }
         if let Some(a) = need.ancestor {
             if let Some(n) = walk.at(ancestor) {
-                self.access(ns, &prefix(path, ancestor), n, a)?;
+                self.access(ns, || prefix(path, ancestor), n, a)?;
             }
         }
         if let Some(p) = need.parent {
             if let Some(n) = walk.at(len - 1) {
-                self.access(ns, &prefix(path, len - 1), n, p)?;
+                self.access(ns, || prefix(path, len - 1), n, p)?;
             }
         }
         self.final_checks(ns, path, &walk, need)
@@ -374,7 +377,9 @@ impl Gate {
         let len = walk.len;
         let last = walk.last();
         if let (Some(a), Some(n)) = (need.inode, last) {
-            self.access(ns, &prefix(path, len), n, a)?;
+            if !need.inode_if_dir || n.kind() == InodeKind::Directory {
+                self.access(ns, || prefix(path, len), n, a)?;
+            }
         }
         if let (Some(a), Some(n)) = (need.subtree, last) {
             self.subtree(ns, &prefix(path, len), n, a, need.ignore_empty_dir, true)?;
@@ -457,11 +462,12 @@ impl Gate {
         !matched && a.granted_by(mode & 7)
     }
 
-    /// `a` on inode `n` at `shown`, or HDFS's refusal.
+    /// `a` on inode `n`, or HDFS's refusal naming it as `shown()` (made
+    /// only for a refusal).
     fn access(
         &self,
         ns: &Namespace,
-        shown: &str,
+        shown: impl FnOnce() -> String,
         n: &Inode<'_>,
         a: Access,
     ) -> Result<(), RemoteError> {
@@ -472,7 +478,7 @@ impl Gate {
             "Permission denied: user={}, access={}, inode={}",
             self.caller.user,
             a.name(),
-            describe(shown, n)
+            describe(&shown(), n)
         )))
     }
 
@@ -497,13 +503,14 @@ impl Gate {
         parent: &Inode<'_>,
         child: &Inode<'_>,
     ) -> Result<(), RemoteError> {
-        self.sticky_shown(&prefix(path, len), &prefix(path, len - 1), parent, child)
+        self.sticky_shown(|| (prefix(path, len), prefix(path, len - 1)), parent, child)
     }
 
+    /// The sticky-bit rule for `child` of `parent`; `shown()` gives their
+    /// paths for a refusal.
     fn sticky_shown(
         &self,
-        child_path: &str,
-        parent_path: &str,
+        shown: impl FnOnce() -> (String, String),
         parent: &Inode<'_>,
         child: &Inode<'_>,
     ) -> Result<(), RemoteError> {
@@ -511,11 +518,12 @@ impl Gate {
         if parent.mode() & 0o1000 == 0 || parent.user() == me || child.user() == me {
             return Ok(());
         }
+        let (child_path, parent_path) = shown();
         Err(denied(format!(
             "Permission denied by sticky bit: user={}, path={}, parent={}",
             self.caller.user,
-            describe(child_path, child),
-            describe(parent_path, parent)
+            describe(&child_path, child),
+            describe(&parent_path, parent)
         )))
     }
 
@@ -541,7 +549,7 @@ impl Gate {
         while let Some((p, d)) = stack.pop() {
             let kids = d.child_slots();
             if !(kids.is_empty() && ignore_empty_dir) {
-                self.access(ns, &p, &d, a)?;
+                self.access(ns, || p.clone(), &d, a)?;
             }
             let first = stack.len();
             for c in d.children() {
@@ -551,7 +559,7 @@ impl Gate {
                     format!("{p}/{}", String::from_utf8_lossy(c.name()))
                 };
                 if sticky {
-                    self.sticky_shown(&cp, &p, &d, &c)?;
+                    self.sticky_shown(|| (cp.clone(), p.clone()), &d, &c)?;
                 }
                 if c.kind() == InodeKind::Directory {
                     stack.push((cp, c));

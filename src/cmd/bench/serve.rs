@@ -14,6 +14,16 @@
 //! answer slower than [`REQUEST_TIMEOUT`], is an error, and any error makes
 //! the bench fail once the figures are printed.
 //!
+//! Permission checks: the clients send no `user.name`, so every request is
+//! checked as `dr.who`'s (traverse on each ancestor, READ_EXECUTE on a
+//! listed directory), and the sampled paths are at least
+//! [`MIN_DEPTH`] components deep. The run alternates rounds with checks
+//! on (the server's default) and with `--no-permissions`, `--seconds` of
+//! each in [`ROUNDS`] rounds, so that both see the same machine; the
+//! report's top-level figures are those with checks on, `permissions_off`
+//! holds the others, and `permissions_on_vs_off` each operation's
+//! requests per second on against off.
+//!
 //! Latency is the time from sending the request to having read its whole
 //! body, per successful request. Percentiles are exact, by the nearest-rank
 //! definition over the sorted samples: the p-th percentile of n samples is
@@ -41,6 +51,10 @@ const START_TIMEOUT: Duration = Duration::from_secs(600);
 const STOP_TIMEOUT: Duration = Duration::from_secs(20);
 /// Error descriptions kept (per client and in all).
 const ERRORS_KEPT: usize = 5;
+/// Fewest path components of a sampled path.
+pub const MIN_DEPTH: usize = 6;
+/// Rounds of each permission setting, alternating.
+pub const ROUNDS: u64 = 2;
 
 /// The two operations, in the order the clients alternate them.
 const OPS: [Op; 2] = [Op::GetFileStatus, Op::ListStatus];
@@ -258,9 +272,10 @@ pub struct Report {
     pub image_bytes: u64,
     /// Client threads, one connection each.
     pub clients: u64,
-    /// Seconds asked for.
+    /// Seconds asked for, each round.
     pub seconds: u64,
-    /// Seconds from the start to the last client's end.
+    /// Seconds from the start to the last client's end, over the rounds
+    /// with checks on.
     pub elapsed_seconds: f64,
     /// Seconds from starting the server to its listening line (the load).
     pub server_ready_seconds: f64,
@@ -284,6 +299,13 @@ pub struct Report {
     pub server_clean_stop: bool,
     /// The first errors, described.
     pub first_errors: Vec<String>,
+    /// Fewest components of a sampled path ([`MIN_DEPTH`], or less in a
+    /// namespace with no path so deep).
+    pub min_depth: usize,
+    /// The same operations with `--no-permissions`, side by side.
+    pub permissions_off: serde_json::Map<String, Value>,
+    /// Each operation's requests per second with checks on against off.
+    pub permissions_on_vs_off: serde_json::Map<String, Value>,
 }
 
 /// The `nsimage serve` child, killed and reaped if dropped still running.
@@ -294,11 +316,13 @@ struct Server {
 }
 
 impl Server {
-    fn start(exe: &Path, image: &Path) -> anyhow::Result<Server> {
-        let mut child = Command::new(exe)
-            .arg("serve")
-            .arg(image)
-            .args(["--addr", "127.0.0.1:0"])
+    fn start(exe: &Path, image: &Path, permissions: bool) -> anyhow::Result<Server> {
+        let mut cmd = Command::new(exe);
+        cmd.arg("serve").arg(image).args(["--addr", "127.0.0.1:0"]);
+        if !permissions {
+            cmd.arg("--no-permissions");
+        }
+        let mut child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -398,24 +422,41 @@ impl Drop for Server {
 }
 
 /// The image of `n` inodes, generated and saved unless already in `dir`;
-/// the sampled targets.
-fn prepare(a: &Args, n: u64) -> anyhow::Result<(PathBuf, Targets)> {
+/// the sampled targets, [`MIN_DEPTH`] components deep or, in a namespace
+/// with none so deep (a small one), as deep as it has; that depth.
+fn prepare(a: &Args, n: u64) -> anyhow::Result<(PathBuf, Targets, usize)> {
     let (image, ns) = super::reused_image(a, "serve", n)?;
-    let targets = sample(&ns, a.seed);
-    if targets.dirs.is_empty() || targets.stats.is_empty() {
-        bail!("{}: no path the server can name", image.display());
+    for depth in (0..=MIN_DEPTH).rev() {
+        let targets = sample(&ns, a.seed, depth);
+        if !targets.dirs.is_empty() && !targets.stats.is_empty() {
+            return Ok((image, targets, depth));
+        }
     }
-    Ok((image, targets))
+    bail!("{}: no path the server can name", image.display())
 }
 
-/// One size: the server started, the clients run, the server stopped.
-fn one(a: &Args, exe: &Path, n: u64) -> anyhow::Result<Report> {
-    let (image, targets) = prepare(a, n)?;
-    let image_bytes = std::fs::metadata(&image)?.len();
-    let (sampled_directories, sampled_paths) = (targets.dirs.len(), targets.stats.len());
-    let targets = Arc::new(targets);
+/// One round: the server started (with permission checks or without),
+/// the clients run for `--seconds`, the server stopped.
+struct Round {
+    outs: Vec<ClientOut>,
+    elapsed_seconds: f64,
+    server_ready_seconds: f64,
+    server_rss_ready_bytes: u64,
+    server_rss_end_bytes: u64,
+    server_peak_rss_bytes: u64,
+    server_clean_stop: bool,
+    stderr_tail: String,
+}
+
+fn round(
+    a: &Args,
+    exe: &Path,
+    image: &Path,
+    targets: &Arc<Targets>,
+    permissions: bool,
+) -> anyhow::Result<Round> {
     let t = Instant::now();
-    let mut server = Server::start(exe, &image)?;
+    let mut server = Server::start(exe, image, permissions)?;
     let server_ready_seconds = t.elapsed().as_secs_f64();
     let pid = server.child.id();
     let server_rss_ready_bytes = proc_status(pid, "VmRSS");
@@ -423,7 +464,7 @@ fn one(a: &Args, exe: &Path, n: u64) -> anyhow::Result<Report> {
     let start = Arc::new(Barrier::new(clients + 1));
     let mut handles = Vec::with_capacity(clients);
     for index in 0..clients {
-        let (targets, go) = (Arc::clone(&targets), Arc::clone(&start));
+        let (targets, go) = (Arc::clone(targets), Arc::clone(&start));
         let (addr, seed, seconds) = (server.addr, a.seed, a.seconds());
         let h = std::thread::Builder::new()
             .name(format!("client-{index}"))
@@ -470,54 +511,114 @@ fn one(a: &Args, exe: &Path, n: u64) -> anyhow::Result<Report> {
     let server_rss_end_bytes = proc_status(pid, "VmRSS");
     let server_peak_rss_bytes = proc_status(pid, "VmHWM");
     let server_clean_stop = server.stop();
+    Ok(Round {
+        outs,
+        elapsed_seconds,
+        server_ready_seconds,
+        server_rss_ready_bytes,
+        server_rss_end_bytes,
+        server_peak_rss_bytes,
+        server_clean_stop,
+        stderr_tail: server.stderr_tail(),
+    })
+}
+
+/// Each operation's figures over `rounds`.
+fn op_figures(rounds: &mut [Round]) -> anyhow::Result<serde_json::Map<String, Value>> {
+    let elapsed: f64 = rounds.iter().map(|r| r.elapsed_seconds).sum();
     let mut ops = serde_json::Map::new();
     for op in OPS {
         let i = op.index();
-        let lat: Vec<u64> = outs
-            .iter_mut()
-            .flat_map(|o| std::mem::take(&mut o.lat[i]))
-            .collect();
-        let errors = outs.iter().map(|o| o.errors[i]).sum();
-        let bytes = outs.iter().map(|o| o.bytes[i]).sum();
-        let s = op_stats(lat, errors, bytes, elapsed_seconds);
+        let outs = rounds.iter_mut().flat_map(|r| r.outs.iter_mut());
+        let (mut lat, mut errors, mut bytes) = (Vec::new(), 0, 0);
+        for o in outs {
+            lat.append(&mut o.lat[i]);
+            errors += o.errors[i];
+            bytes += o.bytes[i];
+        }
+        let s = op_stats(lat, errors, bytes, elapsed);
         ops.insert(op.name().to_string(), serde_json::to_value(s)?);
     }
-    let mut first_errors: Vec<String> = outs
+    Ok(ops)
+}
+
+/// One size: [`ROUNDS`] rounds with permission checks and as many
+/// without, alternating.
+fn one(a: &Args, exe: &Path, n: u64) -> anyhow::Result<Report> {
+    let (image, targets, min_depth) = prepare(a, n)?;
+    let image_bytes = std::fs::metadata(&image)?.len();
+    let (sampled_directories, sampled_paths) = (targets.dirs.len(), targets.stats.len());
+    let targets = Arc::new(targets);
+    let (mut on, mut off) = (Vec::new(), Vec::new());
+    for _ in 0..ROUNDS {
+        on.push(round(a, exe, &image, &targets, true)?);
+        off.push(round(a, exe, &image, &targets, false)?);
+    }
+    let mut first_errors: Vec<String> = on
         .iter()
-        .flat_map(|o| o.first_errors.iter().cloned())
+        .chain(&off)
+        .flat_map(|r| r.outs.iter().flat_map(|o| o.first_errors.iter().cloned()))
         .take(ERRORS_KEPT)
         .collect();
-    if !server_clean_stop {
+    for r in on.iter().chain(&off).filter(|r| !r.server_clean_stop) {
         first_errors.push(format!(
             "the server did not stop cleanly on SIGTERM: {}",
-            server.stderr_tail()
+            r.stderr_tail
         ));
     }
+    let server_clean_stop = on.iter().chain(&off).all(|r| r.server_clean_stop);
+    let entries_listed = on
+        .iter()
+        .flat_map(|r| r.outs.iter().map(|o| o.entries))
+        .sum();
+    let connections = on
+        .iter()
+        .flat_map(|r| r.outs.iter().map(|o| o.connects))
+        .sum();
+    let ops = op_figures(&mut on)?;
+    let permissions_off = op_figures(&mut off)?;
+    let mut permissions_on_vs_off = serde_json::Map::new();
+    for name in ops.keys() {
+        let rate = |m: &serde_json::Map<String, Value>| {
+            m.get(name)
+                .and_then(|x| x["requests_per_second"].as_f64())
+                .unwrap_or(0.0)
+        };
+        let (a_on, a_off) = (rate(&ops), rate(&permissions_off));
+        permissions_on_vs_off.insert(
+            name.clone(),
+            serde_json::json!(if a_off > 0.0 { a_on / a_off } else { 0.0 }),
+        );
+    }
+    let max = |f: &dyn Fn(&Round) -> u64| on.iter().map(f).max().unwrap_or(0);
     Ok(Report {
         inodes: n,
         image: image.display().to_string(),
         image_bytes,
         clients: a.clients,
         seconds: a.seconds(),
-        elapsed_seconds,
-        server_ready_seconds,
+        elapsed_seconds: on.iter().map(|r| r.elapsed_seconds).sum(),
+        server_ready_seconds: on.first().map_or(0.0, |r| r.server_ready_seconds),
         sampled_directories,
         sampled_paths,
         ops,
-        entries_listed: outs.iter().map(|o| o.entries).sum(),
-        connections: outs.iter().map(|o| o.connects).sum(),
-        server_rss_ready_bytes,
-        server_rss_end_bytes,
-        server_peak_rss_bytes,
+        entries_listed,
+        connections,
+        server_rss_ready_bytes: max(&|r| r.server_rss_ready_bytes),
+        server_rss_end_bytes: max(&|r| r.server_rss_end_bytes),
+        server_peak_rss_bytes: max(&|r| r.server_peak_rss_bytes),
         server_clean_stop,
         first_errors,
+        min_depth,
+        permissions_off,
+        permissions_on_vs_off,
     })
 }
 
 fn print_text(r: &Report) {
     let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
     out!(
-        "serve bench: {} inodes, {} clients x {} s, image {} ({} bytes), server ready in {:.2} s; {} directories and {} paths sampled",
+        "serve bench: {} inodes, {} clients x {} s x {ROUNDS} rounds with permission checks (as dr.who) and as many without, alternating; image {} ({} bytes), server ready in {:.2} s; {} directories and {} paths sampled, {}+ components deep",
         r.inodes,
         r.clients,
         r.seconds,
@@ -525,7 +626,8 @@ fn print_text(r: &Report) {
         r.image_bytes,
         r.server_ready_seconds,
         r.sampled_directories,
-        r.sampled_paths
+        r.sampled_paths,
+        r.min_depth
     );
     let ms = |v: &Value, k: &str| v[k].as_f64().unwrap_or(0.0) / 1e3;
     for (name, v) in &r.ops {
@@ -539,6 +641,15 @@ fn print_text(r: &Report) {
             ms(v, "p99_us"),
             ms(v, "p999_us"),
             ms(v, "max_us")
+        );
+    }
+    for (name, v) in &r.permissions_off {
+        out!(
+            "{name} with --no-permissions: {:.0} req/s, p50 {:.2} ms, p99 {:.2} ms; with checks on {:.3}x of that",
+            v["requests_per_second"].as_f64().unwrap_or(0.0),
+            ms(v, "p50_us"),
+            ms(v, "p99_us"),
+            r.permissions_on_vs_off[name].as_f64().unwrap_or(0.0)
         );
     }
     out!(

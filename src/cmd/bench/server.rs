@@ -58,7 +58,7 @@ use super::webhdfs::{connect, exchange, nearest_rank, sample, Targets};
 use super::Args;
 use crate::cmd::output::{check_output, write_atomically};
 use anyhow::{bail, Context};
-use child::{Mark, Proc, RssSampler};
+use child::{Mark, Proc, RssSampler, BENCH_SUPERUSER};
 use nsimage_store::fs::RealFs;
 use nsimage_store::Store;
 use nsimage_testkit::generate::{generate, GenSpec};
@@ -79,8 +79,6 @@ const RSS_EVERY: Duration = Duration::from_millis(50);
 const WARM_UP: Duration = Duration::from_secs(1);
 /// How long the clients load the server before the SIGKILL.
 const KILL_LOAD: Duration = Duration::from_secs(2);
-/// The superuser the bench's server is started with.
-pub const BENCH_SUPERUSER: &str = "hdfs";
 /// Errors described in the report, in all.
 const ERRORS_KEPT: usize = 8;
 
@@ -131,7 +129,7 @@ fn prepare(a: &Args, n: u64) -> anyhow::Result<(PathBuf, Targets, bool, f64)> {
         inodes: n,
         seed: a.seed,
     });
-    let targets = sample(&ns, a.seed);
+    let targets = sample(&ns, a.seed, 0);
     if targets.dirs.is_empty() || targets.stats.is_empty() {
         bail!("{n} inodes: no path the server can name");
     }

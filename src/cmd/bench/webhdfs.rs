@@ -85,10 +85,11 @@ pub(super) struct Targets {
     pub(super) stats: Vec<String>,
 }
 
-/// Draws the seeded samples from `ns`. Paths the server cannot name are
-/// left out: names that are not UTF-8 or are `.`/`..` (WebHDFS paths are
-/// UTF-8 text), and targets longer than [`MAX_TARGET`].
-pub(super) fn sample(ns: &Namespace, seed: u64) -> Targets {
+/// Draws the seeded samples from `ns`, of paths at least `min_depth`
+/// components deep. Paths the server cannot name are left out: names that
+/// are not UTF-8 or are `.`/`..` (WebHDFS paths are UTF-8 text), and
+/// targets longer than [`MAX_TARGET`].
+pub(super) fn sample(ns: &Namespace, seed: u64, min_depth: usize) -> Targets {
     let mut rng = Rng(seed ^ 0x5e4e_be4c);
     let (mut dirs, mut stats) = (Reservoir::new(), Reservoir::new());
     for slot in 0..ns.slot_count() {
@@ -104,6 +105,9 @@ pub(super) fn sample(ns: &Namespace, seed: u64) -> Targets {
             continue;
         };
         if text.split('/').any(|c| c == "." || c == "..") || text.contains('\0') {
+            continue;
+        }
+        if text.split('/').filter(|c| !c.is_empty()).count() < min_depth {
             continue;
         }
         let target = format!("/webhdfs/v1{}", encode_path(&p));

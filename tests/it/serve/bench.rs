@@ -78,6 +78,18 @@ fn serve_bench_reports_both_operations_without_error() {
         let mean = f(op, "mean_us");
         assert!(mean > 0.0 && mean <= p[4], "{name}: {op}");
     }
+    // Side by side: the same operations with --no-permissions, and the
+    // ratio of each one's rate with checks on to off; paths as deep as the
+    // small namespace has (6+ where it has them).
+    assert!((1.0..=6.0).contains(&f(&r, "min_depth")), "{r}");
+    let off = r["permissions_off"].as_object().unwrap();
+    for name in ["GETFILESTATUS", "LISTSTATUS"] {
+        assert!(f(&off[name], "requests_per_second") > 0.0, "{r}");
+        assert_eq!(off[name]["errors"], 0, "{r}");
+        let ratio = f(&r["permissions_on_vs_off"], name);
+        let want = f(&ops[name], "requests_per_second") / f(&off[name], "requests_per_second");
+        assert!((ratio - want).abs() <= 1e-9 * want.max(1.0), "{r}");
+    }
     // The image is reused by a second run from the same directory.
     let again = bench(dir.path());
     assert_eq!(again["image_bytes"], r["image_bytes"]);

@@ -21,6 +21,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
+
+/// The superuser the bench's server is started with.
+pub const BENCH_SUPERUSER: &str = "hdfs";
 use std::time::{Duration, Instant};
 
 /// How long the server may take to recover the store and listen.
@@ -132,7 +135,7 @@ impl Proc {
         cmd.arg("serve")
             .arg(store)
             .args(["--writable", "--addr", "127.0.0.1:0"])
-            .args(["--superuser", super::BENCH_SUPERUSER]);
+            .args(["--superuser", BENCH_SUPERUSER]);
         if let Some(s) = checkpoint_every_secs {
             cmd.args(["--checkpoint-every-secs", &s.to_string()]);
         }
