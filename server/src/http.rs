@@ -250,11 +250,13 @@ pub enum ServeError {
 struct AppState {
     backend: Backend,
     perms: Arc<Permissions>,
-    groups: Groups,
+    groups: Arc<Groups>,
     log: bool,
     request_timeout: Duration,
     /// The bound address (CREATE's redirect names it).
     addr: SocketAddr,
+    /// Served over TLS (CREATE's redirect is to `https`).
+    tls: bool,
 }
 
 /// Serves `source` (an image file, or a store directory whose newest
@@ -394,10 +396,11 @@ fn run_runtime(
         let app = Arc::new(AppState {
             backend,
             perms: Arc::new(perms),
-            groups,
+            groups: Arc::new(groups),
             log: config.log,
             request_timeout: config.request_timeout,
             addr: bound,
+            tls: tls.is_some(),
         });
         serve(listener, app, tls, config, shutdown_signal()).await;
         Ok(())
@@ -639,8 +642,11 @@ enum Answer {
 enum ListingFrom {
     /// The image it was started on.
     Image(Arc<Served>),
-    /// The live namespace, under its shared lock for each chunk.
-    Store(Arc<Live>),
+    /// The live namespace, under its shared lock for each chunk, the
+    /// caller's listing check made again with each (as HDFS checks each
+    /// `getListing` batch of a WebHDFS listing): a change of permissions
+    /// acknowledged while a listing streams stops it.
+    Store(Arc<Live>, Box<(Gate, Parsed)>),
 }
 
 async fn dispatch(
@@ -661,7 +667,7 @@ async fn dispatch(
             }
             let parsed = parse(uri.path(), uri.query())?;
             params::check(&parsed)?;
-            let gate = gate(st, &parsed)?;
+            let gate = gate(st, &parsed).await?;
             let served = current.get();
             return timed(st, move || {
                 let ns = &served.namespace;
@@ -675,7 +681,7 @@ async fn dispatch(
     };
     let parsed = parse(uri.path(), uri.query())?;
     let (op, wanted) = params::check(&parsed)?;
-    let gate = gate(st, &parsed)?;
+    let gate = gate(st, &parsed).await?;
     let sent = match *method {
         Method::GET => params::Method::Get,
         Method::PUT => params::Method::Put,
@@ -697,7 +703,9 @@ async fn dispatch(
     if sent == params::Method::Get {
         return timed(st, move || {
             live.store.with_namespace(|ns| {
-                read(ns, &parsed, &gate, || ListingFrom::Store(Arc::clone(&live)))
+                read(ns, &parsed, &gate, || {
+                    ListingFrom::Store(Arc::clone(&live), Box::new((gate.clone(), parsed.clone())))
+                })
             })
         })
         .await;
@@ -746,14 +754,21 @@ fn read(
 }
 
 /// The request's caller: `user.name` (HDFS's `dr.who` without one) with
-/// its groups, looked up now. `doas` (a proxy user) is refused unless it
-/// names the caller: simple authentication has no proxy users.
-fn gate(st: &AppState, parsed: &Parsed) -> Result<Gate, RemoteError> {
+/// its groups, looked up now (on the blocking pool when the system's
+/// databases must be asked). A name outside HDFS's default
+/// `dfs.webhdfs.user.provider.user.pattern` is refused, as WebHDFS refuses
+/// it. `doas` (a proxy user) is refused unless it names the caller: simple
+/// authentication has no proxy users.
+async fn gate(st: &AppState, parsed: &Parsed) -> Result<Gate, RemoteError> {
     let user = parsed
         .param("user.name")
         .filter(|u| !u.is_empty())
         .unwrap_or(crate::perm::DEFAULT_USER);
-    if let Some(d) = parsed.param("doas").filter(|d| *d != user) {
+    crate::perm::check_user_name("user.name", user)?;
+    if let Some(d) = parsed.param("doas").filter(|d| !d.is_empty()) {
+        crate::perm::check_user_name("doas", d)?;
+    }
+    if let Some(d) = parsed.param("doas").filter(|d| !d.is_empty() && *d != user) {
         return Err(RemoteError {
             status: 403,
             exception: "AuthorizationException",
@@ -765,9 +780,16 @@ fn gate(st: &AppState, parsed: &Parsed) -> Result<Gate, RemoteError> {
             ),
         });
     }
+    let groups = match st.groups.known(user) {
+        Some(g) => g,
+        None => {
+            let (groups, name) = (Arc::clone(&st.groups), user.to_string());
+            timed(st, move || Ok(groups.of(&name))).await?
+        }
+    };
     Ok(Gate {
         perms: Arc::clone(&st.perms),
-        caller: st.perms.caller(user, st.groups.of(user)),
+        caller: st.perms.caller(user, groups),
     })
 }
 
@@ -823,8 +845,9 @@ fn create_redirect(
         })
         .map_or_else(|| st.addr.to_string(), str::to_string);
     let query = uri.query().unwrap_or("");
+    let scheme = if st.tls { "https" } else { "http" };
     let to = format!(
-        "http://{host}{}?{query}&namenoderpcaddress={}",
+        "{scheme}://{host}{}?{query}&namenoderpcaddress={}",
         uri.path(),
         st.addr
     );
@@ -856,12 +879,12 @@ struct ListingBody {
 
 impl hyper::body::Body for ListingBody {
     type Data = Bytes;
-    type Error = Infallible;
+    type Error = std::io::Error;
 
     fn poll_frame(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+    ) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
         let this = self.get_mut();
         if this.yield_next {
             this.yield_next = false;
@@ -870,11 +893,27 @@ impl hyper::body::Body for ListingBody {
         }
         let listing = &mut this.listing;
         let chunk = match &this.from {
-            ListingFrom::Image(served) => listing.next_chunk(&served.namespace),
-            ListingFrom::Store(live) => live.store.with_namespace(|ns| listing.next_chunk(ns)),
+            ListingFrom::Image(served) => Ok(listing.next_chunk(&served.namespace)),
+            ListingFrom::Store(live, again) => live.store.with_namespace(|ns| {
+                let (gate, parsed) = &**again;
+                if let Err(e) = crate::ops::listing_check(ns, parsed, gate) {
+                    // The answer's status is sent: the stream is cut, and
+                    // the client sees a broken answer, never more entries.
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::PermissionDenied,
+                        e.message,
+                    ));
+                }
+                Ok(listing.next_chunk(ns))
+            }),
         };
-        this.yield_next = chunk.is_some();
-        Poll::Ready(chunk.map(|c| Ok(Frame::data(Bytes::from(c)))))
+        match chunk {
+            Ok(chunk) => {
+                this.yield_next = chunk.is_some();
+                Poll::Ready(chunk.map(|c| Ok(Frame::data(Bytes::from(c)))))
+            }
+            Err(e) => Poll::Ready(Some(Err(e))),
+        }
     }
 }
 

@@ -7,14 +7,17 @@
 //! Nothing is kept past a change: before each lookup the files it was read
 //! from (the groups file, or `/etc/passwd` and `/etc/group`) are looked at
 //! (their size, modification time and inode), and everything read from
-//! them is read again once they changed. A groups file that no longer
+//! them is read again once they changed; a user's groups from the system's
+//! databases are asked again after [`SYSTEM_GROUPS_TTL`] in any case (a
+//! directory service behind NSS changes without touching those files), and
+//! at most [`MAX_CACHED_USERS`] users are kept. A groups file that no longer
 //! reads (too large, not UTF-8, a bad line) gives every user no group
 //! until it is fixed, and says so on stderr once.
 
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
 
 /// Largest groups file read.
 pub const MAX_GROUPS_FILE: u64 = 16 << 20;
@@ -63,11 +66,21 @@ pub struct Groups {
 struct State {
     /// The stamps of the files the cache was read from.
     stamps: Vec<Stamp>,
-    /// Users looked up (the whole file, for a groups file).
-    users: HashMap<String, Vec<String>>,
+    /// The whole groups file, for a groups file.
+    file: HashMap<String, Vec<String>>,
+    /// Users looked up in the system's databases, each with when.
+    looked_up: HashMap<String, (Vec<String>, Instant)>,
     /// The groups file did not read (its error was said).
     broken: bool,
 }
+
+/// How long a user's groups from the system's databases are kept when
+/// `/etc/passwd` and `/etc/group` do not change (sources behind them, such
+/// as LDAP through NSS, change without a trace there). Hadoop keeps them
+/// 300 s (`hadoop.security.groups.cache.secs`).
+pub const SYSTEM_GROUPS_TTL: Duration = Duration::from_secs(5);
+/// Most users whose system groups are kept at once.
+pub const MAX_CACHED_USERS: usize = 4096;
 
 /// The files a source reads.
 fn watched(source: &GroupSource) -> Vec<PathBuf> {
@@ -87,7 +100,7 @@ impl Groups {
         let mut state = State::default();
         if let GroupSource::File(p) = &source {
             state.stamps = vec![stamp(p)];
-            state.users = read_file(p)?;
+            state.file = read_file(p)?;
         } else {
             state.stamps = watched(&source).iter().map(|p| stamp(p)).collect();
         }
@@ -97,17 +110,22 @@ impl Groups {
         })
     }
 
-    /// The groups of `user`.
-    pub fn of(&self, user: &str) -> Vec<String> {
+    /// The groups of `user` when they are known without asking the
+    /// system's databases (which may block, on a network directory):
+    /// always for a groups file, for a user looked up in the last
+    /// [`SYSTEM_GROUPS_TTL`] otherwise. Either way the files they come from
+    /// are looked at first, and read again when they changed.
+    pub fn known(&self, user: &str) -> Option<Vec<String>> {
         let stamps: Vec<Stamp> = watched(&self.source).iter().map(|p| stamp(p)).collect();
         let mut st = self.state.lock();
         if st.stamps != stamps {
             st.stamps = stamps;
-            st.users.clear();
+            st.file.clear();
+            st.looked_up.clear();
             st.broken = false;
             if let GroupSource::File(p) = &self.source {
                 match read_file(p) {
-                    Ok(users) => st.users = users,
+                    Ok(users) => st.file = users,
                     Err(e) => {
                         eprintln!("nsimage serve: {e}: no user has a group until it is fixed");
                         st.broken = true;
@@ -116,18 +134,33 @@ impl Groups {
             }
         }
         match &self.source {
-            GroupSource::File(_) => st.users.get(user).cloned().unwrap_or_default(),
-            GroupSource::System => {
-                if let Some(g) = st.users.get(user) {
-                    return g.clone();
-                }
-                // Looked up under the lock: a handful of microseconds, once
-                // per user until the databases change.
-                let g = system_groups(user);
-                st.users.insert(user.to_string(), g.clone());
-                g
+            GroupSource::File(_) => Some(st.file.get(user).cloned().unwrap_or_default()),
+            GroupSource::System => st
+                .looked_up
+                .get(user)
+                .filter(|(_, at)| at.elapsed() < SYSTEM_GROUPS_TTL)
+                .map(|(g, _)| g.clone()),
+        }
+    }
+
+    /// The groups of `user`: [`known`](Self::known), or else looked up in
+    /// the system's databases (outside the lock; may block) and kept.
+    pub fn of(&self, user: &str) -> Vec<String> {
+        if let Some(g) = self.known(user) {
+            return g;
+        }
+        let g = system_groups(user);
+        let mut st = self.state.lock();
+        if st.looked_up.len() >= MAX_CACHED_USERS {
+            st.looked_up
+                .retain(|_, (_, at)| at.elapsed() < SYSTEM_GROUPS_TTL);
+            if st.looked_up.len() >= MAX_CACHED_USERS {
+                st.looked_up.clear();
             }
         }
+        st.looked_up
+            .insert(user.to_string(), (g.clone(), Instant::now()));
+        g
     }
 }
 
@@ -248,5 +281,25 @@ mod tests {
         let root = g.of("root");
         assert_eq!(root.first().map(String::as_str), Some("root"), "{root:?}");
         assert!(g.of("no-such-user-here").is_empty());
+    }
+
+    #[test]
+    fn system_lookups_are_kept_briefly_and_boundedly() {
+        let g = Groups::new(GroupSource::System).unwrap();
+        assert_eq!(g.known("root"), None, "asked before any lookup");
+        let root = g.of("root");
+        assert_eq!(g.known("root"), Some(root));
+        // Names callers make up do not grow the cache past its bound.
+        for i in 0..MAX_CACHED_USERS + 10 {
+            let _ = g.of(&format!("made-up-{i}"));
+            assert!(g.state.lock().looked_up.len() <= MAX_CACHED_USERS);
+        }
+        // An entry past its time is asked again.
+        g.state.lock().looked_up.insert(
+            "old".into(),
+            (vec!["x".into()], Instant::now() - SYSTEM_GROUPS_TTL),
+        );
+        assert_eq!(g.known("old"), None);
+        assert!(g.of("old").is_empty());
     }
 }

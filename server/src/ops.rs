@@ -3,7 +3,7 @@
 //! writes them), or a [`RemoteError`].
 
 use crate::error::{echo, RemoteError};
-use crate::perm::{Access, Gate, Need};
+use crate::perm::{Access, Gate, Need, XattrUse};
 use crate::request::Parsed;
 use nsimage_namespace::{Attrs, Inode, InodeKind, Namespace};
 use nsimage_viewer::du::{du, DuOptions};
@@ -93,8 +93,10 @@ pub fn answer(ns: &Namespace, req: &Parsed, gate: &Gate) -> Result<Value, Remote
             gate.check(
                 ns,
                 comps,
+                // Hadoop 3's listXAttrs: READ on the inode (Hadoop 2
+                // asked EXECUTE on its parent).
                 Need {
-                    parent: Some(Access::EXECUTE),
+                    inode: Some(Access::READ),
                     ..Need::TRAVERSE
                 },
             )?;
@@ -143,7 +145,7 @@ fn view_error(e: ViewError) -> RemoteError {
 }
 
 /// LISTSTATUS's check: READ_EXECUTE on a directory, traverse to a file.
-fn listing_check(ns: &Namespace, req: &Parsed, gate: &Gate) -> Result<(), RemoteError> {
+pub fn listing_check(ns: &Namespace, req: &Parsed, gate: &Gate) -> Result<(), RemoteError> {
     let need = Need {
         inode: Some(Access::READ_EXECUTE),
         inode_if_dir: true,
@@ -465,7 +467,7 @@ fn base64(v: &[u8]) -> String {
 fn xattrs(ns: &Namespace, req: &Parsed, gate: &Gate) -> Result<Value, RemoteError> {
     let asked: Vec<&str> = req.params_named("xattr.name").collect();
     for a in &asked {
-        gate.check_xattr(req.path.components(), a, None)?;
+        gate.check_xattr(req.path.components(), a, XattrUse::Get)?;
     }
     gate.check(
         ns,

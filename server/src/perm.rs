@@ -39,6 +39,48 @@ pub const DEFAULT_SUPERGROUP: &str = "supergroup";
 /// The superuser when the root has no owner (as in generated images).
 pub const FALLBACK_SUPERUSER: &str = "hdfs";
 
+/// HDFS's default `dfs.webhdfs.user.provider.user.pattern`.
+pub const USER_NAME_PATTERN: &str = "^[A-Za-z_][A-Za-z0-9._-]*[$]?$";
+/// Longest user name taken (HDFS sets none; a bound on what a caller's name
+/// may cost).
+pub const MAX_USER_NAME: usize = 256;
+
+/// Refuses a user name outside [`USER_NAME_PATTERN`] (or longer than
+/// [`MAX_USER_NAME`]) given as parameter `param`, as WebHDFS's `UserParam`
+/// does.
+///
+/// # Errors
+/// 400 IllegalArgumentException.
+pub fn check_user_name(param: &str, name: &str) -> Result<(), RemoteError> {
+    let b = name.as_bytes();
+    let body = b.strip_suffix(b"$").unwrap_or(b);
+    let ok = b.len() <= MAX_USER_NAME
+        && body
+            .first()
+            .is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_')
+        && body
+            .iter()
+            .all(|c| c.is_ascii_alphanumeric() || b"._-".contains(c));
+    if ok {
+        return Ok(());
+    }
+    Err(RemoteError::bad_argument(format!(
+        "Invalid value for webhdfs parameter \"{param}\": Invalid value: \"{}\" does not belong to the domain {USER_NAME_PATTERN}",
+        crate::error::echo(name)
+    )))
+}
+
+/// What a request does with an xattr it names.
+#[derive(Clone, Copy, Debug)]
+pub enum XattrUse<'a> {
+    /// GETXATTRS.
+    Get,
+    /// SETXATTR with this value.
+    Set(&'a [u8]),
+    /// REMOVEXATTR.
+    Remove,
+}
+
 /// The permission settings of a server.
 #[derive(Clone, Debug)]
 pub struct Permissions {
@@ -316,15 +358,20 @@ impl Gate {
         if self.caller.superuser {
             return Ok(());
         }
+        let need = if self.perms.enabled {
+            need
+        } else if need.owner {
+            // HDFS checks ownership (and so the traverse to the inode) for
+            // chmod, chown and the ACL operations whatever
+            // dfs.permissions.enabled says (`FSDirectory.checkOwner`).
+            Need {
+                owner: true,
+                ..Need::TRAVERSE
+            }
+        } else {
+            return Ok(());
+        };
         let walk = Walk::of(ns, path);
-        if !self.perms.enabled {
-            // HDFS checks ownership for chmod, chown and the ACL
-            // operations whatever dfs.permissions.enabled says.
-            return match walk.last() {
-                Some(n) if need.owner => self.owner(path, n),
-                _ => Ok(()),
-            };
-        }
         let len = walk.len;
         if len == 0 {
             // The root: no component to traverse to it.
@@ -545,24 +592,43 @@ impl Gate {
         if top.kind() != InodeKind::Directory {
             return Ok(());
         }
-        let mut stack: Vec<(String, Inode<'_>)> = vec![(shown.to_string(), *top)];
-        while let Some((p, d)) = stack.pop() {
-            let kids = d.child_slots();
-            if !(kids.is_empty() && ignore_empty_dir) {
-                self.access(ns, || p.clone(), &d, a)?;
+        // The directories reached, each with its parent's index; a path is
+        // built only for a refusal (a subtree of millions is checked under
+        // the write lock for a DELETE).
+        let mut seen: Vec<(usize, Inode<'_>)> = vec![(usize::MAX, *top)];
+        let path_of = |seen: &[(usize, Inode<'_>)], mut i: usize, child: Option<&[u8]>| {
+            let mut names: Vec<&[u8]> = child.into_iter().collect();
+            while i != 0 {
+                names.push(seen[i].1.name());
+                i = seen[i].0;
+            }
+            let mut p = shown.to_string();
+            for n in names.iter().rev() {
+                if !p.ends_with('/') {
+                    p.push('/');
+                }
+                p.push_str(&String::from_utf8_lossy(n));
+            }
+            p
+        };
+        let mut stack = vec![0usize];
+        while let Some(i) = stack.pop() {
+            let d = seen[i].1;
+            if !(d.child_slots().is_empty() && ignore_empty_dir) {
+                self.access(ns, || path_of(&seen, i, None), &d, a)?;
             }
             let first = stack.len();
             for c in d.children() {
-                let cp = if p == "/" {
-                    format!("/{}", String::from_utf8_lossy(c.name()))
-                } else {
-                    format!("{p}/{}", String::from_utf8_lossy(c.name()))
-                };
                 if sticky {
-                    self.sticky_shown(|| (cp.clone(), p.clone()), &d, &c)?;
+                    self.sticky_shown(
+                        || (path_of(&seen, i, Some(c.name())), path_of(&seen, i, None)),
+                        &d,
+                        &c,
+                    )?;
                 }
                 if c.kind() == InodeKind::Directory {
-                    stack.push((cp, c));
+                    stack.push(seen.len());
+                    seen.push((i, c));
                 }
             }
             if !sticky {
@@ -579,6 +645,8 @@ impl Gate {
     /// `security.hdfs.unreadable.by.superuser` (set without a value), and
     /// `system.` and `raw.` (reached only through `/.reserved/raw`, which
     /// this server does not serve) are refused to everyone.
+    /// `security.hdfs.unreadable.by.superuser` is write-once: its removal
+    /// is refused.
     ///
     /// # Errors
     /// 403 AccessControlException with HDFS's message, the user and the
@@ -587,14 +655,22 @@ impl Gate {
         &self,
         path: &[Vec<u8>],
         full: &str,
-        value: Option<&[u8]>,
+        how: XattrUse<'_>,
     ) -> Result<(), RemoteError> {
         let (ns, name) = split_xattr(full);
+        if ns == "security" && name == UNREADABLE_BY_SUPERUSER && matches!(how, XattrUse::Remove) {
+            // Write-once: HDFS's `filterINodeXAttrs` refuses its removal.
+            return Err(denied(format!(
+                "The xattr 'security.{UNREADABLE_BY_SUPERUSER}' can not be deleted. (user={}, inode=\"{}\")",
+                self.caller.user,
+                prefix(path, path.len())
+            )));
+        }
         let allowed = match ns.as_str() {
             "user" => true,
             "trusted" => self.caller.superuser,
             "security" if name == UNREADABLE_BY_SUPERUSER => {
-                if value.is_some_and(|v| !v.is_empty()) {
+                if matches!(how, XattrUse::Set(v) if !v.is_empty()) {
                     return Err(denied(format!(
                         "Attempt to set a value for 'security.{UNREADABLE_BY_SUPERUSER}'. Values are not allowed for this xattr."
                     )));
@@ -659,6 +735,22 @@ impl Gate {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn user_names_follow_webhdfs_pattern() {
+        for ok in ["dr.who", "hdfs", "_svc", "svc-etl.1", "machine$", "A"] {
+            assert!(check_user_name("user.name", ok).is_ok(), "{ok}");
+        }
+        let long = "a".repeat(MAX_USER_NAME + 1);
+        for bad in ["", "9x", "a b", "a:b", "$", "a$b", "é", "-x", long.as_str()] {
+            let e = check_user_name("user.name", bad).unwrap_err();
+            assert_eq!(
+                (e.status, e.exception),
+                (400, "IllegalArgumentException"),
+                "{bad}"
+            );
+        }
+    }
 
     #[test]
     fn modes_read_as_hdfs_writes_them() {

@@ -12,7 +12,7 @@
 use crate::acl;
 use crate::error::{echo, RemoteError};
 use crate::params::{self, boolean, check_new_path, number, permission, required};
-use crate::perm::{Access, Gate, Need};
+use crate::perm::{Access, Gate, Need, XattrUse};
 use crate::request::Parsed;
 use nsimage_format::pb::{self, journal_op::Op};
 use nsimage_namespace::{Attrs, Inode, InodeKind, Namespace, NsError, XAttrNs};
@@ -153,6 +153,27 @@ impl Steps<'_> {
     }
 }
 
+impl Steps<'_> {
+    /// Ops built one after another under one exclusive lock
+    /// (`Store::submit_chain_with`) until `build` returns `None`: an
+    /// operation of several ops that nothing comes between. True when one
+    /// applied.
+    fn chain(
+        &mut self,
+        build: impl FnMut(&Namespace) -> Result<Option<Op>, RemoteError>,
+    ) -> Result<bool, RemoteError> {
+        let (last, outcome) = self.store.submit_chain_with(build);
+        if last.is_some() {
+            self.last = last;
+        }
+        match outcome {
+            Ok(()) => Ok(last.is_some()),
+            Err(SubmitError::Build(e)) => Err(e),
+            Err(SubmitError::Store(e)) => Err(store_error(e, &self.path)),
+        }
+    }
+}
+
 /// Where a path is: its inode id, `None` when it (or only its last
 /// component) is missing; an ancestor that is not a directory is
 /// ParentNotDirectoryException.
@@ -269,103 +290,131 @@ fn dispatch(s: &mut Steps<'_>, op: &str, req: &Parsed) -> Result<Done, RemoteErr
     }
 }
 
-/// Creates the missing directories of `path` (all of it, or all but the
-/// last component), one op each: the last gets `mode`, the ones above it
-/// `mode | 0o300` (HDFS's implicit u+wx). Fails as HDFS's mkdirs when a
-/// component is a file. Each directory is made only with WRITE on the
-/// nearest existing ancestor of `checked` (the path the operation names:
-/// HDFS's ancestor check of mkdirs and create).
-fn make_dirs(
-    s: &mut Steps<'_>,
-    comps: &[Vec<u8>],
-    checked: &[Vec<u8>],
+/// The next missing directory of `comps` (all of a path, or all but its
+/// last component) as a Mkdir op, `None` once every one exists: the last
+/// gets `mode`, the ones above it `mode | 0o300` (HDFS's implicit u+wx).
+/// Fails as HDFS's mkdirs when a component is a file. Before the first
+/// directory is made, WRITE on the nearest existing ancestor of `checked`
+/// (the path the operation names: HDFS's ancestor check of mkdirs and
+/// create) is checked once (`*ancestor_checked`), as HDFS checks it once
+/// before making them all.
+struct DirMaker<'a> {
+    gate: &'a Gate,
+    comps: &'a [Vec<u8>],
+    checked: &'a [Vec<u8>],
     mode: u16,
-    user: &[u8],
-    shown: &str,
-) -> Result<(), RemoteError> {
-    let mtime = now_ms();
-    let gate = s.gate;
-    loop {
-        let mut made = None;
-        let applied = s.step(|ns| {
-            gate.check(ns, checked, Need::TRAVERSE)?;
-            let mut cur = nsimage_namespace::ROOT_ID;
-            for (i, c) in comps.iter().enumerate() {
-                let dir = ns.inode(cur).ok_or_else(|| {
-                    RemoteError::not_found(format!("File does not exist: {shown}"))
-                })?;
-                if dir.kind() != InodeKind::Directory {
-                    return Err(parent_not_dir(format!(
-                        "{shown}: a parent of it is not a directory"
-                    )));
-                }
-                match child(ns, &dir, c) {
-                    Some(k) => cur = k.id(),
-                    None => {
-                        gate.check(ns, checked, ancestor_write())?;
-                        let last = i + 1 == comps.len();
-                        let wanted = if last { mode } else { mode | 0o300 };
-                        let (mode, inherited) = inherit(ns, &dir, wanted, true);
-                        made = inherited.map(|e| (cur, c.clone(), e));
-                        return Ok(Some(Op::Mkdir(pb::CreateOp {
-                            parent: cur,
-                            name: c.clone(),
-                            user: user.to_vec(),
-                            group: dir.group().to_vec(),
-                            mode: u32::from(mode),
-                            mtime,
-                            ..Default::default()
-                        })));
+    user: &'a [u8],
+    shown: &'a str,
+    mtime: u64,
+    ancestor_checked: bool,
+}
+
+impl DirMaker<'_> {
+    fn next(&mut self, ns: &Namespace, follow: &mut Follow) -> Result<Option<Op>, RemoteError> {
+        let shown = self.shown;
+        let mut cur = nsimage_namespace::ROOT_ID;
+        for (i, c) in self.comps.iter().enumerate() {
+            let dir = ns
+                .inode(cur)
+                .ok_or_else(|| RemoteError::not_found(format!("File does not exist: {shown}")))?;
+            if dir.kind() != InodeKind::Directory {
+                return Err(parent_not_dir(format!(
+                    "{shown}: a parent of it is not a directory"
+                )));
+            }
+            match child(ns, &dir, c) {
+                Some(k) => cur = k.id(),
+                None => {
+                    if !self.ancestor_checked {
+                        self.gate.check(ns, self.checked, ancestor_write())?;
+                        self.ancestor_checked = true;
                     }
+                    let last = i + 1 == self.comps.len();
+                    let wanted = if last { self.mode } else { self.mode | 0o300 };
+                    let mode = follow.new_inode(ns, &dir, c, wanted, true);
+                    return Ok(Some(Op::Mkdir(pb::CreateOp {
+                        parent: cur,
+                        name: c.clone(),
+                        user: self.user.to_vec(),
+                        group: dir.group().to_vec(),
+                        mode: u32::from(mode),
+                        mtime: self.mtime,
+                        ..Default::default()
+                    })));
                 }
             }
-            // All there: the last must be a directory.
-            match ns.inode(cur) {
-                Some(n) if n.kind() != InodeKind::Directory => {
-                    Err(already_exists(format!("Path is not a directory: {shown}")))
-                }
-                _ => Ok(None),
-            }
-        })?;
-        if !applied {
-            return Ok(());
         }
-        if let Some((parent, name, entries)) = made {
-            give_acl(s, parent, &name, entries)?;
+        // All there: the last must be a directory.
+        match ns.inode(cur) {
+            Some(n) if n.kind() != InodeKind::Directory => {
+                Err(already_exists(format!("Path is not a directory: {shown}")))
+            }
+            _ => Ok(None),
         }
     }
 }
 
-/// The mode and stored ACL entries of a new child of `dir` asking for
-/// `mode` (HDFS: a directory's default ACL is inherited; `None` when it
-/// has none).
-fn inherit(
-    ns: &Namespace,
-    dir: &Inode<'_>,
+/// What follows, in the same chain, the creation of an inode that
+/// inherits its parent's default ACL (HDFS's `copyINodeDefaultAcl`): it is
+/// created with no group bits, then given its ACL, then its mode (whose
+/// group bits are the ACL's mask). Each is journaled on its own, and every
+/// prefix of the three grants no more than the whole, so a crash between
+/// them fails closed.
+#[derive(Default)]
+struct Follow {
+    /// The new inode: its parent and name.
+    target: Option<(u64, Vec<u8>)>,
+    acl: Option<Vec<acl::Entry>>,
     mode: u16,
-    is_dir: bool,
-) -> (u16, Option<Vec<acl::Entry>>) {
-    match acl::inherit(&stored_acl(ns, dir), mode, is_dir) {
-        Some((entries, m)) => (m, (!entries.is_empty()).then_some(entries)),
-        None => (mode, None),
-    }
 }
 
-/// The inherited ACL of the new child `name` of `parent`, as the step
-/// after its creation.
-fn give_acl(
-    s: &mut Steps<'_>,
-    parent: u64,
-    name: &[u8],
-    entries: Vec<acl::Entry>,
-) -> Result<(), RemoteError> {
-    s.step(|ns| {
-        let Some(k) = ns.inode(parent).and_then(|p| child(ns, &p, name)) else {
-            return Ok(None);
+impl Follow {
+    /// The mode to create child `name` of `dir` with, asking `mode`; what
+    /// must follow is kept for [`next`](Self::next).
+    fn new_inode(
+        &mut self,
+        ns: &Namespace,
+        dir: &Inode<'_>,
+        name: &[u8],
+        mode: u16,
+        is_dir: bool,
+    ) -> u16 {
+        match acl::inherit(&stored_acl(ns, dir), mode, is_dir) {
+            Some((entries, m)) if !entries.is_empty() => {
+                *self = Follow {
+                    target: Some((dir.id(), name.to_vec())),
+                    acl: Some(entries),
+                    mode: m,
+                };
+                m & !0o070
+            }
+            Some((_, m)) => m,
+            None => mode,
+        }
+    }
+
+    /// The next op for the inode created last, `None` when none is left.
+    fn next(&mut self, ns: &Namespace) -> Option<Op> {
+        let (parent, name) = self.target.as_ref()?;
+        let id = ns
+            .inode(*parent)
+            .and_then(|p| child(ns, &p, name))
+            .map(|k| k.id());
+        let Some(id) = id else {
+            *self = Follow::default();
+            return None;
         };
-        Ok(Some(acl_op(k.id(), entries)))
-    })?;
-    Ok(())
+        if let Some(entries) = self.acl.take() {
+            return Some(acl_op(id, entries));
+        }
+        self.target = None;
+        (self.mode & 0o070 != 0).then(|| {
+            Op::SetMode(pb::SetModeOp {
+                id,
+                mode: u32::from(self.mode),
+            })
+        })
+    }
 }
 
 fn acl_op(id: u64, entries: Vec<acl::Entry>) -> Op {
@@ -404,7 +453,30 @@ fn mkdirs(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
     let mode = permission(req, 0o755)?;
     let shown = s.path.clone();
     let comps = req.path.components();
-    make_dirs(s, comps, comps, mode, &user(req), &shown)?;
+    let owner = user(req);
+    let gate = s.gate;
+    let mut dirs = DirMaker {
+        gate,
+        comps,
+        checked: comps,
+        mode,
+        user: &owner,
+        shown: &shown,
+        mtime: now_ms(),
+        ancestor_checked: false,
+    };
+    let mut follow = Follow::default();
+    let mut first = true;
+    s.chain(|ns| {
+        if first {
+            gate.check(ns, comps, Need::TRAVERSE)?;
+            first = false;
+        }
+        match follow.next(ns) {
+            Some(op) => Ok(Some(op)),
+            None => dirs.next(ns, &mut follow),
+        }
+    })?;
     Ok(Done::Json(json!({ "boolean": true })))
 }
 
@@ -432,65 +504,89 @@ fn create(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
         .ok_or_else(|| already_exists("/ already exists as a directory".into()))?;
     let owner = user(req);
     let comps = req.path.components();
-    let up = &comps[..comps.len() - 1];
-    if create_parent {
-        make_dirs(s, up, comps, 0o755, &owner, &shown)?;
-    }
     let gate = s.gate;
-    if overwrite {
-        s.step(|ns| {
-            // HDFS's startFile: WRITE on the ancestor, then on the file
-            // that is overwritten.
+    let mtime = now_ms();
+    let mut dirs = DirMaker {
+        gate,
+        comps: &comps[..comps.len() - 1],
+        checked: comps,
+        mode: 0o755,
+        user: &owner,
+        shown: &shown,
+        mtime,
+        // Checked once below, before anything is made.
+        ancestor_checked: true,
+    };
+    let mut follow = Follow::default();
+    // HDFS's startFile, under one lock: WRITE on the ancestor (and on the
+    // file that is overwritten), the missing parents, the old file
+    // deleted, the new one made.
+    let mut stage = 0;
+    s.chain(|ns| {
+        if let Some(op) = follow.next(ns) {
+            return Ok(Some(op));
+        }
+        if stage == 0 {
             gate.check(
                 ns,
                 comps,
                 Need {
-                    inode: Some(Access::WRITE),
+                    inode: overwrite.then_some(Access::WRITE),
                     ..ancestor_write()
                 },
             )?;
-            match lookup(ns, &path, &shown)?.and_then(|id| ns.inode(id)) {
-                Some(n) if n.kind() == InodeKind::Directory => Err(already_exists(format!(
-                    "{shown} already exists as a directory"
-                ))),
-                Some(n) => Ok(Some(Op::Delete(pb::DeleteOp {
-                    id: n.id(),
-                    recursive: false,
-                    mtime: now_ms(),
-                }))),
-                None => Ok(None),
-            }
-        })?;
-    }
-    let mtime = now_ms();
-    let mut made = None;
-    s.step(|ns| {
-        gate.check(ns, comps, ancestor_write())?;
-        let dir = parent_dir(ns, &parent, &shown)?;
-        if let Some(n) = child(ns, &dir, &name) {
-            return Err(already_exists(if n.kind() == InodeKind::Directory {
-                format!("{shown} already exists as a directory")
-            } else {
-                format!("{shown} for client {} already exists", DEFAULT_USER)
-            }));
+            stage = 1;
         }
-        let (mode, inherited) = inherit(ns, &dir, mode, false);
-        made = inherited.map(|e| (dir.id(), e));
-        Ok(Some(Op::Create(pb::CreateOp {
-            parent: dir.id(),
-            name: name.clone(),
-            user: owner.clone(),
-            group: dir.group().to_vec(),
-            mode: u32::from(mode),
-            mtime,
-            replication: u32::from(replication),
-            preferred_block_size: block_size,
-            ..Default::default()
-        })))
+        if stage == 1 {
+            if create_parent {
+                if let Some(op) = dirs.next(ns, &mut follow)? {
+                    return Ok(Some(op));
+                }
+            }
+            stage = 2;
+            if overwrite {
+                match lookup(ns, &path, &shown)?.and_then(|id| ns.inode(id)) {
+                    Some(n) if n.kind() == InodeKind::Directory => {
+                        return Err(already_exists(format!(
+                            "{shown} already exists as a directory"
+                        )))
+                    }
+                    Some(n) => {
+                        return Ok(Some(Op::Delete(pb::DeleteOp {
+                            id: n.id(),
+                            recursive: false,
+                            mtime,
+                        })))
+                    }
+                    None => {}
+                }
+            }
+        }
+        if stage == 2 {
+            stage = 3;
+            let dir = parent_dir(ns, &parent, &shown)?;
+            if let Some(n) = child(ns, &dir, &name) {
+                return Err(already_exists(if n.kind() == InodeKind::Directory {
+                    format!("{shown} already exists as a directory")
+                } else {
+                    format!("{shown} for client {} already exists", DEFAULT_USER)
+                }));
+            }
+            let mode = follow.new_inode(ns, &dir, &name, mode, false);
+            return Ok(Some(Op::Create(pb::CreateOp {
+                parent: dir.id(),
+                name: name.clone(),
+                user: owner.clone(),
+                group: dir.group().to_vec(),
+                mode: u32::from(mode),
+                mtime,
+                replication: u32::from(replication),
+                preferred_block_size: block_size,
+                ..Default::default()
+            })));
+        }
+        Ok(None)
     })?;
-    if let Some((parent, entries)) = made {
-        give_acl(s, parent, &name, entries)?;
-    }
     let location = format!(
         "hdfs://{}{}",
         req.param("namenoderpcaddress").unwrap_or("localhost"),
@@ -529,13 +625,37 @@ fn symlink(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
         parent_of(&req.path).ok_or_else(|| already_exists("Path / already exists".into()))?;
     let owner = user(req);
     let comps = req.path.components();
-    if create_parent {
-        make_dirs(s, &comps[..comps.len() - 1], comps, 0o755, &owner, &shown)?;
-    }
-    let mtime = now_ms();
     let gate = s.gate;
-    s.step(|ns| {
-        gate.check(ns, comps, ancestor_write())?;
+    let mtime = now_ms();
+    let mut dirs = DirMaker {
+        gate,
+        comps: &comps[..comps.len() - 1],
+        checked: comps,
+        mode: 0o755,
+        user: &owner,
+        shown: &shown,
+        mtime,
+        ancestor_checked: true,
+    };
+    let mut follow = Follow::default();
+    let mut stage = 0;
+    s.chain(|ns| {
+        if let Some(op) = follow.next(ns) {
+            return Ok(Some(op));
+        }
+        if stage == 0 {
+            gate.check(ns, comps, ancestor_write())?;
+            stage = 1;
+        }
+        if stage == 1 && create_parent {
+            if let Some(op) = dirs.next(ns, &mut follow)? {
+                return Ok(Some(op));
+            }
+        }
+        if stage == 2 {
+            return Ok(None);
+        }
+        stage = 2;
         let dir = parent_dir(ns, &parent, &shown)?;
         if child(ns, &dir, &name).is_some() {
             return Err(already_exists(format!("Path {shown} already exists")));
@@ -595,21 +715,27 @@ fn delete(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
 
 fn rename(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
     let dst = params::path(req, "destination")?;
-    let overwrite = match req.param("renameoptions").unwrap_or("") {
-        "" | "NONE" | "none" => None,
-        o if o.eq_ignore_ascii_case("OVERWRITE") => Some(true),
-        o => {
+    // WebHDFS sends any option set given, NONE included, to rename2 (the
+    // old rename only without the parameter): a comma-separated list.
+    let options = req.param("renameoptions").unwrap_or("");
+    let mut overwrite = None;
+    for o in options.split(',').filter(|o| !o.is_empty()) {
+        if o.eq_ignore_ascii_case("OVERWRITE") {
+            overwrite = Some(true);
+        } else if o.eq_ignore_ascii_case("NONE") {
+            overwrite = Some(overwrite.unwrap_or(false));
+        } else {
             return Err(RemoteError::bad_argument(format!(
                 "Invalid value for webhdfs parameter \"renameoptions\": {} (NONE or OVERWRITE)",
                 echo(o)
-            )))
+            )));
         }
-    };
+    }
     let src = canonical(&req.path);
     let shown = s.path.clone();
     match overwrite {
         None => rename_old(s, req.path.components(), &src, &dst, &shown),
-        Some(_) => rename_overwrite(s, req.path.components(), &src, &dst, &shown),
+        Some(o) => rename2(s, req.path.components(), &src, &dst, &shown, o),
     }
 }
 
@@ -728,12 +854,13 @@ fn in_subtree(ns: &Namespace, dir: u64, top: u64) -> bool {
 /// HDFS's rename with OVERWRITE (rename2): exceptions instead of false; an
 /// existing destination of the source's kind (an empty directory for a
 /// directory) is replaced.
-fn rename_overwrite(
+fn rename2(
     s: &mut Steps<'_>,
     src_comps: &[Vec<u8>],
     src: &[u8],
     dst: &ImagePath,
     shown: &str,
+    overwrite: bool,
 ) -> Result<Done, RemoteError> {
     let dst_path = canonical(dst);
     let dshown = String::from_utf8_lossy(&dst_path).into_owned();
@@ -776,38 +903,41 @@ fn rename_overwrite(
         let existing = lookup(ns, &dst_path, &dshown)?;
         Ok((sid, parent, existing))
     };
-    s.step(|ns| {
-        let (sid, _, existing) = checks(ns)?;
-        let Some(d) = existing.and_then(|id| ns.inode(id)) else {
+    // Under one lock: the checks, the destination deleted when it is to be
+    // overwritten, the move.
+    let mut moved = false;
+    s.chain(|ns| {
+        if moved {
             return Ok(None);
-        };
-        let src_dir = ns
-            .inode(sid)
-            .is_some_and(|n| n.kind() == InodeKind::Directory);
-        let dst_dir = d.kind() == InodeKind::Directory;
-        if src_dir != dst_dir {
-            return Err(RemoteError::io(format!(
-                "Source {shown} and destination {dshown} must both be directories or both be files"
-            )));
         }
-        if dst_dir && !d.child_slots().is_empty() {
-            return Err(RemoteError::io(format!(
-                "rename destination directory is not empty: {dshown}"
-            )));
-        }
-        Ok(Some(Op::Delete(pb::DeleteOp {
-            id: d.id(),
-            recursive: false,
-            mtime: now_ms(),
-        })))
-    })?;
-    s.step(|ns| {
         let (sid, parent, existing) = checks(ns)?;
-        if existing.is_some() {
-            return Err(already_exists(format!(
-                "rename destination {dshown} already exists"
-            )));
+        if let Some(d) = existing.and_then(|id| ns.inode(id)) {
+            if !overwrite {
+                return Err(already_exists(format!(
+                    "rename destination {dshown} already exists"
+                )));
+            }
+            let src_dir = ns
+                .inode(sid)
+                .is_some_and(|n| n.kind() == InodeKind::Directory);
+            let dst_dir = d.kind() == InodeKind::Directory;
+            if src_dir != dst_dir {
+                return Err(RemoteError::io(format!(
+                    "Source {shown} and destination {dshown} must both be directories or both be files"
+                )));
+            }
+            if dst_dir && !d.child_slots().is_empty() {
+                return Err(RemoteError::io(format!(
+                    "rename destination directory is not empty: {dshown}"
+                )));
+            }
+            return Ok(Some(Op::Delete(pb::DeleteOp {
+                id: d.id(),
+                recursive: false,
+                mtime: now_ms(),
+            })));
         }
+        moved = true;
         Ok(Some(Op::Rename(pb::RenameOp {
             id: sid,
             new_parent: parent,
@@ -815,7 +945,8 @@ fn rename_overwrite(
             mtime: now_ms(),
         })))
     })?;
-    Ok(Done::Json(json!({ "boolean": true })))
+    // WebHDFS answers rename2 with an empty 200.
+    Ok(Done::Empty)
 }
 
 fn set_owner(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
@@ -1008,7 +1139,7 @@ fn set_xattr(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
     let (xns, name) = xattr_name(&full)?;
     let value = xattr_value(req.param("xattr.value").unwrap_or(""))?;
     s.gate
-        .check_xattr(req.path.components(), &full, Some(&value))?;
+        .check_xattr(req.path.components(), &full, XattrUse::Set(&value))?;
     let flags = req.param("flag").unwrap_or("");
     let (mut create, mut replace) = (false, false);
     for f in flags.split(',').filter(|f| !f.is_empty()) {
@@ -1029,6 +1160,14 @@ fn set_xattr(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
     s.step(|ns| {
         xattr_change_check(gate, ns, req, xns)?;
         let n = existing(ns, &path, &shown)?;
+        if xns == XAttrNs::Security && n.kind() != InodeKind::File {
+            // HDFS's `unprotectedSetXAttrs` (the one security xattr
+            // allowed is this one).
+            return Err(RemoteError::io(format!(
+                "Can only set '{}' on a file.",
+                echo(&full)
+            )));
+        }
         let exists = has_xattr(ns, &n, xns, &name);
         if exists && !replace {
             return Err(RemoteError::io(format!(
@@ -1061,6 +1200,10 @@ fn xattr_change_check(
     req: &Parsed,
     xns: XAttrNs,
 ) -> Result<(), RemoteError> {
+    if !gate.perms.enabled {
+        // HDFS: no check at all with dfs.permissions.enabled=false.
+        return Ok(());
+    }
     let comps = req.path.components();
     if xns != XAttrNs::User {
         return gate.check(ns, comps, Need::TRAVERSE);
@@ -1092,7 +1235,8 @@ fn has_xattr(ns: &Namespace, n: &Inode<'_>, xns: XAttrNs, name: &[u8]) -> bool {
 fn remove_xattr(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
     let full = required(req, "xattr.name")?.to_string();
     let (xns, name) = xattr_name(&full)?;
-    s.gate.check_xattr(req.path.components(), &full, None)?;
+    s.gate
+        .check_xattr(req.path.components(), &full, XattrUse::Remove)?;
     let shown = s.path.clone();
     let path = canonical(&req.path);
     let gate = s.gate;

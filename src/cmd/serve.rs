@@ -141,6 +141,12 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 if a.writable { " and change it" } else { "" }
             );
         }
+        if !l.addr.ip().is_loopback() && !l.tls {
+            eprintln!(
+                "nsimage serve: warning: listening on {} (beyond loopback) without TLS: user names and answers cross the network in clear text (--tls-cert, --tls-key)",
+                l.addr
+            );
+        }
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{}", l.line());
         let _ = out.flush();

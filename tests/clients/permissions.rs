@@ -126,6 +126,10 @@ const FIXTURE: &[Entry] = &[
     ),
     with_xattrs(e("/xattr/ro", 'f', SU, SG, "644"), &[("user.b", "0x31")]),
     with_xattrs(
+        e("/xattr/private", 'f', "alice", "alice", "600"),
+        &[("user.p", "0x31")],
+    ),
+    with_xattrs(
         e("/xattr/sticky", 'd', "alice", "alice", "1777"),
         &[("user.s", "0x31")],
     ),
@@ -225,7 +229,6 @@ fn table() -> Vec<(&'static str, Vec<Case>)> {
                 c("dave", "GETACLSTATUS", "/public/readme", "", OK),
                 c("dave", "MKDIRS", "/home/alice/x", "", "access=EXECUTE, inode=\"/home/alice\""),
                 c("dave", "LISTXATTRS", "/home/alice/secret", "", "access=EXECUTE, inode=\"/home/alice\""),
-                c("dave", "LISTXATTRS", "/xattr/f", "", OK),
             ],
         ),
         (
@@ -401,7 +404,7 @@ fn table() -> Vec<(&'static str, Vec<Case>)> {
             ],
         ),
         (
-            "HDFS Permissions Guide, \"Permission Checks\" table: getXAttrs READ on the final component, listXAttrs EXECUTE on the parent, setXAttr and removeXAttr WRITE (ownership in a sticky directory); Extended Attributes in HDFS, \"Namespaces and Permissions\": trusted is the superuser's, security and raw are not reachable over WebHDFS; XAttrPermissionFilter",
+            "HDFS Permissions Guide, \"Permission Checks\" table: getXAttrs READ on the final component, setXAttr and removeXAttr WRITE (ownership in a sticky directory); Hadoop 3's FSDirXAttrOp.listXAttrs: READ on the final component (Hadoop 2 asked EXECUTE on the parent); Extended Attributes in HDFS, \"Namespaces and Permissions\": trusted is the superuser's, security and raw are not reachable over WebHDFS, security.hdfs.unreadable.by.superuser is write-once (FSDirXAttrOp.filterINodeXAttrs); XAttrPermissionFilter",
             vec![
                 c("alice", "GETXATTRS", "/xattr/f", "", OK),
                 c("dave", "GETXATTRS", "/xattr/f", "", OK),
@@ -420,6 +423,13 @@ fn table() -> Vec<(&'static str, Vec<Case>)> {
                 c("alice", "SETXATTR", "/xattr/sticky", "xattr.name=user.s2&xattr.value=0x01&flag=CREATE", OK),
                 c("dave", "GETXATTRS", "/home/alice/secret", "", "access=EXECUTE, inode=\"/home/alice\""),
                 c("alice", "GETXATTRS", "/home/alice/secret", "", OK),
+                c("dave", "LISTXATTRS", "/xattr/f", "", OK),
+                c("dave", "LISTXATTRS", "/xattr/private", "", "user=dave, access=READ, inode=\"/xattr/private\":alice:alice:-rw-------"),
+                c("alice", "LISTXATTRS", "/xattr/private", "", OK),
+                c("dave", "GETXATTRS", "/xattr/private", "", "user=dave, access=READ, inode=\"/xattr/private\""),
+                c("alice", "SETXATTR", "/xattr/private", "xattr.name=security.hdfs.unreadable.by.superuser&flag=CREATE", OK),
+                c("alice", "REMOVEXATTR", "/xattr/private", "xattr.name=security.hdfs.unreadable.by.superuser", "The xattr 'security.hdfs.unreadable.by.superuser' can not be deleted."),
+                c("hdfs", "REMOVEXATTR", "/xattr/private", "xattr.name=security.hdfs.unreadable.by.superuser", "can not be deleted"),
             ],
         ),
         (
@@ -774,4 +784,101 @@ fn changes_to_permissions_acls_and_groups_apply_at_the_next_request() {
     must(SU, "SETOWNER", "/d", "owner=bob", true);
     must("alice", "SETPERMISSION", "/d", "permission=777", false);
     must("bob", "SETPERMISSION", "/d", "permission=700", true);
+}
+
+/// HDFS with `dfs.permissions.enabled=false` (`--no-permissions`): only
+/// what HDFS checks anyway is checked: ownership, and the traverse to the
+/// inode, for SETPERMISSION, SETOWNER and the ACL operations
+/// (`FSDirectory.checkOwner`), SETOWNER's rules, and the xattr namespaces.
+#[test]
+fn with_permissions_off_only_what_hdfs_always_checks_is_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let groups = dir.path().join("groups");
+    std::fs::write(&groups, "alice: alice\nbob: bob\n").unwrap();
+    let store = dir.path().join("store");
+    let out = crate::common::nsimage(&["store", "init", store.to_str().unwrap()]);
+    assert!(out.status.success());
+    let server = Server::start(
+        &store,
+        &[
+            "--groups-file",
+            groups.to_str().unwrap(),
+            "--writable",
+            "--no-permissions",
+        ],
+    );
+    let a = server.addr;
+    let must = |user: &str, op: &str, path: &str, extra: &str, expect: Option<&str>| {
+        let (r, v) = run_op(a, user, op, path, extra);
+        match expect {
+            None => assert!(r.status < 400, "{user} {op} {path} {extra}: {r:?} {v}"),
+            Some(m) => assert!(
+                r.status == 403 && r.exception == "AccessControlException" && r.message.contains(m),
+                "{user} {op} {path} {extra}: {r:?} {v}"
+            ),
+        }
+    };
+    must(SU, "MKDIRS", "/d/inner", "permission=700", None);
+    must(SU, "SETOWNER", "/d", "owner=alice&group=alice", None);
+    must(SU, "SETOWNER", "/d/inner", "owner=bob&group=bob", None);
+    must(SU, "SETPERMISSION", "/d", "permission=1700", None);
+    // Reads and namespace writes: unchecked.
+    must("bob", "LISTSTATUS", "/d", "", None);
+    must("bob", "GETCONTENTSUMMARY", "/", "", None);
+    must("bob", "MKDIRS", "/d/b", "", None);
+    must("bob", "DELETE", "/d/b", "", None);
+    // A user xattr, even on a sticky directory bob does not own.
+    must(
+        "bob",
+        "SETXATTR",
+        "/d",
+        "xattr.name=user.x&xattr.value=0x01&flag=CREATE",
+        None,
+    );
+    // What HDFS checks whatever the setting.
+    must(
+        "bob",
+        "SETPERMISSION",
+        "/d",
+        "permission=777",
+        Some("user=bob is not the owner of inode=/d"),
+    );
+    must(
+        "bob",
+        "MODIFYACLENTRIES",
+        "/d",
+        "aclspec=user:bob:rwx",
+        Some("is not the owner"),
+    );
+    must(
+        "alice",
+        "SETOWNER",
+        "/d",
+        "owner=bob",
+        Some("non-super user cannot change owner"),
+    );
+    must(
+        "alice",
+        "SETOWNER",
+        "/d",
+        "group=bob",
+        Some("does not belong to bob"),
+    );
+    must(
+        "bob",
+        "SETXATTR",
+        "/d",
+        "xattr.name=trusted.x&xattr.value=0x01&flag=CREATE",
+        Some("User doesn't have permission for xattr: trusted.x"),
+    );
+    // bob owns /d/inner but may not traverse alice's 0700 /d to chmod it.
+    must(
+        "bob",
+        "SETPERMISSION",
+        "/d/inner",
+        "permission=755",
+        Some("user=bob, access=EXECUTE, inode=\"/d\""),
+    );
+    must(SU, "SETPERMISSION", "/d", "permission=711", None);
+    must("bob", "SETPERMISSION", "/d/inner", "permission=755", None);
 }

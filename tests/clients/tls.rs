@@ -116,6 +116,63 @@ fn https_is_read_by_the_hdfs_client_and_curl_and_plain_http_gets_no_answer() {
     );
 }
 
+/// CREATE's first step over HTTPS redirects to HTTPS (plain HTTP to the
+/// port would get no answer): curl follows it and the file is made.
+#[test]
+fn create_over_https_redirects_to_https() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let out = crate::common::nsimage(&["store", "init", store.to_str().unwrap()]);
+    assert!(out.status.success());
+    let (cert, key) = certificate(dir.path());
+    let server = Server::start(
+        &store,
+        &["--writable", "--tls-cert", &cert, "--tls-key", &key],
+    );
+    let url = format!("https://{}", server.addr);
+    let curl = |args: &[&str]| {
+        let out = Command::new("curl")
+            .args(["-sS", "--max-time", "20", "--cacert", &cert])
+            .args(args)
+            .output()
+            .expect("curl");
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let head = curl(&[
+        "-X",
+        "PUT",
+        "-D",
+        "-",
+        "-o",
+        "/dev/null",
+        &format!("{url}/webhdfs/v1/f?op=CREATE&user.name=hdfs"),
+    ]);
+    let location = head
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("location: ")
+                .or_else(|| l.strip_prefix("Location: "))
+        })
+        .unwrap_or_else(|| panic!("no Location: {head}"));
+    assert!(location.starts_with(&format!("{url}/")), "{location}");
+    curl(&[
+        "-X",
+        "PUT",
+        "-L",
+        "--data",
+        "",
+        &format!("{url}/webhdfs/v1/g?op=CREATE&user.name=hdfs"),
+    ]);
+    let v: Value =
+        serde_json::from_str(&curl(&[&format!("{url}/webhdfs/v1/g?op=GETFILESTATUS")])).unwrap();
+    assert_eq!(v["FileStatus"]["type"], "FILE", "{v}");
+}
+
 #[test]
 fn a_bad_certificate_or_key_is_refused_at_start() {
     let dir = tempfile::tempdir().unwrap();

@@ -68,6 +68,37 @@ impl Store {
         Ok(Some(self.submit_locked(&mut ns, op)?))
     }
 
+    /// [`submit_with`](Self::submit_with) for an operation of several ops
+    /// (a directory and its inherited ACL; the missing parents of a path):
+    /// `build` is called again under the same exclusive lock after each op
+    /// it returned applied, until it returns `None`, so no other op or read
+    /// comes between them. Returns the txid of the last op applied (`None`
+    /// when there was none) and the outcome: an error from `build` or the
+    /// store stops the chain and leaves the ops before it applied (each is
+    /// journaled on its own: after a crash a prefix of the chain may
+    /// survive, so order a chain so that every prefix is a safe state).
+    pub fn submit_chain_with<E>(
+        &self,
+        mut build: impl FnMut(&Namespace) -> Result<Option<Op>, E>,
+    ) -> (Option<u64>, Result<(), SubmitError<E>>) {
+        let mut ns = self.ns.write();
+        if let Err(e) = self.check_poisoned() {
+            return (None, Err(e.into()));
+        }
+        let mut last = None;
+        loop {
+            let op = match build(&ns) {
+                Ok(Some(op)) => op,
+                Ok(None) => return (last, Ok(())),
+                Err(e) => return (last, Err(SubmitError::Build(e))),
+            };
+            match self.submit_locked(&mut ns, op) {
+                Ok(t) => last = Some(t),
+                Err(e) => return (last, Err(e.into())),
+            }
+        }
+    }
+
     /// [`StoreError::Poisoned`] after a journal failure.
     fn check_poisoned(&self) -> Result<(), StoreError> {
         match &self.journal.lock().failed {

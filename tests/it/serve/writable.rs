@@ -347,13 +347,14 @@ fn every_write_op_answers_as_hdfs_and_is_read_at_once() {
         400,
         "IllegalArgumentException",
     );
-    // With OVERWRITE (rename2): a file replaced; exceptions, not false.
+    // With OVERWRITE (rename2): a file replaced; exceptions, not false;
+    // an empty 200 as WebHDFS answers rename2.
     assert_eq!(c.create("/a/h", "").status, 201);
     let g = c.status("/a/g")["fileId"].clone();
-    assert!(true_(&c.ok(
-        "/a/g",
-        "op=RENAME&destination=/a/h&renameoptions=OVERWRITE"
-    )));
+    assert_eq!(
+        c.ok("/a/g", "op=RENAME&destination=/a/h&renameoptions=OVERWRITE"),
+        Value::Null
+    );
     assert_eq!(c.status("/a/h")["fileId"], g);
     c.missing("/a/g");
     c.expect(
@@ -363,13 +364,62 @@ fn every_write_op_answers_as_hdfs_and_is_read_at_once() {
         404,
         "FileNotFoundException",
     );
+    // NONE is rename2 too (WebHDFS sends any option set there): an
+    // existing destination is an error, never "into it" as the old rename.
     c.expect(
         "PUT",
         "/a/h",
         "op=RENAME&destination=/a/l&renameoptions=NONE",
+        403,
+        "FileAlreadyExistsException",
+    );
+    c.expect(
+        "PUT",
+        "/a/h",
+        "op=RENAME&destination=/a&renameoptions=NONE",
+        403,
+        "FileAlreadyExistsException",
+    );
+    c.expect(
+        "PUT",
+        "/a/h",
+        "op=RENAME&destination=/a/z&renameoptions=NONE,OVERWRITE",
         200,
         "",
     );
+    c.expect(
+        "PUT",
+        "/a/z",
+        "op=RENAME&destination=/a/h&renameoptions=OVERWRITE",
+        200,
+        "",
+    );
+    // A user name outside WebHDFS's pattern is refused (and so is a doas
+    // of one); an empty doas is none.
+    c.expect(
+        "PUT",
+        "/a/bad",
+        "op=MKDIRS&user.name=no%20body",
+        400,
+        "IllegalArgumentException",
+    );
+    c.expect(
+        "PUT",
+        "/a/bad",
+        "op=MKDIRS&user.name=9lives",
+        400,
+        "IllegalArgumentException",
+    );
+    c.expect(
+        "PUT",
+        "/a/bad",
+        "op=MKDIRS&user.name=a&doas=b:c",
+        400,
+        "IllegalArgumentException",
+    );
+    assert!(true_(&c.ok("/a/ok", "op=MKDIRS&user.name=alice&doas=")));
+    c.expect("GET", "/", "op=GETFILESTATUS&user.name=svc_etl$", 200, "");
+    c.missing("/a/bad");
 
     // DELETE.
     c.expect(
@@ -590,6 +640,29 @@ fn every_write_op_answers_as_hdfs_and_is_read_at_once() {
     let a = c.acl("/d/sub");
     assert_eq!(a["permission"], "750");
     assert_eq!(a["entries"].as_array().unwrap().len(), 7, "{a}");
+    // Missing parents too, each with the ACL its own parent passes down.
+    c.ok("/d/p/q", "op=MKDIRS&user.name=alice");
+    assert_eq!(c.acl("/d/p/q")["entries"], c.acl("/d/p")["entries"]);
+    // Journaled as the inode with no group bits, then its ACL, then its
+    // mode: whatever prefix a crash keeps grants no more than the whole.
+    let dump = nsimage(&["journal", "dump", store.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&dump.stdout).to_string();
+    let lines: Vec<&str> = text.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.contains(" create inh in "))
+        .unwrap_or_else(|| panic!("no create of inh in:\n{text}"));
+    let id = lines[at].rsplit(' ').next().unwrap();
+    assert!(
+        lines[at + 1].contains(&format!("set_acl {id} ")),
+        "{}",
+        lines[at + 1]
+    );
+    assert!(
+        lines[at + 2].ends_with(&format!("set_mode {id} 640")),
+        "{}",
+        lines[at + 2]
+    );
     c.ok("/d", "op=REMOVEDEFAULTACL");
     assert!(c.acl("/d")["entries"]
         .as_array()

@@ -463,6 +463,95 @@ fn submit_with_builds_and_applies_atomically() {
     assert_eq!(store.submit(mkdir("e")).unwrap(), 51);
 }
 
+/// `submit_chain_with`: the builder is called again after each op it
+/// returned applied, under the same lock (a reader or another writer
+/// never sees the chain half done), until `None`; an error stops the chain
+/// and leaves the ops before it applied, with the last one's txid.
+#[test]
+fn submit_chain_with_applies_ops_with_nothing_between_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let w = Workload { seed: 7 };
+    let store = store_with(tmp.path(), Arc::new(RealFs::default()), &w, 0);
+    let mkdir = |parent: u64, name: &str| {
+        Op::Mkdir(CreateOp {
+            parent,
+            name: name.as_bytes().to_vec(),
+            user: b"hdfs".to_vec(),
+            group: b"supergroup".to_vec(),
+            mode: 0o755,
+            ..Default::default()
+        })
+    };
+    // Four writers each make a chain /cK/x/y/z, one directory per op, while
+    // a reader checks that a chain is never seen half made.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reader = {
+        let (s, stop) = (store.clone(), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            let mut looks = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) || looks == 0 {
+                s.with_namespace(|ns| {
+                    for k in 0..4 {
+                        let top = ns.resolve(format!("/c{k}").as_bytes()).is_ok();
+                        let all = ns.resolve(format!("/c{k}/x/y/z").as_bytes()).is_ok();
+                        assert_eq!(top, all, "chain {k} seen half made");
+                    }
+                });
+                looks += 1;
+            }
+        })
+    };
+    let writers: Vec<_> = (0..4)
+        .map(|k| {
+            let s = store.clone();
+            std::thread::spawn(move || {
+                let names = [format!("c{k}"), "x".into(), "y".into(), "z".into()];
+                let mut i = 0;
+                let (last, r) = s.submit_chain_with(|ns| {
+                    if i == names.len() {
+                        return Ok::<_, String>(None);
+                    }
+                    let parent = if i == 0 {
+                        ROOT_ID
+                    } else {
+                        let path = format!("/{}", names[..i].join("/"));
+                        ns.resolve(path.as_bytes()).map_err(|e| e.to_string())?
+                    };
+                    i += 1;
+                    Ok(Some(mkdir(parent, &names[i - 1])))
+                });
+                r.unwrap();
+                s.wait_durable(last.unwrap()).unwrap();
+            })
+        })
+        .collect();
+    for t in writers {
+        t.join().unwrap();
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    reader.join().unwrap();
+    assert_eq!(store.txid(), 16);
+    // An error after two ops: both stay, the last txid is the second's.
+    let mut n = 0;
+    let (last, r) = store.submit_chain_with(|_| {
+        n += 1;
+        match n {
+            1 => Ok(Some(mkdir(ROOT_ID, "e1"))),
+            2 => Ok(Some(mkdir(ROOT_ID, "e2"))),
+            _ => Err("stop".to_string()),
+        }
+    });
+    assert!(matches!(r, Err(SubmitError::Build(ref m)) if m == "stop"));
+    assert_eq!(last, Some(18));
+    // A refused op stops it too; nothing is applied for it.
+    let (last, r) = store.submit_chain_with(|_| Ok::<_, String>(Some(mkdir(ROOT_ID, "e1"))));
+    assert!(
+        matches!(r, Err(SubmitError::Store(StoreError::Refused(_)))),
+        "{r:?}"
+    );
+    assert_eq!((last, store.txid()), (None, 18));
+}
+
 /// The checkpointer takes checkpoints as its policy says while writers
 /// go on, reporting Started then Finished for each; a store that applies
 /// nothing gets none; stopping it takes none.
