@@ -267,8 +267,9 @@ impl<'n> Walk<'n> {
     }
 }
 
-/// Child `name` of directory `dir` (children are in name order).
-fn child<'n>(ns: &'n Namespace, dir: &Inode<'n>, name: &[u8]) -> Option<Inode<'n>> {
+/// Child `name` of directory `dir` (a binary search: children are in
+/// name order).
+pub(crate) fn child<'n>(ns: &'n Namespace, dir: &Inode<'n>, name: &[u8]) -> Option<Inode<'n>> {
     let kids = dir.child_slots();
     let i = kids
         .binary_search_by(|s| ns.at(s).map_or(&[][..], |k| k.name()).cmp(name))

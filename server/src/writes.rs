@@ -12,7 +12,7 @@
 use crate::acl;
 use crate::error::{echo, RemoteError};
 use crate::params::{self, boolean, check_new_path, number, permission, required};
-use crate::perm::{Access, Gate, Need, XattrUse};
+use crate::perm::{child, Access, Gate, Need, XattrUse};
 use crate::request::Parsed;
 use nsimage_format::pb::{self, journal_op::Op};
 use nsimage_namespace::{Attrs, Inode, InodeKind, Namespace, NsError, XAttrNs};
@@ -210,16 +210,6 @@ fn parent_dir<'n>(ns: &'n Namespace, parent: &[u8], shown: &str) -> Result<Inode
     }
 }
 
-/// Child `name` of directory `dir` (a binary search: children are in
-/// name order).
-fn child<'n>(ns: &'n Namespace, dir: &Inode<'n>, name: &[u8]) -> Option<Inode<'n>> {
-    let kids = dir.child_slots();
-    let i = kids
-        .binary_search_by(|s| ns.at(s).map_or(&[][..], |k| k.name()).cmp(name))
-        .ok()?;
-    kids.get(i).and_then(|s| ns.at(s))
-}
-
 fn canonical(p: &ImagePath) -> Vec<u8> {
     p.canonical()
 }
@@ -309,7 +299,29 @@ struct DirMaker<'a> {
     ancestor_checked: bool,
 }
 
-impl DirMaker<'_> {
+impl<'a> DirMaker<'a> {
+    /// The missing parents of `comps` (a new file's or symlink's), 0755
+    /// as HDFS makes them, owned by `user`; the ancestor check is the
+    /// caller's, made before anything is made.
+    fn parents(
+        gate: &'a Gate,
+        comps: &'a [Vec<u8>],
+        user: &'a [u8],
+        shown: &'a str,
+        mtime: u64,
+    ) -> DirMaker<'a> {
+        DirMaker {
+            gate,
+            comps: &comps[..comps.len().saturating_sub(1)],
+            checked: comps,
+            mode: 0o755,
+            user,
+            shown,
+            mtime,
+            ancestor_checked: true,
+        }
+    }
+
     fn next(&mut self, ns: &Namespace, follow: &mut Follow) -> Result<Option<Op>, RemoteError> {
         let shown = self.shown;
         let mut cur = nsimage_namespace::ROOT_ID;
@@ -506,17 +518,7 @@ fn create(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
     let comps = req.path.components();
     let gate = s.gate;
     let mtime = now_ms();
-    let mut dirs = DirMaker {
-        gate,
-        comps: &comps[..comps.len() - 1],
-        checked: comps,
-        mode: 0o755,
-        user: &owner,
-        shown: &shown,
-        mtime,
-        // Checked once below, before anything is made.
-        ancestor_checked: true,
-    };
+    let mut dirs = DirMaker::parents(gate, comps, &owner, &shown, mtime);
     let mut follow = Follow::default();
     // HDFS's startFile, under one lock: WRITE on the ancestor (and on the
     // file that is overwritten), the missing parents, the old file
@@ -627,16 +629,7 @@ fn symlink(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
     let comps = req.path.components();
     let gate = s.gate;
     let mtime = now_ms();
-    let mut dirs = DirMaker {
-        gate,
-        comps: &comps[..comps.len() - 1],
-        checked: comps,
-        mode: 0o755,
-        user: &owner,
-        shown: &shown,
-        mtime,
-        ancestor_checked: true,
-    };
+    let mut dirs = DirMaker::parents(gate, comps, &owner, &shown, mtime);
     let mut follow = Follow::default();
     let mut stage = 0;
     s.chain(|ns| {
