@@ -112,6 +112,11 @@ impl SectionKind {
     /// [`KNOWN`](Self::KNOWN): a reader that ignores it loses nothing of the
     /// namespace.
     pub const HDFS_SNAPSHOTS: SectionKind = SectionKind(10);
+    /// Optional: NAME_INDEX's entries front-coded in `NameRun` records
+    /// (FORMAT.md, "NAME_RUNS"), its first keys those of NAME_INDEX; what
+    /// writers write since the section replaced NAME_INDEX (readers read
+    /// either). Not in [`KNOWN`](Self::KNOWN).
+    pub const NAME_RUNS: SectionKind = SectionKind(11);
 
     // Kinds that exist only in Hadoop images (`crate::hdfs`), so that
     // located errors there name their section. Never in an nsimage index.
@@ -150,6 +155,7 @@ impl SectionKind {
             Self::SNAPSHOT_DIFF => "SNAPSHOT_DIFF",
             Self::FILES_UNDER_CONSTRUCTION => "FILES_UNDER_CONSTRUCTION",
             Self::NAME_INDEX => "NAME_INDEX",
+            Self::NAME_RUNS => "NAME_RUNS",
             Self::HDFS_SNAPSHOTS => "HDFS_SNAPSHOTS",
             Self::HDFS_FILES_UNDERCONSTRUCTION => "FILES_UNDERCONSTRUCTION",
             Self::HDFS_EXTENDED_ACL => "EXTENDED_ACL",

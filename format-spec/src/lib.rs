@@ -82,6 +82,7 @@ pub mod file_type;
 pub mod hdfs;
 pub mod header_footer;
 pub mod index;
+pub mod name_runs;
 pub mod rules;
 pub mod wire;
 

@@ -1,5 +1,6 @@
-//! Any bytes as an INODE and as an INODE_DIR record: whatever the walker
-//! accepts, prost decodes to the same fields (see `fuzz/src/walker.rs`).
+//! Any bytes as an INODE, an INODE_DIR and a NAME_RUNS record: whatever the
+//! walker accepts, prost decodes to the same fields, and a run the decoder
+//! accepts survives being written again (see `fuzz/src/walker.rs`).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

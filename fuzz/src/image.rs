@@ -532,23 +532,38 @@ impl Model {
 
 /// The first keys of a section's pieces as a writer gives them, each plus
 /// its piece's `key_delta`: the first record's id (INODE) or parent
-/// (INODE_DIR); for NAME_INDEX, `parent << 20 | seq`, `seq` counting the
-/// pieces before it that start with the same parent (FORMAT.md,
-/// "NAME_INDEX").
+/// (INODE_DIR); for NAME_INDEX and NAME_RUNS, `parent << 20 | seq`, `seq`
+/// counting the pieces before it that start with the same parent
+/// (FORMAT.md, "NAME_INDEX").
 pub fn first_keys(kind: u32, pieces: &[Piece]) -> Vec<u64> {
     let mut last: Option<(u64, u64)> = None;
     pieces
         .iter()
         .map(|p| {
-            let key = if SectionKind(kind) == SectionKind::NAME_INDEX {
-                match p.recs.first().map(|r| pb::NameEntry::decode(&r[..])) {
-                    Some(Ok(e)) => {
+            let first_parent = match SectionKind(kind) {
+                SectionKind::NAME_INDEX => p
+                    .recs
+                    .first()
+                    .map(|r| pb::NameEntry::decode(&r[..]).map(|e| e.parent)),
+                SectionKind::NAME_RUNS => p
+                    .recs
+                    .first()
+                    .map(|r| pb::NameRun::decode(&r[..]).map(|e| e.parent)),
+                _ => None,
+            };
+            let names = matches!(
+                SectionKind(kind),
+                SectionKind::NAME_INDEX | SectionKind::NAME_RUNS
+            );
+            let key = if names {
+                match first_parent {
+                    Some(Ok(parent)) => {
                         let seq = match last {
-                            Some((parent, seq)) if parent == e.parent => seq.wrapping_add(1),
+                            Some((p, seq)) if p == parent => seq.wrapping_add(1),
                             _ => 0,
                         };
-                        last = Some((e.parent, seq));
-                        e.parent.wrapping_shl(20) | seq
+                        last = Some((parent, seq));
+                        parent.wrapping_shl(20) | seq
                     }
                     _ => 0,
                 }

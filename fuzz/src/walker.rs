@@ -1,5 +1,6 @@
 //! The walker target: any bytes as an `Inode` record and as a `DirEntry`
-//! record, through the loader's zero-copy walker and through prost.
+//! record, through the loader's zero-copy walker and through prost, and as
+//! a `NameRun` record through its decoder.
 //!
 //! The property (differential): whatever the walker accepts, prost decodes
 //! too, to the same fields (`decode::loaded_from_pb` turns prost's message
@@ -48,8 +49,38 @@ pub fn check_dir_entry(rec: &[u8]) {
     }
 }
 
+/// Panics if the NAME_RUNS decoder accepts `rec` and prost refuses it, or
+/// its entries do not survive being written again by the writer's encoder.
+pub fn check_name_run(rec: &[u8]) {
+    use nsimage_format::name_runs::{decode_run, put_run, RunEntry};
+    let mut entries = Vec::new();
+    if decode_run(rec, &mut entries).is_err() {
+        assert!(entries.is_empty(), "a refused run left entries");
+        return;
+    }
+    if let Err(e) = pb::NameRun::decode(rec) {
+        panic!("the decoder accepts a name run that prost refuses ({e})");
+    }
+    let ty = |t: i32| match t {
+        1 => pb::InodeType::File,
+        2 => pb::InodeType::Directory,
+        _ => pb::InodeType::Symlink,
+    };
+    let list: Vec<RunEntry<'_>> = entries
+        .iter()
+        .map(|e| (e.name.as_slice(), e.child, ty(e.ty)))
+        .collect();
+    let mut framed = Vec::new();
+    put_run(&mut framed, entries[0].parent, &list);
+    let (_, n) = nsimage_format::wire::read_varint(&framed).expect("a framed run");
+    let mut again = Vec::new();
+    decode_run(&framed[n..], &mut again).expect("a written run decodes");
+    assert_eq!(again, entries, "a run written again decodes differently");
+}
+
 /// The fuzz target's body.
 pub fn run(data: &[u8]) {
     check_inode(data);
     check_dir_entry(data);
+    check_name_run(data);
 }

@@ -38,7 +38,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// Bytes read at once to find a sub-section's first record.
-const FIRST_RECORD_READ: u64 = 512;
+const FIRST_RECORD_READ: u64 = 2048;
 
 /// What [`load_path`] is asked for.
 #[derive(Clone, Debug, Default)]
@@ -68,14 +68,7 @@ pub struct PathView {
     pub hdfs: Option<Box<HdfsImage>>,
 }
 
-/// One NAME_INDEX entry.
-#[derive(Clone, Debug)]
-struct Entry {
-    parent: u64,
-    name: Vec<u8>,
-    child: u64,
-    ty: i32,
-}
+use nsimage_format::name_runs::Entry;
 
 /// Looks the path `components` (from the root, each one name) up in
 /// `image`, reading only the pieces on the way (see the module
@@ -98,7 +91,13 @@ pub fn load_path(
     }
     let mut src = ImageSource::open(image)?;
     src.unlock(key)?;
-    let Some(names) = src.index.section(SectionKind::NAME_INDEX).cloned() else {
+    // NAME_RUNS, or NAME_INDEX in images written before it.
+    let Some(names) = src
+        .index
+        .section(SectionKind::NAME_RUNS)
+        .or_else(|| src.index.section(SectionKind::NAME_INDEX))
+        .cloned()
+    else {
         return full_load(Some(&src), image, key);
     };
     let mut l = Lookup {
@@ -255,7 +254,7 @@ impl Lookup<'_> {
     /// checked against the checksum; it only guides the search, and the
     /// piece it picks is checked whole).
     fn first_entry(&self, i: usize, sub: &SubSectionInfo) -> Result<Entry, LoadError> {
-        let at = Location::in_section(SectionKind::NAME_INDEX, Some(i), sub.offset);
+        let at = Location::in_section(self.names.kind, Some(i), sub.offset);
         if !sub.at_rest.is_plain() {
             // A compressed or encrypted piece opens only whole.
             let mut buf = PieceBuf::default();
@@ -288,7 +287,15 @@ impl Lookup<'_> {
         self.entry(body, &at, sub.offset)
     }
 
-    fn entry(&self, body: &[u8], at: &Location, off: u64) -> Result<Entry, LoadError> {
+    /// The entries of one record of the section (a NAME_INDEX record is
+    /// one entry, a NAME_RUNS record a run), appended to `out`.
+    fn entries(
+        &self,
+        body: &[u8],
+        at: &Location,
+        off: u64,
+        out: &mut Vec<Entry>,
+    ) -> Result<(), LoadError> {
         let bad = |d: &str| {
             self.corrupt(
                 Location {
@@ -298,17 +305,30 @@ impl Lookup<'_> {
                 d.to_string(),
             )
         };
+        if self.names.kind == SectionKind::NAME_RUNS {
+            return nsimage_format::name_runs::decode_run(body, out).map_err(bad);
+        }
         nsimage_format::wire::check(body, schema::NAME_ENTRY).map_err(bad)?;
         let m = pb::NameEntry::decode(body).map_err(|e| bad(&e.to_string()))?;
         if m.name.is_empty() || m.name.len() > nsimage_format::consts::MAX_NAME_LENGTH {
             return Err(bad("entry name of a bad length"));
         }
-        Ok(Entry {
+        out.push(Entry {
             parent: m.parent,
             name: m.name,
             child: m.child,
             ty: m.r#type,
-        })
+        });
+        Ok(())
+    }
+
+    /// The first entry of one record.
+    fn entry(&self, body: &[u8], at: &Location, off: u64) -> Result<Entry, LoadError> {
+        let mut v = Vec::new();
+        self.entries(body, at, off, &mut v)?;
+        v.into_iter()
+            .next()
+            .ok_or_else(|| self.corrupt(at.clone(), "a record without entries"))
     }
 
     /// Reads NAME_INDEX piece `i` whole, checks its checksum, records and
@@ -319,32 +339,34 @@ impl Lookup<'_> {
             return Ok(Vec::new());
         };
         let sub = (!self.names.sub_sections.is_empty()).then_some(i);
-        let at = Location::in_section(SectionKind::NAME_INDEX, sub, p.offset);
+        let at = Location::in_section(self.names.kind, sub, p.offset);
         let mut buf = PieceBuf::default();
         let bytes = self.src.piece(p, &at, &mut buf)?;
         self.pieces = self.pieces.saturating_add(1);
         let mut out: Vec<Entry> = Vec::new();
+        let mut records = 0u64;
         for r in Records::new(bytes, at.clone()) {
             let (off, body) = r.map_err(|e| self.fmt_err(e))?;
-            let e = self.entry(body, &at, off)?;
-            if out
-                .last()
-                .is_some_and(|l| (l.parent, &l.name) >= (e.parent, &e.name))
-            {
-                return Err(self.corrupt(
-                    Location {
-                        offset: off,
-                        ..at.clone()
-                    },
-                    "entries not in strictly increasing (parent, name) order",
-                ));
+            let first = out.len();
+            self.entries(body, &at, off, &mut out)?;
+            records = records.saturating_add(1);
+            let joined = first.checked_sub(1).and_then(|i| out.get(i..=first));
+            if let Some([l, e]) = joined {
+                if (l.parent, &l.name) >= (e.parent, &e.name) {
+                    return Err(self.corrupt(
+                        Location {
+                            offset: off,
+                            ..at.clone()
+                        },
+                        "entries not in strictly increasing (parent, name) order",
+                    ));
+                }
             }
-            out.push(e);
         }
-        if out.len() as u64 != p.records {
+        if records != p.records {
             return Err(self.corrupt(
                 at,
-                format!("{} records, the index says {}", out.len(), p.records),
+                format!("{records} records, the index says {}", p.records),
             ));
         }
         if sub.is_some() && out.first().map(|e| e.parent) != Some(name_index::parent(p.first_key)) {
@@ -513,7 +535,7 @@ impl Lookup<'_> {
         }
         let mut batch = Assembly::batch();
         let mut scratch = record::InodeScratch::default();
-        let at_names = Location::in_section(SectionKind::NAME_INDEX, None, self.names.offset);
+        let at_names = Location::in_section(self.names.kind, None, self.names.offset);
         for (&id, &name) in &names {
             let n = match records.get(&id) {
                 Some((off, rec)) => {

@@ -1,4 +1,5 @@
-//! `nsimage verify`'s check of the optional NAME_INDEX (FORMAT.md,
+//! `nsimage verify`'s check of the optional one-path lookup index,
+//! NAME_RUNS or, in older images, NAME_INDEX (FORMAT.md, "NAME_RUNS" and
 //! "NAME_INDEX"): every entry, in order, agrees with INODE_DIR (the
 //! children of each directory, in name order) and INODE (each child's name
 //! and type), and every sub-section's first key follows the section's rule.
@@ -11,6 +12,7 @@ use crate::sections::pieces;
 use crate::source::ImageSource;
 use nsimage_format::consts::name_index;
 use nsimage_format::framing::Records;
+use nsimage_format::name_runs::{decode_run, Entry};
 use nsimage_format::wire::{check, schema};
 use nsimage_format::{pb, Location, SectionKind};
 use nsimage_namespace::{InodeKind, Namespace};
@@ -25,9 +27,14 @@ pub(crate) fn check_names(
     ns: &Namespace,
 ) -> Result<Vec<(Location, String)>, LoadError> {
     let mut problems = Vec::new();
-    let Some(sec) = src.index.section(SectionKind::NAME_INDEX) else {
+    let Some(sec) = src
+        .index
+        .section(SectionKind::NAME_RUNS)
+        .or_else(|| src.index.section(SectionKind::NAME_INDEX))
+    else {
         return Ok(problems);
     };
+    let runs = sec.kind == SectionKind::NAME_RUNS;
     let kind = |k: InodeKind| match k {
         InodeKind::File => pb::InodeType::File,
         InodeKind::Directory => pb::InodeType::Directory,
@@ -42,6 +49,7 @@ pub(crate) fn check_names(
     let mut buf = crate::source::PieceBuf::default();
     let mut last_first: Option<(u64, u64)> = None;
     let mut msg = pb::NameEntry::default();
+    let mut got: Vec<Entry> = Vec::new();
     for (p, at) in pieces(sec) {
         let bytes = src.piece(&p, &at, &mut buf)?;
         let mut first = true;
@@ -59,54 +67,74 @@ pub(crate) fn check_names(
                 offset: off,
                 ..at.clone()
             };
-            msg.clear();
-            if let Err(e) = check(body, schema::NAME_ENTRY)
-                .map_err(str::to_string)
-                .and_then(|()| msg.merge(body).map_err(|e| e.to_string()))
-            {
-                problems.push((here, format!("undecodable NameEntry: {e}")));
+            got.clear();
+            let decoded = if runs {
+                decode_run(body, &mut got).map_err(|e| format!("undecodable NameRun: {e}"))
+            } else {
+                msg.clear();
+                check(body, schema::NAME_ENTRY)
+                    .map_err(str::to_string)
+                    .and_then(|()| msg.merge(body).map_err(|e| e.to_string()))
+                    .map(|()| {
+                        got.push(Entry {
+                            parent: msg.parent,
+                            name: std::mem::take(&mut msg.name),
+                            child: msg.child,
+                            ty: msg.r#type,
+                        })
+                    })
+                    .map_err(|e| format!("undecodable NameEntry: {e}"))
+            };
+            if let Err(e) = decoded {
+                problems.push((here, e));
                 return Ok(problems);
             }
+            let Some(head) = got.first() else {
+                problems.push((here, "a record without entries".into()));
+                return Ok(problems);
+            };
             if first && split {
                 first = false;
                 let seq = match last_first {
-                    Some((parent, seq)) if parent == msg.parent => seq.saturating_add(1),
+                    Some((parent, seq)) if parent == head.parent => seq.saturating_add(1),
                     _ => 0,
                 };
-                if name_index::key(msg.parent, seq) != Some(p.first_key) {
+                if name_index::key(head.parent, seq) != Some(p.first_key) {
                     problems.push((
                         at.clone(),
                         format!(
                             "first key {} is not parent {} << {} | {seq}",
                             p.first_key,
-                            msg.parent,
+                            head.parent,
                             name_index::SEQ_BITS
                         ),
                     ));
                 }
-                last_first = Some((msg.parent, seq));
+                last_first = Some((head.parent, seq));
             }
-            let got = (msg.parent, msg.name.as_slice(), msg.child, msg.r#type);
-            match expected.next() {
-                Some(want) if want == got => {}
-                Some((parent, name, child, ty)) => {
-                    problems.push((
-                        here,
-                        format!(
-                            "entry (parent {}, {:?}, child {}, type {}) disagrees with INODE_DIR and INODE, \
-                             which say (parent {parent}, {:?}, child {child}, type {ty})",
-                            msg.parent,
-                            String::from_utf8_lossy(&msg.name),
-                            msg.child,
-                            msg.r#type,
-                            String::from_utf8_lossy(name),
-                        ),
-                    ));
-                    return Ok(problems);
-                }
-                None => {
-                    problems.push((here, "entry beyond the children INODE_DIR lists".into()));
-                    return Ok(problems);
+            for e in &got {
+                let seen = (e.parent, e.name.as_slice(), e.child, e.ty);
+                match expected.next() {
+                    Some(want) if want == seen => {}
+                    Some((parent, name, child, ty)) => {
+                        problems.push((
+                            here.clone(),
+                            format!(
+                                "entry (parent {}, {:?}, child {}, type {}) disagrees with INODE_DIR and INODE, \
+                                 which say (parent {parent}, {:?}, child {child}, type {ty})",
+                                e.parent,
+                                String::from_utf8_lossy(&e.name),
+                                e.child,
+                                e.ty,
+                                String::from_utf8_lossy(name),
+                            ),
+                        ));
+                        return Ok(problems);
+                    }
+                    None => {
+                        problems.push((here, "entry beyond the children INODE_DIR lists".into()));
+                        return Ok(problems);
+                    }
                 }
             }
         }
@@ -120,7 +148,7 @@ pub(crate) fn check_names(
     }
     if let Some((parent, name, ..)) = expected.next() {
         problems.push((
-            Location::in_section(SectionKind::NAME_INDEX, None, sec.end()),
+            Location::in_section(sec.kind, None, sec.end()),
             format!(
                 "no entry for child {:?} of {parent} (and perhaps more)",
                 String::from_utf8_lossy(name)

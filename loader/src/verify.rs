@@ -140,7 +140,7 @@ pub fn verify(path: &Path, opts: &VerifyOptions) -> Result<VerifyReport, LoadErr
                 for (at, detail) in check_names(&src, &ns)? {
                     report.warnings.push(Problem {
                         at,
-                        detail: format!("NAME_INDEX: {detail}"),
+                        detail: format!("{}: {detail}", names_kind(&src)),
                     });
                 }
             }
@@ -151,4 +151,17 @@ pub fn verify(path: &Path, opts: &VerifyOptions) -> Result<VerifyReport, LoadErr
         }
     }
     Ok(report)
+}
+
+/// The name of the image's one-path lookup index section, for warnings.
+fn names_kind(src: &ImageSource) -> &'static str {
+    if src
+        .index
+        .section(nsimage_format::SectionKind::NAME_RUNS)
+        .is_some()
+    {
+        "NAME_RUNS"
+    } else {
+        "NAME_INDEX"
+    }
 }

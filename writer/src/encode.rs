@@ -176,6 +176,48 @@ pub fn names(ns: &Namespace, slots: std::ops::Range<Slot>) -> Encoded {
     out
 }
 
+/// The NAME_RUNS records of the directories in `slots`: each directory's
+/// children, in name order, in runs of at most
+/// [`name_runs::MAX_ENTRIES`] (ended early once their names reach
+/// [`name_runs::TARGET_NAME_BYTES`]), each keyed by the parent id.
+pub fn name_runs(ns: &Namespace, slots: std::ops::Range<Slot>) -> Encoded {
+    use nsimage_format::name_runs;
+    let mut out = Encoded::with_capacity(slots.len() / 16);
+    let mut run: Vec<name_runs::RunEntry<'_>> = Vec::with_capacity(name_runs::MAX_ENTRIES);
+    for s in slots {
+        let Some(n) = ns.at(s) else { continue };
+        if n.kind() != InodeKind::Directory {
+            continue;
+        }
+        let parent = n.id();
+        let mut names = 0usize;
+        let flush = |run: &mut Vec<name_runs::RunEntry<'_>>, out: &mut Encoded| {
+            if !run.is_empty() {
+                let before = out.bytes.len();
+                name_runs::put_run(&mut out.bytes, parent, run);
+                out.records.push((parent, framed(out.bytes.len() - before)));
+                run.clear();
+            }
+        };
+        for c in n.child_slots() {
+            let Some(child) = ns.at(c) else { continue };
+            let ty = match child.kind() {
+                InodeKind::File => pb::InodeType::File,
+                InodeKind::Directory => pb::InodeType::Directory,
+                InodeKind::Symlink => pb::InodeType::Symlink,
+            };
+            run.push((child.name(), child.id(), ty));
+            names += child.name().len();
+            if run.len() == name_runs::MAX_ENTRIES || names >= name_runs::TARGET_NAME_BYTES {
+                flush(&mut run, &mut out);
+                names = 0;
+            }
+        }
+        flush(&mut run, &mut out);
+    }
+    out
+}
+
 /// Records and framed bytes of a section, as measured before it is written.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Size {

@@ -136,8 +136,13 @@ impl SectionOut {
     }
 
     /// A NAME_INDEX section: optional, first keys `parent << 20 | seq`.
-    fn begin_names<W: Write>(sink: &mut Sink<W>, sections: &[SectionInfo], target: u64) -> Self {
-        let mut sec = Self::begin(sink, sections, SectionKind::NAME_INDEX, true, target);
+    fn begin_names<W: Write>(
+        sink: &mut Sink<W>,
+        sections: &[SectionInfo],
+        kind: SectionKind,
+        target: u64,
+    ) -> Self {
+        let mut sec = Self::begin(sink, sections, kind, true, target);
         sec.info.optional = true;
         sec.name_keys = Some((u64::MAX, 0));
         sec
@@ -426,14 +431,25 @@ pub fn write_image_with_carry<W: Write + Send>(
     );
     written?;
     sections.push(check_plan(sec.end(&mut sink)?, inode_plan));
-    // The optional NAME_INDEX (between INODE and INODE_DIR, so that
-    // INODE_DIR stays the last section as before), for one-path lookups, when the image is cut
-    // into sub-sections (small images are loaded whole anyway) and every
-    // id fits its first keys.
+    // The optional one-path lookup index, NAME_RUNS (NAME_INDEX in older
+    // images), between INODE and INODE_DIR so that INODE_DIR stays the
+    // last section, when the image is cut into sub-sections (small images
+    // are loaded whole anyway) and every id fits its first keys.
     if split && ns.info().last_inode_id <= name_index::MAX_PARENT {
         let target = name_index::TARGET_BYTES.min(opts.sub_section_bytes);
-        let mut sec = SectionOut::begin_names(&mut sink, &sections, target);
-        write_batched(&mut sink, &mut sec, &ranges, |r| encode::names(ns, r))?;
+        let kind = if opts.legacy_name_index {
+            SectionKind::NAME_INDEX
+        } else {
+            SectionKind::NAME_RUNS
+        };
+        let mut sec = SectionOut::begin_names(&mut sink, &sections, kind, target);
+        write_batched(&mut sink, &mut sec, &ranges, |r| {
+            if opts.legacy_name_index {
+                encode::names(ns, r)
+            } else {
+                encode::name_runs(ns, r)
+            }
+        })?;
         sections.push(sec.end(&mut sink)?);
     }
 

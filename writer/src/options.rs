@@ -17,6 +17,10 @@ pub struct WriteOptions {
     /// How pieces are stored: compressed, encrypted (FORMAT.md, "Pieces
     /// at rest"); plain by default.
     pub at_rest: AtRestOptions,
+    /// Write the one-path lookup index as the NAME_INDEX section of older
+    /// images (one `NameEntry` per child) instead of NAME_RUNS: for tests
+    /// that images written before NAME_RUNS still read.
+    pub legacy_name_index: bool,
 }
 
 impl Default for WriteOptions {
@@ -26,6 +30,7 @@ impl Default for WriteOptions {
             sub_section_min_inodes: 10_000,
             batch_inodes: 16_384,
             at_rest: AtRestOptions::default(),
+            legacy_name_index: false,
         }
     }
 }

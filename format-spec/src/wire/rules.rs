@@ -153,6 +153,12 @@ pub mod schema {
         (f::dir_entry::PARENT, U64),
         (f::dir_entry::CHILDREN, RepeatedU64),
     ];
+    /// `NameRun` (the optional NAME_RUNS section).
+    pub const NAME_RUN: &[(u32, Ty)] = &[
+        (f::name_run::PARENT, U64),
+        (f::name_run::NAMES, Bytes),
+        (f::name_run::CHILDREN, RepeatedU64),
+    ];
     /// `NameEntry` (the optional NAME_INDEX section).
     pub const NAME_ENTRY: &[(u32, Ty)] = &[
         (f::name_entry::PARENT, U64),

@@ -20,6 +20,21 @@ fn base() -> Vec<u8> {
     image(&sample(), &tiny(60))
 }
 
+/// [`base`] with its lookup index as NAME_INDEX (`legacy`, as images
+/// written before NAME_RUNS have it) or NAME_RUNS; and that section's kind.
+fn base_with_names(legacy: bool) -> (Vec<u8>, SectionKind) {
+    let opts = nsimage_writer::WriteOptions {
+        legacy_name_index: legacy,
+        ..tiny(60)
+    };
+    let kind = if legacy {
+        SectionKind::NAME_INDEX
+    } else {
+        SectionKind::NAME_RUNS
+    };
+    (image(&sample(), &opts), kind)
+}
+
 fn refused(bytes: &[u8], what: &str) {
     assert_eq!(same_verdict(bytes, what), None, "{what} must be refused");
 }
@@ -680,10 +695,16 @@ fn hdfs_snapshots_must_declare_its_one_record() {
 /// optional NAME_INDEX, a warning, since no load reads it).
 #[test]
 fn name_index_record_counts_are_checked_by_verify() {
-    let bytes = base();
+    for legacy in [false, true] {
+        name_index_record_counts(legacy);
+    }
+}
+
+fn name_index_record_counts(legacy: bool) {
+    let (bytes, kind) = base_with_names(legacy);
     let mut idx = index_of(&bytes);
     let body = bytes[..idx.sections.last().unwrap().end() as usize].to_vec();
-    let sec = idx.section_mut(SectionKind::NAME_INDEX).unwrap();
+    let sec = idx.section_mut(kind).unwrap();
     let i = sec
         .sub_sections
         .iter()
@@ -693,7 +714,10 @@ fn name_index_record_counts_are_checked_by_verify() {
     sec.sub_sections[i].records -= 1;
     sec.sub_sections[j].records += 1;
     let bad = with_index(body, &idx);
-    accepted(&bad, "NAME_INDEX with shifted counts (no load reads it)");
+    accepted(
+        &bad,
+        &format!("{kind} with shifted counts (no load reads it)"),
+    );
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("img.nsi");
     std::fs::write(&path, &bad).unwrap();
@@ -734,24 +758,26 @@ fn a_smaller_id_before_the_root_is_refused_as_a_missing_root() {
     }
 }
 
-/// Kinds 9 and 10 are optional kinds (FORMAT.md, "Sections"): listed with
-/// `optional = false`, a NAME_INDEX is refused by every read path as an
+/// Kinds 9, 10 and 11 are optional kinds (FORMAT.md, "Sections"): listed
+/// with `optional = false`, a NAME_INDEX or NAME_RUNS is refused by every read path as an
 /// unknown required section; and a split section whose pieces are all plain
 /// declares `raw_length` 0, never their sum.
 #[test]
 fn name_index_must_be_optional_and_a_plain_split_section_has_no_raw_length() {
+    for legacy in [true, false] {
+        let (bytes, kind) = base_with_names(legacy);
+        let idx = index_of(&bytes);
+        let body = bytes[..idx.sections.last().unwrap().end() as usize].to_vec();
+        let mut required = idx.clone();
+        required.section_mut(kind).unwrap().optional = false;
+        refused(
+            &with_index(body, &required),
+            &format!("{kind} with optional = false"),
+        );
+    }
     let bytes = base();
     let idx = index_of(&bytes);
     let body = bytes[..idx.sections.last().unwrap().end() as usize].to_vec();
-    let mut required = idx.clone();
-    required
-        .section_mut(SectionKind::NAME_INDEX)
-        .unwrap()
-        .optional = false;
-    refused(
-        &with_index(body.clone(), &required),
-        "NAME_INDEX with optional = false",
-    );
     let mut summed = idx.clone();
     let inode = summed.section_mut(SectionKind::INODE).unwrap();
     assert!(inode.sub_sections.len() >= 2 && inode.at_rest.raw_length == 0);

@@ -1,7 +1,8 @@
-//! One-path lookups through the NAME_INDEX: the same inodes as a full load,
-//! a small part of the image read, the bad paths refused, corrupt pieces on
-//! the way reported with their place, and images without the section still
-//! answered (by a full load).
+//! One-path lookups through NAME_RUNS (and the NAME_INDEX of images written
+//! before it): the same inodes as a full load, a small part of the image
+//! read, the bad paths refused, corrupt pieces on the way reported with
+//! their place, and images without the section still answered (by a full
+//! load).
 
 use crate::common;
 
@@ -21,8 +22,23 @@ fn write(dir: &Path, name: &str, ns: &Namespace, opts: &WriteOptions) -> PathBuf
     p
 }
 
+/// The lookup index's kind in an image written with `legacy`.
+fn names_kind(legacy: bool) -> SectionKind {
+    if legacy {
+        SectionKind::NAME_INDEX
+    } else {
+        SectionKind::NAME_RUNS
+    }
+}
+
 /// 20k inodes, small sub-sections: many pieces.
 fn setup() -> (tempfile::TempDir, PathBuf, Namespace) {
+    setup_with(false)
+}
+
+/// As [`setup`], the lookup index NAME_INDEX (as images written before
+/// NAME_RUNS have it) when `legacy`.
+fn setup_with(legacy: bool) -> (tempfile::TempDir, PathBuf, Namespace) {
     let dir = tempfile::tempdir().unwrap();
     let ns = generate(GenSpec {
         inodes: 20_000,
@@ -30,6 +46,7 @@ fn setup() -> (tempfile::TempDir, PathBuf, Namespace) {
     });
     let opts = WriteOptions {
         sub_section_bytes: 8 << 10,
+        legacy_name_index: legacy,
         ..WriteOptions::default()
     };
     let img = write(dir.path(), "a.nsi", &ns, &opts);
@@ -79,10 +96,17 @@ fn location(e: &ViewError) -> Option<Location> {
 
 #[test]
 fn lookups_agree_with_the_full_load_and_read_little() {
-    let (_d, img, full) = setup();
+    for legacy in [false, true] {
+        lookups_agree(legacy);
+    }
+}
+
+fn lookups_agree(legacy: bool) {
+    let (_d, img, full) = setup_with(legacy);
     let size = std::fs::metadata(&img).unwrap().len();
     let index = common::index_of(&std::fs::read(&img).unwrap());
-    assert!(index.section(SectionKind::NAME_INDEX).is_some());
+    assert!(index.section(names_kind(legacy)).is_some());
+    assert!(index.section(names_kind(!legacy)).is_none());
     let mut checked = 0;
     for n in full.iter().step_by(37) {
         let path = String::from_utf8(full.path_of(n.id()).unwrap()).unwrap();
@@ -145,7 +169,13 @@ fn deep_file(full: &Namespace) -> (u64, String) {
 
 #[test]
 fn corrupt_pieces_on_the_way_are_located() {
-    let (d, img, full) = setup();
+    for legacy in [false, true] {
+        corrupt_pieces(legacy);
+    }
+}
+
+fn corrupt_pieces(legacy: bool) {
+    let (d, img, full) = setup_with(legacy);
     let bytes = std::fs::read(&img).unwrap();
     let index: Index = common::index_of(&bytes);
     let (id, path) = deep_file(&full);
@@ -174,7 +204,7 @@ fn corrupt_pieces_on_the_way_are_located() {
     // Every NAME_INDEX sub-section in turn: a lookup either gives the
     // same answer or fails located in that sub-section; those on the path
     // fail.
-    let names = index.section(SectionKind::NAME_INDEX).unwrap();
+    let names = index.section(names_kind(legacy)).unwrap();
     let mut failed = 0;
     for (k, sub) in names.sub_sections.iter().enumerate() {
         for at_byte in [
@@ -189,7 +219,7 @@ fn corrupt_pieces_on_the_way_are_located() {
                 Ok(v) => assert_eq!(target(&v.namespace, &path).id(), id),
                 Err(e) => {
                     let at = location(&e).unwrap_or_else(|| panic!("sub-section {k}: {e}"));
-                    assert_eq!(at.section, Some(SectionKind::NAME_INDEX), "{e}");
+                    assert_eq!(at.section, Some(names_kind(legacy)), "{e}");
                     assert_eq!(at.sub_section, Some(k), "{e}");
                     failed += 1;
                 }
@@ -210,6 +240,7 @@ fn images_without_the_section_are_loaded_whole() {
     let img = write(dir.path(), "small.nsi", &ns, &WriteOptions::default());
     let index = common::index_of(&std::fs::read(&img).unwrap());
     assert!(index.section(SectionKind::NAME_INDEX).is_none());
+    assert!(index.section(SectionKind::NAME_RUNS).is_none());
     let full = nsimage_loader::load(&img, &LoadOptions::default())
         .unwrap()
         .namespace;
@@ -244,20 +275,36 @@ fn the_cli_reports_what_it_read() {
 
 #[test]
 fn verify_checks_that_the_name_index_agrees() {
+    for legacy in [false, true] {
+        verify_checks(legacy);
+    }
+}
+
+fn verify_checks(legacy: bool) {
     use prost::Message;
-    let (d, img, _) = setup();
+    let (d, img, _) = setup_with(legacy);
     let bytes = std::fs::read(&img).unwrap();
     assert!(nsimage_loader::verify(&img, &Default::default())
         .unwrap()
         .is_ok());
+    let kind = names_kind(legacy);
     let mut n = 0;
-    let bad = common::rewrite_records(&bytes, &[SectionKind::NAME_INDEX], |_, body| {
+    let bad = common::rewrite_records(&bytes, &[kind], |_, body| {
         n += 1;
-        let mut e = nsimage_format::pb::NameEntry::decode(body).unwrap();
-        if n == 500 {
-            e.name.push(b'x');
+        if legacy {
+            let mut e = nsimage_format::pb::NameEntry::decode(body).unwrap();
+            if n == 500 {
+                e.name.push(b'x');
+            }
+            e.encode_to_vec()
+        } else {
+            // Run 50's first child one id further (its delta + 1).
+            let mut r = nsimage_format::pb::NameRun::decode(body).unwrap();
+            if n == 50 {
+                r.children[0] += 8;
+            }
+            r.encode_to_vec()
         }
-        e.encode_to_vec()
     });
     let p = d.path().join("wrong.nsi");
     std::fs::write(&p, &bad).unwrap();
@@ -268,8 +315,13 @@ fn verify_checks_that_the_name_index_agrees() {
     assert!(report.is_ok(), "{:?}", report.problems);
     assert_eq!(report.warnings.len(), 1, "{:?}", report.warnings);
     let at = &report.warnings[0].at;
-    assert_eq!(at.section, Some(SectionKind::NAME_INDEX));
+    assert_eq!(at.section, Some(kind));
     assert!(at.sub_section.is_some());
+    assert!(
+        report.warnings[0].detail.contains("disagrees"),
+        "{:?}",
+        report.warnings
+    );
     let out = common::nsimage(&["verify", p.to_str().unwrap()]);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("NAME_INDEX"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains(kind.name().unwrap()));
 }
