@@ -119,6 +119,7 @@ mod sections;
 pub mod shard;
 #[cfg(not(feature = "bench-internals"))]
 mod shard;
+pub mod skeleton;
 pub mod source;
 mod stats;
 mod stream;

@@ -131,6 +131,7 @@ mod values;
 mod view;
 
 pub use arena::{Arena, Span};
+pub use block_ids::BlockRules;
 pub use build::{DirBatch, NamespaceBuilder};
 pub use children::{ChildIter, Children};
 pub use consts::{Slot, MAX_NAME_LENGTH, NO_SLOT, ROOT_ID};

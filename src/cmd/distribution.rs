@@ -2,9 +2,13 @@
 //! (nsimage_viewer::distribution), as text, JSON, and an SVG bar chart
 //! drawn here (plotters belongs to the command line, not the viewer).
 
+use super::memory::{parse_size, MemoryLimit};
 use super::output::{check_output, write_atomically};
-use nsimage_loader::{load, LoadOptions};
-use nsimage_viewer::distribution::{distribution, Bucket, Distribution, DEFAULT_MAX, DEFAULT_STEP};
+use nsimage_loader::skeleton::Skeleton;
+use nsimage_loader::{load, ImageSource, LoadOptions};
+use nsimage_viewer::distribution::{
+    distribution, distribution_streamed, Bucket, Distribution, DEFAULT_MAX, DEFAULT_STEP,
+};
 use nsimage_viewer::text::{bytes_summary, human_size, size_text};
 use nsimage_viewer::ViewError;
 use plotters::prelude::*;
@@ -37,27 +41,8 @@ pub struct Args {
     /// Print JSON on stdout (every bucket, empty ones included).
     #[arg(long)]
     json: bool,
-}
-
-/// Parses a size: digits and an optional binary unit.
-fn parse_size(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (n, unit) = t.split_at(digits);
-    let n: u64 = n
-        .parse()
-        .map_err(|_| format!("{s:?}: a size is a number of bytes, e.g. 2M or 128G"))?;
-    let shift = match unit.to_ascii_lowercase().as_str() {
-        "" | "b" => 0,
-        "k" | "kb" | "kib" => 10,
-        "m" | "mb" | "mib" => 20,
-        "g" | "gb" | "gib" => 30,
-        "t" | "tb" | "tib" => 40,
-        "p" | "pb" | "pib" => 50,
-        _ => return Err(format!("{s:?}: unknown unit {unit:?} (K, M, G, T or P)")),
-    };
-    n.checked_mul(1u64 << shift)
-        .ok_or_else(|| format!("{s:?}: too large"))
+    #[command(flatten)]
+    memory: MemoryLimit,
 }
 
 fn range_text(b: &Bucket) -> String {
@@ -72,14 +57,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     if let Some(p) = &a.plot {
         check_output(p)?;
     }
-    let pb = super::spinner(&format!("loading {}", a.image.display()));
-    let opts = LoadOptions {
-        key: super::key()?,
-        ..LoadOptions::default()
-    };
-    let loaded = load(&a.image, &opts)?;
-    pb.finish_and_clear();
-    let d = distribution(&loaded.namespace, a.step, a.max)?;
+    let d = histogram(&a)?;
     if let Some(p) = &a.plot {
         write_atomically(p, |w| {
             let svg = draw(&d).map_err(|e| anyhow::anyhow!("drawing the chart: {e}"))?;
@@ -92,31 +70,53 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         })?;
     }
     if a.json {
-        let buckets: Vec<_> = d
-            .buckets
-            .iter()
-            .map(|b| {
-                serde_json::json!({
-                    "low": b.low,
-                    "high": (b.high != u64::MAX).then_some(b.high),
-                    "files": b.files,
-                    "bytes": b.bytes,
-                })
-            })
-            .collect();
-        out!(
-            "{}",
-            serde_json::json!({
-                "image": a.image.display().to_string(),
-                "step": d.step,
-                "max": d.max,
-                "files": d.files,
-                "bytes": d.bytes,
-                "largest": d.largest,
-                "plot": a.plot.as_ref().map(|p| p.display().to_string()),
-                "buckets": buckets,
-            })
-        );
+        // Written as it is serialized (a tree of values for a million
+        // buckets would outweigh the streamed image's tree); keys in the
+        // sorted order serde_json's maps give.
+        #[derive(serde::Serialize)]
+        struct JsonBucket {
+            bytes: u64,
+            files: u64,
+            high: Option<u64>,
+            low: u64,
+        }
+        #[derive(serde::Serialize)]
+        struct Json<I: Iterator<Item = JsonBucket> + Clone> {
+            #[serde(serialize_with = "buckets_seq")]
+            buckets: I,
+            bytes: u64,
+            files: u64,
+            image: String,
+            largest: u64,
+            max: u64,
+            plot: Option<String>,
+            step: u64,
+        }
+        fn buckets_seq<S: serde::Serializer, I: Iterator<Item = JsonBucket> + Clone>(
+            it: &I,
+            s: S,
+        ) -> Result<S::Ok, S::Error> {
+            s.collect_seq(it.clone())
+        }
+        let json = Json {
+            buckets: d.buckets.iter().map(|b| JsonBucket {
+                bytes: b.bytes,
+                files: b.files,
+                high: (b.high != u64::MAX).then_some(b.high),
+                low: b.low,
+            }),
+            bytes: d.bytes,
+            files: d.files,
+            image: a.image.display().to_string(),
+            largest: d.largest,
+            max: d.max,
+            plot: a.plot.as_ref().map(|p| p.display().to_string()),
+            step: d.step,
+        };
+        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+        let _ = serde_json::to_writer(&mut out, &json);
+        let _ = std::io::Write::write_all(&mut out, b"\n");
+        let _ = std::io::Write::flush(&mut out);
     } else {
         out!(
             "{}: {} files, {}, largest {}; buckets of {} up to {} (empty buckets not shown)",
@@ -217,4 +217,28 @@ fn draw(d: &Distribution) -> Result<String, Box<dyn std::error::Error>> {
         root.present()?;
     }
     Ok(svg)
+}
+
+/// The histogram: streamed from an nsimage image (its tree read and
+/// checked first, within `--memory-limit`), or from the whole namespace of
+/// a Hadoop image or of one the stream cannot take.
+fn histogram(a: &Args) -> anyhow::Result<Distribution> {
+    let key = super::key()?;
+    let pb = super::spinner(&format!("reading {}", a.image.display()));
+    if !nsimage_loader::hdfs::is_hdfs_file(&a.image)? {
+        let mut src = ImageSource::open(&a.image)?;
+        src.unlock(key.as_ref())?;
+        a.memory.check(Skeleton::estimate(&src), &a.image)?;
+        if let Some(d) = distribution_streamed(&src, 0, a.step, a.max)? {
+            pb.finish_and_clear();
+            return Ok(d);
+        }
+    }
+    let opts = LoadOptions {
+        key,
+        ..LoadOptions::default()
+    };
+    let loaded = load(&a.image, &opts)?;
+    pb.finish_and_clear();
+    Ok(distribution(&loaded.namespace, a.step, a.max)?)
 }

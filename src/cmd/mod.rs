@@ -24,6 +24,7 @@ mod keygen;
 mod load;
 mod lookup;
 mod ls;
+mod memory;
 mod output;
 mod peer;
 mod progress;

@@ -7,7 +7,9 @@
 //! one last bucket the files larger than `n * step`.
 
 use crate::error::ViewError;
-use nsimage_namespace::{Attrs, Namespace};
+use nsimage_loader::skeleton::Skeleton;
+use nsimage_loader::ImageSource;
+use nsimage_namespace::{Attrs, LoadedBody, Namespace};
 use rayon::prelude::*;
 
 /// OIV's default bucket width: 2 MiB.
@@ -49,82 +51,181 @@ pub struct Distribution {
     pub largest: u64,
 }
 
+/// A histogram being filled: made with [`Histogram::new`], one
+/// [`add`](Histogram::add) per file, partial ones joined with
+/// [`merge`](Histogram::merge) (integer sums: the order never matters).
+#[derive(Clone, Debug)]
+pub struct Histogram {
+    step: u64,
+    max: u64,
+    /// Buckets with edges of their own.
+    n: u64,
+    /// `n * step`: sizes above it go to the overflow bucket.
+    top: u64,
+    counts: Vec<(u64, u64)>,
+    files: u64,
+    bytes: u64,
+    largest: u64,
+}
+
+impl Histogram {
+    /// An empty histogram with buckets of `step` bytes up to `max`.
+    ///
+    /// # Errors
+    /// [`ViewError::BadArgument`] for a step or maximum of 0, or more than
+    /// [`MAX_BUCKETS`] buckets.
+    pub fn new(step: u64, max: u64) -> Result<Histogram, ViewError> {
+        let bad = |detail: String| ViewError::BadArgument { detail };
+        if step == 0 {
+            return Err(bad("the step must be at least 1 byte".into()));
+        }
+        if max == 0 {
+            return Err(bad("the maximum must be at least 1 byte".into()));
+        }
+        let n = max.div_ceil(step);
+        if n > MAX_BUCKETS {
+            return Err(bad(format!(
+                "{n} buckets (max / step) is more than {MAX_BUCKETS}: raise the step or lower the maximum"
+            )));
+        }
+        let top = n
+            .checked_mul(step)
+            .ok_or_else(|| bad("the maximum rounded up to a whole step overflows".into()))?;
+        let len = usize::try_from(n + 2).map_err(|e| bad(e.to_string()))?;
+        Ok(Histogram {
+            step,
+            max,
+            n,
+            top,
+            counts: vec![(0, 0); len],
+            files: 0,
+            bytes: 0,
+            largest: 0,
+        })
+    }
+
+    /// Counts one file of `size` bytes.
+    pub fn add(&mut self, size: u64) {
+        let b = if size > self.top {
+            self.n + 1
+        } else {
+            size.div_ceil(self.step)
+        };
+        let last = self.counts.len() - 1;
+        let c = &mut self.counts[usize::try_from(b).unwrap_or(last).min(last)];
+        c.0 += 1;
+        c.1 = c.1.saturating_add(size);
+        self.files += 1;
+        self.bytes = self.bytes.saturating_add(size);
+        self.largest = self.largest.max(size);
+    }
+
+    /// Adds `other`'s counts (made with the same step and maximum).
+    pub fn merge(mut self, other: &Histogram) -> Histogram {
+        for (x, y) in self.counts.iter_mut().zip(&other.counts) {
+            x.0 += y.0;
+            x.1 = x.1.saturating_add(y.1);
+        }
+        self.files += other.files;
+        self.bytes = self.bytes.saturating_add(other.bytes);
+        self.largest = self.largest.max(other.largest);
+        self
+    }
+
+    /// The finished histogram.
+    pub fn finish(self) -> Distribution {
+        let (n, step, top) = (self.n, self.step, self.top);
+        let buckets = self
+            .counts
+            .iter()
+            .enumerate()
+            .map(|(i, &(files, bytes))| {
+                let i = i as u64;
+                let (low, high) = match i {
+                    0 => (0, 0),
+                    i if i <= n => ((i - 1) * step, i * step),
+                    _ => (top, u64::MAX),
+                };
+                Bucket {
+                    low,
+                    high,
+                    files,
+                    bytes,
+                }
+            })
+            .collect();
+        Distribution {
+            step,
+            max: self.max,
+            buckets,
+            files: self.files,
+            bytes: self.bytes,
+            largest: self.largest,
+        }
+    }
+}
+
 /// The file-size histogram of `ns` with buckets of `step` bytes up to
 /// `max`, computed in parallel over the node table.
 pub fn distribution(ns: &Namespace, step: u64, max: u64) -> Result<Distribution, ViewError> {
-    let bad = |detail: String| ViewError::BadArgument { detail };
-    if step == 0 {
-        return Err(bad("the step must be at least 1 byte".into()));
-    }
-    if max == 0 {
-        return Err(bad("the maximum must be at least 1 byte".into()));
-    }
-    let n = max.div_ceil(step);
-    if n > MAX_BUCKETS {
-        return Err(bad(format!(
-            "{n} buckets (max / step) is more than {MAX_BUCKETS}: raise the step or lower the maximum"
-        )));
-    }
-    let top = n
-        .checked_mul(step)
-        .ok_or_else(|| bad("the maximum rounded up to a whole step overflows".into()))?;
-    let len = usize::try_from(n + 2).map_err(|e| bad(e.to_string()))?;
-    let bucket_of = |size: u64| -> usize {
-        let b = if size > top {
-            n + 1
-        } else {
-            size.div_ceil(step)
-        };
-        usize::try_from(b).unwrap_or(len - 1)
-    };
-    let empty = || (vec![(0u64, 0u64); len], 0u64, 0u64, 0u64);
-    let (counts, files, bytes, largest) = (0..ns.slot_count())
+    let empty = Histogram::new(step, max)?;
+    let h = (0..ns.slot_count())
         .into_par_iter()
-        .fold(empty, |mut acc, s| {
-            if let Some(Attrs::File(f)) = ns.at(s).map(|i| i.attrs()) {
-                let size = f.length();
-                let c = &mut acc.0[bucket_of(size)];
-                c.0 += 1;
-                c.1 = c.1.saturating_add(size);
-                acc.1 += 1;
-                acc.2 = acc.2.saturating_add(size);
-                acc.3 = acc.3.max(size);
+        .fold(
+            || empty.clone(),
+            |mut acc, s| {
+                if let Some(Attrs::File(f)) = ns.at(s).map(|i| i.attrs()) {
+                    acc.add(f.length());
+                }
+                acc
+            },
+        )
+        .reduce(|| empty.clone(), |a, b| a.merge(&b));
+    Ok(h.finish())
+}
+
+/// The same histogram streamed from an image on `threads` workers (0: the
+/// available cores): its tree read and checked ([`Skeleton`]), then its
+/// INODE pieces read again, one at a time per worker; no namespace is
+/// built. `None` for an image the stream cannot take (see
+/// [`Skeleton::build`]), which the caller loads whole instead.
+///
+/// # Errors
+/// As [`distribution`]; anything a load refuses (but the children's name
+/// order, see [`Skeleton`]).
+pub fn distribution_streamed(
+    src: &ImageSource,
+    threads: usize,
+    step: u64,
+    max: u64,
+) -> Result<Option<Distribution>, ViewError> {
+    let empty = Histogram::new(step, max)?;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map_err(|e| ViewError::BadArgument {
+            detail: format!("starting {threads} workers: {e}"),
+        })?;
+    let Ok(skeleton) = Skeleton::build(src, Some(&pool))? else {
+        return Ok(None);
+    };
+    let parts = skeleton.fold_pieces(
+        src,
+        &pool,
+        || empty.clone(),
+        |h, node, _| {
+            if let LoadedBody::File { blocks, .. } = node.body {
+                h.add(
+                    blocks
+                        .iter()
+                        .fold(0u64, |sum, b| sum.saturating_add(b.length)),
+                );
             }
-            acc
-        })
-        .reduce(empty, |mut a, b| {
-            for (x, y) in a.0.iter_mut().zip(&b.0) {
-                x.0 += y.0;
-                x.1 = x.1.saturating_add(y.1);
-            }
-            (a.0, a.1 + b.1, a.2.saturating_add(b.2), a.3.max(b.3))
-        });
-    let buckets = counts
-        .iter()
-        .enumerate()
-        .map(|(i, &(files, bytes))| {
-            let i = i as u64;
-            let (low, high) = match i {
-                0 => (0, 0),
-                i if i <= n => ((i - 1) * step, i * step),
-                _ => (top, u64::MAX),
-            };
-            Bucket {
-                low,
-                high,
-                files,
-                bytes,
-            }
-        })
-        .collect();
-    Ok(Distribution {
-        step,
-        max,
-        buckets,
-        files,
-        bytes,
-        largest,
-    })
+            Ok(())
+        },
+    )?;
+    let h = parts.iter().fold(empty.clone(), Histogram::merge);
+    Ok(Some(h.finish()))
 }
 
 #[cfg(test)]

@@ -4,3 +4,4 @@ mod commands;
 mod diff;
 mod dump;
 mod lookup;
+mod stream;

@@ -1,0 +1,687 @@
+//! An image read piece by piece in bounded memory (issue 28): what the
+//! viewer's whole-namespace commands need of the tree, without the
+//! namespace. A [`Skeleton`] holds the directories that have children
+//! (their ids, names and parents) and one parent link per inode, nothing
+//! of the files' names, blocks, xattrs or ACLs; the INODE pieces are then
+//! read again, in file order on the pool, and each record is handed to the
+//! caller with its parent directory, whose full path the skeleton gives.
+//!
+//! Building it reads INODE_DIR (the links: its records, batch by batch,
+//! become per-INODE-piece lists of `(child id, parent directory)`), then
+//! INODE (each piece decoded by the load's own decoder, so that every rule
+//! a load applies to a record is applied here, and each record matched
+//! with its link: the root has none, every other inode exactly one; the
+//! directories' names and parents taken). The tree's shape is then checked
+//! as a load checks it: every parent is a directory, no directory is its
+//! own ancestor, so every inode is reachable from the root. One rule of a
+//! load is not checked here: that a directory lists its children in name
+//! order (it would take every name at once, and nothing streamed depends
+//! on it); `load` and `verify` check it.
+//!
+//! Memory: 8 bytes per inode (its link), 24 bytes and the name per
+//! directory with children, the pieces being read; see
+//! [`Skeleton::estimate`].
+#![deny(
+    clippy::arithmetic_side_effects,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss
+)]
+
+use crate::decode::{self, bad, check_piece};
+use crate::error::LoadError;
+use crate::record;
+pub use crate::record::InodeScratch;
+use crate::run::run_pieces;
+use crate::sections::{corrupt, pieces, section};
+use crate::source::{ImageSource, PieceBuf};
+use nsimage_format::framing::Records;
+use nsimage_format::{FormatError, Location, SectionKind, SubSectionInfo, ROOT_ID};
+use nsimage_namespace::{BlockRules, BuildError, Interned, LoadedNode, NsInfo};
+
+/// "No directory": the root's parent.
+const NONE: u32 = u32::MAX;
+
+/// One directory with children.
+#[derive(Clone, Copy, Debug)]
+struct Dir {
+    id: u64,
+    /// Its parent's index, [`NONE`] for the root (and until known).
+    parent: u32,
+    name_at: u32,
+    name_len: u32,
+}
+
+/// The tree of an image without its files: see the module documentation.
+pub struct Skeleton {
+    /// NS_INFO.
+    pub info: NsInfo,
+    /// STRING_TABLE, as the load interns it.
+    pub tables: Interned,
+    dirs: Vec<Dir>,
+    names: Vec<u8>,
+    /// Per INODE piece, sorted: `(child id - piece's first id) << 32 | dir`.
+    links: Vec<Vec<u64>>,
+    /// The INODE pieces, with the first id each may hold.
+    inode_pieces: Vec<(SubSectionInfo, Location)>,
+    bases: Vec<u64>,
+    inodes: u64,
+    /// The block rules, batch by batch (one bit per block).
+    blocks: BlockRules,
+    last_id: u64,
+}
+
+/// Why an image cannot be streamed (the caller loads it whole instead).
+#[derive(Debug)]
+pub enum Unstreamable {
+    /// Ids spread over more than 2^32 within one INODE piece, more than
+    /// 2^32 - 1 directories, or block ids too sparse for a bitmap (a load
+    /// sorts them).
+    TooSparse,
+}
+
+/// A directory path, built by [`Skeleton::push_dir_path`].
+pub type DirIndex = u32;
+
+impl Skeleton {
+    /// An estimate, from the index alone, of the bytes [`build`](Self::build)
+    /// holds for `src`: 8 per inode, 64 per INODE_DIR record (a directory
+    /// with children: its entry and a name of up to 40 bytes).
+    pub fn estimate(src: &ImageSource) -> u64 {
+        let records = |k| src.index.section(k).map_or(0, |s| s.records);
+        records(SectionKind::INODE)
+            .saturating_mul(8)
+            .saturating_add(records(SectionKind::INODE_DIR).saturating_mul(64))
+    }
+
+    /// Bytes held.
+    pub fn bytes(&self) -> u64 {
+        let links: usize = self.links.iter().map(|l| l.capacity()).sum();
+        (links.saturating_mul(8))
+            .saturating_add(
+                self.dirs
+                    .capacity()
+                    .saturating_mul(std::mem::size_of::<Dir>()),
+            )
+            .saturating_add(self.names.capacity()) as u64
+    }
+
+    /// Inodes in the image.
+    pub fn inode_count(&self) -> u64 {
+        self.inodes
+    }
+
+    /// INODE pieces, for [`for_each_in_piece`](Self::for_each_in_piece).
+    pub fn piece_count(&self) -> usize {
+        self.inode_pieces.len()
+    }
+
+    /// Reads `src`'s tree (see the module documentation) on `pool`, or on
+    /// this thread without one.
+    ///
+    /// # Errors
+    /// A located [`LoadError::Corrupt`] for anything a load refuses but
+    /// the children's name order; `Ok(Err(_))` for an image this cannot
+    /// stream.
+    pub fn build(
+        src: &ImageSource,
+        pool: Option<&rayon::ThreadPool>,
+    ) -> Result<Result<Skeleton, Unstreamable>, LoadError> {
+        let fmt = |e: FormatError| LoadError::from_format(src.path(), e);
+        let mut buf = PieceBuf::default();
+        let info = {
+            let (p, at) = first_piece(src, SectionKind::NS_INFO)?;
+            decode::ns_info(src.piece(&p, &at, &mut buf)?, &p, &at).map_err(fmt)?
+        };
+        let strings = {
+            let (p, at) = first_piece(src, SectionKind::STRING_TABLE)?;
+            decode::strings(src.piece(&p, &at, &mut buf)?, &p, &at).map_err(fmt)?
+        };
+        let inode_pieces = pieces(section(src, SectionKind::INODE)?);
+        // The first id each piece may hold: its first key, or the root's
+        // (the smallest id of an image) for an unsplit section.
+        let bases: Vec<u64> = inode_pieces
+            .iter()
+            .map(|(p, at)| {
+                if at.sub_section.is_some() {
+                    p.first_key
+                } else {
+                    ROOT_ID
+                }
+            })
+            .collect();
+        let mut s = Skeleton {
+            info,
+            tables: Interned::new(strings),
+            dirs: Vec::new(),
+            names: Vec::new(),
+            // One link per inode of each piece (the root's piece has one
+            // fewer): sized from the index, bounded by the piece's bytes.
+            links: inode_pieces
+                .iter()
+                .map(|(p, _)| {
+                    Vec::with_capacity(usize::try_from(p.records.min(p.length)).unwrap_or(0))
+                })
+                .collect(),
+            inode_pieces,
+            bases,
+            inodes: 0,
+            blocks: BlockRules::default(),
+            last_id: 0,
+        };
+        if s.read_links(src, pool)?.is_err() {
+            return Ok(Err(Unstreamable::TooSparse));
+        }
+        s.read_inodes(src, pool)?;
+        // The rules a load checks once every record is in.
+        let whole = Location::in_section(SectionKind::INODE, None, 0);
+        if s.last_id > s.info.last_inode_id {
+            let e = BuildError::InodeIdTooLarge {
+                id: s.last_id,
+                last: s.info.last_inode_id,
+            };
+            return Err(corrupt(src, whole, e.to_string()));
+        }
+        match s.blocks.check(&s.info) {
+            Ok(true) => {}
+            Ok(false) => return Ok(Err(Unstreamable::TooSparse)),
+            Err(e) => return Err(corrupt(src, whole, e.to_string())),
+        }
+        s.blocks = BlockRules::default();
+        // What a load reads of the sections it does not use: every piece's
+        // checksum (and authentication, and codec), the Hadoop carry.
+        crate::sections::check_unknown(src, pool)?;
+        crate::sections::hdfs_carry(src)?;
+        s.check_tree(src)?;
+        Ok(Ok(s))
+    }
+
+    /// INODE_DIR: the directories with children, and each child's link.
+    fn read_links(
+        &mut self,
+        src: &ImageSource,
+        pool: Option<&rayon::ThreadPool>,
+    ) -> Result<Result<(), Unstreamable>, LoadError> {
+        let dir_pieces = pieces(section(src, SectionKind::INODE_DIR)?);
+        let batch = pool
+            .map_or(1, |p| p.current_num_threads())
+            .saturating_mul(2)
+            .max(1);
+        let mut last_parent: Option<u64> = None;
+        for group in dir_pieces.chunks(batch) {
+            // Each piece: its parents and, per parent, its children.
+            let decoded = run_pieces(pool, group, PieceBuf::default, |buf, _, p, at| {
+                let bytes = src.piece(p, at, buf)?;
+                let mut parents: Vec<(u64, u64, usize)> = Vec::new();
+                let mut children: Vec<u64> = Vec::new();
+                let mut kids = Vec::new();
+                let mut first = None;
+                let mut n = 0u64;
+                for r in Records::new(bytes, at.clone()) {
+                    let (off, body) = r.map_err(|e| LoadError::from_format(src.path(), e))?;
+                    let parent = record::dir_entry(body, &mut kids)
+                        .map_err(|d| LoadError::from_format(src.path(), bad(at, off, d)))?;
+                    first.get_or_insert(parent);
+                    parents.push((parent, off, children.len()));
+                    children.extend_from_slice(&kids);
+                    n = n.saturating_add(1);
+                }
+                check_piece(p, at, n, first).map_err(|e| LoadError::from_format(src.path(), e))?;
+                Ok((parents, children))
+            })?;
+            for ((parents, children), (_, at)) in decoded.into_iter().zip(group) {
+                for (k, &(parent, off, start)) in parents.iter().enumerate() {
+                    if last_parent.is_some_and(|l| l >= parent) {
+                        return Err(corrupt(
+                            src,
+                            Location {
+                                offset: off,
+                                ..at.clone()
+                            },
+                            "INODE_DIR records not in strictly increasing parent order".into(),
+                        ));
+                    }
+                    last_parent = Some(parent);
+                    let end = parents
+                        .get(k.saturating_add(1))
+                        .map_or(children.len(), |x| x.2);
+                    let Ok(dir) = u32::try_from(self.dirs.len()) else {
+                        return Ok(Err(Unstreamable::TooSparse));
+                    };
+                    if dir == NONE {
+                        return Ok(Err(Unstreamable::TooSparse));
+                    }
+                    self.dirs.push(Dir {
+                        id: parent,
+                        parent: NONE,
+                        name_at: 0,
+                        name_len: 0,
+                    });
+                    for &child in children.get(start..end).unwrap_or_default() {
+                        let i = self
+                            .bases
+                            .partition_point(|&b| b <= child)
+                            .saturating_sub(1);
+                        let (Some(&base), Some(list)) = (self.bases.get(i), self.links.get_mut(i))
+                        else {
+                            continue;
+                        };
+                        let Some(offset) =
+                            child.checked_sub(base).and_then(|o| u32::try_from(o).ok())
+                        else {
+                            // Below every piece's first id (an inode that
+                            // cannot exist), or too far above it.
+                            if child < base {
+                                return Err(corrupt(
+                                    src,
+                                    Location {
+                                        offset: off,
+                                        ..at.clone()
+                                    },
+                                    format!("child {child} of directory {parent} is not an inode"),
+                                ));
+                            }
+                            return Ok(Err(Unstreamable::TooSparse));
+                        };
+                        list.push(u64::from(offset) << 32 | u64::from(dir));
+                    }
+                }
+            }
+        }
+        let sort = |l: &mut Vec<u64>| {
+            l.sort_unstable();
+            l.shrink_to_fit();
+        };
+        match pool {
+            Some(p) => p.install(|| {
+                use rayon::prelude::*;
+                self.links.par_iter_mut().for_each(sort);
+            }),
+            None => self.links.iter_mut().for_each(sort),
+        }
+        Ok(Ok(()))
+    }
+
+    /// INODE: every record checked as a load checks it, matched with its
+    /// link; the directories' names and parents.
+    fn read_inodes(
+        &mut self,
+        src: &ImageSource,
+        pool: Option<&rayon::ThreadPool>,
+    ) -> Result<(), LoadError> {
+        let batch = pool
+            .map_or(1, |p| p.current_num_threads())
+            .saturating_mul(2)
+            .max(1);
+        let mut last_id: Option<u64> = None;
+        let n_pieces = self.inode_pieces.len();
+        let mut first_piece = 0usize;
+        while first_piece < n_pieces {
+            let end = first_piece.saturating_add(batch).min(n_pieces);
+            let group = self.inode_pieces.get(first_piece..end).unwrap_or_default();
+            let this = &*self;
+            // Per piece: (its first and last ids, records, the named
+            // directories (index, parent, name)).
+            let got = run_pieces(pool, group, PieceBuf::default, |buf, k, p, at| {
+                let i = first_piece.saturating_add(k);
+                let bytes = src.piece(p, at, buf)?;
+                let mut found: Vec<(u32, u32, Vec<u8>)> = Vec::new();
+                let mut ids = (None, 0u64);
+                let mut n = 0u64;
+                let mut linker = this.linker(i);
+                // The load's own decoder and checks of every record
+                // (`chunk` is the piece's number: the first holds the
+                // root), each record then matched with its link.
+                let chunk = u32::try_from(i).unwrap_or(u32::MAX);
+                let batch = decode::inodes_visiting(
+                    bytes,
+                    p,
+                    at,
+                    &this.tables,
+                    chunk,
+                    Vec::new(),
+                    false,
+                    |seen, off, at| {
+                        if seen.id == ROOT_ID && !seen.dir {
+                            return Err(bad(at, off, BuildError::NoRoot.to_string()));
+                        }
+                        let parent = linker.parent(seen.id).map_err(|d| bad(at, off, d))?;
+                        n = n.saturating_add(1);
+                        ids.0.get_or_insert(seen.id);
+                        ids.1 = seen.id;
+                        if seen.dir {
+                            if let Some(d) = this.dir_index(seen.id) {
+                                found.push((d, parent.unwrap_or(NONE), seen.name.to_vec()));
+                            }
+                        }
+                        Ok(())
+                    },
+                )
+                .map_err(|e| LoadError::from_format(src.path(), e))?;
+                linker.finish().map_err(|d| corrupt(src, at.clone(), d))?;
+                let mut rules = BlockRules::default();
+                rules.add(batch.into_parts());
+                Ok((ids, n, found, rules))
+            })?;
+            for (((first, last), n, found, rules), (_, at)) in got.into_iter().zip(group) {
+                self.blocks.merge(rules);
+                if last_id.is_none() && first.is_some_and(|f| f != ROOT_ID) {
+                    return Err(corrupt(
+                        src,
+                        at.clone(),
+                        format!(
+                            "the first inode is {}, not the root directory {ROOT_ID}",
+                            first.unwrap_or(0)
+                        ),
+                    ));
+                }
+                if let (Some(l), Some(f)) = (last_id, first) {
+                    if f <= l {
+                        return Err(corrupt(
+                            src,
+                            at.clone(),
+                            format!("inode {f} does not follow inode {l} in id order"),
+                        ));
+                    }
+                }
+                if first.is_some() {
+                    last_id = Some(last);
+                    self.last_id = last;
+                }
+                self.inodes = self.inodes.saturating_add(n);
+                for (d, parent, name) in found {
+                    let at_name = u32::try_from(self.names.len()).unwrap_or(u32::MAX);
+                    let len = u32::try_from(name.len()).unwrap_or(u32::MAX);
+                    self.names.extend_from_slice(&name);
+                    if let Some(dir) = self.dirs.get_mut(d as usize) {
+                        dir.parent = parent;
+                        dir.name_at = at_name;
+                        dir.name_len = len;
+                    }
+                }
+            }
+            first_piece = end;
+        }
+        self.names.shrink_to_fit();
+        Ok(())
+    }
+
+    /// Every directory with children is a directory record, none is its
+    /// own ancestor.
+    fn check_tree(&self, src: &ImageSource) -> Result<(), LoadError> {
+        let at = Location::in_section(SectionKind::INODE_DIR, None, 0);
+        // 0: not seen, 1: on the walk, 2: reaches the root.
+        let mut state = vec![0u8; self.dirs.len()];
+        let mut walk = Vec::new();
+        for start in 0..self.dirs.len() {
+            let mut cur = start;
+            walk.clear();
+            loop {
+                match state.get(cur).copied() {
+                    Some(2) => break,
+                    Some(1) => {
+                        return Err(corrupt(
+                            src,
+                            at.clone(),
+                            format!(
+                                "directory {} is its own ancestor",
+                                self.dirs.get(cur).map_or(0, |d| d.id)
+                            ),
+                        ))
+                    }
+                    _ => {}
+                }
+                let Some(d) = self.dirs.get(cur) else { break };
+                if d.id != ROOT_ID && d.name_len == 0 {
+                    return Err(corrupt(
+                        src,
+                        at.clone(),
+                        format!("parent {} is not a directory inode", d.id),
+                    ));
+                }
+                if let Some(s) = state.get_mut(cur) {
+                    *s = 1;
+                }
+                walk.push(cur);
+                if d.parent == NONE {
+                    if d.id != ROOT_ID {
+                        return Err(corrupt(
+                            src,
+                            at.clone(),
+                            format!("directory {} is not reachable from the root", d.id),
+                        ));
+                    }
+                    break;
+                }
+                cur = d.parent as usize;
+            }
+            for &w in &walk {
+                if let Some(s) = state.get_mut(w) {
+                    *s = 2;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The index of the directory with children `id`.
+    fn dir_index(&self, id: u64) -> Option<u32> {
+        let i = self.dirs.binary_search_by_key(&id, |d| d.id).ok()?;
+        u32::try_from(i).ok()
+    }
+
+    /// Appends the path of directory `dir` without a trailing slash (empty
+    /// for the root).
+    pub fn push_dir_path(&self, dir: DirIndex, out: &mut Vec<u8>) {
+        let mut chain = Vec::new();
+        let mut cur = dir;
+        while let Some(d) = self.dirs.get(cur as usize) {
+            if d.parent == NONE || chain.len() > self.dirs.len() {
+                break;
+            }
+            chain.push(d);
+            cur = d.parent;
+        }
+        for d in chain.iter().rev() {
+            out.push(b'/');
+            let (a, n) = (d.name_at as usize, d.name_len as usize);
+            out.extend_from_slice(self.names.get(a..a.saturating_add(n)).unwrap_or_default());
+        }
+    }
+
+    /// Reads INODE piece `i` (its checksum checked) into `buf` and calls
+    /// `f` with each inode, its parent directory (`None` for the root) and
+    /// the record's offset.
+    ///
+    /// # Errors
+    /// The piece's read or checks, a record without its one link, or `f`'s.
+    pub fn for_each_in_piece(
+        &self,
+        src: &ImageSource,
+        i: usize,
+        buf: &mut PieceBuf,
+        scratch: &mut InodeScratch,
+        f: impl FnMut(&LoadedNode<'_>, Option<DirIndex>, u64) -> Result<(), LoadError>,
+    ) -> Result<(), LoadError> {
+        let Some((p, at)) = self.inode_pieces.get(i) else {
+            return Ok(());
+        };
+        let bytes = src.piece(p, at, buf)?;
+        self.walk_piece(src, i, bytes, at, scratch, f)
+    }
+
+    /// Every INODE piece on `pool`'s workers (each taking the next piece in
+    /// file order, with one buffer of its own), each inode given to `f`
+    /// with its parent directory and the worker's state from `init`: the
+    /// states, one per worker, for the caller to merge. Memory: a piece
+    /// and a state per worker.
+    ///
+    /// # Errors
+    /// The first error of a piece in file order (workers start no piece
+    /// after one failed), or `f`'s.
+    pub fn fold_pieces<S: Send>(
+        &self,
+        src: &ImageSource,
+        pool: &rayon::ThreadPool,
+        init: impl Fn() -> S + Sync,
+        f: impl Fn(&mut S, &LoadedNode<'_>, Option<DirIndex>) -> Result<(), LoadError> + Sync,
+    ) -> Result<Vec<S>, LoadError> {
+        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+        let next = AtomicUsize::new(0);
+        let stop = AtomicBool::new(false);
+        let per_worker: Vec<(S, Option<(usize, LoadError)>)> = pool.broadcast(|_| {
+            let mut state = init();
+            let (mut buf, mut scratch) = (PieceBuf::default(), InodeScratch::default());
+            while !stop.load(Ordering::Relaxed) {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= self.inode_pieces.len() {
+                    break;
+                }
+                let r = self.for_each_in_piece(src, i, &mut buf, &mut scratch, |n, parent, _| {
+                    f(&mut state, n, parent)
+                });
+                if let Err(e) = r {
+                    stop.store(true, Ordering::Relaxed);
+                    return (state, Some((i, e)));
+                }
+            }
+            (state, None)
+        });
+        let mut states = Vec::with_capacity(per_worker.len());
+        let mut first: Option<(usize, LoadError)> = None;
+        for (s, e) in per_worker {
+            states.push(s);
+            if let Some((i, e)) = e {
+                if first.as_ref().is_none_or(|(j, _)| i < *j) {
+                    first = Some((i, e));
+                }
+            }
+        }
+        match first {
+            Some((_, e)) => Err(e),
+            None => Ok(states),
+        }
+    }
+
+    /// [`for_each_in_piece`](Self::for_each_in_piece) over bytes already read.
+    fn walk_piece(
+        &self,
+        src: &ImageSource,
+        i: usize,
+        bytes: &[u8],
+        at: &Location,
+        scratch: &mut InodeScratch,
+        mut f: impl FnMut(&LoadedNode<'_>, Option<DirIndex>, u64) -> Result<(), LoadError>,
+    ) -> Result<(), LoadError> {
+        let located = |off: u64, d: String| {
+            corrupt(
+                src,
+                Location {
+                    offset: off,
+                    ..at.clone()
+                },
+                d,
+            )
+        };
+        let mut linker = self.linker(i);
+        for r in Records::new(bytes, at.clone()) {
+            let (off, body) = r.map_err(|e| LoadError::from_format(src.path(), e))?;
+            let node = record::inode(body, scratch).map_err(|d| located(off, d))?;
+            let parent = linker.parent(node.id).map_err(|d| located(off, d))?;
+            f(&node, parent, off)?;
+        }
+        linker.finish().map_err(|d| corrupt(src, at.clone(), d))
+    }
+
+    /// Matches INODE piece `i`'s records, in id order, with its links.
+    fn linker(&self, i: usize) -> Linker<'_> {
+        Linker {
+            links: self.links.get(i).map_or(&[][..], Vec::as_slice),
+            base: self.bases.get(i).copied().unwrap_or(0),
+            next: 0,
+            dirs: &self.dirs,
+        }
+    }
+}
+
+/// One INODE piece's links, consumed as its records come (in id order).
+struct Linker<'s> {
+    links: &'s [u64],
+    base: u64,
+    next: usize,
+    dirs: &'s [Dir],
+}
+
+impl Linker<'_> {
+    /// The parent directory of inode `id` (the next record): `None` for
+    /// the root; an error for an inode with no link, or two, or a link to
+    /// an id no record has.
+    fn parent(&mut self, id: u64) -> Result<Option<DirIndex>, String> {
+        let key = id
+            .checked_sub(self.base)
+            .and_then(|o| u32::try_from(o).ok());
+        // A link below this record names no inode.
+        if let Some(&l) = self
+            .links
+            .get(self.next)
+            .filter(|&&l| key.is_none_or(|k| (l >> 32) < u64::from(k)))
+        {
+            return Err(format!(
+                "inode {} listed as a child is not an inode",
+                self.base.saturating_add(l >> 32)
+            ));
+        }
+        let mut parent = None;
+        while let Some(&l) = self.links.get(self.next) {
+            if key.is_none_or(|k| (l >> 32) != u64::from(k)) {
+                break;
+            }
+            if parent.is_some() {
+                return Err(format!("inode {id} has two parents"));
+            }
+            #[allow(clippy::cast_possible_truncation)]
+            let dir = l as u32;
+            parent = Some(dir);
+            self.next = self.next.saturating_add(1);
+        }
+        match (id == ROOT_ID, parent) {
+            (true, Some(_)) => return Err("the root directory has a parent".into()),
+            (false, None) => return Err(format!("inode {id} is not reachable from the root")),
+            _ => {}
+        }
+        if parent
+            .and_then(|d| self.dirs.get(d as usize))
+            .is_some_and(|d| d.id == id)
+        {
+            return Err(format!("directory {id} lists itself"));
+        }
+        Ok(parent)
+    }
+
+    /// Every link was matched.
+    fn finish(&self) -> Result<(), String> {
+        match self.links.get(self.next) {
+            Some(&l) => Err(format!(
+                "inode {} listed as a child is not an inode",
+                self.base.saturating_add(l >> 32)
+            )),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The first piece of a section the format does not split.
+fn first_piece(
+    src: &ImageSource,
+    kind: SectionKind,
+) -> Result<(SubSectionInfo, Location), LoadError> {
+    pieces(section(src, kind)?)
+        .into_iter()
+        .next()
+        .ok_or_else(|| {
+            corrupt(
+                src,
+                Location::default(),
+                format!("{kind} section has no piece"),
+            )
+        })
+}

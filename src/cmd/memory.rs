@@ -1,0 +1,72 @@
+//! Sizes on the command line, and the memory a streamed command may take
+//! (`--memory-limit`, by default what the machine has available): a tree
+//! that would not fit is refused before any output.
+
+use std::path::Path;
+
+/// Parses a size: digits and an optional binary unit (K, M, G, T, P; `2M`,
+/// `2MiB` and `2MB` all mean 2 MiB).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (n, unit) = t.split_at(digits);
+    let n: u64 = n
+        .parse()
+        .map_err(|_| format!("{s:?}: a size is a number of bytes, e.g. 2M or 128G"))?;
+    let shift = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        "t" | "tb" | "tib" => 40,
+        "p" | "pb" | "pib" => 50,
+        _ => return Err(format!("{s:?}: unknown unit {unit:?} (K, M, G, T or P)")),
+    };
+    n.checked_mul(1u64 << shift)
+        .ok_or_else(|| format!("{s:?}: too large"))
+}
+
+/// `--memory-limit`.
+#[derive(clap::Args, Clone, Copy, Debug)]
+pub struct MemoryLimit {
+    /// Most memory the image's tree may take while the command streams
+    /// it (a size: 160M, 2G); an image whose tree needs more is refused
+    /// before any output, saying how much it needs. Default: the memory
+    /// the machine has available (MemAvailable).
+    #[arg(long = "memory-limit", value_parser = parse_size)]
+    pub bytes: Option<u64>,
+}
+
+impl MemoryLimit {
+    /// The limit: the one given, else MemAvailable, else none.
+    pub fn get(self) -> u64 {
+        self.bytes.or_else(available).unwrap_or(u64::MAX)
+    }
+
+    /// Refuses `needed` bytes for `image` past the limit.
+    pub fn check(self, needed: u64, image: &Path) -> anyhow::Result<()> {
+        let limit = self.get();
+        if needed > limit {
+            anyhow::bail!(
+                "{}: streaming its tree needs about {} MiB, more than the memory limit of {} MiB ({}); raise --memory-limit or use a larger machine",
+                image.display(),
+                needed.div_ceil(1 << 20),
+                limit >> 20,
+                if self.bytes.is_some() {
+                    "--memory-limit"
+                } else {
+                    "the memory available"
+                }
+            );
+        }
+        Ok(())
+    }
+}
+
+/// MemAvailable from `/proc/meminfo`, in bytes.
+fn available() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
+}

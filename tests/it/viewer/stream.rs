@@ -1,0 +1,181 @@
+//! The viewer's streamed reads (issue 28): an image's tree read in
+//! bounded memory ([`Skeleton`]), then its INODE pieces again. The results
+//! equal those of the whole namespace on images of every shape, on 1 and 2
+//! threads; `--memory-limit` refuses a tree that does not fit before any
+//! output. (That a streamed read refuses what a load refuses is checked
+//! with every read path, by `common::every_path`.)
+
+use crate::common;
+
+use nsimage_format::cipher::Key;
+use nsimage_loader::skeleton::Skeleton;
+use nsimage_loader::{load, ImageSource, LoadOptions};
+use nsimage_namespace::{Namespace, NsInfo};
+use nsimage_testkit::generate::{generate, GenSpec};
+use nsimage_viewer::distribution::{distribution, distribution_streamed};
+use nsimage_writer::{AtRestOptions, WriteOptions};
+use std::path::Path;
+
+/// Namespaces of every shape a streamed read meets: the root alone, the
+/// sample (xattrs, ACLs, quotas, a file under construction), small
+/// (unsplit sections), split into many small pieces, and with ids made
+/// sparse by deletes.
+fn namespaces() -> Vec<(&'static str, Namespace, WriteOptions)> {
+    let split = WriteOptions {
+        sub_section_bytes: 8 << 10,
+        ..WriteOptions::default()
+    };
+    let mut sparse = generate(GenSpec {
+        inodes: 30_000,
+        seed: 3,
+    });
+    let victims: Vec<u64> = sparse
+        .iter()
+        .filter(|n| n.kind() == nsimage_namespace::InodeKind::File)
+        .map(|n| n.id())
+        .step_by(3)
+        .collect();
+    for id in victims {
+        sparse.delete_id(id, false, 1).unwrap();
+    }
+    vec![
+        (
+            "root only",
+            Namespace::new(NsInfo::default()),
+            WriteOptions::default(),
+        ),
+        ("sample", common::sample(), common::tiny(200)),
+        (
+            "3,000 inodes",
+            generate(GenSpec {
+                inodes: 3_000,
+                seed: 1,
+            }),
+            WriteOptions::default(),
+        ),
+        (
+            "20,000 inodes in small pieces",
+            generate(GenSpec {
+                inodes: 20_000,
+                seed: 2,
+            }),
+            split.clone(),
+        ),
+        ("sparse ids", sparse, split),
+    ]
+}
+
+fn pool(threads: usize) -> rayon::ThreadPool {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn streamed_distribution_equals_the_whole_namespaces() {
+    let dir = tempfile::tempdir().unwrap();
+    for (what, ns, opts) in namespaces() {
+        let img = dir.path().join("img.nsi");
+        std::fs::write(&img, common::image(&ns, &opts)).unwrap();
+        let full = load(&img, &LoadOptions::default()).unwrap().namespace;
+        for (step, max) in [(2 << 20, 128 << 30), (7, 100), (1, 1)] {
+            let want = distribution(&full, step, max).unwrap();
+            for threads in [1, 2] {
+                let src = ImageSource::open(&img).unwrap();
+                let got = distribution_streamed(&src, threads, step, max)
+                    .unwrap()
+                    .unwrap_or_else(|| panic!("{what}: not streamed"));
+                assert_eq!(got, want, "{what}, step {step}, {threads} threads");
+            }
+        }
+    }
+}
+
+/// Compressed and encrypted pieces stream too (each opened as a load
+/// opens it).
+#[test]
+fn images_at_rest_stream() {
+    let dir = tempfile::tempdir().unwrap();
+    let ns = generate(GenSpec {
+        inodes: 20_000,
+        seed: 5,
+    });
+    let key = Key::from_bytes([7u8; 32]);
+    let opts = WriteOptions {
+        sub_section_bytes: 16 << 10,
+        at_rest: AtRestOptions {
+            compression: nsimage_format::codec::Compression::parse("zstd").unwrap(),
+            key: Some(key.clone()),
+        },
+        ..WriteOptions::default()
+    };
+    let img = dir.path().join("img.nsi");
+    std::fs::write(&img, common::image(&ns, &opts)).unwrap();
+    let want = distribution(&ns, 1 << 20, 1 << 30).unwrap();
+    let mut src = ImageSource::open(&img).unwrap();
+    src.unlock(Some(&key)).unwrap();
+    let got = distribution_streamed(&src, 2, 1 << 20, 1 << 30)
+        .unwrap()
+        .unwrap();
+    assert_eq!(got, want);
+}
+
+/// The skeleton holds about 8 bytes per inode and a directory entry per
+/// directory with children, within the estimate the memory limit is
+/// checked against.
+#[test]
+fn the_skeleton_stays_within_its_estimate() {
+    let dir = tempfile::tempdir().unwrap();
+    let ns = generate(GenSpec {
+        inodes: 200_000,
+        seed: 4,
+    });
+    let img = dir.path().join("img.nsi");
+    std::fs::write(&img, common::image(&ns, &WriteOptions::default())).unwrap();
+    let src = ImageSource::open(&img).unwrap();
+    let s = Skeleton::build(&src, Some(&pool(2))).unwrap().unwrap();
+    assert_eq!(s.inode_count(), 200_000);
+    let estimate = Skeleton::estimate(&src);
+    assert!(s.bytes() <= estimate, "{} > {estimate}", s.bytes());
+    assert!(
+        s.bytes() < 200_000 * 16,
+        "{} bytes for 200,000 inodes",
+        s.bytes()
+    );
+}
+
+fn run(args: &[&str]) -> std::process::Output {
+    common::nsimage(args)
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// `--memory-limit` below what the tree needs: refused before any output,
+/// saying how much it needs; above it, the same output as without.
+#[test]
+fn the_memory_limit_refuses_before_any_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let ns = generate(GenSpec {
+        inodes: 50_000,
+        seed: 6,
+    });
+    let img = dir.path().join("img.nsi");
+    std::fs::write(&img, common::image(&ns, &WriteOptions::default())).unwrap();
+    let o = run(&["distribution", s(&img), "--memory-limit", "64K", "--json"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(o.stdout.is_empty());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("needs about") && err.contains("--memory-limit"),
+        "{err}"
+    );
+    let plain = run(&["distribution", s(&img), "--json"]);
+    let capped = run(&["distribution", s(&img), "--json", "--memory-limit", "64M"]);
+    assert!(plain.status.success() && capped.status.success());
+    assert_eq!(plain.stdout, capped.stdout);
+    let o = run(&["distribution", s(&img), "--memory-limit", "lots"]);
+    assert_eq!(o.status.code(), Some(2));
+}
