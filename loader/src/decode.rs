@@ -247,10 +247,10 @@ pub fn inodes_into<S: NodeSink>(
     inodes_visiting(buf, piece, at, tables, chunk, sink, check, |_, _, _| Ok(()))
 }
 
-/// [`inodes_into`], calling `visit` with each record's id, name (and
-/// whether it is a directory) and offset once the batch has taken it: what
-/// a reader that streams the image learns of each inode, after the very
-/// checks a load makes.
+/// [`inodes_into`], calling `visit` with each record and its offset just
+/// before the batch takes it (and checks the rest of what a load checks):
+/// what a reader that streams the image sees of each inode. A record the
+/// batch then refuses fails the whole piece.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub fn inodes_visiting<S: NodeSink>(
@@ -261,7 +261,7 @@ pub fn inodes_visiting<S: NodeSink>(
     chunk: u32,
     sink: S,
     check: bool,
-    mut visit: impl FnMut(&Seen<'_>, u64, &Location) -> Result<()>,
+    mut visit: impl FnMut(&nsimage_namespace::LoadedNode<'_>, u64, &Location) -> Result<()>,
 ) -> Result<InodeBatch<S>> {
     let mut batch = InodeBatch::with_sink(chunk, sink, buf.len());
     let mut scratch = record::InodeScratch::default();
@@ -284,13 +284,8 @@ pub fn inodes_visiting<S: NodeSink>(
                 }
                 first = Some(node.id);
             }
-            let seen = Seen {
-                id: node.id,
-                name: node.name,
-                dir: matches!(node.body, nsimage_namespace::LoadedBody::Directory { .. }),
-            };
+            visit(&node, off, at)?;
             batch.push(node, tables).map_err(|d| bad(at, off, d))?;
-            visit(&seen, off, at)?;
         }
         check_piece(piece, at, batch.len() as u64, first)
     })();
@@ -301,17 +296,6 @@ pub fn inodes_visiting<S: NodeSink>(
         }
     }
     decoded.map(|()| batch)
-}
-
-/// What [`inodes_visiting`] shows of a record.
-#[derive(Clone, Copy, Debug)]
-pub struct Seen<'a> {
-    /// The inode's id.
-    pub id: u64,
-    /// Its name.
-    pub name: &'a [u8],
-    /// Whether it is a directory.
-    pub dir: bool,
 }
 
 /// The records of one INODE_DIR piece into a batch filling arena chunk `chunk`.

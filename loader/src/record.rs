@@ -417,6 +417,27 @@ pub fn inode<'a>(
     })
 }
 
+/// The id, type and name of one `Inode` record, the rest skipped (what a
+/// streamed read's first pass needs; [`inode`] checks the whole record).
+pub fn inode_head(rec: &[u8]) -> Result<(u64, i32, &[u8]), WalkError> {
+    let mut w = Cursor::new(rec);
+    let (mut id, mut ty, mut name) = (0u64, 0i32, &rec[..0]);
+    while !w.done() {
+        let (f, wt) = w.key()?;
+        use fields::inode as i;
+        match (f, wt) {
+            (i::ID, VARINT) => id = w.varint()?,
+            (i::TYPE, VARINT) => ty = w.enum_i32()?,
+            (i::NAME, LEN) => name = w.bytes()?,
+            (i::ID | i::TYPE | i::NAME, _) => {
+                return Err(format!("Inode field {f} has wire type {wt}"))
+            }
+            _ => w.skip(wt)?,
+        }
+    }
+    Ok((id, ty, name))
+}
+
 /// Walks one `DirEntry` record: returns the parent and fills `children`.
 pub fn dir_entry(rec: &[u8], children: &mut Vec<u64>) -> Result<u64, WalkError> {
     children.clear();

@@ -8,15 +8,19 @@
 //!
 //! Building it reads INODE_DIR (the links: its records, batch by batch,
 //! become per-INODE-piece lists of `(child id, parent directory)`), then
-//! INODE (each piece decoded by the load's own decoder, so that every rule
-//! a load applies to a record is applied here, and each record matched
-//! with its link: the root has none, every other inode exactly one; the
-//! directories' names and parents taken). The tree's shape is then checked
-//! as a load checks it: every parent is a directory, no directory is its
-//! own ancestor, so every inode is reachable from the root. One rule of a
-//! load is not checked here: that a directory lists its children in name
-//! order (it would take every name at once, and nothing streamed depends
-//! on it); `load` and `verify` check it.
+//! each INODE record's id, type and name (ids in order from the root, each
+//! record matched with its link: the root has none, every other inode
+//! exactly one; the directories' names and parents), checksums every other
+//! section's pieces as a load does, and checks the tree's shape as a load
+//! checks it: every parent is a directory, no directory is its own
+//! ancestor, so every inode is reachable from the root. Reading the rows
+//! ([`Skeleton::for_each_in_piece`], [`Skeleton::fold_pieces`]) decodes
+//! each record with the load's own decoder, so every rule a load applies
+//! to a record is applied there, and the block rules once every piece is
+//! read ([`Skeleton::check_blocks`]). One rule of a load is not checked:
+//! that a directory lists its children in name order (it would take every
+//! name at once, and nothing streamed depends on it); `load` and `verify`
+//! check it.
 //!
 //! Memory: 8 bytes per inode (its link), 24 bytes and the name per
 //! directory with children, the pieces being read; see
@@ -65,8 +69,6 @@ pub struct Skeleton {
     inode_pieces: Vec<(SubSectionInfo, Location)>,
     bases: Vec<u64>,
     inodes: u64,
-    /// The block rules, batch by batch (one bit per block).
-    blocks: BlockRules,
     last_id: u64,
 }
 
@@ -113,6 +115,14 @@ impl Skeleton {
     /// INODE pieces, for [`for_each_in_piece`](Self::for_each_in_piece).
     pub fn piece_count(&self) -> usize {
         self.inode_pieces.len()
+    }
+
+    /// The plain bytes of INODE piece `i` (what its records take once
+    /// read), 0 past the last.
+    pub fn piece_bytes(&self, i: usize) -> u64 {
+        self.inode_pieces
+            .get(i)
+            .map_or(0, |(p, _)| p.plain_length())
     }
 
     /// Reads `src`'s tree (see the module documentation) on `pool`, or on
@@ -165,7 +175,6 @@ impl Skeleton {
             inode_pieces,
             bases,
             inodes: 0,
-            blocks: BlockRules::default(),
             last_id: 0,
         };
         if s.read_links(src, pool)?.is_err() {
@@ -181,12 +190,6 @@ impl Skeleton {
             };
             return Err(corrupt(src, whole, e.to_string()));
         }
-        match s.blocks.check(&s.info) {
-            Ok(true) => {}
-            Ok(false) => return Ok(Err(Unstreamable::TooSparse)),
-            Err(e) => return Err(corrupt(src, whole, e.to_string())),
-        }
-        s.blocks = BlockRules::default();
         // What a load reads of the sections it does not use: every piece's
         // checksum (and authentication, and codec), the Hadoop carry.
         crate::sections::check_unknown(src, pool)?;
@@ -301,8 +304,10 @@ impl Skeleton {
         Ok(Ok(()))
     }
 
-    /// INODE: every record checked as a load checks it, matched with its
-    /// link; the directories' names and parents.
+    /// INODE, its records' ids, types and names only (each checked in full
+    /// when the rows are read, [`for_each_in_piece`](Self::for_each_in_piece)):
+    /// ids in order from the root, which is a directory; each record
+    /// matched with its link; the directories' names and parents.
     fn read_inodes(
         &mut self,
         src: &ImageSource,
@@ -319,61 +324,48 @@ impl Skeleton {
             let end = first_piece.saturating_add(batch).min(n_pieces);
             let group = self.inode_pieces.get(first_piece..end).unwrap_or_default();
             let this = &*self;
-            // Per piece: (its first and last ids, records, the named
-            // directories (index, parent, name)).
+            // Per piece: its last id, records, and the directories with
+            // children it names (index, parent, name).
             let got = run_pieces(pool, group, PieceBuf::default, |buf, k, p, at| {
                 let i = first_piece.saturating_add(k);
                 let bytes = src.piece(p, at, buf)?;
+                let located =
+                    |off: u64, d: String| LoadError::from_format(src.path(), bad(at, off, d));
                 let mut found: Vec<(u32, u32, Vec<u8>)> = Vec::new();
-                let mut ids = (None, 0u64);
-                let mut n = 0u64;
                 let mut linker = this.linker(i);
-                // The load's own decoder and checks of every record
-                // (`chunk` is the piece's number: the first holds the
-                // root), each record then matched with its link.
-                let chunk = u32::try_from(i).unwrap_or(u32::MAX);
-                let batch = decode::inodes_visiting(
-                    bytes,
-                    p,
-                    at,
-                    &this.tables,
-                    chunk,
-                    Vec::new(),
-                    false,
-                    |seen, off, at| {
-                        if seen.id == ROOT_ID && !seen.dir {
-                            return Err(bad(at, off, BuildError::NoRoot.to_string()));
+                let (mut first, mut last, mut n) = (None, None::<u64>, 0u64);
+                for r in Records::new(bytes, at.clone()) {
+                    let (off, body) = r.map_err(|e| LoadError::from_format(src.path(), e))?;
+                    let (id, ty, name) = record::inode_head(body).map_err(|d| located(off, d))?;
+                    if i == 0 && first.is_none() {
+                        decode::check_root(id, at, off)
+                            .map_err(|e| LoadError::from_format(src.path(), e))?;
+                    }
+                    if last.is_some_and(|l| l >= id) {
+                        return Err(located(
+                            off,
+                            format!("inode id {id} is not greater than the previous one"),
+                        ));
+                    }
+                    let dir = ty == nsimage_format::pb::InodeType::Directory as i32;
+                    if id == ROOT_ID && !dir {
+                        return Err(located(off, BuildError::NoRoot.to_string()));
+                    }
+                    let parent = linker.parent(id).map_err(|d| located(off, d))?;
+                    if dir {
+                        if let Some(d) = this.dir_index(id) {
+                            found.push((d, parent.unwrap_or(NONE), name.to_vec()));
                         }
-                        let parent = linker.parent(seen.id).map_err(|d| bad(at, off, d))?;
-                        n = n.saturating_add(1);
-                        ids.0.get_or_insert(seen.id);
-                        ids.1 = seen.id;
-                        if seen.dir {
-                            if let Some(d) = this.dir_index(seen.id) {
-                                found.push((d, parent.unwrap_or(NONE), seen.name.to_vec()));
-                            }
-                        }
-                        Ok(())
-                    },
-                )
-                .map_err(|e| LoadError::from_format(src.path(), e))?;
-                linker.finish().map_err(|d| corrupt(src, at.clone(), d))?;
-                let mut rules = BlockRules::default();
-                rules.add(batch.into_parts());
-                Ok((ids, n, found, rules))
-            })?;
-            for (((first, last), n, found, rules), (_, at)) in got.into_iter().zip(group) {
-                self.blocks.merge(rules);
-                if last_id.is_none() && first.is_some_and(|f| f != ROOT_ID) {
-                    return Err(corrupt(
-                        src,
-                        at.clone(),
-                        format!(
-                            "the first inode is {}, not the root directory {ROOT_ID}",
-                            first.unwrap_or(0)
-                        ),
-                    ));
+                    }
+                    first.get_or_insert(id);
+                    last = Some(id);
+                    n = n.saturating_add(1);
                 }
+                check_piece(p, at, n, first).map_err(|e| LoadError::from_format(src.path(), e))?;
+                linker.finish().map_err(|d| corrupt(src, at.clone(), d))?;
+                Ok((first, last, n, found))
+            })?;
+            for ((first, last, n, found), (_, at)) in got.into_iter().zip(group) {
                 if let (Some(l), Some(f)) = (last_id, first) {
                     if f <= l {
                         return Err(corrupt(
@@ -383,9 +375,9 @@ impl Skeleton {
                         ));
                     }
                 }
-                if first.is_some() {
-                    last_id = Some(last);
-                    self.last_id = last;
+                if let Some(l) = last {
+                    last_id = Some(l);
+                    self.last_id = l;
                 }
                 self.inodes = self.inodes.saturating_add(n);
                 for (d, parent, name) in found {
@@ -469,6 +461,11 @@ impl Skeleton {
         u32::try_from(i).ok()
     }
 
+    /// The id of directory `dir`.
+    pub fn dir_id(&self, dir: DirIndex) -> u64 {
+        self.dirs.get(dir as usize).map_or(0, |d| d.id)
+    }
+
     /// Appends the path of directory `dir` without a trailing slash (empty
     /// for the root).
     pub fn push_dir_path(&self, dir: DirIndex, out: &mut Vec<u8>) {
@@ -490,7 +487,10 @@ impl Skeleton {
 
     /// Reads INODE piece `i` (its checksum checked) into `buf` and calls
     /// `f` with each inode, its parent directory (`None` for the root) and
-    /// the record's offset.
+    /// the record's offset, each record checked by the load's own decoder
+    /// (a record it refuses fails the piece, after `f` saw the ones before
+    /// it); returns what the block rules need of the piece, for
+    /// [`check_blocks`](Self::check_blocks).
     ///
     /// # Errors
     /// The piece's read or checks, a record without its one link, or `f`'s.
@@ -499,97 +499,152 @@ impl Skeleton {
         src: &ImageSource,
         i: usize,
         buf: &mut PieceBuf,
-        scratch: &mut InodeScratch,
-        f: impl FnMut(&LoadedNode<'_>, Option<DirIndex>, u64) -> Result<(), LoadError>,
-    ) -> Result<(), LoadError> {
+        mut f: impl FnMut(&LoadedNode<'_>, Option<DirIndex>, u64) -> Result<(), LoadError>,
+    ) -> Result<BlockRules, LoadError> {
+        let mut rules = BlockRules::default();
         let Some((p, at)) = self.inode_pieces.get(i) else {
-            return Ok(());
+            return Ok(rules);
         };
         let bytes = src.piece(p, at, buf)?;
-        self.walk_piece(src, i, bytes, at, scratch, f)
+        let mut linker = self.linker(i);
+        let mut failed: Option<LoadError> = None;
+        let chunk = u32::try_from(i).unwrap_or(u32::MAX);
+        let batch = decode::inodes_visiting(
+            bytes,
+            p,
+            at,
+            &self.tables,
+            chunk,
+            Vec::new(),
+            false,
+            |node, off, at| {
+                let parent = linker.parent(node.id).map_err(|d| bad(at, off, d))?;
+                f(node, parent, off).map_err(|e| {
+                    let stop = bad(at, off, e.to_string());
+                    failed = Some(e);
+                    stop
+                })
+            },
+        );
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        let batch = batch.map_err(|e| LoadError::from_format(src.path(), e))?;
+        linker.finish().map_err(|d| corrupt(src, at.clone(), d))?;
+        rules.add(batch.into_parts());
+        Ok(rules)
+    }
+
+    /// The block rules of every piece read (their [`BlockRules`] merged)
+    /// against NS_INFO. When the ids are too sparse for the pieces' bitmaps
+    /// (old Hadoop clusters gave blocks random ids) they are read again and
+    /// sorted, as a load sorts them (8 bytes a block, for this check only).
+    ///
+    /// # Errors
+    /// A located [`LoadError::Corrupt`] naming the broken rule.
+    pub fn check_blocks(&self, src: &ImageSource, rules: &BlockRules) -> Result<(), LoadError> {
+        let whole = || Location::in_section(SectionKind::INODE, None, 0);
+        match rules.check(&self.info) {
+            Ok(true) => return Ok(()),
+            Ok(false) => {}
+            Err(e) => return Err(corrupt(src, whole(), e.to_string())),
+        }
+        let mut ids: Vec<u64> = Vec::new();
+        let (mut buf, mut scratch) = (PieceBuf::default(), InodeScratch::default());
+        for (p, at) in &self.inode_pieces {
+            let bytes = src.piece(p, at, &mut buf)?;
+            for r in Records::new(bytes, at.clone()) {
+                let (off, body) = r.map_err(|e| LoadError::from_format(src.path(), e))?;
+                let node = record::inode(body, &mut scratch)
+                    .map_err(|d| LoadError::from_format(src.path(), bad(at, off, d)))?;
+                if let nsimage_namespace::LoadedBody::File { blocks, .. } = node.body {
+                    ids.extend(blocks.iter().map(|b| b.id));
+                }
+            }
+        }
+        ids.sort_unstable();
+        match ids.windows(2).find(|w| w[0] == w[1]) {
+            Some(w) => Err(corrupt(
+                src,
+                whole(),
+                BuildError::DuplicateBlock(w[0]).to_string(),
+            )),
+            None => Ok(()),
+        }
     }
 
     /// Every INODE piece on `pool`'s workers (each taking the next piece in
-    /// file order, with one buffer of its own), each inode given to `f`
-    /// with its parent directory and the worker's state from `init`: the
-    /// states, one per worker, for the caller to merge. Memory: a piece
+    /// file order, with one buffer of its own; in order on this thread
+    /// without a pool), each inode given to `f` with its parent directory
+    /// and the worker's state from `init`; then the block rules. Returns
+    /// the states, one per worker, for the caller to merge. Memory: a piece
     /// and a state per worker.
     ///
     /// # Errors
     /// The first error of a piece in file order (workers start no piece
-    /// after one failed), or `f`'s.
+    /// after one failed), `f`'s, or a broken block rule.
     pub fn fold_pieces<S: Send>(
         &self,
         src: &ImageSource,
-        pool: &rayon::ThreadPool,
+        pool: Option<&rayon::ThreadPool>,
         init: impl Fn() -> S + Sync,
         f: impl Fn(&mut S, &LoadedNode<'_>, Option<DirIndex>) -> Result<(), LoadError> + Sync,
     ) -> Result<Vec<S>, LoadError> {
         use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+        let Some(pool) = pool else {
+            // In order on this thread.
+            let mut state = init();
+            let mut rules = BlockRules::default();
+            let mut buf = PieceBuf::default();
+            for i in 0..self.inode_pieces.len() {
+                rules.merge(self.for_each_in_piece(src, i, &mut buf, |n, parent, _| {
+                    f(&mut state, n, parent)
+                })?);
+            }
+            self.check_blocks(src, &rules)?;
+            return Ok(vec![state]);
+        };
         let next = AtomicUsize::new(0);
         let stop = AtomicBool::new(false);
-        let per_worker: Vec<(S, Option<(usize, LoadError)>)> = pool.broadcast(|_| {
+        type Worker<S> = (S, BlockRules, Option<(usize, LoadError)>);
+        let per_worker: Vec<Worker<S>> = pool.broadcast(|_| {
             let mut state = init();
-            let (mut buf, mut scratch) = (PieceBuf::default(), InodeScratch::default());
+            let mut rules = BlockRules::default();
+            let mut buf = PieceBuf::default();
             while !stop.load(Ordering::Relaxed) {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 if i >= self.inode_pieces.len() {
                     break;
                 }
-                let r = self.for_each_in_piece(src, i, &mut buf, &mut scratch, |n, parent, _| {
-                    f(&mut state, n, parent)
-                });
-                if let Err(e) = r {
-                    stop.store(true, Ordering::Relaxed);
-                    return (state, Some((i, e)));
+                match self
+                    .for_each_in_piece(src, i, &mut buf, |n, parent, _| f(&mut state, n, parent))
+                {
+                    Ok(r) => rules.merge(r),
+                    Err(e) => {
+                        stop.store(true, Ordering::Relaxed);
+                        return (state, rules, Some((i, e)));
+                    }
                 }
             }
-            (state, None)
+            (state, rules, None)
         });
         let mut states = Vec::with_capacity(per_worker.len());
+        let mut all = BlockRules::default();
         let mut first: Option<(usize, LoadError)> = None;
-        for (s, e) in per_worker {
+        for (s, r, e) in per_worker {
             states.push(s);
+            all.merge(r);
             if let Some((i, e)) = e {
                 if first.as_ref().is_none_or(|(j, _)| i < *j) {
                     first = Some((i, e));
                 }
             }
         }
-        match first {
-            Some((_, e)) => Err(e),
-            None => Ok(states),
+        if let Some((_, e)) = first {
+            return Err(e);
         }
-    }
-
-    /// [`for_each_in_piece`](Self::for_each_in_piece) over bytes already read.
-    fn walk_piece(
-        &self,
-        src: &ImageSource,
-        i: usize,
-        bytes: &[u8],
-        at: &Location,
-        scratch: &mut InodeScratch,
-        mut f: impl FnMut(&LoadedNode<'_>, Option<DirIndex>, u64) -> Result<(), LoadError>,
-    ) -> Result<(), LoadError> {
-        let located = |off: u64, d: String| {
-            corrupt(
-                src,
-                Location {
-                    offset: off,
-                    ..at.clone()
-                },
-                d,
-            )
-        };
-        let mut linker = self.linker(i);
-        for r in Records::new(bytes, at.clone()) {
-            let (off, body) = r.map_err(|e| LoadError::from_format(src.path(), e))?;
-            let node = record::inode(body, scratch).map_err(|d| located(off, d))?;
-            let parent = linker.parent(node.id).map_err(|d| located(off, d))?;
-            f(&node, parent, off)?;
-        }
-        linker.finish().map_err(|d| corrupt(src, at.clone(), d))
+        self.check_blocks(src, &all)?;
+        Ok(states)
     }
 
     /// Matches INODE piece `i`'s records, in id order, with its links.

@@ -110,6 +110,7 @@
 
 mod arena;
 mod block_ids;
+mod block_rules;
 mod build;
 mod children;
 mod classes;
@@ -131,7 +132,7 @@ mod values;
 mod view;
 
 pub use arena::{Arena, Span};
-pub use block_ids::BlockRules;
+pub use block_rules::BlockRules;
 pub use build::{DirBatch, NamespaceBuilder};
 pub use children::{ChildIter, Children};
 pub use consts::{Slot, MAX_NAME_LENGTH, NO_SLOT, ROOT_ID};

@@ -2,10 +2,13 @@
 //! (nsimage_viewer::dump), to stdout or to a file written beside its final
 //! name and renamed into place once complete and synced.
 
+use super::memory::MemoryLimit;
 use super::output::{check_output, write_atomically};
 use super::progress::{RowCounter, Unit};
 use indicatif::ProgressBar;
-use nsimage_viewer::dump::{dump, DumpFormat, DumpOptions};
+use nsimage_loader::skeleton::Skeleton;
+use nsimage_loader::ImageSource;
+use nsimage_viewer::dump::{dump, dump_streamed, DumpFormat, DumpOptions, DumpStats};
 use nsimage_viewer::ViewError;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -36,6 +39,8 @@ pub struct Args {
     /// With -o: print the summary as JSON.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    memory: MemoryLimit,
 }
 
 fn parse_delimiter(s: &str) -> Result<u8, String> {
@@ -54,11 +59,71 @@ fn parse_delimiter(s: &str) -> Result<u8, String> {
     Ok(d)
 }
 
+/// What is dumped: an nsimage image streamed in bounded memory (delimited
+/// and JSON lines), or a namespace loaded whole (XML, Hadoop images, and an
+/// image the stream cannot take), with the seconds its load took.
+enum Input {
+    Streamed(ImageSource),
+    Loaded(nsimage_namespace::Namespace, f64),
+}
+
+impl Input {
+    fn open(a: &Args) -> anyhow::Result<Input> {
+        if a.format != DumpFormat::Xml && !nsimage_loader::hdfs::is_hdfs_file(&a.image)? {
+            let mut src = ImageSource::open(&a.image)?;
+            src.unlock(super::key()?.as_ref())?;
+            a.memory.check(Skeleton::estimate(&src), &a.image)?;
+            return Ok(Input::Streamed(src));
+        }
+        let (ns, secs) = super::progress::load_with_bar(&a.image, a.threads)?;
+        Ok(Input::Loaded(ns, secs))
+    }
+
+    /// Rows to write, when a row is a line.
+    fn rows(&self) -> u64 {
+        match self {
+            Input::Streamed(src) => src
+                .index
+                .section(nsimage_format::SectionKind::INODE)
+                .map_or(0, |s| s.records),
+            Input::Loaded(ns, _) => ns.stats().inodes,
+        }
+    }
+
+    fn load_seconds(&self) -> f64 {
+        match self {
+            Input::Streamed(_) => 0.0,
+            Input::Loaded(_, s) => *s,
+        }
+    }
+
+    /// Dumps into `w`; a streamed image the stream cannot take is loaded
+    /// whole first (nothing was written).
+    fn dump(
+        &self,
+        a: &Args,
+        opts: &DumpOptions,
+        w: &mut (dyn Write + Send),
+        name: &Path,
+    ) -> anyhow::Result<DumpStats> {
+        match self {
+            Input::Streamed(src) => match dump_streamed(src, opts, w, name)? {
+                Some(s) => Ok(s),
+                None => {
+                    let (ns, _) = super::progress::load_with_bar(&a.image, a.threads)?;
+                    Ok(dump(&ns, opts, w, name)?)
+                }
+            },
+            Input::Loaded(ns, _) => Ok(dump(ns, opts, w, name)?),
+        }
+    }
+}
+
 /// A bar of the rows to write where a row is a line (delimited, JSON
 /// lines: one per inode), a spinner for XML.
-fn rows_bar(ns: &nsimage_namespace::Namespace, format: DumpFormat, image: &Path) -> ProgressBar {
+fn rows_bar(input: &Input, format: DumpFormat, image: &Path) -> ProgressBar {
     let msg = format!("dumping {}", image.display());
-    let total = (format != DumpFormat::Xml).then(|| ns.stats().inodes);
+    let total = (format != DumpFormat::Xml).then(|| input.rows());
     super::progress::bar(total, Unit::Items("rows"), &msg)
 }
 
@@ -66,21 +131,22 @@ fn rows_bar(ns: &nsimage_namespace::Namespace, format: DumpFormat, image: &Path)
 /// the bar is shown (the counter then sees buffers, not rows); straight
 /// into `w` otherwise.
 fn dump_counted(
-    ns: &nsimage_namespace::Namespace,
+    input: &Input,
+    a: &Args,
     opts: &DumpOptions,
     w: &mut (dyn Write + Send),
     name: &Path,
     pb: &ProgressBar,
-) -> Result<nsimage_viewer::dump::DumpStats, ViewError> {
+) -> anyhow::Result<DumpStats> {
     if pb.is_hidden() || pb.length().is_none() {
-        return dump(ns, opts, w, name);
+        return input.dump(a, opts, w, name);
     }
     let inner = RowCounter {
         inner: w,
         pb: pb.clone(),
     };
     let mut counted = BufWriter::with_capacity(1 << 20, inner);
-    let stats = dump(ns, opts, &mut counted, name)?;
+    let stats = input.dump(a, opts, &mut counted, name)?;
     counted.flush().map_err(|source| ViewError::Io {
         path: name.to_path_buf(),
         source,
@@ -105,28 +171,31 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         check_output(out)?;
     }
     let start = Instant::now();
-    let (ns, load_secs) = super::progress::load_with_bar(&a.image, a.threads)?;
-    let pb = rows_bar(&ns, a.format, &a.image);
+    let input = Input::open(&a)?;
+    let load_secs = input.load_seconds();
+    let pb = rows_bar(&input, a.format, &a.image);
     let stats = match &a.output {
         None => {
             let mut w = BufWriter::with_capacity(1 << 20, std::io::stdout());
-            let r = dump_counted(&ns, &opts, &mut w, Path::new("<stdout>"), &pb);
+            let r = dump_counted(&input, &a, &opts, &mut w, Path::new("<stdout>"), &pb);
             pb.finish_and_clear();
             match r {
                 Ok(s) => s,
                 // `nsimage dump ... | head`: a closed pipe ends the dump quietly.
-                Err(ViewError::Io { source, .. })
-                    if source.kind() == std::io::ErrorKind::BrokenPipe =>
+                Err(e)
+                    if matches!(
+                        e.downcast_ref::<ViewError>(),
+                        Some(ViewError::Io { source, .. })
+                            if source.kind() == std::io::ErrorKind::BrokenPipe
+                    ) =>
                 {
                     return Ok(ExitCode::SUCCESS)
                 }
-                Err(e) => return Err(e.into()),
+                Err(e) => return Err(e),
             }
         }
         Some(out) => {
-            let r = write_atomically(out, |w| {
-                dump_counted(&ns, &opts, w, out, &pb).map_err(Into::into)
-            });
+            let r = write_atomically(out, |w| dump_counted(&input, &a, &opts, w, out, &pb));
             pb.finish_and_clear();
             r?
         }
@@ -146,6 +215,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                     "threads": stats.threads,
                     "seconds": secs,
                     "load_seconds": load_secs,
+                    "streamed": matches!(input, Input::Streamed(_)),
                     "dump_seconds": dump_secs,
                     "rows_per_second": rate,
                     "dump_rows_per_second": dump_rate,

@@ -287,28 +287,26 @@ pub fn every_path(
     // loads accept; its verdict is compared through the first load's.
     let first = out[0].1;
     // Nor does the streamed read of the viewer's commands (the tree, then
-    // every INODE piece again), on 1 and 2 threads; an image it cannot
-    // stream is loaded whole by its callers (no verdict of its own).
-    for threads in [1, 2] {
-        if let Some(ok) = streamed(path, key, threads) {
-            // The one rule a streamed read leaves to load and verify
-            // (FORMAT.md's children in name order needs every name at
-            // once): an image broken only there is accepted by the stream.
-            let only_order = ok && first.is_none() && {
-                let o = LoadOptions {
-                    key: key.cloned(),
-                    ..LoadOptions::default()
-                };
-                load(path, &o).err().is_some_and(|e| {
-                    e.to_string()
-                        .contains("not in strictly increasing name order")
-                })
+    // every INODE piece again), here on this thread (tests/it/viewer/
+    // stream.rs runs it on pools); an image it cannot stream is loaded
+    // whole by its callers (no verdict of its own).
+    if let Some(ok) = streamed(path, key) {
+        // The one rule a streamed read leaves to load and verify
+        // (FORMAT.md's children in name order needs every name at once):
+        // an image broken only there is accepted by the stream.
+        let only_order = ok && first.is_none() && {
+            let o = LoadOptions {
+                key: key.cloned(),
+                ..LoadOptions::default()
             };
-            if only_order {
-                continue;
-            }
+            load(path, &o).err().is_some_and(|e| {
+                e.to_string()
+                    .contains("not in strictly increasing name order")
+            })
+        };
+        if !only_order {
             out.push((
-                format!("streamed/{threads}"),
+                "streamed".into(),
                 if ok {
                     first.or(Some(nsimage_namespace::Digest(0)))
                 } else {
@@ -328,13 +326,9 @@ pub fn every_path(
     out
 }
 
-/// Whether the streamed read accepts `path` (`None`: an image it does not
-/// stream, a Hadoop one or one too sparse).
-pub fn streamed(
-    path: &std::path::Path,
-    key: Option<&nsimage_format::cipher::Key>,
-    threads: usize,
-) -> Option<bool> {
+/// Whether the streamed read (on this thread) accepts `path` (`None`: an
+/// image it does not stream, a Hadoop one or one too sparse).
+pub fn streamed(path: &std::path::Path, key: Option<&nsimage_format::cipher::Key>) -> Option<bool> {
     use nsimage_loader::skeleton::Skeleton;
     if nsimage_loader::hdfs::is_hdfs_file(path).unwrap_or(false) {
         return None;
@@ -345,14 +339,10 @@ pub fn streamed(
     if src.unlock(key).is_err() {
         return Some(false);
     }
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .expect("a pool");
-    match Skeleton::build(&src, Some(&pool)) {
+    match Skeleton::build(&src, None) {
         Err(_) => Some(false),
         Ok(Err(_)) => None,
-        Ok(Ok(s)) => Some(s.fold_pieces(&src, &pool, || (), |_, _, _| Ok(())).is_ok()),
+        Ok(Ok(s)) => Some(s.fold_pieces(&src, None, || (), |_, _, _| Ok(())).is_ok()),
     }
 }
 

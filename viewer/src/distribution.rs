@@ -211,7 +211,7 @@ pub fn distribution_streamed(
     };
     let parts = skeleton.fold_pieces(
         src,
-        &pool,
+        Some(&pool),
         || empty.clone(),
         |h, node, _| {
             if let LoadedBody::File { blocks, .. } = node.body {

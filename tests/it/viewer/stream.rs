@@ -13,6 +13,7 @@ use nsimage_loader::{load, ImageSource, LoadOptions};
 use nsimage_namespace::{Namespace, NsInfo};
 use nsimage_testkit::generate::{generate, GenSpec};
 use nsimage_viewer::distribution::{distribution, distribution_streamed};
+use nsimage_viewer::dump::{dump, dump_streamed, DumpFormat, DumpOptions};
 use nsimage_writer::{AtRestOptions, WriteOptions};
 use std::path::Path;
 
@@ -90,6 +91,106 @@ fn streamed_distribution_equals_the_whole_namespaces() {
             }
         }
     }
+}
+
+/// `dump` streamed writes the bytes `dump` of the loaded namespace writes,
+/// for every format that streams, any thread count; XML is left to the
+/// loaded namespace (`None`, nothing written).
+#[test]
+fn streamed_dumps_equal_the_whole_namespaces() {
+    let dir = tempfile::tempdir().unwrap();
+    let formats = [
+        (DumpFormat::Delimited, b'\t', false),
+        (DumpFormat::Delimited, b',', true),
+        (DumpFormat::Jsonl, b'\t', false),
+    ];
+    for (what, ns, opts) in namespaces() {
+        let img = dir.path().join("img.nsi");
+        std::fs::write(&img, common::image(&ns, &opts)).unwrap();
+        let full = load(&img, &LoadOptions::default()).unwrap().namespace;
+        for (format, delimiter, header) in formats {
+            let mut o = DumpOptions {
+                format,
+                delimiter,
+                header,
+                threads: 1,
+                ..DumpOptions::default()
+            };
+            let mut want = Vec::new();
+            let ws = dump(&full, &o, &mut want, Path::new("want")).unwrap();
+            for threads in [1, 2] {
+                o.threads = threads;
+                let src = ImageSource::open(&img).unwrap();
+                let mut got = Vec::new();
+                let gs = dump_streamed(&src, &o, &mut got, Path::new("got"))
+                    .unwrap()
+                    .unwrap_or_else(|| panic!("{what}: not streamed"));
+                assert!(
+                    got == want,
+                    "{what}, {format:?}, {threads} threads: {} bytes against {}",
+                    got.len(),
+                    want.len()
+                );
+                assert_eq!((gs.rows, gs.bytes), (ws.rows, ws.bytes), "{what}");
+            }
+        }
+        let src = ImageSource::open(&img).unwrap();
+        let xml = DumpOptions {
+            format: DumpFormat::Xml,
+            ..DumpOptions::default()
+        };
+        let mut got = Vec::new();
+        assert!(dump_streamed(&src, &xml, &mut got, Path::new("x"))
+            .unwrap()
+            .is_none());
+        assert!(got.is_empty());
+    }
+}
+
+/// The command line streams `dump` and says so in its summary; the bytes
+/// are those of the loaded namespace (XML, still loaded whole).
+#[test]
+fn the_command_line_streams_dump() {
+    let dir = tempfile::tempdir().unwrap();
+    let ns = generate(GenSpec {
+        inodes: 20_000,
+        seed: 8,
+    });
+    let img = dir.path().join("img.nsi");
+    std::fs::write(&img, common::image(&ns, &WriteOptions::default())).unwrap();
+    let out = dir.path().join("out.tsv");
+    let o = run(&[
+        "dump",
+        s(&img),
+        "--format",
+        "delimited",
+        "-o",
+        s(&out),
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v = common::json(&o);
+    assert_eq!(v["streamed"], true, "{v}");
+    assert_eq!(v["rows"], 20_000);
+    let mut want = Vec::new();
+    let full = load(&img, &LoadOptions::default()).unwrap().namespace;
+    dump(
+        &full,
+        &DumpOptions {
+            format: DumpFormat::Delimited,
+            ..DumpOptions::default()
+        },
+        &mut want,
+        Path::new("want"),
+    )
+    .unwrap();
+    assert!(std::fs::read(&out).unwrap() == want);
+    let o = run(&["dump", s(&img), "--format", "xml", "-o", s(&out), "--json"]);
+    assert!(o.status.success());
+    assert_eq!(common::json(&o)["streamed"], false);
+    let o = run(&["dump", s(&img), "--format", "jsonl", "--memory-limit", "1K"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(o.stdout.is_empty());
 }
 
 /// Compressed and encrypted pieces stream too (each opened as a load
@@ -178,4 +279,71 @@ fn the_memory_limit_refuses_before_any_output() {
     assert_eq!(plain.stdout, capped.stdout);
     let o = run(&["distribution", s(&img), "--memory-limit", "lots"]);
     assert_eq!(o.status.code(), Some(2));
+}
+
+/// Block ids too sparse for the pieces' bitmaps (old clusters' random
+/// ids) are sorted to be checked, as a load sorts them: a duplicate among
+/// them is refused by the streamed read as by a load.
+#[test]
+fn sparse_block_ids_are_checked_by_sorting() {
+    use nsimage_namespace::{Block, FileSpec, PermSpec};
+    let p = PermSpec {
+        user: b"u",
+        group: b"g",
+        mode: 0o644,
+    };
+    let spec = FileSpec {
+        replication: 3,
+        preferred_block_size: 1 << 20,
+        storage_policy: 0,
+    };
+    let build = || {
+        let mut ns = Namespace::new(NsInfo::default());
+        let d = ns.mkdirs(b"/d", &p, 1).unwrap();
+        for i in 0..40u64 {
+            let f = ns
+                .create_in(d, format!("f{i}").as_bytes(), &p, &spec, 2)
+                .unwrap();
+            ns.add_block(
+                f,
+                Block {
+                    id: i * 1_000_000_007 + 1,
+                    generation_stamp: 1,
+                    length: i,
+                },
+            )
+            .unwrap();
+        }
+        ns
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let img = dir.path().join("img.nsi");
+    let ns = build();
+    let bytes = common::image(&ns, &common::tiny(300));
+    std::fs::write(&img, &bytes).unwrap();
+    let src = ImageSource::open(&img).unwrap();
+    let got = distribution_streamed(&src, 2, 1, 100).unwrap().unwrap();
+    assert_eq!(got, distribution(&ns, 1, 100).unwrap());
+    assert_eq!(common::streamed(&img, None), Some(true));
+    // The last file's block given the id of the eighth's: every path,
+    // the streamed one included, refuses it.
+    use prost::Message;
+    let dup = common::rewrite_records(&bytes, &[nsimage_format::SectionKind::INODE], |_, body| {
+        let mut m = nsimage_format::pb::Inode::decode(body).unwrap();
+        if let Some(f) = m.file.as_mut() {
+            if f.blocks
+                .first()
+                .is_some_and(|b| b.id == 39 * 1_000_000_007 + 1)
+            {
+                f.blocks[0].id = 7 * 1_000_000_007 + 1;
+            }
+        }
+        m.encode_to_vec()
+    });
+    assert_eq!(
+        common::same_verdict(&dup, "a sparse block id used twice"),
+        None
+    );
+    std::fs::write(&img, &dup).unwrap();
+    assert_eq!(common::streamed(&img, None), Some(false));
 }

@@ -25,8 +25,9 @@
 
 use super::escape::num;
 use super::formatter::Formatter;
+use super::row::Row;
 use super::scratch::Scratch;
-use nsimage_namespace::{Attrs, Inode, InodeKind, Namespace};
+use nsimage_namespace::{Attrs, InodeKind, Namespace};
 
 /// The header row's column names.
 pub const COLUMNS: [&str; 12] = [
@@ -83,7 +84,11 @@ impl Delimited {
 }
 
 impl Formatter for Delimited {
-    fn begin(&self, _ns: &Namespace, _pass: usize, out: &mut Vec<u8>) {
+    fn streams(&self) -> bool {
+        true
+    }
+
+    fn begin(&self, _ns: Option<&Namespace>, _pass: usize, out: &mut Vec<u8>) {
         if self.header {
             for (i, c) in COLUMNS.iter().enumerate() {
                 if i > 0 {
@@ -95,17 +100,10 @@ impl Formatter for Delimited {
         }
     }
 
-    fn inode(
-        &self,
-        ns: &Namespace,
-        _pass: usize,
-        inode: &Inode<'_>,
-        scratch: &mut Scratch,
-        out: &mut Vec<u8>,
-    ) {
+    fn inode(&self, _pass: usize, inode: &Row<'_>, scratch: &mut Scratch, out: &mut Vec<u8>) {
         let d = self.delimiter;
         let start = out.len();
-        scratch.paths.push_path(ns, inode, out);
+        inode.push_path(scratch, out);
         if self.needs_quotes(&out[start..]) {
             let raw = out.split_off(start);
             self.field(&raw, out);

@@ -16,20 +16,18 @@
 use super::escape::{base64, json_bytes_field, json_str, num};
 use super::formatter::Formatter;
 use super::names::{acl_text, kind_name, xattr_ns_name};
+use super::row::Row;
 use super::scratch::Scratch;
-use nsimage_namespace::{Attrs, Inode, Namespace};
+use nsimage_namespace::Attrs;
 
 pub(crate) struct Jsonl;
 
 impl Formatter for Jsonl {
-    fn inode(
-        &self,
-        ns: &Namespace,
-        _pass: usize,
-        inode: &Inode<'_>,
-        scratch: &mut Scratch,
-        out: &mut Vec<u8>,
-    ) {
+    fn streams(&self) -> bool {
+        true
+    }
+
+    fn inode(&self, _pass: usize, inode: &Row<'_>, scratch: &mut Scratch, out: &mut Vec<u8>) {
         out.extend_from_slice(b"{\"id\":");
         num(inode.id(), out);
         if let Some(p) = inode.parent() {
@@ -38,7 +36,7 @@ impl Formatter for Jsonl {
         }
         out.push(b',');
         let mut path = Vec::with_capacity(128);
-        scratch.paths.push_path(ns, inode, &mut path);
+        inode.push_path(scratch, &mut path);
         json_bytes_field("path", &path, out);
         out.push(b',');
         json_bytes_field("name", inode.name(), out);
@@ -90,7 +88,7 @@ impl Formatter for Jsonl {
             }
         }
         if let Some(extra) = inode.extra() {
-            let strings = ns.strings();
+            let strings = inode.strings();
             if !extra.xattrs.is_empty() {
                 out.extend_from_slice(b",\"xattrs\":[");
                 for (i, x) in extra.xattrs.iter().enumerate() {
@@ -119,7 +117,7 @@ impl Formatter for Jsonl {
                     if i > 0 {
                         out.push(b',');
                     }
-                    json_str(&acl_text(ns, e), out);
+                    json_str(&acl_text(strings, e), out);
                 }
                 out.push(b']');
             }

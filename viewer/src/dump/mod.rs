@@ -16,6 +16,7 @@ mod formatter;
 mod jsonl;
 mod names;
 mod paths;
+mod row;
 mod scratch;
 mod xml;
 
@@ -23,12 +24,20 @@ pub use delimited::COLUMNS as DELIMITED_COLUMNS;
 
 use crate::error::ViewError;
 use formatter::Formatter;
+use nsimage_loader::skeleton::Skeleton;
+use nsimage_loader::{ImageSource, PieceBuf};
+use nsimage_namespace::BlockRules;
 use nsimage_namespace::Namespace;
 pub use paths::PathCache;
 use rayon::prelude::*;
+use row::{Row, Streamed};
 use scratch::Scratch;
 use std::io::Write;
 use std::path::Path;
+
+/// Text of a streamed dump's batch of pieces, at most (one batch is
+/// formatted while the one before is written).
+const TEXT_IN_FLIGHT: usize = 12 << 20;
 
 /// Slots per range a worker formats at once.
 const CHUNK_SLOTS: u32 = 16_384;
@@ -110,16 +119,7 @@ pub fn dump(
         .num_threads(opts.threads)
         .build()
         .map_err(|e| io(std::io::Error::other(e.to_string())))?;
-    let f: Box<dyn Formatter> = match opts.format {
-        DumpFormat::Xml => Box::new(xml::Xml {
-            format_version: opts.format_version,
-        }),
-        DumpFormat::Delimited => Box::new(delimited::Delimited {
-            delimiter: opts.delimiter,
-            header: opts.header,
-        }),
-        DumpFormat::Jsonl => Box::new(jsonl::Jsonl),
-    };
+    let f = formatter(opts);
     let mut stats = DumpStats {
         threads: pool.current_num_threads(),
         ..DumpStats::default()
@@ -130,6 +130,131 @@ pub fn dump(
     Ok(stats)
 }
 
+/// Dumps every inode of the image `src` in id order, streamed (see
+/// [`nsimage_loader::skeleton`]): its tree read and checked on `opts.threads`
+/// workers, then its INODE pieces formatted a batch at a time (two pieces
+/// per worker) while the batch before is written, in order. The same bytes
+/// as [`dump`] of the loaded namespace, for any thread count. `None`
+/// (nothing written) for a format that needs the whole namespace (XML) or
+/// an image the stream cannot take: the caller loads it whole.
+///
+/// # Errors
+/// As [`dump`]; anything a load refuses but the children's name order
+/// (see [`Skeleton`]).
+pub fn dump_streamed(
+    src: &ImageSource,
+    opts: &DumpOptions,
+    out: &mut (dyn Write + Send),
+    out_name: &Path,
+) -> Result<Option<DumpStats>, ViewError> {
+    let io = |source: std::io::Error| ViewError::Io {
+        path: out_name.to_path_buf(),
+        source,
+    };
+    let f = formatter(opts);
+    if !f.streams() {
+        return Ok(None);
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(opts.threads)
+        .build()
+        .map_err(|e| io(std::io::Error::other(e.to_string())))?;
+    let Ok(skeleton) = Skeleton::build(src, Some(&pool))? else {
+        return Ok(None);
+    };
+    let mut stats = DumpStats {
+        threads: pool.current_num_threads(),
+        ..DumpStats::default()
+    };
+    let mut head = Vec::new();
+    f.begin(None, 0, &mut head);
+    out.write_all(&head).map_err(io)?;
+    stats.bytes += head.len() as u64;
+    // Pieces formatted at once: two per worker while their text is small
+    // next to TEXT_IN_FLIGHT (the batch before is written meanwhile), down
+    // to one per worker for a format whose text is large (JSON lines),
+    // judged from the batch before.
+    let threads = stats.threads.max(1);
+    let mut batch = threads;
+    // Each piece: its text, its rows, what the block rules need of it.
+    // (Its text sized from the piece's bytes: a row takes about as many
+    // bytes as its record.)
+    let format_piece = |(piece, scratch): &mut (PieceBuf, Scratch),
+                        i: usize|
+     -> Result<((Vec<u8>, u64), BlockRules), ViewError> {
+        let hint = usize::try_from(skeleton.piece_bytes(i).min(64 << 20)).unwrap_or(0);
+        let mut buf = Vec::with_capacity(hint.saturating_add(hint / 2));
+        let mut n = 0u64;
+        let rules = skeleton.for_each_in_piece(src, i, piece, |node, parent, _| {
+            let row = Streamed::new(node, parent, &skeleton);
+            f.inode(0, &Row::Stream(&row), scratch, &mut buf);
+            n += 1;
+            Ok(())
+        })?;
+        Ok(((buf, n), rules))
+    };
+    let mut rules = BlockRules::default();
+    pool.install(|| -> Result<(), ViewError> {
+        let mut pending: Vec<(Vec<u8>, u64)> = Vec::new();
+        let mut start = 0usize;
+        while start < skeleton.piece_count() {
+            let end = start.saturating_add(batch).min(skeleton.piece_count());
+            let group: Vec<usize> = (start..end).collect();
+            start = end;
+            let (written, next) = rayon::join(
+                || write_all(out, &pending),
+                || {
+                    group
+                        .par_iter()
+                        .map_init(
+                            || (PieceBuf::default(), Scratch::new()),
+                            |state, &i| format_piece(state, i),
+                        )
+                        .collect::<Result<Vec<_>, ViewError>>()
+                },
+            );
+            let (bytes, rows) = written.map_err(io)?;
+            stats.bytes += bytes;
+            stats.rows += rows;
+            pending = Vec::with_capacity(group.len());
+            for (text, r) in next? {
+                pending.push(text);
+                rules.merge(r);
+            }
+            let text: usize = pending.iter().map(|(t, _)| t.len()).sum();
+            let per_piece = text / pending.len().max(1);
+            batch = (TEXT_IN_FLIGHT / per_piece.max(1)).clamp(threads, threads * 2);
+        }
+        let (bytes, rows) = write_all(out, &pending).map_err(io)?;
+        stats.bytes += bytes;
+        stats.rows += rows;
+        Ok(())
+    })?;
+    // The block rules hold only once every record is read: a broken one
+    // fails the dump after its rows (a file given with -o is never left).
+    skeleton.check_blocks(src, &rules)?;
+    let mut tail = Vec::new();
+    f.end(None, 0, &mut tail);
+    out.write_all(&tail).map_err(io)?;
+    stats.bytes += tail.len() as u64;
+    out.flush().map_err(io)?;
+    Ok(Some(stats))
+}
+
+/// The formatter of `opts.format`.
+fn formatter(opts: &DumpOptions) -> Box<dyn Formatter> {
+    match opts.format {
+        DumpFormat::Xml => Box::new(xml::Xml {
+            format_version: opts.format_version,
+        }),
+        DumpFormat::Delimited => Box::new(delimited::Delimited {
+            delimiter: opts.delimiter,
+            header: opts.header,
+        }),
+        DumpFormat::Jsonl => Box::new(jsonl::Jsonl),
+    }
+}
+
 /// Formats one range of slots; the number of live inodes in it.
 fn format_range(
     ns: &Namespace,
@@ -138,14 +263,11 @@ fn format_range(
     range: std::ops::Range<u32>,
 ) -> (Vec<u8>, u64) {
     let mut buf = Vec::with_capacity(range.len() * 192);
-    let mut scratch = Scratch {
-        paths: PathCache::new(),
-        days: scratch::DayCache::new(),
-    };
+    let mut scratch = Scratch::new();
     let mut n = 0;
     for slot in range {
         if let Some(inode) = ns.at(slot) {
-            f.inode(ns, pass, &inode, &mut scratch, &mut buf);
+            f.inode(pass, &Row::Tree(ns, inode), &mut scratch, &mut buf);
             n += 1;
         }
     }
@@ -167,7 +289,7 @@ fn run(
     let batch = threads.max(1) * 2;
     for pass in 0..f.passes() {
         let mut head = Vec::new();
-        f.begin(ns, pass, &mut head);
+        f.begin(Some(ns), pass, &mut head);
         out.write_all(&head)?;
         stats.bytes += head.len() as u64;
         let mut pending: Vec<(Vec<u8>, u64)> = Vec::new();
@@ -194,7 +316,7 @@ fn run(
             stats.rows += rows;
         }
         let mut tail = Vec::new();
-        f.end(ns, pass, &mut tail);
+        f.end(Some(ns), pass, &mut tail);
         out.write_all(&tail)?;
         stats.bytes += tail.len() as u64;
     }

@@ -1,7 +1,7 @@
 //! The names OIV gives to inode types, xattr namespaces and ACL entries,
 //! shared by the XML and JSON-lines formats.
 
-use nsimage_namespace::{AclEntry, InodeKind, Namespace, XAttrNs};
+use nsimage_namespace::{AclEntry, InodeKind, StringTable, XAttrNs};
 
 /// OIV's name of an inode type.
 pub(crate) fn kind_name(k: InodeKind) -> &'static str {
@@ -24,7 +24,7 @@ pub(crate) fn xattr_ns_name(n: XAttrNs) -> &'static str {
 }
 
 /// An ACL entry as HDFS prints it: `[default:]user:bob:r-x`.
-pub(crate) fn acl_text(ns: &Namespace, e: &AclEntry) -> Vec<u8> {
+pub(crate) fn acl_text(strings: &StringTable, e: &AclEntry) -> Vec<u8> {
     let mut s = Vec::new();
     if e.default_scope {
         s.extend_from_slice(b"default:");
@@ -36,7 +36,7 @@ pub(crate) fn acl_text(ns: &Namespace, e: &AclEntry) -> Vec<u8> {
         _ => b"other:",
     });
     if e.name != 0 {
-        s.extend_from_slice(ns.strings().get(e.name).unwrap_or_default());
+        s.extend_from_slice(strings.get(e.name).unwrap_or_default());
     }
     s.push(b':');
     for (bit, c) in [(4, b'r'), (2, b'w'), (1, b'x')] {

@@ -4,6 +4,7 @@
 
 use super::paths::PathCache;
 use crate::text::oiv_time;
+use nsimage_loader::skeleton::DirIndex;
 
 /// A worker's state over one range of slots.
 pub(crate) struct Scratch {
@@ -11,6 +12,22 @@ pub(crate) struct Scratch {
     pub(crate) paths: PathCache,
     /// OIV times.
     pub(crate) days: DayCache,
+    /// Streamed rows: the directory whose path `stream_path` holds.
+    pub(crate) stream_dir: Option<DirIndex>,
+    /// Its path, without a trailing slash.
+    pub(crate) stream_path: Vec<u8>,
+}
+
+impl Scratch {
+    /// A fresh worker's state.
+    pub(crate) fn new() -> Scratch {
+        Scratch {
+            paths: PathCache::new(),
+            days: DayCache::new(),
+            stream_dir: None,
+            stream_path: Vec::with_capacity(256),
+        }
+    }
 }
 
 const MS_PER_DAY: u64 = 86_400_000;

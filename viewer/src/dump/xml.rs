@@ -83,6 +83,7 @@
 use super::escape::{num, xml_text};
 use super::formatter::Formatter;
 use super::names::{acl_text, kind_name, xattr_ns_name};
+use super::row::Row;
 use super::scratch::Scratch;
 use nsimage_namespace::{Attrs, Extra, Inode, Namespace};
 
@@ -227,7 +228,7 @@ fn xattrs_and_acls(ns: &Namespace, extra: Option<&Extra>, out: &mut Vec<u8>) {
     if !extra.acl.is_empty() {
         out.extend_from_slice(b"<acls>");
         for e in &extra.acl {
-            el_text("acl", &acl_text(ns, e), out);
+            el_text("acl", &acl_text(ns.strings(), e), out);
         }
         out.extend_from_slice(b"</acls>");
     }
@@ -238,7 +239,9 @@ impl Formatter for Xml {
         3
     }
 
-    fn begin(&self, ns: &Namespace, pass: usize, out: &mut Vec<u8>) {
+    fn begin(&self, ns: Option<&Namespace>, pass: usize, out: &mut Vec<u8>) {
+        // XML is written from a loaded namespace only (`streams` is false).
+        let Some(ns) = ns else { return };
         match pass {
             0 => {
                 let info = ns.info();
@@ -271,14 +274,10 @@ impl Formatter for Xml {
         }
     }
 
-    fn inode(
-        &self,
-        ns: &Namespace,
-        pass: usize,
-        inode: &Inode<'_>,
-        scratch: &mut Scratch,
-        out: &mut Vec<u8>,
-    ) {
+    fn inode(&self, pass: usize, row: &Row<'_>, scratch: &mut Scratch, out: &mut Vec<u8>) {
+        // XML is written from a loaded namespace only (`streams` is false).
+        let Row::Tree(ns, inode) = *row else { return };
+        let inode = &inode;
         match pass {
             0 => self.inode(ns, inode, out),
             1 => {
@@ -318,7 +317,7 @@ impl Formatter for Xml {
         }
     }
 
-    fn end(&self, _ns: &Namespace, pass: usize, out: &mut Vec<u8>) {
+    fn end(&self, _ns: Option<&Namespace>, pass: usize, out: &mut Vec<u8>) {
         match pass {
             0 => out.extend_from_slice(b"</INodeSection>\n"),
             1 => out.extend_from_slice(b"</INodeDirectorySection>\n"),
