@@ -345,10 +345,29 @@ impl Lookup<'_> {
         self.pieces = self.pieces.saturating_add(1);
         let mut out: Vec<Entry> = Vec::new();
         let mut records = 0u64;
+        // Front-coded names decode to more than their bytes; a piece whose
+        // names would take more than 64 times its bytes (a writer's never
+        // come near) is refused before it costs memory.
+        let budget = bytes.len().saturating_mul(64).saturating_add(1 << 20);
+        let mut decoded = 0usize;
         for r in Records::new(bytes, at.clone()) {
             let (off, body) = r.map_err(|e| self.fmt_err(e))?;
             let first = out.len();
             self.entries(body, &at, off, &mut out)?;
+            decoded = out
+                .get(first..)
+                .unwrap_or_default()
+                .iter()
+                .fold(decoded, |d, e| d.saturating_add(e.name.len()));
+            if decoded > budget {
+                return Err(self.corrupt(
+                    Location {
+                        offset: off,
+                        ..at.clone()
+                    },
+                    "names that decode to more than 64 times the piece's bytes",
+                ));
+            }
             records = records.saturating_add(1);
             let joined = first.checked_sub(1).and_then(|i| out.get(i..=first));
             if let Some([l, e]) = joined {

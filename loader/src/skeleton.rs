@@ -76,8 +76,7 @@ pub struct Skeleton {
 #[derive(Debug)]
 pub enum Unstreamable {
     /// Ids spread over more than 2^32 within one INODE piece, more than
-    /// 2^32 - 1 directories, or block ids too sparse for a bitmap (a load
-    /// sorts them).
+    /// 2^32 - 1 directories, or 4 GiB of directory names.
     TooSparse,
 }
 
@@ -180,7 +179,16 @@ impl Skeleton {
         if s.read_links(src, pool)?.is_err() {
             return Ok(Err(Unstreamable::TooSparse));
         }
-        s.read_inodes(src, pool)?;
+        if s.read_inodes(src, pool)?.is_err() {
+            return Ok(Err(Unstreamable::TooSparse));
+        }
+        if s.inodes == 0 {
+            return Err(corrupt(
+                src,
+                Location::in_section(SectionKind::INODE, None, 0),
+                BuildError::NoRoot.to_string(),
+            ));
+        }
         // The rules a load checks once every record is in.
         let whole = Location::in_section(SectionKind::INODE, None, 0);
         if s.last_id > s.info.last_inode_id {
@@ -210,6 +218,10 @@ impl Skeleton {
             .saturating_mul(2)
             .max(1);
         let mut last_parent: Option<u64> = None;
+        // Links so far, against the inodes the index declares (each piece's
+        // count is checked when it is read).
+        let mut links = 0u64;
+        let inodes = section(src, SectionKind::INODE)?.records;
         for group in dir_pieces.chunks(batch) {
             // Each piece: its parents and, per parent, its children.
             let decoded = run_pieces(pool, group, PieceBuf::default, |buf, _, p, at| {
@@ -223,6 +235,10 @@ impl Skeleton {
                     let (off, body) = r.map_err(|e| LoadError::from_format(src.path(), e))?;
                     let parent = record::dir_entry(body, &mut kids)
                         .map_err(|d| LoadError::from_format(src.path(), bad(at, off, d)))?;
+                    if kids.is_empty() {
+                        let e = BuildError::EmptyChildList(parent).to_string();
+                        return Err(LoadError::from_format(src.path(), bad(at, off, e)));
+                    }
                     first.get_or_insert(parent);
                     parents.push((parent, off, children.len()));
                     children.extend_from_slice(&kids);
@@ -259,6 +275,22 @@ impl Skeleton {
                         name_at: 0,
                         name_len: 0,
                     });
+                    let listed = end.saturating_sub(start) as u64;
+                    links = links.saturating_add(listed);
+                    if links >= inodes.max(1) {
+                        // Every inode but the root has one parent: more
+                        // links than that list some child twice.
+                        return Err(corrupt(
+                            src,
+                            Location {
+                                offset: off,
+                                ..at.clone()
+                            },
+                            format!(
+                                "INODE_DIR lists {links} children or more for {inodes} inodes: a child is listed twice"
+                            ),
+                        ));
+                    }
                     for &child in children.get(start..end).unwrap_or_default() {
                         let i = self
                             .bases
@@ -312,7 +344,7 @@ impl Skeleton {
         &mut self,
         src: &ImageSource,
         pool: Option<&rayon::ThreadPool>,
-    ) -> Result<(), LoadError> {
+    ) -> Result<Result<(), Unstreamable>, LoadError> {
         let batch = pool
             .map_or(1, |p| p.current_num_threads())
             .saturating_mul(2)
@@ -381,8 +413,14 @@ impl Skeleton {
                 }
                 self.inodes = self.inodes.saturating_add(n);
                 for (d, parent, name) in found {
-                    let at_name = u32::try_from(self.names.len()).unwrap_or(u32::MAX);
-                    let len = u32::try_from(name.len()).unwrap_or(u32::MAX);
+                    let (Ok(at_name), Ok(len)) =
+                        (u32::try_from(self.names.len()), u32::try_from(name.len()))
+                    else {
+                        return Ok(Err(Unstreamable::TooSparse));
+                    };
+                    if self.names.len().saturating_add(name.len()) > u32::MAX as usize {
+                        return Ok(Err(Unstreamable::TooSparse));
+                    }
                     self.names.extend_from_slice(&name);
                     if let Some(dir) = self.dirs.get_mut(d as usize) {
                         dir.parent = parent;
@@ -394,7 +432,7 @@ impl Skeleton {
             first_piece = end;
         }
         self.names.shrink_to_fit();
-        Ok(())
+        Ok(Ok(()))
     }
 
     /// Every directory with children is a directory record, none is its

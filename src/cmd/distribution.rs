@@ -233,6 +233,11 @@ fn histogram(a: &Args) -> anyhow::Result<Distribution> {
             pb.finish_and_clear();
             return Ok(d);
         }
+        let inodes = src
+            .index
+            .section(nsimage_format::SectionKind::INODE)
+            .map_or(0, |s| s.records);
+        a.memory.check_load(inodes, &a.image)?;
     }
     let opts = LoadOptions {
         key,

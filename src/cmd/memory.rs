@@ -63,6 +63,24 @@ impl MemoryLimit {
     }
 }
 
+impl MemoryLimit {
+    /// Refuses a whole load of `image` (an image the stream cannot take,
+    /// `inodes` of them) that would not fit: about 128 bytes an inode.
+    pub fn check_load(self, inodes: u64, image: &Path) -> anyhow::Result<()> {
+        let needed = inodes.saturating_mul(128);
+        let limit = self.get();
+        if needed > limit {
+            anyhow::bail!(
+                "{}: this image cannot be streamed and loading it whole needs about {} MiB, more than the memory limit of {} MiB",
+                image.display(),
+                needed.div_ceil(1 << 20),
+                limit >> 20
+            );
+        }
+        Ok(())
+    }
+}
+
 /// MemAvailable from `/proc/meminfo`, in bytes.
 fn available() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;

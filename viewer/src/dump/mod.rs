@@ -210,6 +210,10 @@ pub fn dump_streamed(
                             || (PieceBuf::default(), Scratch::new()),
                             |state, &i| format_piece(state, i),
                         )
+                        .collect::<Vec<_>>()
+                        // The first error in file order, whatever the
+                        // thread count.
+                        .into_iter()
                         .collect::<Result<Vec<_>, ViewError>>()
                 },
             );
