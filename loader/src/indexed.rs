@@ -9,10 +9,10 @@ use crate::decode;
 use crate::dir_phase::dir_phase;
 use crate::error::LoadError;
 use crate::inode_phase::inode_phase;
-use crate::sections::{check_unknown, pieces, section};
+use crate::sections::{check_unknown, only_piece};
 use crate::source::ImageSource;
 use crate::stats::LoadStats;
-use nsimage_format::{Location, SectionKind, SubSectionInfo};
+use nsimage_format::SectionKind;
 use nsimage_namespace::{Interned, Namespace, NsInfo, StringTable};
 
 /// Loads the namespace of `src` through its index, on `pool` when given.
@@ -49,23 +49,4 @@ fn small_sections(src: &ImageSource) -> Result<(NsInfo, StringTable), LoadError>
         decode::strings(src.piece(&p, &at, &mut buf)?, &p, &at).map_err(fmt)?
     };
     Ok((info, strings))
-}
-
-/// The first piece of a section that the format does not split.
-fn only_piece(
-    src: &ImageSource,
-    kind: SectionKind,
-) -> Result<(SubSectionInfo, Location), LoadError> {
-    // Every section has at least one piece (the whole section when it has
-    // no sub-sections).
-    pieces(section(src, kind)?)
-        .into_iter()
-        .next()
-        .ok_or_else(|| {
-            crate::sections::corrupt(
-                src,
-                Location::default(),
-                format!("{kind} section has no piece"),
-            )
-        })
 }

@@ -31,6 +31,25 @@ pub(crate) fn section(src: &ImageSource, kind: SectionKind) -> Result<&SectionIn
     })
 }
 
+/// The first piece of a section that the format does not split.
+pub(crate) fn only_piece(
+    src: &ImageSource,
+    kind: SectionKind,
+) -> Result<(SubSectionInfo, Location), LoadError> {
+    // Every section has at least one piece (the whole section when it has
+    // no sub-sections).
+    pieces(section(src, kind)?)
+        .into_iter()
+        .next()
+        .ok_or_else(|| {
+            corrupt(
+                src,
+                Location::default(),
+                format!("{kind} section has no piece"),
+            )
+        })
+}
+
 /// A corruption of `src` at `at`.
 pub(crate) fn corrupt(src: &ImageSource, at: Location, detail: String) -> LoadError {
     LoadError::Corrupt {

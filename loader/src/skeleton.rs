@@ -36,7 +36,7 @@ use crate::error::LoadError;
 use crate::record;
 pub use crate::record::InodeScratch;
 use crate::run::run_pieces;
-use crate::sections::{corrupt, pieces, section};
+use crate::sections::{corrupt, only_piece, pieces, section};
 use crate::source::{ImageSource, PieceBuf};
 use nsimage_format::framing::Records;
 use nsimage_format::{FormatError, Location, SectionKind, SubSectionInfo, ROOT_ID};
@@ -138,11 +138,11 @@ impl Skeleton {
         let fmt = |e: FormatError| LoadError::from_format(src.path(), e);
         let mut buf = PieceBuf::default();
         let info = {
-            let (p, at) = first_piece(src, SectionKind::NS_INFO)?;
+            let (p, at) = only_piece(src, SectionKind::NS_INFO)?;
             decode::ns_info(src.piece(&p, &at, &mut buf)?, &p, &at).map_err(fmt)?
         };
         let strings = {
-            let (p, at) = first_piece(src, SectionKind::STRING_TABLE)?;
+            let (p, at) = only_piece(src, SectionKind::STRING_TABLE)?;
             decode::strings(src.piece(&p, &at, &mut buf)?, &p, &at).map_err(fmt)?
         };
         let inode_pieces = pieces(section(src, SectionKind::INODE)?);
@@ -760,21 +760,4 @@ impl Linker<'_> {
             None => Ok(()),
         }
     }
-}
-
-/// The first piece of a section the format does not split.
-fn first_piece(
-    src: &ImageSource,
-    kind: SectionKind,
-) -> Result<(SubSectionInfo, Location), LoadError> {
-    pieces(section(src, kind)?)
-        .into_iter()
-        .next()
-        .ok_or_else(|| {
-            corrupt(
-                src,
-                Location::default(),
-                format!("{kind} section has no piece"),
-            )
-        })
 }
