@@ -80,6 +80,12 @@ pub enum Unstreamable {
     TooSparse,
 }
 
+/// One worker's buffer and tables, from [`Skeleton::worker`].
+pub struct Worker {
+    buf: PieceBuf,
+    tables: Interned,
+}
+
 /// A directory path, built by [`Skeleton::push_dir_path`].
 pub type DirIndex = u32;
 
@@ -499,6 +505,16 @@ impl Skeleton {
         u32::try_from(i).ok()
     }
 
+    /// What one worker of the rows pass keeps from piece to piece: its
+    /// read buffer and its own tables (the string table, and the classes
+    /// of the piece at hand).
+    pub fn worker(&self) -> Worker {
+        Worker {
+            buf: PieceBuf::default(),
+            tables: Interned::new(self.tables.strings().clone()),
+        }
+    }
+
     /// The id of directory `dir`.
     pub fn dir_id(&self, dir: DirIndex) -> u64 {
         self.dirs.get(dir as usize).map_or(0, |d| d.id)
@@ -536,9 +552,13 @@ impl Skeleton {
         &self,
         src: &ImageSource,
         i: usize,
-        buf: &mut PieceBuf,
+        work: &mut Worker,
         mut f: impl FnMut(&LoadedNode<'_>, Option<DirIndex>, u64) -> Result<(), LoadError>,
     ) -> Result<BlockRules, LoadError> {
+        let Worker { buf, tables } = work;
+        // The classes of one piece only: the table never grows with the
+        // image.
+        tables.forget_classes();
         let mut rules = BlockRules::default();
         let Some((p, at)) = self.inode_pieces.get(i) else {
             return Ok(rules);
@@ -551,7 +571,7 @@ impl Skeleton {
             bytes,
             p,
             at,
-            &self.tables,
+            tables,
             chunk,
             Vec::new(),
             false,
@@ -633,9 +653,9 @@ impl Skeleton {
             // In order on this thread.
             let mut state = init();
             let mut rules = BlockRules::default();
-            let mut buf = PieceBuf::default();
+            let mut work = self.worker();
             for i in 0..self.inode_pieces.len() {
-                rules.merge(self.for_each_in_piece(src, i, &mut buf, |n, parent, _| {
+                rules.merge(self.for_each_in_piece(src, i, &mut work, |n, parent, _| {
                     f(&mut state, n, parent)
                 })?);
             }
@@ -648,14 +668,14 @@ impl Skeleton {
         let per_worker: Vec<Worker<S>> = pool.broadcast(|_| {
             let mut state = init();
             let mut rules = BlockRules::default();
-            let mut buf = PieceBuf::default();
+            let mut work = self.worker();
             while !stop.load(Ordering::Relaxed) {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 if i >= self.inode_pieces.len() {
                     break;
                 }
                 match self
-                    .for_each_in_piece(src, i, &mut buf, |n, parent, _| f(&mut state, n, parent))
+                    .for_each_in_piece(src, i, &mut work, |n, parent, _| f(&mut state, n, parent))
                 {
                     Ok(r) => rules.merge(r),
                     Err(e) => {

@@ -37,6 +37,14 @@ impl Interned {
         &self.strings
     }
 
+    /// Forgets the classes interned so far: a reader that streams an image
+    /// and keeps no node starts each piece afresh, so that the table does
+    /// not grow with the whole image (ids it gave before mean nothing
+    /// after).
+    pub fn forget_classes(&mut self) {
+        self.classes = SharedClasses::default();
+    }
+
     /// The string table, for a loader that interns strings as it reads
     /// records (a peer format without a table of its own).
     pub fn strings_mut(&mut self) -> &mut StringTable {

@@ -24,8 +24,8 @@ pub use delimited::COLUMNS as DELIMITED_COLUMNS;
 
 use crate::error::ViewError;
 use formatter::Formatter;
-use nsimage_loader::skeleton::Skeleton;
-use nsimage_loader::{ImageSource, PieceBuf};
+use nsimage_loader::skeleton::{Skeleton, Worker};
+use nsimage_loader::ImageSource;
 use nsimage_namespace::BlockRules;
 use nsimage_namespace::Namespace;
 pub use paths::PathCache;
@@ -179,13 +179,13 @@ pub fn dump_streamed(
     // Each piece: its text, its rows, what the block rules need of it.
     // (Its text sized from the piece's bytes: a row takes about as many
     // bytes as its record.)
-    let format_piece = |(piece, scratch): &mut (PieceBuf, Scratch),
+    let format_piece = |(work, scratch): &mut (Worker, Scratch),
                         i: usize|
      -> Result<((Vec<u8>, u64), BlockRules), ViewError> {
         let hint = usize::try_from(skeleton.piece_bytes(i).min(64 << 20)).unwrap_or(0);
         let mut buf = Vec::with_capacity(hint.saturating_add(hint / 2));
         let mut n = 0u64;
-        let rules = skeleton.for_each_in_piece(src, i, piece, |node, parent, _| {
+        let rules = skeleton.for_each_in_piece(src, i, work, |node, parent, _| {
             let row = Streamed::new(node, parent, &skeleton);
             f.inode(0, &Row::Stream(&row), scratch, &mut buf);
             n += 1;
@@ -207,7 +207,7 @@ pub fn dump_streamed(
                     group
                         .par_iter()
                         .map_init(
-                            || (PieceBuf::default(), Scratch::new()),
+                            || (skeleton.worker(), Scratch::new()),
                             |state, &i| format_piece(state, i),
                         )
                         .collect::<Vec<_>>()
