@@ -37,7 +37,7 @@ pub(crate) fn load_serial(src: &ImageSource) -> Result<Namespace, LoadError> {
 }
 
 /// NS_INFO and STRING_TABLE, each one piece.
-fn small_sections(src: &ImageSource) -> Result<(NsInfo, StringTable), LoadError> {
+pub(crate) fn small_sections(src: &ImageSource) -> Result<(NsInfo, StringTable), LoadError> {
     let fmt = |e| LoadError::from_format(src.path(), e);
     let mut buf = crate::source::PieceBuf::default();
     let info = {

@@ -36,10 +36,10 @@ use crate::error::LoadError;
 use crate::record;
 pub use crate::record::InodeScratch;
 use crate::run::run_pieces;
-use crate::sections::{corrupt, only_piece, pieces, section};
+use crate::sections::{corrupt, pieces, section};
 use crate::source::{ImageSource, PieceBuf};
 use nsimage_format::framing::Records;
-use nsimage_format::{FormatError, Location, SectionKind, SubSectionInfo, ROOT_ID};
+use nsimage_format::{Location, SectionKind, SubSectionInfo, ROOT_ID};
 use nsimage_namespace::{BlockRules, BuildError, Interned, LoadedNode, NsInfo};
 
 /// "No directory": the root's parent.
@@ -141,16 +141,7 @@ impl Skeleton {
         src: &ImageSource,
         pool: Option<&rayon::ThreadPool>,
     ) -> Result<Result<Skeleton, Unstreamable>, LoadError> {
-        let fmt = |e: FormatError| LoadError::from_format(src.path(), e);
-        let mut buf = PieceBuf::default();
-        let info = {
-            let (p, at) = only_piece(src, SectionKind::NS_INFO)?;
-            decode::ns_info(src.piece(&p, &at, &mut buf)?, &p, &at).map_err(fmt)?
-        };
-        let strings = {
-            let (p, at) = only_piece(src, SectionKind::STRING_TABLE)?;
-            decode::strings(src.piece(&p, &at, &mut buf)?, &p, &at).map_err(fmt)?
-        };
+        let (info, strings) = crate::indexed::small_sections(src)?;
         let inode_pieces = pieces(section(src, SectionKind::INODE)?);
         // The first id each piece may hold: its first key, or the root's
         // (the smallest id of an image) for an unsplit section.
