@@ -496,6 +496,56 @@ impl Skeleton {
         u32::try_from(i).ok()
     }
 
+    /// The directory with children whose inode is `id`; `None` for any
+    /// other inode (a file, a symlink, an empty directory).
+    pub fn dir_of(&self, id: u64) -> Option<DirIndex> {
+        self.dir_index(id)
+    }
+
+    /// Directories with children; their indexes are `0..dir_count()`.
+    pub fn dir_count(&self) -> usize {
+        self.dirs.len()
+    }
+
+    /// The parent of directory `dir`; `None` for the root.
+    pub fn dir_parent(&self, dir: DirIndex) -> Option<DirIndex> {
+        self.dirs
+            .get(dir as usize)
+            .and_then(|d| (d.parent != NONE).then_some(d.parent))
+    }
+
+    /// The name of directory `dir` within its parent (empty for the root).
+    pub fn dir_name(&self, dir: DirIndex) -> &[u8] {
+        self.dirs
+            .get(dir as usize)
+            .map_or(&[][..], |d| self.dir_name_at(d))
+    }
+
+    /// The directory with children at the end of `components` (names
+    /// from the root): `None` where a component is missing or is not a
+    /// directory with children. One pass over the directories per
+    /// component.
+    pub fn find_dir<C: AsRef<[u8]>>(&self, components: &[C]) -> Option<DirIndex> {
+        let mut cur = self.dir_index(ROOT_ID)?;
+        for c in components {
+            let i = self
+                .dirs
+                .iter()
+                .enumerate()
+                .find(|(i, d)| {
+                    d.parent == cur && *i != cur as usize && self.dir_name_at(d) == c.as_ref()
+                })?
+                .0;
+            cur = u32::try_from(i).ok()?;
+        }
+        Some(cur)
+    }
+
+    fn dir_name_at(&self, d: &Dir) -> &[u8] {
+        let (a, n) = (d.name_at as usize, d.name_len as usize);
+        self.names.get(a..a.saturating_add(n)).unwrap_or_default()
+    }
+
     /// What one worker of the rows pass keeps from piece to piece: its
     /// read buffer and its own tables (the string table, and the classes
     /// of the piece at hand).
@@ -525,8 +575,7 @@ impl Skeleton {
         }
         for d in chain.iter().rev() {
             out.push(b'/');
-            let (a, n) = (d.name_at as usize, d.name_len as usize);
-            out.extend_from_slice(self.names.get(a..a.saturating_add(n)).unwrap_or_default());
+            out.extend_from_slice(self.dir_name_at(d));
         }
     }
 

@@ -13,7 +13,8 @@ use crate::node::{Kind, NameRef, Node};
 use crate::nodes::Nodes;
 use crate::rules::{acl_error, valid_name};
 use crate::strings::StringTable;
-use crate::values::{Block, Extra, Perm};
+use crate::values::{Block, Extra, InodeKind, Perm};
+use crate::view::{Attrs, FileAttrs};
 
 /// What the batches of one load share: the image's string table, and the
 /// attribute classes (see `classes.rs`) they intern as they decode.
@@ -80,6 +81,38 @@ pub enum LoadedBody<'a> {
         /// The target path (must not be empty).
         target: &'a [u8],
     },
+}
+
+impl LoadedBody<'_> {
+    /// The record's kind.
+    pub fn kind(&self) -> InodeKind {
+        match self {
+            LoadedBody::File { .. } => InodeKind::File,
+            LoadedBody::Directory { .. } => InodeKind::Directory,
+            LoadedBody::Symlink { .. } => InodeKind::Symlink,
+        }
+    }
+
+    /// The record's attributes as a loaded inode gives them.
+    pub fn attrs(&self) -> Attrs<'_> {
+        match *self {
+            LoadedBody::File {
+                atime,
+                replication,
+                preferred_block_size,
+                storage_policy,
+                blocks,
+            } => Attrs::File(FileAttrs {
+                atime,
+                preferred_block_size,
+                replication,
+                storage_policy,
+                blocks,
+            }),
+            LoadedBody::Directory { ns_quota, ds_quota } => Attrs::Directory { ns_quota, ds_quota },
+            LoadedBody::Symlink { target } => Attrs::Symlink { target },
+        }
+    }
 }
 
 /// One decoded inode record.

@@ -4,8 +4,7 @@
 
 use super::memory::{parse_size, MemoryLimit};
 use super::output::{check_output, write_atomically};
-use nsimage_loader::skeleton::Skeleton;
-use nsimage_loader::{load, ImageSource, LoadOptions};
+use nsimage_loader::{load, LoadOptions};
 use nsimage_viewer::distribution::{
     distribution, distribution_streamed, Bucket, Distribution, DEFAULT_MAX, DEFAULT_STEP,
 };
@@ -225,19 +224,13 @@ fn draw(d: &Distribution) -> Result<String, Box<dyn std::error::Error>> {
 fn histogram(a: &Args) -> anyhow::Result<Distribution> {
     let key = super::key()?;
     let pb = super::spinner(&format!("reading {}", a.image.display()));
-    if !nsimage_loader::hdfs::is_hdfs_file(&a.image)? {
-        let mut src = ImageSource::open(&a.image)?;
-        src.unlock(key.as_ref())?;
-        a.memory.check(Skeleton::estimate(&src), &a.image)?;
+    if let Some(src) = super::memory::open_streamed(&a.image, a.memory)? {
         if let Some(d) = distribution_streamed(&src, 0, a.step, a.max)? {
             pb.finish_and_clear();
             return Ok(d);
         }
-        let inodes = src
-            .index
-            .section(nsimage_format::SectionKind::INODE)
-            .map_or(0, |s| s.records);
-        a.memory.check_load(inodes, &a.image)?;
+        a.memory
+            .check_load(super::memory::inode_count(&src), &a.image)?;
     }
     let opts = LoadOptions {
         key,

@@ -1,10 +1,16 @@
 //! `nsimage du`: per-subtree counts, bytes, space consumed, small files and
 //! quota use, like `hdfs dfs -count -q` and `du`; with `--by owner|group`,
-//! the subtree's usage per user or group instead.
+//! the subtree's usage per user or group instead. An nsimage image is
+//! streamed in bounded memory (nsimage_viewer::streamed); a Hadoop image,
+//! or one the stream cannot take, is loaded whole.
 
-use nsimage_viewer::du::{self, DuOptions, Sort};
-use nsimage_viewer::owners::{self, Key};
+use super::memory::{inode_count, open_streamed, MemoryLimit};
+use nsimage_namespace::Namespace;
+use nsimage_viewer::du::{self, DuOptions, DuReport, Sort};
+use nsimage_viewer::lookup::{load_path, PathOptions};
+use nsimage_viewer::owners::{self, Key, OwnerReport};
 use nsimage_viewer::paths::ImagePath;
+use nsimage_viewer::streamed::{self, Fallback};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -38,6 +44,11 @@ pub struct Args {
     /// One JSON document on stdout.
     #[arg(long)]
     json: bool,
+    /// Worker threads (default: available cores; at most 1024).
+    #[arg(long, default_value_t = 0, value_parser = super::parse_threads)]
+    threads: usize,
+    #[command(flatten)]
+    memory: MemoryLimit,
 }
 
 fn parse_key(s: &str) -> Result<Key, String> {
@@ -59,50 +70,66 @@ fn parse_sort(s: &str) -> Result<Sort, String> {
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let path = ImagePath::parse(&a.path)?;
-    let ns = super::ls::load_whole(&a.image)?;
-    if let Some(by) = a.by {
-        return by_key(&ns, &path, by, a.json, a.human);
-    }
-    let pb = super::spinner("summing subtrees");
-    let report = du::du(
-        &ns,
-        &path,
-        &DuOptions {
-            depth: a.depth,
-            sort: a.sort,
-        },
-    );
+    let opts = DuOptions {
+        depth: a.depth,
+        sort: a.sort,
+    };
+    let pb = super::spinner(&match a.by {
+        Some(by) => format!("summing per {}", by.name()),
+        None => "summing subtrees".to_string(),
+    });
+    let answer = answer(&a, &path, &opts);
     pb.finish_and_clear();
-    let report = report?;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    let r = if a.json {
-        serde_json::to_writer(&mut out, &du::to_json(&report))
+    let r = match answer? {
+        Answer::ByKey(report) if a.json => {
+            serde_json::to_writer(&mut out, &owners::to_json(&report))
+                .map_err(std::io::Error::from)
+                .and_then(|()| writeln!(out))
+        }
+        Answer::ByKey(report) => owners::write_text(&report, a.human, &mut out),
+        Answer::Tree(report) if a.json => serde_json::to_writer(&mut out, &du::to_json(&report))
             .map_err(std::io::Error::from)
-            .and_then(|()| writeln!(out))
-    } else {
-        du::write_text(&report, a.human, &mut out)
+            .and_then(|()| writeln!(out)),
+        Answer::Tree(report) => du::write_text(&report, a.human, &mut out),
     };
     super::ls::finish(r.and_then(|()| out.flush()))
 }
 
-fn by_key(
-    ns: &nsimage_namespace::Namespace,
-    path: &ImagePath,
-    by: Key,
-    json: bool,
-    human: bool,
-) -> anyhow::Result<ExitCode> {
-    let pb = super::spinner(&format!("summing per {}", by.name()));
-    let report = owners::usage_by(ns, path, by);
-    pb.finish_and_clear();
-    let report = report?;
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    let r = if json {
-        serde_json::to_writer(&mut out, &owners::to_json(&report))
-            .map_err(std::io::Error::from)
-            .and_then(|()| writeln!(out))
-    } else {
-        owners::write_text(&report, human, &mut out)
+/// A report of either kind.
+enum Answer {
+    Tree(DuReport),
+    ByKey(OwnerReport),
+}
+
+/// The report: streamed from an nsimage image; from a one-path lookup
+/// where the path is not a directory with children; from the whole
+/// namespace of a Hadoop image or of one the stream cannot take.
+fn answer(a: &Args, path: &ImagePath, opts: &DuOptions) -> anyhow::Result<Answer> {
+    let whole = |ns: &Namespace| -> anyhow::Result<Answer> {
+        Ok(match a.by {
+            Some(by) => Answer::ByKey(owners::usage_by(ns, path, by)?),
+            None => Answer::Tree(du::du(ns, path, opts)?),
+        })
     };
-    super::ls::finish(r.and_then(|()| out.flush()))
+    if let Some(src) = open_streamed(&a.image, a.memory)? {
+        let streamed = match a.by {
+            Some(by) => {
+                streamed::owners::usage_by_streamed(&src, path, by, a.threads)?.map(Answer::ByKey)
+            }
+            None => streamed::du::du_streamed(&src, path, opts, a.threads)?.map(Answer::Tree),
+        };
+        match streamed {
+            Ok(answer) => return Ok(answer),
+            Err(Fallback::NotATree) => {
+                let lookup = PathOptions {
+                    with_children: true,
+                    key: super::key()?,
+                };
+                return whole(&load_path(&a.image, path, &lookup)?.namespace);
+            }
+            Err(Fallback::Unstreamable) => a.memory.check_load(inode_count(&src), &a.image)?,
+        }
+    }
+    whole(&super::ls::load_whole(&a.image)?)
 }

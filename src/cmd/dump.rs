@@ -6,7 +6,6 @@ use super::memory::MemoryLimit;
 use super::output::{check_output, write_atomically};
 use super::progress::{RowCounter, Unit};
 use indicatif::ProgressBar;
-use nsimage_loader::skeleton::Skeleton;
 use nsimage_loader::ImageSource;
 use nsimage_viewer::dump::{dump, dump_streamed, DumpFormat, DumpOptions, DumpStats};
 use nsimage_viewer::ViewError;
@@ -69,11 +68,10 @@ enum Input {
 
 impl Input {
     fn open(a: &Args) -> anyhow::Result<Input> {
-        if a.format != DumpFormat::Xml && !nsimage_loader::hdfs::is_hdfs_file(&a.image)? {
-            let mut src = ImageSource::open(&a.image)?;
-            src.unlock(super::key()?.as_ref())?;
-            a.memory.check(Skeleton::estimate(&src), &a.image)?;
-            return Ok(Input::Streamed(src));
+        if a.format != DumpFormat::Xml {
+            if let Some(src) = super::memory::open_streamed(&a.image, a.memory)? {
+                return Ok(Input::Streamed(src));
+            }
         }
         let (ns, secs) = super::progress::load_with_bar(&a.image, a.threads)?;
         Ok(Input::Loaded(ns, secs))
@@ -82,10 +80,7 @@ impl Input {
     /// Rows to write, when a row is a line.
     fn rows(&self) -> u64 {
         match self {
-            Input::Streamed(src) => src
-                .index
-                .section(nsimage_format::SectionKind::INODE)
-                .map_or(0, |s| s.records),
+            Input::Streamed(src) => super::memory::inode_count(src),
             Input::Loaded(ns, _) => ns.stats().inodes,
         }
     }

@@ -1,8 +1,14 @@
 //! `nsimage find`: inodes below a path by name, type, size, time or owner.
+//! An nsimage image is streamed in bounded memory, its matches in file
+//! order (nsimage_viewer::streamed::find); `--sorted`, a Hadoop image or
+//! one the stream cannot take: the whole namespace, depth first by name.
 
-use nsimage_namespace::InodeKind;
+use super::memory::{inode_count, open_streamed, MemoryLimit};
+use nsimage_namespace::{InodeKind, Namespace};
 use nsimage_viewer::find::{self, FindOptions, SizeFilter};
+use nsimage_viewer::lookup::{load_path, PathOptions};
 use nsimage_viewer::paths::ImagePath;
+use nsimage_viewer::streamed::{self, Fallback};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -34,6 +40,16 @@ pub struct Args {
     /// JSON lines on stdout, one object per match.
     #[arg(long)]
     json: bool,
+    /// Matches depth first in name order (loads the whole namespace).
+    /// Without it, an nsimage image is streamed in bounded memory and its
+    /// matches come in the image's file order (inode id order).
+    #[arg(long)]
+    sorted: bool,
+    /// Worker threads (default: available cores; at most 1024).
+    #[arg(long, default_value_t = 0, value_parser = super::parse_threads)]
+    threads: usize,
+    #[command(flatten)]
+    memory: MemoryLimit,
 }
 
 fn parse_kind(s: &str) -> Result<InodeKind, String> {
@@ -58,12 +74,54 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         mtime_before: a.mtime_before,
         user: a.user.map(String::into_bytes),
     };
+    if !a.sorted {
+        if let Some(src) = open_streamed(&a.image, a.memory)? {
+            let mut out = std::io::BufWriter::with_capacity(1 << 20, std::io::stdout());
+            let r = streamed::find::find_streamed(
+                &src,
+                &path,
+                &opts,
+                a.json,
+                a.threads,
+                &mut out,
+                std::path::Path::new("<stdout>"),
+            );
+            match r {
+                Ok(Ok(_)) => return Ok(ExitCode::SUCCESS),
+                Err(nsimage_viewer::ViewError::Io { source, .. }) => {
+                    return super::ls::finish(Err(source))
+                }
+                Err(e) => return Err(e.into()),
+                Ok(Err(Fallback::NotATree)) => {
+                    let lookup = PathOptions {
+                        with_children: true,
+                        key: super::key()?,
+                    };
+                    let view = load_path(&a.image, &path, &lookup)?;
+                    return walk(&view.namespace, &path, &opts, a.json);
+                }
+                Ok(Err(Fallback::Unstreamable)) => {
+                    a.memory.check_load(inode_count(&src), &a.image)?
+                }
+            }
+        }
+    }
     let ns = super::ls::load_whole(&a.image)?;
+    walk(&ns, &path, &opts, a.json)
+}
+
+/// The matches of a walk of `ns`, depth first in name order.
+fn walk(
+    ns: &Namespace,
+    path: &ImagePath,
+    opts: &FindOptions,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     // A write error stops the walk and is told apart from a lookup error.
     let mut write_err = None;
-    let r = find::find_each(&ns, &path, &opts, |f| {
-        find::write_found(f, a.json, &mut out).map_err(|e| {
+    let r = find::find_each(ns, path, opts, |f| {
+        find::write_found(f, json, &mut out).map_err(|e| {
             write_err = Some(e);
             Stop::Write
         })

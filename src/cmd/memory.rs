@@ -81,6 +81,28 @@ impl MemoryLimit {
     }
 }
 
+/// `image` opened to be streamed, its key applied and its tree's estimate
+/// checked against `limit`; `None` for a Hadoop fsimage (loaded whole).
+pub fn open_streamed(
+    image: &Path,
+    limit: MemoryLimit,
+) -> anyhow::Result<Option<nsimage_loader::ImageSource>> {
+    if nsimage_loader::hdfs::is_hdfs_file(image)? {
+        return Ok(None);
+    }
+    let mut src = nsimage_loader::ImageSource::open(image)?;
+    src.unlock(super::key()?.as_ref())?;
+    limit.check(nsimage_loader::skeleton::Skeleton::estimate(&src), image)?;
+    Ok(Some(src))
+}
+
+/// Inodes in `src` (its INODE section's records).
+pub fn inode_count(src: &nsimage_loader::ImageSource) -> u64 {
+    src.index
+        .section(nsimage_format::SectionKind::INODE)
+        .map_or(0, |s| s.records)
+}
+
 /// MemAvailable from `/proc/meminfo`, in bytes.
 fn available() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;

@@ -26,7 +26,7 @@
 use crate::error::ViewError;
 use crate::paths::ImagePath;
 use crate::text::{human_size, size_text};
-use crate::walk::{join, kind_name, length, lossy, resolve};
+use crate::walk::{join, kind_name, lossy, resolve};
 use nsimage_namespace::{Attrs, Inode, InodeKind, Namespace};
 use rayon::prelude::*;
 use serde_json::json;
@@ -74,9 +74,14 @@ impl Usage {
 
     /// One inode's own share (its children not included).
     pub fn of(inode: &Inode<'_>) -> Usage {
-        match inode.attrs() {
+        Usage::of_attrs(&inode.attrs())
+    }
+
+    /// The share of an inode with these attributes.
+    pub fn of_attrs(attrs: &Attrs<'_>) -> Usage {
+        match attrs {
             Attrs::File(f) => {
-                let len = length(inode);
+                let len = f.length();
                 Usage {
                     files: 1,
                     bytes: len,
@@ -199,7 +204,50 @@ impl DuReport {
 pub fn du(ns: &Namespace, path: &ImagePath, opts: &DuOptions) -> Result<DuReport, ViewError> {
     let top = resolve(ns, path)?;
     let (_, mut rows) = summarize(top, path.canonical(), 0, opts.depth);
-    match opts.sort {
+    order(&mut rows, opts.sort);
+    Ok(DuReport {
+        path: path.canonical(),
+        depth: opts.depth,
+        sort: opts.sort,
+        rows,
+    })
+}
+
+fn row(inode: &Inode<'_>, path: Vec<u8>, depth: usize, usage: Usage) -> DuRow {
+    DuRow::new(inode.kind(), &inode.attrs(), path, depth, usage)
+}
+
+impl DuRow {
+    /// The row of an inode of `kind` with `attrs` (its quotas, if a
+    /// directory with any).
+    pub fn new(
+        kind: InodeKind,
+        attrs: &Attrs<'_>,
+        path: Vec<u8>,
+        depth: usize,
+        usage: Usage,
+    ) -> DuRow {
+        let (ns_quota, ds_quota) = match *attrs {
+            Attrs::Directory { ns_quota, ds_quota } => (
+                (ns_quota >= 0).then_some(ns_quota),
+                (ds_quota >= 0).then_some(ds_quota),
+            ),
+            _ => (None, None),
+        };
+        DuRow {
+            path,
+            depth,
+            kind,
+            usage,
+            ns_quota,
+            ds_quota,
+        }
+    }
+}
+
+/// Orders rows that are in path order by `sort` (ties by path).
+pub(crate) fn order(rows: &mut [DuRow], sort: Sort) {
+    match sort {
         Sort::Path => {}
         Sort::Bytes => rows.sort_by(|a, b| {
             b.usage
@@ -213,30 +261,6 @@ pub fn du(ns: &Namespace, path: &ImagePath, opts: &DuOptions) -> Result<DuReport
                 .cmp(&a.usage.files)
                 .then_with(|| a.path.cmp(&b.path))
         }),
-    }
-    Ok(DuReport {
-        path: path.canonical(),
-        depth: opts.depth,
-        sort: opts.sort,
-        rows,
-    })
-}
-
-fn row(inode: &Inode<'_>, path: Vec<u8>, depth: usize, usage: Usage) -> DuRow {
-    let (ns_quota, ds_quota) = match inode.attrs() {
-        Attrs::Directory { ns_quota, ds_quota } => (
-            (ns_quota >= 0).then_some(ns_quota),
-            (ds_quota >= 0).then_some(ds_quota),
-        ),
-        _ => (None, None),
-    };
-    DuRow {
-        path,
-        depth,
-        kind: inode.kind(),
-        usage,
-        ns_quota,
-        ds_quota,
     }
 }
 

@@ -167,20 +167,36 @@ impl FindOptions {
 
     /// Whether `inode` passes every filter.
     pub fn matches(&self, inode: &Inode<'_>) -> bool {
-        if self.kind.is_some_and(|k| k != inode.kind()) {
+        self.matches_found(
+            &Found {
+                path: &[],
+                id: inode.id(),
+                kind: inode.kind(),
+                length: length(inode),
+                mtime: inode.mtime(),
+                owner: inode.user(),
+            },
+            inode.name(),
+        )
+    }
+
+    /// Whether an inode named `name` with `f`'s facts (its path aside)
+    /// passes every filter.
+    pub fn matches_found(&self, f: &Found<'_>, name: &[u8]) -> bool {
+        if self.kind.is_some_and(|k| k != f.kind) {
             return false;
         }
-        if self.mtime_before.is_some_and(|t| inode.mtime() >= t) {
+        if self.mtime_before.is_some_and(|t| f.mtime >= t) {
             return false;
         }
-        if self.user.as_deref().is_some_and(|u| u != inode.user()) {
+        if self.user.as_deref().is_some_and(|u| u != f.owner) {
             return false;
         }
-        if self.size.is_some_and(|s| !s.matches(length(inode))) {
+        if self.size.is_some_and(|s| !s.matches(f.length)) {
             return false;
         }
         if let Some(g) = &self.name {
-            if !g.is_match(&*lossy(inode.name())) {
+            if !g.is_match(&*lossy(name)) {
                 return false;
             }
         }

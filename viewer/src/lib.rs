@@ -33,6 +33,7 @@ pub mod ls;
 pub mod owners;
 pub mod paths;
 pub mod stat;
+pub mod streamed;
 pub mod text;
 pub mod walk;
 

@@ -112,7 +112,13 @@ pub fn usage_by(ns: &Namespace, path: &ImagePath, by: Key) -> Result<OwnerReport
         .par_iter()
         .map(|c| subtree(*c, by))
         .reduce(Sums::new, merge);
-    let mut rows: Vec<OwnerRow> = merge(own, sums)
+    Ok(report(path, by, merge(own, sums)))
+}
+
+/// The report of `sums` (by name) for `path`: rows by bytes, most first,
+/// ties by name.
+pub(crate) fn report(path: &ImagePath, by: Key, sums: HashMap<&[u8], Usage>) -> OwnerReport {
+    let mut rows: Vec<OwnerRow> = sums
         .into_iter()
         .map(|(name, usage)| OwnerRow {
             name: name.to_vec(),
@@ -125,11 +131,11 @@ pub fn usage_by(ns: &Namespace, path: &ImagePath, by: Key) -> Result<OwnerReport
             .cmp(&a.usage.bytes)
             .then_with(|| a.name.cmp(&b.name))
     });
-    Ok(OwnerReport {
+    OwnerReport {
         path: path.canonical(),
         by,
         rows,
-    })
+    }
 }
 
 /// Writes `r` as an aligned table with a header line; with `human`, bytes

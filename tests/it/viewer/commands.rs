@@ -327,21 +327,36 @@ fn du_shows_quota_use() {
 fn find_without_filters_lists_every_inode_and_filters_match_a_direct_filter() {
     let dir = tempfile::tempdir().unwrap();
     for (img, ns) in images(dir.path()) {
-        let all = nsimage(&["find", s(&img)]);
-        assert!(all.status.success());
-        let all: Vec<String> = String::from_utf8(all.stdout)
-            .unwrap()
-            .lines()
-            .map(String::from)
-            .collect();
+        let lines = |args: &[&str]| -> Vec<String> {
+            let o = nsimage(args);
+            assert!(o.status.success());
+            String::from_utf8(o.stdout)
+                .unwrap()
+                .lines()
+                .map(String::from)
+                .collect()
+        };
+        let all = lines(&["find", s(&img), "--sorted"]);
         assert_eq!(
             all,
             all_paths(&ns),
             "every inode, depth first in name order"
         );
+        // Streamed (nsimage images): the same matches, in id order.
+        let mut streamed = lines(&["find", s(&img)]);
+        let ids: Vec<u64> = streamed
+            .iter()
+            .map(|p| ns.resolve(p.as_bytes()).unwrap())
+            .collect();
+        assert!(ids.windows(2).all(|w| w[0] < w[1]), "file order");
+        streamed.sort();
+        let mut sorted = all.clone();
+        sorted.sort();
+        assert_eq!(streamed, sorted);
         let check = |args: &[&str], keep: &dyn Fn(nsimage_namespace::Inode<'_>) -> bool| {
             let mut a = vec!["find", s(&img), "/", "--json"];
             a.extend_from_slice(args);
+            a.push("--sorted");
             let got: Vec<String> = json_lines(&nsimage(&a))
                 .iter()
                 .map(|l| l["path"].as_str().unwrap().to_string())
@@ -351,6 +366,16 @@ fn find_without_filters_lists_every_inode_and_filters_match_a_direct_filter() {
                 .filter(|p| keep(ns.inode(ns.resolve(p.as_bytes()).unwrap()).unwrap()))
                 .collect();
             assert_eq!(got, want, "{args:?}");
+            // Streamed: the same matches.
+            a.pop();
+            let mut streamed: Vec<String> = json_lines(&nsimage(&a))
+                .iter()
+                .map(|l| l["path"].as_str().unwrap().to_string())
+                .collect();
+            streamed.sort();
+            let mut want = want;
+            want.sort();
+            assert_eq!(streamed, want, "{args:?}, streamed");
             got.len()
         };
         let name = |i: nsimage_namespace::Inode<'_>| String::from_utf8(i.name().to_vec()).unwrap();
@@ -374,7 +399,7 @@ fn find_without_filters_lists_every_inode_and_filters_match_a_direct_filter() {
         });
         check(&["--mtime-before", "30"], &|i| i.mtime() < 30);
         // Below a path: the path itself first.
-        let sub = json_lines(&nsimage(&["find", s(&img), "/user", "--json"]));
+        let sub = json_lines(&nsimage(&["find", s(&img), "/user", "--json", "--sorted"]));
         assert_eq!(sub[0]["path"], "/user");
         assert_eq!(sub[0]["type"], "directory");
     }

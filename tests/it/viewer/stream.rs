@@ -347,3 +347,166 @@ fn sparse_block_ids_are_checked_by_sorting() {
     std::fs::write(&img, &dup).unwrap();
     assert_eq!(common::streamed(&img, None), Some(false));
 }
+
+/// Paths to ask about in `ns`: the root, directories with children at
+/// each of the first levels, an empty directory, a file, a missing path.
+fn paths_in(ns: &Namespace) -> Vec<String> {
+    use nsimage_namespace::InodeKind;
+    let mut out = vec!["/".to_string()];
+    let mut per_level = [0usize; 4];
+    let (mut empty, mut file) = (false, false);
+    nsimage_viewer::walk::walk(ns.root(), b"/", |inode, p, depth| {
+        let p = String::from_utf8_lossy(p).into_owned();
+        match inode.kind() {
+            InodeKind::Directory if inode.children().next().is_some() => {
+                if let Some(n) = per_level.get_mut(depth) {
+                    if *n < 2 && depth > 0 {
+                        *n += 1;
+                        out.push(p);
+                    }
+                }
+            }
+            InodeKind::Directory if !empty && depth > 0 => {
+                empty = true;
+                out.push(p);
+            }
+            InodeKind::File if !file => {
+                file = true;
+                out.push(p);
+            }
+            _ => {}
+        }
+        Ok::<(), ()>(())
+    })
+    .unwrap();
+    out.push("/no/such/path".into());
+    out
+}
+
+/// `du`, `du --by` and `find` streamed answer as the loaded namespace
+/// does, at 1 and 2 threads, at every depth and order; `find`'s matches
+/// are the same set, in id order. A path that is not a directory with
+/// children is left to a one-path lookup.
+#[test]
+fn streamed_du_and_find_equal_the_whole_namespaces() {
+    use nsimage_viewer::du::{du, DuOptions, Sort};
+    use nsimage_viewer::find::{find_each, write_found, FindOptions};
+    use nsimage_viewer::owners::{usage_by, Key};
+    use nsimage_viewer::paths::ImagePath;
+    use nsimage_viewer::streamed::{self, Fallback};
+    let dir = tempfile::tempdir().unwrap();
+    for (what, ns, opts) in namespaces() {
+        let img = dir.path().join("img.nsi");
+        std::fs::write(&img, common::image(&ns, &opts)).unwrap();
+        let full = load(&img, &LoadOptions::default()).unwrap().namespace;
+        let src = ImageSource::open(&img).unwrap();
+        let mut streamed_answers = 0;
+        let finds = [
+            FindOptions::default(),
+            FindOptions {
+                name: Some(FindOptions::glob("*1*").unwrap()),
+                kind: Some(nsimage_namespace::InodeKind::File),
+                ..FindOptions::default()
+            },
+        ];
+        for p in paths_in(&full) {
+            let path = ImagePath::parse(&p).unwrap();
+            let tree = full.root().children().next().is_some();
+            for threads in [1, 2] {
+                for (depth, sort) in [
+                    (0, Sort::Path),
+                    (1, Sort::Path),
+                    (2, Sort::Bytes),
+                    (64, Sort::Path),
+                    (3, Sort::Files),
+                ] {
+                    let o = DuOptions { depth, sort };
+                    let got = streamed::du::du_streamed(&src, &path, &o, threads).unwrap();
+                    match (got, du(&full, &path, &o)) {
+                        (Ok(g), Ok(w)) => {
+                            assert_eq!(g, w, "{what}: du {p} -d {depth}, {threads} threads");
+                            streamed_answers += 1;
+                        }
+                        (Err(Fallback::NotATree), _) => {
+                            assert!(p != "/" || !tree, "{what}: {p} streams")
+                        }
+                        (g, w) => panic!("{what}: du {p}: {g:?} against {w:?}"),
+                    }
+                }
+                for by in [Key::Owner, Key::Group] {
+                    match (
+                        streamed::owners::usage_by_streamed(&src, &path, by, threads).unwrap(),
+                        usage_by(&full, &path, by),
+                    ) {
+                        (Ok(g), Ok(w)) => {
+                            assert_eq!(g, w, "{what}: du --by {p}");
+                            streamed_answers += 1;
+                        }
+                        (Err(Fallback::NotATree), _) => {}
+                        (g, w) => panic!("{what}: du --by {p}: {g:?} against {w:?}"),
+                    }
+                }
+                for f in &finds {
+                    let mut got = Vec::new();
+                    let r = streamed::find::find_streamed(
+                        &src,
+                        &path,
+                        f,
+                        true,
+                        threads,
+                        &mut got,
+                        Path::new("got"),
+                    )
+                    .unwrap();
+                    let mut want: Vec<Vec<u8>> = Vec::new();
+                    let w = find_each(&full, &path, f, |m| {
+                        let mut line = Vec::new();
+                        write_found(m, true, &mut line).unwrap();
+                        want.push(line);
+                        Ok::<(), nsimage_viewer::ViewError>(())
+                    });
+                    match r {
+                        Ok(stats) => {
+                            w.unwrap();
+                            let lines: Vec<Vec<u8>> = got
+                                .split_inclusive(|&b| b == b'\n')
+                                .map(<[u8]>::to_vec)
+                                .collect();
+                            assert_eq!(stats.matches as usize, lines.len());
+                            let ids: Vec<u64> = lines
+                                .iter()
+                                .map(|l| {
+                                    serde_json::from_slice::<serde_json::Value>(l).unwrap()["id"]
+                                        .as_u64()
+                                        .unwrap()
+                                })
+                                .collect();
+                            assert!(
+                                ids.windows(2).all(|w| w[0] < w[1]),
+                                "{what}: find {p}: not in id order"
+                            );
+                            let (mut a, mut b) = (lines, want);
+                            a.sort();
+                            b.sort();
+                            assert!(
+                                a == b,
+                                "{what}: find {p}, {threads} threads: {} matches against {}",
+                                a.len(),
+                                b.len()
+                            );
+                            streamed_answers += 1;
+                        }
+                        Err(Fallback::NotATree) => {}
+                        Err(Fallback::Unstreamable) => panic!("{what}: not streamed"),
+                    }
+                }
+            }
+        }
+        let tree = full.root().children().next().is_some();
+        // Per streamed path: 2 thread counts, 5 du, 2 du --by, 2 find.
+        assert!(
+            !tree || streamed_answers >= 18 * 3,
+            "{what}: {streamed_answers} streamed answers"
+        );
+    }
+}

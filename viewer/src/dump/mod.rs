@@ -24,9 +24,8 @@ pub use delimited::COLUMNS as DELIMITED_COLUMNS;
 
 use crate::error::ViewError;
 use formatter::Formatter;
-use nsimage_loader::skeleton::{Skeleton, Worker};
+use nsimage_loader::skeleton::Skeleton;
 use nsimage_loader::ImageSource;
-use nsimage_namespace::BlockRules;
 use nsimage_namespace::Namespace;
 pub use paths::PathCache;
 use rayon::prelude::*;
@@ -34,10 +33,6 @@ use row::{Row, Streamed};
 use scratch::Scratch;
 use std::io::Write;
 use std::path::Path;
-
-/// Text of a streamed dump's batch of pieces, at most (one batch is
-/// formatted while the one before is written).
-const TEXT_IN_FLIGHT: usize = 12 << 20;
 
 /// Slots per range a worker formats at once.
 const CHUNK_SLOTS: u32 = 16_384;
@@ -155,10 +150,7 @@ pub fn dump_streamed(
     if !f.streams() {
         return Ok(None);
     }
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(opts.threads)
-        .build()
-        .map_err(|e| io(std::io::Error::other(e.to_string())))?;
+    let pool = crate::streamed::pool(opts.threads)?;
     let Ok(skeleton) = Skeleton::build(src, Some(&pool))? else {
         return Ok(None);
     };
@@ -170,73 +162,26 @@ pub fn dump_streamed(
     f.begin(None, 0, &mut head);
     out.write_all(&head).map_err(io)?;
     stats.bytes += head.len() as u64;
-    // Pieces formatted at once: two per worker while their text is small
-    // next to TEXT_IN_FLIGHT (the batch before is written meanwhile), down
-    // to one per worker for a format whose text is large (JSON lines),
-    // judged from the batch before.
-    let threads = stats.threads.max(1);
-    let mut batch = threads;
-    // Each piece: its text, its rows, what the block rules need of it.
-    // (Its text sized from the piece's bytes: a row takes about as many
-    // bytes as its record.)
-    let format_piece = |(work, scratch): &mut (Worker, Scratch),
-                        i: usize|
-     -> Result<((Vec<u8>, u64), BlockRules), ViewError> {
-        let hint = usize::try_from(skeleton.piece_bytes(i).min(64 << 20)).unwrap_or(0);
-        let mut buf = Vec::with_capacity(hint.saturating_add(hint / 2));
-        let mut n = 0u64;
-        let rules = skeleton.for_each_in_piece(src, i, work, |node, parent, _| {
-            let row = Streamed::new(node, parent, &skeleton);
-            f.inode(0, &Row::Stream(&row), scratch, &mut buf);
-            n += 1;
-            Ok(())
-        })?;
-        Ok(((buf, n), rules))
-    };
-    let mut rules = BlockRules::default();
-    pool.install(|| -> Result<(), ViewError> {
-        let mut pending: Vec<(Vec<u8>, u64)> = Vec::new();
-        let mut start = 0usize;
-        while start < skeleton.piece_count() {
-            let end = start.saturating_add(batch).min(skeleton.piece_count());
-            let group: Vec<usize> = (start..end).collect();
-            start = end;
-            let (written, next) = rayon::join(
-                || write_all(out, &pending),
-                || {
-                    group
-                        .par_iter()
-                        .map_init(
-                            || (skeleton.worker(), Scratch::new()),
-                            |state, &i| format_piece(state, i),
-                        )
-                        .collect::<Vec<_>>()
-                        // The first error in file order, whatever the
-                        // thread count.
-                        .into_iter()
-                        .collect::<Result<Vec<_>, ViewError>>()
-                },
-            );
-            let (bytes, rows) = written.map_err(io)?;
-            stats.bytes += bytes;
-            stats.rows += rows;
-            pending = Vec::with_capacity(group.len());
-            for (text, r) in next? {
-                pending.push(text);
-                rules.merge(r);
-            }
-            let text: usize = pending.iter().map(|(t, _)| t.len()).sum();
-            let per_piece = text / pending.len().max(1);
-            batch = (TEXT_IN_FLIGHT / per_piece.max(1)).clamp(threads, threads * 2);
-        }
-        let (bytes, rows) = write_all(out, &pending).map_err(io)?;
-        stats.bytes += bytes;
-        stats.rows += rows;
-        Ok(())
-    })?;
-    // The block rules hold only once every record is read: a broken one
-    // fails the dump after its rows (a file given with -o is never left).
-    skeleton.check_blocks(src, &rules)?;
+    let written = crate::streamed::write_in_order(
+        &skeleton,
+        src,
+        &pool,
+        out,
+        out_name,
+        Scratch::new,
+        |(work, scratch), i, buf| {
+            let mut n = 0u64;
+            let rules = skeleton.for_each_in_piece(src, i, work, |node, parent, _| {
+                let row = Streamed::new(node, parent, &skeleton);
+                f.inode(0, &Row::Stream(&row), scratch, buf);
+                n += 1;
+                Ok(())
+            })?;
+            Ok((n, rules))
+        },
+    )?;
+    stats.bytes += written.bytes;
+    stats.rows += written.rows;
     let mut tail = Vec::new();
     f.end(None, 0, &mut tail);
     out.write_all(&tail).map_err(io)?;

@@ -4,9 +4,7 @@
 
 use super::scratch::Scratch;
 use nsimage_loader::skeleton::{DirIndex, Skeleton};
-use nsimage_namespace::{
-    Attrs, Extra, FileAttrs, Inode, InodeKind, LoadedBody, LoadedNode, Namespace, Perm, StringTable,
-};
+use nsimage_namespace::{Attrs, Extra, Inode, InodeKind, LoadedNode, Namespace, Perm, StringTable};
 
 /// One inode to format.
 #[derive(Clone, Copy)]
@@ -73,11 +71,7 @@ impl Row<'_> {
     pub(crate) fn kind(&self) -> InodeKind {
         match self {
             Row::Tree(_, i) => i.kind(),
-            Row::Stream(s) => match s.node.body {
-                LoadedBody::File { .. } => InodeKind::File,
-                LoadedBody::Directory { .. } => InodeKind::Directory,
-                LoadedBody::Symlink { .. } => InodeKind::Symlink,
-            },
+            Row::Stream(s) => s.node.body.kind(),
         }
     }
 
@@ -126,25 +120,7 @@ impl Row<'_> {
     pub(crate) fn attrs(&self) -> Attrs<'_> {
         match self {
             Row::Tree(_, i) => i.attrs(),
-            Row::Stream(s) => match s.node.body {
-                LoadedBody::File {
-                    atime,
-                    replication,
-                    preferred_block_size,
-                    storage_policy,
-                    blocks,
-                } => Attrs::File(FileAttrs {
-                    atime,
-                    preferred_block_size,
-                    replication,
-                    storage_policy,
-                    blocks,
-                }),
-                LoadedBody::Directory { ns_quota, ds_quota } => {
-                    Attrs::Directory { ns_quota, ds_quota }
-                }
-                LoadedBody::Symlink { target } => Attrs::Symlink { target },
-            },
+            Row::Stream(s) => s.node.body.attrs(),
         }
     }
 

@@ -1,0 +1,118 @@
+//! [`write_in_order`]: text made from each INODE piece on a pool, written
+//! in file order while the next pieces are made, so the output is the
+//! same bytes for any thread count and only two batches of pieces' text
+//! are held at once.
+
+use crate::error::ViewError;
+use nsimage_loader::skeleton::{Skeleton, Worker};
+use nsimage_namespace::BlockRules;
+use rayon::prelude::*;
+use std::io::Write;
+use std::path::Path;
+
+/// Text of a batch of pieces, at most (one batch is made while the one
+/// before is written).
+const TEXT_IN_FLIGHT: usize = 12 << 20;
+
+/// What [`write_in_order`] wrote.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Written {
+    pub(crate) bytes: u64,
+    pub(crate) rows: u64,
+}
+
+/// Makes the text of every INODE piece of `skeleton` with `piece(state,
+/// i, buf)` (which appends piece `i`'s text to `buf` and returns its rows
+/// and what the block rules need of it) on `pool`, each worker with its
+/// own state from `init`, and writes the pieces' text to `out` in file
+/// order. A batch is two pieces per worker while their text is small next
+/// to [`TEXT_IN_FLIGHT`], down to one per worker for text that is large,
+/// judged from the batch before. The block rules are checked once every
+/// piece is read, after the text (a file given with -o is never left).
+///
+/// # Errors
+/// The first piece's error in file order, whatever the thread count; a
+/// write error, naming `out_name`; a broken block rule.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn write_in_order<S: Send>(
+    skeleton: &Skeleton,
+    src: &nsimage_loader::ImageSource,
+    pool: &rayon::ThreadPool,
+    out: &mut (dyn Write + Send),
+    out_name: &Path,
+    init: impl Fn() -> S + Sync,
+    piece: impl Fn(&mut (Worker, S), usize, &mut Vec<u8>) -> Result<(u64, BlockRules), ViewError> + Sync,
+) -> Result<Written, ViewError> {
+    let io = |source: std::io::Error| ViewError::Io {
+        path: out_name.to_path_buf(),
+        source,
+    };
+    let threads = pool.current_num_threads().max(1);
+    let mut batch = threads;
+    let mut done = Written::default();
+    // Each piece's text sized from its bytes: a row takes about as many
+    // bytes as its record.
+    let make =
+        |state: &mut (Worker, S), i: usize| -> Result<((Vec<u8>, u64), BlockRules), ViewError> {
+            let hint = usize::try_from(skeleton.piece_bytes(i).min(64 << 20)).unwrap_or(0);
+            let mut buf = Vec::with_capacity(hint.saturating_add(hint / 2));
+            let (rows, rules) = piece(state, i, &mut buf)?;
+            Ok(((buf, rows), rules))
+        };
+    let mut rules = BlockRules::default();
+    pool.install(|| -> Result<(), ViewError> {
+        let mut pending: Vec<(Vec<u8>, u64)> = Vec::new();
+        let mut start = 0usize;
+        while start < skeleton.piece_count() {
+            let end = start.saturating_add(batch).min(skeleton.piece_count());
+            let group: Vec<usize> = (start..end).collect();
+            start = end;
+            let (written, next) = rayon::join(
+                || write_all(out, &pending),
+                || {
+                    group
+                        .par_iter()
+                        .map_init(|| (skeleton.worker(), init()), |state, &i| make(state, i))
+                        .collect::<Vec<_>>()
+                        // The first error in file order, whatever the
+                        // thread count.
+                        .into_iter()
+                        .collect::<Result<Vec<_>, ViewError>>()
+                },
+            );
+            done.add(written.map_err(io)?);
+            pending = Vec::with_capacity(group.len());
+            for (text, r) in next? {
+                pending.push(text);
+                rules.merge(r);
+            }
+            let text: usize = pending.iter().map(|(t, _)| t.len()).sum();
+            let per_piece = text / pending.len().max(1);
+            batch = (TEXT_IN_FLIGHT / per_piece.max(1)).clamp(threads, threads * 2);
+        }
+        done.add(write_all(out, &pending).map_err(io)?);
+        Ok(())
+    })?;
+    skeleton.check_blocks(src, &rules)?;
+    Ok(done)
+}
+
+impl Written {
+    fn add(&mut self, o: Written) {
+        self.bytes = self.bytes.saturating_add(o.bytes);
+        self.rows = self.rows.saturating_add(o.rows);
+    }
+}
+
+/// Writes pieces' text in order.
+fn write_all(out: &mut (dyn Write + Send), bufs: &[(Vec<u8>, u64)]) -> std::io::Result<Written> {
+    let mut w = Written::default();
+    for (b, n) in bufs {
+        out.write_all(b)?;
+        w.add(Written {
+            bytes: b.len() as u64,
+            rows: *n,
+        });
+    }
+    Ok(w)
+}
