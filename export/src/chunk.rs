@@ -47,16 +47,17 @@ pub(crate) fn encode(
     let close = {
         let pages = Box::new(SerializedPageWriter::new(&mut sink));
         let def = column.def.as_deref();
-        match (descr.physical_type(), &column.values) {
+        match (descr.physical_type(), column.values) {
             (PhysicalType::INT32, Values::Int32(v)) => {
-                write::<Int32Type>(descr, props, pages, v, def)?
+                write::<Int32Type>(descr, props, pages, &v, def)?
             }
             (PhysicalType::INT64, Values::Int64(v)) => {
-                write::<Int64Type>(descr, props, pages, v, def)?
+                write::<Int64Type>(descr, props, pages, &v, def)?
             }
-            (PhysicalType::BYTE_ARRAY, Values::Bytes(v)) => {
-                write::<ByteArrayType>(descr, props, pages, v, def)?
-            }
+            (PhysicalType::BYTE_ARRAY, v) => match v.into_byte_arrays() {
+                Some(v) => write::<ByteArrayType>(descr, props, pages, &v, def)?,
+                None => return Err(mismatch(&descr, "values of another physical type")),
+            },
             _ => return Err(mismatch(&descr, "values of another physical type")),
         }
     };

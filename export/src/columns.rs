@@ -79,6 +79,28 @@ pub(crate) enum Values {
     Int64(Vec<i64>),
     /// BYTE_ARRAY values.
     Bytes(Vec<ByteArray>),
+    /// BYTE_ARRAY values held as one buffer and each value's end, made
+    /// into [`ByteArray`]s (32 bytes each) only while the column is
+    /// encoded, so a row group under construction holds its text once.
+    Text(Text),
+    /// BYTE_ARRAY values from a small dictionary, by index (likewise).
+    Indexed(Vec<ByteArray>, Vec<u32>),
+}
+
+impl Values {
+    /// BYTE_ARRAY values as the encoder takes them; `None` for numbers.
+    pub(crate) fn into_byte_arrays(self) -> Option<Vec<ByteArray>> {
+        match self {
+            Values::Bytes(v) => Some(v),
+            Values::Text(t) => Some(t.into_byte_arrays()),
+            Values::Indexed(dict, idx) => Some(
+                idx.iter()
+                    .map(|&i| dict.get(i as usize).cloned().unwrap_or_default())
+                    .collect(),
+            ),
+            Values::Int32(_) | Values::Int64(_) => None,
+        }
+    }
 }
 
 /// One column of a row group: its values (the non-null ones) and, for an
@@ -126,7 +148,7 @@ impl Sink<ByteArray> for Vec<ByteArray> {
 /// Byte strings copied into one buffer, cut into values at the end (one
 /// allocation per column chunk, not one per value).
 #[derive(Default)]
-struct Text {
+pub(crate) struct Text {
     data: Vec<u8>,
     ends: Vec<usize>,
 }
@@ -146,18 +168,23 @@ impl Sink<&[u8]> for Text {
         self.ends.push(self.data.len());
     }
     fn finish(self) -> Values {
+        Values::Text(self)
+    }
+}
+
+impl Text {
+    /// The values, sharing one copy of the bytes.
+    fn into_byte_arrays(self) -> Vec<ByteArray> {
         let data = Bytes::from(self.data);
         let mut start = 0;
-        let values = self
-            .ends
+        self.ends
             .into_iter()
             .map(|end| {
                 let v = ByteArray::from(data.slice(start..end));
                 start = end;
                 v
             })
-            .collect();
-        Values::Bytes(values)
+            .collect()
     }
 }
 
@@ -234,27 +261,37 @@ impl<S> Optional<S> {
 /// ids: each name is made valid UTF-8 once per row group, and every row
 /// shares its bytes.
 struct Names {
-    index: HashMap<u32, ByteArray>,
-    column: Required<Vec<ByteArray>>,
+    /// String id to its index in `dict`.
+    index: HashMap<u32, u32>,
+    dict: Vec<ByteArray>,
+    rows: Vec<u32>,
 }
 
 impl Names {
     fn new(rows: usize) -> Names {
         Names {
             index: HashMap::new(),
-            column: Required(Vec::with_capacity(rows)),
+            dict: Vec::new(),
+            rows: Vec::with_capacity(rows),
         }
     }
 
     fn push(&mut self, id: u32, bytes: &[u8]) {
-        let v = self
-            .index
-            .entry(id)
-            .or_insert_with(|| {
-                ByteArray::from(String::from_utf8_lossy(bytes).into_owned().into_bytes())
-            })
-            .clone();
-        self.column.add(v);
+        let dict = &mut self.dict;
+        let i = *self.index.entry(id).or_insert_with(|| {
+            dict.push(ByteArray::from(
+                String::from_utf8_lossy(bytes).into_owned().into_bytes(),
+            ));
+            u32::try_from(dict.len().saturating_sub(1)).unwrap_or(u32::MAX)
+        });
+        self.rows.push(i);
+    }
+
+    fn finish(self) -> Column {
+        Column {
+            values: Values::Indexed(self.dict, self.rows),
+            def: None,
+        }
     }
 }
 
@@ -273,121 +310,195 @@ fn ms(v: u64) -> Option<i64> {
     i64::try_from(v).ok()
 }
 
-/// The live inodes of `range`, in slot order, column by column in the
-/// schema's order.
-pub(crate) fn build(ns: &Namespace, range: Range<u32>) -> Vec<Column> {
-    let rows = range.len();
-    let mut id = Required(Vec::<i64>::with_capacity(rows));
-    let mut parent = Optional::new(Vec::<i64>::with_capacity(rows), rows);
-    let mut path = Required(Text::with_capacity(rows, rows * 64));
-    let mut path_raw = Optional::new(Text::default(), rows);
-    let mut name = Required(Text::with_capacity(rows, rows * 16));
-    let mut kind = Required(Vec::<ByteArray>::with_capacity(rows));
-    let mut size = Required(Vec::<i64>::with_capacity(rows));
-    let mut blocks = Required(Vec::<i32>::with_capacity(rows));
-    let mut replication = Optional::new(Vec::<i32>::with_capacity(rows), rows);
-    let mut pbs = Optional::new(Vec::<i64>::with_capacity(rows), rows);
-    let mut policy = Optional::new(Vec::<i32>::with_capacity(rows), rows);
-    let mut mtime = Optional::new(Vec::<i64>::with_capacity(rows), rows);
-    let mut atime = Optional::new(Vec::<i64>::with_capacity(rows), rows);
-    let mut perm = Required(Vec::<i32>::with_capacity(rows));
-    let mut perm_s = Required(Text::with_capacity(rows, rows * 10));
-    let mut owner = Names::new(rows);
-    let mut group = Names::new(rows);
-    let mut target = Optional::new(Text::default(), rows);
-    let mut nsq = Optional::new(Vec::<i64>::with_capacity(rows), rows);
-    let mut dsq = Optional::new(Vec::<i64>::with_capacity(rows), rows);
-    let kinds =
-        ["FILE", "DIRECTORY", "SYMLINK"].map(|k| ByteArray::from(Bytes::from_static(k.as_bytes())));
-    let mut cache = PathCache::new();
-    let mut buf: Vec<u8> = Vec::with_capacity(512);
-    for slot in range {
-        let Some(inode) = ns.at(slot) else { continue };
-        id.add(u64_bits(inode.id()));
-        parent.add_option(inode.parent().map(u64_bits));
-        buf.clear();
-        cache.push_path(ns, &inode, &mut buf);
-        match std::str::from_utf8(&buf) {
+/// What a row holds of one inode, from a loaded namespace or from a
+/// record streamed from an image.
+pub(crate) struct RowFacts<'a> {
+    pub(crate) id: u64,
+    pub(crate) parent: Option<u64>,
+    pub(crate) path: &'a [u8],
+    pub(crate) name: &'a [u8],
+    pub(crate) kind: InodeKind,
+    pub(crate) mtime: u64,
+    pub(crate) mode: u16,
+    /// The owner's string id and bytes.
+    pub(crate) user: (u32, &'a [u8]),
+    /// The group's string id and bytes.
+    pub(crate) group: (u32, &'a [u8]),
+    pub(crate) attrs: Attrs<'a>,
+}
+
+/// The columns of one row group under construction.
+pub(crate) struct Builder {
+    id: Required<Vec<i64>>,
+    parent: Optional<Vec<i64>>,
+    path: Required<Text>,
+    path_raw: Optional<Text>,
+    name: Required<Text>,
+    kind: Vec<u32>,
+    size: Required<Vec<i64>>,
+    blocks: Required<Vec<i32>>,
+    replication: Optional<Vec<i32>>,
+    pbs: Optional<Vec<i64>>,
+    policy: Optional<Vec<i32>>,
+    mtime: Optional<Vec<i64>>,
+    atime: Optional<Vec<i64>>,
+    perm: Required<Vec<i32>>,
+    perm_s: Required<Text>,
+    owner: Names,
+    group: Names,
+    target: Optional<Text>,
+    nsq: Optional<Vec<i64>>,
+    dsq: Optional<Vec<i64>>,
+    kinds: [ByteArray; 3],
+}
+
+impl Builder {
+    /// A row group of about `rows` rows.
+    pub(crate) fn new(rows: usize) -> Builder {
+        Builder {
+            id: Required(Vec::with_capacity(rows)),
+            parent: Optional::new(Vec::with_capacity(rows), rows),
+            path: Required(Text::with_capacity(rows, rows * 64)),
+            path_raw: Optional::new(Text::default(), rows),
+            name: Required(Text::with_capacity(rows, rows * 16)),
+            kind: Vec::with_capacity(rows),
+            size: Required(Vec::with_capacity(rows)),
+            blocks: Required(Vec::with_capacity(rows)),
+            replication: Optional::new(Vec::with_capacity(rows), rows),
+            pbs: Optional::new(Vec::with_capacity(rows), rows),
+            policy: Optional::new(Vec::with_capacity(rows), rows),
+            mtime: Optional::new(Vec::with_capacity(rows), rows),
+            atime: Optional::new(Vec::with_capacity(rows), rows),
+            perm: Required(Vec::with_capacity(rows)),
+            perm_s: Required(Text::with_capacity(rows, rows * 10)),
+            owner: Names::new(rows),
+            group: Names::new(rows),
+            target: Optional::new(Text::default(), rows),
+            nsq: Optional::new(Vec::with_capacity(rows), rows),
+            dsq: Optional::new(Vec::with_capacity(rows), rows),
+            kinds: ["FILE", "DIRECTORY", "SYMLINK"]
+                .map(|k| ByteArray::from(Bytes::from_static(k.as_bytes()))),
+        }
+    }
+
+    /// Appends one row.
+    pub(crate) fn add(&mut self, r: &RowFacts<'_>) {
+        self.id.add(u64_bits(r.id));
+        self.parent.add_option(r.parent.map(u64_bits));
+        match std::str::from_utf8(r.path) {
             Ok(_) => {
-                path.add(buf.as_slice());
-                path_raw.null();
+                self.path.add(r.path);
+                self.path_raw.null();
             }
             Err(_) => {
-                path.add(String::from_utf8_lossy(&buf).as_bytes());
-                path_raw.add(buf.as_slice());
+                self.path.add(String::from_utf8_lossy(r.path).as_bytes());
+                self.path_raw.add(r.path);
             }
         }
-        name.add(String::from_utf8_lossy(inode.name()).as_bytes());
-        let k = inode.kind();
-        let kind_index = match k {
+        self.name.add(String::from_utf8_lossy(r.name).as_bytes());
+        let kind_index = match r.kind {
             InodeKind::File => 0,
             InodeKind::Directory => 1,
             InodeKind::Symlink => 2,
         };
-        kind.add(kinds[kind_index].clone());
-        mtime.add_option(ms(inode.mtime()));
-        let mode = inode.mode();
-        perm.add(i32::from(mode));
-        perm_s.add(nsimage_viewer::text::permission_string(k, mode).as_bytes());
-        let p = inode.perm();
-        owner.push(p.user(), inode.user());
-        group.push(p.group(), inode.group());
-        match inode.attrs() {
+        self.kind.push(kind_index);
+        self.mtime.add_option(ms(r.mtime));
+        self.perm.add(i32::from(r.mode));
+        self.perm_s
+            .add(nsimage_viewer::text::permission_string(r.kind, r.mode).as_bytes());
+        self.owner.push(r.user.0, r.user.1);
+        self.group.push(r.group.0, r.group.1);
+        match r.attrs {
             Attrs::File(f) => {
-                size.add(u64_bits(f.length()));
-                blocks.add(u32_bits(u32::try_from(f.blocks.len()).unwrap_or(u32::MAX)));
-                replication.add(i32::from(f.replication));
-                pbs.add(u64_bits(f.preferred_block_size));
-                policy.add(i32::from(f.storage_policy));
-                atime.add_option(ms(f.atime));
-                target.null();
-                nsq.null();
-                dsq.null();
+                self.size.add(u64_bits(f.length()));
+                self.blocks
+                    .add(u32_bits(u32::try_from(f.blocks.len()).unwrap_or(u32::MAX)));
+                self.replication.add(i32::from(f.replication));
+                self.pbs.add(u64_bits(f.preferred_block_size));
+                self.policy.add(i32::from(f.storage_policy));
+                self.atime.add_option(ms(f.atime));
+                self.target.null();
+                self.nsq.null();
+                self.dsq.null();
             }
             Attrs::Directory { ns_quota, ds_quota } => {
-                size.add(0);
-                blocks.add(0);
-                replication.null();
-                pbs.null();
-                policy.null();
-                atime.null();
-                target.null();
-                nsq.add_option((ns_quota >= 0).then_some(ns_quota));
-                dsq.add_option((ds_quota >= 0).then_some(ds_quota));
+                self.size.add(0);
+                self.blocks.add(0);
+                self.replication.null();
+                self.pbs.null();
+                self.policy.null();
+                self.atime.null();
+                self.target.null();
+                self.nsq.add_option((ns_quota >= 0).then_some(ns_quota));
+                self.dsq.add_option((ds_quota >= 0).then_some(ds_quota));
             }
             Attrs::Symlink { target: t } => {
-                size.add(0);
-                blocks.add(0);
-                replication.null();
-                pbs.null();
-                policy.null();
-                atime.null();
-                target.add(String::from_utf8_lossy(t).as_bytes());
-                nsq.null();
-                dsq.null();
+                self.size.add(0);
+                self.blocks.add(0);
+                self.replication.null();
+                self.pbs.null();
+                self.policy.null();
+                self.atime.null();
+                self.target.add(String::from_utf8_lossy(t).as_bytes());
+                self.nsq.null();
+                self.dsq.null();
             }
         }
     }
-    vec![
-        id.finish(),
-        parent.finish(),
-        path.finish::<&[u8]>(),
-        path_raw.finish::<&[u8]>(),
-        name.finish::<&[u8]>(),
-        kind.finish(),
-        size.finish(),
-        blocks.finish(),
-        replication.finish(),
-        pbs.finish(),
-        policy.finish(),
-        mtime.finish(),
-        atime.finish(),
-        perm.finish(),
-        perm_s.finish::<&[u8]>(),
-        owner.column.finish(),
-        group.column.finish(),
-        target.finish::<&[u8]>(),
-        nsq.finish(),
-        dsq.finish(),
-    ]
+
+    /// The columns, in the schema's order.
+    pub(crate) fn finish(self) -> Vec<Column> {
+        vec![
+            self.id.finish(),
+            self.parent.finish(),
+            self.path.finish::<&[u8]>(),
+            self.path_raw.finish::<&[u8]>(),
+            self.name.finish::<&[u8]>(),
+            Column {
+                values: Values::Indexed(self.kinds.to_vec(), self.kind),
+                def: None,
+            },
+            self.size.finish(),
+            self.blocks.finish(),
+            self.replication.finish(),
+            self.pbs.finish(),
+            self.policy.finish(),
+            self.mtime.finish(),
+            self.atime.finish(),
+            self.perm.finish(),
+            self.perm_s.finish::<&[u8]>(),
+            self.owner.finish(),
+            self.group.finish(),
+            self.target.finish::<&[u8]>(),
+            self.nsq.finish(),
+            self.dsq.finish(),
+        ]
+    }
+}
+
+/// The live inodes of `range`, in slot order, column by column in the
+/// schema's order.
+pub(crate) fn build(ns: &Namespace, range: Range<u32>) -> Vec<Column> {
+    let mut b = Builder::new(range.len());
+    let mut cache = PathCache::new();
+    let mut buf: Vec<u8> = Vec::with_capacity(512);
+    for slot in range {
+        let Some(inode) = ns.at(slot) else { continue };
+        buf.clear();
+        cache.push_path(ns, &inode, &mut buf);
+        let p = inode.perm();
+        b.add(&RowFacts {
+            id: inode.id(),
+            parent: inode.parent(),
+            path: &buf,
+            name: inode.name(),
+            kind: inode.kind(),
+            mtime: inode.mtime(),
+            mode: inode.mode(),
+            user: (p.user(), inode.user()),
+            group: (p.group(), inode.group()),
+            attrs: inode.attrs(),
+        });
+    }
+    b.finish()
 }

@@ -2,8 +2,9 @@
 
 use std::path::PathBuf;
 
-/// What can go wrong in an export. None of them is a data error: the
-/// namespace was loaded (and checked) before.
+/// What can go wrong in an export. Only [`ExportError::Load`] is a data
+/// error (an image streamed piece by piece, refused as a load refuses it);
+/// a loaded namespace was checked before.
 #[derive(Debug, thiserror::Error)]
 pub enum ExportError {
     /// Reading or writing a file failed.
@@ -25,6 +26,12 @@ pub enum ExportError {
         /// What it holds.
         kind: &'static str,
     },
+    /// The image streamed was refused (a located [`LoadError::Corrupt`]
+    /// for damage).
+    ///
+    /// [`LoadError::Corrupt`]: nsimage_loader::LoadError::Corrupt
+    #[error(transparent)]
+    Load(#[from] nsimage_loader::LoadError),
     /// The Parquet encoder refused what it was given.
     #[error("parquet: {0}")]
     Parquet(#[from] parquet::errors::ParquetError),

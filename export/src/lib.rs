@@ -18,10 +18,12 @@ mod columns;
 mod error;
 mod options;
 mod output;
+mod stream;
 mod write;
 
 pub use columns::schema;
 pub use error::ExportError;
 pub use options::{ExportOptions, ExportStats, DEFAULT_ROW_GROUP_ROWS};
 pub use output::{export_to_path, is_dataset_target, part_name};
+pub use stream::export_streamed_to_path;
 pub use write::{row_group_ranges, write_parts};

@@ -107,6 +107,31 @@ pub fn export_to_path(
     opts: &ExportOptions,
     out: &Path,
 ) -> Result<ExportStats, ExportError> {
+    export_via(opts, out, &mut |per_file, open, close| {
+        write_parts(ns, opts, per_file, open, close)
+    })
+}
+
+/// The writer of one output file.
+pub(crate) type Part = BufWriter<File>;
+/// Opens part `k`.
+pub(crate) type Open<'a> = dyn FnMut(usize) -> Result<Part, ExportError> + Send + 'a;
+/// Closes part `k`, giving its size.
+pub(crate) type Close<'a> = dyn FnMut(usize, Part) -> Result<u64, ExportError> + Send + 'a;
+
+/// Writes the parts: given the row groups per file (`None`: one file),
+/// opening and closing each.
+pub(crate) type WriteParts<'a> =
+    dyn FnMut(Option<u32>, &mut Open<'_>, &mut Close<'_>) -> Result<ExportStats, ExportError> + 'a;
+
+/// Exports to `out` (as [`export_to_path`] says) what `write` writes into
+/// the parts it opens and closes, given the row groups per file (`None`:
+/// one file).
+pub(crate) fn export_via(
+    opts: &ExportOptions,
+    out: &Path,
+    write: &mut WriteParts<'_>,
+) -> Result<ExportStats, ExportError> {
     let dataset = is_dataset_target(out);
     let (dir, file_name) = if dataset {
         std::fs::create_dir_all(out).map_err(io(out))?;
@@ -154,7 +179,7 @@ pub fn export_to_path(
             Ok(len)
         };
         let groups_per_file = dataset.then_some(opts.row_groups_per_file);
-        write_parts(ns, opts, groups_per_file, &mut open, &mut close)
+        write(groups_per_file, &mut open, &mut close)
     };
     match result {
         Ok(stats) => {

@@ -2,7 +2,7 @@
 //! in order to one file or to the parts of a dataset.
 
 use crate::chunk::{append, encode, Chunk};
-use crate::columns::{build, schema};
+use crate::columns::{build, schema, Column};
 use crate::error::ExportError;
 use crate::options::{ExportOptions, ExportStats};
 use nsimage_namespace::Namespace;
@@ -72,9 +72,44 @@ struct Encoded {
     rows: u64,
 }
 
-/// Builds the columns of `range` and encodes them into column chunks.
-fn encode_group(ns: &Namespace, enc: &Encoder, range: Range<u32>) -> Result<Encoded, ExportError> {
-    let columns = build(ns, range);
+/// Where the row groups' columns come from: a loaded namespace's slot
+/// ranges ([`Slots`]) or an image streamed piece by piece.
+pub(crate) trait Groups: Sync {
+    /// Row groups.
+    fn count(&self) -> usize;
+    /// The columns of row group `g`.
+    fn build(&self, g: usize) -> Result<Vec<Column>, ExportError>;
+    /// Row groups each worker builds at once: two keep the workers busy
+    /// while the writer appends; one halves the memory in flight.
+    fn per_worker(&self) -> usize {
+        2
+    }
+    /// Called once every row group is built, before the last file is
+    /// closed: the checks that need every row.
+    fn finish(&self) -> Result<(), ExportError> {
+        Ok(())
+    }
+}
+
+/// The row groups of a loaded namespace: ranges of slots.
+struct Slots<'a> {
+    ns: &'a Namespace,
+    ranges: Vec<Range<u32>>,
+}
+
+impl Groups for Slots<'_> {
+    fn count(&self) -> usize {
+        self.ranges.len()
+    }
+    fn build(&self, g: usize) -> Result<Vec<Column>, ExportError> {
+        let r = self.ranges.get(g).cloned().unwrap_or(0..0);
+        Ok(build(self.ns, r))
+    }
+}
+
+/// Builds the columns of row group `g` and encodes them into column chunks.
+fn encode_group(groups: &dyn Groups, enc: &Encoder, g: usize) -> Result<Encoded, ExportError> {
+    let columns = groups.build(g)?;
     let descrs = enc.schema.columns();
     if columns.len() != descrs.len() {
         return Err(ExportError::Internal {
@@ -127,16 +162,16 @@ fn append_group<W: Write + Send>(
 /// batch (two per worker), handing each to `sink` in order while the next
 /// batch is encoded.
 fn run_groups(
-    ns: &Namespace,
+    groups: &dyn Groups,
     pool: &rayon::ThreadPool,
     enc: &Encoder,
-    groups: &[Range<u32>],
     sink: &mut (dyn FnMut(Encoded) -> Result<(), ExportError> + Send),
 ) -> Result<(), ExportError> {
-    let batch = pool.current_num_threads().max(1) * 2;
+    let batch = pool.current_num_threads().max(1) * groups.per_worker().max(1);
+    let all: Vec<usize> = (0..groups.count()).collect();
     pool.install(|| {
         let mut pending: Vec<Encoded> = Vec::new();
-        for group in groups.chunks(batch) {
+        for group in all.chunks(batch) {
             let (written, next) = rayon::join(
                 || {
                     std::mem::take(&mut pending)
@@ -146,7 +181,7 @@ fn run_groups(
                 || {
                     group
                         .par_iter()
-                        .map(|r| encode_group(ns, enc, r.clone()))
+                        .map(|&g| encode_group(groups, enc, g))
                         .collect::<Result<Vec<_>, _>>()
                 },
             );
@@ -157,7 +192,7 @@ fn run_groups(
     })
 }
 
-fn pool(threads: usize) -> Result<rayon::ThreadPool, ExportError> {
+pub(crate) fn pool(threads: usize) -> Result<rayon::ThreadPool, ExportError> {
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()
@@ -178,15 +213,30 @@ pub fn write_parts<W: Write + Send>(
     close: &mut (dyn FnMut(usize, W) -> Result<u64, ExportError> + Send),
 ) -> Result<ExportStats, ExportError> {
     let pool = pool(opts.threads)?;
+    let slots = Slots {
+        ns,
+        ranges: row_group_ranges(ns, opts.row_group_rows),
+    };
+    write_groups(&slots, &pool, opts, groups_per_file, open, close)
+}
+
+/// [`write_parts`] of any [`Groups`], on `pool`.
+pub(crate) fn write_groups<W: Write + Send>(
+    groups: &dyn Groups,
+    pool: &rayon::ThreadPool,
+    opts: &ExportOptions,
+    groups_per_file: Option<u32>,
+    open: &mut (dyn FnMut(usize) -> Result<W, ExportError> + Send),
+    close: &mut (dyn FnMut(usize, W) -> Result<u64, ExportError> + Send),
+) -> Result<ExportStats, ExportError> {
     let props = properties(opts)?;
     let enc = Encoder {
         schema: SchemaDescriptor::new(schema()?),
         props: props.clone(),
     };
-    let groups = row_group_ranges(ns, opts.row_group_rows);
     let per_file = match groups_per_file {
         Some(n) => n.max(1) as usize,
-        None => groups.len().max(1),
+        None => groups.count().max(1),
     };
     let mut stats = ExportStats {
         threads: pool.current_num_threads(),
@@ -204,7 +254,7 @@ pub fn write_parts<W: Write + Send>(
         Ok(())
     };
     let mut index = 0usize;
-    run_groups(ns, &pool, &enc, &groups, &mut |e: Encoded| {
+    run_groups(groups, pool, &enc, &mut |e: Encoded| {
         if index.is_multiple_of(per_file) {
             if let Some(w) = current.take() {
                 finish(&mut stats, w, close)?;
@@ -223,6 +273,7 @@ pub fn write_parts<W: Write + Send>(
             }),
         }
     })?;
+    groups.finish()?;
     if current.is_none() {
         // An empty namespace (no slots): one file with no row groups.
         let w = open(0)?;

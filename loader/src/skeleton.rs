@@ -122,6 +122,12 @@ impl Skeleton {
         self.inode_pieces.len()
     }
 
+    /// The records of INODE piece `i` as the index gives them (a read of
+    /// the piece refuses any other count), 0 past the last.
+    pub fn piece_records(&self, i: usize) -> u64 {
+        self.inode_pieces.get(i).map_or(0, |(p, _)| p.records)
+    }
+
     /// The plain bytes of INODE piece `i` (what its records take once
     /// read), 0 past the last.
     pub fn piece_bytes(&self, i: usize) -> u64 {

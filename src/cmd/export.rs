@@ -1,8 +1,13 @@
 //! `nsimage export`: every inode of an image as Parquet (nsimage_export),
 //! one file, or a dataset of `part-NNNNN.parquet` files when `-o` names a
-//! directory (an existing one, or a path ending in `/`).
+//! directory (an existing one, or a path ending in `/`). An nsimage image
+//! is streamed in bounded memory (nsimage_export::export_streamed_to_path);
+//! a Hadoop image, or one the stream cannot take, is loaded whole.
 
-use nsimage_export::{export_to_path, ExportOptions, DEFAULT_ROW_GROUP_ROWS};
+use super::memory::MemoryLimit;
+use nsimage_export::{
+    export_streamed_to_path, export_to_path, ExportOptions, DEFAULT_ROW_GROUP_ROWS,
+};
 use nsimage_viewer::ViewError;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -31,6 +36,8 @@ pub struct Args {
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    memory: MemoryLimit,
 }
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
@@ -41,18 +48,48 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     }
     super::output::check_export_output(&a.output)?;
     let start = Instant::now();
-    let (ns, load_secs) = super::progress::load_with_bar(&a.image, a.threads)?;
-    // The exporter reports nothing while it runs: a spinner.
-    let pb = super::spinner(&format!("exporting {}", a.image.display()));
     let opts = ExportOptions {
         threads: a.threads,
         row_group_rows: a.row_group_rows,
         row_groups_per_file: a.row_groups_per_file,
         ..ExportOptions::default()
     };
-    let r = export_to_path(&ns, &opts, &a.output);
-    pb.finish_and_clear();
-    let stats = r?;
+    // An nsimage image streamed in bounded memory; a Hadoop image, or one
+    // the stream cannot take, loaded whole first.
+    let mut streamed = None;
+    if let Some(src) = super::memory::open_streamed(&a.image, a.memory)? {
+        let pb = super::spinner(&format!("exporting {}", a.image.display()));
+        // A worker holds the row group it builds (its columns, about 230
+        // bytes a row before they are encoded, and the encoder's buffers)
+        // and the groups it encoded: at 5M inodes each worker past the
+        // first added 50 MB of peak RSS with 2^17 rows a group, and the
+        // allocator keeps some of what is freed. 640 bytes a row.
+        let per_worker = u64::from(a.row_group_rows).saturating_mul(640);
+        let tree = nsimage_loader::skeleton::Skeleton::estimate(&src);
+        let streamed_opts = ExportOptions {
+            threads: a.memory.workers(tree, per_worker, a.threads),
+            ..opts
+        };
+        let r = export_streamed_to_path(&src, &streamed_opts, &a.output);
+        pb.finish_and_clear();
+        streamed = r?;
+        if streamed.is_none() {
+            a.memory
+                .check_load(super::memory::inode_count(&src), &a.image)?;
+        }
+    }
+    let was_streamed = streamed.is_some();
+    let (stats, load_secs) = match streamed {
+        Some(s) => (s, 0.0),
+        None => {
+            let (ns, load_secs) = super::progress::load_with_bar(&a.image, a.threads)?;
+            // The exporter reports nothing while it runs: a spinner.
+            let pb = super::spinner(&format!("exporting {}", a.image.display()));
+            let r = export_to_path(&ns, &opts, &a.output);
+            pb.finish_and_clear();
+            (r?, load_secs)
+        }
+    };
     let secs = start.elapsed().as_secs_f64();
     let export_secs = secs - load_secs;
     let rate = stats.rows as f64 / export_secs.max(1e-9);
@@ -70,6 +107,8 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 "load_seconds": load_secs,
                 "export_seconds": export_secs,
                 "export_rows_per_second": rate,
+                "streamed": was_streamed,
+                "peak_rss_bytes": crate::mem::peak_rss_bytes(),
             })
         );
     } else {

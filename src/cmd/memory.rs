@@ -32,15 +32,21 @@ pub struct MemoryLimit {
     /// Most memory the image's tree may take while the command streams
     /// it (a size: 160M, 2G); an image whose tree needs more is refused
     /// before any output, saying how much it needs. Default: the memory
-    /// the machine has available (MemAvailable).
+    /// the machine has available (MemAvailable), or the process's cgroup
+    /// limit where that is less.
     #[arg(long = "memory-limit", value_parser = parse_size)]
     pub bytes: Option<u64>,
 }
 
 impl MemoryLimit {
-    /// The limit: the one given, else MemAvailable, else none.
+    /// The limit: the one given, else the least of MemAvailable and the
+    /// memory limit of the process's cgroup, else none.
     pub fn get(self) -> u64 {
-        self.bytes.or_else(available).unwrap_or(u64::MAX)
+        self.bytes.unwrap_or_else(|| {
+            available()
+                .unwrap_or(u64::MAX)
+                .min(cgroup_limit().unwrap_or(u64::MAX))
+        })
     }
 
     /// Refuses `needed` bytes for `image` past the limit.
@@ -64,6 +70,19 @@ impl MemoryLimit {
 }
 
 impl MemoryLimit {
+    /// Workers that fit beside a tree of `tree` bytes when each takes
+    /// `per_worker`: at most `asked` (0: the available cores), at least
+    /// one. A streamed command whose workers hold large buffers (an
+    /// export's row groups) runs fewer of them rather than go past the
+    /// limit.
+    pub fn workers(self, tree: u64, per_worker: u64, asked: usize) -> usize {
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        let asked = if asked == 0 { cores } else { asked };
+        let room = self.get().saturating_sub(tree);
+        let fit = usize::try_from(room / per_worker.max(1)).unwrap_or(usize::MAX);
+        asked.min(fit).max(1)
+    }
+
     /// Refuses a whole load of `image` (an image the stream cannot take,
     /// `inodes` of them) that would not fit: about 128 bytes an inode.
     pub fn check_load(self, inodes: u64, image: &Path) -> anyhow::Result<()> {
@@ -101,6 +120,33 @@ pub fn inode_count(src: &nsimage_loader::ImageSource) -> u64 {
     src.index
         .section(nsimage_format::SectionKind::INODE)
         .map_or(0, |s| s.records)
+}
+
+/// The memory limit of this process's cgroup (v2 `memory.max`, v1
+/// `memory.limit_in_bytes`), in bytes; `None` where there is none.
+fn cgroup_limit() -> Option<u64> {
+    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let mut least: Option<u64> = None;
+    for line in own.lines() {
+        // "ID:CONTROLLERS:PATH"; v2's line is "0::PATH".
+        let mut parts = line.splitn(3, ':');
+        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        let file = if controllers.is_empty() {
+            format!("/sys/fs/cgroup{path}/memory.max")
+        } else if controllers.split(',').any(|c| c == "memory") {
+            format!("/sys/fs/cgroup/memory{path}/memory.limit_in_bytes")
+        } else {
+            continue;
+        };
+        let Ok(text) = std::fs::read_to_string(&file) else {
+            continue;
+        };
+        // "max" (v2) or a huge number (v1) mean none.
+        if let Ok(n) = text.trim().parse::<u64>() {
+            least = Some(least.map_or(n, |l| l.min(n)));
+        }
+    }
+    least
 }
 
 /// MemAvailable from `/proc/meminfo`, in bytes.

@@ -510,3 +510,67 @@ fn streamed_du_and_find_equal_the_whole_namespaces() {
         );
     }
 }
+
+/// `export` streamed writes the bytes `export` of the loaded namespace
+/// writes: one file and datasets, row groups that cut pieces anywhere,
+/// 1 and 2 threads.
+#[test]
+fn streamed_exports_equal_the_whole_namespaces() {
+    use nsimage_export::{export_streamed_to_path, export_to_path, ExportOptions};
+    let dir = tempfile::tempdir().unwrap();
+    for (what, ns, opts) in namespaces() {
+        let img = dir.path().join("img.nsi");
+        std::fs::write(&img, common::image(&ns, &opts)).unwrap();
+        let full = load(&img, &LoadOptions::default()).unwrap().namespace;
+        let src = ImageSource::open(&img).unwrap();
+        for (rows, per_file) in [(1 << 17, 1), (777, 1), (3_000, 2), (1, 64)] {
+            // A row group per inode: for the small namespaces only.
+            if rows == 1 && ns.stats().inodes > 300 {
+                continue;
+            }
+            for threads in [1, 2] {
+                let o = ExportOptions {
+                    threads,
+                    row_group_rows: rows,
+                    row_groups_per_file: per_file,
+                    ..ExportOptions::default()
+                };
+                for dataset in [false, true] {
+                    let name = |k: &str| {
+                        let p = dir.path().join(k);
+                        let _ = std::fs::remove_dir_all(&p);
+                        let _ = std::fs::remove_file(&p);
+                        if dataset {
+                            std::fs::create_dir(&p).unwrap();
+                        }
+                        p
+                    };
+                    let (want, got) = (name("want"), name("got"));
+                    let ws = export_to_path(&full, &o, &want).unwrap();
+                    let gs = export_streamed_to_path(&src, &o, &got)
+                        .unwrap()
+                        .unwrap_or_else(|| panic!("{what}: not streamed"));
+                    assert_eq!(gs, ws, "{what}, {rows} rows a group, {threads} threads");
+                    let files = |p: &Path| -> Vec<(std::ffi::OsString, Vec<u8>)> {
+                        if !dataset {
+                            return vec![(Default::default(), std::fs::read(p).unwrap())];
+                        }
+                        let mut v: Vec<_> = std::fs::read_dir(p)
+                            .unwrap()
+                            .map(|e| {
+                                let e = e.unwrap();
+                                (e.file_name(), std::fs::read(e.path()).unwrap())
+                            })
+                            .collect();
+                        v.sort();
+                        v
+                    };
+                    assert!(
+                        files(&got) == files(&want),
+                        "{what}, {rows} rows a group, {threads} threads, dataset {dataset}: bytes differ"
+                    );
+                }
+            }
+        }
+    }
+}

@@ -60,7 +60,7 @@ pub(crate) fn open(
 
 /// Appends the full path of a streamed inode named `name` in `parent`
 /// (`/` for the root), `cache` holding the last parent's path.
-pub(crate) fn push_path(
+pub fn push_path(
     skeleton: &Skeleton,
     parent: Option<DirIndex>,
     name: &[u8],
