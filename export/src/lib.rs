@@ -11,7 +11,10 @@
 //! inode. The columns are in [`schema`]
 //! (`columns.rs`); the files are written beside their final names and
 //! renamed into place (`output.rs`). Options and stats are in `options.rs`, the parallel
-//! encoder in `write.rs`, one column chunk's encoding in `chunk.rs`.
+//! encoder in `write.rs`, one column chunk's encoding in `chunk.rs`. An
+//! nsimage image can also be exported without loading it (`stream.rs`):
+//! each row group built from the INODE pieces that hold its records, the
+//! same bytes.
 
 mod chunk;
 mod columns;

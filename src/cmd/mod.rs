@@ -105,28 +105,37 @@ enum Command {
     Load(load::Args),
     /// Check every checksum and structural rule of an image.
     Verify(verify::Args),
-    /// List a directory of an image, like `hdfs dfs -ls`.
+    /// List a directory of an image, like `hdfs dfs -ls` (`-R` loads the
+    /// whole namespace).
     Ls(ls::Args),
     /// Everything an image holds for one inode.
     Stat(stat::Args),
-    /// Per-subtree counts, bytes, space consumed and quota use.
+    /// Per-subtree counts, bytes, space consumed and quota use (streamed
+    /// in bounded memory).
     Du(du::Args),
-    /// Find inodes by name, type, size, time or owner.
+    /// Find inodes by name, type, size, time or owner (streamed in bounded
+    /// memory, in file order; `--sorted` loads the whole namespace).
     Find(find::Args),
     /// Rewrite an image as nsimage or as a Hadoop fsimage (with its .md5).
     Convert(convert::Args),
-    /// Dump every inode: OIV XML, OIV Delimited or JSON lines.
+    /// Dump every inode: OIV XML, OIV Delimited or JSON lines (delimited
+    /// and JSON lines streamed in bounded memory; XML loads the whole
+    /// namespace).
     Dump(dump::Args),
-    /// Every inode as Parquet: one file, or a dataset directory.
+    /// Every inode as Parquet: one file, or a dataset directory (streamed
+    /// in bounded memory).
     Export(export::Args),
-    /// File-size histogram, with an SVG bar chart.
+    /// File-size histogram, with an SVG bar chart (streamed in bounded
+    /// memory).
     Distribution(distribution::Args),
-    /// What changed between two images of the same namespace.
+    /// What changed between two images of the same namespace (loads both
+    /// whole namespaces).
     Diff(diff::Args),
     /// Measure load time for every strategy and thread count, against the
     /// streaming baseline and the JSON-lines and SQLite peers.
     Bench(bench::Args),
-    /// A read-only WebHDFS server on an image or a store directory.
+    /// A WebHDFS server on an image or a store directory (loads the whole
+    /// namespace).
     Serve(serve::Args),
     /// A checkpoint store: journaled ops, atomic checkpoints, recovery.
     #[command(subcommand)]

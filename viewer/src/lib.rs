@@ -15,6 +15,8 @@
 //!   in parallel, the same bytes for any thread count;
 //! - [`distribution`]: the file-size histogram of OIV FileDistribution;
 //! - [`owners`]: a subtree's usage per owner or per group (`du --by`).
+//! - [`streamed`]: `du`, `du --by` and `find` read from an image's tree
+//!   and pieces in bounded memory, without loading the namespace.
 //!
 //! Layering: above the loader (it reads images through `nsimage-loader`
 //! and looks at `nsimage-namespace`); it must never import the writer, the
