@@ -1,6 +1,6 @@
 //! `du` streamed: the same [`DuReport`] as [`crate::du::du`] of the loaded
 //! namespace. Each inode's share is added to the row of its nearest
-//! directory with a row ([`Subtree`]), each worker with its own sums; the
+//! directory with a row (a `Subtree`), each worker with its own sums; the
 //! rows are then added up from the deepest, and put in path order.
 //! Memory: the tree, and per worker one [`Usage`] per row.
 
