@@ -15,7 +15,7 @@ mod serve_common;
 
 mod cli;
 mod format;
-mod hdfs;
+pub(crate) mod hdfs;
 mod serve;
 mod store;
 mod viewer;

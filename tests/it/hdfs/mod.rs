@@ -5,4 +5,4 @@ mod convert;
 mod hostile;
 mod oiv_xml;
 mod read;
-mod snapshots;
+pub(crate) mod snapshots;

@@ -117,7 +117,7 @@ const RENAMED: u64 = 16524; // /test3/foo/test_20MiB.img
 const DIFFED_FILE: u64 = 16525; // /test3/test.img
 
 /// `hfsa/fsi_small_h2x.img` with snapshots (see the module's doc).
-fn rich_image() -> Vec<u8> {
+pub(crate) fn rich_image() -> Vec<u8> {
     let bytes = std::fs::read(data().join("hfsa/fsi_small_h2x.img")).unwrap();
     let (mask, table) = string_table(&bytes);
     assert_eq!(mask, 0);

@@ -574,3 +574,167 @@ fn streamed_exports_equal_the_whole_namespaces() {
         }
     }
 }
+
+/// Images of the list: generated with 1, 10,001 and 200,000
+/// inodes, and every real Hadoop image in the test data (one of 210,367
+/// inodes), and one edited to hold snapshots, converted to nsimage (the
+/// snapshots carried), whole and in small sub-sections.
+fn converted_and_generated() -> Vec<(String, Vec<u8>)> {
+    let split = WriteOptions {
+        sub_section_bytes: 16 << 10,
+        ..WriteOptions::default()
+    };
+    let mut out = vec![(
+        "1 inode".to_string(),
+        common::image(&Namespace::new(NsInfo::default()), &split),
+    )];
+    for inodes in [10_001, 200_000] {
+        let ns = generate(GenSpec { inodes, seed: 7 });
+        assert_eq!(ns.stats().inodes, inodes);
+        out.push((format!("{inodes} inodes"), common::image(&ns, &split)));
+    }
+    let root = crate::hdfs_common::data();
+    let mut real = Vec::new();
+    for d in std::fs::read_dir(&root).unwrap() {
+        let d = d.unwrap().path();
+        if d.is_dir() {
+            for f in std::fs::read_dir(&d).unwrap() {
+                let f = f.unwrap().path();
+                if !f.to_string_lossy().ends_with(".md5") {
+                    real.push(f);
+                }
+            }
+        }
+    }
+    real.sort();
+    assert!(real.len() >= 9, "the real Hadoop images: {}", real.len());
+    // The real image the snapshot tests edit to hold snapshots, diffs and
+    // references.
+    let dir = tempfile::tempdir().unwrap();
+    let rich = dir.path().join("with snapshots");
+    std::fs::write(&rich, crate::hdfs::snapshots::rich_image()).unwrap();
+    real.push(rich);
+    for f in real {
+        let loaded = load(&f, &LoadOptions::default()).unwrap();
+        let name = f.strip_prefix(&root).unwrap_or(&f).display().to_string();
+        for (how, opts) in [("whole", WriteOptions::default()), ("split", split.clone())] {
+            let mut img = Vec::new();
+            nsimage_writer::write_image_with_carry(
+                &loaded.namespace,
+                &mut img,
+                &opts,
+                loaded.carry(),
+            )
+            .unwrap();
+            out.push((format!("{name}, {how}"), img));
+        }
+    }
+    out
+}
+
+/// Every streamed command writes what the whole load writes, byte for
+/// byte, at 1 and 2 threads, on the images: the generated ones
+/// and every real Hadoop image converted to nsimage (snapshots included).
+#[test]
+fn real_and_generated_images_stream_as_they_load() {
+    use nsimage_export::{export_streamed_to_path, export_to_path, ExportOptions};
+    use nsimage_viewer::du::{du, DuOptions, Sort};
+    use nsimage_viewer::find::{find_each, write_found, FindOptions};
+    use nsimage_viewer::owners::{usage_by, Key};
+    use nsimage_viewer::paths::ImagePath;
+    use nsimage_viewer::streamed;
+    let dir = tempfile::tempdir().unwrap();
+    let mut snapshots = false;
+    for (what, bytes) in converted_and_generated() {
+        let img = dir.path().join("img.nsi");
+        std::fs::write(&img, bytes).unwrap();
+        let loaded = load(&img, &LoadOptions::default()).unwrap();
+        snapshots |= loaded.carry().is_some_and(|c| !c.snapshots.is_empty());
+        let full = loaded.namespace;
+        let root = ImagePath::parse("/").unwrap();
+        for threads in [1, 2] {
+            let src = ImageSource::open(&img).unwrap();
+            for (format, header) in [(DumpFormat::Delimited, true), (DumpFormat::Jsonl, false)] {
+                let o = DumpOptions {
+                    format,
+                    header,
+                    threads,
+                    ..DumpOptions::default()
+                };
+                let (mut want, mut got) = (Vec::new(), Vec::new());
+                dump(&full, &o, &mut want, Path::new("want")).unwrap();
+                dump_streamed(&src, &o, &mut got, Path::new("got"))
+                    .unwrap()
+                    .unwrap_or_else(|| panic!("{what}: dump not streamed"));
+                assert!(got == want, "{what}: dump {format:?}, {threads} threads");
+            }
+            for rows in [1 << 17, 777] {
+                let o = ExportOptions {
+                    threads,
+                    row_group_rows: rows,
+                    ..ExportOptions::default()
+                };
+                let (want, got) = (dir.path().join("want.pq"), dir.path().join("got.pq"));
+                export_to_path(&full, &o, &want).unwrap();
+                export_streamed_to_path(&src, &o, &got)
+                    .unwrap()
+                    .unwrap_or_else(|| panic!("{what}: export not streamed"));
+                assert!(
+                    std::fs::read(&got).unwrap() == std::fs::read(&want).unwrap(),
+                    "{what}: export, {rows} rows a group, {threads} threads"
+                );
+            }
+            let o = DuOptions {
+                depth: 2,
+                sort: Sort::Path,
+            };
+            let tree = full.root().children().next().is_some();
+            match streamed::du::du_streamed(&src, &root, &o, threads).unwrap() {
+                Ok(g) => assert_eq!(g, du(&full, &root, &o).unwrap(), "{what}: du"),
+                Err(f) => assert!(!tree, "{what}: du not streamed: {f:?}"),
+            }
+            match streamed::owners::usage_by_streamed(&src, &root, Key::Owner, threads).unwrap() {
+                Ok(g) => assert_eq!(g, usage_by(&full, &root, Key::Owner).unwrap(), "{what}"),
+                Err(f) => assert!(!tree, "{what}: du --by not streamed: {f:?}"),
+            }
+            let f = FindOptions::default();
+            let mut got = Vec::new();
+            let r = streamed::find::find_streamed(
+                &src,
+                &root,
+                &f,
+                false,
+                threads,
+                &mut got,
+                Path::new("got"),
+            )
+            .unwrap();
+            let mut want: Vec<Vec<u8>> = Vec::new();
+            find_each(&full, &root, &f, |m| {
+                let mut line = Vec::new();
+                write_found(m, false, &mut line).unwrap();
+                want.push(line);
+                Ok::<(), nsimage_viewer::ViewError>(())
+            })
+            .unwrap();
+            match r {
+                Ok(_) => {
+                    let mut got: Vec<&[u8]> = got.split_inclusive(|&b| b == b'\n').collect();
+                    got.sort();
+                    want.sort();
+                    assert!(got == want, "{what}: find, {threads} threads");
+                }
+                Err(f) => assert!(!tree, "{what}: find not streamed: {f:?}"),
+            }
+            let got = distribution_streamed(&src, threads, 2 << 20, 128 << 30)
+                .unwrap()
+                .unwrap_or_else(|| panic!("{what}: distribution not streamed"));
+            assert_eq!(
+                got,
+                distribution(&full, 2 << 20, 128 << 30).unwrap(),
+                "{what}"
+            );
+        }
+    }
+    assert!(snapshots, "no image with snapshots");
+}
