@@ -14,14 +14,14 @@ use crate::options::{ExportOptions, ExportStats};
 use crate::output::export_via;
 use crate::write::{pool, write_groups, Groups};
 use nsimage_loader::skeleton::Skeleton;
-use nsimage_loader::ImageSource;
+use nsimage_loader::Streamable;
 use nsimage_namespace::{BlockRules, Perm};
 use parking_lot::Mutex;
 use std::path::Path;
 
 /// The row groups of a streamed image.
 struct Streamed<'a> {
-    src: &'a ImageSource,
+    src: &'a Streamable,
     skeleton: Skeleton,
     /// Per INODE piece: the file-order index of its first record.
     starts: Vec<u64>,
@@ -45,6 +45,12 @@ impl Streamed<'_> {
 impl Groups for Streamed<'_> {
     fn count(&self) -> usize {
         usize::try_from(self.total.div_ceil(self.per_group)).unwrap_or(usize::MAX)
+    }
+
+    /// One: a streamed export is for images bigger than memory, where the
+    /// row groups in flight are most of what it holds beside the tree.
+    fn per_worker(&self) -> usize {
+        1
     }
 
     fn build(&self, g: usize) -> Result<Vec<Column>, ExportError> {
@@ -110,7 +116,7 @@ impl Groups for Streamed<'_> {
 /// block rule is found once every row group is built: a single file is
 /// then never renamed into place, a dataset's earlier parts are.
 pub fn export_streamed_to_path(
-    src: &ImageSource,
+    src: &Streamable,
     opts: &ExportOptions,
     out: &Path,
 ) -> Result<Option<ExportStats>, ExportError> {

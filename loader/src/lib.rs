@@ -122,6 +122,7 @@ mod shard;
 pub mod skeleton;
 pub mod source;
 mod stats;
+mod streamable;
 mod stream;
 #[cfg(feature = "bench-internals")]
 pub mod table;
@@ -139,5 +140,6 @@ pub use options::{LoadOptions, DEFAULT_PARALLEL_THRESHOLD};
 pub use shard::LockStats;
 pub use source::{ImageSource, PieceBuf, ReadStrategy};
 pub use stats::{LoadStats, Loaded};
+pub use streamable::Streamable;
 pub use trim::release_free_memory;
 pub use verify::{verify, Problem, VerifyOptions, VerifyReport};

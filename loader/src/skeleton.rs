@@ -37,10 +37,13 @@ use crate::record;
 pub use crate::record::InodeScratch;
 use crate::run::run_pieces;
 use crate::sections::{corrupt, pieces, section};
+use crate::hdfs::stream::ChunkBuf;
+use crate::hdfs::{HdfsSource, HdfsUnstreamable};
 use crate::source::{ImageSource, PieceBuf};
+use crate::streamable::Streamable;
 use nsimage_format::framing::Records;
 use nsimage_format::{Location, SectionKind, SubSectionInfo, ROOT_ID};
-use nsimage_namespace::{BlockRules, BuildError, Interned, LoadedNode, NsInfo};
+use nsimage_namespace::{Block, BlockRules, BuildError, Interned, LoadedNode, NsInfo};
 
 /// "No directory": the root's parent.
 const NONE: u32 = u32::MAX;
@@ -78,11 +81,15 @@ pub enum Unstreamable {
     /// Ids spread over more than 2^32 within one INODE piece, more than
     /// 2^32 - 1 directories, or 4 GiB of directory names.
     TooSparse,
+    /// A Hadoop image this cannot stream, and why.
+    Hdfs(HdfsUnstreamable),
 }
 
 /// One worker's buffer and tables, from [`Skeleton::worker`].
 pub struct Worker {
     buf: PieceBuf,
+    chunk: ChunkBuf,
+    blocks: Vec<Block>,
     tables: Interned,
 }
 
@@ -90,10 +97,17 @@ pub struct Worker {
 pub type DirIndex = u32;
 
 impl Skeleton {
-    /// An estimate, from the index alone, of the bytes [`build`](Self::build)
-    /// holds for `src`: 8 per inode, 64 per INODE_DIR record (a directory
-    /// with children: its entry and a name of up to 40 bytes).
-    pub fn estimate(src: &ImageSource) -> u64 {
+    /// An estimate, before reading it, of the bytes [`build`](Self::build)
+    /// holds for `src`: for an nsimage image, from its index, 8 per inode
+    /// and 64 per INODE_DIR record (a directory with children: its entry
+    /// and a name of up to 40 bytes); for a Hadoop image, whose directories
+    /// are known only once read, 24 per inode (8, and 64 per directory for
+    /// up to a quarter of the inodes).
+    pub fn estimate(src: &Streamable) -> u64 {
+        let src = match src {
+            Streamable::Image(s) => s,
+            Streamable::Hdfs(h) => return h.inode_count().saturating_mul(24),
+        };
         let records = |k| src.index.section(k).map_or(0, |s| s.records);
         records(SectionKind::INODE)
             .saturating_mul(8)
@@ -144,6 +158,16 @@ impl Skeleton {
     /// the children's name order; `Ok(Err(_))` for an image this cannot
     /// stream.
     pub fn build(
+        src: &Streamable,
+        pool: Option<&rayon::ThreadPool>,
+    ) -> Result<Result<Skeleton, Unstreamable>, LoadError> {
+        match src {
+            Streamable::Image(s) => Self::build_image(s, pool),
+            Streamable::Hdfs(h) => Self::build_hdfs(h, pool),
+        }
+    }
+
+    fn build_image(
         src: &ImageSource,
         pool: Option<&rayon::ThreadPool>,
     ) -> Result<Result<Skeleton, Unstreamable>, LoadError> {
@@ -205,7 +229,200 @@ impl Skeleton {
         // checksum (and authentication, and codec), the Hadoop carry.
         crate::sections::check_unknown(src, pool)?;
         crate::sections::hdfs_carry(src)?;
-        s.check_tree(src)?;
+        s.check_tree().map_err(|d| {
+            corrupt(src, Location::in_section(SectionKind::INODE_DIR, None, 0), d)
+        })?;
+        Ok(Ok(s))
+    }
+
+    /// A Hadoop image's tree: its INODE records scanned (ids, types and
+    /// names; every directory kept for now) and cut into chunks, INODE_DIR
+    /// read into links, the directories' parents found among the links,
+    /// then only the directories with children kept.
+    fn build_hdfs(
+        h: &HdfsSource,
+        pool: Option<&rayon::ThreadPool>,
+    ) -> Result<Result<Skeleton, Unstreamable>, LoadError> {
+        if let Some(why) = h.unstreamable() {
+            return Ok(Err(Unstreamable::Hdfs(why)));
+        }
+        let Some(scan) = h.scan(pool)? else {
+            return Ok(Err(Unstreamable::Hdfs(HdfsUnstreamable::OutOfIdOrder)));
+        };
+        let bases: Vec<u64> = scan.chunks.iter().map(|c| c.0.first_key).collect();
+        let mut all: Vec<Dir> = Vec::with_capacity(scan.dirs.len());
+        for &(id, at, len) in &scan.dirs {
+            let (Ok(name_at), Ok(name_len)) = (u32::try_from(at), u32::try_from(len)) else {
+                return Ok(Err(Unstreamable::TooSparse));
+            };
+            all.push(Dir {
+                id,
+                parent: NONE,
+                name_at,
+                name_len,
+            });
+        }
+        if u32::try_from(all.len()).map_or(true, |n| n == NONE) {
+            return Ok(Err(Unstreamable::TooSparse));
+        }
+        let mut links: Vec<Vec<u64>> = scan
+            .chunks
+            .iter()
+            .map(|(p, _)| Vec::with_capacity(usize::try_from(p.records).unwrap_or(0)))
+            .collect();
+        let mut has_children = vec![false; all.len()];
+        let mut listed = 0u64;
+        let mut sparse = false;
+        let inodes = scan.inodes;
+        h.each_dir_entry(|parent, kids, at| {
+            let Ok(d) = all.binary_search_by_key(&parent, |d| d.id) else {
+                return Err(h.corrupt(at, format!("parent {parent} is not a directory inode")));
+            };
+            if let Some(k) = has_children.get_mut(d) {
+                *k = true;
+            }
+            listed = listed.saturating_add(kids.len() as u64);
+            if listed >= inodes {
+                return Err(h.corrupt(
+                    at,
+                    format!("INODE_DIR lists {listed} children or more for {inodes} inodes: a child is listed twice"),
+                ));
+            }
+            for &child in kids {
+                let i = bases.partition_point(|&b| b <= child).saturating_sub(1);
+                let (Some(&base), Some(list)) = (bases.get(i), links.get_mut(i)) else {
+                    continue;
+                };
+                let Some(offset) = child.checked_sub(base).and_then(|o| u32::try_from(o).ok())
+                else {
+                    if child < base {
+                        return Err(h.corrupt(
+                            at,
+                            format!("child {child} of directory {parent} is not an inode"),
+                        ));
+                    }
+                    sparse = true;
+                    continue;
+                };
+                // d < all.len() <= u32::MAX - 1, checked above.
+                #[allow(clippy::cast_possible_truncation)]
+                list.push(u64::from(offset) << 32 | d as u64);
+            }
+            Ok(())
+        })?;
+        if sparse {
+            return Ok(Err(Unstreamable::TooSparse));
+        }
+        let sort = |l: &mut Vec<u64>| {
+            l.sort_unstable();
+            l.shrink_to_fit();
+        };
+        match pool {
+            Some(p) => p.install(|| {
+                use rayon::prelude::*;
+                links.par_iter_mut().for_each(sort);
+            }),
+            None => links.iter_mut().for_each(sort),
+        }
+        // Each directory's parent, from its chunk's links (both in id
+        // order); a child listed twice is refused here, before any row.
+        let mut di = 0usize;
+        for (i, list) in links.iter().enumerate() {
+            let base = bases.get(i).copied().unwrap_or(0);
+            let next = bases.get(i.saturating_add(1)).copied().unwrap_or(u64::MAX);
+            if let Some(w) = list.windows(2).find(|w| w[0] >> 32 == w[1] >> 32) {
+                let id = base.saturating_add(w[0] >> 32);
+                return Err(h.corrupt(h.dir_section_at(), format!("inode {id} has two parents")));
+            }
+            while all.get(di).is_some_and(|d| d.id < base) {
+                di = di.saturating_add(1);
+            }
+            let mut li = 0usize;
+            while let Some(d) = all.get_mut(di) {
+                if d.id >= next {
+                    break;
+                }
+                let key = d.id.saturating_sub(base);
+                while list.get(li).is_some_and(|&l| (l >> 32) < key) {
+                    li = li.saturating_add(1);
+                }
+                if let Some(&l) = list.get(li).filter(|&&l| (l >> 32) == key) {
+                    #[allow(clippy::cast_possible_truncation)]
+                    let parent = l as u32;
+                    d.parent = parent;
+                }
+                di = di.saturating_add(1);
+            }
+        }
+        // Only the directories with children: indexes renumbered.
+        let mut renumber = vec![NONE; all.len()];
+        let mut dirs: Vec<Dir> = Vec::new();
+        let mut names: Vec<u8> = Vec::new();
+        for (k, d) in all.iter().enumerate() {
+            if !has_children.get(k).copied().unwrap_or(false) {
+                continue;
+            }
+            let (a, n) = (d.name_at as usize, d.name_len as usize);
+            let name = scan.names.get(a..a.saturating_add(n)).unwrap_or_default();
+            let (Ok(index), Ok(name_at)) = (u32::try_from(dirs.len()), u32::try_from(names.len()))
+            else {
+                return Ok(Err(Unstreamable::TooSparse));
+            };
+            if let Some(r) = renumber.get_mut(k) {
+                *r = index;
+            }
+            names.extend_from_slice(name);
+            dirs.push(Dir { name_at, ..*d });
+        }
+        if names.len() > u32::MAX as usize {
+            return Ok(Err(Unstreamable::TooSparse));
+        }
+        for d in &mut dirs {
+            if d.parent != NONE {
+                d.parent = renumber.get(d.parent as usize).copied().unwrap_or(NONE);
+            }
+        }
+        let renumbered = |l: u64| {
+            #[allow(clippy::cast_possible_truncation)]
+            let d = l as u32;
+            (l >> 32) << 32 | u64::from(renumber.get(d as usize).copied().unwrap_or(NONE))
+        };
+        match pool {
+            Some(p) => p.install(|| {
+                use rayon::prelude::*;
+                links
+                    .par_iter_mut()
+                    .for_each(|l| l.iter_mut().for_each(|x| *x = renumbered(*x)));
+            }),
+            None => links
+                .iter_mut()
+                .for_each(|l| l.iter_mut().for_each(|x| *x = renumbered(*x))),
+        }
+        drop(all);
+        drop(renumber);
+        names.shrink_to_fit();
+        let s = Skeleton {
+            info: h.info(),
+            tables: Interned::new(h.strings().clone()),
+            dirs,
+            names,
+            links,
+            inode_pieces: scan.chunks,
+            bases,
+            inodes: scan.inodes,
+            last_id: scan.last_id,
+        };
+        if s.last_id > s.info.last_inode_id {
+            let e = BuildError::InodeIdTooLarge {
+                id: s.last_id,
+                last: s.info.last_inode_id,
+            };
+            return Err(h.corrupt(
+                s.inode_pieces.first().map(|p| p.1.clone()).unwrap_or_default(),
+                e.to_string(),
+            ));
+        }
+        s.check_tree().map_err(|d| h.corrupt(h.dir_section_at(), d))?;
         Ok(Ok(s))
     }
 
@@ -440,8 +657,7 @@ impl Skeleton {
 
     /// Every directory with children is a directory record, none is its
     /// own ancestor.
-    fn check_tree(&self, src: &ImageSource) -> Result<(), LoadError> {
-        let at = Location::in_section(SectionKind::INODE_DIR, None, 0);
+    fn check_tree(&self) -> Result<(), String> {
         // 0: not seen, 1: on the walk, 2: reaches the root.
         let mut state = vec![0u8; self.dirs.len()];
         let mut walk = Vec::new();
@@ -452,24 +668,16 @@ impl Skeleton {
                 match state.get(cur).copied() {
                     Some(2) => break,
                     Some(1) => {
-                        return Err(corrupt(
-                            src,
-                            at.clone(),
-                            format!(
+                        return Err(format!(
                                 "directory {} is its own ancestor",
                                 self.dirs.get(cur).map_or(0, |d| d.id)
-                            ),
-                        ))
+                            ))
                     }
                     _ => {}
                 }
                 let Some(d) = self.dirs.get(cur) else { break };
                 if d.id != ROOT_ID && d.name_len == 0 {
-                    return Err(corrupt(
-                        src,
-                        at.clone(),
-                        format!("parent {} is not a directory inode", d.id),
-                    ));
+                    return Err(format!("parent {} is not a directory inode", d.id));
                 }
                 if let Some(s) = state.get_mut(cur) {
                     *s = 1;
@@ -477,11 +685,7 @@ impl Skeleton {
                 walk.push(cur);
                 if d.parent == NONE {
                     if d.id != ROOT_ID {
-                        return Err(corrupt(
-                            src,
-                            at.clone(),
-                            format!("directory {} is not reachable from the root", d.id),
-                        ));
+                        return Err(format!("directory {} is not reachable from the root", d.id));
                     }
                     break;
                 }
@@ -558,6 +762,8 @@ impl Skeleton {
     pub fn worker(&self) -> Worker {
         Worker {
             buf: PieceBuf::default(),
+            chunk: ChunkBuf::default(),
+            blocks: Vec::new(),
             tables: Interned::new(self.tables.strings().clone()),
         }
     }
@@ -596,18 +802,38 @@ impl Skeleton {
     /// The piece's read or checks, a record without its one link, or `f`'s.
     pub fn for_each_in_piece(
         &self,
-        src: &ImageSource,
+        src: &Streamable,
         i: usize,
         work: &mut Worker,
         mut f: impl FnMut(&LoadedNode<'_>, Option<DirIndex>, u64) -> Result<(), LoadError>,
     ) -> Result<BlockRules, LoadError> {
-        let Worker { buf, tables } = work;
+        let Worker {
+            buf,
+            chunk,
+            blocks,
+            tables,
+        } = work;
         // The classes of one piece only: the table never grows with the
         // image.
         tables.forget_classes();
         let mut rules = BlockRules::default();
         let Some((p, at)) = self.inode_pieces.get(i) else {
             return Ok(rules);
+        };
+        let src = match src {
+            Streamable::Image(s) => s,
+            Streamable::Hdfs(h) => {
+                let mut linker = self.linker(i);
+                let parts = h.visit_chunk(i, p, at, chunk, tables, blocks, |node, here| {
+                    let parent = linker
+                        .parent(node.id)
+                        .map_err(|d| h.corrupt(here.clone(), d))?;
+                    f(node, parent, here.offset)
+                })?;
+                linker.finish().map_err(|d| h.corrupt(at.clone(), d))?;
+                rules.add(parts);
+                return Ok(rules);
+            }
         };
         let bytes = src.piece(p, at, buf)?;
         let mut linker = self.linker(i);
@@ -646,7 +872,11 @@ impl Skeleton {
     ///
     /// # Errors
     /// A located [`LoadError::Corrupt`] naming the broken rule.
-    pub fn check_blocks(&self, src: &ImageSource, rules: &BlockRules) -> Result<(), LoadError> {
+    pub fn check_blocks(&self, src: &Streamable, rules: &BlockRules) -> Result<(), LoadError> {
+        let src = match src {
+            Streamable::Image(s) => s,
+            Streamable::Hdfs(h) => return self.check_hdfs_blocks(h, rules),
+        };
         let whole = || Location::in_section(SectionKind::INODE, None, 0);
         match rules.check(&self.info) {
             Ok(true) => return Ok(()),
@@ -677,6 +907,31 @@ impl Skeleton {
         }
     }
 
+    /// [`check_blocks`](Self::check_blocks) of a Hadoop image, then its
+    /// `.md5` sidecar's verdict.
+    fn check_hdfs_blocks(&self, h: &HdfsSource, rules: &BlockRules) -> Result<(), LoadError> {
+        let whole = || self.inode_pieces.first().map(|p| p.1.clone()).unwrap_or_default();
+        // NS_INFO's block id limit depends on whether a file read was
+        // erasure-coded.
+        let unique = match rules.check(&h.info()) {
+            Ok(true) => true,
+            Ok(false) => false,
+            Err(e) => return Err(h.corrupt(whole(), e.to_string())),
+        };
+        if !unique {
+            let mut ids: Vec<u64> = Vec::new();
+            let mut buf = ChunkBuf::default();
+            for (i, (p, at)) in self.inode_pieces.iter().enumerate() {
+                h.block_ids(i, p, at, &mut buf, &mut ids)?;
+            }
+            ids.sort_unstable();
+            if let Some(w) = ids.windows(2).find(|w| w[0] == w[1]) {
+                return Err(h.corrupt(whole(), BuildError::DuplicateBlock(w[0]).to_string()));
+            }
+        }
+        h.finish()
+    }
+
     /// Every INODE piece on `pool`'s workers (each taking the next piece in
     /// file order, with one buffer of its own; in order on this thread
     /// without a pool), each inode given to `f` with its parent directory
@@ -689,7 +944,7 @@ impl Skeleton {
     /// after one failed), `f`'s, or a broken block rule.
     pub fn fold_pieces<S: Send>(
         &self,
-        src: &ImageSource,
+        src: &Streamable,
         pool: Option<&rayon::ThreadPool>,
         init: impl Fn() -> S + Sync,
         f: impl Fn(&mut S, &LoadedNode<'_>, Option<DirIndex>) -> Result<(), LoadError> + Sync,

@@ -6,7 +6,7 @@ use super::memory::MemoryLimit;
 use super::output::{check_output, write_atomically};
 use super::progress::{RowCounter, Unit};
 use indicatif::ProgressBar;
-use nsimage_loader::ImageSource;
+use nsimage_loader::Streamable;
 use nsimage_viewer::dump::{dump, dump_streamed, DumpFormat, DumpOptions, DumpStats};
 use nsimage_viewer::ViewError;
 use std::io::{BufWriter, Write};
@@ -62,7 +62,7 @@ fn parse_delimiter(s: &str) -> Result<u8, String> {
 /// and JSON lines), or a namespace loaded whole (XML, Hadoop images, and an
 /// image the stream cannot take), with the seconds its load took.
 enum Input {
-    Streamed(ImageSource),
+    Streamed(Streamable),
     Loaded(nsimage_namespace::Namespace, f64),
 }
 

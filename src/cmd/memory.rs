@@ -100,26 +100,26 @@ impl MemoryLimit {
     }
 }
 
-/// `image` opened to be streamed, its key applied and its tree's estimate
-/// checked against `limit`; `None` for a Hadoop fsimage (loaded whole).
+/// `image` opened to be streamed (an nsimage image, its key applied, or a
+/// Hadoop fsimage) and its tree's estimate checked against `limit`.
 pub fn open_streamed(
     image: &Path,
     limit: MemoryLimit,
-) -> anyhow::Result<Option<nsimage_loader::ImageSource>> {
-    if nsimage_loader::hdfs::is_hdfs_file(image)? {
-        return Ok(None);
-    }
-    let mut src = nsimage_loader::ImageSource::open(image)?;
-    src.unlock(super::key()?.as_ref())?;
+) -> anyhow::Result<Option<nsimage_loader::Streamable>> {
+    let src = if nsimage_loader::hdfs::is_hdfs_file(image)? {
+        nsimage_loader::Streamable::Hdfs(nsimage_loader::hdfs::HdfsSource::open(image)?)
+    } else {
+        let mut src = nsimage_loader::ImageSource::open(image)?;
+        src.unlock(super::key()?.as_ref())?;
+        nsimage_loader::Streamable::Image(src)
+    };
     limit.check(nsimage_loader::skeleton::Skeleton::estimate(&src), image)?;
     Ok(Some(src))
 }
 
-/// Inodes in `src` (its INODE section's records).
-pub fn inode_count(src: &nsimage_loader::ImageSource) -> u64 {
-    src.index
-        .section(nsimage_format::SectionKind::INODE)
-        .map_or(0, |s| s.records)
+/// Inodes in `src` (as its index or INODE header declares them).
+pub fn inode_count(src: &nsimage_loader::Streamable) -> u64 {
+    src.inode_count()
 }
 
 /// The memory limit of this process's cgroup (v2 `memory.max`, v1

@@ -8,7 +8,7 @@
 
 use crate::error::ViewError;
 use nsimage_loader::skeleton::Skeleton;
-use nsimage_loader::ImageSource;
+use nsimage_loader::Streamable;
 use nsimage_namespace::{Attrs, LoadedBody, Namespace};
 use rayon::prelude::*;
 
@@ -194,7 +194,7 @@ pub fn distribution(ns: &Namespace, step: u64, max: u64) -> Result<Distribution,
 /// As [`distribution`]; anything a load refuses (but the children's name
 /// order, see [`Skeleton`]).
 pub fn distribution_streamed(
-    src: &ImageSource,
+    src: &Streamable,
     threads: usize,
     step: u64,
     max: u64,

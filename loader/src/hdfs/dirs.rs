@@ -82,7 +82,7 @@ fn entries(
 
 /// One DirEntry: its parent; children and resolved references appended to
 /// `kids`.
-fn dir_entry(body: &[u8], refs: &[u64], kids: &mut Vec<u64>) -> Result<u64, String> {
+pub(crate) fn dir_entry(body: &[u8], refs: &[u64], kids: &mut Vec<u64>) -> Result<u64, String> {
     let mut w = Cursor::new(body);
     let mut parent = None;
     while !w.done() {

@@ -436,11 +436,11 @@ fn whole(f: &HdfsFile, at: &Location, pos: usize, body: &[u8]) -> Result<INode, 
 /// node table's slots (tens of bytes each) are then bounded by a fraction of
 /// the piece's bytes, not by one per byte (a deflate stream of zeros inflates
 /// to millions of empty records).
-const MIN_INODE_RECORD: usize = 4;
+pub(crate) const MIN_INODE_RECORD: usize = 4;
 
 /// The next inode record (not the header), refused when too short to hold
 /// an inode.
-fn next_inode<'b>(
+pub(crate) fn next_inode<'b>(
     f: &HdfsFile,
     at: &Location,
     recs: &mut Delimited<'b>,
@@ -486,7 +486,7 @@ fn records_in(
     Ok(n)
 }
 
-fn read_header(
+pub(crate) fn read_header(
     f: &HdfsFile,
     at: &Location,
     rec: Option<(usize, &[u8])>,

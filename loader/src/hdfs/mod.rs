@@ -16,7 +16,8 @@
 //! INode record), `inodes` and `dirs` (the two phases), `image` (the side
 //! structure), `small` (the small sections), `md5` (the sidecar check), `run`
 //! (the load and `verify`), `reach` (the
-//! side structures checked against the inodes), `carry` (the snapshot carry of a load).
+//! side structures checked against the inodes), `carry` (the snapshot carry of a load),
+//! `stream` (what the streamed viewer reads of an image, in bounded memory).
 
 mod carry;
 mod delimited;
@@ -30,6 +31,7 @@ mod record;
 pub(crate) mod run;
 mod small;
 mod strings;
+pub mod stream;
 
 pub use file::is_hdfs_file;
 pub use image::{
@@ -38,3 +40,4 @@ pub use image::{
 };
 pub use md5::{parse_sidecar, sidecar_path};
 pub use run::describe;
+pub use stream::{HdfsSource, HdfsUnstreamable};

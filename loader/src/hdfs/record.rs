@@ -68,6 +68,34 @@ pub(crate) fn record_id(body: &[u8]) -> R<u64> {
     id.ok_or(RecordError::Wire("an inode record has no id"))
 }
 
+/// A record's id, type (1 file, 2 directory, 3 symlink, as stored) and
+/// name, for a pass that needs no more (the streamed viewer's tree).
+pub(crate) fn record_head(body: &[u8]) -> R<(u64, u64, &[u8])> {
+    let mut w = Cursor::new(body);
+    let (mut id, mut ty, mut name) = (None, None, &b""[..]);
+    while !w.done() {
+        let (f, wt) = w.key()?;
+        match f {
+            inode_f::ID => {
+                Cursor::expect(wt, VARINT)?;
+                id = Some(w.varint()?);
+            }
+            inode_f::TYPE => {
+                Cursor::expect(wt, VARINT)?;
+                ty = Some(w.varint()?);
+            }
+            inode_f::NAME => {
+                Cursor::expect(wt, LEN)?;
+                name = w.bytes()?;
+            }
+            _ => w.skip(wt)?,
+        }
+    }
+    let id = id.ok_or(RecordError::Wire("an inode record has no id"))?;
+    let ty = ty.ok_or(RecordError::Wire("an inode record has no type"))?;
+    Ok((id, ty, name))
+}
+
 /// Decodes one INode record. `blocks` is scratch the node's blocks borrow.
 pub(crate) fn decode_inode<'a>(
     body: &'a [u8],

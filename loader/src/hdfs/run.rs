@@ -33,7 +33,7 @@ pub fn describe(path: &Path) -> Result<HdfsImage, LoadError> {
 
 /// The pieces of a section: its sub-sections, or the section whole; none
 /// if the image lacks it.
-fn pieces(f: &HdfsFile, s: HdfsSection) -> Result<Vec<(SubSectionInfo, Location)>, LoadError> {
+pub(crate) fn pieces(f: &HdfsFile, s: HdfsSection) -> Result<Vec<(SubSectionInfo, Location)>, LoadError> {
     let Some(sec) = f.summary.find(s).cloned() else {
         return Ok(Vec::new());
     };
@@ -61,7 +61,7 @@ fn pieces(f: &HdfsFile, s: HdfsSection) -> Result<Vec<(SubSectionInfo, Location)
 
 /// The INODE header (`lastInodeId`, `numInodes`), read from the first
 /// piece's start without reading the piece, or `None` if it cannot be read.
-fn inode_header(f: &HdfsFile, first: &(SubSectionInfo, Location)) -> Option<(u64, u64)> {
+pub(crate) fn inode_header(f: &HdfsFile, first: &(SubSectionInfo, Location)) -> Option<(u64, u64)> {
     let (p, at) = first;
     let bytes = f.prefix(p.offset, p.length, at, 64).ok()?;
     let mut cur = &bytes[..];
@@ -148,26 +148,7 @@ fn load_open(f: &HdfsFile, opts: &LoadOptions) -> Result<Loaded, LoadError> {
     img.snapshots.snapshot_only_inodes = inodes.skipped;
     img.inode_header = Some((inodes.header.last_inode_id, inodes.header.num_inodes));
     img.snapshots.snapshot_only = inodes.snapshot_only;
-    let n = &img.name_system;
-    let mut last_block_id = n.last_allocated_block_id;
-    if inodes.striped_files > 0 {
-        // Block group ids count up from i64::MIN (as u64, from 2^63).
-        last_block_id = last_block_id.max(n.last_allocated_striped_block_id);
-    }
-    let info = NsInfo {
-        namespace_id: u64::from(n.namespace_id),
-        last_txid: n.transaction_id,
-        last_inode_id: inodes.header.last_inode_id,
-        last_block_id,
-        // The stamp new blocks get: genstampV2 (genstampV1 only counted
-        // legacy blocks, before Hadoop 2's sequential block ids).
-        generation_stamp: if n.genstamp_v2 == 0 {
-            n.genstamp_v1
-        } else {
-            n.genstamp_v2
-        },
-        creation_time: n.nsimage_creation_time,
-    };
+    let info = ns_info(&img, inodes.header.last_inode_id, inodes.striped_files > 0);
     let at0 = inode_pieces[0].1.clone();
     let mut builder = NamespaceBuilder::new(info, tables, inodes.nodes);
     for parts in inodes.parts {
@@ -205,6 +186,31 @@ fn load_open(f: &HdfsFile, opts: &LoadOptions) -> Result<Loaded, LoadError> {
         hdfs: Some(Box::new(img)),
         hdfs_carry: None,
     })
+}
+
+/// NS_INFO as the namespace keeps it, from the image's NameSystem section
+/// and INODE header (`lastInodeId`); `striped`: whether any file is
+/// erasure-coded (its block groups' ids count from 2^63).
+pub(crate) fn ns_info(img: &HdfsImage, last_inode_id: u64, striped: bool) -> NsInfo {
+    let n = &img.name_system;
+    let mut last_block_id = n.last_allocated_block_id;
+    if striped {
+        last_block_id = last_block_id.max(n.last_allocated_striped_block_id);
+    }
+    NsInfo {
+        namespace_id: u64::from(n.namespace_id),
+        last_txid: n.transaction_id,
+        last_inode_id,
+        last_block_id,
+        // The stamp new blocks get: genstampV2 (genstampV1 only counted
+        // legacy blocks, before Hadoop 2's sequential block ids).
+        generation_stamp: if n.genstamp_v2 == 0 {
+            n.genstamp_v1
+        } else {
+            n.genstamp_v2
+        },
+        creation_time: n.nsimage_creation_time,
+    }
 }
 
 /// What `verify` reports of a Hadoop image.

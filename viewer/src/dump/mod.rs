@@ -25,7 +25,7 @@ pub use delimited::COLUMNS as DELIMITED_COLUMNS;
 use crate::error::ViewError;
 use formatter::Formatter;
 use nsimage_loader::skeleton::Skeleton;
-use nsimage_loader::ImageSource;
+use nsimage_loader::Streamable;
 use nsimage_namespace::Namespace;
 pub use paths::PathCache;
 use rayon::prelude::*;
@@ -137,7 +137,7 @@ pub fn dump(
 /// As [`dump`]; anything a load refuses but the children's name order
 /// (see [`Skeleton`]).
 pub fn dump_streamed(
-    src: &ImageSource,
+    src: &Streamable,
     opts: &DumpOptions,
     out: &mut (dyn Write + Send),
     out_name: &Path,

@@ -8,7 +8,7 @@ use super::{open, pool, push_path, Fallback, Subtree};
 use crate::du::{order, DuOptions, DuReport, DuRow, Usage};
 use crate::error::ViewError;
 use crate::paths::ImagePath;
-use nsimage_loader::ImageSource;
+use nsimage_loader::Streamable;
 use nsimage_namespace::{Attrs, InodeKind};
 
 /// What one worker sums.
@@ -30,7 +30,7 @@ struct Sums {
 /// As [`crate::du::du`]; anything a load refuses (but the children's name
 /// order, see [`nsimage_loader::skeleton`]).
 pub fn du_streamed(
-    src: &ImageSource,
+    src: &Streamable,
     path: &ImagePath,
     opts: &DuOptions,
     threads: usize,

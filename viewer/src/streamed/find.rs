@@ -9,7 +9,7 @@ use super::{open, pool, push_path, write_in_order, Fallback, Subtree};
 use crate::error::ViewError;
 use crate::find::{write_found, FindOptions, Found};
 use crate::paths::ImagePath;
-use nsimage_loader::ImageSource;
+use nsimage_loader::Streamable;
 use nsimage_namespace::{Attrs, Perm};
 use std::io::Write;
 use std::path::Path;
@@ -32,7 +32,7 @@ pub struct FindStats {
 /// As [`crate::find::find_each`]; a write error; anything a load refuses
 /// (but the children's name order, see [`nsimage_loader::skeleton`]).
 pub fn find_streamed(
-    src: &ImageSource,
+    src: &Streamable,
     path: &ImagePath,
     opts: &FindOptions,
     json: bool,

@@ -17,7 +17,7 @@ mod subtree;
 use crate::error::ViewError;
 use crate::paths::ImagePath;
 use nsimage_loader::skeleton::{DirIndex, Skeleton};
-use nsimage_loader::ImageSource;
+use nsimage_loader::Streamable;
 pub(crate) use ordered::write_in_order;
 pub(crate) use subtree::Subtree;
 
@@ -45,7 +45,7 @@ pub(crate) fn pool(threads: usize) -> Result<rayon::ThreadPool, ViewError> {
 
 /// `src`'s tree, read on `pool`, and the directory `path` names.
 pub(crate) fn open(
-    src: &ImageSource,
+    src: &Streamable,
     pool: &rayon::ThreadPool,
     path: &ImagePath,
 ) -> Result<Result<(Skeleton, DirIndex), Fallback>, ViewError> {

@@ -36,7 +36,7 @@ pub(crate) struct Written {
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn write_in_order<S: Send>(
     skeleton: &Skeleton,
-    src: &nsimage_loader::ImageSource,
+    src: &nsimage_loader::Streamable,
     pool: &rayon::ThreadPool,
     out: &mut (dyn Write + Send),
     out_name: &Path,

@@ -9,7 +9,7 @@ use crate::du::Usage;
 use crate::error::ViewError;
 use crate::owners::{report, Key, OwnerReport};
 use crate::paths::ImagePath;
-use nsimage_loader::ImageSource;
+use nsimage_loader::Streamable;
 use nsimage_namespace::{Attrs, Perm};
 use std::collections::HashMap;
 
@@ -20,7 +20,7 @@ use std::collections::HashMap;
 /// As [`crate::owners::usage_by`]; anything a load refuses (but the
 /// children's name order, see [`nsimage_loader::skeleton`]).
 pub fn usage_by_streamed(
-    src: &ImageSource,
+    src: &Streamable,
     path: &ImagePath,
     by: Key,
     threads: usize,
