@@ -122,8 +122,8 @@ mod shard;
 pub mod skeleton;
 pub mod source;
 mod stats;
-mod streamable;
 mod stream;
+mod streamable;
 #[cfg(feature = "bench-internals")]
 pub mod table;
 #[cfg(not(feature = "bench-internals"))]

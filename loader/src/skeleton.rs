@@ -33,12 +33,12 @@
 
 use crate::decode::{self, bad, check_piece};
 use crate::error::LoadError;
+use crate::hdfs::stream::ChunkBuf;
+use crate::hdfs::{HdfsSource, HdfsUnstreamable};
 use crate::record;
 pub use crate::record::InodeScratch;
 use crate::run::run_pieces;
 use crate::sections::{corrupt, pieces, section};
-use crate::hdfs::stream::ChunkBuf;
-use crate::hdfs::{HdfsSource, HdfsUnstreamable};
 use crate::source::{ImageSource, PieceBuf};
 use crate::streamable::Streamable;
 use nsimage_format::framing::Records;
@@ -230,7 +230,11 @@ impl Skeleton {
         crate::sections::check_unknown(src, pool)?;
         crate::sections::hdfs_carry(src)?;
         s.check_tree().map_err(|d| {
-            corrupt(src, Location::in_section(SectionKind::INODE_DIR, None, 0), d)
+            corrupt(
+                src,
+                Location::in_section(SectionKind::INODE_DIR, None, 0),
+                d,
+            )
         })?;
         Ok(Ok(s))
     }
@@ -418,11 +422,15 @@ impl Skeleton {
                 last: s.info.last_inode_id,
             };
             return Err(h.corrupt(
-                s.inode_pieces.first().map(|p| p.1.clone()).unwrap_or_default(),
+                s.inode_pieces
+                    .first()
+                    .map(|p| p.1.clone())
+                    .unwrap_or_default(),
                 e.to_string(),
             ));
         }
-        s.check_tree().map_err(|d| h.corrupt(h.dir_section_at(), d))?;
+        s.check_tree()
+            .map_err(|d| h.corrupt(h.dir_section_at(), d))?;
         Ok(Ok(s))
     }
 
@@ -669,9 +677,9 @@ impl Skeleton {
                     Some(2) => break,
                     Some(1) => {
                         return Err(format!(
-                                "directory {} is its own ancestor",
-                                self.dirs.get(cur).map_or(0, |d| d.id)
-                            ))
+                            "directory {} is its own ancestor",
+                            self.dirs.get(cur).map_or(0, |d| d.id)
+                        ))
                     }
                     _ => {}
                 }
@@ -910,7 +918,12 @@ impl Skeleton {
     /// [`check_blocks`](Self::check_blocks) of a Hadoop image, then its
     /// `.md5` sidecar's verdict.
     fn check_hdfs_blocks(&self, h: &HdfsSource, rules: &BlockRules) -> Result<(), LoadError> {
-        let whole = || self.inode_pieces.first().map(|p| p.1.clone()).unwrap_or_default();
+        let whole = || {
+            self.inode_pieces
+                .first()
+                .map(|p| p.1.clone())
+                .unwrap_or_default()
+        };
         // NS_INFO's block id limit depends on whether a file read was
         // erasure-coded.
         let unique = match rules.check(&h.info()) {

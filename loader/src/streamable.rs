@@ -7,11 +7,13 @@ use nsimage_format::SectionKind;
 use std::path::Path;
 
 /// An image opened to be streamed.
+// One per command: the size of either variant does not matter.
+#[allow(clippy::large_enum_variant)]
 pub enum Streamable {
     /// An nsimage image (unlocked, when encrypted).
     Image(ImageSource),
     /// A Hadoop fsimage.
-    Hdfs(HdfsSource),
+    Hdfs(Box<HdfsSource>),
 }
 
 impl Streamable {

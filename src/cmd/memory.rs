@@ -107,7 +107,7 @@ pub fn open_streamed(
     limit: MemoryLimit,
 ) -> anyhow::Result<Option<nsimage_loader::Streamable>> {
     let src = if nsimage_loader::hdfs::is_hdfs_file(image)? {
-        nsimage_loader::Streamable::Hdfs(nsimage_loader::hdfs::HdfsSource::open(image)?)
+        nsimage_loader::Streamable::Hdfs(Box::new(nsimage_loader::hdfs::HdfsSource::open(image)?))
     } else {
         let mut src = nsimage_loader::ImageSource::open(image)?;
         src.unlock(super::key()?.as_ref())?;

@@ -339,6 +339,7 @@ pub fn streamed(path: &std::path::Path, key: Option<&nsimage_format::cipher::Key
     if src.unlock(key).is_err() {
         return Some(false);
     }
+    let src = nsimage_loader::Streamable::Image(src);
     match Skeleton::build(&src, None) {
         Err(_) => Some(false),
         Ok(Err(_)) => None,

@@ -152,7 +152,12 @@ impl HdfsFile {
         self.bytes.load(Ordering::Relaxed)
     }
 
-    pub(crate) fn read_exact(&self, offset: u64, buf: &mut [u8], at: &Location) -> Result<(), LoadError> {
+    pub(crate) fn read_exact(
+        &self,
+        offset: u64,
+        buf: &mut [u8],
+        at: &Location,
+    ) -> Result<(), LoadError> {
         self.reads.fetch_add(1, Ordering::Relaxed);
         self.bytes.fetch_add(buf.len() as u64, Ordering::Relaxed);
         self.file.read_exact_at(buf, offset).map_err(|e| {

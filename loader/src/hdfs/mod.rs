@@ -30,8 +30,8 @@ mod reach;
 mod record;
 pub(crate) mod run;
 mod small;
-mod strings;
 pub mod stream;
+mod strings;
 
 pub use file::is_hdfs_file;
 pub use image::{

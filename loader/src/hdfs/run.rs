@@ -33,7 +33,10 @@ pub fn describe(path: &Path) -> Result<HdfsImage, LoadError> {
 
 /// The pieces of a section: its sub-sections, or the section whole; none
 /// if the image lacks it.
-pub(crate) fn pieces(f: &HdfsFile, s: HdfsSection) -> Result<Vec<(SubSectionInfo, Location)>, LoadError> {
+pub(crate) fn pieces(
+    f: &HdfsFile,
+    s: HdfsSection,
+) -> Result<Vec<(SubSectionInfo, Location)>, LoadError> {
     let Some(sec) = f.summary.find(s).cloned() else {
         return Ok(Vec::new());
     };

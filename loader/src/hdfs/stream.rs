@@ -1,7 +1,7 @@
 //! A Hadoop image read for the streamed viewer (issue 28): what
 //! [`Skeleton`](crate::skeleton::Skeleton) needs of one, in bounded memory.
 //!
-//! - [`HdfsSource::scan`]: every INODE record's id, type and name, the
+//! - `HdfsSource::scan`: every INODE record's id, type and name, the
 //!   section read in blocks of [`BLOCK`] bytes (a piece of a plain file is
 //!   never held whole); the records' ids must increase in file order (the
 //!   load's order: an image whose records do not is loaded whole, as the
@@ -11,8 +11,8 @@
 //!   cannot be entered in the middle: it is one chunk, read whole, so only
 //!   an image whose compressed pieces are at most [`MAX_COMPRESSED_PIECE`]
 //!   stored bytes is streamed.
-//! - [`HdfsSource::each_dir_entry`]: INODE_DIR's entries, in blocks too.
-//! - [`HdfsSource::visit_chunk`]: one chunk's records decoded by the load's
+//! - `HdfsSource::each_dir_entry`: INODE_DIR's entries, in blocks too.
+//! - `HdfsSource::visit_chunk`: one chunk's records decoded by the load's
 //!   own decoder.
 //!
 //! The load's other checks are made where they fall: the INODE header's
@@ -177,7 +177,7 @@ impl HdfsSource {
     }
 
     /// Why this image is not streamed, if it is not (its records' order
-    /// is known only once [`scan`](Self::scan)ned).
+    /// is known only once its records are read).
     pub fn unstreamable(&self) -> Option<HdfsUnstreamable> {
         if self.img.has_snapshots() {
             return Some(HdfsUnstreamable::Snapshots);
@@ -222,8 +222,10 @@ impl HdfsSource {
             }
             return Ok(());
         }
-        let total = usize::try_from(p.length)
-            .map_err(|_| self.f.corrupt(at.clone(), "a piece too large to address".into()))?;
+        let total = usize::try_from(p.length).map_err(|_| {
+            self.f
+                .corrupt(at.clone(), "a piece too large to address".into())
+        })?;
         // buf.out holds the piece's bytes [base, base + out.len()).
         let (mut base, mut read) = (0usize, 0usize);
         buf.out.clear();
@@ -270,9 +272,7 @@ impl HdfsSource {
             // record is longer than a block).
             buf.out.drain(..consumed);
             base = base.saturating_add(consumed);
-            let want = BLOCK
-                .max(buf.out.len())
-                .min(total.saturating_sub(read));
+            let want = BLOCK.max(buf.out.len()).min(total.saturating_sub(read));
             let held = buf.out.len();
             buf.out.resize(held.saturating_add(want), 0);
             let from = p.offset.saturating_add(read as u64);
@@ -295,38 +295,47 @@ impl HdfsSource {
         &self,
         pool: Option<&rayon::ThreadPool>,
     ) -> Result<Option<Scanned>, LoadError> {
-        let mut uc: Vec<u64> = self.img.files_under_construction.iter().map(|u| u.0).collect();
+        let mut uc: Vec<u64> = self
+            .img
+            .files_under_construction
+            .iter()
+            .map(|u| u.0)
+            .collect();
         uc.sort_unstable();
         uc.dedup();
         let compressed = self.f.summary.codec != Codec::None;
-        let scans = crate::run::run_pieces(pool, &self.inode_pieces, ChunkBuf::default, |buf, i, p, at| {
-            let mut s = PieceScan {
-                in_order: true,
-                ..PieceScan::default()
-            };
-            // The chunk being cut: its start, first id, records.
-            let mut open: Option<(usize, u64, u64)> = None;
-            let mut end = 0usize;
-            let mut header_due = i == 0;
-            let cut = |s: &mut PieceScan, (start, first, n): (usize, u64, u64), end: usize| {
-                let offset = p.offset.saturating_add(start as u64);
-                let length = end.saturating_sub(start) as u64;
-                s.chunks.push((
-                    SubSectionInfo {
-                        offset,
-                        length,
-                        records: n,
-                        first_key: first,
-                        checksum: 0,
-                        at_rest: Default::default(),
-                    },
-                    Location {
-                        offset,
-                        ..at.clone()
-                    },
-                ));
-            };
-            self.walk(p, at, buf, |pos, after, body| {
+        let scans = crate::run::run_pieces(
+            pool,
+            &self.inode_pieces,
+            ChunkBuf::default,
+            |buf, i, p, at| {
+                let mut s = PieceScan {
+                    in_order: true,
+                    ..PieceScan::default()
+                };
+                // The chunk being cut: its start, first id, records.
+                let mut open: Option<(usize, u64, u64)> = None;
+                let mut end = 0usize;
+                let mut header_due = i == 0;
+                let cut = |s: &mut PieceScan, (start, first, n): (usize, u64, u64), end: usize| {
+                    let offset = p.offset.saturating_add(start as u64);
+                    let length = end.saturating_sub(start) as u64;
+                    s.chunks.push((
+                        SubSectionInfo {
+                            offset,
+                            length,
+                            records: n,
+                            first_key: first,
+                            checksum: 0,
+                            at_rest: Default::default(),
+                        },
+                        Location {
+                            offset,
+                            ..at.clone()
+                        },
+                    ));
+                };
+                self.walk(p, at, buf, |pos, after, body| {
                 if header_due {
                     header_due = false;
                     s.header = Some(read_header(&self.f, at, Some((pos, body)))?);
@@ -387,23 +396,28 @@ impl HdfsSource {
                 }
                 Ok(true)
             })?;
-            if compressed {
-                if let Some((first, _)) = s.first {
-                    s.chunks.push((
-                        SubSectionInfo {
-                            records: s.records,
-                            first_key: first,
-                            ..p.clone()
-                        },
-                        at.clone(),
-                    ));
+                if compressed {
+                    if let Some((first, _)) = s.first {
+                        s.chunks.push((
+                            SubSectionInfo {
+                                records: s.records,
+                                first_key: first,
+                                ..p.clone()
+                            },
+                            at.clone(),
+                        ));
+                    }
+                } else if let Some(o) = open {
+                    cut(&mut s, o, end);
                 }
-            } else if let Some(o) = open {
-                cut(&mut s, o, end);
-            }
-            Ok(s)
-        })?;
-        let at0 = self.inode_pieces.first().map(|p| p.1.clone()).unwrap_or_default();
+                Ok(s)
+            },
+        )?;
+        let at0 = self
+            .inode_pieces
+            .first()
+            .map(|p| p.1.clone())
+            .unwrap_or_default();
         let mut out = Scanned {
             chunks: Vec::new(),
             dirs: Vec::new(),
@@ -424,11 +438,13 @@ impl HdfsSource {
                     return Ok(None);
                 }
                 if last.is_none() && (first != ROOT_ID || !dir) {
-                    let at = self.inode_pieces.get(k).map_or_else(|| at0.clone(), |p| p.1.clone());
-                    return Err(self.f.corrupt(
-                        at,
-                        nsimage_namespace::BuildError::NoRoot.to_string(),
-                    ));
+                    let at = self
+                        .inode_pieces
+                        .get(k)
+                        .map_or_else(|| at0.clone(), |p| p.1.clone());
+                    return Err(self
+                        .f
+                        .corrupt(at, nsimage_namespace::BuildError::NoRoot.to_string()));
                 }
             }
             if s.last.is_some() {
@@ -437,13 +453,19 @@ impl HdfsSource {
             out.inodes = out.inodes.saturating_add(s.records);
             let base = out.names.len();
             out.names.extend_from_slice(&s.names);
-            out.dirs.extend(s.dirs.iter().map(|&(id, a, n)| (id, base.saturating_add(a), n)));
+            out.dirs.extend(
+                s.dirs
+                    .iter()
+                    .map(|&(id, a, n)| (id, base.saturating_add(a), n)),
+            );
             out.chunks.extend(s.chunks);
             found.extend(s.under_construction);
         }
         out.last_id = last.unwrap_or(0);
-        let header =
-            header.ok_or_else(|| self.f.corrupt(at0.clone(), "the INODE section has no header".into()))?;
+        let header = header.ok_or_else(|| {
+            self.f
+                .corrupt(at0.clone(), "the INODE section has no header".into())
+        })?;
         if out.inodes != header.num_inodes {
             return Err(self.f.corrupt(
                 at0,
@@ -454,7 +476,9 @@ impl HdfsSource {
             ));
         }
         if out.inodes == 0 {
-            return Err(self.f.corrupt(at0, nsimage_namespace::BuildError::NoRoot.to_string()));
+            return Err(self
+                .f
+                .corrupt(at0, nsimage_namespace::BuildError::NoRoot.to_string()));
         }
         found.sort_unstable();
         found.dedup();
@@ -477,10 +501,13 @@ impl HdfsSource {
 
     /// Where an error about FILES_UNDERCONSTRUCTION points.
     fn uc_at(&self) -> Location {
-        self.f.summary.find(HdfsSection::FilesUnderConstruction).map_or_else(
-            || nsimage_format::hdfs::version::summary_at(self.f.summary.summary_offset),
-            |e| e.at(),
-        )
+        self.f
+            .summary
+            .find(HdfsSection::FilesUnderConstruction)
+            .map_or_else(
+                || nsimage_format::hdfs::version::summary_at(self.f.summary.summary_offset),
+                |e| e.at(),
+            )
     }
 
     /// Calls `g` with each INODE_DIR entry that lists children (its
@@ -558,7 +585,10 @@ impl HdfsSource {
         if n != p.records {
             return Err(self.f.corrupt(
                 at.clone(),
-                format!("{n} inode records where the first read found {}: the file changed", p.records),
+                format!(
+                    "{n} inode records where the first read found {}: the file changed",
+                    p.records
+                ),
             ));
         }
         Ok(batch.into_parts())
@@ -612,8 +642,9 @@ impl HdfsSource {
 
     /// Where an error about INODE_DIR as a whole points.
     pub(crate) fn dir_section_at(&self) -> Location {
-        self.dir_pieces
-            .first()
-            .map_or_else(|| Location::in_section(HdfsSection::InodeDir.kind(), None, 0), |p| p.1.clone())
+        self.dir_pieces.first().map_or_else(
+            || Location::in_section(HdfsSection::InodeDir.kind(), None, 0),
+            |p| p.1.clone(),
+        )
     }
 }

@@ -9,7 +9,7 @@ use crate::common;
 
 use nsimage_format::cipher::Key;
 use nsimage_loader::skeleton::Skeleton;
-use nsimage_loader::{load, ImageSource, LoadOptions};
+use nsimage_loader::{load, ImageSource, LoadOptions, Streamable};
 use nsimage_namespace::{Namespace, NsInfo};
 use nsimage_testkit::generate::{generate, GenSpec};
 use nsimage_viewer::distribution::{distribution, distribution_streamed};
@@ -83,7 +83,7 @@ fn streamed_distribution_equals_the_whole_namespaces() {
         for (step, max) in [(2 << 20, 128 << 30), (7, 100), (1, 1)] {
             let want = distribution(&full, step, max).unwrap();
             for threads in [1, 2] {
-                let src = ImageSource::open(&img).unwrap();
+                let src = Streamable::Image(ImageSource::open(&img).unwrap());
                 let got = distribution_streamed(&src, threads, step, max)
                     .unwrap()
                     .unwrap_or_else(|| panic!("{what}: not streamed"));
@@ -120,7 +120,7 @@ fn streamed_dumps_equal_the_whole_namespaces() {
             let ws = dump(&full, &o, &mut want, Path::new("want")).unwrap();
             for threads in [1, 2] {
                 o.threads = threads;
-                let src = ImageSource::open(&img).unwrap();
+                let src = Streamable::Image(ImageSource::open(&img).unwrap());
                 let mut got = Vec::new();
                 let gs = dump_streamed(&src, &o, &mut got, Path::new("got"))
                     .unwrap()
@@ -134,7 +134,7 @@ fn streamed_dumps_equal_the_whole_namespaces() {
                 assert_eq!((gs.rows, gs.bytes), (ws.rows, ws.bytes), "{what}");
             }
         }
-        let src = ImageSource::open(&img).unwrap();
+        let src = Streamable::Image(ImageSource::open(&img).unwrap());
         let xml = DumpOptions {
             format: DumpFormat::Xml,
             ..DumpOptions::default()
@@ -216,7 +216,7 @@ fn images_at_rest_stream() {
     let want = distribution(&ns, 1 << 20, 1 << 30).unwrap();
     let mut src = ImageSource::open(&img).unwrap();
     src.unlock(Some(&key)).unwrap();
-    let got = distribution_streamed(&src, 2, 1 << 20, 1 << 30)
+    let got = distribution_streamed(&Streamable::Image(src), 2, 1 << 20, 1 << 30)
         .unwrap()
         .unwrap();
     assert_eq!(got, want);
@@ -234,7 +234,7 @@ fn the_skeleton_stays_within_its_estimate() {
     });
     let img = dir.path().join("img.nsi");
     std::fs::write(&img, common::image(&ns, &WriteOptions::default())).unwrap();
-    let src = ImageSource::open(&img).unwrap();
+    let src = Streamable::Image(ImageSource::open(&img).unwrap());
     let s = Skeleton::build(&src, Some(&pool(2))).unwrap().unwrap();
     assert_eq!(s.inode_count(), 200_000);
     let estimate = Skeleton::estimate(&src);
@@ -321,7 +321,7 @@ fn sparse_block_ids_are_checked_by_sorting() {
     let ns = build();
     let bytes = common::image(&ns, &common::tiny(300));
     std::fs::write(&img, &bytes).unwrap();
-    let src = ImageSource::open(&img).unwrap();
+    let src = Streamable::Image(ImageSource::open(&img).unwrap());
     let got = distribution_streamed(&src, 2, 1, 100).unwrap().unwrap();
     assert_eq!(got, distribution(&ns, 1, 100).unwrap());
     assert_eq!(common::streamed(&img, None), Some(true));
@@ -399,7 +399,7 @@ fn streamed_du_and_find_equal_the_whole_namespaces() {
         let img = dir.path().join("img.nsi");
         std::fs::write(&img, common::image(&ns, &opts)).unwrap();
         let full = load(&img, &LoadOptions::default()).unwrap().namespace;
-        let src = ImageSource::open(&img).unwrap();
+        let src = Streamable::Image(ImageSource::open(&img).unwrap());
         let mut streamed_answers = 0;
         let finds = [
             FindOptions::default(),
@@ -522,7 +522,7 @@ fn streamed_exports_equal_the_whole_namespaces() {
         let img = dir.path().join("img.nsi");
         std::fs::write(&img, common::image(&ns, &opts)).unwrap();
         let full = load(&img, &LoadOptions::default()).unwrap().namespace;
-        let src = ImageSource::open(&img).unwrap();
+        let src = Streamable::Image(ImageSource::open(&img).unwrap());
         for (rows, per_file) in [(1 << 17, 1), (777, 1), (3_000, 2), (1, 64)] {
             // A row group per inode: for the small namespaces only.
             if rows == 1 && ns.stats().inodes > 300 {
@@ -592,6 +592,24 @@ fn converted_and_generated() -> Vec<(String, Vec<u8>)> {
         let ns = generate(GenSpec { inodes, seed: 7 });
         assert_eq!(ns.stats().inodes, inodes);
         out.push((format!("{inodes} inodes"), common::image(&ns, &split)));
+        // As a Hadoop fsimage: in sub-sections (plain, and compressed in
+        // pieces small enough to stream), and plain without.
+        use nsimage_writer::hdfs::{write_hdfs_image, HdfsCodec, HdfsWriteOptions};
+        for (how, sub_sections, codec) in [
+            ("hdfs, sub-sections", true, HdfsCodec::None),
+            ("hdfs, sub-sections, zlib", true, HdfsCodec::Zlib),
+            ("hdfs, whole", false, HdfsCodec::None),
+        ] {
+            let o = HdfsWriteOptions {
+                sub_sections,
+                inode_threshold: 0,
+                codec,
+                ..HdfsWriteOptions::default()
+            };
+            let mut img = Vec::new();
+            write_hdfs_image(&ns, &mut img, &o).unwrap();
+            out.push((format!("{inodes} inodes, {how}"), img));
+        }
     }
     let root = crate::hdfs_common::data();
     let mut real = Vec::new();
@@ -617,6 +635,8 @@ fn converted_and_generated() -> Vec<(String, Vec<u8>)> {
     for f in real {
         let loaded = load(&f, &LoadOptions::default()).unwrap();
         let name = f.strip_prefix(&root).unwrap_or(&f).display().to_string();
+        // The Hadoop file itself (one with snapshots is loaded whole).
+        out.push((format!("{name}, hdfs"), std::fs::read(&f).unwrap()));
         for (how, opts) in [("whole", WriteOptions::default()), ("split", split.clone())] {
             let mut img = Vec::new();
             nsimage_writer::write_image_with_carry(
@@ -650,10 +670,32 @@ fn real_and_generated_images_stream_as_they_load() {
         std::fs::write(&img, bytes).unwrap();
         let loaded = load(&img, &LoadOptions::default()).unwrap();
         snapshots |= loaded.carry().is_some_and(|c| !c.snapshots.is_empty());
+        let hdfs_snapshots = loaded.hdfs.as_ref().is_some_and(|h| h.has_snapshots());
         let full = loaded.namespace;
         let root = ImagePath::parse("/").unwrap();
+        let open = || {
+            if nsimage_loader::hdfs::is_hdfs_file(&img).unwrap() {
+                Streamable::Hdfs(Box::new(
+                    nsimage_loader::hdfs::HdfsSource::open(&img).unwrap(),
+                ))
+            } else {
+                Streamable::Image(ImageSource::open(&img).unwrap())
+            }
+        };
+        if hdfs_snapshots {
+            let o = DumpOptions {
+                format: DumpFormat::Delimited,
+                ..DumpOptions::default()
+            };
+            let r = dump_streamed(&open(), &o, &mut Vec::new(), Path::new("got")).unwrap();
+            assert!(
+                r.is_none(),
+                "{what}: a Hadoop image with snapshots is loaded whole"
+            );
+            continue;
+        }
         for threads in [1, 2] {
-            let src = ImageSource::open(&img).unwrap();
+            let src = open();
             for (format, header) in [(DumpFormat::Delimited, true), (DumpFormat::Jsonl, false)] {
                 let o = DumpOptions {
                     format,
