@@ -218,9 +218,9 @@ fn draw(d: &Distribution) -> Result<String, Box<dyn std::error::Error>> {
     Ok(svg)
 }
 
-/// The histogram: streamed from an nsimage image (its tree read and
-/// checked first, within `--memory-limit`), or from the whole namespace of
-/// a Hadoop image or of one the stream cannot take.
+/// The histogram: streamed from the image (its tree read and checked
+/// first, within `--memory-limit`), or from the whole namespace of an
+/// image the stream cannot take.
 fn histogram(a: &Args) -> anyhow::Result<Distribution> {
     let key = super::key()?;
     let pb = super::spinner(&format!("reading {}", a.image.display()));

@@ -1,8 +1,8 @@
 //! `nsimage du`: per-subtree counts, bytes, space consumed, small files and
 //! quota use, like `hdfs dfs -count -q` and `du`; with `--by owner|group`,
-//! the subtree's usage per user or group instead. An nsimage image is
-//! streamed in bounded memory (nsimage_viewer::streamed); a Hadoop image,
-//! or one the stream cannot take, is loaded whole.
+//! the subtree's usage per user or group instead. An image (nsimage
+//! or Hadoop) is streamed in bounded memory (nsimage_viewer::streamed);
+//! one the stream cannot take is loaded whole.
 
 use super::memory::{inode_count, open_streamed, MemoryLimit};
 use nsimage_namespace::Namespace;
@@ -102,9 +102,9 @@ enum Answer {
     ByKey(OwnerReport),
 }
 
-/// The report: streamed from an nsimage image; from a one-path lookup
-/// where the path is not a directory with children; from the whole
-/// namespace of a Hadoop image or of one the stream cannot take.
+/// The report: streamed from the image; from a one-path lookup where the
+/// path is not a directory with children; from the whole namespace of an
+/// image the stream cannot take.
 fn answer(a: &Args, path: &ImagePath, opts: &DuOptions) -> anyhow::Result<Answer> {
     let whole = |ns: &Namespace| -> anyhow::Result<Answer> {
         Ok(match a.by {

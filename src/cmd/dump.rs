@@ -58,8 +58,8 @@ fn parse_delimiter(s: &str) -> Result<u8, String> {
     Ok(d)
 }
 
-/// What is dumped: an nsimage image streamed in bounded memory (delimited
-/// and JSON lines), or a namespace loaded whole (XML, Hadoop images, and an
+/// What is dumped: an image (nsimage or Hadoop) streamed in bounded memory
+/// (delimited and JSON lines), or a namespace loaded whole (XML, and an
 /// image the stream cannot take), with the seconds its load took.
 enum Input {
     Streamed(Streamable),

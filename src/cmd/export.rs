@@ -1,8 +1,9 @@
 //! `nsimage export`: every inode of an image as Parquet (nsimage_export),
 //! one file, or a dataset of `part-NNNNN.parquet` files when `-o` names a
-//! directory (an existing one, or a path ending in `/`). An nsimage image
-//! is streamed in bounded memory (nsimage_export::export_streamed_to_path);
-//! a Hadoop image, or one the stream cannot take, is loaded whole.
+//! directory (an existing one, or a path ending in `/`). An image (nsimage
+//! or Hadoop) is streamed in bounded memory
+//! (nsimage_export::export_streamed_to_path); one the stream cannot take
+//! is loaded whole.
 
 use super::memory::MemoryLimit;
 use nsimage_export::{
@@ -54,8 +55,8 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         row_groups_per_file: a.row_groups_per_file,
         ..ExportOptions::default()
     };
-    // An nsimage image streamed in bounded memory; a Hadoop image, or one
-    // the stream cannot take, loaded whole first.
+    // The image streamed in bounded memory; one the stream cannot take
+    // loaded whole first.
     let mut streamed = None;
     if let Some(src) = super::memory::open_streamed(&a.image, a.memory)? {
         let pb = super::spinner(&format!("exporting {}", a.image.display()));

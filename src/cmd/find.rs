@@ -1,7 +1,7 @@
 //! `nsimage find`: inodes below a path by name, type, size, time or owner.
-//! An nsimage image is streamed in bounded memory, its matches in file
-//! order (nsimage_viewer::streamed::find); `--sorted`, a Hadoop image or
-//! one the stream cannot take: the whole namespace, depth first by name.
+//! An image (nsimage or Hadoop) is streamed in bounded memory, its matches
+//! in file order (nsimage_viewer::streamed::find); `--sorted`, or an image
+//! the stream cannot take: the whole namespace, depth first by name.
 
 use super::memory::{inode_count, open_streamed, MemoryLimit};
 use nsimage_namespace::{InodeKind, Namespace};
