@@ -163,7 +163,15 @@ impl Skeleton {
     ) -> Result<Result<Skeleton, Unstreamable>, LoadError> {
         match src {
             Streamable::Image(s) => Self::build_image(s, pool),
-            Streamable::Hdfs(h) => Self::build_hdfs(h, pool),
+            Streamable::Hdfs(h) => {
+                let built = Self::build_hdfs(h, pool);
+                if !matches!(built, Ok(Ok(_))) {
+                    // Not streamed: a load reads the file (and its
+                    // sidecar) instead, or nothing does.
+                    h.abandon();
+                }
+                built
+            }
         }
     }
 
@@ -292,42 +300,30 @@ impl Skeleton {
                     format!("INODE_DIR lists {listed} children or more for {inodes} inodes: a child is listed twice"),
                 ));
             }
+            // d < all.len() <= u32::MAX - 1, checked above.
+            #[allow(clippy::cast_possible_truncation)]
+            let dir = d as u32;
             for &child in kids {
-                let i = bases.partition_point(|&b| b <= child).saturating_sub(1);
-                let (Some(&base), Some(list)) = (bases.get(i), links.get_mut(i)) else {
-                    continue;
-                };
-                let Some(offset) = child.checked_sub(base).and_then(|o| u32::try_from(o).ok())
-                else {
-                    if child < base {
+                match link(&bases, &mut links, child, dir) {
+                    Linked::Yes => {}
+                    Linked::NotAnInode => {
                         return Err(h.corrupt(
                             at,
                             format!("child {child} of directory {parent} is not an inode"),
-                        ));
+                        ))
                     }
-                    sparse = true;
-                    continue;
-                };
-                // d < all.len() <= u32::MAX - 1, checked above.
-                #[allow(clippy::cast_possible_truncation)]
-                list.push(u64::from(offset) << 32 | d as u64);
+                    Linked::TooSparse => {
+                        sparse = true;
+                        break;
+                    }
+                }
             }
             Ok(())
         })?;
         if sparse {
             return Ok(Err(Unstreamable::TooSparse));
         }
-        let sort = |l: &mut Vec<u64>| {
-            l.sort_unstable();
-            l.shrink_to_fit();
-        };
-        match pool {
-            Some(p) => p.install(|| {
-                use rayon::prelude::*;
-                links.par_iter_mut().for_each(sort);
-            }),
-            None => links.iter_mut().for_each(sort),
-        }
+        sort_links(&mut links, pool);
         // Each directory's parent, from its chunk's links (both in id
         // order); a child listed twice is refused here, before any row.
         let mut di = 0usize;
@@ -520,20 +516,9 @@ impl Skeleton {
                         ));
                     }
                     for &child in children.get(start..end).unwrap_or_default() {
-                        let i = self
-                            .bases
-                            .partition_point(|&b| b <= child)
-                            .saturating_sub(1);
-                        let (Some(&base), Some(list)) = (self.bases.get(i), self.links.get_mut(i))
-                        else {
-                            continue;
-                        };
-                        let Some(offset) =
-                            child.checked_sub(base).and_then(|o| u32::try_from(o).ok())
-                        else {
-                            // Below every piece's first id (an inode that
-                            // cannot exist), or too far above it.
-                            if child < base {
+                        match link(&self.bases, &mut self.links, child, dir) {
+                            Linked::Yes => {}
+                            Linked::NotAnInode => {
                                 return Err(corrupt(
                                     src,
                                     Location {
@@ -541,26 +526,15 @@ impl Skeleton {
                                         ..at.clone()
                                     },
                                     format!("child {child} of directory {parent} is not an inode"),
-                                ));
+                                ))
                             }
-                            return Ok(Err(Unstreamable::TooSparse));
-                        };
-                        list.push(u64::from(offset) << 32 | u64::from(dir));
+                            Linked::TooSparse => return Ok(Err(Unstreamable::TooSparse)),
+                        }
                     }
                 }
             }
         }
-        let sort = |l: &mut Vec<u64>| {
-            l.sort_unstable();
-            l.shrink_to_fit();
-        };
-        match pool {
-            Some(p) => p.install(|| {
-                use rayon::prelude::*;
-                self.links.par_iter_mut().for_each(sort);
-            }),
-            None => self.links.iter_mut().for_each(sort),
-        }
+        sort_links(&mut self.links, pool);
         Ok(Ok(()))
     }
 
@@ -1027,6 +1001,48 @@ impl Skeleton {
             next: 0,
             dirs: &self.dirs,
         }
+    }
+}
+
+/// Where [`link`] put a child.
+enum Linked {
+    /// In its piece's list.
+    Yes,
+    /// Below every piece's first id: an inode that cannot exist.
+    NotAnInode,
+    /// More than 2^32 above its piece's first id.
+    TooSparse,
+}
+
+/// Appends the link of `child` (in directory `dir`) to the list of the
+/// piece whose ids it falls among (`bases`: each piece's first id).
+fn link(bases: &[u64], links: &mut [Vec<u64>], child: u64, dir: u32) -> Linked {
+    let i = bases.partition_point(|&b| b <= child).saturating_sub(1);
+    let (Some(&base), Some(list)) = (bases.get(i), links.get_mut(i)) else {
+        return Linked::Yes;
+    };
+    match child.checked_sub(base).map(u32::try_from) {
+        None => Linked::NotAnInode,
+        Some(Err(_)) => Linked::TooSparse,
+        Some(Ok(offset)) => {
+            list.push(u64::from(offset) << 32 | u64::from(dir));
+            Linked::Yes
+        }
+    }
+}
+
+/// Sorts each piece's links (in child order), on `pool` when given.
+fn sort_links(links: &mut [Vec<u64>], pool: Option<&rayon::ThreadPool>) {
+    let sort = |l: &mut Vec<u64>| {
+        l.sort_unstable();
+        l.shrink_to_fit();
+    };
+    match pool {
+        Some(p) => p.install(|| {
+            use rayon::prelude::*;
+            links.par_iter_mut().for_each(sort);
+        }),
+        None => links.iter_mut().for_each(sort),
     }
 }
 

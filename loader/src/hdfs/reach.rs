@@ -18,7 +18,7 @@ use nsimage_namespace::{InodeKind, Namespace};
 use std::collections::{HashMap, HashSet};
 
 /// Where an error about section `s` points: its start, or the summary's.
-fn section_at(f: &HdfsFile, s: HdfsSection) -> Location {
+pub(crate) fn section_at(f: &HdfsFile, s: HdfsSection) -> Location {
     f.summary.find(s).map_or_else(
         || nsimage_format::hdfs::version::summary_at(f.summary.summary_offset),
         |e| e.at(),

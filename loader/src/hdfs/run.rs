@@ -6,14 +6,14 @@ use super::image::HdfsImage;
 use super::inodes::inode_phase;
 use super::md5;
 use super::small::{from_summary, small_sections};
-use super::strings::decode_strings;
+use super::strings::{decode_strings, StringIds};
 use crate::error::LoadError;
 use crate::options::LoadOptions;
 use crate::stats::{LoadStats, Loaded};
 use nsimage_format::hdfs::{HdfsSection, SummarySection};
 use nsimage_format::hdfs_pb::INodeSection;
 use nsimage_format::{Location, SubSectionInfo};
-use nsimage_namespace::{Interned, NamespaceBuilder, NsInfo};
+use nsimage_namespace::{Interned, NamespaceBuilder, NsInfo, StringTable};
 use prost::Message;
 use std::path::Path;
 use std::time::Instant;
@@ -22,13 +22,23 @@ use std::time::Instant;
 /// and small sections (not the inodes): for `info`.
 pub fn describe(path: &Path) -> Result<HdfsImage, LoadError> {
     let f = HdfsFile::open(path)?;
-    let mut img = from_summary(&f);
-    small_sections(&f, &mut img)?;
-    let (_, ids) = decode_strings(&f)?;
-    img.string_mask_bits = ids.mask_bits();
+    let (mut img, _, _) = side_and_strings(&f)?;
     let inode = pieces(&f, HdfsSection::Inode)?;
     img.inode_header = inode.first().and_then(|p| inode_header(&f, p));
     Ok(img)
+}
+
+/// What every reader of a Hadoop image reads first: the side structure
+/// (the summary's facts and the small sections) and STRING_TABLE (the
+/// string table and its ids).
+pub(crate) fn side_and_strings(
+    f: &HdfsFile,
+) -> Result<(HdfsImage, StringTable, StringIds), LoadError> {
+    let mut img = from_summary(f);
+    small_sections(f, &mut img)?;
+    let (strings, ids) = decode_strings(f)?;
+    img.string_mask_bits = ids.mask_bits();
+    Ok((img, strings, ids))
 }
 
 /// The pieces of a section: its sub-sections, or the section whole; none
@@ -99,11 +109,8 @@ pub(crate) fn load_hdfs(path: &Path, opts: &LoadOptions) -> Result<Loaded, LoadE
 }
 
 fn load_open(f: &HdfsFile, opts: &LoadOptions) -> Result<Loaded, LoadError> {
-    let mut img = from_summary(f);
-    small_sections(f, &mut img)?;
-    let (strings, ids) = decode_strings(f)?;
+    let (mut img, strings, ids) = side_and_strings(f)?;
     let tables = Interned::new(strings);
-    img.string_mask_bits = ids.mask_bits();
     let inode_pieces = pieces(f, HdfsSection::Inode)?;
     if inode_pieces.is_empty() {
         return Err(f.corrupt(

@@ -32,10 +32,10 @@ use super::file::HdfsFile;
 use super::image::HdfsImage;
 use super::inodes::{next_inode, read_header, record_at, InodeHeader, MIN_INODE_RECORD};
 use super::md5::{self, Md5Check};
+use super::reach::section_at;
 use super::record::{decode_inode, record_head, RecordNotes};
-use super::run::{inode_header, ns_info, pieces};
-use super::small::{from_summary, small_sections};
-use super::strings::{decode_strings, StringIds};
+use super::run::{inode_header, ns_info, pieces, side_and_strings};
+use super::strings::StringIds;
 use crate::error::LoadError;
 use nsimage_format::error::shown;
 use nsimage_format::hdfs::{Codec, HdfsSection};
@@ -124,10 +124,7 @@ impl HdfsSource {
     /// What a load of the image refuses in those parts.
     pub fn open(path: &Path) -> Result<HdfsSource, LoadError> {
         let f = HdfsFile::open(path)?;
-        let mut img = from_summary(&f);
-        small_sections(&f, &mut img)?;
-        let (strings, ids) = decode_strings(&f)?;
-        img.string_mask_bits = ids.mask_bits();
+        let (img, strings, ids) = side_and_strings(&f)?;
         let inode_pieces = pieces(&f, HdfsSection::Inode)?;
         if inode_pieces.is_empty() {
             return Err(f.corrupt(
@@ -336,66 +333,59 @@ impl HdfsSource {
                     ));
                 };
                 self.walk(p, at, buf, |pos, after, body| {
-                if header_due {
-                    header_due = false;
-                    s.header = Some(read_header(&self.f, at, Some((pos, body)))?);
-                    return Ok(true);
-                }
-                if body.len() < MIN_INODE_RECORD {
-                    return Err(self.corrupt_at(
-                        at,
-                        pos,
-                        format!(
-                            "an inode record of {} bytes cannot hold an inode's type and id",
-                            body.len()
-                        ),
-                    ));
-                }
-                let (id, ty, name) = record_head(body)
-                    .map_err(|e| self.corrupt_at(at, pos, format!("inode record: {}", e.text())))?;
-                if s.last.is_some_and(|l| id <= l) {
-                    s.in_order = false;
-                    return Ok(false);
-                }
-                let dir = ty == 2;
-                s.first.get_or_insert((id, dir));
-                s.last = Some(id);
-                s.records = s.records.saturating_add(1);
-                if dir {
-                    let from = s.names.len();
-                    s.names.extend_from_slice(name);
-                    s.dirs.push((id, from, name.len()));
-                }
-                if uc.binary_search(&id).is_ok() {
-                    if dir {
-                        let named = self
-                            .img
-                            .files_under_construction
-                            .iter()
-                            .find(|u| u.0 == id)
-                            .map(|u| shown(&u.1))
-                            .unwrap_or_default();
-                        return Err(self.f.corrupt(
-                            self.uc_at(),
-                            format!("a file under construction ({named}) names inode {id}, a directory"),
+                    if header_due {
+                        header_due = false;
+                        s.header = Some(read_header(&self.f, at, Some((pos, body)))?);
+                        return Ok(true);
+                    }
+                    if body.len() < MIN_INODE_RECORD {
+                        return Err(self.corrupt_at(
+                            at,
+                            pos,
+                            format!(
+                                "an inode record of {} bytes cannot hold an inode's type and id",
+                                body.len()
+                            ),
                         ));
                     }
-                    s.under_construction.push(id);
-                }
-                // Chunks of a plain piece: cut on record boundaries.
-                if !compressed {
-                    match open.as_mut() {
-                        Some((_, _, n)) => *n = n.saturating_add(1),
-                        None => open = Some((pos, id, 1)),
+                    let (id, ty, name) = record_head(body).map_err(|e| {
+                        self.corrupt_at(at, pos, format!("inode record: {}", e.text()))
+                    })?;
+                    if s.last.is_some_and(|l| id <= l) {
+                        s.in_order = false;
+                        return Ok(false);
                     }
-                    end = after;
-                    if let Some(o) = open.filter(|o| (after.saturating_sub(o.0) as u64) >= CHUNK) {
-                        cut(&mut s, o, after);
-                        open = None;
+                    let dir = ty == 2;
+                    s.first.get_or_insert((id, dir));
+                    s.last = Some(id);
+                    s.records = s.records.saturating_add(1);
+                    if dir {
+                        let from = s.names.len();
+                        s.names.extend_from_slice(name);
+                        s.dirs.push((id, from, name.len()));
                     }
-                }
-                Ok(true)
-            })?;
+                    if uc.binary_search(&id).is_ok() {
+                        if dir {
+                            return Err(self.bad_under_construction(id, "a directory"));
+                        }
+                        s.under_construction.push(id);
+                    }
+                    // Chunks of a plain piece: cut on record boundaries.
+                    if !compressed {
+                        match open.as_mut() {
+                            Some((_, _, n)) => *n = n.saturating_add(1),
+                            None => open = Some((pos, id, 1)),
+                        }
+                        end = after;
+                        if let Some(o) =
+                            open.filter(|o| (after.saturating_sub(o.0) as u64) >= CHUNK)
+                        {
+                            cut(&mut s, o, after);
+                            open = None;
+                        }
+                    }
+                    Ok(true)
+                })?;
                 if compressed {
                     if let Some((first, _)) = s.first {
                         s.chunks.push((
@@ -483,31 +473,26 @@ impl HdfsSource {
         found.sort_unstable();
         found.dedup();
         if let Some(&id) = uc.iter().find(|id| found.binary_search(id).is_err()) {
-            let named = self
-                .img
-                .files_under_construction
-                .iter()
-                .find(|u| u.0 == id)
-                .map(|u| shown(&u.1))
-                .unwrap_or_default();
-            return Err(self.f.corrupt(
-                self.uc_at(),
-                format!("a file under construction ({named}) names inode {id}, which INODE does not hold"),
-            ));
+            return Err(self.bad_under_construction(id, "which INODE does not hold"));
         }
         out.names.shrink_to_fit();
         Ok(Some(out))
     }
 
-    /// Where an error about FILES_UNDERCONSTRUCTION points.
-    fn uc_at(&self) -> Location {
-        self.f
-            .summary
-            .find(HdfsSection::FilesUnderConstruction)
-            .map_or_else(
-                || nsimage_format::hdfs::version::summary_at(self.f.summary.summary_offset),
-                |e| e.at(),
-            )
+    /// The error for file under construction `id` that INODE does not
+    /// hold as a file (`what`: what it is instead), as the load words it.
+    fn bad_under_construction(&self, id: u64, what: &str) -> LoadError {
+        let named = self
+            .img
+            .files_under_construction
+            .iter()
+            .find(|u| u.0 == id)
+            .map(|u| shown(&u.1))
+            .unwrap_or_default();
+        self.f.corrupt(
+            section_at(&self.f, HdfsSection::FilesUnderConstruction),
+            format!("a file under construction ({named}) names inode {id}, {what}"),
+        )
     }
 
     /// Calls `g` with each INODE_DIR entry that lists children (its
@@ -632,6 +617,14 @@ impl HdfsSource {
         match self.md5.lock().take() {
             Some(c) => c.finish(self.f.path()),
             None => Ok(()),
+        }
+    }
+
+    /// Stops the `.md5` sidecar's check unfinished (the image is not
+    /// streamed after all).
+    pub(crate) fn abandon(&self) {
+        if let Some(c) = self.md5.lock().take() {
+            c.abandon();
         }
     }
 
