@@ -33,6 +33,9 @@ mod walker;
 #[path = "../fuzz/src/hdfs.rs"]
 mod hdfs;
 
+#[path = "../fuzz/src/streamed.rs"]
+mod streamed;
+
 /// The largest single allocation any test of this binary made: the hdfs
 /// reproducers allocated gigabytes from a few kilobytes of file (libFuzzer's
 /// `-malloc_limit_mb=512` caught them), so their tests check it stays below

@@ -616,7 +616,8 @@ pub fn verdicts(img: &[u8]) -> Vec<(&'static str, Result<u64, String>)> {
     out
 }
 
-/// Panics unless the verdicts on `img` agree.
+/// Panics unless the verdicts on `img` agree, the streamed one included
+/// ([`crate::streamed`]).
 pub fn check(img: &[u8]) {
     let v = verdicts(img);
     let (serial, parallel, verified) = (&v[0].1, &v[1].1, &v[2].1);
@@ -635,6 +636,10 @@ pub fn check(img: &[u8]) {
             .collect();
         panic!("read paths disagree:\n{}", table.join("\n"));
     }
+    let file = scratch_file();
+    std::fs::write(&file, img).expect("writing the image");
+    crate::streamed::check(&file, true);
+    let _ = std::fs::remove_file(&file);
 }
 
 /// The fuzz target's body. With `NSIMAGE_FUZZ_WRITE_IMAGE=PATH` in the

@@ -677,9 +677,14 @@ pub fn verdicts_with(img: &[u8], key: Option<&Key>) -> Vec<(String, Result<u64, 
     out
 }
 
-/// Panics unless every read path gives the same verdict on `img`.
+/// Panics unless every read path gives the same verdict on `img`, the
+/// streamed one included ([`crate::streamed`]).
 pub fn check(img: &[u8]) {
     agree(&verdicts(img));
+    let file = scratch_file();
+    std::fs::write(&file, img).expect("writing the image");
+    crate::streamed::check(&file, false);
+    let _ = std::fs::remove_file(&file);
 }
 
 /// Panics unless the verdicts `v` agree: all refuse, or all accept and

@@ -7,4 +7,5 @@ pub mod hdfs;
 pub mod image;
 pub mod input;
 pub mod journal;
+pub mod streamed;
 pub mod walker;

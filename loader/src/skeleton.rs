@@ -22,9 +22,9 @@
 //! name at once, and nothing streamed depends on it); `load` and `verify`
 //! check it.
 //!
-//! Memory: 8 bytes per inode (its link), 24 bytes and the name per
-//! directory with children, the pieces being read; see
-//! [`Skeleton::estimate`].
+//! Memory: 4 bytes per inode (its link; 8 in a piece whose ids are
+//! sparse, see `links.rs`), 24 bytes and the name per directory with
+//! children, the pieces being read; see [`Skeleton::estimate`].
 #![deny(
     clippy::arithmetic_side_effects,
     clippy::cast_possible_truncation,
@@ -44,6 +44,9 @@ use crate::streamable::Streamable;
 use nsimage_format::framing::Records;
 use nsimage_format::{Location, SectionKind, SubSectionInfo, ROOT_ID};
 use nsimage_namespace::{Block, BlockRules, BuildError, Interned, LoadedNode, NsInfo};
+
+mod links;
+use links::{link, sort_all, Linked, Linker, Links};
 
 /// "No directory": the root's parent.
 const NONE: u32 = u32::MAX;
@@ -66,8 +69,8 @@ pub struct Skeleton {
     pub tables: Interned,
     dirs: Vec<Dir>,
     names: Vec<u8>,
-    /// Per INODE piece, sorted: `(child id - piece's first id) << 32 | dir`.
-    links: Vec<Vec<u64>>,
+    /// Per INODE piece, each inode's parent directory.
+    links: Vec<Links>,
     /// The INODE pieces, with the first id each may hold.
     inode_pieces: Vec<(SubSectionInfo, Location)>,
     bases: Vec<u64>,
@@ -98,26 +101,37 @@ pub type DirIndex = u32;
 
 impl Skeleton {
     /// An estimate, before reading it, of the bytes [`build`](Self::build)
-    /// holds for `src`: for an nsimage image, from its index, 8 per inode
-    /// and 64 per INODE_DIR record (a directory with children: its entry
-    /// and a name of up to 40 bytes); for a Hadoop image, whose directories
-    /// are known only once read, 24 per inode (8, and 64 per directory for
-    /// up to a quarter of the inodes).
+    /// holds for `src`: for an nsimage image, from its index, the links
+    /// (4 bytes an inode in a piece with dense ids, 8 in one with sparse
+    /// ids and in the last, whose id range the index does not bound) and 64 per INODE_DIR record (a directory with children: its
+    /// entry and a name of up to 40 bytes); for a Hadoop image, whose
+    /// pieces and directories are known only once read, 24 per inode (8
+    /// for the links at worst, and 64 per directory for up to a quarter
+    /// of the inodes).
     pub fn estimate(src: &Streamable) -> u64 {
         let src = match src {
             Streamable::Image(s) => s,
             Streamable::Hdfs(h) => return h.inode_count().saturating_mul(24),
         };
+        let links: usize = match section(src, SectionKind::INODE) {
+            Ok(s) => {
+                let pieces = pieces(s);
+                let bases = first_ids(&pieces);
+                spans(&bases, None)
+                    .zip(&pieces)
+                    .map(|(span, (p, _))| Links::size(p.records, p.length, span))
+                    .fold(0usize, usize::saturating_add)
+            }
+            Err(_) => 0,
+        };
         let records = |k| src.index.section(k).map_or(0, |s| s.records);
-        records(SectionKind::INODE)
-            .saturating_mul(8)
-            .saturating_add(records(SectionKind::INODE_DIR).saturating_mul(64))
+        (links as u64).saturating_add(records(SectionKind::INODE_DIR).saturating_mul(64))
     }
 
     /// Bytes held.
     pub fn bytes(&self) -> u64 {
-        let links: usize = self.links.iter().map(|l| l.capacity()).sum();
-        (links.saturating_mul(8))
+        let links: usize = self.links.iter().map(Links::bytes).sum();
+        links
             .saturating_add(
                 self.dirs
                     .capacity()
@@ -181,31 +195,16 @@ impl Skeleton {
     ) -> Result<Result<Skeleton, Unstreamable>, LoadError> {
         let (info, strings) = crate::indexed::small_sections(src)?;
         let inode_pieces = pieces(section(src, SectionKind::INODE)?);
-        // The first id each piece may hold: its first key, or the root's
-        // (the smallest id of an image) for an unsplit section.
-        let bases: Vec<u64> = inode_pieces
-            .iter()
-            .map(|(p, at)| {
-                if at.sub_section.is_some() {
-                    p.first_key
-                } else {
-                    ROOT_ID
-                }
-            })
-            .collect();
+        let bases = first_ids(&inode_pieces);
+        // One link per inode of each piece (the root's piece has one
+        // fewer): sized from the index, bounded by the piece's bytes.
+        let links = new_links(&inode_pieces, &bases, Some(info.last_inode_id));
         let mut s = Skeleton {
             info,
             tables: Interned::new(strings),
             dirs: Vec::new(),
             names: Vec::new(),
-            // One link per inode of each piece (the root's piece has one
-            // fewer): sized from the index, bounded by the piece's bytes.
-            links: inode_pieces
-                .iter()
-                .map(|(p, _)| {
-                    Vec::with_capacity(usize::try_from(p.records.min(p.length)).unwrap_or(0))
-                })
-                .collect(),
+            links,
             inode_pieces,
             bases,
             inodes: 0,
@@ -262,25 +261,25 @@ impl Skeleton {
             return Ok(Err(Unstreamable::Hdfs(HdfsUnstreamable::OutOfIdOrder)));
         };
         let bases: Vec<u64> = scan.chunks.iter().map(|c| c.0.first_key).collect();
-        let mut all: Vec<Dir> = Vec::with_capacity(scan.dirs.len());
-        for &(id, at, len) in &scan.dirs {
-            let (Ok(name_at), Ok(name_len)) = (u32::try_from(at), u32::try_from(len)) else {
-                return Ok(Err(Unstreamable::TooSparse));
-            };
-            all.push(Dir {
-                id,
-                parent: NONE,
-                name_at,
-                name_len,
-            });
-        }
-        if u32::try_from(all.len()).map_or(true, |n| n == NONE) {
+        let mut links = new_links(&scan.chunks, &bases, Some(scan.last_id));
+        let mut names = scan.names;
+        if names.len() > u32::MAX as usize
+            || u32::try_from(scan.dirs.len()).map_or(true, |n| n == NONE)
+        {
             return Ok(Err(Unstreamable::TooSparse));
         }
-        let mut links: Vec<Vec<u64>> = scan
-            .chunks
-            .iter()
-            .map(|(p, _)| Vec::with_capacity(usize::try_from(p.records).unwrap_or(0)))
+        // Every directory, its name's place in `names` (below 2^32, checked
+        // above); the scan's list turned into this one in place.
+        #[allow(clippy::cast_possible_truncation)]
+        let mut all: Vec<Dir> = scan
+            .dirs
+            .into_iter()
+            .map(|(id, at, len)| Dir {
+                id,
+                parent: NONE,
+                name_at: at as u32,
+                name_len: len as u32,
+            })
             .collect();
         let mut has_children = vec![false; all.len()];
         let mut listed = 0u64;
@@ -312,6 +311,9 @@ impl Skeleton {
                             format!("child {child} of directory {parent} is not an inode"),
                         ))
                     }
+                    Linked::Twice => {
+                        return Err(h.corrupt(at, format!("inode {child} has two parents")))
+                    }
                     Linked::TooSparse => {
                         sparse = true;
                         break;
@@ -323,84 +325,64 @@ impl Skeleton {
         if sparse {
             return Ok(Err(Unstreamable::TooSparse));
         }
-        sort_links(&mut links, pool);
-        // Each directory's parent, from its chunk's links (both in id
-        // order); a child listed twice is refused here, before any row.
-        let mut di = 0usize;
-        for (i, list) in links.iter().enumerate() {
-            let base = bases.get(i).copied().unwrap_or(0);
-            let next = bases.get(i.saturating_add(1)).copied().unwrap_or(u64::MAX);
-            if let Some(w) = list.windows(2).find(|w| w[0] >> 32 == w[1] >> 32) {
-                let id = base.saturating_add(w[0] >> 32);
-                return Err(h.corrupt(h.dir_section_at(), format!("inode {id} has two parents")));
-            }
-            while all.get(di).is_some_and(|d| d.id < base) {
-                di = di.saturating_add(1);
-            }
-            let mut li = 0usize;
-            while let Some(d) = all.get_mut(di) {
-                if d.id >= next {
-                    break;
-                }
-                let key = d.id.saturating_sub(base);
-                while list.get(li).is_some_and(|&l| (l >> 32) < key) {
-                    li = li.saturating_add(1);
-                }
-                if let Some(&l) = list.get(li).filter(|&&l| (l >> 32) == key) {
-                    #[allow(clippy::cast_possible_truncation)]
-                    let parent = l as u32;
-                    d.parent = parent;
-                }
-                di = di.saturating_add(1);
+        // A child listed twice is refused here, before any row.
+        if let Some((i, key)) = sort_all(&mut links, pool) {
+            let id = bases.get(i).copied().unwrap_or(0).saturating_add(key);
+            return Err(h.corrupt(h.dir_section_at(), format!("inode {id} has two parents")));
+        }
+        // Each directory's parent, from its chunk's links.
+        for d in &mut all {
+            let i = bases.partition_point(|&b| b <= d.id).saturating_sub(1);
+            let key = d.id.saturating_sub(bases.get(i).copied().unwrap_or(0));
+            if let Some(parent) = links.get(i).and_then(|l| l.parent_of(key)) {
+                d.parent = parent;
             }
         }
-        // Only the directories with children: indexes renumbered.
+        // Only the directories with children, in place: indexes renumbered,
+        // names moved down (they lie in id order, as the directories do).
         let mut renumber = vec![NONE; all.len()];
-        let mut dirs: Vec<Dir> = Vec::new();
-        let mut names: Vec<u8> = Vec::new();
-        for (k, d) in all.iter().enumerate() {
+        let (mut kept, mut name_end) = (0usize, 0usize);
+        for k in 0..all.len() {
             if !has_children.get(k).copied().unwrap_or(false) {
                 continue;
             }
+            let Some(d) = all.get(k).copied() else { break };
             let (a, n) = (d.name_at as usize, d.name_len as usize);
-            let name = scan.names.get(a..a.saturating_add(n)).unwrap_or_default();
-            let (Ok(index), Ok(name_at)) = (u32::try_from(dirs.len()), u32::try_from(names.len()))
-            else {
+            if a.checked_add(n).is_none_or(|e| e > names.len()) || a < name_end {
                 return Ok(Err(Unstreamable::TooSparse));
-            };
+            }
+            names.copy_within(a..a.saturating_add(n), name_end);
+            #[allow(clippy::cast_possible_truncation)]
+            let (index, name_at) = (kept as u32, name_end as u32);
             if let Some(r) = renumber.get_mut(k) {
                 *r = index;
             }
-            names.extend_from_slice(name);
-            dirs.push(Dir { name_at, ..*d });
+            if let Some(slot) = all.get_mut(kept) {
+                *slot = Dir { name_at, ..d };
+            }
+            kept = kept.saturating_add(1);
+            name_end = name_end.saturating_add(n);
         }
-        if names.len() > u32::MAX as usize {
-            return Ok(Err(Unstreamable::TooSparse));
-        }
+        all.truncate(kept);
+        all.shrink_to_fit();
+        names.truncate(name_end);
+        names.shrink_to_fit();
+        drop(has_children);
+        let mut dirs = all;
         for d in &mut dirs {
             if d.parent != NONE {
                 d.parent = renumber.get(d.parent as usize).copied().unwrap_or(NONE);
             }
         }
-        let renumbered = |l: u64| {
-            #[allow(clippy::cast_possible_truncation)]
-            let d = l as u32;
-            (l >> 32) << 32 | u64::from(renumber.get(d as usize).copied().unwrap_or(NONE))
-        };
+        let renumbered = |d: u32| renumber.get(d as usize).copied().unwrap_or(NONE);
         match pool {
             Some(p) => p.install(|| {
                 use rayon::prelude::*;
-                links
-                    .par_iter_mut()
-                    .for_each(|l| l.iter_mut().for_each(|x| *x = renumbered(*x)));
+                links.par_iter_mut().for_each(|l| l.renumber(renumbered));
             }),
-            None => links
-                .iter_mut()
-                .for_each(|l| l.iter_mut().for_each(|x| *x = renumbered(*x))),
+            None => links.iter_mut().for_each(|l| l.renumber(renumbered)),
         }
-        drop(all);
         drop(renumber);
-        names.shrink_to_fit();
         let s = Skeleton {
             info: h.info(),
             tables: Interned::new(h.strings().clone()),
@@ -528,13 +510,30 @@ impl Skeleton {
                                     format!("child {child} of directory {parent} is not an inode"),
                                 ))
                             }
+                            Linked::Twice => {
+                                return Err(corrupt(
+                                    src,
+                                    Location {
+                                        offset: off,
+                                        ..at.clone()
+                                    },
+                                    format!("inode {child} has two parents"),
+                                ))
+                            }
                             Linked::TooSparse => return Ok(Err(Unstreamable::TooSparse)),
                         }
                     }
                 }
             }
         }
-        sort_links(&mut self.links, pool);
+        if let Some((i, key)) = sort_all(&mut self.links, pool) {
+            let id = self.bases.get(i).copied().unwrap_or(0).saturating_add(key);
+            return Err(corrupt(
+                src,
+                Location::in_section(SectionKind::INODE_DIR, None, 0),
+                format!("inode {id} has two parents"),
+            ));
+        }
         Ok(Ok(()))
     }
 
@@ -995,119 +994,50 @@ impl Skeleton {
 
     /// Matches INODE piece `i`'s records, in id order, with its links.
     fn linker(&self, i: usize) -> Linker<'_> {
-        Linker {
-            links: self.links.get(i).map_or(&[][..], Vec::as_slice),
-            base: self.bases.get(i).copied().unwrap_or(0),
-            next: 0,
-            dirs: &self.dirs,
-        }
+        static NO_LINKS: Links = Links::Sparse(Vec::new());
+        Linker::new(
+            self.links.get(i).unwrap_or(&NO_LINKS),
+            self.bases.get(i).copied().unwrap_or(0),
+            &self.dirs,
+        )
     }
 }
 
-/// Where [`link`] put a child.
-enum Linked {
-    /// In its piece's list.
-    Yes,
-    /// Below every piece's first id: an inode that cannot exist.
-    NotAnInode,
-    /// More than 2^32 above its piece's first id.
-    TooSparse,
-}
-
-/// Appends the link of `child` (in directory `dir`) to the list of the
-/// piece whose ids it falls among (`bases`: each piece's first id).
-fn link(bases: &[u64], links: &mut [Vec<u64>], child: u64, dir: u32) -> Linked {
-    let i = bases.partition_point(|&b| b <= child).saturating_sub(1);
-    let (Some(&base), Some(list)) = (bases.get(i), links.get_mut(i)) else {
-        return Linked::Yes;
-    };
-    match child.checked_sub(base).map(u32::try_from) {
-        None => Linked::NotAnInode,
-        Some(Err(_)) => Linked::TooSparse,
-        Some(Ok(offset)) => {
-            list.push(u64::from(offset) << 32 | u64::from(dir));
-            Linked::Yes
-        }
-    }
-}
-
-/// Sorts each piece's links (in child order), on `pool` when given.
-fn sort_links(links: &mut [Vec<u64>], pool: Option<&rayon::ThreadPool>) {
-    let sort = |l: &mut Vec<u64>| {
-        l.sort_unstable();
-        l.shrink_to_fit();
-    };
-    match pool {
-        Some(p) => p.install(|| {
-            use rayon::prelude::*;
-            links.par_iter_mut().for_each(sort);
-        }),
-        None => links.iter_mut().for_each(sort),
-    }
-}
-
-/// One INODE piece's links, consumed as its records come (in id order).
-struct Linker<'s> {
-    links: &'s [u64],
-    base: u64,
-    next: usize,
-    dirs: &'s [Dir],
-}
-
-impl Linker<'_> {
-    /// The parent directory of inode `id` (the next record): `None` for
-    /// the root; an error for an inode with no link, or two, or a link to
-    /// an id no record has.
-    fn parent(&mut self, id: u64) -> Result<Option<DirIndex>, String> {
-        let key = id
-            .checked_sub(self.base)
-            .and_then(|o| u32::try_from(o).ok());
-        // A link below this record names no inode.
-        if let Some(&l) = self
-            .links
-            .get(self.next)
-            .filter(|&&l| key.is_none_or(|k| (l >> 32) < u64::from(k)))
-        {
-            return Err(format!(
-                "inode {} listed as a child is not an inode",
-                self.base.saturating_add(l >> 32)
-            ));
-        }
-        let mut parent = None;
-        while let Some(&l) = self.links.get(self.next) {
-            if key.is_none_or(|k| (l >> 32) != u64::from(k)) {
-                break;
+/// The first id each INODE piece may hold: its first key, or the root's
+/// (the smallest id of an image) for an unsplit section.
+fn first_ids(pieces: &[(SubSectionInfo, Location)]) -> Vec<u64> {
+    pieces
+        .iter()
+        .map(|(p, at)| {
+            if at.sub_section.is_some() {
+                p.first_key
+            } else {
+                ROOT_ID
             }
-            if parent.is_some() {
-                return Err(format!("inode {id} has two parents"));
-            }
-            #[allow(clippy::cast_possible_truncation)]
-            let dir = l as u32;
-            parent = Some(dir);
-            self.next = self.next.saturating_add(1);
-        }
-        match (id == ROOT_ID, parent) {
-            (true, Some(_)) => return Err("the root directory has a parent".into()),
-            (false, None) => return Err(format!("inode {id} is not reachable from the root")),
-            _ => {}
-        }
-        if parent
-            .and_then(|d| self.dirs.get(d as usize))
-            .is_some_and(|d| d.id == id)
-        {
-            return Err(format!("directory {id} lists itself"));
-        }
-        Ok(parent)
-    }
+        })
+        .collect()
+}
 
-    /// Every link was matched.
-    fn finish(&self) -> Result<(), String> {
-        match self.links.get(self.next) {
-            Some(&l) => Err(format!(
-                "inode {} listed as a child is not an inode",
-                self.base.saturating_add(l >> 32)
-            )),
-            None => Ok(()),
-        }
-    }
+/// The id range of each INODE piece (`bases`: each one's first id; `last`:
+/// the largest id the image may hold, `None`: not known).
+fn spans(bases: &[u64], last: Option<u64>) -> impl Iterator<Item = Option<u64>> + '_ {
+    bases.iter().enumerate().map(move |(i, &base)| {
+        let end = match bases.get(i.saturating_add(1)) {
+            Some(&next) => Some(next),
+            None => last.and_then(|l| l.checked_add(1)),
+        };
+        end.and_then(|e| e.checked_sub(base))
+    })
+}
+
+/// Empty links for each INODE piece, dense where its ids are.
+fn new_links(
+    pieces: &[(SubSectionInfo, Location)],
+    bases: &[u64],
+    last: Option<u64>,
+) -> Vec<Links> {
+    spans(bases, last)
+        .zip(pieces)
+        .map(|(span, (p, _))| Links::new(p.records, p.length, span))
+        .collect()
 }
