@@ -76,6 +76,10 @@ pub struct Skeleton {
     bases: Vec<u64>,
     inodes: u64,
     last_id: u64,
+    /// Whether INODE_DIR, read in file order, gives each directory with
+    /// children once (or in consecutive entries) in id order, its children
+    /// in Hadoop's name order: see [`Skeleton::for_each_dir_entry`].
+    hadoop_order: bool,
 }
 
 /// Why an image cannot be streamed (the caller loads it whole instead).
@@ -209,6 +213,7 @@ impl Skeleton {
             bases,
             inodes: 0,
             last_id: 0,
+            hadoop_order: true,
         };
         if s.read_links(src, pool)?.is_err() {
             return Ok(Err(Unstreamable::TooSparse));
@@ -284,8 +289,14 @@ impl Skeleton {
         let mut has_children = vec![false; all.len()];
         let mut listed = 0u64;
         let mut sparse = false;
+        let mut last_parent = None;
+        let mut hadoop_order = true;
         let inodes = scan.inodes;
         h.each_dir_entry(|parent, kids, at| {
+            // Hadoop may cut a large directory's list into consecutive
+            // entries.
+            hadoop_order &= last_parent.is_none_or(|l| l <= parent);
+            last_parent = Some(parent);
             let Ok(d) = all.binary_search_by_key(&parent, |d| d.id) else {
                 return Err(h.corrupt(at, format!("parent {parent} is not a directory inode")));
             };
@@ -393,6 +404,7 @@ impl Skeleton {
             bases,
             inodes: scan.inodes,
             last_id: scan.last_id,
+            hadoop_order,
         };
         if s.last_id > s.info.last_inode_id {
             let e = BuildError::InodeIdTooLarge {
@@ -567,6 +579,8 @@ impl Skeleton {
                 let mut found: Vec<(u32, u32, Vec<u8>)> = Vec::new();
                 let mut linker = this.linker(i);
                 let (mut first, mut last, mut n) = (None, None::<u64>, 0u64);
+                // Whether a name sorts differently as signed bytes.
+                let mut high = false;
                 for r in Records::new(bytes, at.clone()) {
                     let (off, body) = r.map_err(|e| LoadError::from_format(src.path(), e))?;
                     let (id, ty, name) = record::inode_head(body).map_err(|d| located(off, d))?;
@@ -585,6 +599,7 @@ impl Skeleton {
                         return Err(located(off, BuildError::NoRoot.to_string()));
                     }
                     let parent = linker.parent(id).map_err(|d| located(off, d))?;
+                    high |= name.iter().any(|&b| b >= 0x80);
                     if dir {
                         if let Some(d) = this.dir_index(id) {
                             found.push((d, parent.unwrap_or(NONE), name.to_vec()));
@@ -596,9 +611,12 @@ impl Skeleton {
                 }
                 check_piece(p, at, n, first).map_err(|e| LoadError::from_format(src.path(), e))?;
                 linker.finish().map_err(|d| corrupt(src, at.clone(), d))?;
-                Ok((first, last, n, found))
+                Ok((first, last, n, found, high))
             })?;
-            for ((first, last, n, found), (_, at)) in got.into_iter().zip(group) {
+            for ((first, last, n, found, high), (_, at)) in got.into_iter().zip(group) {
+                // The stored order is the unsigned one, Hadoop's unless a
+                // name has a byte 0x80 or above.
+                self.hadoop_order &= !high;
                 if let (Some(l), Some(f)) = (last_id, first) {
                     if f <= l {
                         return Err(corrupt(
@@ -990,6 +1008,59 @@ impl Skeleton {
         }
         self.check_blocks(src, &all)?;
         Ok(states)
+    }
+
+    /// Whether [`for_each_dir_entry`](Self::for_each_dir_entry) gives the
+    /// directories in id order and each one's children in Hadoop's name
+    /// order (names compared as signed bytes, `hdfs oiv`'s order): for a
+    /// Hadoop image, whenever its INODE_DIR entries come in increasing
+    /// parent order (Hadoop's lists are in its own order); for an nsimage
+    /// image (lists in unsigned name order), when no name has a byte 0x80
+    /// or above, where the two orders part.
+    pub fn lists_in_hadoop_order(&self) -> bool {
+        self.hadoop_order
+    }
+
+    /// INODE_DIR's entries, in file order, on this thread: each
+    /// directory's id and its children's ids as stored. A Hadoop image may
+    /// give a directory in consecutive entries; an nsimage image gives each
+    /// once, in strictly increasing id order (checked by
+    /// [`build`](Self::build)).
+    ///
+    /// # Errors
+    /// A piece's read or a record the load refuses, or `f`'s.
+    pub fn for_each_dir_entry<E: From<LoadError>>(
+        &self,
+        src: &Streamable,
+        mut f: impl FnMut(u64, &[u64]) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let src = match src {
+            Streamable::Image(s) => s,
+            Streamable::Hdfs(h) => {
+                let mut failed: Option<E> = None;
+                let walked = h.each_dir_entry(|parent, kids, at| {
+                    f(parent, kids).map_err(|e| {
+                        failed = Some(e);
+                        h.corrupt(at, "stopped".into())
+                    })
+                });
+                return match failed {
+                    Some(e) => Err(e),
+                    None => walked.map_err(E::from),
+                };
+            }
+        };
+        let (mut buf, mut kids) = (PieceBuf::default(), Vec::new());
+        for (p, at) in pieces(section(src, SectionKind::INODE_DIR)?) {
+            let bytes = src.piece(&p, &at, &mut buf)?;
+            for r in Records::new(bytes, at.clone()) {
+                let (off, body) = r.map_err(|e| LoadError::from_format(src.path(), e))?;
+                let parent = record::dir_entry(body, &mut kids)
+                    .map_err(|d| LoadError::from_format(src.path(), bad(&at, off, d)))?;
+                f(parent, &kids)?;
+            }
+        }
+        Ok(())
     }
 
     /// Matches INODE piece `i`'s records, in id order, with its links.

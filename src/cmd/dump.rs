@@ -58,9 +58,10 @@ fn parse_delimiter(s: &str) -> Result<u8, String> {
     Ok(d)
 }
 
-/// What is dumped: an image (nsimage or Hadoop) streamed in bounded memory
-/// (delimited and JSON lines), or a namespace loaded whole (XML, and an
-/// image the stream cannot take), with the seconds its load took.
+/// What is dumped: an image (nsimage or Hadoop) streamed in bounded memory,
+/// or a namespace loaded whole (an image the stream cannot take, and XML
+/// of an image whose lists are not in Hadoop's order), with the seconds
+/// its load took.
 enum Input {
     Streamed(Streamable),
     Loaded(nsimage_namespace::Namespace, f64),
@@ -68,10 +69,8 @@ enum Input {
 
 impl Input {
     fn open(a: &Args) -> anyhow::Result<Input> {
-        if a.format != DumpFormat::Xml {
-            if let Some(src) = super::memory::open_streamed(&a.image, a.memory)? {
-                return Ok(Input::Streamed(src));
-            }
+        if let Some(src) = super::memory::open_streamed(&a.image, a.memory)? {
+            return Ok(Input::Streamed(src));
         }
         let (ns, secs) = super::progress::load_with_bar(&a.image, a.threads)?;
         Ok(Input::Loaded(ns, secs))

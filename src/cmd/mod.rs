@@ -118,9 +118,8 @@ enum Command {
     Find(find::Args),
     /// Rewrite an image as nsimage or as a Hadoop fsimage (with its .md5).
     Convert(convert::Args),
-    /// Dump every inode: OIV XML, OIV Delimited or JSON lines (delimited
-    /// and JSON lines streamed in bounded memory; XML loads the whole
-    /// namespace).
+    /// Dump every inode: OIV XML, OIV Delimited or JSON lines (streamed in
+    /// bounded memory).
     Dump(dump::Args),
     /// Every inode as Parquet: one file, or a dataset directory (streamed
     /// in bounded memory).

@@ -39,6 +39,22 @@ fn namespaces() -> Vec<(&'static str, Namespace, WriteOptions)> {
     for id in victims {
         sparse.delete_id(id, false, 1).unwrap();
     }
+    // Ids spread more than twice their count: links kept as sorted pairs.
+    let mut sparser = generate(GenSpec {
+        inodes: 30_000,
+        seed: 5,
+    });
+    let victims: Vec<u64> = sparser
+        .iter()
+        .filter(|n| n.kind() == nsimage_namespace::InodeKind::File)
+        .map(|n| n.id())
+        .enumerate()
+        .filter(|(i, _)| i % 4 != 0)
+        .map(|(_, id)| id)
+        .collect();
+    for id in victims {
+        sparser.delete_id(id, false, 1).unwrap();
+    }
     vec![
         (
             "root only",
@@ -62,8 +78,24 @@ fn namespaces() -> Vec<(&'static str, Namespace, WriteOptions)> {
             }),
             split.clone(),
         ),
-        ("sparse ids", sparse, split),
+        ("sparse ids", sparse, split.clone()),
+        ("very sparse ids", sparser, split),
+        ("names past ASCII", names_past_ascii(), common::tiny(200)),
     ]
+}
+
+/// The sample with names whose bytes 0x80 and above make Hadoop's order
+/// (signed bytes) differ from the stored one (unsigned), in a directory
+/// and among directories.
+fn names_past_ascii() -> Namespace {
+    let mut ns = common::sample();
+    let d = ns
+        .mkdirs(b"/data/\xc3\xa9t\xc3\xa9", &common::P, 50)
+        .unwrap();
+    for name in [&b"e"[..], b"\xc3\xa9", b"Zeta", b"\xff", b"a\x80", b"a"] {
+        ns.create_in(d, name, &common::P, &common::F, 51).unwrap();
+    }
+    ns
 }
 
 fn pool(threads: usize) -> rayon::ThreadPool {
@@ -93,9 +125,17 @@ fn streamed_distribution_equals_the_whole_namespaces() {
     }
 }
 
+/// Whether a name of `ns` has a byte 0x80 or above (its lists are then
+/// not in Hadoop's order as an nsimage image stores them, and XML is
+/// loaded whole).
+fn high_names(ns: &Namespace) -> bool {
+    ns.iter().any(|i| i.name().iter().any(|&b| b >= 0x80))
+}
+
 /// `dump` streamed writes the bytes `dump` of the loaded namespace writes,
-/// for every format that streams, any thread count; XML is left to the
-/// loaded namespace (`None`, nothing written).
+/// for every format, any thread count; XML of an image with names the
+/// stored order does not keep in Hadoop's order is left to the loaded
+/// namespace (`None`, nothing written).
 #[test]
 fn streamed_dumps_equal_the_whole_namespaces() {
     let dir = tempfile::tempdir().unwrap();
@@ -103,6 +143,7 @@ fn streamed_dumps_equal_the_whole_namespaces() {
         (DumpFormat::Delimited, b'\t', false),
         (DumpFormat::Delimited, b',', true),
         (DumpFormat::Jsonl, b'\t', false),
+        (DumpFormat::Xml, b'\t', false),
     ];
     for (what, ns, opts) in namespaces() {
         let img = dir.path().join("img.nsi");
@@ -122,9 +163,14 @@ fn streamed_dumps_equal_the_whole_namespaces() {
                 o.threads = threads;
                 let src = Streamable::Image(ImageSource::open(&img).unwrap());
                 let mut got = Vec::new();
-                let gs = dump_streamed(&src, &o, &mut got, Path::new("got"))
-                    .unwrap()
-                    .unwrap_or_else(|| panic!("{what}: not streamed"));
+                let Some(gs) = dump_streamed(&src, &o, &mut got, Path::new("got")).unwrap() else {
+                    assert!(
+                        format == DumpFormat::Xml && high_names(&full),
+                        "{what}, {format:?}: not streamed"
+                    );
+                    assert!(got.is_empty());
+                    continue;
+                };
                 assert!(
                     got == want,
                     "{what}, {format:?}, {threads} threads: {} bytes against {}",
@@ -134,21 +180,11 @@ fn streamed_dumps_equal_the_whole_namespaces() {
                 assert_eq!((gs.rows, gs.bytes), (ws.rows, ws.bytes), "{what}");
             }
         }
-        let src = Streamable::Image(ImageSource::open(&img).unwrap());
-        let xml = DumpOptions {
-            format: DumpFormat::Xml,
-            ..DumpOptions::default()
-        };
-        let mut got = Vec::new();
-        assert!(dump_streamed(&src, &xml, &mut got, Path::new("x"))
-            .unwrap()
-            .is_none());
-        assert!(got.is_empty());
     }
 }
 
 /// The command line streams `dump` and says so in its summary; the bytes
-/// are those of the loaded namespace (XML, still loaded whole).
+/// are those of the loaded namespace.
 #[test]
 fn the_command_line_streams_dump() {
     let dir = tempfile::tempdir().unwrap();
@@ -187,7 +223,14 @@ fn the_command_line_streams_dump() {
     assert!(std::fs::read(&out).unwrap() == want);
     let o = run(&["dump", s(&img), "--format", "xml", "-o", s(&out), "--json"]);
     assert!(o.status.success());
-    assert_eq!(common::json(&o)["streamed"], false);
+    assert_eq!(common::json(&o)["streamed"], true);
+    let mut want = Vec::new();
+    let xml = DumpOptions {
+        format: DumpFormat::Xml,
+        ..DumpOptions::default()
+    };
+    dump(&full, &xml, &mut want, Path::new("want")).unwrap();
+    assert!(std::fs::read(&out).unwrap() == want);
     let o = run(&["dump", s(&img), "--format", "jsonl", "--memory-limit", "1K"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(o.stdout.is_empty());
@@ -588,6 +631,15 @@ fn converted_and_generated() -> Vec<(String, Vec<u8>)> {
         "1 inode".to_string(),
         common::image(&Namespace::new(NsInfo::default()), &split),
     )];
+    // As Hadoop stores them, lists in Hadoop's order: XML streams.
+    let mut img = Vec::new();
+    nsimage_writer::hdfs::write_hdfs_image(
+        &names_past_ascii(),
+        &mut img,
+        &nsimage_writer::hdfs::HdfsWriteOptions::default(),
+    )
+    .unwrap();
+    out.push(("names past ASCII, hdfs".to_string(), img));
     for inodes in [10_001, 200_000] {
         let ns = generate(GenSpec { inodes, seed: 7 });
         assert_eq!(ns.stats().inodes, inodes);
@@ -611,6 +663,17 @@ fn converted_and_generated() -> Vec<(String, Vec<u8>)> {
             out.push((format!("{inodes} inodes, {how}"), img));
         }
     }
+    // The largest generated image, as nsimage only (its Hadoop
+    // forms read as the 200,000-inode ones do, five times over).
+    let ns = generate(GenSpec {
+        inodes: 1_000_000,
+        seed: 7,
+    });
+    out.push((
+        "1M inodes".to_string(),
+        common::image(&ns, &WriteOptions::default()),
+    ));
+    drop(ns);
     let root = crate::hdfs_common::data();
     let mut real = Vec::new();
     for d in std::fs::read_dir(&root).unwrap() {
@@ -696,7 +759,11 @@ fn real_and_generated_images_stream_as_they_load() {
         }
         for threads in [1, 2] {
             let src = open();
-            for (format, header) in [(DumpFormat::Delimited, true), (DumpFormat::Jsonl, false)] {
+            for (format, header) in [
+                (DumpFormat::Delimited, true),
+                (DumpFormat::Jsonl, false),
+                (DumpFormat::Xml, false),
+            ] {
                 let o = DumpOptions {
                     format,
                     header,
@@ -705,9 +772,17 @@ fn real_and_generated_images_stream_as_they_load() {
                 };
                 let (mut want, mut got) = (Vec::new(), Vec::new());
                 dump(&full, &o, &mut want, Path::new("want")).unwrap();
-                dump_streamed(&src, &o, &mut got, Path::new("got"))
+                if dump_streamed(&src, &o, &mut got, Path::new("got"))
                     .unwrap()
-                    .unwrap_or_else(|| panic!("{what}: dump not streamed"));
+                    .is_none()
+                {
+                    let hdfs = matches!(src, Streamable::Hdfs(_));
+                    assert!(
+                        format == DumpFormat::Xml && !hdfs && high_names(&full),
+                        "{what}: dump {format:?} not streamed"
+                    );
+                    continue;
+                }
                 assert!(got == want, "{what}: dump {format:?}, {threads} threads");
             }
             for rows in [1 << 17, 777] {

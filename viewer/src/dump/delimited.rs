@@ -24,10 +24,10 @@
 //! are.
 
 use super::escape::num;
-use super::formatter::Formatter;
+use super::formatter::{Formatter, Head};
 use super::row::Row;
 use super::scratch::Scratch;
-use nsimage_namespace::{Attrs, InodeKind, Namespace};
+use nsimage_namespace::{Attrs, InodeKind};
 
 /// The header row's column names.
 pub const COLUMNS: [&str; 12] = [
@@ -88,7 +88,7 @@ impl Formatter for Delimited {
         true
     }
 
-    fn begin(&self, _ns: Option<&Namespace>, _pass: usize, out: &mut Vec<u8>) {
+    fn begin(&self, _head: &Head<'_>, _pass: usize, out: &mut Vec<u8>) {
         if self.header {
             for (i, c) in COLUMNS.iter().enumerate() {
                 if i > 0 {

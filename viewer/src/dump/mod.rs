@@ -19,11 +19,12 @@ mod paths;
 mod row;
 mod scratch;
 mod xml;
+mod xml_streamed;
 
 pub use delimited::COLUMNS as DELIMITED_COLUMNS;
 
 use crate::error::ViewError;
-use formatter::Formatter;
+use formatter::{Formatter, Head};
 use nsimage_loader::skeleton::Skeleton;
 use nsimage_loader::Streamable;
 use nsimage_namespace::Namespace;
@@ -128,10 +129,13 @@ pub fn dump(
 /// Dumps every inode of the image `src` in id order, streamed (see
 /// [`nsimage_loader::skeleton`]): its tree read and checked on `opts.threads`
 /// workers, then its INODE pieces formatted a batch at a time (two pieces
-/// per worker) while the batch before is written, in order. The same bytes
-/// as [`dump`] of the loaded namespace, for any thread count. `None`
-/// (nothing written) for a format that needs the whole namespace (XML) or
-/// an image the stream cannot take: the caller loads it whole.
+/// per worker) while the batch before is written, in order (XML then
+/// writes INODE_DIR's lists, read in file order, and the files under
+/// construction, from the INODE pieces read again when there are any).
+/// The same bytes as [`dump`] of the loaded namespace, for any thread
+/// count. `None` (nothing written) for an image the stream cannot take,
+/// and for XML of an image whose lists are not stored in Hadoop's order
+/// ([`Skeleton::lists_in_hadoop_order`]): the caller loads it whole.
 ///
 /// # Errors
 /// As [`dump`]; anything a load refuses but the children's name order
@@ -147,9 +151,6 @@ pub fn dump_streamed(
         source,
     };
     let f = formatter(opts);
-    if !f.streams() {
-        return Ok(None);
-    }
     let pool = crate::streamed::pool(opts.threads)?;
     let Ok(skeleton) = Skeleton::build(src, Some(&pool))? else {
         return Ok(None);
@@ -158,8 +159,25 @@ pub fn dump_streamed(
         threads: pool.current_num_threads(),
         ..DumpStats::default()
     };
+    if opts.format == DumpFormat::Xml {
+        let xml = xml::Xml {
+            format_version: opts.format_version,
+        };
+        if !skeleton.lists_in_hadoop_order() {
+            return Ok(None);
+        }
+        xml_streamed::dump(&xml, &skeleton, src, &pool, out, out_name, &mut stats)?;
+        return Ok(Some(stats));
+    }
+    if !f.streams() {
+        return Ok(None);
+    }
+    let head_of = Head {
+        info: &skeleton.info,
+        inodes: skeleton.inode_count(),
+    };
     let mut head = Vec::new();
-    f.begin(None, 0, &mut head);
+    f.begin(&head_of, 0, &mut head);
     out.write_all(&head).map_err(io)?;
     stats.bytes += head.len() as u64;
     let written = crate::streamed::write_in_order(
@@ -183,7 +201,7 @@ pub fn dump_streamed(
     stats.bytes += written.bytes;
     stats.rows += written.rows;
     let mut tail = Vec::new();
-    f.end(None, 0, &mut tail);
+    f.end(0, &mut tail);
     out.write_all(&tail).map_err(io)?;
     stats.bytes += tail.len() as u64;
     out.flush().map_err(io)?;
@@ -236,9 +254,13 @@ fn run(
         .map(|a| a..a.saturating_add(CHUNK_SLOTS).min(slots))
         .collect();
     let batch = threads.max(1) * 2;
+    let head_of = Head {
+        info: ns.info(),
+        inodes: (0..slots).filter(|&s| ns.at(s).is_some()).count() as u64,
+    };
     for pass in 0..f.passes() {
         let mut head = Vec::new();
-        f.begin(Some(ns), pass, &mut head);
+        f.begin(&head_of, pass, &mut head);
         out.write_all(&head)?;
         stats.bytes += head.len() as u64;
         let mut pending: Vec<(Vec<u8>, u64)> = Vec::new();
@@ -265,7 +287,7 @@ fn run(
             stats.rows += rows;
         }
         let mut tail = Vec::new();
-        f.end(Some(ns), pass, &mut tail);
+        f.end(pass, &mut tail);
         out.write_all(&tail)?;
         stats.bytes += tail.len() as u64;
     }

@@ -81,11 +81,11 @@
 //! without that section, nsimage always an empty one.
 
 use super::escape::{num, xml_text};
-use super::formatter::Formatter;
+use super::formatter::{Formatter, Head};
 use super::names::{acl_text, kind_name, xattr_ns_name};
 use super::row::Row;
 use super::scratch::Scratch;
-use nsimage_namespace::{Attrs, Extra, Inode, Namespace};
+use nsimage_namespace::{Attrs, Extra, Inode, StringTable};
 
 pub(crate) struct Xml {
     pub(crate) format_version: u16,
@@ -117,21 +117,21 @@ fn el_text(tag: &str, v: &[u8], out: &mut Vec<u8>) {
     out.push(b'>');
 }
 
-fn permission(inode: &Inode<'_>, out: &mut Vec<u8>) {
+fn permission(row: &Row<'_>, out: &mut Vec<u8>) {
     out.extend_from_slice(b"<permission>");
-    xml_text(inode.user(), out);
+    xml_text(row.user(), out);
     out.push(b':');
-    xml_text(inode.group(), out);
-    out.extend_from_slice(format!(":{:04o}</permission>", inode.mode()).as_bytes());
+    xml_text(row.group(), out);
+    out.extend_from_slice(format!(":{:04o}</permission>", row.mode()).as_bytes());
 }
 
 impl Xml {
-    fn inode(&self, ns: &Namespace, inode: &Inode<'_>, out: &mut Vec<u8>) {
+    fn inode(&self, row: &Row<'_>, out: &mut Vec<u8>) {
         out.extend_from_slice(b"<inode>");
-        el_long("id", inode.id(), out);
-        el_text("type", kind_name(inode.kind()).as_bytes(), out);
-        el_text("name", inode.name(), out);
-        let extra = inode.extra();
+        el_long("id", row.id(), out);
+        el_text("type", kind_name(row.kind()).as_bytes(), out);
+        el_text("name", row.name(), out);
+        let (extra, strings, inode) = (row.extra(), row.strings(), row);
         match inode.attrs() {
             Attrs::File(f) => {
                 el("replication", f.replication, out);
@@ -139,7 +139,7 @@ impl Xml {
                 el_long("atime", f.atime, out);
                 el_long("preferredBlockSize", f.preferred_block_size, out);
                 permission(inode, out);
-                xattrs_and_acls(ns, extra, out);
+                xattrs_and_acls(strings, extra, out);
                 if !f.blocks.is_empty() {
                     out.extend_from_slice(b"<blocks>");
                     for b in f.blocks {
@@ -162,7 +162,7 @@ impl Xml {
             Attrs::Directory { ns_quota, ds_quota } => {
                 el_long("mtime", inode.mtime(), out);
                 permission(inode, out);
-                xattrs_and_acls(ns, extra, out);
+                xattrs_and_acls(strings, extra, out);
                 el("nsquota", ns_quota, out);
                 el("dsquota", ds_quota, out);
             }
@@ -172,7 +172,7 @@ impl Xml {
                 el_long("mtime", inode.mtime(), out);
                 // OIV writes none for a symlink; an nsimage symlink may
                 // still carry them, and a dump loses nothing.
-                xattrs_and_acls(ns, extra, out);
+                xattrs_and_acls(strings, extra, out);
             }
         }
         out.extend_from_slice(b"</inode>\n");
@@ -204,14 +204,14 @@ fn in_hadoop_order<'a>(mut kids: impl Iterator<Item = Inode<'a>>) -> bool {
 }
 
 /// `xattrs` then `acls`, each only when there are any, as OIV writes them.
-fn xattrs_and_acls(ns: &Namespace, extra: Option<&Extra>, out: &mut Vec<u8>) {
+fn xattrs_and_acls(strings: &StringTable, extra: Option<&Extra>, out: &mut Vec<u8>) {
     let Some(extra) = extra else { return };
     if !extra.xattrs.is_empty() {
         out.extend_from_slice(b"<xattrs>");
         for x in &extra.xattrs {
             out.extend_from_slice(b"<xattr>");
             el_text("ns", xattr_ns_name(x.ns).as_bytes(), out);
-            el_text("name", ns.strings().get(x.name).unwrap_or_default(), out);
+            el_text("name", strings.get(x.name).unwrap_or_default(), out);
             if std::str::from_utf8(&x.value).is_ok() {
                 el_text("val", &x.value, out);
             } else {
@@ -228,10 +228,36 @@ fn xattrs_and_acls(ns: &Namespace, extra: Option<&Extra>, out: &mut Vec<u8>) {
     if !extra.acl.is_empty() {
         out.extend_from_slice(b"<acls>");
         for e in &extra.acl {
-            el_text("acl", &acl_text(ns.strings(), e), out);
+            el_text("acl", &acl_text(strings, e), out);
         }
         out.extend_from_slice(b"</acls>");
     }
+}
+
+/// A `directory` element of `INodeDirectorySection`: `parent` and its
+/// children's ids, in the order given.
+pub(crate) fn directory(parent: u64, kids: impl Iterator<Item = u64>, out: &mut Vec<u8>) {
+    out.extend_from_slice(b"<directory>");
+    el_long("parent", parent, out);
+    for c in kids {
+        el_long("child", c, out);
+    }
+    out.extend_from_slice(b"</directory>\n");
+}
+
+/// The `inode` element of `FileUnderConstructionSection` for `row`, if it
+/// is a file under construction; whether it is.
+pub(crate) fn under_construction(row: &Row<'_>, scratch: &mut Scratch, out: &mut Vec<u8>) -> bool {
+    let uc = row.extra().is_some_and(|e| e.under_construction.is_some());
+    if uc {
+        out.extend_from_slice(b"<inode>");
+        el_long("id", row.id(), out);
+        let mut path = Vec::new();
+        row.push_path(scratch, &mut path);
+        el_text("path", &path, out);
+        out.extend_from_slice(b"</inode>\n");
+    }
+    uc
 }
 
 impl Formatter for Xml {
@@ -239,12 +265,10 @@ impl Formatter for Xml {
         3
     }
 
-    fn begin(&self, ns: Option<&Namespace>, pass: usize, out: &mut Vec<u8>) {
-        // XML is written from a loaded namespace only (`streams` is false).
-        let Some(ns) = ns else { return };
+    fn begin(&self, head: &Head<'_>, pass: usize, out: &mut Vec<u8>) {
         match pass {
             0 => {
-                let info = ns.info();
+                let info = head.info;
                 out.extend_from_slice(b"<?xml version=\"1.0\"?>\n<fsimage><version>");
                 el("layoutVersion", self.format_version, out);
                 el("onDiskVersion", 1u8, out);
@@ -262,10 +286,7 @@ impl Formatter for Xml {
                 el_long("txid", info.last_txid, out);
                 out.extend_from_slice(b"</NameSection>\n<INodeSection>");
                 el_long("lastInodeId", info.last_inode_id, out);
-                let live = (0..ns.slot_count())
-                    .filter(|&s| ns.at(s).is_some())
-                    .count() as u64;
-                el("numInodes", live, out);
+                el("numInodes", head.inodes, out);
             }
             1 => out.extend_from_slice(
                 b"<INodeReferenceSection></INodeReferenceSection><SnapshotSection><snapshotCounter>0</snapshotCounter><numSnapshots>0</numSnapshots></SnapshotSection>\n<INodeDirectorySection>",
@@ -275,49 +296,30 @@ impl Formatter for Xml {
     }
 
     fn inode(&self, pass: usize, row: &Row<'_>, scratch: &mut Scratch, out: &mut Vec<u8>) {
-        // XML is written from a loaded namespace only (`streams` is false).
-        let Row::Tree(ns, inode) = *row else { return };
-        let inode = &inode;
         match pass {
-            0 => self.inode(ns, inode, out),
+            0 => self.inode(row, out),
             1 => {
-                let kids = inode.child_slots();
-                if kids.is_empty() {
+                // Streamed, the directories come from INODE_DIR instead.
+                let Row::Tree(_, inode) = *row else { return };
+                if inode.child_slots().is_empty() {
                     return;
                 }
-                out.extend_from_slice(b"<directory>");
-                el_long("parent", inode.id(), out);
-                if !in_hadoop_order(inode.children()) {
+                if in_hadoop_order(inode.children()) {
+                    directory(inode.id(), inode.children().map(|c| c.id()), out);
+                } else {
                     // Hadoop's order: names compared as signed bytes.
                     let mut kids: Vec<Inode<'_>> = inode.children().collect();
                     kids.sort_by(|a, b| signed_cmp(a.name(), b.name()));
-                    for c in kids {
-                        el_long("child", c.id(), out);
-                    }
-                } else {
-                    for c in inode.children() {
-                        el_long("child", c.id(), out);
-                    }
+                    directory(inode.id(), kids.iter().map(|c| c.id()), out);
                 }
-                out.extend_from_slice(b"</directory>\n");
             }
             _ => {
-                let uc = inode
-                    .extra()
-                    .is_some_and(|e| e.under_construction.is_some());
-                if uc {
-                    out.extend_from_slice(b"<inode>");
-                    el_long("id", inode.id(), out);
-                    let mut path = Vec::new();
-                    scratch.paths.push_path(ns, inode, &mut path);
-                    el_text("path", &path, out);
-                    out.extend_from_slice(b"</inode>\n");
-                }
+                under_construction(row, scratch, out);
             }
         }
     }
 
-    fn end(&self, _ns: Option<&Namespace>, pass: usize, out: &mut Vec<u8>) {
+    fn end(&self, pass: usize, out: &mut Vec<u8>) {
         match pass {
             0 => out.extend_from_slice(b"</INodeSection>\n"),
             1 => out.extend_from_slice(b"</INodeDirectorySection>\n"),
