@@ -50,15 +50,37 @@ pub(crate) fn write_in_order<S: Send>(
     let threads = pool.current_num_threads().max(1);
     let mut batch = threads;
     let mut done = Written::default();
-    // Each piece's text sized from its bytes: a row takes about as many
-    // bytes as its record.
-    let make =
-        |state: &mut (Worker, S), i: usize| -> Result<((Vec<u8>, u64), BlockRules), ViewError> {
-            let hint = usize::try_from(skeleton.piece_bytes(i).min(64 << 20)).unwrap_or(0);
-            let mut buf = Vec::with_capacity(hint.saturating_add(hint / 2));
-            let (rows, rules) = piece(state, i, &mut buf)?;
-            Ok(((buf, rows), rules))
-        };
+    // Text buffers, reused from batch to batch: two batches' worth are
+    // allocated once, not one per piece (freed buffers of several MiB
+    // left the allocator's arenas holding far more than the text).
+    let spare: std::sync::Mutex<Vec<Vec<u8>>> = std::sync::Mutex::new(Vec::new());
+    let recycle = |bufs: Vec<(Vec<u8>, u64)>| {
+        if let Ok(mut s) = spare.lock() {
+            s.extend(bufs.into_iter().map(|(mut b, _)| {
+                b.clear();
+                b
+            }));
+        }
+    };
+    // Each piece's text sized from its bytes, at the ratio of text to
+    // record bytes of the batch before (half again more at first), so that
+    // a buffer is not doubled past what it holds.
+    let mut per_kib = 1536u64;
+    let make = |per_kib: u64,
+                state: &mut (Worker, S),
+                i: usize|
+     -> Result<((Vec<u8>, u64), BlockRules), ViewError> {
+        let bytes = skeleton.piece_bytes(i).min(64 << 20);
+        let hint = bytes.saturating_mul(per_kib) / 1024 + (64 << 10);
+        let mut buf = spare
+            .lock()
+            .ok()
+            .and_then(|mut s| s.pop())
+            .unwrap_or_default();
+        buf.reserve(usize::try_from(hint).unwrap_or(0));
+        let (rows, rules) = piece(state, i, &mut buf)?;
+        Ok(((buf, rows), rules))
+    };
     let mut rules = BlockRules::default();
     pool.install(|| -> Result<(), ViewError> {
         let mut pending: Vec<(Vec<u8>, u64)> = Vec::new();
@@ -67,12 +89,20 @@ pub(crate) fn write_in_order<S: Send>(
             let end = start.saturating_add(batch).min(skeleton.piece_count());
             let group: Vec<usize> = (start..end).collect();
             start = end;
+            let written_before = std::mem::take(&mut pending);
             let (written, next) = rayon::join(
-                || write_all(out, &pending),
+                || {
+                    let w = write_all(out, &written_before);
+                    recycle(written_before);
+                    w
+                },
                 || {
                     group
                         .par_iter()
-                        .map_init(|| (skeleton.worker(), init()), |state, &i| make(state, i))
+                        .map_init(
+                            || (skeleton.worker(), init()),
+                            |state, &i| make(per_kib, state, i),
+                        )
                         .collect::<Vec<_>>()
                         // The first error in file order, whatever the
                         // thread count.
@@ -87,6 +117,11 @@ pub(crate) fn write_in_order<S: Send>(
                 rules.merge(r);
             }
             let text: usize = pending.iter().map(|(t, _)| t.len()).sum();
+            let bytes: u64 = group.iter().map(|&i| skeleton.piece_bytes(i)).sum();
+            if bytes > 0 {
+                // A quarter more than the ratio seen: pieces vary.
+                per_kib = (text as u64).saturating_mul(1280) / bytes;
+            }
             let per_piece = text / pending.len().max(1);
             batch = (TEXT_IN_FLIGHT / per_piece.max(1)).clamp(threads, threads * 2);
         }
