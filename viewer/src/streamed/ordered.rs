@@ -118,9 +118,9 @@ pub(crate) fn write_in_order<S: Send>(
             }
             let text: usize = pending.iter().map(|(t, _)| t.len()).sum();
             let bytes: u64 = group.iter().map(|&i| skeleton.piece_bytes(i)).sum();
-            if bytes > 0 {
-                // A quarter more than the ratio seen: pieces vary.
-                per_kib = (text as u64).saturating_mul(1280) / bytes;
+            // A quarter more than the ratio seen: pieces vary.
+            if let Some(r) = (text as u64).saturating_mul(1280).checked_div(bytes) {
+                per_kib = r;
             }
             let per_piece = text / pending.len().max(1);
             batch = (TEXT_IN_FLIGHT / per_piece.max(1)).clamp(threads, threads * 2);
