@@ -1006,6 +1006,7 @@ pub fn check(img: &[u8], built: Option<&Built>) -> Vec<(String, Result<u64, Stri
                 serial: true,
                 parallel_threshold: 0,
                 key: k.cloned(),
+                timeline: None,
             };
             match load(&path, &opts) {
                 Ok(_) => panic!("an encrypted image loads with {name}"),

@@ -573,6 +573,7 @@ pub fn verdicts(img: &[u8]) -> Vec<(&'static str, Result<u64, String>)> {
             serial,
             parallel_threshold: 0,
             key: None,
+            timeline: None,
         };
         let v = match load(path, &opts) {
             Ok(l) => {

@@ -642,6 +642,7 @@ pub fn verdicts_with(img: &[u8], key: Option<&Key>) -> Vec<(String, Result<u64, 
             serial,
             parallel_threshold: 0,
             key: key.cloned(),
+            timeline: None,
         };
         let v = match load(path, &opts) {
             Ok(l) => Ok(l.namespace.digest().0),

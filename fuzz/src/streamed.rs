@@ -81,6 +81,7 @@ fn loaded(path: &Path) -> Result<TreeSum, String> {
         serial: true,
         parallel_threshold: 0,
         key: None,
+        timeline: None,
     };
     let l = load(path, &opts).map_err(|e| e.to_string())?;
     let ns = &l.namespace;

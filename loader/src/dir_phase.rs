@@ -16,6 +16,7 @@ use crate::run::run_pieces_tracked;
 use crate::sections::{chunk_of, corrupt, pieces, section};
 use crate::source::{ImageSource, PieceBuf};
 use crate::stats::LoadStats;
+use crate::trace::{in_phase, in_task, Timeline};
 use nsimage_format::{Location, SectionKind, SubSectionInfo};
 use nsimage_namespace::{BuildError, DirBatch, Namespace, NamespaceBuilder, NodeRange};
 use rayon::prelude::*;
@@ -33,12 +34,18 @@ pub(crate) fn dir_phase(
     let sec = section(src, SectionKind::INODE_DIR)?;
     let pieces = pieces(sec);
     let at = Location::in_section(SectionKind::INODE_DIR, None, sec.offset);
+    let timeline = src.timeline();
     let batches = match pool {
         Some(pool) => {
-            let batches = decode_dirs(src, pool, &pieces, &builder)?;
+            let batches = in_phase(timeline, "dir: decode", || {
+                decode_dirs(src, pool, &pieces, &builder)
+            })?;
             let total = builder.inode_count();
-            let ranges = builder.node_ranges_mut(pool.current_num_threads());
-            link_ranges(pool, ranges, total, &batches).map_err(|(i, d)| {
+            in_phase(timeline, "dir: link", || {
+                let ranges = builder.node_ranges_mut(pool.current_num_threads());
+                link_ranges(pool, ranges, total, &batches, timeline)
+            })
+            .map_err(|(i, d)| {
                 let at = pieces.get(i).map_or_else(|| at.clone(), |p| p.1.clone());
                 corrupt(src, at, d.to_string())
             })?;
@@ -46,11 +53,9 @@ pub(crate) fn dir_phase(
         }
         None => link_in_place(src, &pieces, &at, &mut builder)?,
     };
-    builder
-        .attach(batches)
+    in_phase(timeline, "dir: attach", || builder.attach(batches))
         .map_err(|d| corrupt(src, at.clone(), d.to_string()))?;
-    let ns = builder
-        .finish_linked()
+    let ns = in_phase(timeline, "dir: check tree", || builder.finish_linked())
         .map_err(|d| corrupt(src, at, d.to_string()))?;
     stats.dir_phase_seconds = t.elapsed().as_secs_f64();
     Ok(ns)
@@ -65,7 +70,7 @@ fn decode_dirs(
 ) -> Result<Vec<DirBatch>, LoadError> {
     let fmt = |e| LoadError::from_format(src.path(), e);
     run_pieces_tracked(
-        src.progress(),
+        src.tracked(),
         Some(pool),
         pieces,
         PieceBuf::default,
@@ -89,15 +94,18 @@ fn link_ranges(
     mut ranges: Vec<NodeRange<'_>>,
     total: usize,
     batches: &[DirBatch],
+    timeline: Option<&Timeline>,
 ) -> Result<(), (usize, BuildError)> {
     let failed: Vec<(usize, BuildError)> = pool.install(|| {
         ranges
             .par_iter_mut()
             .filter_map(|range| {
-                batches
-                    .iter()
-                    .enumerate()
-                    .find_map(|(i, b)| b.link_into(range, total).err().map(|e| (i, e)))
+                in_task(timeline, "link a range", || {
+                    batches
+                        .iter()
+                        .enumerate()
+                        .find_map(|(i, b)| b.link_into(range, total).err().map(|e| (i, e)))
+                })
             })
             .collect()
     });
@@ -116,17 +124,21 @@ fn link_in_place(
     at: &Location,
     builder: &mut NamespaceBuilder,
 ) -> Result<Vec<DirBatch>, LoadError> {
-    let mut buf = PieceBuf::default();
-    let mut batches = Vec::with_capacity(pieces.len());
-    for (i, (p, at)) in pieces.iter().enumerate() {
-        src.progress().started(p.offset);
-        let bytes = src.piece(p, at, &mut buf)?;
-        let chunk = chunk_of(src, i, at)?;
-        let batch = decode::dirs(bytes, p, at, builder, chunk)
-            .map_err(|e| LoadError::from_format(src.path(), e))?;
-        batches.push(batch);
-    }
-    builder.link_all(&batches).map_err(|(i, d)| {
+    let batches = in_phase(src.timeline(), "dir: decode", || {
+        run_pieces_tracked(
+            src.tracked(),
+            None,
+            pieces,
+            PieceBuf::default,
+            |buf, i, p, at| {
+                let bytes = src.piece(p, at, buf)?;
+                let chunk = chunk_of(src, i, at)?;
+                decode::dirs(bytes, p, at, builder, chunk)
+                    .map_err(|e| LoadError::from_format(src.path(), e))
+            },
+        )
+    })?;
+    in_phase(src.timeline(), "dir: link", || builder.link_all(&batches)).map_err(|(i, d)| {
         let at = pieces.get(i).map_or_else(|| at.clone(), |p| p.1.clone());
         corrupt(src, at, d.to_string())
     })?;

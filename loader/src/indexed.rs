@@ -12,6 +12,7 @@ use crate::inode_phase::inode_phase;
 use crate::sections::{check_unknown, only_piece};
 use crate::source::ImageSource;
 use crate::stats::LoadStats;
+use crate::trace::in_phase;
 use nsimage_format::SectionKind;
 use nsimage_namespace::{Interned, Namespace, NsInfo, StringTable};
 
@@ -21,13 +22,14 @@ pub(crate) fn load_indexed(
     pool: Option<&rayon::ThreadPool>,
     stats: &mut LoadStats,
 ) -> Result<Namespace, LoadError> {
-    let (info, strings) = small_sections(src)?;
+    let timeline = src.timeline();
+    let (info, strings) = in_phase(timeline, "small sections", || small_sections(src))?;
     let builder = inode_phase(src, pool, info, Interned::new(strings), stats)?;
     // After the INODE pieces: the optional sections a writer puts after
     // INODE (NAME_INDEX) are then read in file order between the phases,
     // the prefetch thread following, instead of a cold load first reading
     // them at another place of the disk.
-    check_unknown(src, pool)?;
+    in_phase(timeline, "optional sections", || check_unknown(src, pool))?;
     dir_phase(src, pool, builder, stats)
 }
 
@@ -40,13 +42,29 @@ pub(crate) fn load_serial(src: &ImageSource) -> Result<Namespace, LoadError> {
 pub(crate) fn small_sections(src: &ImageSource) -> Result<(NsInfo, StringTable), LoadError> {
     let fmt = |e| LoadError::from_format(src.path(), e);
     let mut buf = crate::source::PieceBuf::default();
+    let start = src.timeline().map(|t| t.now());
+    let record = |p, at| {
+        if let (Some(t), Some(start)) = (src.timeline(), start) {
+            t.record(crate::trace::piece(p, at), start);
+        }
+    };
     let info = {
         let (p, at) = only_piece(src, SectionKind::NS_INFO)?;
-        decode::ns_info(src.piece(&p, &at, &mut buf)?, &p, &at).map_err(fmt)?
+        let info = decode::ns_info(src.piece(&p, &at, &mut buf)?, &p, &at).map_err(fmt)?;
+        record(&p, &at);
+        info
+    };
+    let start = src.timeline().map(|t| t.now());
+    let record = |p, at| {
+        if let (Some(t), Some(start)) = (src.timeline(), start) {
+            t.record(crate::trace::piece(p, at), start);
+        }
     };
     let strings = {
         let (p, at) = only_piece(src, SectionKind::STRING_TABLE)?;
-        decode::strings(src.piece(&p, &at, &mut buf)?, &p, &at).map_err(fmt)?
+        let strings = decode::strings(src.piece(&p, &at, &mut buf)?, &p, &at).map_err(fmt)?;
+        record(&p, &at);
+        strings
     };
     Ok((info, strings))
 }

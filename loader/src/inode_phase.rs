@@ -17,6 +17,7 @@ use crate::shard::LockStats;
 use crate::source::{ImageSource, PieceBuf};
 use crate::stats::LoadStats;
 use crate::table::NodeTable;
+use crate::trace::in_phase;
 use nsimage_format::{Location, SectionInfo, SectionKind, SubSectionInfo};
 use nsimage_namespace::{InodeParts, Interned, NamespaceBuilder, NsInfo};
 use std::time::Instant;
@@ -34,8 +35,11 @@ pub(crate) fn inode_phase(
     let sec = section(src, SectionKind::INODE)?;
     let pieces = pieces(sec);
     let at0 = Location::in_section(SectionKind::INODE, None, sec.offset);
-    let mut table = node_table(src, sec, &at0)?;
-    let parts = fill_table(src, pool, &pieces, &mut table, &tables, &at0)?;
+    let timeline = src.timeline();
+    let mut table = in_phase(timeline, "inode: table", || node_table(src, sec, &at0))?;
+    let parts = in_phase(timeline, "inode: decode", || {
+        fill_table(src, pool, &pieces, &mut table, &tables, &at0)
+    })?;
     let nodes = table
         .finish()
         .ok_or_else(|| corrupt(src, at0.clone(), "some inode slots were not filled".into()))?;
@@ -45,12 +49,15 @@ pub(crate) fn inode_phase(
         acquisitions: u64::try_from(pieces.len()).unwrap_or(u64::MAX),
         ..LockStats::default()
     });
-    let mut builder = NamespaceBuilder::new(info, tables, nodes);
-    for (parts, (_, at)) in parts.into_iter().zip(&pieces) {
-        builder
-            .add_inode_parts(parts)
-            .map_err(|d| corrupt(src, at.clone(), d.to_string()))?;
-    }
+    let builder = in_phase(timeline, "inode: parts", || {
+        let mut builder = NamespaceBuilder::new(info, tables, nodes);
+        for (parts, (_, at)) in parts.into_iter().zip(&pieces) {
+            builder
+                .add_inode_parts(parts)
+                .map_err(|d| corrupt(src, at.clone(), d.to_string()))?;
+        }
+        Ok::<_, LoadError>(builder)
+    })?;
     stats.inode_phase_seconds = t.elapsed().as_secs_f64();
     Ok(builder)
 }
@@ -116,7 +123,7 @@ fn fill_table(
     })?;
     // Per-worker scratch: the read buffer, reused from one piece to the next.
     run_pieces_tracked(
-        src.progress(),
+        src.tracked(),
         pool,
         pieces,
         PieceBuf::default,

@@ -128,6 +128,7 @@ mod streamable;
 pub mod table;
 #[cfg(not(feature = "bench-internals"))]
 mod table;
+pub mod trace;
 mod trim;
 mod verify;
 

@@ -9,8 +9,10 @@ use crate::options::LoadOptions;
 use crate::source::{ImageSource, ReadStrategy};
 use crate::stats::{LoadStats, Loaded};
 use crate::stream::load_stream;
+use crate::trace::Timeline;
 use nsimage_format::SectionKind;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Loads the image at `path`: an nsimage image, or a Hadoop fsimage
@@ -27,8 +29,21 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<Loaded, LoadError> {
         return crate::hdfs::run::load_hdfs(path, opts);
     }
     let started = Instant::now();
-    let mut src = ImageSource::open(path)?;
-    src.unlock(opts.key.as_ref())?;
+    let timeline = opts
+        .timeline
+        .clone()
+        .unwrap_or_else(|| Arc::new(Timeline::new(false)));
+    let mut src = timeline.phase("open", || -> Result<ImageSource, LoadError> {
+        let mut src = ImageSource::open(path)?;
+        src.unlock(opts.key.as_ref())?;
+        Ok(src)
+    })?;
+    src.set_timeline(Arc::clone(&timeline));
+    let all = src.index.sections.iter().flat_map(|s| s.pieces());
+    let (n, bytes) = all.fold((0u64, 0u64), |(n, b), p| {
+        (n.saturating_add(1), b.saturating_add(p.length))
+    });
+    timeline.plan(n, bytes);
     let threads = threads(&src, opts);
     let mut stats = LoadStats {
         mode: if threads == 1 { "serial" } else { "parallel" },
@@ -41,12 +56,12 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<Loaded, LoadError> {
         strategy => {
             let window = crate::prefetch::window_from_env();
             if let ReadStrategy::Mmap(opt_in) = strategy {
-                match window {
-                    Some(_) => src.map_lazily(opt_in)?,
-                    None => src.map(opt_in)?,
-                }
+                timeline.phase("map", || match window {
+                    Some(_) => src.map_lazily(opt_in),
+                    None => src.map(opt_in),
+                })?;
             }
-            let pool = crate::run::pool(path, threads)?;
+            let pool = timeline.phase("pool", || crate::run::pool(path, threads))?;
             crate::prefetch::with_prefetch(&src, window, || {
                 load_indexed(&src, pool.as_ref(), &mut stats)
             })?
@@ -54,7 +69,7 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<Loaded, LoadError> {
     };
     // The optional carry of a Hadoop image's snapshots (its checksum was
     // checked with the other optional sections').
-    let hdfs_carry = crate::sections::hdfs_carry(&src)?;
+    let hdfs_carry = timeline.phase("carry", || crate::sections::hdfs_carry(&src))?;
     // Every piece read and checked: those of optional sections this build
     // does not decode (their checksums are checked) included.
     stats.pieces = src
@@ -65,13 +80,15 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<Loaded, LoadError> {
         .sum();
     stats.read_calls = src.read_calls();
     stats.bytes_read = src.bytes_read();
-    drop(src);
+    timeline.phase("close", || drop(src));
     stats.seconds = started.elapsed().as_secs_f64();
+    stats.phases = timeline.phase_stats(threads);
     Ok(Loaded {
         namespace,
         stats,
         hdfs: None,
         hdfs_carry,
+        timeline,
     })
 }
 

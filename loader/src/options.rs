@@ -22,6 +22,14 @@ pub struct LoadOptions {
     pub parallel_threshold: u64,
     /// The key of an encrypted image (FORMAT.md, "Pieces at rest").
     pub key: Option<Key>,
+    /// The timeline the load records into ([`Loaded::timeline`](crate::Loaded::timeline)
+    /// gives it back): the caller's, to watch the load's progress from
+    /// another thread ([`Timeline::progress`](crate::trace::Timeline::progress))
+    /// or to ask for the fine spans of a trace file
+    /// ([`Timeline::new`](crate::trace::Timeline::new)`(true)`); `None`:
+    /// one of its own, without the fine spans. The pieces and phases are
+    /// recorded either way (a few hundred spans).
+    pub timeline: Option<std::sync::Arc<crate::trace::Timeline>>,
 }
 
 impl Default for LoadOptions {
@@ -32,6 +40,7 @@ impl Default for LoadOptions {
             serial: false,
             parallel_threshold: DEFAULT_PARALLEL_THRESHOLD,
             key: None,
+            timeline: None,
         }
     }
 }

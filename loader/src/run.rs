@@ -4,8 +4,19 @@
 
 use crate::error::LoadError;
 use crate::progress::Progress;
+use crate::trace::{Timeline, What};
 use nsimage_format::{Location, SubSectionInfo};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+/// What the pieces of a step report to as they run: the prefetch thread
+/// (each piece's offset as it starts) and the load's timeline (each
+/// piece's span; and, when tracing, each worker's wait for the step's
+/// end).
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Tracked<'a> {
+    pub(crate) progress: Option<&'a Progress>,
+    pub(crate) timeline: Option<&'a Timeline>,
+}
 
 /// Runs `f` over every piece, on `pool` when given (every worker taking
 /// the next piece in file order until none is left) or in order on this
@@ -19,21 +30,28 @@ pub(crate) fn run_pieces<T: Send, S>(
     init: impl Fn() -> S + Sync + Send,
     f: impl Fn(&mut S, usize, &SubSectionInfo, &Location) -> Result<T, LoadError> + Sync + Send,
 ) -> Result<Vec<T>, LoadError> {
-    run_pieces_tracked(&Progress::default(), pool, pieces, init, f)
+    run_pieces_tracked(Tracked::default(), pool, pieces, init, f)
 }
 
-/// [`run_pieces`], telling `progress` (the prefetch thread) the offset of
-/// each piece as its worker starts it.
+/// [`run_pieces`], telling `tracked` each piece as its worker runs it.
 pub(crate) fn run_pieces_tracked<T: Send, S>(
-    progress: &Progress,
+    tracked: Tracked<'_>,
     pool: Option<&rayon::ThreadPool>,
     pieces: &[(SubSectionInfo, Location)],
     init: impl Fn() -> S + Sync + Send,
     f: impl Fn(&mut S, usize, &SubSectionInfo, &Location) -> Result<T, LoadError> + Sync + Send,
 ) -> Result<Vec<T>, LoadError> {
     let f = |s: &mut S, i: usize, p: &SubSectionInfo, at: &Location| {
-        progress.started(p.offset);
-        f(s, i, p, at)
+        if let Some(progress) = tracked.progress {
+            progress.started(p.offset);
+        }
+        let Some(timeline) = tracked.timeline else {
+            return f(s, i, p, at);
+        };
+        let start = timeline.now();
+        let r = f(s, i, p, at);
+        timeline.record(crate::trace::piece(p, at), start);
+        r
     };
     let Some(pool) = pool else {
         let mut scratch = init();
@@ -50,7 +68,9 @@ pub(crate) fn run_pieces_tracked<T: Send, S>(
     // work stealing's, for pieces of a few MiB).
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
-    let per_worker: Vec<Vec<(usize, Result<T, LoadError>)>> = pool.broadcast(|_| {
+    type Ran<T> = Vec<(usize, Result<T, LoadError>)>;
+    type Done = Option<(crate::trace::Track, std::time::Duration)>;
+    let per_worker: Vec<(Ran<T>, Done)> = pool.broadcast(|_| {
         let mut scratch = init();
         let mut out = Vec::new();
         while !stop.load(Ordering::Relaxed) {
@@ -62,11 +82,20 @@ pub(crate) fn run_pieces_tracked<T: Send, S>(
             }
             out.push((i, r));
         }
-        out
+        let done = tracked.timeline.map(|t| (Timeline::track(), t.now()));
+        (out, done)
     });
+    // When tracing, each worker's wait for the slowest one.
+    if let Some(t) = tracked.timeline.filter(|t| t.detailed()) {
+        let end = t.now();
+        for (track, done) in per_worker.iter().filter_map(|w| w.1) {
+            t.record_on(track, What::Wait("the step's last piece"), done, end);
+        }
+    }
+    let per_worker = per_worker.into_iter().map(|w| w.0);
     let mut results: Vec<Option<Result<T, LoadError>>> = Vec::new();
     results.resize_with(pieces.len(), || None);
-    for (i, r) in per_worker.into_iter().flatten() {
+    for (i, r) in per_worker.flatten() {
         if let Some(slot) = results.get_mut(i) {
             *slot = Some(r);
         }

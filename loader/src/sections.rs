@@ -81,7 +81,7 @@ pub(crate) fn check_unknown(
     // order, each start told to the prefetch thread; the first bad piece in
     // file order is reported, as on the serial path.
     crate::run::run_pieces_tracked(
-        src.progress(),
+        src.tracked(),
         pool,
         &all,
         crate::source::PieceBuf::default,

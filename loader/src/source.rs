@@ -124,6 +124,8 @@ pub struct ImageSource {
     cipher: Option<ImageCipher>,
     /// The pieces the workers start, for the prefetch thread.
     progress: crate::progress::Progress,
+    /// The load's timeline, when a load reads this source.
+    timeline: Option<std::sync::Arc<crate::trace::Timeline>>,
 }
 
 /// A reader's reusable buffers for pieces: the stored bytes (read, or
@@ -156,6 +158,7 @@ impl ImageSource {
             bytes_read: AtomicU64::new(0),
             cipher: None,
             progress: crate::progress::Progress::default(),
+            timeline: None,
         };
         let fmt = |e| LoadError::from_format(path, e);
         let head = src.read_at(0, (header::SIZE as u64).min(len))?;
@@ -497,6 +500,25 @@ impl ImageSource {
     /// Where the workers tell the prefetch thread which pieces they start.
     pub(crate) fn progress(&self) -> &crate::progress::Progress {
         &self.progress
+    }
+
+    /// Records this source's pieces in `timeline` from now on.
+    pub(crate) fn set_timeline(&mut self, timeline: std::sync::Arc<crate::trace::Timeline>) {
+        self.timeline = Some(timeline);
+    }
+
+    /// The load's timeline, if one is kept.
+    pub(crate) fn timeline(&self) -> Option<&crate::trace::Timeline> {
+        self.timeline.as_deref()
+    }
+
+    /// What the pieces of a step report to: the prefetch thread and the
+    /// timeline.
+    pub(crate) fn tracked(&self) -> crate::run::Tracked<'_> {
+        crate::run::Tracked {
+            progress: Some(&self.progress),
+            timeline: self.timeline(),
+        }
     }
 }
 

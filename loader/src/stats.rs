@@ -31,6 +31,9 @@ pub struct LoadStats {
     /// Whether a Hadoop image's `.md5` sidecar was found and the file's
     /// digest checked against it (while the load decoded).
     pub md5_checked: bool,
+    /// Each phase's figures in order, then the whole load's (`load`): see
+    /// [`trace`](crate::trace).
+    pub phases: Vec<crate::trace::PhaseStats>,
 }
 
 /// A loaded image.
@@ -46,6 +49,8 @@ pub struct Loaded {
     /// its HDFS_SNAPSHOTS section's carry; `None` otherwise (a Hadoop
     /// image's is in [`hdfs`](Self::hdfs)).
     pub hdfs_carry: Option<nsimage_format::hdfs::SnapshotCarry>,
+    /// Where the load's time went, span by span.
+    pub timeline: std::sync::Arc<crate::trace::Timeline>,
 }
 
 impl Loaded {

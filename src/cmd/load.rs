@@ -28,6 +28,18 @@ pub struct Args {
     /// Print JSON on stdout.
     #[arg(long)]
     json: bool,
+    /// Write the load's timeline to FILE as a Chrome trace-event file (opens
+    /// in Perfetto and chrome://tracing): a track per worker and one for
+    /// the coordinating thread, each piece decoded (section, sub-section,
+    /// bytes, records), each phase, each worker's wait at a step's end.
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
+    /// Startup progress on stderr: auto (a bar with the phase, pieces,
+    /// bytes, rate and ETA when stderr is a terminal), json (a JSON line
+    /// every 250 ms and at each phase: phase, done, total, unit,
+    /// bytes_done, bytes_total, elapsed_seconds) or none.
+    #[arg(long, value_enum, default_value_t = super::progress::ProgressMode::Auto)]
+    progress: super::progress::ProgressMode,
 }
 
 /// Parses `--read`. The CLI maps images by default (README: "default: all
@@ -49,18 +61,21 @@ fn parse_read(s: &str) -> Result<ReadStrategy, String> {
 }
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
+    let timeline = std::sync::Arc::new(nsimage_loader::trace::Timeline::new(a.trace.is_some()));
     let opts = LoadOptions {
         threads: a.threads,
         read: a.read,
         serial: a.serial,
         parallel_threshold: a.parallel_threshold,
         key: super::key()?,
+        timeline: Some(timeline.clone()),
     };
-    let lb = super::progress::LoadBar::start(&a.file);
+    let label = format!("loading {}", a.file.display());
+    let startup = super::progress::StartupProgress::start(timeline, a.progress, &label);
     let rss_before = mem::rss_bytes();
     let allocs_before = crate::allocations();
     let loaded = load(&a.file, &opts);
-    lb.finish().finish_and_clear();
+    startup.finish();
     let mut loaded = loaded?;
     // The library leaves the allocator alone; the CLI gives the load's
     // freed pages back before measuring, as a server would, and counts the
@@ -75,6 +90,14 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let st = ns.stats();
     let digest = ns.digest().to_string();
     let s = &loaded.stats;
+    if let Some(path) = &a.trace {
+        let label = a.file.display().to_string();
+        super::output::write_atomically(path, |w| {
+            serde_json::to_writer(&mut *w, &loaded.timeline.chrome_json(&label))?;
+            Ok(())
+        })?;
+    }
+    let whole = s.phases.last().cloned().unwrap_or_default();
     let per_inode = |v: u64| v as f64 / st.inodes.max(1) as f64;
     if a.json {
         let mut m = super::stats_json(&st, &digest, s.seconds);
@@ -98,6 +121,9 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             "lock_contended": s.locks.contended,
             "lock_wait_seconds": s.locks.wait_ns as f64 / 1e9,
             "md5_checked": s.md5_checked,
+            "parallel_efficiency": whole.parallel_efficiency,
+            "serial_seconds": whole.serial_seconds,
+            "phases": super::phases_json(&s.phases),
         });
         if let serde_json::Value::Object(e) = extra {
             m.extend(e);
@@ -108,6 +134,11 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         out!(
             "loaded in {:.3} s ({} mode, {} threads, {} reads): {} pieces, {} read calls, {} bytes read",
             s.seconds, s.mode, s.threads, s.read, s.pieces, s.read_calls, s.bytes_read
+        );
+        out!(
+            "time: {:.1}% parallel efficiency, {:.3} s with at most one thread at work",
+            whole.parallel_efficiency * 100.0,
+            whole.serial_seconds
         );
         out!(
             "memory: {:.1} resident bytes per inode, {:.3} allocations per inode; locks: {} taken, {} contended",

@@ -269,6 +269,24 @@ pub fn stats_json(
     }
 }
 
+/// A load's phases as JSON (`load --json`, `bench --json`): each with its
+/// `name`, `seconds`, `busy_seconds`, `parallel_efficiency` and
+/// `serial_seconds`, the whole load's last (named `load`).
+pub fn phases_json(phases: &[nsimage_loader::trace::PhaseStats]) -> serde_json::Value {
+    phases
+        .iter()
+        .map(|p| {
+            serde_json::json!({
+                "name": p.name,
+                "seconds": p.seconds,
+                "busy_seconds": p.busy_seconds,
+                "parallel_efficiency": p.parallel_efficiency,
+                "serial_seconds": p.serial_seconds,
+            })
+        })
+        .collect()
+}
+
 pub fn stats_text(st: &Stats, digest: &str) -> String {
     format!(
         "{} inodes ({} files, {} directories, {} symlinks), {} blocks, {}, digest {digest}",

@@ -208,3 +208,127 @@ mod tests {
         assert_eq!(w.inner, b"a\nb\nc\n");
     }
 }
+
+/// How `load` and `store recover` report startup progress (`--progress`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProgressMode {
+    /// A bar on stderr when it is a terminal, nothing otherwise.
+    #[default]
+    Auto,
+    /// JSON lines on stderr, for a tool that supervises a restart.
+    Json,
+    /// Nothing.
+    None,
+}
+
+/// Startup progress of a load, as the NameNode's "Startup Progress" page
+/// lists it: the phase, pieces done of total, bytes, rate and ETA, polled
+/// every 100 ms (a bar) or 250 ms and at each change of phase (a JSON line
+/// each: `phase`, `done`, `total`, `unit` ("pieces"), `bytes_done`,
+/// `bytes_total`, `elapsed_seconds`) from the load's
+/// [`Timeline`](nsimage_loader::trace::Timeline), whose counters the
+/// workers move with one relaxed add per piece.
+pub struct StartupProgress {
+    stop: Arc<AtomicBool>,
+    poller: Option<JoinHandle<()>>,
+    pb: ProgressBar,
+}
+
+impl StartupProgress {
+    pub fn start(
+        timeline: Arc<nsimage_loader::trace::Timeline>,
+        mode: ProgressMode,
+        label: &str,
+    ) -> StartupProgress {
+        let stop = Arc::new(AtomicBool::new(false));
+        let terminal = std::io::stderr().is_terminal();
+        let pb = match mode {
+            ProgressMode::Auto if terminal => bar(Some(1), Unit::Bytes, label),
+            _ => ProgressBar::hidden(),
+        };
+        let poller = match mode {
+            ProgressMode::None => None,
+            ProgressMode::Auto if !terminal => None,
+            ProgressMode::Auto => {
+                let (pb, stop, label) = (pb.clone(), stop.clone(), label.to_string());
+                Some(std::thread::spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        let p = timeline.progress();
+                        pb.set_length(p.bytes_total.max(1));
+                        pb.set_position(p.bytes_done.min(p.bytes_total));
+                        pb.set_message(format!(
+                            "{label}: {} ({}/{} pieces)",
+                            if p.phase.is_empty() {
+                                "starting"
+                            } else {
+                                p.phase
+                            },
+                            p.pieces_done,
+                            p.pieces_total
+                        ));
+                        std::thread::sleep(Duration::from_millis(100));
+                    }
+                }))
+            }
+            ProgressMode::Json => {
+                let stop = stop.clone();
+                Some(std::thread::spawn(move || {
+                    let mut last_phase = "";
+                    let mut last_line: Option<Duration> = None;
+                    loop {
+                        let done = stop.load(Ordering::Relaxed);
+                        let p = timeline.progress();
+                        let phase = if done { "done" } else { p.phase };
+                        // A line at each change of phase, else every 250 ms.
+                        let due =
+                            last_line.is_none_or(|t| p.elapsed >= t + Duration::from_millis(250));
+                        if done || phase != last_phase || due {
+                            json_line(phase, &p);
+                            last_phase = phase;
+                            last_line = Some(p.elapsed);
+                        }
+                        if done {
+                            break;
+                        }
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                }))
+            }
+        };
+        StartupProgress { stop, poller, pb }
+    }
+
+    /// The load is over: a last line (`phase` "done") for JSON, the bar
+    /// cleared.
+    pub fn finish(mut self) {
+        self.stop_poller();
+        self.pb.finish_and_clear();
+    }
+
+    fn stop_poller(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.poller.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Drop for StartupProgress {
+    fn drop(&mut self) {
+        self.stop_poller();
+    }
+}
+
+/// One JSON line of startup progress on stderr.
+fn json_line(phase: &str, p: &nsimage_loader::trace::LoadProgress) {
+    let v = serde_json::json!({
+        "phase": phase,
+        "done": p.pieces_done,
+        "total": p.pieces_total,
+        "unit": "pieces",
+        "bytes_done": p.bytes_done,
+        "bytes_total": p.bytes_total,
+        "elapsed_seconds": p.elapsed.as_secs_f64(),
+    });
+    eprintln!("{v}");
+}

@@ -50,6 +50,15 @@ pub enum Cmd {
         bulk_limit: u64,
         #[arg(long)]
         json: bool,
+        /// Write the recovery's timeline to FILE as a Chrome trace-event
+        /// file: the image's load (its phases and pieces, as `load
+        /// --trace`), then the journal replay, segment by segment.
+        #[arg(long, value_name = "FILE")]
+        trace: Option<PathBuf>,
+        /// Startup progress on stderr: auto (a bar on a terminal), json
+        /// (JSON lines: phase, done, total, unit, elapsed_seconds) or none.
+        #[arg(long, value_enum, default_value_t = super::progress::ProgressMode::Auto)]
+        progress: super::progress::ProgressMode,
     },
 }
 
@@ -224,12 +233,28 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
             dir,
             bulk_limit,
             json,
+            trace,
+            progress,
         } => {
-            let opts = StoreOptions {
+            let timeline = Arc::new(nsimage_loader::trace::Timeline::new(trace.is_some()));
+            let mut opts = StoreOptions {
                 bulk_replay_bytes: bulk_limit,
                 ..options()?
             };
-            let s = Store::open(&dir, Arc::new(nsimage_store::fs::RealFs::default()), opts)?;
+            opts.load.timeline = Some(timeline.clone());
+            let label = format!("recovering {}", dir.display());
+            let startup =
+                super::progress::StartupProgress::start(timeline.clone(), progress, &label);
+            let s = Store::open(&dir, Arc::new(nsimage_store::fs::RealFs::default()), opts);
+            startup.finish();
+            let s = s?;
+            if let Some(path) = &trace {
+                let label = dir.display().to_string();
+                super::output::write_atomically(path, |w| {
+                    serde_json::to_writer(&mut *w, &timeline.chrome_json(&label))?;
+                    Ok(())
+                })?;
+            }
             let r = s.report().clone();
             let digest = s.with_namespace(|ns| ns.digest().to_string());
             if json {

@@ -270,6 +270,7 @@ pub fn every_path(
                 serial: threads == 1,
                 parallel_threshold: 0,
                 key: key.cloned(),
+                timeline: None,
             };
             let v = load(path, &o).ok().map(|l| l.namespace.digest());
             out.push((format!("{read:?}/{threads}"), v));

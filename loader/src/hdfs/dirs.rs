@@ -17,7 +17,6 @@ use super::delimited::Delimited;
 use super::file::HdfsFile;
 use super::inodes::{record_at, Keep};
 use crate::error::LoadError;
-use crate::run::run_pieces;
 use crate::shard::Sharded;
 use crate::stats::LoadStats;
 use nsimage_format::hdfs::fields::inode_directory_section::dir_entry as dir_entry_f;
@@ -214,17 +213,23 @@ pub(crate) fn dir_phase(
     let mut batches: Vec<(u64, u64, DirBatch, Vec<DirEntry>)> = {
         let table = Sharded::new(&mut parents, SHARDS);
         let init = || (Vec::new(), Vec::new());
-        let out = run_pieces(pool, pieces, init, |(raw, out), i, p, at| {
-            let bytes = f.region(p.offset, p.length, at, raw, out)?;
-            let mut e = entries(f, bytes, at, refs, keep)?;
-            let chunk =
-                u32::try_from(i).map_err(|_| f.corrupt(at.clone(), "too many pieces".into()))?;
-            let others = std::mem::take(&mut e.others);
-            let batch = batch(f, &mut e, chunk, at, b, &table)?;
-            let first = e.dirs.first().map_or(u64::MAX, |d| d.0);
-            let last = e.dirs.last().map_or(0, |d| d.0);
-            Ok((first, last, batch, others))
-        })?;
+        let out = crate::run::run_pieces_tracked(
+            f.tracked(),
+            pool,
+            pieces,
+            init,
+            |(raw, out), i, p, at| {
+                let bytes = f.region(p.offset, p.length, at, raw, out)?;
+                let mut e = entries(f, bytes, at, refs, keep)?;
+                let chunk = u32::try_from(i)
+                    .map_err(|_| f.corrupt(at.clone(), "too many pieces".into()))?;
+                let others = std::mem::take(&mut e.others);
+                let batch = batch(f, &mut e, chunk, at, b, &table)?;
+                let first = e.dirs.first().map_or(u64::MAX, |d| d.0);
+                let last = e.dirs.last().map_or(0, |d| d.0);
+                Ok((first, last, batch, others))
+            },
+        )?;
         stats.locks.add(table.stats());
         out
     };

@@ -36,6 +36,8 @@ pub(crate) struct HdfsFile {
     bytes: AtomicU64,
     /// What the image declares of its record counts (read on first use).
     declared: OnceLock<Declared>,
+    /// The load's timeline, when a load reads this file.
+    timeline: Option<std::sync::Arc<crate::trace::Timeline>>,
 }
 
 /// Record counts the image declares in section headers: the records a
@@ -76,6 +78,25 @@ fn io(path: &Path, e: std::io::Error) -> LoadError {
 }
 
 impl HdfsFile {
+    /// Records this file's pieces in `timeline` from now on.
+    pub(crate) fn set_timeline(&mut self, timeline: std::sync::Arc<crate::trace::Timeline>) {
+        self.timeline = Some(timeline);
+    }
+
+    /// The load's timeline, if one is kept.
+    pub(crate) fn timeline(&self) -> Option<&crate::trace::Timeline> {
+        self.timeline.as_deref()
+    }
+
+    /// What the pieces of a step report to (the timeline; a Hadoop load
+    /// has no prefetch thread).
+    pub(crate) fn tracked(&self) -> crate::run::Tracked<'_> {
+        crate::run::Tracked {
+            progress: None,
+            timeline: self.timeline(),
+        }
+    }
+
     /// Opens the image: checks the magic, reads and decodes the summary.
     pub(crate) fn open(path: &Path) -> Result<HdfsFile, LoadError> {
         let file = open_regular(path).map_err(|e| io(path, e))?;
@@ -95,6 +116,7 @@ impl HdfsFile {
             reads: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
             declared: OnceLock::new(),
+            timeline: None,
         };
         if len < MAGIC.len() as u64 {
             return Err(f.corrupt(

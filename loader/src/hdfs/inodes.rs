@@ -14,7 +14,6 @@ use super::file::HdfsFile;
 use super::record::{decode_inode, record_id, RecordNotes};
 use super::strings::StringIds;
 use crate::error::LoadError;
-use crate::run::run_pieces;
 use crate::table::NodeTable;
 use nsimage_format::hdfs_pb::i_node_section::INode;
 use nsimage_format::hdfs_pb::INodeSection;
@@ -115,10 +114,16 @@ pub(crate) fn inode_phase(
         return direct(f, pool, pieces, tables, ids);
     }
     let init = || (Vec::new(), Vec::new(), Vec::new());
-    let mut outs = run_pieces(pool, pieces, init, |(raw, out, blocks), i, p, at| {
-        let bytes = f.region(p.offset, p.length, at, raw, out)?;
-        decode_piece(f, bytes, i, at, tables, ids, keep, blocks)
-    })?;
+    let mut outs = crate::run::run_pieces_tracked(
+        f.tracked(),
+        pool,
+        pieces,
+        init,
+        |(raw, out, blocks), i, p, at| {
+            let bytes = f.region(p.offset, p.length, at, raw, out)?;
+            decode_piece(f, bytes, i, at, tables, ids, keep, blocks)
+        },
+    )?;
     let mut counts = Counts::default();
     let mut records = 0u64;
     let mut header = None;
@@ -223,11 +228,12 @@ fn direct(
     ids: &StringIds,
 ) -> Result<Inodes, LoadError> {
     let at0 = pieces.first().map(|(_, a)| a.clone()).unwrap_or_default();
-    let counted = run_pieces(pool, pieces, Vec::new, |raw, i, p, at| {
-        let mut out = Vec::new();
-        f.region(p.offset, p.length, at, raw, &mut out)?;
-        count_piece(f, out, i, at)
-    })?;
+    let counted =
+        crate::run::run_pieces_tracked(f.tracked(), pool, pieces, Vec::new, |raw, i, p, at| {
+            let mut out = Vec::new();
+            f.region(p.offset, p.length, at, raw, &mut out)?;
+            count_piece(f, out, i, at)
+        })?;
     let header = counted
         .first()
         .and_then(|c| c.header)
@@ -250,35 +256,43 @@ fn direct(
             .ranges(&counts)
             .ok_or_else(|| f.corrupt(at0.clone(), "piece counts do not add up".into()))?;
         let init = || (Vec::new(), Vec::new());
-        run_pieces(pool, pieces, init, |(blocks, nodes), i, _, at| {
-            let c = &counted[i];
-            let chunk =
-                u32::try_from(i).map_err(|_| f.corrupt(at.clone(), "too many pieces".into()))?;
-            let mut buf = std::mem::take(nodes);
-            buf.reserve(c.records);
-            let mut batch = InodeBatch::with_buffer(chunk, buf, c.bytes.len());
-            let mut recs = Delimited::new(&c.bytes, c.start);
-            let (mut first, mut last) = (None::<u64>, 0u64);
-            let mut notes = Counts::default();
-            while let Some((pos, body)) = next_rec(f, at, &mut recs)? {
-                let mut n = RecordNotes::default();
-                let node = decode_inode(body, ids, blocks, &mut n)
-                    .map_err(|e| bad(f, at, pos, format!("inode record: {}", e.text())))?;
-                if first.is_some() && node.id <= last {
-                    return Ok(None);
+        crate::run::run_pieces_tracked(
+            f.tracked(),
+            pool,
+            pieces,
+            init,
+            |(blocks, nodes), i, _, at| {
+                let c = &counted[i];
+                let chunk = u32::try_from(i)
+                    .map_err(|_| f.corrupt(at.clone(), "too many pieces".into()))?;
+                let mut buf = std::mem::take(nodes);
+                buf.reserve(c.records);
+                let mut batch = InodeBatch::with_buffer(chunk, buf, c.bytes.len());
+                let mut recs = Delimited::new(&c.bytes, c.start);
+                let (mut first, mut last) = (None::<u64>, 0u64);
+                let mut notes = Counts::default();
+                while let Some((pos, body)) = next_rec(f, at, &mut recs)? {
+                    let mut n = RecordNotes::default();
+                    let node = decode_inode(body, ids, blocks, &mut n)
+                        .map_err(|e| bad(f, at, pos, format!("inode record: {}", e.text())))?;
+                    if first.is_some() && node.id <= last {
+                        return Ok(None);
+                    }
+                    first.get_or_insert(node.id);
+                    last = node.id;
+                    notes.note(n);
+                    batch.push(node, tables).map_err(|d| bad(f, at, pos, d))?;
                 }
-                first.get_or_insert(node.id);
-                last = node.id;
-                notes.note(n);
-                batch.push(node, tables).map_err(|d| bad(f, at, pos, d))?;
-            }
-            if !ranges.get(i).is_some_and(|r| r.fill(batch.nodes())) {
-                return Err(f.corrupt(at.clone(), "records do not fill the piece's slots".into()));
-            }
-            let (parts, buffer) = batch.into_parts_and_buffer();
-            *nodes = buffer;
-            Ok(Some((parts, first.unwrap_or(u64::MAX), last, notes)))
-        })?
+                if !ranges.get(i).is_some_and(|r| r.fill(batch.nodes())) {
+                    return Err(
+                        f.corrupt(at.clone(), "records do not fill the piece's slots".into())
+                    );
+                }
+                let (parts, buffer) = batch.into_parts_and_buffer();
+                *nodes = buffer;
+                Ok(Some((parts, first.unwrap_or(u64::MAX), last, notes)))
+            },
+        )?
     };
     // In id order within each piece, and from piece to piece in the
     // table's (the pieces') order?

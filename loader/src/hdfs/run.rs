@@ -10,12 +10,14 @@ use super::strings::{decode_strings, StringIds};
 use crate::error::LoadError;
 use crate::options::LoadOptions;
 use crate::stats::{LoadStats, Loaded};
+use crate::trace::{in_phase, Timeline};
 use nsimage_format::hdfs::{HdfsSection, SummarySection};
 use nsimage_format::hdfs_pb::INodeSection;
 use nsimage_format::{Location, SubSectionInfo};
 use nsimage_namespace::{Interned, NamespaceBuilder, NsInfo, StringTable};
 use prost::Message;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// What a Hadoop image holds beside the namespace, read from its summary
@@ -86,12 +88,17 @@ pub(crate) fn inode_header(f: &HdfsFile, first: &(SubSectionInfo, Location)) -> 
 /// Loads a Hadoop image (`load` came here on seeing the magic).
 pub(crate) fn load_hdfs(path: &Path, opts: &LoadOptions) -> Result<Loaded, LoadError> {
     let started = Instant::now();
-    let f = HdfsFile::open(path)?;
+    let timeline = opts
+        .timeline
+        .clone()
+        .unwrap_or_else(|| Arc::new(Timeline::new(false)));
+    let mut f = timeline.phase("open", || HdfsFile::open(path))?;
+    f.set_timeline(Arc::clone(&timeline));
     let check = md5::start(path)?;
     let result = load_open(&f, opts);
     let md5_checked = match check {
         Some(c) if result.is_ok() => {
-            c.finish(path)?;
+            timeline.phase("md5", || c.finish(path))?;
             true
         }
         Some(c) => {
@@ -105,11 +112,14 @@ pub(crate) fn load_hdfs(path: &Path, opts: &LoadOptions) -> Result<Loaded, LoadE
     loaded.stats.read_calls = f.read_calls();
     loaded.stats.bytes_read = f.bytes_read();
     loaded.stats.seconds = started.elapsed().as_secs_f64();
+    loaded.stats.phases = timeline.phase_stats(loaded.stats.threads);
+    loaded.timeline = timeline;
     Ok(loaded)
 }
 
 fn load_open(f: &HdfsFile, opts: &LoadOptions) -> Result<Loaded, LoadError> {
-    let (mut img, strings, ids) = side_and_strings(f)?;
+    let timeline = f.timeline();
+    let (mut img, strings, ids) = in_phase(timeline, "small sections", || side_and_strings(f))?;
     let tables = Interned::new(strings);
     let inode_pieces = pieces(f, HdfsSection::Inode)?;
     if inode_pieces.is_empty() {
@@ -119,6 +129,13 @@ fn load_open(f: &HdfsFile, opts: &LoadOptions) -> Result<Loaded, LoadError> {
         ));
     }
     let dir_pieces = pieces(f, HdfsSection::InodeDir)?;
+    if let Some(t) = timeline {
+        let bytes = inode_pieces
+            .iter()
+            .chain(&dir_pieces)
+            .fold(0u64, |b, (p, _)| b.saturating_add(p.length));
+        t.plan((inode_pieces.len() + dir_pieces.len()) as u64, bytes);
+    }
     let refs: Vec<u64> = img.references.iter().map(|r| r.referred_id).collect();
     // Parallel only over sub-sections, as Hadoop does, and above the
     // threshold of inodes.
@@ -151,7 +168,9 @@ fn load_open(f: &HdfsFile, opts: &LoadOptions) -> Result<Loaded, LoadError> {
         None
     };
     let t = Instant::now();
-    let inodes = inode_phase(f, pool, &inode_pieces, &tables, &ids, keep.as_ref())?;
+    let inodes = in_phase(timeline, "inode: decode", || {
+        inode_phase(f, pool, &inode_pieces, &tables, &ids, keep.as_ref())
+    })?;
     img.striped_files = inodes.striped_files;
     img.type_quota_dirs = inodes.type_quota_dirs;
     img.inodes_resorted = inodes.resorted;
@@ -160,23 +179,28 @@ fn load_open(f: &HdfsFile, opts: &LoadOptions) -> Result<Loaded, LoadError> {
     img.snapshots.snapshot_only = inodes.snapshot_only;
     let info = ns_info(&img, inodes.header.last_inode_id, inodes.striped_files > 0);
     let at0 = inode_pieces[0].1.clone();
-    let mut builder = NamespaceBuilder::new(info, tables, inodes.nodes);
-    for parts in inodes.parts {
-        builder
-            .add_inode_parts(parts)
-            .map_err(|d| f.corrupt(at0.clone(), d.to_string()))?;
-    }
+    let builder = in_phase(timeline, "inode: parts", || {
+        let mut builder = NamespaceBuilder::new(info, tables, inodes.nodes);
+        for parts in inodes.parts {
+            builder
+                .add_inode_parts(parts)
+                .map_err(|d| f.corrupt(at0.clone(), d.to_string()))?;
+        }
+        Ok::<_, LoadError>(builder)
+    })?;
     stats.inode_phase_seconds = t.elapsed().as_secs_f64();
     let t = Instant::now();
-    let (namespace, others) = dir_phase(
-        f,
-        pool,
-        &dir_pieces,
-        builder,
-        &refs,
-        keep.as_ref(),
-        &mut stats,
-    )?;
+    let (namespace, others) = in_phase(timeline, "dir", || {
+        dir_phase(
+            f,
+            pool,
+            &dir_pieces,
+            builder,
+            &refs,
+            keep.as_ref(),
+            &mut stats,
+        )
+    })?;
     img.snapshots.snapshot_only_dirs = others;
     super::reach::check(f, &img, &namespace)?;
     if let Some(keep) = &keep {
@@ -195,6 +219,7 @@ fn load_open(f: &HdfsFile, opts: &LoadOptions) -> Result<Loaded, LoadError> {
         stats,
         hdfs: Some(Box::new(img)),
         hdfs_carry: None,
+        timeline: Arc::new(Timeline::new(false)),
     })
 }
 

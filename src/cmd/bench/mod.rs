@@ -14,6 +14,7 @@ mod lookup;
 mod plot;
 mod serve;
 mod server;
+mod timeline;
 mod webhdfs;
 
 use super::output::{check_output, write_atomically};
@@ -115,6 +116,11 @@ pub struct Args {
     /// encrypted ones use the key DIR/bench.key, made on first use).
     #[arg(long)]
     no_at_rest: bool,
+    /// Also write FILE (SVG): the median run of each nsimage and Hadoop
+    /// load configuration as a per-thread timeline (a Gantt chart of its
+    /// phases, pieces and waits, from `load --trace`).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["lookup", "serve", "server"])]
+    timeline: Option<PathBuf>,
 }
 
 impl Args {
@@ -145,6 +151,13 @@ pub struct Row {
     pub lock_acquisitions: u64,
     pub lock_contended: u64,
     pub lock_wait_seconds: f64,
+    /// The median run's busy time of the workers over threads times the
+    /// wall time of its parallel phases (1 on one thread).
+    pub parallel_efficiency: f64,
+    /// The median run's wall time with at most one thread at work.
+    pub serial_seconds: f64,
+    /// The median run's phases (`load --json`'s `phases`).
+    pub phases: Value,
     pub digest: String,
     /// Seconds against the plain image mapped (`mmap`) on as many threads
     /// and the same cache; `null` without such a row.
@@ -386,6 +399,13 @@ fn num(v: &Value, k: &str) -> f64 {
     v[k].as_f64().unwrap_or(0.0)
 }
 
+/// The index of the median run (by seconds).
+fn median(runs: &[Value]) -> usize {
+    let mut order: Vec<usize> = (0..runs.len()).collect();
+    order.sort_by(|&x, &y| num(&runs[x], "seconds").total_cmp(&num(&runs[y], "seconds")));
+    order.get(order.len() / 2).copied().unwrap_or(0)
+}
+
 fn row(
     n: u64,
     strategy: &str,
@@ -394,9 +414,7 @@ fn row(
     runs: &[Value],
     file_bytes: u64,
 ) -> Row {
-    let mut order: Vec<usize> = (0..runs.len()).collect();
-    order.sort_by(|&x, &y| num(&runs[x], "seconds").total_cmp(&num(&runs[y], "seconds")));
-    let m = &runs[order[order.len() / 2]];
+    let m = &runs[median(runs)];
     let seconds = num(m, "seconds");
     Row {
         inodes: n,
@@ -416,6 +434,9 @@ fn row(
         lock_acquisitions: num(m, "lock_acquisitions") as u64,
         lock_contended: num(m, "lock_contended") as u64,
         lock_wait_seconds: num(m, "lock_wait_seconds"),
+        parallel_efficiency: num(m, "parallel_efficiency"),
+        serial_seconds: num(m, "serial_seconds"),
+        phases: m["phases"].clone(),
         digest: m["digest"].as_str().unwrap_or("").to_string(),
         vs_plain_seconds: None,
         vs_plain_bytes: 0.0,
@@ -452,6 +473,10 @@ pub fn run(mut a: Args) -> anyhow::Result<ExitCode> {
     let plot_path = a.plot.clone().unwrap_or_else(|| a.dir.join("bench.svg"));
     // Refused before any work is spent, and again when it is written.
     check_output(&plot_path)?;
+    if let Some(t) = &a.timeline {
+        check_output(t)?;
+    }
+    let mut timelines: Vec<timeline::Run> = Vec::new();
     let pb = super::spinner("bench");
     let (key_path, key) = bench_key(&a.dir)?;
     let key_arg = key_path.display().to_string();
@@ -542,6 +567,8 @@ pub fn run(mut a: Args) -> anyhow::Result<ExitCode> {
         // with --cold each runs warm, then cold.
         let first = rows.len();
         let mut results: Vec<Vec<Vec<Value>>> = vec![vec![Vec::new(); caches.len()]; configs.len()];
+        // With --timeline, each load's trace beside its figures.
+        let mut traces: Vec<Vec<Vec<Value>>> = vec![vec![Vec::new(); caches.len()]; configs.len()];
         for rep in 0..a.repeat {
             for (k, c) in configs.iter().enumerate() {
                 for (ci, &cache) in caches.iter().enumerate() {
@@ -559,13 +586,41 @@ pub fn run(mut a: Args) -> anyhow::Result<ExitCode> {
                             Cache::Cold => eviction = eviction.max(cold::make_cold(&c.file)?),
                         }
                     }
-                    results[k][ci].extend(measure(&exe, &c.args, 1)?);
+                    let traced =
+                        a.timeline.is_some() && c.args.first().is_some_and(|s| s == "load");
+                    if traced {
+                        let file = a.dir.join(format!("trace-{n}-{k}-{ci}-{rep}.json"));
+                        let mut args = c.args.clone();
+                        args.extend(["--trace".to_string(), file.display().to_string()]);
+                        results[k][ci].extend(measure(&exe, &args, 1)?);
+                        let t = std::fs::read(&file)
+                            .with_context(|| format!("reading the trace {}", file.display()))?;
+                        traces[k][ci].push(serde_json::from_slice(&t)?);
+                        std::fs::remove_file(&file)?;
+                    } else {
+                        results[k][ci].extend(measure(&exe, &c.args, 1)?);
+                    }
                 }
             }
         }
-        for (c, runs) in configs.iter().zip(&results) {
-            for (&cache, runs) in caches.iter().zip(runs) {
-                rows.push(row(n, &c.strategy, cache, c.threads, runs, c.bytes));
+        for ((c, runs), traced) in configs.iter().zip(&results).zip(&traces) {
+            for ((&cache, runs), traced) in caches.iter().zip(runs).zip(traced) {
+                let r = row(n, &c.strategy, cache, c.threads, runs, c.bytes);
+                if let Some(trace) = traced.get(median(runs)) {
+                    timelines.push(timeline::Run {
+                        title: format!(
+                            "{n} inodes, {} on {} threads ({}): {:.3} s, {:.1}% parallel efficiency, {:.3} s serial",
+                            r.strategy,
+                            r.threads,
+                            r.cache,
+                            r.seconds,
+                            r.parallel_efficiency * 100.0,
+                            r.serial_seconds
+                        ),
+                        trace: trace.clone(),
+                    });
+                }
+                rows.push(r);
             }
         }
         let digest = rows[first].digest.clone();
@@ -609,6 +664,16 @@ pub fn run(mut a: Args) -> anyhow::Result<ExitCode> {
             w.write_all(svg.as_bytes())
                 .with_context(|| format!("writing the plot {}", plot_path.display()))
         })?;
+    }
+    if let Some(path) = &a.timeline {
+        let svg = timeline::render(&timelines)
+            .map_err(|e| anyhow::anyhow!("drawing the timeline {}: {e}", path.display()))?;
+        if let Some(svg) = svg {
+            write_atomically(path, |w| {
+                w.write_all(svg.as_bytes())
+                    .with_context(|| format!("writing the timeline {}", path.display()))
+            })?;
+        }
     }
     // The images are in `a.dir`: the same device, so the same request size.
     let prefetch = nsimage_loader::prefetch::describe(&a.dir);
@@ -692,7 +757,7 @@ fn print_at_rest(rows: &[Row]) {
 fn print_table(rows: &[Row], saves: &[Save], cores: usize, repeat: usize) {
     out!("medians of {repeat} runs, {cores} cores; speedup against the serial streaming baseline");
     out!(
-        "{:>9} {:<17} {:<5} {:<8} {:>3} {:>9} {:>11} {:>8} {:>8} {:>8} {:>9} {:>10}",
+        "{:>9} {:<17} {:<5} {:<8} {:>3} {:>9} {:>11} {:>8} {:>8} {:>8} {:>9} {:>10} {:>6} {:>8}",
         "inodes",
         "read",
         "cache",
@@ -704,11 +769,13 @@ fn print_table(rows: &[Row], saves: &[Save], cores: usize, repeat: usize) {
         "speedup",
         "B/inode",
         "allocs/in",
-        "contended"
+        "contended",
+        "eff",
+        "serial s"
     );
     for r in rows {
         out!(
-            "{:>9} {:<17} {:<5} {:<8} {:>3} {:>9.3} {:>11.0} {:>8.0} {:>7.2}x {:>8.1} {:>9.3} {:>10}",
+            "{:>9} {:<17} {:<5} {:<8} {:>3} {:>9.3} {:>11.0} {:>8.0} {:>7.2}x {:>8.1} {:>9.3} {:>10} {:>5.1}% {:>8.3}",
             r.inodes,
             r.strategy,
             r.cache,
@@ -720,7 +787,9 @@ fn print_table(rows: &[Row], saves: &[Save], cores: usize, repeat: usize) {
             r.speedup_vs_stream,
             r.resident_bytes_per_inode,
             r.allocations_per_inode,
-            r.lock_contended
+            r.lock_contended,
+            r.parallel_efficiency * 100.0,
+            r.serial_seconds
         );
     }
     for s in saves {

@@ -97,14 +97,19 @@ pub(super) fn recover(
 ) -> Result<Recovered, StoreError> {
     let started = Instant::now();
     let reads_before = fs.read_calls();
-    let listing = files::list_store(fs, dir, !at_rest.is_plain())?;
+    let timeline = opts.load.timeline.as_deref();
+    let listing = in_phase(timeline, "store: list", || {
+        files::list_store(fs, dir, !at_rest.is_plain())
+    })?;
     let mut report = RecoveryReport::default();
     let mut ns = choose_image(dir, &listing, opts, at_rest, &mut report)?;
     report.load_seconds = started.elapsed().as_secs_f64();
 
     let replay_started = Instant::now();
     let sealing = at_rest.sealing(opts.key.as_ref());
-    let tail = replay(fs, &listing, opts, &sealing, &mut ns, &mut report)?;
+    let tail = in_phase(timeline, "store: replay", || {
+        replay(fs, &listing, opts, &sealing, &mut ns, &mut report)
+    })?;
     report.replay_seconds = replay_started.elapsed().as_secs_f64();
     report.txid = ns.info().last_txid;
     report.read_calls = fs.read_calls().saturating_sub(reads_before);
@@ -115,6 +120,18 @@ pub(super) fn recover(
         listing,
         tail,
     })
+}
+
+/// Runs `f` as the phase `name` of the load's timeline, if one is kept.
+fn in_phase<T>(
+    timeline: Option<&nsimage_loader::trace::Timeline>,
+    name: &'static str,
+    f: impl FnOnce() -> T,
+) -> T {
+    match timeline {
+        Some(t) => t.phase(name, f),
+        None => f(),
+    }
 }
 
 /// Loads the newest image whose namespace is at the txid its name says;
@@ -220,7 +237,9 @@ fn replay(
                 ns.info().last_txid
             )));
         }
-        let (r, replayed) = replay_segment(fs, seg, is_open, opts, sealing, ns)?;
+        let (r, replayed) = in_phase(opts.load.timeline.as_deref(), "replay a segment", || {
+            replay_segment(fs, seg, is_open, opts, sealing, ns)
+        })?;
         report.replayed += replayed;
         report.segments += 1;
         report.bulk_segments += usize::from(r.bulk);

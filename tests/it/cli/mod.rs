@@ -10,3 +10,4 @@ mod human;
 mod layering;
 mod peers;
 mod progress;
+mod trace;

@@ -73,6 +73,7 @@ fn read_every_way(path: &Path, key: Option<&Key>, want: Digest) -> Vec<(String, 
                 serial: threads == 1,
                 parallel_threshold: 0,
                 key: key.cloned(),
+                timeline: None,
             };
             let how = format!("load {}/{threads}", read.name());
             match load(path, &opts) {

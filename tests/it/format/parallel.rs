@@ -17,6 +17,7 @@ fn opts(threads: usize, read: ReadStrategy) -> LoadOptions {
         serial: false,
         parallel_threshold: 0,
         key: None,
+        timeline: None,
     }
 }
 
