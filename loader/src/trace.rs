@@ -2,9 +2,10 @@
 //! phase on the coordinating thread and one per piece (or per share of an
 //! uncut step) on the worker that ran it, kept as the load goes. A load
 //! records a few hundred spans (one per piece and phase), so the timeline
-//! is always kept; [`LoadOptions::trace`](crate::LoadOptions::trace) adds
-//! the fine spans (waits at the end of each parallel step) and asks for
-//! the Chrome trace-event file ([`Timeline::chrome_json`]).
+//! is always kept; a caller's timeline made with `Timeline::new(true)`
+//! ([`LoadOptions::timeline`](crate::LoadOptions::timeline)) adds the fine
+//! spans (waits at the end of each parallel step) for a Chrome
+//! trace-event file ([`Timeline::chrome_json`]).
 //!
 //! From the spans, per phase and for the whole load ([`PhaseStats`]):
 //! - `busy_seconds`: the sum of the workers' spans within the phase (on
