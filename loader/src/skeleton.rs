@@ -46,7 +46,7 @@ use nsimage_format::{Location, SectionKind, SubSectionInfo, ROOT_ID};
 use nsimage_namespace::{Block, BlockRules, BuildError, Interned, LoadedNode, NsInfo};
 
 mod links;
-use links::{link, sort_all, Linked, Linker, Links};
+use links::{link, sort_all, Link, Linker, Links};
 
 /// "No directory": the root's parent.
 const NONE: u32 = u32::MAX;
@@ -315,17 +315,17 @@ impl Skeleton {
             let dir = d as u32;
             for &child in kids {
                 match link(&bases, &mut links, child, dir) {
-                    Linked::Yes => {}
-                    Linked::NotAnInode => {
+                    Link::Yes => {}
+                    Link::NotAnInode => {
                         return Err(h.corrupt(
                             at,
                             format!("child {child} of directory {parent} is not an inode"),
                         ))
                     }
-                    Linked::Twice => {
+                    Link::Twice => {
                         return Err(h.corrupt(at, format!("inode {child} has two parents")))
                     }
-                    Linked::TooSparse => {
+                    Link::TooSparse => {
                         sparse = true;
                         break;
                     }
@@ -511,8 +511,8 @@ impl Skeleton {
                     }
                     for &child in children.get(start..end).unwrap_or_default() {
                         match link(&self.bases, &mut self.links, child, dir) {
-                            Linked::Yes => {}
-                            Linked::NotAnInode => {
+                            Link::Yes => {}
+                            Link::NotAnInode => {
                                 return Err(corrupt(
                                     src,
                                     Location {
@@ -522,7 +522,7 @@ impl Skeleton {
                                     format!("child {child} of directory {parent} is not an inode"),
                                 ))
                             }
-                            Linked::Twice => {
+                            Link::Twice => {
                                 return Err(corrupt(
                                     src,
                                     Location {
@@ -532,7 +532,7 @@ impl Skeleton {
                                     format!("inode {child} has two parents"),
                                 ))
                             }
-                            Linked::TooSparse => return Ok(Err(Unstreamable::TooSparse)),
+                            Link::TooSparse => return Ok(Err(Unstreamable::TooSparse)),
                         }
                     }
                 }
@@ -1064,13 +1064,41 @@ impl Skeleton {
     }
 
     /// Matches INODE piece `i`'s records, in id order, with its links.
-    fn linker(&self, i: usize) -> Linker<'_> {
+    fn linker(&self, i: usize) -> Linked<'_> {
         static NO_LINKS: Links = Links::Sparse(Vec::new());
-        Linker::new(
-            self.links.get(i).unwrap_or(&NO_LINKS),
-            self.bases.get(i).copied().unwrap_or(0),
-            &self.dirs,
-        )
+        Linked {
+            linker: Linker::new(
+                self.links.get(i).unwrap_or(&NO_LINKS),
+                self.bases.get(i).copied().unwrap_or(0),
+            ),
+            dirs: &self.dirs,
+        }
+    }
+}
+
+/// One INODE piece's links with the directories they name: refuses a
+/// directory listed as its own child.
+struct Linked<'s> {
+    linker: Linker<'s>,
+    dirs: &'s [Dir],
+}
+
+impl Linked<'_> {
+    /// See [`Linker::parent`]; a directory that lists itself is refused.
+    fn parent(&mut self, id: u64) -> Result<Option<DirIndex>, String> {
+        let parent = self.linker.parent(id)?;
+        if parent
+            .and_then(|d| self.dirs.get(d as usize))
+            .is_some_and(|d| d.id == id)
+        {
+            return Err(format!("directory {id} lists itself"));
+        }
+        Ok(parent)
+    }
+
+    /// See [`Linker::finish`].
+    fn finish(&self) -> Result<(), String> {
+        self.linker.finish()
     }
 }
 

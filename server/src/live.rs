@@ -134,7 +134,7 @@ impl Live {
         let out = Arc::clone(&tickets);
         let syncer = std::thread::Builder::new()
             .name("nsimage-syncer".into())
-            .spawn(move || sync_loop(&s, &rx, &counted, &out))
+            .spawn(move || sync_loop(&s, opened_at, &rx, &counted, &out))
             .map_err(|source| StoreError::Io {
                 path: dir.to_path_buf(),
                 source,
@@ -243,8 +243,16 @@ impl Live {
 /// the first (and for no more than [`MAX_BATCH`] waiters). Each waiter's
 /// ticket is given back as the syncer takes it, so a lone writer's own
 /// ticket never holds its flush back.
-fn sync_loop(store: &Store, rx: &mpsc::Receiver<Waiter>, flushes: &AtomicU64, tickets: &Tickets) {
-    let mut durable = store.txid();
+fn sync_loop(
+    store: &Store,
+    opened_at: u64,
+    rx: &mpsc::Receiver<Waiter>,
+    flushes: &AtomicU64,
+    tickets: &Tickets,
+) {
+    // Durable at the open (read before this thread started: a write may
+    // have been applied before it runs, and its flush must count).
+    let mut durable = opened_at;
     let take = |batch: &mut Vec<_>, (txid, tx, ticket): Waiter| {
         drop(ticket);
         batch.push((txid, tx));

@@ -8,7 +8,6 @@
 //! pairs (8 bytes an inode). Both are bounded by the piece's record count
 //! as its index declares it, itself bounded by the piece's bytes.
 
-use super::{Dir, DirIndex, NONE};
 use nsimage_format::ROOT_ID;
 
 /// One INODE piece's links.
@@ -21,7 +20,7 @@ pub(super) enum Links {
 }
 
 /// Where [`link`] put a child.
-pub(super) enum Linked {
+pub(super) enum Link {
     /// In its piece's links.
     Yes,
     /// Below every piece's first id, or above the last id an image may
@@ -117,29 +116,29 @@ fn low(l: u64) -> u32 {
 
 /// Links `child` to directory `dir` in the links of the piece whose ids it
 /// falls among (`bases`: each piece's first id).
-pub(super) fn link(bases: &[u64], links: &mut [Links], child: u64, dir: u32) -> Linked {
+pub(super) fn link(bases: &[u64], links: &mut [Links], child: u64, dir: u32) -> Link {
     let i = bases.partition_point(|&b| b <= child).saturating_sub(1);
     let (Some(&base), Some(list)) = (bases.get(i), links.get_mut(i)) else {
-        return Linked::Yes;
+        return Link::Yes;
     };
     let Some(offset) = child.checked_sub(base) else {
-        return Linked::NotAnInode;
+        return Link::NotAnInode;
     };
     match list {
         Links::Dense(v) => match usize::try_from(offset).ok().and_then(|o| v.get_mut(o)) {
-            None => Linked::NotAnInode,
-            Some(slot) if *slot != 0 => Linked::Twice,
+            None => Link::NotAnInode,
+            Some(slot) if *slot != 0 => Link::Twice,
             Some(slot) => {
                 // dir < NONE = u32::MAX.
                 *slot = dir.saturating_add(1);
-                Linked::Yes
+                Link::Yes
             }
         },
         Links::Sparse(v) => match u32::try_from(offset) {
-            Err(_) => Linked::TooSparse,
+            Err(_) => Link::TooSparse,
             Ok(offset) => {
                 v.push(u64::from(offset) << 32 | u64::from(dir));
-                Linked::Yes
+                Link::Yes
             }
         },
     }
@@ -171,23 +170,21 @@ pub(super) struct Linker<'s> {
     /// Sparse: the next link; dense: the next id (less the base) whose
     /// link is not yet checked.
     next: usize,
-    dirs: &'s [Dir],
 }
 
 impl<'s> Linker<'s> {
-    pub(super) fn new(links: &'s Links, base: u64, dirs: &'s [Dir]) -> Linker<'s> {
+    pub(super) fn new(links: &'s Links, base: u64) -> Linker<'s> {
         Linker {
             links,
             base,
             next: 0,
-            dirs,
         }
     }
 
-    /// The parent directory of inode `id` (the next record): `None` for
-    /// the root; an error for an inode with no link, or two, or a link to
-    /// an id no record has.
-    pub(super) fn parent(&mut self, id: u64) -> Result<Option<DirIndex>, String> {
+    /// The parent directory (its index) of inode `id` (the next record):
+    /// `None` for the root; an error for an inode with no link, or two, or
+    /// a link to an id no record has.
+    pub(super) fn parent(&mut self, id: u64) -> Result<Option<u32>, String> {
         let key = id.checked_sub(self.base);
         let parent = match self.links {
             Links::Dense(v) => {
@@ -233,18 +230,10 @@ impl<'s> Linker<'s> {
             }
         };
         match (id == ROOT_ID, parent) {
-            (true, Some(_)) => return Err("the root directory has a parent".into()),
-            (false, None) => return Err(format!("inode {id} is not reachable from the root")),
-            _ => {}
+            (true, Some(_)) => Err("the root directory has a parent".into()),
+            (false, None) => Err(format!("inode {id} is not reachable from the root")),
+            _ => Ok(parent),
         }
-        if parent
-            .and_then(|d| self.dirs.get(d as usize))
-            .is_some_and(|d| d.id == id)
-        {
-            return Err(format!("directory {id} lists itself"));
-        }
-        debug_assert!(parent.is_none_or(|d| d != NONE));
-        Ok(parent)
     }
 
     /// Every link was matched.
