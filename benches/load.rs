@@ -17,7 +17,7 @@
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use nsimage_format::framing::Records;
 use nsimage_format::{pb, Footer, Index, Location, SectionKind, SubSectionInfo};
-use nsimage_loader::{decode, shard::Sharded, table::NodeTable};
+use nsimage_loader::{decode, table::NodeTable};
 use nsimage_namespace::{Block, InodeBatch, Interned, Node};
 use nsimage_testkit::generate::{generate, GenSpec};
 use nsimage_writer::{write_image, WriteOptions};
@@ -178,20 +178,6 @@ fn benches(c: &mut Criterion) {
     });
     g.finish();
 
-    let batch = decode::inodes(bytes, &p, &at, &tables, 1, Vec::new()).unwrap();
-    let mut g = c.benchmark_group("merge");
-    g.throughput(Throughput::Elements(batch.len() as u64));
-    g.bench_function("sharded_put", |b| {
-        b.iter_batched_ref(
-            || vec![Node::PLACEHOLDER; 4 * batch.len()],
-            |table| {
-                let t = Sharded::new(table, 256);
-                t.put(batch.len(), batch.nodes()).unwrap();
-            },
-            BatchSize::LargeInput,
-        )
-    });
-    g.finish();
 }
 
 criterion_group! {

@@ -89,7 +89,7 @@ fn decode_dirs(
 /// is filled and copied. A child whose parent is already set (listed in two
 /// directories) fails its batch; the error of the lowest such batch is
 /// returned, with the batch's index.
-fn link_ranges(
+pub(crate) fn link_ranges(
     pool: &rayon::ThreadPool,
     mut ranges: Vec<NodeRange<'_>>,
     total: usize,

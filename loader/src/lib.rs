@@ -86,7 +86,7 @@
 //! ```
 #![deny(unsafe_code)]
 
-// `decode`, `record`, `shard` and `table` are the loader's internals. The
+// `decode`, `record` and `table` are the loader's internals. The
 // non-default feature `bench-internals` makes them public for the
 // criterion benches (`benches/` at the workspace root) and the fuzz
 // targets alone: they are not an API, and change without notice.
@@ -115,9 +115,6 @@ pub mod record;
 mod record;
 mod run;
 mod sections;
-#[cfg(feature = "bench-internals")]
-pub mod shard;
-#[cfg(not(feature = "bench-internals"))]
 mod shard;
 pub mod skeleton;
 pub mod source;

@@ -65,6 +65,61 @@ pub(crate) fn will_need(m: &Mmap, offset: usize, len: usize) -> std::io::Result<
     m.advise_range(Advice::WillNeed, offset, len)
 }
 
+/// Bytes between two pages [`looks_resident`] probes.
+pub(crate) const PROBE_EVERY: usize = 1 << 20;
+
+/// Whether the page cache seems to hold `len` bytes at `offset` of the
+/// mapping: `mincore(2)` on one page every [`PROBE_EVERY`] bytes and on the
+/// last, each of them resident (the range is clamped to the mapping; an
+/// empty one is resident). A probe, not a proof: a page between two probes
+/// may be missing, and is then read when it is first touched, as it would
+/// be without any hint. A failed call says "not resident".
+pub(crate) fn looks_resident(m: &Mmap, offset: usize, len: usize) -> bool {
+    let len = len.min(m.len().saturating_sub(offset));
+    if len == 0 {
+        return true;
+    }
+    let page = page_size();
+    let last = offset.saturating_add(len - 1);
+    let mut probes = (offset..=last)
+        .step_by(PROBE_EVERY)
+        .chain(std::iter::once(last));
+    probes.all(|at| {
+        let aligned = at - at % page;
+        let mut state = 0u8;
+        // Safety: `aligned` is a page-aligned offset below the mapping's
+        // length (`at` is within it), the mapping's start is page-aligned
+        // (as mmap returns it), so one page from there lies in the live
+        // mapping, and `state` holds the one byte mincore writes for it.
+        let rc = unsafe {
+            libc::mincore(
+                m.as_ptr().add(aligned) as *mut libc::c_void,
+                1,
+                &mut state,
+            )
+        };
+        rc == 0 && state & 1 == 1
+    })
+}
+
+/// A mapping of `file` that is only probed ([`looks_resident`]), never
+/// read: for a load that reads the file rather than mapping it.
+pub(crate) fn map_for_probes(file: &File) -> std::io::Result<Mmap> {
+    // Safety: the mapping is never read or written through (only its
+    // addresses are passed to mincore), so the file changing under it
+    // cannot be observed as a changing `&[u8]`.
+    unsafe { Mmap::map(file) }
+}
+
+/// The system's page size (4096 when it cannot be had).
+fn page_size() -> usize {
+    // Safety: sysconf only reads its argument.
+    usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
+        .ok()
+        .filter(|&p| p > 0)
+        .unwrap_or(4096)
+}
+
 /// `posix_fadvise(2)` over `len` bytes at `offset` of `file` (`len` 0: to
 /// the end of the file).
 pub(crate) fn fadvise(
@@ -100,11 +155,7 @@ pub(crate) fn resident_bytes(file: &File, len: u64) -> std::io::Result<u64> {
     // address is passed to mincore), so the file changing under it cannot
     // be observed as a changing `&[u8]`.
     let m = unsafe { memmap2::MmapOptions::new().map(file)? };
-    // Safety: sysconf only reads its argument.
-    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
-        .ok()
-        .filter(|&p| p > 0)
-        .unwrap_or(4096);
+    let page = page_size();
     let pages = m.len().div_ceil(page);
     let mut vec = vec![0u8; pages];
     // Safety: the address and length are those of a live mapping (the

@@ -17,6 +17,13 @@
 //! and the workers then faulted the rest in. So every range is asked for in
 //! requests no larger than that limit ([`hint_limit`]).
 //!
+//! A range the page cache already seems to hold is not asked for: the
+//! thread probes one page of every MiB of it (`mincore(2)`, a few
+//! microseconds a window) and skips the hints, whose page-by-page lookups
+//! would otherwise take a core from the workers of a warm load (a 128 MiB
+//! window's hints cost 2.3 ms; the probes, 0.1). A load's timeline shows
+//! each range on a track of its own, asked for or found resident.
+//!
 //! `NSIMAGE_NO_PREFETCH=1` turns the prefetch thread off (then a mapping
 //! gets one whole-file hint on the loading thread, which the kernel cuts
 //! to its read-ahead limit, and bulk reads only the kernel's own
@@ -26,6 +33,7 @@
 
 pub use crate::progress::Progress;
 use crate::source::ImageSource;
+use crate::trace::{Track, What};
 use std::path::Path;
 
 /// The default read-ahead window, in MiB, after the workers' front. Large
@@ -115,9 +123,43 @@ fn prefetch(src: &ImageSource, spans: &[Span], window: u64) {
     let step = (window / 4).max(1);
     let mut asked = vec![false; spans.len()];
     let limit = hint_from_env().unwrap_or_else(|| hint_limit(src.file()));
+    // What the page cache holds is probed on the load's own mapping, or on
+    // one made for the probes when the load reads the file.
+    let own;
+    let probe = match src.mapping() {
+        Some(m) => Some(m),
+        None => {
+            own = crate::mmap::map_for_probes(src.file()).ok();
+            own.as_ref()
+        }
+    };
+    let timeline = src.timeline();
     let mut hint = |from: usize| {
         for (offset, len) in ask(spans, &mut asked, from, window) {
-            will_need(src, offset, len, limit);
+            let start = timeline.map(|t| t.now());
+            // A range the page cache already holds is not asked for: on a
+            // warm cache, hints would only take a core from the workers
+            // (one `madvise` per request, each looking up every page).
+            let resident = probe.is_some_and(|m| {
+                match (usize::try_from(offset), usize::try_from(len)) {
+                    (Ok(o), Ok(l)) => crate::mmap::looks_resident(m, o, l),
+                    _ => false,
+                }
+            });
+            if !resident {
+                will_need(src, offset, len, limit);
+            }
+            if let (Some(t), Some(start)) = (timeline, start) {
+                t.record_on(
+                    Track::ReadAhead,
+                    What::ReadAhead {
+                        bytes: len,
+                        resident,
+                    },
+                    start,
+                    t.now(),
+                );
+            }
         }
     };
     hint(0);

@@ -26,6 +26,8 @@ pub enum Track {
     Coordinator,
     /// Worker `i` of the load's pool.
     Worker(usize),
+    /// The prefetch thread, reading ahead of the workers.
+    ReadAhead,
 }
 
 /// What a span measures.
@@ -50,6 +52,14 @@ pub enum What {
     /// A worker idle at the end of a parallel step, waiting for the
     /// others (recorded only when tracing).
     Wait(&'static str),
+    /// A range of the file the prefetch thread asked the kernel to read
+    /// ahead, or found already in the page cache (`resident`) and left.
+    ReadAhead {
+        /// The range's bytes.
+        bytes: u64,
+        /// Whether it was found in the page cache (and not asked for).
+        resident: bool,
+    },
 }
 
 /// One span: what, on which thread, from when to when (since the load
@@ -290,9 +300,19 @@ impl Timeline {
     pub fn chrome_json(&self, label: &str) -> serde_json::Value {
         use serde_json::json;
         let spans = self.spans();
+        // The read-ahead track after the workers'.
+        let workers = spans
+            .iter()
+            .filter_map(|s| match s.track {
+                Track::Worker(i) => Some(i.saturating_add(1)),
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0);
         let tid = |t: Track| match t {
             Track::Coordinator => 0,
             Track::Worker(i) => i.saturating_add(1),
+            Track::ReadAhead => workers.saturating_add(1),
         };
         let us = |d: Duration| d.as_secs_f64() * 1e6;
         let mut events = vec![json!({
@@ -307,6 +327,7 @@ impl Timeline {
             let name = match t {
                 Track::Coordinator => "coordinator".to_string(),
                 Track::Worker(i) => format!("worker {i}"),
+                Track::ReadAhead => "read-ahead".to_string(),
             };
             events.push(json!({
                 "name": "thread_name", "ph": "M", "pid": 1, "tid": tid(t),
@@ -318,6 +339,11 @@ impl Timeline {
                 What::Phase(n) => (n.to_string(), "phase", json!({})),
                 What::Task(n) => (n.to_string(), "task", json!({})),
                 What::Wait(n) => (format!("wait: {n}"), "wait", json!({})),
+                What::ReadAhead { bytes, resident } => (
+                    if *resident { "resident" } else { "read ahead" }.to_string(),
+                    "read-ahead",
+                    json!({"bytes": bytes, "resident": resident}),
+                ),
                 What::Piece {
                     section,
                     sub_section,

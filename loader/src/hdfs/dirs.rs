@@ -1,10 +1,8 @@
 //! The INODE_DIR phase of a Hadoop image: each piece (the section, or its
 //! INODE_DIR_SUB sub-sections) decoded into a [`DirBatch`] through
-//! `run_pieces`, its links set in a parent table sharded into slot ranges
-//! behind locks, copied into the nodes; then the lists attached and the
-//! tree checked by a breadth-first walk down the child lists (nsimage
-//! images set parents by node-table range and check the tree from the
-//! parent links instead, `dir_phase`).
+//! `run_pieces`; then, as for an nsimage image (`dir_phase`), each worker
+//! sets the parents of its own range of the node table, the lists are
+//! attached and the tree checked from the parent links.
 //!
 //! Hadoop lists children in its own order (names compared as signed
 //! bytes) and directories in its inode map's order; the namespace wants
@@ -17,21 +15,15 @@ use super::delimited::Delimited;
 use super::file::HdfsFile;
 use super::inodes::{record_at, Keep};
 use crate::error::LoadError;
-use crate::shard::Sharded;
-use crate::stats::LoadStats;
+use crate::trace::in_phase;
 use nsimage_format::hdfs::fields::inode_directory_section::dir_entry as dir_entry_f;
 use nsimage_format::hdfs_pb::i_node_directory_section::DirEntry;
 use nsimage_format::wire::Cursor;
 use nsimage_format::wire::VARINT;
 use nsimage_format::{Location, SubSectionInfo};
-use nsimage_namespace::{
-    BuildError, DirBatch, Namespace, NamespaceBuilder, NodeRange, Slot, NO_SLOT, ROOT_ID,
-};
+use nsimage_namespace::{BuildError, DirBatch, Namespace, NamespaceBuilder, ROOT_ID};
 use prost::Message;
-use rayon::prelude::*;
 use std::collections::{HashMap, HashSet};
-
-const SHARDS: usize = 256;
 
 fn bad(f: &HdfsFile, at: &Location, pos: usize, why: String) -> LoadError {
     let (l, suffix) = record_at(f, at, pos);
@@ -168,17 +160,14 @@ fn batch(
     chunk: u32,
     at: &Location,
     b: &NamespaceBuilder,
-    table: &Sharded<'_, Slot>,
 ) -> Result<DirBatch, LoadError> {
-    let batch = match build(f, e, chunk, at, b) {
-        Ok(batch) => batch,
+    match build(f, e, chunk, at, b) {
+        Ok(batch) => Ok(batch),
         Err(_) => {
             order(e, b);
-            build(f, e, chunk, at, b)?
+            build(f, e, chunk, at, b)
         }
-    };
-    link_once(table, &batch).map_err(|d| f.corrupt(at.clone(), d))?;
-    Ok(batch)
+    }
 }
 
 fn build(
@@ -197,7 +186,10 @@ fn build(
     Ok(batch)
 }
 
-/// Links every inode to its directory and finishes the namespace.
+/// Links every inode to its directory and finishes the namespace: the
+/// pieces decoded into batches (on the pool), then the parents set as an
+/// nsimage image's are (each worker its own range of the node table), the
+/// lists attached and the tree checked from the parent links.
 pub(crate) fn dir_phase(
     f: &HdfsFile,
     pool: Option<&rayon::ThreadPool>,
@@ -205,34 +197,31 @@ pub(crate) fn dir_phase(
     mut builder: NamespaceBuilder,
     refs: &[u64],
     keep: Option<&Keep>,
-    stats: &mut LoadStats,
 ) -> Result<(Namespace, Vec<DirEntry>), LoadError> {
     let at0 = pieces.first().map(|(_, a)| a.clone()).unwrap_or_default();
-    let mut parents: Vec<Slot> = vec![NO_SLOT; builder.inode_count()];
+    let timeline = f.timeline();
     let b = &builder;
-    let mut batches: Vec<(u64, u64, DirBatch, Vec<DirEntry>)> = {
-        let table = Sharded::new(&mut parents, SHARDS);
-        let init = || (Vec::new(), Vec::new());
-        let out = crate::run::run_pieces_tracked(
+    // (first parent, last parent, batch, entries kept whole, piece).
+    type Decoded = (u64, u64, DirBatch, Vec<DirEntry>, usize);
+    let mut batches: Vec<Decoded> = in_phase(timeline, "dir: decode", || {
+        crate::run::run_pieces_tracked(
             f.tracked(),
             pool,
             pieces,
-            init,
+            || (Vec::new(), Vec::new()),
             |(raw, out), i, p, at| {
                 let bytes = f.region(p.offset, p.length, at, raw, out)?;
                 let mut e = entries(f, bytes, at, refs, keep)?;
                 let chunk = u32::try_from(i)
                     .map_err(|_| f.corrupt(at.clone(), "too many pieces".into()))?;
                 let others = std::mem::take(&mut e.others);
-                let batch = batch(f, &mut e, chunk, at, b, &table)?;
+                let batch = batch(f, &mut e, chunk, at, b)?;
                 let first = e.dirs.first().map_or(u64::MAX, |d| d.0);
                 let last = e.dirs.last().map_or(0, |d| d.0);
-                Ok((first, last, batch, others))
+                Ok((first, last, batch, others, i))
             },
-        )?;
-        stats.locks.add(table.stats());
-        out
-    };
+        )
+    })?;
     let mut others: Vec<DirEntry> = Vec::new();
     for x in batches.iter_mut() {
         others.append(&mut x.3);
@@ -240,12 +229,11 @@ pub(crate) fn dir_phase(
     batches.retain(|x| x.0 != u64::MAX);
     batches.sort_by_key(|x| x.0);
     let in_order = batches.windows(2).all(|w| w[0].1 < w[1].0);
-    let batches: Vec<DirBatch> = if in_order {
-        batches.into_iter().map(|x| x.2).collect()
+    let (batches, from): (Vec<DirBatch>, Vec<usize>) = if in_order {
+        batches.into_iter().map(|x| (x.2, x.4)).unzip()
     } else {
         // Directories interleaved across pieces: all entries as one batch.
         drop(batches);
-        parents.fill(NO_SLOT);
         let mut all = Entries::default();
         for (p, at) in pieces {
             let (mut raw, mut out) = (Vec::new(), Vec::new());
@@ -260,22 +248,29 @@ pub(crate) fn dir_phase(
                     .map(|&(d, s, t, pos)| (d, s + base, t + base, pos)),
             );
         }
-        let table = Sharded::new(&mut parents, SHARDS);
         others = std::mem::take(&mut all.others);
-        vec![batch(f, &mut all, 0, &at0, b, &table)?]
+        (vec![batch(f, &mut all, 0, &at0, b)?], vec![0])
     };
-    let parts = pool.map_or(1, |p| p.current_num_threads().saturating_mul(4));
-    set_parents(pool, builder.node_ranges_mut(parts), &parents);
-    builder
-        .attach(batches)
+    // A child listed twice is reported in the piece that lists it again.
+    let listed_twice = |(i, d): (usize, BuildError)| {
+        let at = from
+            .get(i)
+            .and_then(|&p| pieces.get(p))
+            .map_or_else(|| at0.clone(), |p| p.1.clone());
+        f.corrupt(at, d.to_string())
+    };
+    match pool {
+        Some(pool) => in_phase(timeline, "dir: link", || {
+            let total = builder.inode_count();
+            let ranges = builder.node_ranges_mut(pool.current_num_threads());
+            crate::dir_phase::link_ranges(pool, ranges, total, &batches, timeline)
+        }),
+        None => in_phase(timeline, "dir: link", || builder.link_all(&batches)),
+    }
+    .map_err(listed_twice)?;
+    in_phase(timeline, "dir: attach", || builder.attach(batches))
         .map_err(|d| f.corrupt(at0.clone(), d.to_string()))?;
-    drop(parents);
-    let seen = match pool {
-        Some(pool) => pool.install(|| reachable(&builder, true)),
-        None => reachable(&builder, false),
-    };
-    let ns = builder
-        .finish_counted(seen)
+    let ns = in_phase(timeline, "dir: check tree", || builder.finish_linked())
         .map_err(|d| f.corrupt(at0, d.to_string()))?;
     others.sort_by_key(|d| d.parent());
     Ok((ns, others))
@@ -316,61 +311,3 @@ pub(crate) fn current_tree(
     Ok(keep)
 }
 
-/// The error of a child listed in two directories.
-fn listed_twice(child: Slot) -> String {
-    BuildError::ListedTwice(child).to_string()
-}
-
-/// Records a batch's children's parents in the sharded parent table; a
-/// child that already has one (listed in two directories) is an error.
-fn link_once(table: &Sharded<'_, Slot>, batch: &DirBatch) -> Result<(), String> {
-    table.apply(batch.links(), |slot, child, parent| {
-        if *slot != NO_SLOT {
-            return Err(listed_twice(child));
-        }
-        *slot = parent;
-        Ok(())
-    })
-}
-
-/// Copies the parent table into the nodes, range by range (`ranges`, of
-/// whole chunks), in parallel inside a pool.
-fn set_parents(pool: Option<&rayon::ThreadPool>, mut ranges: Vec<NodeRange<'_>>, parents: &[Slot]) {
-    let set = |r: &mut NodeRange<'_>| {
-        for (base, part) in r.parts_mut() {
-            let from = parents.get(base..).unwrap_or_default();
-            part.iter_mut().zip(from).for_each(|(n, &p)| n.parent = p);
-        }
-    };
-    match pool {
-        Some(pool) => pool.install(|| ranges.par_iter_mut().for_each(set)),
-        None => ranges.iter_mut().for_each(set),
-    }
-}
-
-/// Inodes reachable from the root: a breadth-first walk whose wide levels
-/// are expanded in parallel chunks (inside a pool) and narrow ones serially.
-fn reachable(b: &NamespaceBuilder, parallel: bool) -> usize {
-    let n = b.inode_count();
-    let mut frontier: Vec<Slot> = if n == 0 { Vec::new() } else { vec![0] };
-    let mut count = 1usize;
-    while !frontier.is_empty() && count <= n {
-        if frontier.len() < 1024 || !parallel {
-            let mut next = Vec::new();
-            count = count.saturating_add(b.expand(&frontier, &mut next));
-            frontier = next;
-        } else {
-            let parts: Vec<(usize, Vec<Slot>)> = frontier
-                .par_chunks(256)
-                .map(|c| {
-                    let mut next = Vec::new();
-                    (b.expand(c, &mut next), next)
-                })
-                .collect();
-            let expanded = parts.iter().fold(0usize, |a, p| a.saturating_add(p.0));
-            count = count.saturating_add(expanded);
-            frontier = parts.into_iter().flat_map(|p| p.1).collect();
-        }
-    }
-    count
-}

@@ -20,7 +20,9 @@ use nsimage_format::hdfs_pb::INodeSection;
 use nsimage_format::{Location, SubSectionInfo};
 use nsimage_namespace::{Block, InodeBatch, InodeParts, Interned, Node, Nodes};
 use prost::Message;
+use parking_lot::Mutex;
 use std::collections::HashSet;
+use std::sync::Arc;
 
 /// The INODE section's header (in the first piece).
 #[derive(Clone, Copy, Debug, Default)]
@@ -177,14 +179,26 @@ pub(crate) fn inode_phase(
     })
 }
 
-/// One piece's bytes (inflated) and its records, counted.
+/// One piece's bytes (inflated) and its records, counted and cut.
 struct Counted {
     bytes: Vec<u8>,
-    /// Where the records start (after the header, in the first piece).
-    start: usize,
     records: usize,
     header: Option<InodeHeader>,
+    /// The piece's records cut on record boundaries into runs of about
+    /// [`CUT_BYTES`]: `(start, end, records)`, from after the header (in
+    /// the first piece) to the end, one cut at least.
+    cuts: Vec<(usize, usize, usize)>,
 }
+
+/// The bytes of records a decode task takes. Hadoop writes few
+/// sub-sections (`dfs.image.parallel.target.sections`, 12 by default),
+/// tens of MiB each at a few million inodes: decoded whole, a worker
+/// finishing the last one alone would wait for the other for up to a
+/// piece's time. Cut into tasks of about 1 MiB (a millisecond or two of
+/// decoding), the workers finish together. The cuts are found as the
+/// records are counted, a walk over their length prefixes that is needed
+/// anyway.
+const CUT_BYTES: usize = 1 << 20;
 
 fn count_piece(
     f: &HdfsFile,
@@ -198,16 +212,26 @@ fn count_piece(
     } else {
         None
     };
-    let start = recs.pos();
-    let mut records = 0usize;
+    let mut start = recs.pos();
+    let (mut records, mut in_cut) = (0usize, 0usize);
+    let mut cuts = Vec::new();
     while next_inode(f, at, &mut recs)?.is_some() {
         records += 1;
+        in_cut += 1;
+        let end = recs.pos();
+        if end.saturating_sub(start) >= CUT_BYTES {
+            cuts.push((start, end, in_cut));
+            (start, in_cut) = (end, 0);
+        }
+    }
+    if in_cut > 0 || cuts.is_empty() {
+        cuts.push((start, recs.pos(), in_cut));
     }
     Ok(Counted {
         bytes,
-        start,
         records,
         header,
+        cuts,
     })
 }
 
@@ -238,8 +262,9 @@ fn direct(
         .first()
         .and_then(|c| c.header)
         .ok_or_else(|| f.corrupt(at0.clone(), "the INODE section has no header".into()))?;
-    let counts: Vec<usize> = counted.iter().map(|c| c.records).collect();
-    let total = counts.iter().try_fold(0usize, |a, &c| a.checked_add(c));
+    let total = counted
+        .iter()
+        .try_fold(0usize, |a, c| a.checked_add(c.records));
     if total.map(|t| t as u64) != Some(header.num_inodes) {
         return Err(f.corrupt(
             at0.clone(),
@@ -250,6 +275,37 @@ fn direct(
             ),
         ));
     }
+    // The decode tasks: every cut of every piece, in file order, each
+    // with its piece's location (errors name the piece and the record's
+    // offset in it).
+    let mut tasks: Vec<(SubSectionInfo, Location)> = Vec::new();
+    let mut cuts: Vec<(usize, usize)> = Vec::new();
+    // Each task holds its piece's bytes and lets go of them when done, so
+    // that a piece's buffer is freed by the worker that decodes its last
+    // cut, as the step goes, not all at once on this thread at its end.
+    let mut held: Vec<Mutex<Option<Arc<Vec<u8>>>>> = Vec::new();
+    for (c, (p, at)) in counted.into_iter().zip(pieces) {
+        let bytes = Arc::new(c.bytes);
+        for &(start, end, records) in &c.cuts {
+            held.push(Mutex::new(Some(Arc::clone(&bytes))));
+            let offset = if f.summary.codec == nsimage_format::hdfs::Codec::None {
+                p.offset.saturating_add(start as u64)
+            } else {
+                p.offset
+            };
+            tasks.push((
+                SubSectionInfo {
+                    offset,
+                    length: end.saturating_sub(start) as u64,
+                    records: records as u64,
+                    ..p.clone()
+                },
+                at.clone(),
+            ));
+            cuts.push((start, end));
+        }
+    }
+    let counts: Vec<usize> = tasks.iter().map(|t| t.0.records as usize).collect();
     let mut table = NodeTable::new(total.unwrap_or(0));
     let decoded: Vec<Decoded> = {
         let ranges = table
@@ -259,16 +315,24 @@ fn direct(
         crate::run::run_pieces_tracked(
             f.tracked(),
             pool,
-            pieces,
+            &tasks,
             init,
-            |(blocks, nodes), i, _, at| {
-                let c = &counted[i];
-                let chunk = u32::try_from(i)
+            |(blocks, nodes), j, task, at| {
+                let Some(&(start, end)) = cuts.get(j) else {
+                    return Err(f.corrupt(at.clone(), "a task past the cuts".into()));
+                };
+                let piece = held.get(j).and_then(|h| h.lock().take());
+                let bytes = piece
+                    .as_deref()
+                    .and_then(|b| b.get(..end))
+                    .ok_or_else(|| f.corrupt(at.clone(), "a cut past its piece".into()))?;
+                // Each task fills an arena chunk of its own.
+                let chunk = u32::try_from(j)
                     .map_err(|_| f.corrupt(at.clone(), "too many pieces".into()))?;
                 let mut buf = std::mem::take(nodes);
-                buf.reserve(c.records);
-                let mut batch = InodeBatch::with_buffer(chunk, buf, c.bytes.len());
-                let mut recs = Delimited::new(&c.bytes, c.start);
+                buf.reserve(usize::try_from(task.records).unwrap_or(0));
+                let mut batch = InodeBatch::with_buffer(chunk, buf, end.saturating_sub(start));
+                let mut recs = Delimited::new(bytes, start);
                 let (mut first, mut last) = (None::<u64>, 0u64);
                 let mut notes = Counts::default();
                 while let Some((pos, body)) = next_rec(f, at, &mut recs)? {
@@ -283,7 +347,7 @@ fn direct(
                     notes.note(n);
                     batch.push(node, tables).map_err(|d| bad(f, at, pos, d))?;
                 }
-                if !ranges.get(i).is_some_and(|r| r.fill(batch.nodes())) {
+                if !ranges.get(j).is_some_and(|r| r.fill(batch.nodes())) {
                     return Err(
                         f.corrupt(at.clone(), "records do not fill the piece's slots".into())
                     );
@@ -306,7 +370,7 @@ fn direct(
         spans.windows(2).all(|w| w[0].1 < w[1].0)
     };
     if !in_order {
-        drop(counted);
+        drop(held);
         return resort(f, pieces, tables, ids, None, header, Counts::default());
     }
     let nodes = table

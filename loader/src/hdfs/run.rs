@@ -191,15 +191,7 @@ fn load_open(f: &HdfsFile, opts: &LoadOptions) -> Result<Loaded, LoadError> {
     stats.inode_phase_seconds = t.elapsed().as_secs_f64();
     let t = Instant::now();
     let (namespace, others) = in_phase(timeline, "dir", || {
-        dir_phase(
-            f,
-            pool,
-            &dir_pieces,
-            builder,
-            &refs,
-            keep.as_ref(),
-            &mut stats,
-        )
+        dir_phase(f, pool, &dir_pieces, builder, &refs, keep.as_ref())
     })?;
     img.snapshots.snapshot_only_dirs = others;
     super::reach::check(f, &img, &namespace)?;

@@ -1,7 +1,8 @@
 //! `bench --timeline FILE.svg`: the median run of each configuration as a
 //! Gantt chart, one panel per configuration, drawn from the run's trace
-//! (`load --trace`): a row per thread (the coordinator, then each worker),
-//! a bar per phase, piece, task and wait, so idle gaps show at a glance.
+//! (`load --trace`): a row per thread (the coordinator, each worker, the
+//! read-ahead thread), a bar per phase, piece, task, wait and read-ahead
+//! range, so idle gaps show at a glance.
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -31,6 +32,8 @@ const DIR: RGBColor = RGBColor(255, 127, 14);
 const OTHER: RGBColor = RGBColor(44, 160, 44);
 const TASK: RGBColor = RGBColor(214, 39, 40);
 const WAIT: RGBColor = RGBColor(220, 220, 220);
+const AHEAD: RGBColor = RGBColor(148, 103, 189);
+const RESIDENT: RGBColor = RGBColor(197, 176, 213);
 
 fn bars(trace: &Value) -> Vec<Bar> {
     let Some(events) = trace["traceEvents"].as_array() else {
@@ -46,6 +49,8 @@ fn bars(trace: &Value) -> Vec<Bar> {
                 "phase" => (PHASE, 0.9),
                 "task" => (TASK, 0.6),
                 "wait" => (WAIT, 0.6),
+                "read-ahead" if e["args"]["resident"] == true => (RESIDENT, 0.6),
+                "read-ahead" => (AHEAD, 0.6),
                 _ => match e["args"]["section"].as_str() {
                     Some("INODE") => (INODE, 0.6),
                     Some("INODE_DIR") => (DIR, 0.6),
@@ -60,6 +65,18 @@ fn bars(trace: &Value) -> Vec<Bar> {
                 height,
             })
         })
+        .collect()
+}
+
+/// Each track's name, from the trace's `thread_name` metadata events.
+fn thread_names(trace: &Value) -> Vec<(u64, String)> {
+    let Some(events) = trace["traceEvents"].as_array() else {
+        return Vec::new();
+    };
+    events
+        .iter()
+        .filter(|e| e["ph"] == "M" && e["name"] == "thread_name")
+        .filter_map(|e| Some((e["tid"].as_u64()?, e["args"]["name"].as_str()?.to_string())))
         .collect()
 }
 
@@ -94,6 +111,8 @@ fn draw_legend(area: &DrawingArea<SVGBackend<'_>, Shift>) -> Result<()> {
         (OTHER, "other piece"),
         (TASK, "linking share"),
         (WAIT, "waiting for the step's end"),
+        (AHEAD, "read ahead"),
+        (RESIDENT, "found cached"),
     ];
     let mut x = 10;
     for (color, label) in items {
@@ -108,6 +127,7 @@ fn panel(area: &DrawingArea<SVGBackend<'_>, Shift>, run: &Run) -> Result<()> {
     let bars = bars(&run.trace);
     let end = bars.iter().map(|b| b.end).fold(0.0, f64::max).max(1e-3);
     let rows = bars.iter().map(|b| b.row).max().unwrap_or(0) + 1;
+    let names = thread_names(&run.trace);
     let mut c = ChartBuilder::on(area)
         .caption(&run.title, ("sans-serif", 16))
         .margin(8)
@@ -124,10 +144,11 @@ fn panel(area: &DrawingArea<SVGBackend<'_>, Shift>, run: &Run) -> Result<()> {
             if (r - r.round()).abs() > 1e-6 || r < 0.0 {
                 return String::new();
             }
-            match rows.saturating_sub(1).saturating_sub(r.round() as u64) {
-                0 => "coordinator".to_string(),
-                w => format!("worker {}", w - 1),
-            }
+            let row = rows.saturating_sub(1).saturating_sub(r.round() as u64);
+            names
+                .iter()
+                .find(|(t, _)| *t == row)
+                .map_or_else(String::new, |(_, n)| n.clone())
         })
         .draw()?;
     // Rows top down: the coordinator first.
