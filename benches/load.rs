@@ -177,7 +177,6 @@ fn benches(c: &mut Criterion) {
         })
     });
     g.finish();
-
 }
 
 criterion_group! {

@@ -42,7 +42,7 @@ pub(crate) fn dir_phase(
             })?;
             let total = builder.inode_count();
             in_phase(timeline, "dir: link", || {
-                let ranges = builder.node_ranges_mut(pool.current_num_threads());
+                let ranges = builder.node_ranges_mut(link_ranges_for(pool));
                 link_ranges(pool, ranges, total, &batches, timeline)
             })
             .map_err(|(i, d)| {
@@ -55,10 +55,32 @@ pub(crate) fn dir_phase(
     };
     in_phase(timeline, "dir: attach", || builder.attach(batches))
         .map_err(|d| corrupt(src, at.clone(), d.to_string()))?;
-    let ns = in_phase(timeline, "dir: check tree", || builder.finish_linked())
-        .map_err(|d| corrupt(src, at, d.to_string()))?;
+    let ns = in_phase(timeline, "dir: check tree", || {
+        finish(builder, pool, timeline)
+    })
+    .map_err(|d| corrupt(src, at, d.to_string()))?;
     stats.dir_phase_seconds = t.elapsed().as_secs_f64();
     Ok(ns)
+}
+
+/// Checks the tree and finishes the namespace, the inodes' extras placed
+/// in their maps on a second worker of `pool` meanwhile.
+pub(crate) fn finish(
+    builder: NamespaceBuilder,
+    pool: Option<&rayon::ThreadPool>,
+    timeline: Option<&Timeline>,
+) -> Result<Namespace, BuildError> {
+    match pool {
+        Some(pool) => builder.finish_linked_in(|check, place| {
+            pool.install(|| {
+                rayon::join(
+                    || in_task(timeline, "check the tree", check),
+                    || in_task(timeline, "place the extras", place),
+                )
+            });
+        }),
+        None => builder.finish_linked(),
+    }
 }
 
 /// Decodes each piece into a batch on `pool`.
@@ -82,11 +104,20 @@ fn decode_dirs(
     )
 }
 
+/// Ranges the node table is cut into for linking on `pool`: four a worker,
+/// so that the workers, taking them as they go, finish together (a range's
+/// work is its children, which the ranges, cut by slots, do not share out
+/// evenly); a batch whose directories and children all lie outside a range
+/// is passed over whole.
+pub(crate) fn link_ranges_for(pool: &rayon::ThreadPool) -> usize {
+    pool.current_num_threads().saturating_mul(4)
+}
+
 /// Sets the parents of every batch's children on `pool`: the node table of
-/// `total` slots is cut into one range (of whole chunks) per worker,
-/// `ranges`, and each worker goes through all the links, setting those
-/// that fall in its range. No worker waits for another, and no parent table
-/// is filled and copied. A child whose parent is already set (listed in two
+/// `total` slots is cut into ranges (of whole chunks, [`link_ranges_for`]),
+/// `ranges`, and the worker that takes a range goes through the batches,
+/// setting the links that fall in it (and the lists of its directories).
+/// No worker waits for another, and no parent table is filled and copied. A child whose parent is already set (listed in two
 /// directories) fails its batch; the error of the lowest such batch is
 /// returned, with the batch's index.
 pub(crate) fn link_ranges(
@@ -99,6 +130,8 @@ pub(crate) fn link_ranges(
     let failed: Vec<(usize, BuildError)> = pool.install(|| {
         ranges
             .par_iter_mut()
+            // Each range a task of its own, taken by the next idle worker.
+            .with_max_len(1)
             .filter_map(|range| {
                 in_task(timeline, "link a range", || {
                     batches

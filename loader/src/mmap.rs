@@ -91,13 +91,8 @@ pub(crate) fn looks_resident(m: &Mmap, offset: usize, len: usize) -> bool {
         // length (`at` is within it), the mapping's start is page-aligned
         // (as mmap returns it), so one page from there lies in the live
         // mapping, and `state` holds the one byte mincore writes for it.
-        let rc = unsafe {
-            libc::mincore(
-                m.as_ptr().add(aligned) as *mut libc::c_void,
-                1,
-                &mut state,
-            )
-        };
+        let rc =
+            unsafe { libc::mincore(m.as_ptr().add(aligned) as *mut libc::c_void, 1, &mut state) };
         rc == 0 && state & 1 == 1
     })
 }

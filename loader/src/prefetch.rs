@@ -140,12 +140,11 @@ fn prefetch(src: &ImageSource, spans: &[Span], window: u64) {
             // A range the page cache already holds is not asked for: on a
             // warm cache, hints would only take a core from the workers
             // (one `madvise` per request, each looking up every page).
-            let resident = probe.is_some_and(|m| {
-                match (usize::try_from(offset), usize::try_from(len)) {
+            let resident =
+                probe.is_some_and(|m| match (usize::try_from(offset), usize::try_from(len)) {
                     (Ok(o), Ok(l)) => crate::mmap::looks_resident(m, o, l),
                     _ => false,
-                }
-            });
+                });
             if !resident {
                 will_need(src, offset, len, limit);
             }

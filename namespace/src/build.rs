@@ -14,13 +14,19 @@ use crate::namespace::{read_name, Namespace};
 use crate::nodes::{NodeRange, Nodes};
 use crate::shards::SlotShards;
 use crate::strings::StringTable;
-use crate::values::NsInfo;
+use crate::values::{Extra, NsInfo};
 
 /// Child lists decoded from one INODE_DIR piece, with their own arena chunk.
 pub struct DirBatch {
     chunk: u32,
     children: Vec<Slot>,
     dirs: Vec<(Slot, Span)>,
+    /// The lowest and highest slot of each directory's children (as
+    /// `dirs`): a thread setting the parents of one range of the node
+    /// table passes over the directories whose children all lie outside.
+    bounds: Vec<(Slot, Slot)>,
+    /// The lowest and highest slot of all the batch's children.
+    kids: (Slot, Slot),
     last_parent: Option<u64>,
 }
 
@@ -32,6 +38,8 @@ impl DirBatch {
             chunk,
             children: Vec::with_capacity(bytes / 4),
             dirs: Vec::new(),
+            bounds: Vec::new(),
+            kids: (Slot::MAX, 0),
             last_parent: None,
         }
     }
@@ -57,6 +65,7 @@ impl DirBatch {
         }
         let start = self.children.len();
         let mut prev: Option<&[u8]> = None;
+        let (mut lo, mut hi) = (Slot::MAX, 0);
         for c in children {
             let cs =
                 b.ns.ids
@@ -70,6 +79,7 @@ impl DirBatch {
                 return Err(BuildError::ChildrenOutOfOrder { parent, child: c });
             }
             prev = Some(name);
+            (lo, hi) = (lo.min(cs), hi.max(cs));
             self.children.push(cs);
         }
         let len = self.children.len() - start;
@@ -82,28 +92,55 @@ impl DirBatch {
             len: u32::try_from(len).map_err(|_| BuildError::ChildListTooLong)?,
         };
         self.dirs.push((ps, span));
+        self.bounds.push((lo, hi));
+        self.kids = (self.kids.0.min(lo), self.kids.1.max(hi));
         Ok(())
     }
 
     /// Sets the parents of this batch's children whose slots lie in
     /// `part`, a range of a node table of `total` slots (the whole table,
     /// or one range of it, so that threads can set parents each in their
-    /// own range: [`NamespaceBuilder::node_ranges_mut`]). A child whose
-    /// parent is already set, listed in two directories, is an error; so
-    /// is a child past the table, reported by the part that ends it.
+    /// own range: [`NamespaceBuilder::node_ranges_mut`]), and the child
+    /// lists of its directories in `part`. A child whose parent is already
+    /// set, listed in two directories, is an error; so is a child past the
+    /// table, reported by the part that ends it. A directory listed twice
+    /// is refused by [`NamespaceBuilder::attach`], which finds its records
+    /// out of order (the directories of a batch ascend, checked as they are
+    /// pushed, and the batches must follow one another).
     pub fn link_into(&self, part: &mut NodeRange<'_>, total: usize) -> Result<(), BuildError> {
-        let end = part.base().saturating_add(part.len());
-        for (c, p) in self.links() {
-            let Some(node) = part.get_mut(c as usize) else {
-                if c as usize >= total && end >= total {
-                    return Err(BuildError::SlotOutOfRange { slot: c, total });
-                }
-                continue;
-            };
-            if node.parent != NO_SLOT {
-                return Err(BuildError::ListedTwice(c));
+        let base = part.base();
+        let end = base.saturating_add(part.len());
+        // The batch's directories and children all outside the range.
+        let outside = |lo: Slot, hi: Slot| {
+            ((hi as usize) < base || lo as usize >= end) && !(hi as usize >= total && end >= total)
+        };
+        let dirs = self.dirs.first().zip(self.dirs.last());
+        let (lo, hi) = self.kids;
+        if dirs.is_none_or(|(a, b)| outside(a.0, b.0)) && outside(lo, hi) {
+            return Ok(());
+        }
+        for (&(ps, span), &(lo, hi)) in self.dirs.iter().zip(&self.bounds) {
+            if let Some(dir) = part.get_mut(ps as usize) {
+                dir.span = span;
             }
-            node.parent = p;
+            // All of this directory's children outside the range (and,
+            // for the range that ends the table, inside the table).
+            if outside(lo, hi) {
+                continue;
+            }
+            let kids = &self.children[span.start as usize..(span.start + span.len) as usize];
+            for &c in kids {
+                let Some(node) = part.get_mut(c as usize) else {
+                    if c as usize >= total && end >= total {
+                        return Err(BuildError::SlotOutOfRange { slot: c, total });
+                    }
+                    continue;
+                };
+                if node.parent != NO_SLOT {
+                    return Err(BuildError::ListedTwice(c));
+                }
+                node.parent = ps;
+            }
         }
         Ok(())
     }
@@ -140,6 +177,10 @@ pub struct NamespaceBuilder {
     listed: usize,
     /// The block ids of each INODE batch added.
     block_ids: Vec<BatchIds>,
+    /// The extras of each INODE batch added (its first slot, then its
+    /// own), placed in the namespace's maps once, when it is finished:
+    /// with the maps sized first, not grown batch by batch.
+    extras: Vec<(Slot, Vec<(u32, Extra)>)>,
 }
 
 impl NamespaceBuilder {
@@ -166,6 +207,7 @@ impl NamespaceBuilder {
             listing: Vec::new(),
             listed: 0,
             block_ids: Vec::new(),
+            extras: Vec::new(),
         }
     }
 
@@ -210,9 +252,9 @@ impl NamespaceBuilder {
         self.block_ids.push(parts.block_ids);
         self.ns.names.set_chunk(parts.chunk, parts.names);
         self.ns.blocks.set_chunk(parts.chunk, parts.blocks);
-        self.ns
-            .extras
-            .extend(parts.extras.into_iter().map(|(i, e)| (base + i, e)));
+        if !parts.extras.is_empty() {
+            self.extras.push((base, parts.extras));
+        }
         Ok(())
     }
 
@@ -248,10 +290,12 @@ impl NamespaceBuilder {
         Ok(())
     }
 
-    /// Attaches the child lists of `batches` to their directories; the
-    /// parents of their children must already be set, through
-    /// [`link`](Self::link) or [`node_ranges_mut`](Self::node_ranges_mut),
-    /// none twice.
+    /// Takes the child lists of `batches` into the namespace, once
+    /// [`link`](Self::link) or [`DirBatch::link_into`] (through
+    /// [`node_ranges_mut`](Self::node_ranges_mut)) has set their children's
+    /// parents, none twice, and their directories' lists. Checks that each
+    /// batch's directories follow the previous batch's (so that no
+    /// directory is listed twice: within a batch they ascend).
     pub fn attach(&mut self, batches: Vec<DirBatch>) -> Result<(), BuildError> {
         let ns = &mut self.ns;
         let total = ns.nodes.len();
@@ -261,10 +305,6 @@ impl NamespaceBuilder {
                 expected: total,
             });
         }
-        // The whole table as one range: the writes below check no
-        // reference count.
-        let mut ranges = ns.nodes.ranges_mut(1);
-        let nodes = &mut ranges[0];
         let mut last: Option<Slot> = None;
         for batch in batches {
             // Each batch is in parent order; across batches (sub-sections)
@@ -280,20 +320,7 @@ impl NamespaceBuilder {
             if let Some(&(l, _)) = batch.dirs.last() {
                 last = Some(l);
             }
-            for &(ps, span) in &batch.dirs {
-                let n = nodes
-                    .get_mut(ps as usize)
-                    .ok_or(BuildError::SlotOutOfRange { slot: ps, total })?;
-                // DirBatch::push takes directory parents only.
-                if !n.is_dir() {
-                    return Err(BuildError::ParentNotADirectory(ns.ids.id(ps)));
-                }
-                if n.span.len != 0 {
-                    return Err(BuildError::DirectoryListedTwice(ns.ids.id(ps)));
-                }
-                n.span = span;
-                self.listing.push(ps);
-            }
+            self.listing.extend(batch.dirs.iter().map(|d| d.0));
             self.listed = self.listed.saturating_add(batch.children.len());
             let mut children = batch.children;
             children.shrink_to_fit();
@@ -353,11 +380,31 @@ impl NamespaceBuilder {
     /// [`node_ranges_mut`](Self::node_ranges_mut) must refuse it too, or call
     /// [`finish`](Self::finish).
     pub fn finish_linked(self) -> Result<Namespace, BuildError> {
-        let reachable = if self.hangs_from_root() {
-            self.ns.nodes.len()
-        } else {
-            0
-        };
+        self.finish_linked_in(|check, place| {
+            check();
+            place();
+        })
+    }
+
+    /// [`finish_linked`](Self::finish_linked), whose two parts, the
+    /// tree's check and the placing of the inodes' extras in their maps,
+    /// touch nothing in common: `join` runs them, on two threads if it can
+    /// (a loader's pool: `rayon::join`), in any order.
+    pub fn finish_linked_in(
+        mut self,
+        join: impl FnOnce(&mut (dyn FnMut() + Send), &mut (dyn FnMut() + Send)),
+    ) -> Result<Namespace, BuildError> {
+        let mut pending = std::mem::take(&mut self.extras);
+        let mut extras = std::mem::take(&mut self.ns.extras);
+        let mut hangs = false;
+        {
+            let me = &self;
+            join(&mut || hangs = me.hangs_from_root(), &mut || {
+                extras.extend_batches(std::mem::take(&mut pending));
+            });
+        }
+        self.ns.extras = extras;
+        let reachable = if hangs { self.ns.nodes.len() } else { 0 };
         self.finish_counted(reachable)
     }
 
@@ -411,7 +458,9 @@ impl NamespaceBuilder {
                 expected: self.ns.nodes.len(),
             });
         }
-        let ns = self.ns;
+        let mut ns = self.ns;
+        // Those not placed yet (`finish_linked_in` places them first).
+        ns.extras.extend_batches(self.extras);
         match ns.nodes.first() {
             Some(root) if ns.ids.id(0) == ROOT_ID && root.is_dir() => {}
             _ => return Err(BuildError::NoRoot),

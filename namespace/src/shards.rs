@@ -69,11 +69,25 @@ impl<V: Clone> SlotShards<V> {
         Arc::make_mut(&mut self.shards[shard(slot)]).insert(slot, v)
     }
 
-    /// Inserts many, each shard made writable once.
-    pub(crate) fn extend(&mut self, items: impl IntoIterator<Item = (Slot, V)>) {
+    /// Inserts the values of `batches`, each a first slot and values keyed
+    /// by their offset from it, with each shard sized first for what it
+    /// gets (one allocation a shard, no rehash as it grows): for the many
+    /// values of a load, gathered whole.
+    pub(crate) fn extend_batches(&mut self, batches: Vec<(Slot, Vec<(u32, V)>)>) {
+        let mut counts = [0usize; SHARDS];
+        for (base, list) in &batches {
+            for (i, _) in list {
+                counts[shard(base + i)] += 1;
+            }
+        }
         let mut shards: Vec<&mut SlotMap<V>> = self.shards.iter_mut().map(Arc::make_mut).collect();
-        for (slot, v) in items {
-            shards[shard(slot)].insert(slot, v);
+        for (s, &n) in shards.iter_mut().zip(&counts) {
+            s.reserve(n);
+        }
+        for (base, list) in batches {
+            for (i, v) in list {
+                shards[shard(base + i)].insert(base + i, v);
+            }
         }
     }
 
@@ -129,7 +143,16 @@ mod tests {
     #[test]
     fn a_write_copies_one_shard_and_a_miss_none() {
         let mut a: SlotShards<u64> = SlotShards::default();
-        a.extend((0..10_000u32).map(|s| (s, u64::from(s))));
+        // Two batches, the second from slot 4,000.
+        a.extend_batches(vec![
+            (0, (0..4_000u32).map(|s| (s, u64::from(s))).collect()),
+            (
+                4_000,
+                (0..6_000u32).map(|s| (s, u64::from(s + 4_000))).collect(),
+            ),
+        ]);
+        assert_eq!(a.len(), 10_000);
+        assert_eq!(a.get(9_999), Some(&9_999));
         let b = a.clone();
         assert_eq!(a.shared_shards(&b), SHARDS);
         // Misses copy nothing.

@@ -262,7 +262,7 @@ pub(crate) fn dir_phase(
     match pool {
         Some(pool) => in_phase(timeline, "dir: link", || {
             let total = builder.inode_count();
-            let ranges = builder.node_ranges_mut(pool.current_num_threads());
+            let ranges = builder.node_ranges_mut(crate::dir_phase::link_ranges_for(pool));
             crate::dir_phase::link_ranges(pool, ranges, total, &batches, timeline)
         }),
         None => in_phase(timeline, "dir: link", || builder.link_all(&batches)),
@@ -270,8 +270,10 @@ pub(crate) fn dir_phase(
     .map_err(listed_twice)?;
     in_phase(timeline, "dir: attach", || builder.attach(batches))
         .map_err(|d| f.corrupt(at0.clone(), d.to_string()))?;
-    let ns = in_phase(timeline, "dir: check tree", || builder.finish_linked())
-        .map_err(|d| f.corrupt(at0, d.to_string()))?;
+    let ns = in_phase(timeline, "dir: check tree", || {
+        crate::dir_phase::finish(builder, pool, timeline)
+    })
+    .map_err(|d| f.corrupt(at0, d.to_string()))?;
     others.sort_by_key(|d| d.parent());
     Ok((ns, others))
 }
@@ -310,4 +312,3 @@ pub(crate) fn current_tree(
     }
     Ok(keep)
 }
-

@@ -19,8 +19,8 @@ use nsimage_format::hdfs_pb::i_node_section::INode;
 use nsimage_format::hdfs_pb::INodeSection;
 use nsimage_format::{Location, SubSectionInfo};
 use nsimage_namespace::{Block, InodeBatch, InodeParts, Interned, Node, Nodes};
-use prost::Message;
 use parking_lot::Mutex;
+use prost::Message;
 use std::collections::HashSet;
 use std::sync::Arc;
 
