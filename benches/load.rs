@@ -14,7 +14,7 @@
 // Offsets of an image this bench wrote itself.
 #![allow(clippy::cast_possible_truncation)]
 
-use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use nsimage_format::framing::Records;
 use nsimage_format::{pb, Footer, Index, Location, SectionKind, SubSectionInfo};
 use nsimage_loader::{decode, table::NodeTable};

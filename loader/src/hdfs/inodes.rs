@@ -280,6 +280,7 @@ fn direct(
     // offset in it).
     let mut tasks: Vec<(SubSectionInfo, Location)> = Vec::new();
     let mut cuts: Vec<(usize, usize)> = Vec::new();
+    let mut counts: Vec<usize> = Vec::new();
     // Each task holds its piece's bytes and lets go of them when done, so
     // that a piece's buffer is freed by the worker that decodes its last
     // cut, as the step goes, not all at once on this thread at its end.
@@ -303,9 +304,9 @@ fn direct(
                 at.clone(),
             ));
             cuts.push((start, end));
+            counts.push(records);
         }
     }
-    let counts: Vec<usize> = tasks.iter().map(|t| t.0.records as usize).collect();
     let mut table = NodeTable::new(total.unwrap_or(0));
     let decoded: Vec<Decoded> = {
         let ranges = table
