@@ -35,10 +35,11 @@ pub(crate) fn dir_phase(
     let pieces = pieces(sec);
     let at = Location::in_section(SectionKind::INODE_DIR, None, sec.offset);
     let timeline = src.timeline();
+    let (all, dir_of) = with_optional(src, &pieces);
     let batches = match pool {
         Some(pool) => {
             let batches = in_phase(timeline, "dir: decode", || {
-                decode_dirs(src, pool, &pieces, &builder)
+                decode_dirs(src, Some(pool), &all, &dir_of, &builder)
             })?;
             let total = builder.inode_count();
             in_phase(timeline, "dir: link", || {
@@ -51,7 +52,7 @@ pub(crate) fn dir_phase(
             })?;
             batches
         }
-        None => link_in_place(src, &pieces, &at, &mut builder)?,
+        None => link_in_place(src, &pieces, (&all, &dir_of), &at, &mut builder)?,
     };
     in_phase(timeline, "dir: attach", || builder.attach(batches))
         .map_err(|d| corrupt(src, at.clone(), d.to_string()))?;
@@ -83,25 +84,64 @@ pub(crate) fn finish(
     }
 }
 
-/// Decodes each piece into a batch on `pool`.
+/// The INODE_DIR pieces and those of the optional sections this build
+/// does not know, in file order, with each one's INODE_DIR piece number
+/// (`None` for an optional one). The optional pieces are only checked
+/// (FORMAT.md, "Unknown sections"); taken in the same step as the
+/// directories, they fill the workers' gaps instead of making a step of
+/// their own (a writer puts NAME_RUNS, a thousand small pieces at 5M
+/// inodes, between INODE and INODE_DIR), and the file is still read as one
+/// front moving forward.
+fn with_optional(
+    src: &ImageSource,
+    dirs: &[(SubSectionInfo, Location)],
+) -> (Vec<(SubSectionInfo, Location)>, Vec<Option<usize>>) {
+    let optional = src
+        .index
+        .sections
+        .iter()
+        .filter(|s| !s.kind.is_known())
+        .flat_map(pieces)
+        .map(|p| (p, None));
+    let mut all: Vec<((SubSectionInfo, Location), Option<usize>)> = dirs
+        .iter()
+        .cloned()
+        .enumerate()
+        .map(|(i, p)| (p, Some(i)))
+        .chain(optional)
+        .collect();
+    // Stable: pieces at one offset (empty ones) keep their order.
+    all.sort_by_key(|(p, _)| p.0.offset);
+    all.into_iter().unzip()
+}
+
+/// Decodes each INODE_DIR piece of `all` into a batch and checks the
+/// others' checksums, on `pool` when given; the batches in piece order.
 fn decode_dirs(
     src: &ImageSource,
-    pool: &rayon::ThreadPool,
-    pieces: &[(SubSectionInfo, Location)],
+    pool: Option<&rayon::ThreadPool>,
+    all: &[(SubSectionInfo, Location)],
+    dir_of: &[Option<usize>],
     builder: &NamespaceBuilder,
 ) -> Result<Vec<DirBatch>, LoadError> {
     let fmt = |e| LoadError::from_format(src.path(), e);
-    run_pieces_tracked(
+    let out = run_pieces_tracked(
         src.tracked(),
-        Some(pool),
-        pieces,
+        pool,
+        all,
         PieceBuf::default,
         |buf, i, p, at| {
             let bytes = src.piece(p, at, buf)?;
-            let chunk = chunk_of(src, i, at)?;
-            decode::dirs(bytes, p, at, builder, chunk).map_err(fmt)
+            let Some(&Some(d)) = dir_of.get(i) else {
+                return Ok(None);
+            };
+            let chunk = chunk_of(src, d, at)?;
+            let batch = decode::dirs(bytes, p, at, builder, chunk).map_err(fmt)?;
+            src.done_with(p);
+            Ok(Some(batch))
         },
-    )
+    )?;
+    Ok(out.into_iter().flatten().collect())
 }
 
 /// Ranges the node table is cut into for linking on `pool`: four a worker,
@@ -148,28 +188,19 @@ pub(crate) fn link_ranges(
     }
 }
 
-/// The serial path: the pieces decoded in turn, then every parent link
-/// set straight into the nodes (whose parents the INODE phase left unset)
-/// with the table borrowed once for all pieces.
+/// The serial path: the pieces decoded in turn (the optional ones
+/// checked), then every parent link set straight into the nodes (whose
+/// parents the INODE phase left unset) with the table borrowed once for
+/// all pieces.
 fn link_in_place(
     src: &ImageSource,
     pieces: &[(SubSectionInfo, Location)],
+    (all, dir_of): (&[(SubSectionInfo, Location)], &[Option<usize>]),
     at: &Location,
     builder: &mut NamespaceBuilder,
 ) -> Result<Vec<DirBatch>, LoadError> {
     let batches = in_phase(src.timeline(), "dir: decode", || {
-        run_pieces_tracked(
-            src.tracked(),
-            None,
-            pieces,
-            PieceBuf::default,
-            |buf, i, p, at| {
-                let bytes = src.piece(p, at, buf)?;
-                let chunk = chunk_of(src, i, at)?;
-                decode::dirs(bytes, p, at, builder, chunk)
-                    .map_err(|e| LoadError::from_format(src.path(), e))
-            },
-        )
+        decode_dirs(src, None, all, dir_of, builder)
     })?;
     in_phase(src.timeline(), "dir: link", || builder.link_all(&batches)).map_err(|(i, d)| {
         let at = pieces.get(i).map_or_else(|| at.clone(), |p| p.1.clone());

@@ -1,6 +1,7 @@
 //! The indexed path (mapped or bulk reads), serial or parallel: NS_INFO and
 //! STRING_TABLE first, then the INODE phase (`inode_phase`), then the
-//! INODE_DIR phase (`dir_phase`), which needs every inode id. Pieces are the
+//! INODE_DIR phase (`dir_phase`, which checks the optional sections too),
+//! which needs every inode id. Pieces are the
 //! unit of work (each worker takes the next one in file order), so balance
 //! does not depend on how many sub-sections the writer chose; without a pool the same code
 //! runs on this thread: the serial path.
@@ -9,7 +10,7 @@ use crate::decode;
 use crate::dir_phase::dir_phase;
 use crate::error::LoadError;
 use crate::inode_phase::inode_phase;
-use crate::sections::{check_unknown, only_piece};
+use crate::sections::only_piece;
 use crate::source::ImageSource;
 use crate::stats::LoadStats;
 use crate::trace::in_phase;
@@ -25,11 +26,10 @@ pub(crate) fn load_indexed(
     let timeline = src.timeline();
     let (info, strings) = in_phase(timeline, "small sections", || small_sections(src))?;
     let builder = inode_phase(src, pool, info, Interned::new(strings), stats)?;
-    // After the INODE pieces: the optional sections a writer puts after
-    // INODE (NAME_INDEX) are then read in file order between the phases,
-    // the prefetch thread following, instead of a cold load first reading
+    // The optional sections a writer puts after INODE (NAME_RUNS) are
+    // checked in the INODE_DIR step, in file order with its pieces: the
+    // prefetch thread follows one front, and a cold load does not read
     // them at another place of the disk.
-    in_phase(timeline, "optional sections", || check_unknown(src, pool))?;
     dir_phase(src, pool, builder, stats)
 }
 

@@ -149,6 +149,7 @@ fn fill_table(
                 }
             }
             .map_err(fmt)?;
+            src.done_with(p);
             let (parts, slots) = batch.into_parts_and_sink();
             if !range.commit(slots) {
                 return Err(unfilled());

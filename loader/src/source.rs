@@ -497,6 +497,19 @@ impl ImageSource {
         self.map.as_ref()
     }
 
+    /// Tells the source a worker is done with piece `p` for this load: a
+    /// mapped file drops the page-table entries of its pages (see
+    /// `mmap::let_go`), so that unmapping the file at the end costs little.
+    pub(crate) fn done_with(&self, p: &SubSectionInfo) {
+        if let (Some(m), Ok(o), Ok(l)) = (
+            self.map.as_ref(),
+            usize::try_from(p.offset),
+            usize::try_from(p.length),
+        ) {
+            crate::mmap::let_go(m, o, l);
+        }
+    }
+
     /// Where the workers tell the prefetch thread which pieces they start.
     pub(crate) fn progress(&self) -> &crate::progress::Progress {
         &self.progress
