@@ -252,10 +252,27 @@ fn direct(
     ids: &StringIds,
 ) -> Result<Inodes, LoadError> {
     let at0 = pieces.first().map(|(_, a)| a.clone()).unwrap_or_default();
+    // Plain pieces on a pool are read first, in blocks any worker takes;
+    // the others as each piece's records are counted.
+    let read: Vec<Mutex<Option<Vec<u8>>>> = match pool {
+        Some(pool) if f.summary.codec == nsimage_format::hdfs::Codec::None => {
+            super::blocks::read_plain(f, pool, pieces)?
+                .into_iter()
+                .map(|b| Mutex::new(Some(b)))
+                .collect()
+        }
+        _ => Vec::new(),
+    };
     let counted =
         crate::run::run_pieces_tracked(f.tracked(), pool, pieces, Vec::new, |raw, i, p, at| {
-            let mut out = Vec::new();
-            f.region(p.offset, p.length, at, raw, &mut out)?;
+            let out = match read.get(i).and_then(|b| b.lock().take()) {
+                Some(bytes) => bytes,
+                None => {
+                    let mut out = Vec::new();
+                    f.region(p.offset, p.length, at, raw, &mut out)?;
+                    out
+                }
+            };
             count_piece(f, out, i, at)
         })?;
     let header = counted

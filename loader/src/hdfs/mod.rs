@@ -1,9 +1,9 @@
 //! Reading Hadoop fsimage files (magic `HDFSIMG1`) into the same
 //! [`Namespace`](nsimage_namespace::Namespace) as nsimage images, through
 //! the same machinery: [`InodeBatch`](nsimage_namespace::InodeBatch)es per
-//! piece, the node table, the sharded parent table, [`DirBatch`](nsimage_namespace::DirBatch)es
-//! and the builder's whole-tree checks, the pieces run by `run_pieces` on
-//! the load's thread pool.
+//! piece, the node table, [`DirBatch`](nsimage_namespace::DirBatch)es linked
+//! range by range and the builder's whole-tree checks, the pieces run by
+//! `run_pieces` on the load's thread pool.
 //!
 //! [`load`](crate::load) detects the magic and comes here; the result's
 //! [`Loaded::hdfs`](crate::Loaded::hdfs) holds what the image has beside
@@ -12,13 +12,15 @@
 //!
 //! Module map: `file` (the file, the summary, bounded inflation; records
 //! are walked with `nsimage_format::wire::Cursor`, as nsimage's are),
-//! `delimited` (a section's varint-delimited records), `strings` (STRING_TABLE ids), `record` (one
+//! `blocks` (plain pieces read in blocks on the pool), `delimited` (a
+//! section's varint-delimited records), `strings` (STRING_TABLE ids), `record` (one
 //! INode record), `inodes` and `dirs` (the two phases), `image` (the side
 //! structure), `small` (the small sections), `md5` (the sidecar check), `run`
 //! (the load and `verify`), `reach` (the
 //! side structures checked against the inodes), `carry` (the snapshot carry of a load),
 //! `stream` (what the streamed viewer reads of an image, in bounded memory).
 
+mod blocks;
 mod carry;
 mod delimited;
 mod dirs;
