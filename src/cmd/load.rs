@@ -31,7 +31,9 @@ pub struct Args {
     /// Write the load's timeline to FILE as a Chrome trace-event file (opens
     /// in Perfetto and chrome://tracing): a track per worker and one for
     /// the coordinating thread, each piece decoded (section, sub-section,
-    /// bytes, records), each phase, each worker's wait at a step's end.
+    /// bytes, records), each phase, each worker's wait at a step's end, and
+    /// one for the read-ahead thread (each range asked for, or found in
+    /// the page cache and left).
     #[arg(long, value_name = "FILE")]
     trace: Option<PathBuf>,
     /// Startup progress on stderr: auto (a bar with the phase, pieces,

@@ -118,7 +118,7 @@ pub struct Args {
     no_at_rest: bool,
     /// Also write FILE (SVG): the median run of each nsimage and Hadoop
     /// load configuration as a per-thread timeline (a Gantt chart of its
-    /// phases, pieces and waits, from `load --trace`).
+    /// phases, pieces, waits and read-ahead, from `load --trace`).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["lookup", "serve", "server"])]
     timeline: Option<PathBuf>,
 }
