@@ -1,6 +1,6 @@
 //! Criterion benches of the loader's hot path: decoding one INODE
 //! sub-section (walker and, for comparison, prost), decoding one INODE_DIR
-//! sub-section, and merging a decoded batch into the sharded node table.
+//! sub-section, and what a load's timeline costs per span.
 //!
 //! The steps of issue 13, each against what it replaced, over every INODE
 //! piece of the fixture (about 30 MB, more than the caches hold):
@@ -9,7 +9,9 @@
 //!   computed in 64 KiB blocks just ahead of the decoder);
 //! - `inode_section/decode_then_copy` (decode into a batch's own vector,
 //!   then copy into the table) against `decode_in_place` (decode straight
-//!   into the table's slots), on a fresh table each time.
+//!   into the table's slots), on a fresh table each time;
+//! - `timeline/span`: one span kept on a load's timeline (a 5M-inode load
+//!   keeps about 1,300), the cost of the timeline every load keeps.
 
 // Offsets of an image this bench wrote itself.
 #![allow(clippy::cast_possible_truncation)]
@@ -179,9 +181,28 @@ fn benches(c: &mut Criterion) {
     g.finish();
 }
 
+fn timeline(c: &mut Criterion) {
+    let mut g = c.benchmark_group("timeline");
+    g.throughput(Throughput::Elements(1));
+    // A timeline that keeps growing, as a load's does; recreated every
+    // million spans so that the bench's memory stays bounded.
+    let mut t = nsimage_loader::trace::Timeline::new(false);
+    let mut n = 0u32;
+    g.bench_function("span", |b| {
+        b.iter(|| {
+            n += 1;
+            if n == 1_000_000 {
+                (t, n) = (nsimage_loader::trace::Timeline::new(false), 0);
+            }
+            t.phase("a span", || ())
+        })
+    });
+    g.finish();
+}
+
 criterion_group! {
     name = load;
     config = Criterion::default().sample_size(30);
-    targets = benches
+    targets = benches, timeline
 }
 criterion_main!(load);
