@@ -609,9 +609,10 @@ pub fn run(mut a: Args) -> anyhow::Result<ExitCode> {
                 if let Some(trace) = traced.get(median(runs)) {
                     timelines.push(timeline::Run {
                         title: format!(
-                            "{n} inodes, {} on {} threads ({}): {:.3} s, {:.1}% parallel efficiency, {:.3} s serial",
+                            "{n} inodes, {} on {} thread{} ({}): {:.3} s, {:.1}% parallel efficiency, {:.3} s serial",
                             r.strategy,
                             r.threads,
+                            if r.threads == 1 { "" } else { "s" },
                             r.cache,
                             r.seconds,
                             r.parallel_efficiency * 100.0,

@@ -109,7 +109,7 @@ fn draw_legend(area: &DrawingArea<SVGBackend<'_>, Shift>) -> Result<()> {
         (INODE, "INODE piece"),
         (DIR, "INODE_DIR piece"),
         (OTHER, "other piece"),
-        (TASK, "linking share"),
+        (TASK, "task (links, reads, tree)"),
         (WAIT, "waiting for the step's end"),
         (AHEAD, "read ahead"),
         (RESIDENT, "found cached"),
@@ -118,7 +118,7 @@ fn draw_legend(area: &DrawingArea<SVGBackend<'_>, Shift>) -> Result<()> {
     for (color, label) in items {
         area.draw(&Rectangle::new([(x, 14), (x + 14, 28)], color.filled()))?;
         area.draw(&Text::new(label, (x + 20, 14), ("sans-serif", 14)))?;
-        x += 30 + 8 * i32::try_from(label.len()).unwrap_or(20);
+        x += 30 + 7 * i32::try_from(label.len()).unwrap_or(20);
     }
     Ok(())
 }
