@@ -175,6 +175,10 @@ pub struct NamespaceBuilder {
     listing: Vec<Slot>,
     /// Children listed over all attached batches.
     listed: usize,
+    /// The last directory of the batches attached so far: the next
+    /// batch's first must come after it, across calls to
+    /// [`attach`](Self::attach) too.
+    last_dir: Option<Slot>,
     /// The block ids of each INODE batch added.
     block_ids: Vec<BatchIds>,
     /// The extras of each INODE batch added (its first slot, then its
@@ -206,6 +210,7 @@ impl NamespaceBuilder {
             block_stats: BlockStats::default(),
             listing: Vec::new(),
             listed: 0,
+            last_dir: None,
             block_ids: Vec::new(),
             extras: Vec::new(),
         }
@@ -259,19 +264,21 @@ impl NamespaceBuilder {
     }
 
     /// The node table cut into at most `parts` ranges of whole chunks, for
-    /// a caller that sets each node's `parent` from the directory records
-    /// itself, each thread in its own range (refusing a child whose parent
-    /// is already set, as [`link`](Self::link) does) before
-    /// [`attach`](Self::attach). Always at least one range.
+    /// a caller that links the batches itself, each thread in its own
+    /// range, through [`DirBatch::link_into`] (which sets the children's
+    /// parents, refusing a second one, and the directories' lists in the
+    /// range) before [`attach`](Self::attach). Every range must pass over
+    /// every batch. Always at least one range.
     pub fn node_ranges_mut(&mut self, parts: usize) -> Vec<NodeRange<'_>> {
         self.ns.nodes.ranges_mut(parts)
     }
 
-    /// Sets the parent of each child `batch` lists, straight in the node
-    /// table (a loader that sets parents from several threads gives each
-    /// its range through [`node_ranges_mut`](Self::node_ranges_mut) and
-    /// [`DirBatch::link_into`] instead). A child whose
-    /// parent is already set, listed in two directories, is an error.
+    /// Sets the parent of each child `batch` lists and the child lists of
+    /// its directories, straight in the node table (a loader that links
+    /// from several threads gives each its range through
+    /// [`node_ranges_mut`](Self::node_ranges_mut) and
+    /// [`DirBatch::link_into`] instead). A child whose parent is already
+    /// set, listed in two directories, is an error.
     pub fn link(&mut self, batch: &DirBatch) -> Result<(), BuildError> {
         self.link_all(std::slice::from_ref(batch))
             .map_err(|(_, e)| e)
@@ -291,11 +298,13 @@ impl NamespaceBuilder {
     }
 
     /// Takes the child lists of `batches` into the namespace, once
-    /// [`link`](Self::link) or [`DirBatch::link_into`] (through
-    /// [`node_ranges_mut`](Self::node_ranges_mut)) has set their children's
-    /// parents, none twice, and their directories' lists. Checks that each
-    /// batch's directories follow the previous batch's (so that no
-    /// directory is listed twice: within a batch they ascend).
+    /// [`link`](Self::link), [`link_all`](Self::link_all) or
+    /// [`DirBatch::link_into`] (through
+    /// [`node_ranges_mut`](Self::node_ranges_mut)) has linked them: set
+    /// their children's parents, none twice, and their directories' lists
+    /// (attach sets neither). Checks that each batch's directories follow
+    /// those of the batch before, in this call or an earlier one (so that
+    /// no directory is listed twice: within a batch they ascend).
     pub fn attach(&mut self, batches: Vec<DirBatch>) -> Result<(), BuildError> {
         let ns = &mut self.ns;
         let total = ns.nodes.len();
@@ -305,12 +314,14 @@ impl NamespaceBuilder {
                 expected: total,
             });
         }
-        let mut last: Option<Slot> = None;
         for batch in batches {
             // Each batch is in parent order; across batches (sub-sections)
             // the order must continue. Slots are in id order.
-            if let (Some(l), Some(&(first, _))) = (last, batch.dirs.first()) {
-                if first <= l {
+            if let (Some(l), Some(&(first, _))) = (self.last_dir, batch.dirs.first()) {
+                if first == l {
+                    return Err(BuildError::DirectoryListedTwice(ns.ids.id(first)));
+                }
+                if first < l {
                     return Err(BuildError::DirectoryAfter {
                         dir: ns.ids.id(first),
                         previous: ns.ids.id(l),
@@ -318,7 +329,7 @@ impl NamespaceBuilder {
                 }
             }
             if let Some(&(l, _)) = batch.dirs.last() {
-                last = Some(l);
+                self.last_dir = Some(l);
             }
             self.listing.extend(batch.dirs.iter().map(|d| d.0));
             self.listed = self.listed.saturating_add(batch.children.len());
@@ -364,10 +375,11 @@ impl NamespaceBuilder {
         n
     }
 
-    /// [`finish`](Self::finish) for a builder whose every listed child had
-    /// its parent set (through [`link`](Self::link) or
-    /// [`node_ranges_mut`](Self::node_ranges_mut), each at most once) before the
-    /// batches were attached. The tree is checked from the parent links
+    /// [`finish`](Self::finish) for a builder whose batches were all
+    /// linked (through [`link`](Self::link), [`link_all`](Self::link_all)
+    /// or [`DirBatch::link_into`] on every range of
+    /// [`node_ranges_mut`](Self::node_ranges_mut)) before they were
+    /// attached. The tree is checked from the parent links
     /// instead of by a walk down every child list: each directory that
     /// lists children is followed up to the root (or to a directory already
     /// known to reach it), so that only directories are read, not every
@@ -376,9 +388,7 @@ impl NamespaceBuilder {
     /// Correct only if no child's parent was set twice: the check counts
     /// the children listed, and a child listed twice would let an inode
     /// listed nowhere go unnoticed. [`link`](Self::link) refuses a second
-    /// parent; a caller setting parents through
-    /// [`node_ranges_mut`](Self::node_ranges_mut) must refuse it too, or call
-    /// [`finish`](Self::finish).
+    /// parent, and so does [`DirBatch::link_into`].
     pub fn finish_linked(self) -> Result<Namespace, BuildError> {
         self.finish_linked_in(|check, place| {
             check();
@@ -404,6 +414,8 @@ impl NamespaceBuilder {
             });
         }
         self.ns.extras = extras;
+        // Placed by `finish_counted` if `join` did not run the second part.
+        self.extras = pending;
         let reachable = if hangs { self.ns.nodes.len() } else { 0 };
         self.finish_counted(reachable)
     }
@@ -565,7 +577,25 @@ mod tests {
         dir_ids: &[u64],
         dirs: &[(u64, Vec<u64>)],
     ) -> Result<NamespaceBuilder, String> {
-        let id = |i: u64| ROOT_ID + i - 1;
+        let mut b = inodes(n, dir_ids)?;
+        let mut d = DirBatch::new(0, 0);
+        for (parent, children) in dirs {
+            d.push(&b, id(*parent), children.iter().map(|&c| id(c)))
+                .map_err(|e| e.to_string())?;
+        }
+        b.link(&d).map_err(|e| e.to_string())?;
+        b.attach(vec![d]).map_err(|e| e.to_string())?;
+        Ok(b)
+    }
+
+    /// The id of the `i`th inode (the root is the first).
+    fn id(i: u64) -> u64 {
+        ROOT_ID + i - 1
+    }
+
+    /// A builder over inodes 1..=n, as [`built`] makes them, with no
+    /// directory record yet.
+    fn inodes(n: u64, dir_ids: &[u64]) -> Result<NamespaceBuilder, String> {
         let names: Vec<Vec<u8>> = (1..=n).map(|i| format!("n{i:04}").into_bytes()).collect();
         let mut batch = InodeBatch::new(0, 8, 1024);
         let tables = Interned::new(StringTable::default());
@@ -602,14 +632,138 @@ mod tests {
         let (nodes, parts) = batch.into_nodes_and_parts();
         let mut b = NamespaceBuilder::new(info, tables, nodes.into());
         b.add_inode_parts(parts).map_err(|e| e.to_string())?;
-        let mut d = DirBatch::new(0, 0);
-        for (parent, children) in dirs {
-            d.push(&b, id(*parent), children.iter().map(|&c| id(c)))
-                .map_err(|e| e.to_string())?;
-        }
-        b.link(&d).map_err(|e| e.to_string())?;
-        b.attach(vec![d]).map_err(|e| e.to_string())?;
         Ok(b)
+    }
+
+    /// How the batches of [`linked`] are linked.
+    #[derive(Clone, Copy, Debug)]
+    enum Linking {
+        /// `link_all`, the table borrowed once, then the walk down the
+        /// child lists (`finish`).
+        Serial,
+        /// `node_ranges_mut(n)`, the ranges taken last first (as workers
+        /// may), each passing over every batch, then `finish_linked`.
+        Ranges(usize),
+    }
+
+    /// Inodes 1..=n with `batches` of directory records (one arena chunk
+    /// each), linked as `how` says, attached (in one call, or one call a
+    /// batch when `one_by_one`) and finished.
+    fn linked(
+        n: u64,
+        dir_ids: &[u64],
+        batches: &[Vec<(u64, Vec<u64>)>],
+        how: Linking,
+        one_by_one: bool,
+    ) -> Result<crate::Namespace, String> {
+        let mut b = inodes(n, dir_ids)?;
+        let mut ds = Vec::new();
+        for (k, dirs) in batches.iter().enumerate() {
+            let mut d = DirBatch::new(u32::try_from(k).unwrap(), 0);
+            for (parent, children) in dirs {
+                d.push(&b, id(*parent), children.iter().map(|&c| id(c)))
+                    .map_err(|e| e.to_string())?;
+            }
+            ds.push(d);
+        }
+        let total = b.inode_count();
+        match how {
+            Linking::Serial => b.link_all(&ds).map_err(|(_, e)| e.to_string())?,
+            Linking::Ranges(parts) => {
+                let mut ranges = b.node_ranges_mut(parts);
+                assert_eq!(ranges.len(), parts.min(total.div_ceil(crate::NODE_CHUNK)));
+                for part in ranges.iter_mut().rev() {
+                    for d in &ds {
+                        d.link_into(part, total).map_err(|e| e.to_string())?;
+                    }
+                }
+            }
+        }
+        if one_by_one {
+            for d in ds {
+                b.attach(vec![d]).map_err(|e| e.to_string())?;
+            }
+        } else {
+            b.attach(ds).map_err(|e| e.to_string())?;
+        }
+        match how {
+            Linking::Serial => b.finish(),
+            Linking::Ranges(_) => b.finish_linked(),
+        }
+        .map_err(|e| e.to_string())
+    }
+
+    /// A namespace of 1,100 inodes (five node chunks, three ranges of
+    /// them) whose directories' children straddle the ranges, its records
+    /// in three batches: linked range by range it is the namespace linked
+    /// whole, every directory listing its children; a child listed twice
+    /// in batches whose ranges differ, and a directory split across two
+    /// batches, are refused whichever way they are linked and attached.
+    #[test]
+    fn links_set_range_by_range_are_the_links_set_whole() {
+        let n = 1100u64;
+        let dir_ids = [2, 3, 700, 1050];
+        let files =
+            |lo: u64, hi: u64| -> Vec<u64> { (lo..=hi).filter(|i| !dir_ids.contains(i)).collect() };
+        // The root lists its directories and a run of files in the first
+        // and last ranges; 2 lists files in all three ranges; 3 lists only
+        // files of the middle range; 700 and 1050 the rest.
+        let mut root: Vec<u64> = vec![2, 3, 700, 1050];
+        root.extend(4..=100);
+        root.extend(1090..=1100);
+        root.sort_unstable();
+        let two: Vec<u64> = files(101, 400)
+            .into_iter()
+            .chain(files(600, 650))
+            .chain(files(1060, 1089))
+            .collect();
+        let batches = vec![
+            vec![(1, root), (2, two)],
+            vec![(3, files(401, 599))],
+            vec![(700, files(651, 1049)), (1050, files(1051, 1059))],
+        ];
+        let whole = linked(n, &dir_ids, &batches, Linking::Serial, false).unwrap();
+        for parts in [1, 2, 3, 5] {
+            for one_by_one in [false, true] {
+                let ranged =
+                    linked(n, &dir_ids, &batches, Linking::Ranges(parts), one_by_one).unwrap();
+                assert_eq!(ranged.digest(), whole.digest(), "{parts} ranges");
+                for (dir, kids) in batches.iter().flatten() {
+                    let slot = u32::try_from(dir - 1).unwrap();
+                    let listed: Vec<u64> = ranged
+                        .child_slots(slot)
+                        .iter()
+                        .map(|c| ranged.ids.id(c))
+                        .collect();
+                    let want: Vec<u64> = kids.iter().map(|&k| id(k)).collect();
+                    assert_eq!(listed, want, "directory {dir}, {parts} ranges");
+                    for &k in kids {
+                        let node = &ranged.nodes[usize::try_from(k - 1).unwrap()];
+                        assert_eq!(node.parent, slot, "inode {k}, {parts} ranges");
+                    }
+                }
+            }
+        }
+        // A child of the first range listed again by a directory whose
+        // other children are in the last range.
+        let mut twice = batches.clone();
+        twice[2][1].1.insert(0, 50);
+        // Directory 700's records split across two batches.
+        let mut split = batches.clone();
+        let kids = &batches[2][0].1;
+        split[1].push((700, kids[..200].to_vec()));
+        split[2][0].1 = kids[200..].to_vec();
+        for how in [Linking::Serial, Linking::Ranges(3), Linking::Ranges(2)] {
+            for one_by_one in [false, true] {
+                let e = linked(n, &dir_ids, &twice, how, one_by_one).unwrap_err();
+                assert!(e.contains("listed in two directories"), "{how:?}: {e}");
+                let e = linked(n, &dir_ids, &split, how, one_by_one).unwrap_err();
+                assert!(
+                    e.contains(&format!("directory {} is listed twice", id(700))),
+                    "{how:?}, one by one {one_by_one}: {e}"
+                );
+            }
+        }
     }
 
     /// `finish_linked` gives what the walk down the child lists gives:

@@ -74,6 +74,9 @@ impl<V: Clone> SlotShards<V> {
     /// gets (one allocation a shard, no rehash as it grows): for the many
     /// values of a load, gathered whole.
     pub(crate) fn extend_batches(&mut self, batches: Vec<(Slot, Vec<(u32, V)>)>) {
+        if batches.is_empty() {
+            return;
+        }
         let mut counts = [0usize; SHARDS];
         for (base, list) in &batches {
             for (i, _) in list {

@@ -226,6 +226,47 @@ fn a_child_in_two_directories_is_refused_in_parallel() {
     refused_at_every_thread_count(&cut, "two directories", Some(2));
 }
 
+/// A directory whose children are listed in two records, one at the end
+/// of a sub-section and one at the start of the next, in a namespace of
+/// several node chunks (so that 2 to 8 workers link it in several ranges,
+/// its children straddling them): refused at every thread count, when the
+/// same records with the directory listed once load.
+#[test]
+fn a_directory_split_across_sub_sections_is_refused() {
+    let mut ns = nsimage_namespace::Namespace::default();
+    let d = ns.mkdirs(b"/d", &common::P, 1).unwrap();
+    let e = ns.mkdirs(b"/e", &common::P, 1).unwrap();
+    let mut in_d = Vec::new();
+    for i in 0..1_500 {
+        let path = format!("/d/f{i:04}");
+        in_d.push(
+            ns.create(path.as_bytes(), &common::P, &common::F, 1)
+                .unwrap(),
+        );
+    }
+    let in_e: Vec<u64> = (0..20)
+        .map(|i| {
+            let path = format!("/e/g{i:02}");
+            ns.create(path.as_bytes(), &common::P, &common::F, 1)
+                .unwrap()
+        })
+        .collect();
+    let root = nsimage_namespace::ROOT_ID;
+    let whole_first = [(root, vec![d, e]), (d, in_d.clone())];
+    let whole_second = [(e, in_e.clone())];
+    let good = with_dir_pieces(&ns, &[&whole_first, &whole_second]);
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "good.nsi", &good);
+    for threads in [1, 2, 3, 8] {
+        let loaded = load(&path, &opts(threads, ReadStrategy::Bulk)).unwrap();
+        assert_eq!(loaded.namespace.digest(), ns.digest(), "{threads} threads");
+    }
+    let first = [(root, vec![d, e]), (d, in_d[..700].to_vec())];
+    let second = [(d, in_d[700..].to_vec()), (e, in_e)];
+    let split = with_dir_pieces(&ns, &[&first, &second]);
+    refused_at_every_thread_count(&split, &format!("directory {d} is listed twice"), None);
+}
+
 #[test]
 fn directories_in_a_cycle_or_in_none_are_refused() {
     let mut ns = nsimage_namespace::Namespace::default();
