@@ -1,13 +1,15 @@
 //! The INODE_DIR phase of the indexed path. It needs every inode id, so it
 //! runs after the INODE phase. On a pool the workers decode the pieces
-//! with the builder shared read-only (ids, names), then set the parents,
-//! each worker those of its own range of the node table; on the serial
-//! path the pieces are decoded in turn, then every link goes into the
-//! nodes with the table borrowed once. Either way the first piece that
-//! fails to decode is reported before any link is set, and each link is
-//! set at most once; then the children lists are attached and
-//! the tree checked from the parent links (every inode reachable from the
-//! root, `NamespaceBuilder::finish_linked`).
+//! with the builder shared read-only (ids, names), then link them: set the
+//! parents and the directories' child lists, each worker those of its own
+//! range of the node table; on the serial path the pieces are decoded in
+//! turn, then linked with the table borrowed once. Either way the first
+//! piece that fails to decode is reported before any link is set, and each
+//! parent is set at most once; then the batches' child lists are attached
+//! (taken into the namespace, their order checked) and the tree checked
+//! from the parent links (every inode reachable from the root,
+//! `NamespaceBuilder::finish_linked_in`), beside the placing of the
+//! inodes' extras.
 #![deny(clippy::arithmetic_side_effects)]
 
 use crate::decode;
@@ -157,9 +159,10 @@ pub(crate) fn link_ranges_for(pool: &rayon::ThreadPool) -> usize {
 /// `total` slots is cut into ranges (of whole chunks, [`link_ranges_for`]),
 /// `ranges`, and the worker that takes a range goes through the batches,
 /// setting the links that fall in it (and the lists of its directories).
-/// No worker waits for another, and no parent table is filled and copied. A child whose parent is already set (listed in two
-/// directories) fails its batch; the error of the lowest such batch is
-/// returned, with the batch's index.
+/// No worker waits for another, and no parent table is filled and
+/// copied. A child whose parent is already set (listed in two directories)
+/// fails its batch; the error of the lowest such batch is returned, with
+/// the batch's index.
 pub(crate) fn link_ranges(
     pool: &rayon::ThreadPool,
     mut ranges: Vec<NodeRange<'_>>,

@@ -74,6 +74,13 @@ pub(crate) const PROBE_EVERY: usize = 1 << 20;
 /// empty one is resident). A probe, not a proof: a page between two probes
 /// may be missing, and is then read when it is first touched, as it would
 /// be without any hint. A failed call says "not resident".
+///
+/// Since Linux 5.2 mincore reports the page cache's pages only for a file
+/// the process owns or could open for writing; for any other (an image
+/// another user saved, read-only to us) it reports only the pages this
+/// process has mapped in, so a cold or warm range alike looks missing and
+/// is asked for, as it was before the probe: the probe can only spare
+/// hints, never skip one the file needs.
 pub(crate) fn looks_resident(m: &Mmap, offset: usize, len: usize) -> bool {
     let len = len.min(m.len().saturating_sub(offset));
     if len == 0 {
@@ -124,8 +131,12 @@ pub(crate) fn let_go(m: &Mmap, offset: usize, len: usize) {
     // page-table entries: the next access faults in the page cache's page,
     // which holds the file's bytes, unchanged while the file is mapped (the
     // caller's `MmapOptIn` promise). Any `&[u8]` still borrowed from the
-    // range reads the same bytes after as before. The range lies within the
-    // mapping (`end` is clamped to its length).
+    // range reads the same bytes after as before. This rests on the mapping
+    // being of a file and never written: on an anonymous mapping the next
+    // access would read zeros, and on a private one written to, the file's
+    // bytes instead of the written ones; every mapping here is made by
+    // `map` or `map_lazy`. The range lies within the mapping (`end` is
+    // clamped to its length).
     let _ = unsafe {
         m.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, first, last - first)
     };

@@ -21,7 +21,9 @@
 //! thread probes one page of every MiB of it (`mincore(2)`, a few
 //! microseconds a window) and skips the hints, whose page-by-page lookups
 //! would otherwise take a core from the workers of a warm load (a 128 MiB
-//! window's hints cost 2.3 ms; the probes, 0.1). A load's timeline shows
+//! window's hints cost 2.3 ms; the probes, 0.1). Linux answers such a
+//! probe only for a file the process owns or could write; for any other it
+//! says "missing", and every range is asked for as before. A load's timeline shows
 //! each range on a track of its own, asked for or found resident.
 //!
 //! `NSIMAGE_NO_PREFETCH=1` turns the prefetch thread off (then a mapping

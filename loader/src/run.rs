@@ -16,6 +16,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 pub(crate) struct Tracked<'a> {
     pub(crate) progress: Option<&'a Progress>,
     pub(crate) timeline: Option<&'a Timeline>,
+    /// The pieces' spans leave the timeline's progress as it is (a step
+    /// that advances it itself: [`Timeline::advance`]).
+    pub(crate) quiet: bool,
 }
 
 /// Runs `f` over every piece, on `pool` when given (every worker taking
@@ -50,7 +53,11 @@ pub(crate) fn run_pieces_tracked<T: Send, S>(
         };
         let start = timeline.now();
         let r = f(s, i, p, at);
-        timeline.record(crate::trace::piece(p, at), start);
+        if tracked.quiet {
+            timeline.record_quiet(crate::trace::piece(p, at), start);
+        } else {
+            timeline.record(crate::trace::piece(p, at), start);
+        }
         r
     };
     let Some(pool) = pool else {

@@ -531,6 +531,7 @@ impl ImageSource {
         crate::run::Tracked {
             progress: Some(&self.progress),
             timeline: self.timeline(),
+            quiet: false,
         }
     }
 }

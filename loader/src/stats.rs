@@ -25,9 +25,10 @@ pub struct LoadStats {
     pub inode_phase_seconds: f64,
     /// Seconds of the INODE_DIR phase (linking and the reachability check).
     pub dir_phase_seconds: f64,
-    /// Lock traffic: the INODE phase's slot ranges of an nsimage image,
-    /// each taken once by the worker that fills it (no other phase takes a
-    /// lock).
+    /// Lock traffic: the INODE phase's slot ranges (an nsimage image's
+    /// pieces, a Hadoop image's tasks), each taken once by the worker that
+    /// fills it; no other phase takes a lock (parents are set each worker
+    /// in its own range of the node table).
     pub locks: LockStats,
     /// Whether a Hadoop image's `.md5` sidecar was found and the file's
     /// digest checked against it (while the load decoded).

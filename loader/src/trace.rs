@@ -182,12 +182,25 @@ impl Timeline {
         rayon::current_thread_index().map_or(Track::Coordinator, Track::Worker)
     }
 
-    /// Records a span from `start` to now on this thread's track.
+    /// Records a span from `start` to now on this thread's track; a piece
+    /// counts as done in [`progress`](Self::progress).
     pub(crate) fn record(&self, what: What, start: Duration) {
         if let What::Piece { bytes, .. } = what {
-            self.pieces_done.fetch_add(1, Ordering::Relaxed);
-            self.bytes_done.fetch_add(bytes, Ordering::Relaxed);
+            self.advance(1, bytes);
         }
+        self.record_quiet(what, start);
+    }
+
+    /// Adds `pieces` and `bytes` to those done, for a step whose pieces'
+    /// spans do not stand one for one for the pieces planned (a Hadoop
+    /// image's INODE pieces, counted in one pass and decoded in cuts).
+    pub(crate) fn advance(&self, pieces: u64, bytes: u64) {
+        self.pieces_done.fetch_add(pieces, Ordering::Relaxed);
+        self.bytes_done.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// [`record`](Self::record), the progress left as it is.
+    pub(crate) fn record_quiet(&self, what: What, start: Duration) {
         let span = Span {
             track: Self::track(),
             what,

@@ -278,7 +278,11 @@ impl StartupProgress {
                     loop {
                         let done = stop.load(Ordering::Relaxed);
                         let p = timeline.progress();
-                        let phase = if done { "done" } else { p.phase };
+                        let phase = match p.phase {
+                            _ if done => "done",
+                            "" => "starting",
+                            named => named,
+                        };
                         // A line at each change of phase, else every 250 ms.
                         let due =
                             last_line.is_none_or(|t| p.elapsed >= t + Duration::from_millis(250));

@@ -43,13 +43,17 @@ pub(crate) fn read_plain(
         }
     }
     let timeline = f.timeline();
-    pool.install(|| {
+    // Every block read, so that a failure reported is the first in the
+    // file, whichever worker met it first.
+    let results: Vec<Result<(), LoadError>> = pool.install(|| {
         blocks
             .into_par_iter()
             .with_max_len(1)
-            .try_for_each(|(offset, at, b)| {
+            .map(|(offset, at, b)| {
                 in_task(timeline, "read a block", || f.read_exact(offset, b, at))
             })
-    })?;
+            .collect()
+    });
+    results.into_iter().collect::<Result<(), _>>()?;
     Ok(bufs)
 }

@@ -94,6 +94,7 @@ impl HdfsFile {
         crate::run::Tracked {
             progress: None,
             timeline: self.timeline(),
+            quiet: false,
         }
     }
 

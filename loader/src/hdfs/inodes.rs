@@ -22,6 +22,7 @@ use nsimage_namespace::{Block, InodeBatch, InodeParts, Interned, Node, Nodes};
 use parking_lot::Mutex;
 use prost::Message;
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// The INODE section's header (in the first piece).
@@ -50,6 +51,9 @@ pub(crate) struct Inodes {
     pub(crate) resorted: bool,
     /// The records left out, decoded whole, by id.
     pub(crate) snapshot_only: Vec<INode>,
+    /// Node table ranges filled, each behind its own lock taken once by
+    /// the one worker that fills it (the load's lock traffic).
+    pub(crate) range_locks: u64,
 }
 
 /// Inodes to keep (the current tree), when the image has snapshots.
@@ -166,6 +170,11 @@ pub(crate) fn inode_phase(
         .into_iter()
         .filter_map(|i| outs[i].take().and_then(|o| o.batch))
         .unzip();
+    let range_locks = if node_tables.len() > 1 {
+        node_tables.len() as u64
+    } else {
+        0
+    };
     let nodes = join(f, pool, node_tables, &at0)?;
     Ok(Inodes {
         header,
@@ -176,6 +185,7 @@ pub(crate) fn inode_phase(
         skipped: counts.skipped,
         resorted: false,
         snapshot_only,
+        range_locks,
     })
 }
 
@@ -235,25 +245,15 @@ fn count_piece(
     })
 }
 
-/// What a piece's decode into its range of the table gives: its parts,
-/// first and last id, and counters; `None` when its records are out of id
-/// order.
-type Decoded = Option<(InodeParts, u64, u64, Counts)>;
-
-/// The path of images without snapshots: every piece read and its records
-/// counted (a walk over the length prefixes), then each piece decoded
-/// straight into its range of the node table (`table`), as nsimage images
-/// load; out-of-order records take the slow path.
-fn direct(
+/// Every piece read (plain pieces on a pool first, in blocks any worker
+/// takes; the others as each piece's records are counted) and its records
+/// counted and cut. The pieces count as done in the load's progress as
+/// their cuts are decoded, not here.
+fn read_and_count(
     f: &HdfsFile,
     pool: Option<&rayon::ThreadPool>,
     pieces: &[(SubSectionInfo, Location)],
-    tables: &Interned,
-    ids: &StringIds,
-) -> Result<Inodes, LoadError> {
-    let at0 = pieces.first().map(|(_, a)| a.clone()).unwrap_or_default();
-    // Plain pieces on a pool are read first, in blocks any worker takes;
-    // the others as each piece's records are counted.
+) -> Result<Vec<Counted>, LoadError> {
     let read: Vec<Mutex<Option<Vec<u8>>>> = match pool {
         Some(pool) if f.summary.codec == nsimage_format::hdfs::Codec::None => {
             super::blocks::read_plain(f, pool, pieces)?
@@ -263,18 +263,54 @@ fn direct(
         }
         _ => Vec::new(),
     };
+    let quiet = crate::run::Tracked {
+        quiet: true,
+        ..f.tracked()
+    };
+    crate::run::run_pieces_tracked(quiet, pool, pieces, Vec::new, |raw, i, p, at| {
+        let out = match read.get(i).and_then(|b| b.lock().take()) {
+            Some(bytes) => bytes,
+            None => {
+                let mut out = Vec::new();
+                f.region(p.offset, p.length, at, raw, &mut out)?;
+                out
+            }
+        };
+        count_piece(f, out, i, at)
+    })
+}
+
+/// `stored * x / inflated`: the stored bytes that `x` of a piece's
+/// `inflated` bytes stand for (`x` at most `inflated`).
+fn share(stored: u64, x: usize, inflated: usize) -> u64 {
+    if inflated == 0 {
+        return 0;
+    }
+    let s = u128::from(stored) * x as u128 / inflated as u128;
+    u64::try_from(s).unwrap_or(stored)
+}
+
+/// What a piece's decode into its range of the table gives: its parts,
+/// first and last id, and counters; `None` when its records are out of id
+/// order.
+type Decoded = Option<(InodeParts, u64, u64, Counts)>;
+
+/// The path of images without snapshots: every piece read and its records
+/// counted (a walk over the length prefixes), which cuts it into tasks of
+/// about [`CUT_BYTES`], then each task decoded straight into its range of
+/// the node table (`table`), as nsimage images load; out-of-order records
+/// take the slow path.
+fn direct(
+    f: &HdfsFile,
+    pool: Option<&rayon::ThreadPool>,
+    pieces: &[(SubSectionInfo, Location)],
+    tables: &Interned,
+    ids: &StringIds,
+) -> Result<Inodes, LoadError> {
+    let at0 = pieces.first().map(|(_, a)| a.clone()).unwrap_or_default();
+    let timeline = f.timeline();
     let counted =
-        crate::run::run_pieces_tracked(f.tracked(), pool, pieces, Vec::new, |raw, i, p, at| {
-            let out = match read.get(i).and_then(|b| b.lock().take()) {
-                Some(bytes) => bytes,
-                None => {
-                    let mut out = Vec::new();
-                    f.region(p.offset, p.length, at, raw, &mut out)?;
-                    out
-                }
-            };
-            count_piece(f, out, i, at)
-        })?;
+        crate::trace::in_phase(timeline, "inode: count", || read_and_count(f, pool, pieces))?;
     let header = counted
         .first()
         .and_then(|c| c.header)
@@ -302,19 +338,36 @@ fn direct(
     // that a piece's buffer is freed by the worker that decodes its last
     // cut, as the step goes, not all at once on this thread at its end.
     let mut held: Vec<Mutex<Option<Arc<Vec<u8>>>>> = Vec::new();
-    for (c, (p, at)) in counted.into_iter().zip(pieces) {
+    // Each task's piece, and the cuts of each piece not decoded yet: a
+    // piece is done when its last cut is.
+    let mut piece_of: Vec<usize> = Vec::new();
+    let mut left: Vec<AtomicUsize> = Vec::new();
+    for (i, (c, (p, at))) in counted.into_iter().zip(pieces).enumerate() {
+        let inflated = c.bytes.len();
         let bytes = Arc::new(c.bytes);
-        for &(start, end, records) in &c.cuts {
+        left.push(AtomicUsize::new(c.cuts.len()));
+        let last = c.cuts.len().saturating_sub(1);
+        for (k, &(start, end, records)) in c.cuts.iter().enumerate() {
             held.push(Mutex::new(Some(Arc::clone(&bytes))));
-            let offset = if f.summary.codec == nsimage_format::hdfs::Codec::None {
-                p.offset.saturating_add(start as u64)
-            } else {
-                p.offset
-            };
+            piece_of.push(i);
+            // Where the cut lies in the file, in stored bytes (progress
+            // and the timeline count those), the first from the piece's
+            // start (with the header) and the last to its end, so that
+            // the cuts of a piece add up to it. A compressed piece's cut
+            // has no place of its own in the stream: it is given its share
+            // of the piece's stored bytes, in proportion to its inflated
+            // bytes (a plain piece's stored bytes are its bytes).
+            let lo = if k == 0 { 0 } else { start };
+            let hi = if k == last { inflated } else { end };
+            let stored = |x: usize| share(p.length, x, inflated);
+            let (offset, length) = (
+                p.offset.saturating_add(stored(lo)),
+                stored(hi).saturating_sub(stored(lo)),
+            );
             tasks.push((
                 SubSectionInfo {
                     offset,
-                    length: end.saturating_sub(start) as u64,
+                    length,
                     records: records as u64,
                     ..p.clone()
                 },
@@ -324,6 +377,10 @@ fn direct(
             counts.push(records);
         }
     }
+    let quiet = crate::run::Tracked {
+        quiet: true,
+        ..f.tracked()
+    };
     let mut table = NodeTable::new(total.unwrap_or(0));
     let decoded: Vec<Decoded> = {
         let ranges = table
@@ -331,7 +388,7 @@ fn direct(
             .ok_or_else(|| f.corrupt(at0.clone(), "piece counts do not add up".into()))?;
         let init = || (Vec::new(), Vec::new());
         crate::run::run_pieces_tracked(
-            f.tracked(),
+            quiet,
             pool,
             &tasks,
             init,
@@ -372,12 +429,17 @@ fn direct(
                 }
                 let (parts, buffer) = batch.into_parts_and_buffer();
                 *nodes = buffer;
+                if let Some(t) = f.timeline() {
+                    let piece = piece_of.get(j).and_then(|&i| left.get(i));
+                    let done = piece.is_some_and(|n| n.fetch_sub(1, Ordering::Relaxed) == 1);
+                    t.advance(u64::from(done), task.length);
+                }
                 Ok(Some((parts, first.unwrap_or(u64::MAX), last, notes)))
             },
         )?
     };
-    // In id order within each piece, and from piece to piece in the
-    // table's (the pieces') order?
+    // In id order within each task, and from task to task in the table's
+    // (the tasks', so the pieces') order?
     let in_order = decoded.iter().all(Option::is_some) && {
         let spans: Vec<(u64, u64)> = decoded
             .iter()
@@ -412,6 +474,7 @@ fn direct(
         skipped: 0,
         resorted: false,
         snapshot_only: Vec::new(),
+        range_locks: counts.len() as u64,
     })
 }
 
@@ -673,5 +736,6 @@ fn resort(
             snapshot_only.sort_by_key(|n: &INode| n.id);
             snapshot_only
         },
+        range_locks: 0,
     })
 }

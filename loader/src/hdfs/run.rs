@@ -171,6 +171,10 @@ fn load_open(f: &HdfsFile, opts: &LoadOptions) -> Result<Loaded, LoadError> {
     let inodes = in_phase(timeline, "inode: decode", || {
         inode_phase(f, pool, &inode_pieces, &tables, &ids, keep.as_ref())
     })?;
+    stats.locks.add(crate::shard::LockStats {
+        acquisitions: inodes.range_locks,
+        ..Default::default()
+    });
     img.striped_files = inodes.striped_files;
     img.type_quota_dirs = inodes.type_quota_dirs;
     img.inodes_resorted = inodes.resorted;
