@@ -77,10 +77,9 @@ pub(crate) const PROBE_EVERY: usize = 1 << 20;
 ///
 /// Since Linux 5.2 mincore reports the page cache's pages only for a file
 /// the process owns or could open for writing; for any other (an image
-/// another user saved, read-only to us) it reports only the pages this
-/// process has mapped in, so a cold or warm range alike looks missing and
-/// is asked for, as it was before the probe: the probe can only spare
-/// hints, never skip one the file needs.
+/// another user saved, read-only to us) it reports every page resident,
+/// so such a file's ranges are never hinted (a known gap: the probe
+/// should be trusted only for a file the process owns or can write).
 pub(crate) fn looks_resident(m: &Mmap, offset: usize, len: usize) -> bool {
     let len = len.min(m.len().saturating_sub(offset));
     if len == 0 {

@@ -22,8 +22,9 @@
 //! microseconds a window) and skips the hints, whose page-by-page lookups
 //! would otherwise take a core from the workers of a warm load (a 128 MiB
 //! window's hints cost 2.3 ms; the probes, 0.1). Linux answers such a
-//! probe only for a file the process owns or could write; for any other it
-//! says "missing", and every range is asked for as before. A load's timeline shows
+//! probe truly only for a file the process owns or could write; for any
+//! other it says "resident" and the range goes unhinted (a known gap). A
+//! load's timeline shows
 //! each range on a track of its own, asked for or found resident.
 //!
 //! `NSIMAGE_NO_PREFETCH=1` turns the prefetch thread off (then a mapping
