@@ -24,8 +24,8 @@
 //! window's hints cost 2.3 ms; the probes, 0.1). Linux answers such a
 //! probe truly only for a file the process owns or could write; for any
 //! other it says "resident" and the range goes unhinted (a known gap). A
-//! load's timeline shows
-//! each range on a track of its own, asked for or found resident.
+//! load's timeline shows each range on a track of its own, asked for or
+//! found resident.
 //!
 //! `NSIMAGE_NO_PREFETCH=1` turns the prefetch thread off (then a mapping
 //! gets one whole-file hint on the loading thread, which the kernel cuts

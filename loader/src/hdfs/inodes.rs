@@ -251,6 +251,7 @@ fn count_piece(
 /// their cuts are decoded, not here.
 fn read_and_count(
     f: &HdfsFile,
+    quiet: crate::run::Tracked<'_>,
     pool: Option<&rayon::ThreadPool>,
     pieces: &[(SubSectionInfo, Location)],
 ) -> Result<Vec<Counted>, LoadError> {
@@ -262,10 +263,6 @@ fn read_and_count(
                 .collect()
         }
         _ => Vec::new(),
-    };
-    let quiet = crate::run::Tracked {
-        quiet: true,
-        ..f.tracked()
     };
     crate::run::run_pieces_tracked(quiet, pool, pieces, Vec::new, |raw, i, p, at| {
         let out = match read.get(i).and_then(|b| b.lock().take()) {
@@ -309,8 +306,15 @@ fn direct(
 ) -> Result<Inodes, LoadError> {
     let at0 = pieces.first().map(|(_, a)| a.clone()).unwrap_or_default();
     let timeline = f.timeline();
-    let counted =
-        crate::trace::in_phase(timeline, "inode: count", || read_and_count(f, pool, pieces))?;
+    // Both steps' pieces leave the progress alone: it moves as each cut
+    // is decoded.
+    let quiet = crate::run::Tracked {
+        quiet: true,
+        ..f.tracked()
+    };
+    let counted = crate::trace::in_phase(timeline, "inode: count", || {
+        read_and_count(f, quiet, pool, pieces)
+    })?;
     let header = counted
         .first()
         .and_then(|c| c.header)
@@ -377,10 +381,6 @@ fn direct(
             counts.push(records);
         }
     }
-    let quiet = crate::run::Tracked {
-        quiet: true,
-        ..f.tracked()
-    };
     let mut table = NodeTable::new(total.unwrap_or(0));
     let decoded: Vec<Decoded> = {
         let ranges = table
@@ -429,7 +429,7 @@ fn direct(
                 }
                 let (parts, buffer) = batch.into_parts_and_buffer();
                 *nodes = buffer;
-                if let Some(t) = f.timeline() {
+                if let Some(t) = timeline {
                     let piece = piece_of.get(j).and_then(|&i| left.get(i));
                     let done = piece.is_some_and(|n| n.fetch_sub(1, Ordering::Relaxed) == 1);
                     t.advance(u64::from(done), task.length);
