@@ -289,6 +289,17 @@ impl Index {
                 ),
             ));
         }
+        // At most one name section: two could disagree on every lookup.
+        if let Some(s) = sections
+            .iter()
+            .find(|s| s.kind == SectionKind::NAME_RUNS)
+            .filter(|_| sections.iter().any(|s| s.kind == SectionKind::NAME_INDEX))
+        {
+            return Err(FormatError::corrupt(
+                Location::in_section(s.kind, None, s.offset),
+                "the index lists both NAME_INDEX and NAME_RUNS (an image holds at most one)",
+            ));
+        }
         for kind in SectionKind::KNOWN {
             if !sections.iter().any(|s| s.kind == kind) {
                 return Err(FormatError::corrupt(

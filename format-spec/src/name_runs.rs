@@ -143,6 +143,9 @@ fn decode_checked(body: &[u8], out: &mut Vec<Entry>) -> Result<(), &'static str>
     if children.is_empty() {
         return Err("a name run without entries");
     }
+    if !(1..=name_index::MAX_PARENT).contains(&parent) {
+        return Err("a name run's parent out of range (1 to 2^44 - 1)");
+    }
     let mut prev_id = parent;
     let mut prev: Option<usize> = None;
     let mut rest = names;
@@ -203,6 +206,30 @@ fn decode_checked(body: &[u8], out: &mut Vec<Entry>) -> Result<(), &'static str>
     }
     if !rest.is_empty() {
         return Err("a name run holds more names than children");
+    }
+    Ok(())
+}
+
+/// The rules one entry of the name section follows, whatever record
+/// holds it (a `NameEntry` of NAME_INDEX is checked with these; a run's
+/// entries meet them by construction): parent and child ids 1 to
+/// [`name_index::MAX_PARENT`], a name of 1 to 65,536 bytes, a type of 1
+/// to 3.
+///
+/// # Errors
+/// The rule broken.
+pub fn check_entry(parent: u64, name: &[u8], child: u64, ty: i32) -> Result<(), &'static str> {
+    if !(1..=name_index::MAX_PARENT).contains(&parent) {
+        return Err("an entry's parent out of range (1 to 2^44 - 1)");
+    }
+    if !(1..=name_index::MAX_PARENT).contains(&child) {
+        return Err("an entry's child id out of range (1 to 2^44 - 1)");
+    }
+    if name.is_empty() || name.len() > MAX_NAME_LENGTH {
+        return Err("entry name of a bad length");
+    }
+    if !(1..=3).contains(&ty) {
+        return Err("an entry of no known type");
     }
     Ok(())
 }
@@ -313,6 +340,22 @@ mod tests {
                 children: vec![],
             },
             "empty",
+        );
+        bad(
+            pb::NameRun {
+                parent: 0,
+                names: names(&[(0, b"a")]),
+                children: vec![ok(16390, 1)],
+            },
+            "parent 0",
+        );
+        bad(
+            pb::NameRun {
+                parent: 1 << 44,
+                names: names(&[(0, b"a")]),
+                children: vec![zigzag(-(1i64 << 40)).wrapping_shl(2) | 1],
+            },
+            "parent past 2^44 - 1",
         );
         bad(
             pb::NameRun {

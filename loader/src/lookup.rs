@@ -1,38 +1,58 @@
 //! One-path lookups that read only what they need (HDDS-16727).
 //!
 //! [`load_path`] opens the image (header, footer and index: one tail read),
-//! then walks the path down the optional NAME_INDEX section (FORMAT.md,
+//! then walks the path down the optional name section, NAME_RUNS or, in
+//! images written before it, NAME_INDEX (FORMAT.md, "NAME_RUNS" and
 //! "NAME_INDEX"): per component, the index's first keys name the few small
 //! sub-sections that may hold `(parent, name)`; when one directory spans
 //! several, their first records alone (a few hundred bytes each) pick the
-//! one to read. That one is read whole and its checksum checked. The
-//! target's INODE record comes from the one INODE sub-section whose first
-//! keys bracket its id (checked too), and with `with_children` the
-//! directory's entries and its children's INODE records likewise.
+//! one to read. That one is read whole and its checksum checked.
+//!
+//! The name section is redundant with INODE_DIR and INODE, and no load
+//! reads it, so nothing it says is taken on trust (FORMAT.md, "What a
+//! lookup checks"): before answering, the lookup checks every entry it
+//! relied on against the sections a load reads. Each component's entry
+//! must name a child that its parent's INODE_DIR record lists, whose INODE
+//! record has the entry's name and type; a name the section does not hold
+//! must fall between two entries (or before the first, after the last)
+//! that INODE_DIR lists side by side and that INODE names as the section
+//! does; a listing (`with_children`) must be INODE_DIR's list, child for
+//! child, each named and typed as INODE says. Each INODE_DIR and INODE
+//! piece this reads is checked as a load checks it. So the answer is the
+//! loaded namespace's whenever a load accepts the image:
+//!
+//! - a piece that breaks a rule a load enforces (a checksum, an INODE or
+//!   INODE_DIR record, a record count) refuses the lookup, located, as a
+//!   load refuses the image;
+//! - a name section that breaks one of its own rules or disagrees with
+//!   INODE_DIR or INODE is not used: the image is loaded in full instead
+//!   ([`PathView::indexed`] is false, [`PathView::unused_index`] says
+//!   why), which gives the load's answer or its refusal.
 //!
 //! The result is a small but valid [`Namespace`]: the root, the chain of
 //! directories down to the target, the target, and its children when asked.
-//! Only the target and its children carry their attributes from the
-//! image; the root and the directories on the way (unless one of them is
-//! the target) have default attributes (permission 0, no owner, mtime 0,
-//! no quota), as their INODE records are not read. Images without the
-//! section (older images, and small ones, which have no sub-sections), and
-//! Hadoop images, are loaded in full instead ([`PathView::indexed`] is
-//! false): the caller resolves the path in the whole namespace, as it
-//! would in any loaded one.
+//! Only the directories on the way and the target (and its children) carry
+//! their attributes from the image; the root has default attributes
+//! (permission 0, no owner, mtime 0, no quota) unless it is the target.
+//! Images without the section (older images, and small ones, which have no
+//! sub-sections), and Hadoop images, are loaded in full instead
+//! ([`PathView::indexed`] is false): the caller resolves the path in the
+//! whole namespace, as it would in any loaded one.
 
 use crate::assemble::Assembly;
+use crate::decode::{self, check_piece};
 use crate::error::LoadError;
 use crate::hdfs::HdfsImage;
 use crate::options::LoadOptions;
+use crate::record;
 use crate::source::{ImageSource, PieceBuf};
-use crate::{decode, record};
 use nsimage_format::cipher::Key;
 use nsimage_format::consts::name_index;
 use nsimage_format::framing::Records;
+use nsimage_format::name_runs::Entry;
 use nsimage_format::wire::{read_varint, schema};
-use nsimage_format::{pb, FormatError, Location, SectionInfo, SectionKind, SubSectionInfo};
-use nsimage_namespace::{Interned, LoadedBody, LoadedNode, Namespace, ROOT_ID};
+use nsimage_format::{pb, FormatError, Location, SectionInfo, SectionKind};
+use nsimage_namespace::{BuildError, Interned, LoadedBody, LoadedNode, Namespace, ROOT_ID};
 use prost::Message;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -52,8 +72,8 @@ pub struct PathOptions {
 /// What [`load_path`] found, and what it cost.
 pub struct PathView {
     /// The root, the directories on the way, the target and (when asked)
-    /// its children; attributes of the directories on the way are defaults.
-    /// The whole namespace when `indexed` is false.
+    /// its children; the root's attributes are defaults unless it is the
+    /// target. The whole namespace when `indexed` is false.
     pub namespace: Namespace,
     /// Bytes read from the image (open included).
     pub bytes_read: u64,
@@ -61,14 +81,18 @@ pub struct PathView {
     pub read_calls: u64,
     /// Whole pieces (sub-sections or sections) read and checked.
     pub pieces: usize,
-    /// False when the image has no NAME_INDEX and was loaded in full.
+    /// False when the image was loaded in full: it has no name section,
+    /// or the one it has could not be used (see `unused_index`).
     pub indexed: bool,
+    /// Why the image's name section was not used, when it has one that
+    /// breaks its own rules or disagrees with INODE_DIR or INODE (located;
+    /// `nsimage verify` reports the same as a warning). The answer then
+    /// comes from a full load.
+    pub unused_index: Option<String>,
     /// What a Hadoop image holds beside the namespace (its snapshots
     /// among them); `None` for an nsimage image.
     pub hdfs: Option<Box<HdfsImage>>,
 }
-
-use nsimage_format::name_runs::Entry;
 
 /// Looks the path `components` (from the root, each one name) up in
 /// `image`, reading only the pieces on the way (see the module
@@ -87,84 +111,74 @@ pub fn load_path(
     let key = opts.key.as_ref();
     // A Hadoop fsimage has no name index: the whole image.
     if crate::hdfs::is_hdfs_file(image)? {
-        return full_load(None, image, key);
+        return full_load(None, image, key, None);
     }
     let mut src = ImageSource::open(image)?;
     src.unlock(key)?;
-    // NAME_RUNS, or NAME_INDEX in images written before it.
+    // NAME_RUNS, or NAME_INDEX in images written before it (the index
+    // refuses an image that lists both).
     let Some(names) = src
         .index
         .section(SectionKind::NAME_RUNS)
         .or_else(|| src.index.section(SectionKind::NAME_INDEX))
         .cloned()
     else {
-        return full_load(Some(&src), image, key);
+        return full_load(Some(&src), image, key, None);
     };
     let mut l = Lookup {
         src: &src,
         names,
         pieces: 0,
+        dir_pieces: BTreeMap::new(),
     };
-    let dir = pb::InodeType::Directory as i32;
-    let mut chain: Vec<Entry> = Vec::new();
-    let (mut cur, mut cur_ty) = (ROOT_ID, dir);
-    let mut walked = String::new();
-    for &c in components {
-        if cur_ty != dir {
-            // The same words as a walk of a loaded namespace.
-            let what = if cur_ty == pb::InodeType::Symlink as i32 {
-                "a symlink"
-            } else {
-                "a file"
-            };
-            return Err(no_such(
-                image,
-                Some(format!("{} is {what}, not a directory", show(&walked))),
-            ));
-        }
-        let e = l.find(cur, c)?.ok_or_else(|| no_such(image, None))?;
-        walked.push('/');
-        walked.push_str(&String::from_utf8_lossy(c));
-        (cur, cur_ty) = (e.child, e.ty);
-        chain.push(e);
-    }
-    let children = if opts.with_children && cur_ty == dir {
-        l.children(cur)?
-    } else {
-        Vec::new()
-    };
-    // The INODE records read: the target's and its children's.
-    let mut wanted: BTreeMap<u64, (Option<&Entry>, i32)> = BTreeMap::new();
-    wanted.insert(cur, (chain.last(), cur_ty));
-    for e in &children {
-        wanted.insert(e.child, (Some(e), e.ty));
-    }
-    let records = l.inode_records(&wanted.keys().copied().collect())?;
-    for (id, (entry, ty)) in &wanted {
-        let (off, rec) = &records[id];
-        let mut scratch = record::InodeScratch::default();
-        let n = record::inode(rec, &mut scratch).map_err(|d| l.corrupt_inode(*off, d))?;
-        let pb_ty = match n.body {
-            LoadedBody::File { .. } => pb::InodeType::File,
-            LoadedBody::Directory { .. } => pb::InodeType::Directory,
-            LoadedBody::Symlink { .. } => pb::InodeType::Symlink,
-        } as i32;
-        if pb_ty != *ty || entry.is_some_and(|e| e.name != n.name) {
-            return Err(l.corrupt_inode(
-                *off,
-                format!("inode {id} disagrees with NAME_INDEX (name or type)"),
-            ));
-        }
-    }
-    l.assemble(chain, &children, &records)
-        .map(|namespace| PathView {
+    match l.walk(components, opts.with_children) {
+        Ok(Ok(namespace)) => Ok(PathView {
             namespace,
             bytes_read: src.bytes_read(),
             read_calls: src.read_calls(),
             pieces: l.pieces,
             indexed: true,
+            unused_index: None,
             hdfs: None,
-        })
+        }),
+        Ok(Err(why)) => Err(no_such(image, why)),
+        Err(Stop::Refused(e)) => Err(e),
+        Err(Stop::Unusable(e)) => {
+            let pieces = l.pieces;
+            let mut view = full_load(Some(&src), image, key, Some(e.to_string()))?;
+            view.pieces = view.pieces.saturating_add(pieces);
+            Ok(view)
+        }
+    }
+}
+
+/// Why a walk stopped short of an answer.
+enum Stop {
+    /// A piece read on the way breaks a rule a load enforces: the image is
+    /// refused, as a load refuses it.
+    Refused(LoadError),
+    /// The name section breaks one of its own rules or disagrees with
+    /// INODE_DIR or INODE, located: the image is loaded in full instead.
+    Unusable(LoadError),
+}
+
+impl From<LoadError> for Stop {
+    fn from(e: LoadError) -> Self {
+        Stop::Refused(e)
+    }
+}
+
+/// What the walk claims of INODE_DIR and INODE, to be checked before it
+/// answers.
+#[derive(Default)]
+struct Claims {
+    /// Entries taken as children of their parents (each component's).
+    members: Vec<Entry>,
+    /// A name the section does not hold in `parent`: the entries either
+    /// side of it (none before the first, none after the last).
+    gap: Option<(u64, Option<Entry>, Option<Entry>)>,
+    /// A directory listed: its entries, in order.
+    list: Option<(u64, Vec<Entry>)>,
 }
 
 fn show(walked: &str) -> &str {
@@ -182,12 +196,23 @@ fn no_such(image: &Path, why: Option<String>) -> LoadError {
     }
 }
 
+fn type_of(body: &LoadedBody<'_>) -> i32 {
+    let t = match body {
+        LoadedBody::File { .. } => pb::InodeType::File,
+        LoadedBody::Directory { .. } => pb::InodeType::Directory,
+        LoadedBody::Symlink { .. } => pb::InodeType::Symlink,
+    };
+    t as i32
+}
+
 /// The fallback: the whole image (`src`: the nsimage image already
-/// opened, whose reads count too).
+/// opened, whose reads count too; `unused`: why its name section was not
+/// used).
 fn full_load(
     src: Option<&ImageSource>,
     image: &Path,
     key: Option<&Key>,
+    unused: Option<String>,
 ) -> Result<PathView, LoadError> {
     let opts = LoadOptions {
         key: key.cloned(),
@@ -201,22 +226,24 @@ fn full_load(
         pieces: usize::try_from(loaded.stats.pieces).unwrap_or(usize::MAX),
         namespace: loaded.namespace,
         indexed: false,
+        unused_index: unused,
         hdfs: loaded.hdfs,
     })
 }
+
+/// One INODE_DIR piece, decoded: each directory's id and children.
+type DirPiece = Vec<(u64, Vec<u64>)>;
 
 /// A lookup in progress.
 struct Lookup<'s> {
     src: &'s ImageSource,
     names: SectionInfo,
     pieces: usize,
+    /// INODE_DIR pieces read so far, by position.
+    dir_pieces: BTreeMap<usize, DirPiece>,
 }
 
 impl Lookup<'_> {
-    fn fmt_err(&self, e: FormatError) -> LoadError {
-        LoadError::from_format(self.src.path(), e)
-    }
-
     fn corrupt(&self, at: Location, detail: impl Into<String>) -> LoadError {
         LoadError::Corrupt {
             path: self.src.path().to_path_buf(),
@@ -225,12 +252,70 @@ impl Lookup<'_> {
         }
     }
 
-    fn corrupt_inode(&self, off: u64, detail: impl Into<String>) -> LoadError {
-        self.corrupt(Location::in_section(SectionKind::INODE, None, off), detail)
+    fn fmt_err(&self, e: FormatError) -> LoadError {
+        LoadError::from_format(self.src.path(), e)
     }
 
-    fn name_pieces(&self) -> Vec<SubSectionInfo> {
-        self.names.pieces()
+    /// The name section is not to be used: `detail`, at `at`.
+    fn unusable(&self, at: Location, detail: impl Into<String>) -> Stop {
+        Stop::Unusable(self.corrupt(at, detail))
+    }
+
+    fn names_at(&self) -> Location {
+        Location::in_section(self.names.kind, None, self.names.offset)
+    }
+
+    /// The walk: each component's entry, the target's children when
+    /// asked, every claim checked, then the small namespace; `Ok(Err(why))`
+    /// when the path is not in the image.
+    fn walk(
+        &mut self,
+        components: &[&[u8]],
+        with_children: bool,
+    ) -> Result<Result<Namespace, Option<String>>, Stop> {
+        let dir = pb::InodeType::Directory as i32;
+        let mut claims = Claims::default();
+        let (mut cur, mut cur_ty) = (ROOT_ID, dir);
+        let mut walked = String::new();
+        let mut missing: Option<Option<String>> = None;
+        for &c in components {
+            if cur_ty != dir {
+                // The same words as a walk of a loaded namespace.
+                let what = if cur_ty == pb::InodeType::Symlink as i32 {
+                    "a symlink"
+                } else {
+                    "a file"
+                };
+                missing = Some(Some(format!(
+                    "{} is {what}, not a directory",
+                    show(&walked)
+                )));
+                break;
+            }
+            match self.find(cur, c)? {
+                Found::Entry(e) => {
+                    walked.push('/');
+                    walked.push_str(&String::from_utf8_lossy(c));
+                    (cur, cur_ty) = (e.child, e.ty);
+                    claims.members.push(e);
+                }
+                Found::Between(before, after) => {
+                    claims.gap = Some((cur, before, after));
+                    missing = Some(None);
+                    break;
+                }
+            }
+        }
+        if missing.is_none() && with_children && cur_ty == dir {
+            let children = self.children(cur)?;
+            claims.list = Some((cur, children));
+        }
+        let records = self.check(&claims, missing.is_none().then_some(cur))?;
+        if let Some(why) = missing {
+            return Ok(Err(why));
+        }
+        let children = claims.list.map(|(_, c)| c).unwrap_or_default();
+        self.assemble(claims.members, &children, &records).map(Ok)
     }
 
     /// The NAME_INDEX pieces that may hold entries of `parent`: the last
@@ -250,31 +335,34 @@ impl Lookup<'_> {
         (b.checked_sub(1), b..c)
     }
 
-    /// The first record of NAME_INDEX sub-section `i`, read alone (not
-    /// checked against the checksum; it only guides the search, and the
-    /// piece it picks is checked whole).
-    fn first_entry(&self, i: usize, sub: &SubSectionInfo) -> Result<Entry, LoadError> {
+    /// The first entry of name section piece `i`, read alone (not checked
+    /// against the checksum: it only guides the search, and whatever it
+    /// leads to is checked against INODE_DIR and INODE).
+    fn first_entry(&self, i: usize) -> Result<Option<Entry>, Stop> {
+        let Some(sub) = self.names.sub_sections.get(i) else {
+            return Ok(None);
+        };
         let at = Location::in_section(self.names.kind, Some(i), sub.offset);
         if !sub.at_rest.is_plain() {
             // A compressed or encrypted piece opens only whole.
             let mut buf = PieceBuf::default();
             let bytes = self.src.piece(sub, &at, &mut buf)?;
-            let (off, body) = Records::new(bytes, at.clone())
-                .next()
-                .ok_or_else(|| self.corrupt(at.clone(), "an empty sub-section"))?
-                .map_err(|e| self.fmt_err(e))?;
-            return self.entry(body, &at, off);
+            let (off, body) = match Records::new(bytes, at.clone()).next() {
+                Some(r) => r.map_err(|e| Stop::Unusable(self.fmt_err(e)))?,
+                None => return Err(self.unusable(at, "an empty sub-section")),
+            };
+            return self.entry(body, &at, off).map(Some);
         }
         let mut buf = self
             .src
             .read_at(sub.offset, sub.length.min(FIRST_RECORD_READ))?;
         let (len, head) = read_varint(&buf)
             .and_then(|(len, head)| Some((len, u64::try_from(head).ok()?)))
-            .ok_or_else(|| self.corrupt(at.clone(), "bad record length"))?;
+            .ok_or_else(|| self.unusable(at.clone(), "bad record length"))?;
         let end = len
             .checked_add(head)
             .filter(|&e| e <= sub.length)
-            .ok_or_else(|| self.corrupt(at.clone(), "record runs past its sub-section"))?;
+            .ok_or_else(|| self.unusable(at.clone(), "record runs past its sub-section"))?;
         if end > buf.len() as u64 {
             buf = self.src.read_at(sub.offset, end)?;
         }
@@ -283,8 +371,8 @@ impl Lookup<'_> {
                 usize::try_from(head).unwrap_or(usize::MAX)
                     ..usize::try_from(end).unwrap_or(usize::MAX),
             )
-            .ok_or_else(|| self.corrupt(at.clone(), "record runs past its sub-section"))?;
-        self.entry(body, &at, sub.offset)
+            .ok_or_else(|| self.unusable(at.clone(), "record runs past its sub-section"))?;
+        self.entry(body, &at, sub.offset).map(Some)
     }
 
     /// The entries of one record of the section (a NAME_INDEX record is
@@ -295,9 +383,9 @@ impl Lookup<'_> {
         at: &Location,
         off: u64,
         out: &mut Vec<Entry>,
-    ) -> Result<(), LoadError> {
+    ) -> Result<(), Stop> {
         let bad = |d: &str| {
-            self.corrupt(
+            self.unusable(
                 Location {
                     offset: off,
                     ..at.clone()
@@ -310,9 +398,8 @@ impl Lookup<'_> {
         }
         nsimage_format::wire::check(body, schema::NAME_ENTRY).map_err(bad)?;
         let m = pb::NameEntry::decode(body).map_err(|e| bad(&e.to_string()))?;
-        if m.name.is_empty() || m.name.len() > nsimage_format::consts::MAX_NAME_LENGTH {
-            return Err(bad("entry name of a bad length"));
-        }
+        nsimage_format::name_runs::check_entry(m.parent, &m.name, m.child, m.r#type)
+            .map_err(bad)?;
         out.push(Entry {
             parent: m.parent,
             name: m.name,
@@ -323,18 +410,19 @@ impl Lookup<'_> {
     }
 
     /// The first entry of one record.
-    fn entry(&self, body: &[u8], at: &Location, off: u64) -> Result<Entry, LoadError> {
+    fn entry(&self, body: &[u8], at: &Location, off: u64) -> Result<Entry, Stop> {
         let mut v = Vec::new();
         self.entries(body, at, off, &mut v)?;
         v.into_iter()
             .next()
-            .ok_or_else(|| self.corrupt(at.clone(), "a record without entries"))
+            .ok_or_else(|| self.unusable(at.clone(), "a record without entries"))
     }
 
-    /// Reads NAME_INDEX piece `i` whole, checks its checksum, records and
-    /// order, and returns its entries.
-    fn piece_entries(&mut self, i: usize) -> Result<Vec<Entry>, LoadError> {
-        let pieces = self.name_pieces();
+    /// Reads name section piece `i` whole, checks its checksum (as a load
+    /// does), then its records, order, count and first key (the section's
+    /// own rules), and returns its entries.
+    fn piece_entries(&mut self, i: usize) -> Result<Vec<Entry>, Stop> {
+        let pieces = self.names.pieces();
         let Some(p) = pieces.get(i) else {
             return Ok(Vec::new());
         };
@@ -347,11 +435,15 @@ impl Lookup<'_> {
         let mut records = 0u64;
         // Front-coded names decode to more than their bytes; a piece whose
         // names would take more than 64 times its bytes (a writer's never
-        // come near) is refused before it costs memory.
+        // come near) is not used before it costs memory.
         let budget = bytes.len().saturating_mul(64).saturating_add(1 << 20);
         let mut decoded = 0usize;
         for r in Records::new(bytes, at.clone()) {
-            let (off, body) = r.map_err(|e| self.fmt_err(e))?;
+            let (off, body) = r.map_err(|e| Stop::Unusable(self.fmt_err(e)))?;
+            let here = Location {
+                offset: off,
+                ..at.clone()
+            };
             let first = out.len();
             self.entries(body, &at, off, &mut out)?;
             decoded = out
@@ -360,11 +452,8 @@ impl Lookup<'_> {
                 .iter()
                 .fold(decoded, |d, e| d.saturating_add(e.name.len()));
             if decoded > budget {
-                return Err(self.corrupt(
-                    Location {
-                        offset: off,
-                        ..at.clone()
-                    },
+                return Err(self.unusable(
+                    here,
                     "names that decode to more than 64 times the piece's bytes",
                 ));
             }
@@ -372,41 +461,38 @@ impl Lookup<'_> {
             let joined = first.checked_sub(1).and_then(|i| out.get(i..=first));
             if let Some([l, e]) = joined {
                 if (l.parent, &l.name) >= (e.parent, &e.name) {
-                    return Err(self.corrupt(
-                        Location {
-                            offset: off,
-                            ..at.clone()
-                        },
+                    return Err(self.unusable(
+                        here,
                         "entries not in strictly increasing (parent, name) order",
                     ));
                 }
             }
         }
         if records != p.records {
-            return Err(self.corrupt(
+            return Err(self.unusable(
                 at,
                 format!("{records} records, the index says {}", p.records),
             ));
         }
         if sub.is_some() && out.first().map(|e| e.parent) != Some(name_index::parent(p.first_key)) {
-            return Err(self.corrupt(at, "first record does not match the first key"));
+            return Err(self.unusable(at, "first record does not match the first key"));
         }
         Ok(out)
     }
 
-    /// The entry of `name` in directory `parent`, if any.
-    fn find(&mut self, parent: u64, name: &[u8]) -> Result<Option<Entry>, LoadError> {
+    /// The entry of `name` in directory `parent`, or the entries either
+    /// side of where it would be.
+    fn find(&mut self, parent: u64, name: &[u8]) -> Result<Found, Stop> {
         let (before, starting) = self.candidates(parent);
-        let subs = self.names.sub_sections.clone();
         // The last sub-section starting with `parent` whose first name is
         // at most `name`, by binary search on first records.
         let (mut lo, mut hi) = (starting.start, starting.end);
-        let mut consulted = Vec::new();
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            consulted.push(mid);
-            let first = self.first_entry(mid, &subs[mid])?;
-            if first.name.as_slice() <= name {
+            let first = self
+                .first_entry(mid)?
+                .ok_or_else(|| self.unusable(self.names_at(), "a sub-section is missing"))?;
+            if first.parent == parent && first.name.as_slice() <= name {
                 lo = mid + 1;
             } else {
                 hi = mid;
@@ -417,28 +503,33 @@ impl Lookup<'_> {
         } else {
             before
         };
-        let found = match pick {
-            Some(i) => self
-                .piece_entries(i)?
-                .into_iter()
-                .find(|e| e.parent == parent && e.name == name),
-            None => None,
-        };
-        if found.is_none() {
-            // The first records that guided the search were not checked:
-            // before saying "no such path", check the pieces they came from,
-            // so that a corrupt one is reported rather than trusted.
-            for i in consulted {
-                if Some(i) != pick {
-                    self.piece_entries(i)?;
+        let mut below: Option<Entry> = None;
+        let mut above: Option<Entry> = None;
+        if let Some(i) = pick {
+            for e in self.piece_entries(i)? {
+                if e.parent != parent {
+                    continue;
+                }
+                match e.name.as_slice().cmp(name) {
+                    std::cmp::Ordering::Less => below = Some(e),
+                    std::cmp::Ordering::Equal => return Ok(Found::Entry(e)),
+                    std::cmp::Ordering::Greater => {
+                        above = Some(e);
+                        break;
+                    }
                 }
             }
         }
-        Ok(found)
+        if above.is_none() {
+            // The directory's next entry may open the next piece.
+            let next = pick.map_or(starting.start, |i| i.saturating_add(1));
+            above = self.first_entry(next)?.filter(|e| e.parent == parent);
+        }
+        Ok(Found::Between(below, above))
     }
 
     /// Every entry of directory `parent`, in name order.
-    fn children(&mut self, parent: u64) -> Result<Vec<Entry>, LoadError> {
+    fn children(&mut self, parent: u64) -> Result<Vec<Entry>, Stop> {
         let (before, starting) = self.candidates(parent);
         let mut out = Vec::new();
         for i in before.into_iter().chain(starting) {
@@ -451,12 +542,201 @@ impl Lookup<'_> {
         Ok(out)
     }
 
+    /// Reads INODE_DIR piece `i` (once) and checks it as a load does:
+    /// checksum, records, first key, parents in strictly increasing order,
+    /// no empty list.
+    fn dir_piece(&mut self, i: usize) -> Result<&DirPiece, Stop> {
+        if !self.dir_pieces.contains_key(&i) {
+            let sec = self
+                .src
+                .index
+                .section(SectionKind::INODE_DIR)
+                .ok_or_else(|| self.corrupt(Location::at(0), "no INODE_DIR section"))?;
+            let split = !sec.sub_sections.is_empty();
+            let pieces = sec.pieces();
+            let p = pieces
+                .get(i)
+                .ok_or_else(|| self.corrupt(Location::at(0), "no such INODE_DIR piece"))?;
+            let at = Location::in_section(SectionKind::INODE_DIR, split.then_some(i), p.offset);
+            let mut buf = PieceBuf::default();
+            let bytes = self.src.piece(p, &at, &mut buf)?;
+            self.pieces = self.pieces.saturating_add(1);
+            let mut out: DirPiece = Vec::new();
+            let mut kids = Vec::new();
+            for r in Records::new(bytes, at.clone()) {
+                let (off, body) = r.map_err(|e| self.fmt_err(e))?;
+                let parent = record::dir_entry(body, &mut kids)
+                    .map_err(|d| self.fmt_err(decode::bad(&at, off, d)))?;
+                if kids.is_empty() {
+                    let e = BuildError::EmptyChildList(parent).to_string();
+                    return Err(self.fmt_err(decode::bad(&at, off, e)).into());
+                }
+                if out.last().is_some_and(|l| l.0 >= parent) {
+                    return Err(self
+                        .fmt_err(decode::bad(
+                            &at,
+                            off,
+                            "INODE_DIR records not in strictly increasing parent order",
+                        ))
+                        .into());
+                }
+                out.push((parent, std::mem::take(&mut kids)));
+            }
+            check_piece(p, &at, out.len() as u64, out.first().map(|d| d.0))
+                .map_err(|e| self.fmt_err(e))?;
+            self.dir_pieces.insert(i, out);
+        }
+        self.dir_pieces
+            .get(&i)
+            .ok_or_else(|| Stop::Refused(self.corrupt(Location::at(0), "INODE_DIR piece lost")))
+    }
+
+    /// The children INODE_DIR lists for `parent` (empty when it lists
+    /// none): the piece whose first key is the last at most `parent`, and
+    /// when that one ends before `parent`, the next one too (whose first
+    /// key, checked once it is read, is then above it).
+    fn dir_list(&mut self, parent: u64) -> Result<Vec<u64>, Stop> {
+        let count = self
+            .src
+            .index
+            .section(SectionKind::INODE_DIR)
+            .map_or(0, |s| s.pieces().len());
+        let i = self
+            .src
+            .index
+            .section(SectionKind::INODE_DIR)
+            .map_or(0, |s| {
+                s.sub_sections
+                    .partition_point(|p| p.first_key <= parent)
+                    .saturating_sub(1)
+            });
+        let piece = self.dir_piece(i)?;
+        if let Some((_, kids)) = piece.iter().find(|d| d.0 == parent) {
+            return Ok(kids.clone());
+        }
+        let ends_before = piece.last().is_some_and(|d| d.0 < parent);
+        if ends_before && i.saturating_add(1) < count {
+            let next = self.dir_piece(i.saturating_add(1))?;
+            if let Some((_, kids)) = next.iter().find(|d| d.0 == parent) {
+                return Ok(kids.clone());
+            }
+        }
+        Ok(Vec::new())
+    }
+
+    /// Checks every claim of the walk against INODE_DIR and INODE (see the
+    /// module documentation) and returns the INODE records read: each
+    /// member's, each neighbor's, each listed child's, and `target`'s.
+    fn check(
+        &mut self,
+        claims: &Claims,
+        target: Option<u64>,
+    ) -> Result<BTreeMap<u64, (u64, Vec<u8>)>, Stop> {
+        let at = self.names_at();
+        // Each entry must be what INODE says of its child.
+        let mut named: BTreeMap<u64, &Entry> = BTreeMap::new();
+        for e in &claims.members {
+            let list = self.dir_list(e.parent)?;
+            if !list.contains(&e.child) {
+                return Err(self.unusable(
+                    at,
+                    format!(
+                        "entry {:?} of directory {} names inode {}, which INODE_DIR does not list there",
+                        String::from_utf8_lossy(&e.name),
+                        e.parent,
+                        e.child
+                    ),
+                ));
+            }
+            named.insert(e.child, e);
+        }
+        if let Some((parent, before, after)) = &claims.gap {
+            let list = self.dir_list(*parent)?;
+            let pos = |e: &Entry| list.iter().position(|&c| c == e.child);
+            let adjacent = match (before, after) {
+                (None, None) => list.is_empty(),
+                (Some(b), None) => pos(b).is_some_and(|p| p.saturating_add(1) == list.len()),
+                (None, Some(a)) => pos(a) == Some(0),
+                (Some(b), Some(a)) => pos(b)
+                    .zip(pos(a))
+                    .is_some_and(|(pb, pa)| pb.checked_add(1) == Some(pa)),
+            };
+            if !adjacent {
+                return Err(self.unusable(
+                    at,
+                    format!(
+                        "the entries of directory {parent} either side of a name it does not hold are not side by side in INODE_DIR"
+                    ),
+                ));
+            }
+            for e in before.iter().chain(after) {
+                named.insert(e.child, e);
+            }
+        }
+        if let Some((parent, entries)) = &claims.list {
+            let list = self.dir_list(*parent)?;
+            if !list.iter().copied().eq(entries.iter().map(|e| e.child)) {
+                return Err(self.unusable(
+                    at,
+                    format!(
+                        "directory {parent} has {} entries, which are not the {} children INODE_DIR lists",
+                        entries.len(),
+                        list.len()
+                    ),
+                ));
+            }
+            for e in entries {
+                named.insert(e.child, e);
+            }
+        }
+        let mut ids: BTreeSet<u64> = named.keys().copied().collect();
+        ids.extend(target);
+        let records = self.inode_records(&ids)?;
+        let mut scratch = record::InodeScratch::default();
+        for (id, e) in named {
+            let Some((off, rec)) = records.get(&id) else {
+                continue;
+            };
+            let n = record::inode(rec, &mut scratch)
+                .map_err(|d| self.fmt_err(decode::bad(&self.inode_at(id), *off, d)))?;
+            if type_of(&n.body) != e.ty || n.name != e.name.as_slice() {
+                return Err(self.unusable(
+                    at,
+                    format!(
+                        "entry {:?} of directory {} disagrees with inode {id}'s record (name or type)",
+                        String::from_utf8_lossy(&e.name),
+                        e.parent
+                    ),
+                ));
+            }
+        }
+        Ok(records)
+    }
+
+    /// Where the INODE piece that may hold `id` is.
+    fn inode_at(&self, id: u64) -> Location {
+        let Some(sec) = self.src.index.section(SectionKind::INODE) else {
+            return Location::at(0);
+        };
+        if sec.sub_sections.is_empty() {
+            return Location::in_section(SectionKind::INODE, None, sec.offset);
+        }
+        let i = sec
+            .sub_sections
+            .partition_point(|p| p.first_key <= id)
+            .saturating_sub(1);
+        let off = sec.sub_sections.get(i).map_or(sec.offset, |p| p.offset);
+        Location::in_section(SectionKind::INODE, Some(i), off)
+    }
+
     /// The INODE records of `ids` (each with its offset), from the pieces
-    /// whose first keys bracket them, each piece read once and checked.
+    /// whose first keys bracket them, each piece read once and checked as
+    /// a load checks it. An id no such piece holds is a disagreement of
+    /// the name section (its entries named it).
     fn inode_records(
         &mut self,
         ids: &BTreeSet<u64>,
-    ) -> Result<BTreeMap<u64, (u64, Vec<u8>)>, LoadError> {
+    ) -> Result<BTreeMap<u64, (u64, Vec<u8>)>, Stop> {
         let sec = self
             .src
             .index
@@ -478,39 +758,42 @@ impl Lookup<'_> {
         let mut buf = PieceBuf::default();
         let mut scratch = record::InodeScratch::default();
         for (i, want) in by_piece {
-            let p = &pieces[i];
+            let Some(p) = pieces.get(i) else { continue };
             let at = Location::in_section(SectionKind::INODE, split.then_some(i), p.offset);
             let bytes = self.src.piece(p, &at, &mut buf)?;
             self.pieces = self.pieces.saturating_add(1);
             let mut n: u64 = 0;
+            let mut first = None;
+            let mut last: Option<u64> = None;
             for r in Records::new(bytes, at.clone()) {
                 let (off, body) = r.map_err(|e| self.fmt_err(e))?;
-                let node = record::inode(body, &mut scratch).map_err(|d| {
-                    self.corrupt(
-                        Location {
-                            offset: off,
-                            ..at.clone()
-                        },
-                        d,
-                    )
-                })?;
+                let node = record::inode(body, &mut scratch)
+                    .map_err(|d| self.fmt_err(decode::bad(&at, off, d)))?;
+                if last.is_some_and(|l| l >= node.id) {
+                    return Err(self
+                        .fmt_err(decode::bad(
+                            &at,
+                            off,
+                            format!("inode id {} is not greater than the previous one", node.id),
+                        ))
+                        .into());
+                }
+                last = Some(node.id);
+                first.get_or_insert(node.id);
                 if want.binary_search(&node.id).is_ok() {
                     out.insert(node.id, (off, body.to_vec()));
                 }
                 n = n.saturating_add(1);
             }
-            if n != p.records {
-                return Err(self.corrupt(at, format!("{n} records, the index says {}", p.records)));
-            }
-            for id in want {
-                if !out.contains_key(&id) {
-                    return Err(self.corrupt(
-                        at.clone(),
-                        format!(
-                            "NAME_INDEX names inode {id}, which this INODE piece does not hold"
-                        ),
-                    ));
-                }
+            check_piece(p, &at, n, first).map_err(|e| self.fmt_err(e))?;
+            if let Some(id) = want.iter().find(|id| !out.contains_key(*id)) {
+                return Err(self.unusable(
+                    at,
+                    format!(
+                        "{} names inode {id}, which this INODE piece does not hold",
+                        self.names.kind
+                    ),
+                ));
             }
         }
         Ok(out)
@@ -523,7 +806,7 @@ impl Lookup<'_> {
         chain: Vec<Entry>,
         children: &[Entry],
         records: &BTreeMap<u64, (u64, Vec<u8>)>,
-    ) -> Result<Namespace, LoadError> {
+    ) -> Result<Namespace, Stop> {
         let whole = |kind: SectionKind| {
             let s = self.src.index.section(kind)?;
             Some((
@@ -542,8 +825,8 @@ impl Lookup<'_> {
         let tables = Interned::new(strings);
         self.pieces = self.pieces.saturating_add(2);
 
-        // Every inode of the small namespace, by id: a record read, or a
-        // directory on the way with default attributes.
+        // Every inode of the small namespace, by id: a record read, or the
+        // root with default attributes.
         let mut names: BTreeMap<u64, &[u8]> = BTreeMap::new();
         names.insert(ROOT_ID, b"");
         for e in &chain {
@@ -554,12 +837,11 @@ impl Lookup<'_> {
         }
         let mut batch = Assembly::batch();
         let mut scratch = record::InodeScratch::default();
-        let at_names = Location::in_section(self.names.kind, None, self.names.offset);
+        let at_names = self.names_at();
         for (&id, &name) in &names {
             let n = match records.get(&id) {
-                Some((off, rec)) => {
-                    record::inode(rec, &mut scratch).map_err(|d| self.corrupt_inode(*off, d))?
-                }
+                Some((off, rec)) => record::inode(rec, &mut scratch)
+                    .map_err(|d| self.fmt_err(decode::bad(&self.inode_at(id), *off, d)))?,
                 None => LoadedNode {
                     id,
                     name,
@@ -586,6 +868,15 @@ impl Lookup<'_> {
             asm.dir(parent, kids.into_iter())
                 .map_err(|d| self.corrupt(at_names.clone(), d))?;
         }
-        asm.finish().map_err(|d| self.corrupt(at_names, d))
+        asm.finish()
+            .map_err(|d| Stop::Refused(self.corrupt(at_names, d)))
     }
+}
+
+/// What [`Lookup::find`] found of a name in a directory.
+enum Found {
+    /// Its entry.
+    Entry(Entry),
+    /// None: the entries either side of where it would be.
+    Between(Option<Entry>, Option<Entry>),
 }

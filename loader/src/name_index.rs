@@ -75,6 +75,12 @@ pub(crate) fn check_names(
                 check(body, schema::NAME_ENTRY)
                     .map_err(str::to_string)
                     .and_then(|()| msg.merge(body).map_err(|e| e.to_string()))
+                    .and_then(|()| {
+                        nsimage_format::name_runs::check_entry(
+                            msg.parent, &msg.name, msg.child, msg.r#type,
+                        )
+                        .map_err(str::to_string)
+                    })
                     .map(|()| {
                         got.push(Entry {
                             parent: msg.parent,

@@ -4,10 +4,11 @@
 //! or Hadoop) is streamed in bounded memory (nsimage_viewer::streamed);
 //! one the stream cannot take is loaded whole.
 
+use super::lookup::load_path;
 use super::memory::{inode_count, open_streamed, MemoryLimit};
 use nsimage_namespace::Namespace;
 use nsimage_viewer::du::{self, DuOptions, DuReport, Sort};
-use nsimage_viewer::lookup::{load_path, PathOptions};
+use nsimage_viewer::lookup::PathOptions;
 use nsimage_viewer::owners::{self, Key, OwnerReport};
 use nsimage_viewer::paths::ImagePath;
 use nsimage_viewer::streamed::{self, Fallback};

@@ -3,10 +3,11 @@
 //! in file order (nsimage_viewer::streamed::find); `--sorted`, or an image
 //! the stream cannot take: the whole namespace, depth first by name.
 
+use super::lookup::load_path;
 use super::memory::{inode_count, open_streamed, MemoryLimit};
 use nsimage_namespace::{InodeKind, Namespace};
 use nsimage_viewer::find::{self, FindOptions, SizeFilter};
-use nsimage_viewer::lookup::{load_path, PathOptions};
+use nsimage_viewer::lookup::PathOptions;
 use nsimage_viewer::paths::ImagePath;
 use nsimage_viewer::streamed::{self, Fallback};
 use std::io::Write;

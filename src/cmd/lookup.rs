@@ -4,9 +4,9 @@
 //! `nsimage load`.
 
 use nsimage_namespace::InodeKind;
-use nsimage_viewer::lookup::{load_path, PathOptions};
+use nsimage_viewer::lookup::{PathOptions, PathView};
 use nsimage_viewer::paths::ImagePath;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -58,6 +58,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 "id": id,
                 "type": kind,
                 "indexed": view.indexed,
+                "unused_index": view.unused_index,
                 "children": if a.children { Some(&children) } else { None },
                 "bytes_read": view.bytes_read,
                 "read_calls": view.read_calls,
@@ -89,4 +90,22 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// [`nsimage_viewer::lookup::load_path`] for a command: a name section the
+/// lookup could not use (it breaks its own rules or disagrees with
+/// INODE_DIR or INODE) is said on stderr, the answer then coming from a
+/// full load.
+pub(super) fn load_path(
+    image: &Path,
+    path: &ImagePath,
+    opts: &PathOptions,
+) -> anyhow::Result<PathView> {
+    let view = nsimage_viewer::lookup::load_path(image, path, opts)?;
+    if let Some(why) = &view.unused_index {
+        eprintln!(
+            "warning: the image's name section was not used ({why}); answered from a full load"
+        );
+    }
+    Ok(view)
 }

@@ -58,7 +58,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         with_children: true,
         key: super::key()?,
     };
-    let view = nsimage_viewer::lookup::load_path(&a.image, &path, &opts)?;
+    let view = super::lookup::load_path(&a.image, &path, &opts)?;
     let listing = ls::ls(&view.namespace, &path)?;
     finish(ls::write_listing(&listing, format, &mut out).and_then(|()| out.flush()))
 }

@@ -31,7 +31,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         with_children: false,
         key: super::key()?,
     };
-    let view = lookup::load_path(&a.image, &path, &opts)?;
+    let view = super::lookup::load_path(&a.image, &path, &opts)?;
     let info = stat::stat(&view.namespace, &path)?;
     // A Hadoop image's snapshots of this directory, if it is snapshottable.
     let snapshots = view.hdfs.as_ref().and_then(|h| {
@@ -63,6 +63,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         // What the one-path lookup read: counted by the image source.
         doc["io"] = serde_json::json!({
             "indexed": view.indexed,
+            "unused_index": view.unused_index,
             "bytes_read": view.bytes_read,
             "read_calls": view.read_calls,
             "pieces": view.pieces,

@@ -394,3 +394,92 @@ pub fn names(dir: &std::path::Path) -> Vec<String> {
     v.sort();
     v
 }
+
+/// `bytes`, a plain image, with every piece of every section sealed with
+/// `key` as an encrypting writer seals it (FORMAT.md, "Pieces at rest"):
+/// the ENCRYPTED feature, the index's `encryption`, each piece's nonce
+/// (distinct, counted up), plain length, stored offset, length and
+/// checksum. The pieces keep their records, counts and first keys, so an
+/// image changed by a test (its checksums recomputed) becomes the same
+/// image encrypted.
+pub fn encrypt(bytes: &[u8], key: &nsimage_format::cipher::Key) -> Vec<u8> {
+    use nsimage_format::cipher::PiecePlace;
+    use nsimage_format::consts::{features, footer, header};
+    use nsimage_format::{pb, Footer, Header};
+    use prost::Message;
+    use xxhash_rust::xxh3::xxh3_64;
+    let f = Footer::decode(&bytes[bytes.len() - footer::SIZE..], bytes.len() as u64).unwrap();
+    let (io, il) = (f.index_offset as usize, f.index_length as usize);
+    let mut idx = pb::Index::decode(&bytes[io..io + il]).unwrap();
+    let head = Header::decode(&bytes[..header::SIZE]).unwrap();
+    let head = Header {
+        required_features: head.required_features | features::ENCRYPTED,
+        ..head
+    };
+    let image_id = [0x3c; 16];
+    let cipher = key.image_cipher(&image_id);
+    let mut out = head.encode().to_vec();
+    let mut nonce_n: u64 = 1;
+    let mut seal = |out: &mut Vec<u8>, plain: &[u8], place: PiecePlace| {
+        let mut nonce = [0u8; 12];
+        nonce[..8].copy_from_slice(&nonce_n.to_le_bytes());
+        nonce_n += 1;
+        let mut buf = plain.to_vec();
+        cipher.seal(&nonce, &place.aad(&image_id), &mut buf);
+        let start = out.len() as u64;
+        out.extend_from_slice(&buf);
+        (start, buf, nonce)
+    };
+    for (si, s) in idx.sections.iter_mut().enumerate() {
+        let start = out.len() as u64;
+        let place = |piece: u32, offset: u64, raw: u64| PiecePlace {
+            kind: s.kind,
+            section: si as u32,
+            piece,
+            offset,
+            raw_length: raw,
+            codec: 0,
+        };
+        if s.sub_sections.is_empty() {
+            let plain = &bytes[s.offset as usize..(s.offset + s.length) as usize];
+            let p = place(0, start, plain.len() as u64);
+            let (_, buf, nonce) = seal(&mut out, plain, p);
+            s.raw_length = plain.len() as u64;
+            s.nonce = nonce.to_vec();
+            s.checksum = xxh3_64(&buf);
+        } else {
+            let mut raw = 0;
+            for (pi, u) in s.sub_sections.iter_mut().enumerate() {
+                let plain = &bytes[u.offset as usize..(u.offset + u.length) as usize];
+                let p = place(pi as u32, out.len() as u64, plain.len() as u64);
+                let (at, buf, nonce) = seal(&mut out, plain, p);
+                raw += plain.len() as u64;
+                u.offset = at;
+                u.length = buf.len() as u64;
+                u.raw_length = plain.len() as u64;
+                u.nonce = nonce.to_vec();
+                u.checksum = xxh3_64(&buf);
+            }
+            s.raw_length = raw;
+            s.checksum = xxh3_64(&out[start as usize..]);
+        }
+        s.offset = start;
+        s.length = out.len() as u64 - start;
+    }
+    idx.encryption = Some(pb::Encryption {
+        cipher: 1,
+        image_id: image_id.to_vec(),
+        key_fingerprint: key.fingerprint().to_vec(),
+    });
+    let ib = idx.encode_to_vec();
+    let index_offset = out.len() as u64;
+    out.extend_from_slice(&ib);
+    let foot = Footer {
+        index_offset,
+        index_length: ib.len() as u64,
+        index_checksum: xxh3_64(&ib),
+        file_length: (out.len() + footer::SIZE) as u64,
+    };
+    out.extend_from_slice(&foot.encode());
+    out
+}

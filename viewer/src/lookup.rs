@@ -1,11 +1,13 @@
 //! One-path lookups that read only what they need (HDDS-16727): the
-//! loader's [`nsimage_loader::load_path`] (the NAME_INDEX walk, the checks
-//! of each piece read, the small namespace), with a path the user typed
+//! loader's [`nsimage_loader::load_path`] (the walk down NAME_RUNS or an
+//! older image's NAME_INDEX, every entry it relies on checked against
+//! INODE_DIR and INODE, the small namespace), with a path the user typed
 //! and the viewer's errors. The viewer decodes no piece itself.
 //!
-//! An image without a NAME_INDEX section (older images, small ones, Hadoop
-//! images) is loaded in full, and the path resolved in it with the same
-//! words as a walk of any loaded namespace.
+//! An image without a name section (older images, small ones, Hadoop
+//! images), or whose name section the lookup could not use
+//! ([`PathView::unused_index`]), is loaded in full, and the path resolved
+//! in it with the same words as a walk of any loaded namespace.
 
 use crate::error::ViewError;
 use crate::paths::ImagePath;

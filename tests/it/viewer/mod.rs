@@ -4,4 +4,5 @@ mod commands;
 mod diff;
 mod dump;
 mod lookup;
+mod lookup_mutants;
 mod stream;
