@@ -27,10 +27,12 @@ pub enum ExportError {
         kind: &'static str,
     },
     /// The image streamed was refused (a located [`LoadError::Corrupt`]
-    /// for damage).
+    /// for damage). The load's error is this one's source (not
+    /// `transparent`, which would hand on the load error's own source and
+    /// hide it): the command line finds it there for its exit code.
     ///
     /// [`LoadError::Corrupt`]: nsimage_loader::LoadError::Corrupt
-    #[error(transparent)]
+    #[error("{0}")]
     Load(#[from] nsimage_loader::LoadError),
     /// The Parquet encoder refused what it was given.
     #[error("parquet: {0}")]

@@ -830,7 +830,7 @@ impl Skeleton {
                     f(node, parent, here.offset)
                 })?;
                 linker.finish().map_err(|d| h.corrupt(at.clone(), d))?;
-                rules.add(parts);
+                rules.merge(parts);
                 return Ok(rules);
             }
         };

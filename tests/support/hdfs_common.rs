@@ -76,3 +76,47 @@ pub fn messages(plain: &[u8]) -> Vec<Vec<u8>> {
     }
     out
 }
+
+/// Every command that reads a Hadoop image whole or streamed, with its
+/// arguments for `image` (outputs, if any, written under `out_dir`):
+/// `load` on 1 and 2 threads, `verify`, and the streamed viewer commands
+/// (which load an image with snapshots whole).
+pub fn read_commands(image: &Path, out_dir: &Path) -> Vec<Vec<String>> {
+    let p = image.to_str().unwrap().to_string();
+    let out = |name: &str| out_dir.join(name).to_str().unwrap().to_string();
+    let v = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<String>>();
+    vec![
+        v(&["load", &p, "--threads", "1"]),
+        v(&["load", &p, "--threads", "2", "--parallel-threshold", "0"]),
+        v(&["verify", &p]),
+        v(&["dump", &p, "--format", "delimited", "-o", &out("dump.tsv")]),
+        v(&["dump", &p, "--format", "jsonl", "-o", &out("dump.jsonl")]),
+        v(&["du", &p, "/"]),
+        v(&["find", &p, "/"]),
+        v(&["distribution", &p]),
+        v(&["export", &p, "--output", &out("export.parquet")]),
+    ]
+}
+
+/// Runs every command of [`read_commands`] on `image` and asserts each
+/// refuses it as corrupt (exit 1) with an error that holds every one of
+/// `want` (the section, the id, ...).
+pub fn every_command_refuses(image: &Path, want: &[&str]) {
+    let dir = tempfile::tempdir().unwrap();
+    for args in read_commands(image, dir.path()) {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_nsimage"))
+            .args(&args)
+            .output()
+            .expect("running nsimage");
+        // `verify` reports on stdout, the others on stderr.
+        let err = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        for w in want {
+            assert!(err.contains(w), "{args:?}: no {w:?} in: {err}");
+        }
+    }
+}

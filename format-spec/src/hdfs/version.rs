@@ -51,7 +51,10 @@ impl Codec {
             Some(GZIP_CODEC) => Ok(Codec::Gzip),
             Some(other) => Err(FormatError::corrupt(
                 at.clone(),
-                format!("unsupported HDFS image codec {other:?} (this build reads none, {DEFAULT_CODEC}, {GZIP_CODEC})"),
+                format!(
+                    "unsupported HDFS image codec {} (this build reads none, {DEFAULT_CODEC}, {GZIP_CODEC})",
+                    crate::error::shown(other)
+                ),
             )),
         }
     }
@@ -118,5 +121,12 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("SnappyCodec"), "{e}");
+        // A codec name from the file is echoed cut to its first 64
+        // characters, escaped, with its length.
+        let long = format!("a\n{}", "b".repeat(100_000));
+        let e = Codec::from_name(Some(&long), &at).unwrap_err().to_string();
+        assert!(e.len() < 400, "{} bytes", e.len());
+        assert!(e.contains(r#""a\nbbb"#), "{e}");
+        assert!(e.contains("(100002 characters)"), "{e}");
     }
 }

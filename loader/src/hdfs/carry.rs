@@ -4,7 +4,6 @@
 //! rewritten from the image's STRING_TABLE serials into the carry's own
 //! `strings`, so that a writer can put them back into another image.
 
-use super::delimited::Delimited;
 use super::file::HdfsFile;
 use super::image::HdfsImage;
 use super::inodes::{record_at, Keep};
@@ -33,14 +32,10 @@ pub(crate) fn ref_children(
         f.corrupt(l, format!("directory record: {why}{suffix}"))
     };
     let mut by_parent: HashMap<u64, Vec<u32>> = HashMap::new();
+    let mut buf = Vec::new();
     for (p, at) in pieces {
-        let (mut raw, mut buf) = (Vec::new(), Vec::new());
-        let bytes = f.region(p.offset, p.length, at, &mut raw, &mut buf)?;
-        let mut recs = Delimited::new(bytes, 0);
-        while let Some((pos, body)) = recs
-            .next_record()
-            .map_err(|(pos, why)| bad(at, pos, why.into()))?
-        {
+        let mut recs = f.records(p.offset, p.length, at, "piece", &mut buf);
+        while let Some((pos, body)) = recs.next()? {
             let e = DirEntry::decode(body).map_err(|er| bad(at, pos, er.to_string()))?;
             if e.ref_children.is_empty() || !keep.contains(&e.parent()) {
                 continue;

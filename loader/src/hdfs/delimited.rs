@@ -9,6 +9,15 @@
 
 use nsimage_format::wire::{read_varint, Bad};
 
+/// The most bytes one record of a Hadoop section may hold: 64 MiB. The
+/// largest Hadoop writes is a directory's INODE_DIR entry, its children's
+/// ids (at most 10 bytes each) for at most 6,400,000 children (the most
+/// `dfs.namenode.fs-limits.max-directory-items` allows), under 64,000,030
+/// bytes; an inode record is a few kilobytes (names of at most 64 KiB,
+/// blocks, 32 xattrs and 32 ACL entries at most). A reader holds one
+/// record whole, so this bounds what a record can make it hold.
+pub(crate) const MAX_RECORD: u64 = 64 << 20;
+
 /// A record (its offset in the buffer, its bytes), `None` at the end, or
 /// where and why the framing broke.
 pub(crate) type Next<'a> = Result<Option<(usize, &'a [u8])>, (usize, Bad)>;
@@ -40,6 +49,9 @@ impl<'a> Delimited<'a> {
             _ => return Ok(None),
         };
         let (len, w) = read_varint(rest).ok_or((at, "a record's length prefix is not a varint"))?;
+        if len > MAX_RECORD {
+            return Err((at, "a record declares more than the 64 MiB one may hold"));
+        }
         let body = usize::try_from(len)
             .ok()
             .and_then(|l| rest.get(w..)?.get(..l))

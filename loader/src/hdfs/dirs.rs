@@ -11,13 +11,13 @@
 //! References (`refChildren`) resolve through INODE_REFERENCE to the inode
 //! they refer to.
 
-use super::delimited::Delimited;
 use super::file::HdfsFile;
 use super::inodes::{record_at, Keep};
 use crate::error::LoadError;
 use crate::trace::in_phase;
 use nsimage_format::hdfs::fields::inode_directory_section::dir_entry as dir_entry_f;
 use nsimage_format::hdfs_pb::i_node_directory_section::DirEntry;
+use nsimage_format::hdfs_pb::i_node_section::{i_node, INode};
 use nsimage_format::wire::Cursor;
 use nsimage_format::wire::VARINT;
 use nsimage_format::{Location, SubSectionInfo};
@@ -39,24 +39,64 @@ struct Entries {
     others: Vec<DirEntry>,
 }
 
-/// Decodes a piece's DirEntry records (children and resolved references).
+/// The inodes outside the current tree, for the checks of the entries of
+/// directories there: Hadoop's loader wants every entry's parent to be a
+/// directory inode and every child an inode, whether or not the current
+/// tree reaches it.
+pub(crate) struct Outside<'a> {
+    /// The current tree's inodes (reached from the root through INODE_DIR).
+    pub(crate) tree: &'a Keep,
+    /// The inodes only snapshots see, by id.
+    pub(crate) others: &'a [INode],
+}
+
+impl Outside<'_> {
+    /// Whether `id` is an inode outside the current tree, and a directory.
+    fn other(&self, id: u64) -> Option<bool> {
+        let i = self.others.binary_search_by_key(&id, |n| n.id).ok()?;
+        self.others
+            .get(i)
+            .map(|n| n.r#type() == i_node::Type::Directory)
+    }
+
+    /// Checks an entry of a directory outside the current tree (its
+    /// children are `kids`), as the builder checks the tree's.
+    fn check(&self, parent: u64, kids: &[u64]) -> Result<(), BuildError> {
+        match self.other(parent) {
+            None => return Err(BuildError::ParentNotAnInode(parent)),
+            Some(false) => return Err(BuildError::ParentNotADirectory(parent)),
+            Some(true) => {}
+        }
+        match kids
+            .iter()
+            .find(|&&c| !self.tree.contains(&c) && self.other(c).is_none())
+        {
+            Some(&child) => Err(BuildError::ChildNotAnInode { parent, child }),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Decodes a piece's DirEntry records (children and resolved references)
+/// as they come out of the file; with `outside`, an entry whose parent the
+/// current tree does not hold is checked and kept whole.
 fn entries(
     f: &HdfsFile,
-    bytes: &[u8],
+    p: &SubSectionInfo,
     at: &Location,
+    buf: &mut Vec<u8>,
     refs: &[u64],
-    keep: Option<&Keep>,
+    outside: Option<&Outside<'_>>,
 ) -> Result<Entries, LoadError> {
     let mut e = Entries::default();
-    let mut recs = Delimited::new(bytes, 0);
-    while let Some((pos, body)) = recs
-        .next_record()
-        .map_err(|(o, why)| bad(f, at, o, why.into()))?
-    {
+    let mut recs = f.records(p.offset, p.length, at, "piece", buf);
+    while let Some((pos, body)) = recs.next()? {
         let start = e.kids.len();
         let parent = dir_entry(body, refs, &mut e.kids)
             .map_err(|why| bad(f, at, pos, format!("directory record: {why}")))?;
-        if keep.is_some_and(|k| !k.contains(&parent)) {
+        if let Some(o) = outside.filter(|o| !o.tree.contains(&parent)) {
+            o.check(parent, e.kids.get(start..).unwrap_or_default())
+                .map_err(|d| bad(f, at, pos, d.to_string()))?;
             e.kids.truncate(start);
             let whole = DirEntry::decode(body)
                 .map_err(|er| bad(f, at, pos, format!("directory record: {er}")))?;
@@ -196,7 +236,7 @@ pub(crate) fn dir_phase(
     pieces: &[(SubSectionInfo, Location)],
     mut builder: NamespaceBuilder,
     refs: &[u64],
-    keep: Option<&Keep>,
+    outside: Option<&Outside<'_>>,
 ) -> Result<(Namespace, Vec<DirEntry>), LoadError> {
     let at0 = pieces.first().map(|(_, a)| a.clone()).unwrap_or_default();
     let timeline = f.timeline();
@@ -204,23 +244,16 @@ pub(crate) fn dir_phase(
     // (first parent, last parent, batch, entries kept whole, piece).
     type Decoded = (u64, u64, DirBatch, Vec<DirEntry>, usize);
     let mut batches: Vec<Decoded> = in_phase(timeline, "dir: decode", || {
-        crate::run::run_pieces_tracked(
-            f.tracked(),
-            pool,
-            pieces,
-            || (Vec::new(), Vec::new()),
-            |(raw, out), i, p, at| {
-                let bytes = f.region(p.offset, p.length, at, raw, out)?;
-                let mut e = entries(f, bytes, at, refs, keep)?;
-                let chunk = u32::try_from(i)
-                    .map_err(|_| f.corrupt(at.clone(), "too many pieces".into()))?;
-                let others = std::mem::take(&mut e.others);
-                let batch = batch(f, &mut e, chunk, at, b)?;
-                let first = e.dirs.first().map_or(u64::MAX, |d| d.0);
-                let last = e.dirs.last().map_or(0, |d| d.0);
-                Ok((first, last, batch, others, i))
-            },
-        )
+        crate::run::run_pieces_tracked(f.tracked(), pool, pieces, Vec::new, |buf, i, p, at| {
+            let mut e = entries(f, p, at, buf, refs, outside)?;
+            let chunk =
+                u32::try_from(i).map_err(|_| f.corrupt(at.clone(), "too many pieces".into()))?;
+            let others = std::mem::take(&mut e.others);
+            let batch = batch(f, &mut e, chunk, at, b)?;
+            let first = e.dirs.first().map_or(u64::MAX, |d| d.0);
+            let last = e.dirs.last().map_or(0, |d| d.0);
+            Ok((first, last, batch, others, i))
+        })
     })?;
     let mut others: Vec<DirEntry> = Vec::new();
     for x in batches.iter_mut() {
@@ -235,10 +268,9 @@ pub(crate) fn dir_phase(
         // Directories interleaved across pieces: all entries as one batch.
         drop(batches);
         let mut all = Entries::default();
+        let mut buf = Vec::new();
         for (p, at) in pieces {
-            let (mut raw, mut out) = (Vec::new(), Vec::new());
-            let bytes = f.region(p.offset, p.length, at, &mut raw, &mut out)?;
-            let e = entries(f, bytes, at, refs, keep)?;
+            let e = entries(f, p, at, &mut buf, refs, outside)?;
             let base = all.kids.len();
             all.others.extend(e.others);
             all.kids.extend_from_slice(&e.kids);
@@ -287,10 +319,9 @@ pub(crate) fn current_tree(
     refs: &[u64],
 ) -> Result<Keep, LoadError> {
     let mut children: HashMap<u64, Vec<u64>> = HashMap::new();
+    let mut buf = Vec::new();
     for (p, at) in pieces {
-        let (mut raw, mut out) = (Vec::new(), Vec::new());
-        let bytes = f.region(p.offset, p.length, at, &mut raw, &mut out)?;
-        let e = entries(f, bytes, at, refs, None)?;
+        let e = entries(f, p, at, &mut buf, refs, None)?;
         for &(d, s, t, _) in &e.dirs {
             children
                 .entry(d)

@@ -1,10 +1,10 @@
-//! The Hadoop image file: the magic, the summary from the tail, and each
-//! region (section or sub-section) brought into memory with one positioned
-//! read and, with a codec, inflated a chunk at a time with its records
-//! checked as they come out: bounded by what a deflate stream of that many
-//! bytes can expand to and by what the image's headers declare (see
-//! `Rule`).
+//! The Hadoop image file: the magic, the summary from the tail, the counts
+//! the image declares, and each region (section or sub-section) read as
+//! its records come out (`inflate`: in blocks, or inflated a chunk at a
+//! time, bounded by what a deflate stream of that many bytes can expand to
+//! and by what the image's headers declare, see [`Rule`]).
 
+use super::inflate::{Records, Rule, Source};
 use crate::error::LoadError;
 use crate::source::open_regular;
 use flate2::read::{MultiGzDecoder, ZlibDecoder};
@@ -18,11 +18,6 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
-
-/// Bytes inflated at a time: the framing of what came out is checked
-/// after each chunk, so a bomb is refused within one chunk of its first
-/// bad record rather than after it has been inflated whole.
-const CHUNK: usize = 256 << 10;
 
 /// An open Hadoop image with its summary.
 pub(crate) struct HdfsFile {
@@ -198,35 +193,56 @@ impl HdfsFile {
         })
     }
 
-    /// The bytes of the region `[offset, offset + length)` (bounded by the
-    /// summary's checks), inflated with the image's codec into `out`;
-    /// `raw` is scratch for the compressed bytes. A region may hold several
-    /// streams one after another (a section whose sub-sections are each
-    /// their own stream); each is inflated in turn.
-    pub(crate) fn region<'b>(
+    /// The records of the region `[offset, offset + length)` (bounded by
+    /// the summary's checks) as they come out of the file, inflated with
+    /// the image's codec under the rule of its section (see
+    /// [`Records`]); `what` ("piece" or "section") names the region in
+    /// errors, `buf` is the window (reused from region to region).
+    pub(crate) fn records<'b>(
+        &'b self,
+        offset: u64,
+        length: u64,
+        at: &Location,
+        what: &'static str,
+        buf: &'b mut Vec<u8>,
+    ) -> Records<'b, Stored<'b>> {
+        let stored = Stored {
+            f: self,
+            at: at.clone(),
+            next: offset,
+            end: offset.saturating_add(length),
+            failed: None,
+        };
+        let rule = if self.summary.codec == Codec::None {
+            Rule::default()
+        } else {
+            self.rule(at)
+        };
+        Records::new(
+            stored,
+            length,
+            self.summary.codec,
+            rule,
+            &self.path,
+            at,
+            what,
+            buf,
+        )
+    }
+
+    /// The bytes of a plain region `[offset, offset + length)`, read whole
+    /// with one read (a plain image's pieces are the file's own bytes).
+    pub(crate) fn plain(
         &self,
         offset: u64,
         length: u64,
         at: &Location,
-        raw: &mut Vec<u8>,
-        out: &'b mut Vec<u8>,
-    ) -> Result<&'b [u8], LoadError> {
+    ) -> Result<Vec<u8>, LoadError> {
         let n = usize::try_from(length).map_err(|_| {
             self.corrupt(at.clone(), format!("{length} bytes do not fit in memory"))
         })?;
-        out.clear();
-        let codec = self.summary.codec;
-        if codec == Codec::None {
-            out.resize(n, 0);
-            self.read_exact(offset, out, at)?;
-            return Ok(out);
-        }
-        raw.clear();
-        raw.resize(n, 0);
-        self.read_exact(offset, raw, at)?;
-        let max = codec.max_output(length);
-        let guard = Guard::new(self.rule(at));
-        inflate(codec, raw, max, guard, out).map_err(|d| self.corrupt(at.clone(), d))?;
+        let mut out = vec![0u8; n];
+        self.read_exact(offset, &mut out, at)?;
         Ok(out)
     }
 
@@ -335,46 +351,6 @@ impl HdfsFile {
     }
 }
 
-/// What a compressed section may inflate to, checked as it inflates.
-#[derive(Clone, Copy, Default)]
-struct Rule {
-    /// The most varint-delimited records (a header included).
-    records: Option<u64>,
-    /// The most inflated bytes in all.
-    bytes: Option<u64>,
-    /// The most bytes one record may declare.
-    record: Option<u64>,
-    /// The first record from which an empty one is refused: every record
-    /// past a header is a message Hadoop always writes fields of.
-    empty_from: Option<u64>,
-    /// Where the bounds come from, for the error.
-    basis: &'static str,
-}
-
-impl Rule {
-    /// A header, then records that each have content.
-    fn headed(records: Option<u64>, basis: &'static str) -> Rule {
-        Rule {
-            records,
-            bytes: None,
-            record: None,
-            empty_from: Some(1),
-            basis,
-        }
-    }
-
-    /// Records with content, no header.
-    fn entries(records: u64, record: Option<u64>, basis: &'static str) -> Rule {
-        Rule {
-            records: Some(records),
-            bytes: None,
-            record,
-            empty_from: Some(0),
-            basis,
-        }
-    }
-}
-
 impl HdfsFile {
     /// Up to `n` bytes from the start of the region (inflated): for a
     /// header, without reading or inflating the whole region.
@@ -413,225 +389,39 @@ impl HdfsFile {
     }
 }
 
-/// The framing check run on inflated output as it grows: every record's
-/// length prefix is read as soon as it is out, and a record is refused
-/// before its bytes are inflated when it cannot fit in what the stream may
-/// still inflate to, when it is past the records, the bytes or the record
-/// size the section's [`Rule`] allows, or when it is empty where the rule
-/// wants content.
-struct Guard {
-    /// Where the next record's length prefix starts in the output.
-    pos: usize,
-    /// Records whose prefix has been read.
-    records: u64,
-    /// The bounds.
-    rule: Rule,
+/// A region's stored bytes, read in order with positioned reads (counted
+/// as the file's reads); a failed read keeps its located error for
+/// [`Records`] to report.
+pub(crate) struct Stored<'f> {
+    f: &'f HdfsFile,
+    at: Location,
+    next: u64,
+    end: u64,
+    failed: Option<LoadError>,
 }
 
-impl Guard {
-    fn new(rule: Rule) -> Self {
-        Guard {
-            pos: 0,
-            records: 0,
-            rule,
-        }
-    }
-
-    /// Walks the records whose prefixes `out` now holds; `max` is the
-    /// most output the stream may have.
-    fn advance(&mut self, out: &[u8], max: u64) -> Result<(), String> {
-        let r = self.rule;
-        let max = r.bytes.map_or(max, |b| b.min(max));
-        while let Some(rest) = out.get(self.pos..).filter(|r| !r.is_empty()) {
-            let Some((len, w)) = nsimage_format::wire::read_varint(rest) else {
-                if rest.len() < 10 {
-                    // The prefix may not be all out yet.
-                    return Ok(());
-                }
-                return Err(format!(
-                    "record {} at byte {} of the inflated stream: the length prefix is not a varint",
-                    self.records, self.pos
-                ));
-            };
-            let (n, at) = (self.records, self.pos);
-            if len == 0 && r.empty_from.is_some_and(|e| n >= e) {
-                return Err(format!(
-                    "record {n} at byte {at} of the inflated stream is empty (each record of this section has content)"
-                ));
-            }
-            if let Some(cap) = r.record.filter(|&c| len > c) {
-                return Err(format!(
-                    "record {n} at byte {at} of the inflated stream declares {len} bytes, more than the {cap} one may hold"
-                ));
-            }
-            let end = u64::try_from(at)
-                .unwrap_or(u64::MAX)
-                .saturating_add(w as u64)
-                .saturating_add(len);
-            if end > max {
-                let why = if r.bytes.is_some_and(|b| b <= max) {
-                    format!(" (the bound from {})", r.basis)
-                } else {
-                    String::new()
-                };
-                return Err(format!(
-                    "record {n} at byte {at} of the inflated stream declares {len} bytes, past the {max} bytes the stream may inflate to{why}"
-                ));
-            }
-            self.records = n.saturating_add(1);
-            if let Some(b) = r.records.filter(|&b| self.records > b) {
-                return Err(format!(
-                    "more than {b} records (the count {} allows) at byte {at} of the inflated stream",
-                    r.basis
-                ));
-            }
-            // end <= max, and max bounds out's length below.
-            self.pos = usize::try_from(end).unwrap_or(usize::MAX);
-        }
-        Ok(())
-    }
-}
-
-/// Inflates every stream in `raw` into `out` a chunk at a time, refusing
-/// more than `max` bytes of output and whatever `guard` refuses, each as
-/// soon as the chunk holding it is out.
-fn inflate(
-    codec: Codec,
-    raw: &[u8],
-    max: u64,
-    mut guard: Guard,
-    out: &mut Vec<u8>,
-) -> Result<(), String> {
-    let name = codec.name();
-    let mut rest = raw;
-    let mut chunk = vec![0u8; CHUNK.min(usize::try_from(max).unwrap_or(CHUNK)).max(1)];
-    while !rest.is_empty() {
-        let before = out.len();
-        let used = match codec {
-            // A multi-member reader: every member to the end of the input.
-            Codec::Gzip => {
-                let mut d = MultiGzDecoder::new(rest);
-                pump(&mut d, name, raw.len(), max, &mut chunk, &mut guard, out)?;
-                rest.len()
-            }
-            _ => {
-                let mut d = ZlibDecoder::new(rest);
-                pump(&mut d, name, raw.len(), max, &mut chunk, &mut guard, out)?;
-                usize::try_from(d.total_in()).unwrap_or(usize::MAX)
-            }
+impl Read for Stored<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = usize::try_from(self.end.saturating_sub(self.next)).unwrap_or(usize::MAX);
+        let n = left.min(buf.len());
+        let Some(dst) = buf.get_mut(..n).filter(|d| !d.is_empty()) else {
+            return Ok(0);
         };
-        if used == 0 {
-            return Err(format!(
-                "{name} stream: no progress {} bytes in ({} bytes of output)",
-                raw.len().saturating_sub(rest.len()),
-                out.len().saturating_sub(before)
-            ));
-        }
-        rest = rest.get(used..).unwrap_or_default();
-    }
-    Ok(())
-}
-
-/// Reads one decoder to its end a chunk at a time into `out`, checking
-/// the total against `max` and the framing with `guard` after each chunk.
-fn pump(
-    d: &mut dyn Read,
-    name: &str,
-    raw_len: usize,
-    max: u64,
-    chunk: &mut [u8],
-    guard: &mut Guard,
-    out: &mut Vec<u8>,
-) -> Result<(), String> {
-    loop {
-        let got = match d.read(chunk) {
-            Ok(0) => return Ok(()),
-            Ok(g) => g,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+        match self.f.read_exact(self.next, dst, &self.at) {
+            Ok(()) => {
+                self.next = self.next.saturating_add(n as u64);
+                Ok(n)
+            }
             Err(e) => {
-                return Err(format!(
-                    "{name} stream: {e} (after {} bytes of output)",
-                    out.len()
-                ))
+                self.failed = Some(e);
+                Err(std::io::Error::other("the read failed"))
             }
-        };
-        if (out.len() as u64).saturating_add(got as u64) > max {
-            return Err(format!(
-                "{name} stream inflates past {max} bytes, more than {raw_len} compressed bytes can hold"
-            ));
         }
-        out.extend_from_slice(chunk.get(..got).unwrap_or_default());
-        guard.advance(out, max)?;
     }
 }
 
-#[cfg(test)]
-#[allow(
-    clippy::cast_possible_truncation,
-    clippy::cast_sign_loss,
-    clippy::unusual_byte_groupings
-)]
-mod tests {
-    use super::*;
-    use flate2::write::{GzEncoder, ZlibEncoder};
-    use std::io::Write;
-
-    #[test]
-    fn concatenated_streams_inflate_and_bombs_are_refused() {
-        let mut raw = Vec::new();
-        for part in [&b"hello "[..], b"world"] {
-            let mut e = ZlibEncoder::new(Vec::new(), flate2::Compression::default());
-            e.write_all(part).unwrap();
-            raw.extend(e.finish().unwrap());
-        }
-        let mut out = Vec::new();
-        inflate(
-            Codec::Zlib,
-            &raw,
-            1000,
-            Guard::new(Rule::default()),
-            &mut out,
-        )
-        .unwrap();
-        assert_eq!(out, b"hello world");
-        let mut e = GzEncoder::new(Vec::new(), flate2::Compression::default());
-        e.write_all(&[0u8; 100_000]).unwrap();
-        let gz = e.finish().unwrap();
-        let mut out = Vec::new();
-        assert!(inflate(
-            Codec::Gzip,
-            &gz,
-            1000,
-            Guard::new(Rule::default()),
-            &mut out
-        )
-        .is_err());
-        let mut out = Vec::new();
-        inflate(
-            Codec::Gzip,
-            &gz,
-            100_000,
-            Guard::new(Rule::default()),
-            &mut out,
-        )
-        .unwrap();
-        assert_eq!(out.len(), 100_000);
-        let mut out = Vec::new();
-        assert!(inflate(
-            Codec::Zlib,
-            &raw[..raw.len() - 3],
-            1000,
-            Guard::new(Rule::default()),
-            &mut out
-        )
-        .is_err());
-        assert!(inflate(
-            Codec::Zlib,
-            b"garbage!",
-            1000,
-            Guard::new(Rule::default()),
-            &mut out
-        )
-        .is_err());
+impl Source for Stored<'_> {
+    fn take_error(&mut self) -> Option<LoadError> {
+        self.failed.take()
     }
 }

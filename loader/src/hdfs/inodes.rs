@@ -11,10 +11,11 @@
 
 use super::delimited::Delimited;
 use super::file::HdfsFile;
-use super::record::{decode_inode, record_id, RecordNotes};
+use super::record::{decode_inode, RecordNotes};
 use super::strings::StringIds;
 use crate::error::LoadError;
 use crate::table::NodeTable;
+use nsimage_format::hdfs::Codec;
 use nsimage_format::hdfs_pb::i_node_section::INode;
 use nsimage_format::hdfs_pb::INodeSection;
 use nsimage_format::{Location, SubSectionInfo};
@@ -107,7 +108,11 @@ fn bad(f: &HdfsFile, at: &Location, pos: usize, why: String) -> LoadError {
     f.corrupt(l, format!("{why}{suffix}"))
 }
 
-/// Decodes every INODE piece.
+/// Decodes every INODE piece: a plain image's without snapshots counted
+/// and cut, then decoded straight into the node table (`direct`); the
+/// others each decoded as its records come out of the file (`decode_piece`:
+/// a compressed piece is inflated a chunk at a time, never held whole),
+/// then the pieces' node tables joined.
 pub(crate) fn inode_phase(
     f: &HdfsFile,
     pool: Option<&rayon::ThreadPool>,
@@ -116,19 +121,16 @@ pub(crate) fn inode_phase(
     ids: &StringIds,
     keep: Option<&Keep>,
 ) -> Result<Inodes, LoadError> {
-    if keep.is_none() {
+    if keep.is_none() && f.summary.codec == Codec::None {
         return direct(f, pool, pieces, tables, ids);
     }
-    let init = || (Vec::new(), Vec::new(), Vec::new());
+    let init = || (Vec::new(), Vec::new());
     let mut outs = crate::run::run_pieces_tracked(
         f.tracked(),
         pool,
         pieces,
         init,
-        |(raw, out, blocks), i, p, at| {
-            let bytes = f.region(p.offset, p.length, at, raw, out)?;
-            decode_piece(f, bytes, i, at, tables, ids, keep, blocks)
-        },
+        |(buf, blocks), i, p, at| decode_piece(f, (p, at), i, buf, tables, ids, keep, blocks),
     )?;
     let mut counts = Counts::default();
     let mut records = 0u64;
@@ -141,6 +143,19 @@ pub(crate) fn inode_phase(
     let at0 = pieces.first().map(|(_, a)| a.clone()).unwrap_or_default();
     let header =
         header.ok_or_else(|| f.corrupt(at0.clone(), "the INODE section has no header".into()))?;
+    // In order within each piece; pieces in order once sorted by first id?
+    // (A piece out of order stopped at its first record out of order: the
+    // slow path reads every piece again and counts the records.)
+    let mut order: Vec<usize> = (0..outs.len())
+        .filter(|&i| outs[i].batch.as_ref().is_some_and(|b| !b.0.is_empty()))
+        .collect();
+    order.sort_by_key(|&i| outs[i].first);
+    let in_order = outs.iter().all(|o| o.batch.is_some())
+        && order.windows(2).all(|w| outs[w[0]].last < outs[w[1]].first);
+    if !in_order {
+        drop(outs);
+        return resort(f, pieces, tables, ids, keep, header, counts);
+    }
     if records != header.num_inodes {
         return Err(f.corrupt(
             at0.clone(),
@@ -149,16 +164,6 @@ pub(crate) fn inode_phase(
                 header.num_inodes
             ),
         ));
-    }
-    // In order within each piece; pieces in order once sorted by first id?
-    let mut order: Vec<usize> = (0..outs.len())
-        .filter(|&i| outs[i].batch.as_ref().is_some_and(|b| !b.0.is_empty()))
-        .collect();
-    order.sort_by_key(|&i| outs[i].first);
-    let in_order = outs.iter().all(|o| o.batch.is_some())
-        && order.windows(2).all(|w| outs[w[0]].last < outs[w[1]].first);
-    if !in_order {
-        return resort(f, pieces, tables, ids, keep, header, counts);
     }
     let mut snapshot_only: Vec<INode> = Vec::new();
     for o in outs.iter_mut() {
@@ -245,10 +250,10 @@ fn count_piece(
     })
 }
 
-/// Every piece read (plain pieces on a pool first, in blocks any worker
-/// takes; the others as each piece's records are counted) and its records
-/// counted and cut. The pieces count as done in the load's progress as
-/// their cuts are decoded, not here.
+/// Every piece of a plain image read (on a pool in blocks any worker
+/// takes; else each as its records are counted) and its records counted
+/// and cut. The pieces count as done in the load's progress as their cuts
+/// are decoded, not here.
 fn read_and_count(
     f: &HdfsFile,
     quiet: crate::run::Tracked<'_>,
@@ -256,35 +261,25 @@ fn read_and_count(
     pieces: &[(SubSectionInfo, Location)],
 ) -> Result<Vec<Counted>, LoadError> {
     let read: Vec<Mutex<Option<Vec<u8>>>> = match pool {
-        Some(pool) if f.summary.codec == nsimage_format::hdfs::Codec::None => {
-            super::blocks::read_plain(f, pool, pieces)?
-                .into_iter()
-                .map(|b| Mutex::new(Some(b)))
-                .collect()
-        }
-        _ => Vec::new(),
+        Some(pool) => super::blocks::read_plain(f, pool, pieces)?
+            .into_iter()
+            .map(|b| Mutex::new(Some(b)))
+            .collect(),
+        None => Vec::new(),
     };
-    crate::run::run_pieces_tracked(quiet, pool, pieces, Vec::new, |raw, i, p, at| {
-        let out = match read.get(i).and_then(|b| b.lock().take()) {
-            Some(bytes) => bytes,
-            None => {
-                let mut out = Vec::new();
-                f.region(p.offset, p.length, at, raw, &mut out)?;
-                out
-            }
-        };
-        count_piece(f, out, i, at)
-    })
-}
-
-/// `stored * x / inflated`: the stored bytes that `x` of a piece's
-/// `inflated` bytes stand for (`x` at most `inflated`).
-fn share(stored: u64, x: usize, inflated: usize) -> u64 {
-    if inflated == 0 {
-        return 0;
-    }
-    let s = u128::from(stored) * x as u128 / inflated as u128;
-    u64::try_from(s).unwrap_or(stored)
+    crate::run::run_pieces_tracked(
+        quiet,
+        pool,
+        pieces,
+        || (),
+        |_, i, p, at| {
+            let out = match read.get(i).and_then(|b| b.lock().take()) {
+                Some(bytes) => bytes,
+                None => f.plain(p.offset, p.length, at)?,
+            };
+            count_piece(f, out, i, at)
+        },
+    )
 }
 
 /// What a piece's decode into its range of the table gives: its parts,
@@ -292,11 +287,11 @@ fn share(stored: u64, x: usize, inflated: usize) -> u64 {
 /// order.
 type Decoded = Option<(InodeParts, u64, u64, Counts)>;
 
-/// The path of images without snapshots: every piece read and its records
-/// counted (a walk over the length prefixes), which cuts it into tasks of
-/// about [`CUT_BYTES`], then each task decoded straight into its range of
-/// the node table (`table`), as nsimage images load; out-of-order records
-/// take the slow path.
+/// The path of plain images without snapshots: every piece read and its
+/// records counted (a walk over the length prefixes), which cuts it into
+/// tasks of about [`CUT_BYTES`], then each task decoded straight into its
+/// range of the node table (`table`), as nsimage images load; out-of-order
+/// records take the slow path.
 fn direct(
     f: &HdfsFile,
     pool: Option<&rayon::ThreadPool>,
@@ -347,26 +342,22 @@ fn direct(
     let mut piece_of: Vec<usize> = Vec::new();
     let mut left: Vec<AtomicUsize> = Vec::new();
     for (i, (c, (p, at))) in counted.into_iter().zip(pieces).enumerate() {
-        let inflated = c.bytes.len();
+        let len = c.bytes.len();
         let bytes = Arc::new(c.bytes);
         left.push(AtomicUsize::new(c.cuts.len()));
         let last = c.cuts.len().saturating_sub(1);
         for (k, &(start, end, records)) in c.cuts.iter().enumerate() {
             held.push(Mutex::new(Some(Arc::clone(&bytes))));
             piece_of.push(i);
-            // Where the cut lies in the file, in stored bytes (progress
-            // and the timeline count those), the first from the piece's
-            // start (with the header) and the last to its end, so that
-            // the cuts of a piece add up to it. A compressed piece's cut
-            // has no place of its own in the stream: it is given its share
-            // of the piece's stored bytes, in proportion to its inflated
-            // bytes (a plain piece's stored bytes are its bytes).
+            // Where the cut lies in the file (progress and the timeline
+            // count its bytes), the first from the piece's start (with the
+            // header) and the last to its end, so that the cuts of a piece
+            // add up to it.
             let lo = if k == 0 { 0 } else { start };
-            let hi = if k == last { inflated } else { end };
-            let stored = |x: usize| share(p.length, x, inflated);
+            let hi = if k == last { len } else { end };
             let (offset, length) = (
-                p.offset.saturating_add(stored(lo)),
-                stored(hi).saturating_sub(stored(lo)),
+                p.offset.saturating_add(lo as u64),
+                hi.saturating_sub(lo) as u64,
             );
             tasks.push((
                 SubSectionInfo {
@@ -520,51 +511,67 @@ fn join(
         .ok_or_else(|| f.corrupt(at0.clone(), "some inode slots were not filled".into()))
 }
 
+/// One piece decoded as its records come out of the file (a compressed
+/// piece inflated a chunk at a time): each record is checked (decoded, in
+/// id order, not the previous one's id again) before the next is
+/// inflated, so what the piece holds of its bytes at once is a chunk and a
+/// record; the nodes decoded are what the load keeps. At the first record
+/// out of id order it stops: the slow path reads every piece again.
 #[allow(clippy::too_many_arguments)]
-fn decode_piece<'b>(
+fn decode_piece(
     f: &HdfsFile,
-    bytes: &'b [u8],
+    (p, at): (&SubSectionInfo, &Location),
     i: usize,
-    at: &Location,
+    buf: &mut Vec<u8>,
     tables: &Interned,
     ids: &StringIds,
     keep: Option<&Keep>,
     blocks: &mut Vec<Block>,
 ) -> Result<PieceOut, LoadError> {
-    let mut recs = Delimited::new(bytes, 0);
-    let next = |recs: &mut Delimited<'b>| next_inode(f, at, recs);
+    let mut recs = f.records(p.offset, p.length, at, "piece", buf);
     let header = if i == 0 {
-        Some(read_header(f, at, next_rec(f, at, &mut recs)?)?)
+        Some(read_header(f, at, recs.next()?)?)
     } else {
         None
     };
     let chunk = u32::try_from(i).map_err(|_| f.corrupt(at.clone(), "too many pieces".into()))?;
-    // Capacity hints bounded by the piece's bytes (a record is >= 4 bytes).
-    let mut batch =
-        InodeBatch::with_buffer(chunk, Vec::with_capacity(bytes.len() / 32), bytes.len());
+    // Capacity hints from the piece's stored bytes (inflated, a record
+    // takes a few tens of bytes); the batch grows past them as needed.
+    let hint = usize::try_from(p.length)
+        .unwrap_or(usize::MAX)
+        .saturating_mul(4)
+        .min(HINT_BYTES);
+    let mut batch = InodeBatch::with_buffer(chunk, Vec::with_capacity(hint / 48), hint);
     let (mut first, mut last, mut records) = (None::<u64>, 0u64, 0u64);
+    let mut previous = None::<u64>;
     let mut notes = Counts::default();
     let mut others = Vec::new();
-    while let Some((pos, body)) = next(&mut recs)? {
+    while let Some((pos, body)) = inode_rec(f, at, recs.next()?)? {
         records += 1;
         let mut n = RecordNotes::default();
         let node = decode_inode(body, ids, blocks, &mut n)
             .map_err(|e| bad(f, at, pos, format!("inode record: {}", e.text())))?;
+        // The same id twice in a row is never an order to sort: refused
+        // here, whether the current tree holds the inode or not.
+        if previous == Some(node.id) {
+            return Err(bad(f, at, pos, repeated(node.id)));
+        }
+        previous = Some(node.id);
         if keep.is_some_and(|k| !k.contains(&node.id)) {
             notes.skipped += 1;
             others.push(whole(f, at, pos, body)?);
             continue;
         }
-        if first.is_some() && node.id <= last {
+        if first.is_some() && node.id < last {
             // Out of id order: the caller takes the slow path.
             return Ok(PieceOut {
                 header,
                 batch: None,
                 first: 0,
                 last: 0,
-                records: records_in(f, at, &mut recs, records)?,
+                records,
                 notes,
-                others,
+                others: Vec::new(),
             });
         }
         first.get_or_insert(node.id);
@@ -581,6 +588,15 @@ fn decode_piece<'b>(
         notes,
         others,
     })
+}
+
+/// The most bytes a piece's capacity hints take from its stored length.
+const HINT_BYTES: usize = 64 << 20;
+
+/// The error for an inode record whose id is its predecessor's, worded as
+/// the batch words an id out of order (every reader gives this text).
+pub(crate) fn repeated(id: u64) -> String {
+    format!("inode id {id} is not greater than the previous one")
 }
 
 /// A record left out of the current tree, kept whole (prost) for the
@@ -604,7 +620,16 @@ pub(crate) fn next_inode<'b>(
     at: &Location,
     recs: &mut Delimited<'b>,
 ) -> Result<Option<(usize, &'b [u8])>, LoadError> {
-    let r = next_rec(f, at, recs)?;
+    inode_rec(f, at, next_rec(f, at, recs)?)
+}
+
+/// `r`, an inode record (not the header) or the end, refused when too
+/// short to hold an inode.
+pub(crate) fn inode_rec<'b>(
+    f: &HdfsFile,
+    at: &Location,
+    r: Option<(usize, &'b [u8])>,
+) -> Result<Option<(usize, &'b [u8])>, LoadError> {
     if let Some((pos, body)) = r {
         if body.len() < MIN_INODE_RECORD {
             return Err(bad(
@@ -630,21 +655,6 @@ fn next_rec<'b>(
         .map_err(|(o, why)| bad(f, at, o, why.into()))
 }
 
-/// Records left in `recs` plus `seen` (the slow path decodes them all
-/// again); a broken frame is reported where it is.
-fn records_in(
-    f: &HdfsFile,
-    at: &Location,
-    recs: &mut Delimited<'_>,
-    seen: u64,
-) -> Result<u64, LoadError> {
-    let mut n = seen;
-    while next_inode(f, at, recs)?.is_some() {
-        n += 1;
-    }
-    Ok(n)
-}
-
 pub(crate) fn read_header(
     f: &HdfsFile,
     at: &Location,
@@ -668,8 +678,9 @@ pub(crate) fn read_header(
 }
 
 /// The slow path for records out of id order: every piece read again,
-/// each record's id taken, the records sorted by id and decoded into one
-/// batch.
+/// each record checked as it comes out (decoded, its id not seen before)
+/// and its bytes kept, the records counted against the header, sorted by
+/// id and decoded into one batch.
 fn resort(
     f: &HdfsFile,
     pieces: &[(SubSectionInfo, Location)],
@@ -679,48 +690,66 @@ fn resort(
     header: InodeHeader,
     mut counts: Counts,
 ) -> Result<Inodes, LoadError> {
-    let mut bufs = Vec::with_capacity(pieces.len());
-    for (p, at) in pieces {
-        let (mut raw, mut out) = (Vec::new(), Vec::new());
-        f.region(p.offset, p.length, at, &mut raw, &mut out)?;
-        bufs.push(out);
-    }
-    // (id, piece, start, end) of each record kept.
-    let mut index: Vec<(u64, usize, usize, usize)> = Vec::new();
+    // Each piece's kept records' bytes, one after another.
+    let mut bufs: Vec<Vec<u8>> = Vec::with_capacity(pieces.len());
+    // (id, piece, start, end in the piece's kept bytes, place in the
+    // piece) of each record kept.
+    let mut index: Vec<(u64, usize, usize, usize, usize)> = Vec::new();
     let mut snapshot_only = Vec::new();
-    for (i, bytes) in bufs.iter().enumerate() {
-        let at = &pieces[i].1;
-        let mut recs = Delimited::new(bytes, 0);
+    let mut seen: HashSet<u64> = HashSet::new();
+    let (mut window, mut blocks) = (Vec::new(), Vec::new());
+    let mut records = 0u64;
+    for (i, (p, at)) in pieces.iter().enumerate() {
+        let mut kept: Vec<u8> = Vec::new();
+        let mut recs = f.records(p.offset, p.length, at, "piece", &mut window);
         if i == 0 {
-            let _ = recs.next_record();
+            let _ = recs.next()?;
         }
-        while let Some((pos, body)) = next_inode(f, at, &mut recs)? {
-            let id = record_id(body)
-                .map_err(|e| bad(f, at, pos, format!("inode record: {}", e.text())))?;
+        while let Some((pos, body)) = inode_rec(f, at, recs.next()?)? {
+            records += 1;
+            let mut n = RecordNotes::default();
+            let id = decode_inode(body, ids, &mut blocks, &mut n)
+                .map_err(|e| bad(f, at, pos, format!("inode record: {}", e.text())))?
+                .id;
+            if !seen.insert(id) {
+                return Err(bad(f, at, pos, format!("inode id {id} is listed twice")));
+            }
             if keep.is_some_and(|k| !k.contains(&id)) {
                 snapshot_only.push(whole(f, at, pos, body)?);
                 continue;
             }
-            // The body ends where the iterator now stands.
-            let body_start = recs.pos().saturating_sub(body.len());
-            index.push((id, i, body_start, body_start + body.len()));
+            let start = kept.len();
+            kept.extend_from_slice(body);
+            index.push((id, i, start, kept.len(), pos));
         }
+        bufs.push(kept);
+    }
+    drop(seen);
+    if records != header.num_inodes {
+        let at0 = pieces.first().map(|(_, a)| a.clone()).unwrap_or_default();
+        return Err(f.corrupt(
+            at0,
+            format!(
+                "{records} inode records, the header declares {}",
+                header.num_inodes
+            ),
+        ));
     }
     index.sort_unstable_by_key(|r| r.0);
     let total_bytes: usize = bufs.iter().map(Vec::len).sum();
     let mut batch = InodeBatch::with_buffer(0, Vec::with_capacity(index.len()), total_bytes);
-    let mut blocks = Vec::new();
     counts.striped = 0;
     counts.type_quotas = 0;
     counts.skipped = snapshot_only.len() as u64;
-    for &(_, i, s, e) in &index {
+    for &(_, i, s, e, pos) in &index {
         let at = &pieces[i].1;
         let body = &bufs[i][s..e];
         let mut n = RecordNotes::default();
+        // Decoded again: the first decode's node borrowed the window.
         let node = decode_inode(body, ids, &mut blocks, &mut n)
-            .map_err(|er| bad(f, at, s, format!("inode record: {}", er.text())))?;
+            .map_err(|er| bad(f, at, pos, format!("inode record: {}", er.text())))?;
         counts.note(n);
-        batch.push(node, tables).map_err(|d| bad(f, at, s, d))?;
+        batch.push(node, tables).map_err(|d| bad(f, at, pos, d))?;
     }
     let (nodes, parts) = batch.into_nodes_and_parts();
     Ok(Inodes {

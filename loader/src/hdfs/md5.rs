@@ -5,6 +5,7 @@
 use crate::error::LoadError;
 use crate::source::open_regular;
 use md5::{Digest, Md5};
+use nsimage_format::error::shown;
 use nsimage_format::Location;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -92,7 +93,9 @@ pub(crate) fn start(image: &Path) -> Result<Option<Md5Check>, LoadError> {
         .unwrap_or_default();
     if name != own {
         return Err(bad(format!(
-            "the MD5 sidecar names file {name:?}, not {own:?}"
+            "the MD5 sidecar names file {}, not {}",
+            shown(name),
+            shown(&own)
         )));
     }
     let stop = Arc::new(AtomicBool::new(false));

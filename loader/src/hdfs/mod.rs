@@ -10,10 +10,13 @@
 //! the namespace ([`HdfsImage`]: summary, snapshots, references, ...).
 //! [`describe`] reads that without the inodes (for `info`).
 //!
-//! Module map: `file` (the file, the summary, bounded inflation; records
-//! are walked with `nsimage_format::wire::Cursor`, as nsimage's are),
-//! `blocks` (plain pieces read in blocks on the pool), `delimited` (a
-//! section's varint-delimited records), `strings` (STRING_TABLE ids), `record` (one
+//! Module map: `file` (the file, the summary, the counts it declares;
+//! records are walked with `nsimage_format::wire::Cursor`, as nsimage's
+//! are), `inflate` (a region's records as they come out of the file, read
+//! in blocks or inflated a chunk at a time, each bounded and handed out
+//! before the next is inflated), `blocks` (plain pieces read in blocks on
+//! the pool), `delimited` (the varint-delimited records of bytes held
+//! whole), `strings` (STRING_TABLE ids), `record` (one
 //! INode record), `inodes` and `dirs` (the two phases), `image` (the side
 //! structure), `small` (the small sections), `md5` (the sidecar check), `run`
 //! (the load and `verify`), `reach` (the
@@ -25,6 +28,7 @@ mod carry;
 mod delimited;
 mod dirs;
 mod file;
+mod inflate;
 pub(crate) mod image;
 mod inodes;
 mod md5;

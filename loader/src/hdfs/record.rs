@@ -52,22 +52,6 @@ pub(crate) struct RecordNotes {
     pub(crate) type_quotas: bool,
 }
 
-/// The id of a record (field 2), for ordering records before decoding.
-pub(crate) fn record_id(body: &[u8]) -> R<u64> {
-    let mut w = Cursor::new(body);
-    let mut id = None;
-    while !w.done() {
-        let (f, wt) = w.key()?;
-        if f == inode_f::ID {
-            Cursor::expect(wt, VARINT)?;
-            id = Some(w.varint()?);
-        } else {
-            w.skip(wt)?;
-        }
-    }
-    id.ok_or(RecordError::Wire("an inode record has no id"))
-}
-
 /// A record's id, type (1 file, 2 directory, 3 symlink, as stored) and
 /// name, for a pass that needs no more (the streamed viewer's tree).
 pub(crate) fn record_head(body: &[u8]) -> R<(u64, u64, &[u8])> {

@@ -1,6 +1,6 @@
 //! The load of a Hadoop image, its `verify`, and [`describe`].
 
-use super::dirs::{current_tree, dir_phase};
+use super::dirs::{current_tree, dir_phase, Outside};
 use super::file::HdfsFile;
 use super::image::HdfsImage;
 use super::inodes::inode_phase;
@@ -194,8 +194,15 @@ fn load_open(f: &HdfsFile, opts: &LoadOptions) -> Result<Loaded, LoadError> {
     })?;
     stats.inode_phase_seconds = t.elapsed().as_secs_f64();
     let t = Instant::now();
+    // The entries of directories outside the current tree are checked
+    // against the inodes only snapshots see (as Hadoop's loader checks
+    // every entry).
+    let outside = keep.as_ref().map(|tree| Outside {
+        tree,
+        others: &img.snapshots.snapshot_only,
+    });
     let (namespace, others) = in_phase(timeline, "dir", || {
-        dir_phase(f, pool, &dir_pieces, builder, &refs, keep.as_ref())
+        dir_phase(f, pool, &dir_pieces, builder, &refs, outside.as_ref())
     })?;
     img.snapshots.snapshot_only_dirs = others;
     super::reach::check(f, &img, &namespace)?;

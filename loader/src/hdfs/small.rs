@@ -3,11 +3,11 @@
 //! FILES_UNDERCONSTRUCTION), decoded with prost into the side structure
 //! ([`HdfsImage`]).
 
-use super::delimited::Delimited;
-use super::file::HdfsFile;
+use super::file::{HdfsFile, Stored};
 use super::image::{
     DiffRecord, EcPolicy, HdfsImage, NameSystem, Reference, SectionEntry, SnapshotEntry,
 };
+use super::inflate::Records;
 use crate::error::LoadError;
 use nsimage_format::hdfs::{HdfsSection, SummarySection};
 use nsimage_format::hdfs_pb::{
@@ -46,33 +46,22 @@ pub(crate) fn from_summary(f: &HdfsFile) -> HdfsImage {
     }
 }
 
-/// A small section's bytes (inflated), or `None` if the image has none.
-fn section_bytes(
-    f: &HdfsFile,
-    s: HdfsSection,
-) -> Result<Option<(SummarySection, Vec<u8>)>, LoadError> {
-    let Some(sec) = f.summary.find(s).cloned() else {
-        return Ok(None);
-    };
-    let (mut raw, mut out) = (Vec::new(), Vec::new());
-    f.region(sec.offset, sec.length, &sec.at(), &mut raw, &mut out)?;
-    Ok(Some((sec, out)))
-}
-
-/// The delimited messages of a section, each decoded with prost.
+/// The delimited messages of a section, each decoded with prost as it
+/// comes out of the file (inflated a chunk at a time: a bad message is
+/// refused before the rest of the section is inflated).
 struct Messages<'a> {
     f: &'a HdfsFile,
-    sec: &'a SummarySection,
-    recs: Delimited<'a>,
+    sec: SummarySection,
+    recs: Records<'a, Stored<'a>>,
 }
 
 impl<'a> Messages<'a> {
-    fn new(f: &'a HdfsFile, sec: &'a SummarySection, bytes: &'a [u8]) -> Self {
-        Messages {
-            f,
-            sec,
-            recs: Delimited::new(bytes, 0),
-        }
+    /// The messages of section `s`, or `None` if the image has none;
+    /// `buf` is the window.
+    fn of(f: &'a HdfsFile, s: HdfsSection, buf: &'a mut Vec<u8>) -> Option<Self> {
+        let sec = f.summary.find(s).cloned()?;
+        let recs = f.records(sec.offset, sec.length, &sec.at(), "section", buf);
+        Some(Messages { f, sec, recs })
     }
 
     fn at(&self, pos: usize) -> (Location, String) {
@@ -90,44 +79,49 @@ impl<'a> Messages<'a> {
         self.f.corrupt(at, format!("{why}{suffix}"))
     }
 
+    /// Where the next message starts.
+    fn pos(&self) -> usize {
+        self.recs.pos()
+    }
+
     fn next<M: Message + Default>(&mut self, what: &str) -> Result<Option<M>, LoadError> {
-        match self.recs.next_record() {
-            Ok(None) => Ok(None),
-            Ok(Some((pos, body))) => M::decode(body)
-                .map(Some)
-                .map_err(|e| self.err(pos, format!("{what} does not decode: {e}"))),
-            Err((pos, why)) => Err(self.err(pos, format!("{what}: {why}"))),
+        let decoded = match self.recs.next()? {
+            None => return Ok(None),
+            Some((pos, body)) => (pos, M::decode(body)),
+        };
+        match decoded {
+            (_, Ok(m)) => Ok(Some(m)),
+            (pos, Err(e)) => Err(self.err(pos, format!("{what} does not decode: {e}"))),
         }
     }
 
     fn must<M: Message + Default>(&mut self, what: &str) -> Result<M, LoadError> {
-        let pos = self.recs.pos();
+        let pos = self.pos();
         self.next(what)?
             .ok_or_else(|| self.err(pos, format!("the section ends before {what}")))
     }
 }
 
 /// A declared count, bounded by the bytes that could hold it (each
-/// message takes at least one byte).
-fn bound(m: &Messages<'_>, n: u64, bytes: usize, what: &str) -> Result<u64, LoadError> {
-    if n > bytes as u64 {
-        return Err(m.err(
-            m.recs.pos(),
-            format!("{n} {what} cannot fit in {bytes} bytes"),
-        ));
+/// message takes at least one byte): the section's stored bytes when
+/// plain; when compressed, its rule bounds the messages as they inflate.
+fn bound(m: &Messages<'_>, n: u64, what: &str) -> Result<u64, LoadError> {
+    let bytes = m.sec.length;
+    if m.f.summary.codec == nsimage_format::hdfs::Codec::None && n > bytes {
+        return Err(m.err(m.pos(), format!("{n} {what} cannot fit in {bytes} bytes")));
     }
     Ok(n)
 }
 
 /// Decodes NS_INFO (required).
 pub(crate) fn name_system(f: &HdfsFile) -> Result<NameSystem, LoadError> {
-    let Some((sec, bytes)) = section_bytes(f, HdfsSection::NsInfo)? else {
+    let mut buf = Vec::new();
+    let Some(mut m) = Messages::of(f, HdfsSection::NsInfo, &mut buf) else {
         return Err(f.corrupt(
             nsimage_format::hdfs::version::summary_at(f.summary.summary_offset),
             "the summary lists no NS_INFO section".into(),
         ));
     };
-    let mut m = Messages::new(f, &sec, &bytes);
     let n: NameSystemSection = m.must("NS_INFO")?;
     Ok(NameSystem {
         namespace_id: n.namespace_id(),
@@ -146,10 +140,10 @@ pub(crate) fn name_system(f: &HdfsFile) -> Result<NameSystem, LoadError> {
 /// SNAPSHOT_DIFF, ERASURE_CODING and FILES_UNDERCONSTRUCTION.
 pub(crate) fn small_sections(f: &HdfsFile, img: &mut HdfsImage) -> Result<(), LoadError> {
     img.name_system = name_system(f)?;
-    if let Some((sec, bytes)) = section_bytes(f, HdfsSection::InodeReference)? {
-        let mut m = Messages::new(f, &sec, &bytes);
+    let mut buf = Vec::new();
+    if let Some(mut m) = Messages::of(f, HdfsSection::InodeReference, &mut buf) {
         loop {
-            let pos = m.recs.pos();
+            let pos = m.pos();
             let Some(r) = m.next::<INodeReference>("an INODE_REFERENCE entry")? else {
                 break;
             };
@@ -167,15 +161,14 @@ pub(crate) fn small_sections(f: &HdfsFile, img: &mut HdfsImage) -> Result<(), Lo
             });
         }
     }
-    if let Some((sec, bytes)) = section_bytes(f, HdfsSection::Snapshot)? {
-        let mut m = Messages::new(f, &sec, &bytes);
+    if let Some(mut m) = Messages::of(f, HdfsSection::Snapshot, &mut buf) {
         if let Some(h) = m.next::<SnapshotSection>("the SNAPSHOT header")? {
             let s = &mut img.snapshots;
             s.counter = h.snapshot_counter();
             s.snapshottable_dirs = h.snapshottable_dir.clone();
-            let n = bound(&m, u64::from(h.num_snapshots()), bytes.len(), "snapshots")?;
+            let n = bound(&m, u64::from(h.num_snapshots()), "snapshots")?;
             for _ in 0..n {
-                let pos = m.recs.pos();
+                let pos = m.pos();
                 let p: PbSnapshot = m.must("a snapshot")?;
                 if p.root.is_none() {
                     return Err(m.err(pos, "a snapshot has no root directory".into()));
@@ -192,10 +185,9 @@ pub(crate) fn small_sections(f: &HdfsFile, img: &mut HdfsImage) -> Result<(), Lo
             }
         }
     }
-    if let Some((sec, bytes)) = section_bytes(f, HdfsSection::SnapshotDiff)? {
-        let mut m = Messages::new(f, &sec, &bytes);
+    if let Some(mut m) = Messages::of(f, HdfsSection::SnapshotDiff, &mut buf) {
         loop {
-            let pos = m.recs.pos();
+            let pos = m.pos();
             let Some(e) = m.next::<DiffEntry>("a SNAPSHOT_DIFF entry")? else {
                 break;
             };
@@ -204,7 +196,7 @@ pub(crate) fn small_sections(f: &HdfsFile, img: &mut HdfsImage) -> Result<(), Lo
             }
             let d = &mut img.snapshots.diffs;
             d.entries += 1;
-            let n = bound(&m, u64::from(e.num_of_diff()), bytes.len(), "diffs")?;
+            let n = bound(&m, u64::from(e.num_of_diff()), "diffs")?;
             let dir = e.r#type() == diff_entry::Type::Directorydiff;
             let mut rec = DiffRecord {
                 entry: e,
@@ -215,7 +207,7 @@ pub(crate) fn small_sections(f: &HdfsFile, img: &mut HdfsImage) -> Result<(), Lo
                 // (an empty message, one byte) is refused, so that a count
                 // of diffs cannot make each byte a diff of hundreds of bytes
                 // in memory.
-                let pos = m.recs.pos();
+                let pos = m.pos();
                 let no_id = "a snapshot diff has no snapshotId";
                 if dir {
                     let dd: DirectoryDiff = m.must("a directory diff")?;
@@ -225,12 +217,7 @@ pub(crate) fn small_sections(f: &HdfsFile, img: &mut HdfsImage) -> Result<(), Lo
                     d.dir_diffs += 1;
                     d.deleted += dd.deleted_inode.len() as u64;
                     d.deleted_refs += dd.deleted_inode_ref.len() as u64;
-                    let c = bound(
-                        &m,
-                        u64::from(dd.created_list_size()),
-                        bytes.len(),
-                        "created entries",
-                    )?;
+                    let c = bound(&m, u64::from(dd.created_list_size()), "created entries")?;
                     let mut created = Vec::new();
                     for _ in 0..c {
                         created.push(m.must::<CreatedListEntry>("a created-list entry")?);
@@ -249,8 +236,7 @@ pub(crate) fn small_sections(f: &HdfsFile, img: &mut HdfsImage) -> Result<(), Lo
             img.snapshots.diff_records.push(rec);
         }
     }
-    if let Some((sec, bytes)) = section_bytes(f, HdfsSection::ErasureCoding)? {
-        let mut m = Messages::new(f, &sec, &bytes);
+    if let Some(mut m) = Messages::of(f, HdfsSection::ErasureCoding, &mut buf) {
         if let Some(ec) = m.next::<ErasureCodingSection>("the ERASURE_CODING section")? {
             img.ec_policies = ec
                 .policies
@@ -266,10 +252,9 @@ pub(crate) fn small_sections(f: &HdfsFile, img: &mut HdfsImage) -> Result<(), Lo
                 .collect();
         }
     }
-    if let Some((sec, bytes)) = section_bytes(f, HdfsSection::FilesUnderConstruction)? {
-        let mut m = Messages::new(f, &sec, &bytes);
+    if let Some(mut m) = Messages::of(f, HdfsSection::FilesUnderConstruction, &mut buf) {
         loop {
-            let pos = m.recs.pos();
+            let pos = m.pos();
             let Some(e) =
                 m.next::<FileUnderConstructionEntry>("a FILES_UNDERCONSTRUCTION entry")?
             else {

@@ -1,36 +1,40 @@
 //! A Hadoop image read for the streamed viewer (issue 28): what
 //! [`Skeleton`](crate::skeleton::Skeleton) needs of one, in bounded memory.
 //!
-//! - `HdfsSource::scan`: every INODE record's id, type and name, the
-//!   section read in blocks of [`BLOCK`] bytes (a piece of a plain file is
-//!   never held whole); the records' ids must increase in file order (the
-//!   load's order: an image whose records do not is loaded whole, as the
-//!   load sorts them), and the section is cut into chunks of about
-//!   [`CHUNK`] bytes on record boundaries, which the rows pass reads on
-//!   the pool like an nsimage image's sub-sections. A compressed piece
-//!   cannot be entered in the middle: it is one chunk, read whole, so only
-//!   an image whose compressed pieces are at most [`MAX_COMPRESSED_PIECE`]
-//!   stored bytes is streamed.
-//! - `HdfsSource::each_dir_entry`: INODE_DIR's entries, in blocks too.
+//! - `HdfsSource::scan`: every INODE record's id, type and name, each piece
+//!   read as its records come out of the file (a plain piece in blocks, a
+//!   compressed one inflated a chunk at a time: never held whole); the
+//!   records' ids must increase in file order (the load's order: an image
+//!   whose records do not is loaded whole, as the load sorts them; an id
+//!   that repeats its predecessor's is refused), and a plain piece is cut
+//!   into chunks of about [`CHUNK`] bytes on record boundaries, which the
+//!   rows pass reads on the pool like an nsimage image's sub-sections. A
+//!   compressed piece cannot be entered in the middle: it is one chunk,
+//!   inflated again by the worker that takes it, its records decoded as
+//!   they come out.
+//! - `HdfsSource::each_dir_entry`: INODE_DIR's entries, as they come out
+//!   too.
 //! - `HdfsSource::visit_chunk`: one chunk's records decoded by the load's
 //!   own decoder.
 //!
-//! The load's other checks are made where they fall: the INODE header's
-//! count, the files under construction (each names a file INODE holds),
-//! the `.md5` sidecar (hashed on its own thread, compared at the end). An
-//! image with snapshots (or references, their by-product) is loaded
-//! whole: its INODE section also holds inodes only snapshots see.
+//! What a reader holds of a piece's bytes at once is a block or chunk and
+//! the record being read (`inflate`), whatever the piece's size: the
+//! streamed commands' `--memory-limit` bounds the tree and these buffers
+//! together. The load's other checks are made where they fall: the INODE
+//! header's count, the files under construction (each names a file INODE
+//! holds), the `.md5` sidecar (hashed on its own thread, compared at the
+//! end). An image with snapshots (or references, their by-product) is
+//! loaded whole: its INODE section also holds inodes only snapshots see.
 #![deny(
     clippy::arithmetic_side_effects,
     clippy::cast_possible_truncation,
     clippy::cast_sign_loss
 )]
 
-use super::delimited::Delimited;
 use super::dirs::dir_entry;
 use super::file::HdfsFile;
 use super::image::HdfsImage;
-use super::inodes::{next_inode, read_header, record_at, InodeHeader, MIN_INODE_RECORD};
+use super::inodes::{inode_rec, read_header, record_at, repeated, InodeHeader, MIN_INODE_RECORD};
 use super::md5::{self, Md5Check};
 use super::reach::section_at;
 use super::record::{decode_inode, record_head, RecordNotes};
@@ -39,23 +43,16 @@ use super::strings::StringIds;
 use crate::error::LoadError;
 use nsimage_format::error::shown;
 use nsimage_format::hdfs::{Codec, HdfsSection};
-use nsimage_format::wire::read_varint;
 use nsimage_format::{Location, SubSectionInfo, ROOT_ID};
-use nsimage_namespace::{Block, InodeBatch, InodeParts, Interned, LoadedNode, NsInfo, StringTable};
+use nsimage_namespace::{Block, BlockRules, InodeBatch, Interned, LoadedNode, NsInfo, StringTable};
 use parking_lot::Mutex;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// The bytes of a plain piece read at a time.
-pub const BLOCK: usize = 4 << 20;
-
 /// The bytes of records a chunk of a plain piece holds (a record may take
-/// it past).
+/// it past), and the bytes of records of a compressed piece decoded into
+/// one batch before its parts are handed to the block rules.
 pub const CHUNK: u64 = 2 << 20;
-
-/// The largest stored piece of a compressed image that is streamed (read
-/// whole, it is one chunk).
-pub const MAX_COMPRESSED_PIECE: u64 = 8 << 20;
 
 /// A Hadoop image opened to be streamed.
 pub struct HdfsSource {
@@ -77,8 +74,6 @@ pub struct HdfsSource {
 pub enum HdfsUnstreamable {
     /// It has snapshots (or references).
     Snapshots,
-    /// A compressed piece is over [`MAX_COMPRESSED_PIECE`].
-    LargeCompressedPiece,
     /// Its INODE records are not in id order.
     OutOfIdOrder,
 }
@@ -109,11 +104,10 @@ struct PieceScan {
     under_construction: Vec<u64>,
 }
 
-/// Reusable buffers of a reader: the stored bytes and the inflated ones.
+/// A reader's window on a piece's bytes, reused from piece to piece.
 #[derive(Default)]
 pub struct ChunkBuf {
-    raw: Vec<u8>,
-    out: Vec<u8>,
+    window: Vec<u8>,
 }
 
 impl HdfsSource {
@@ -176,16 +170,9 @@ impl HdfsSource {
     /// Why this image is not streamed, if it is not (its records' order
     /// is known only once its records are read).
     pub fn unstreamable(&self) -> Option<HdfsUnstreamable> {
-        if self.img.has_snapshots() {
-            return Some(HdfsUnstreamable::Snapshots);
-        }
-        let big = |p: &(SubSectionInfo, Location)| p.0.length > MAX_COMPRESSED_PIECE;
-        if self.f.summary.codec != Codec::None
-            && (self.inode_pieces.iter().any(big) || self.dir_pieces.iter().any(big))
-        {
-            return Some(HdfsUnstreamable::LargeCompressedPiece);
-        }
-        None
+        self.img
+            .has_snapshots()
+            .then_some(HdfsUnstreamable::Snapshots)
     }
 
     fn corrupt_at(&self, at: &Location, pos: usize, why: String) -> LoadError {
@@ -194,9 +181,8 @@ impl HdfsSource {
     }
 
     /// Calls `g` with each record of piece `p` (its position in the piece's
-    /// plain bytes, the position after it, and its bytes) until `g` says
-    /// stop: a plain piece read [`BLOCK`] bytes at a time, a compressed one
-    /// inflated whole.
+    /// plain bytes, the position after it, and its bytes) as it comes out
+    /// of the file, until `g` says stop.
     fn walk(
         &self,
         p: &SubSectionInfo,
@@ -204,79 +190,15 @@ impl HdfsSource {
         buf: &mut ChunkBuf,
         mut g: impl FnMut(usize, usize, &[u8]) -> Result<bool, LoadError>,
     ) -> Result<(), LoadError> {
-        if self.f.summary.codec != Codec::None {
-            let bytes = self
-                .f
-                .region(p.offset, p.length, at, &mut buf.raw, &mut buf.out)?;
-            let mut recs = Delimited::new(bytes, 0);
-            while let Some((pos, body)) = recs
-                .next_record()
-                .map_err(|(o, why)| self.corrupt_at(at, o, why.into()))?
-            {
-                if !g(pos, recs.pos(), body)? {
-                    break;
-                }
+        let mut recs = self
+            .f
+            .records(p.offset, p.length, at, "piece", &mut buf.window);
+        while let Some((pos, after, body)) = recs.next_framed()? {
+            if !g(pos, after, body)? {
+                break;
             }
-            return Ok(());
         }
-        let total = usize::try_from(p.length).map_err(|_| {
-            self.f
-                .corrupt(at.clone(), "a piece too large to address".into())
-        })?;
-        // buf.out holds the piece's bytes [base, base + out.len()).
-        let (mut base, mut read) = (0usize, 0usize);
-        buf.out.clear();
-        loop {
-            // Parse what is held.
-            let mut recs = Delimited::new(&buf.out, 0);
-            let mut stop = false;
-            let consumed = loop {
-                let here = recs.pos();
-                match recs.next_record() {
-                    Ok(Some((pos, body))) => {
-                        let (a, b) = (base.saturating_add(pos), base.saturating_add(recs.pos()));
-                        if !g(a, b, body)? {
-                            stop = true;
-                            break here;
-                        }
-                    }
-                    Ok(None) => break here,
-                    Err((o, why)) => {
-                        // A record cut by the block's end, or broken.
-                        let rest = buf.out.get(o..).unwrap_or_default();
-                        let complete = read == total;
-                        let broken = match read_varint(rest) {
-                            None => complete || rest.len() >= 10,
-                            Some((len, w)) => {
-                                let end = u64::try_from(base.saturating_add(o))
-                                    .unwrap_or(u64::MAX)
-                                    .saturating_add(w as u64)
-                                    .saturating_add(len);
-                                complete || end > p.length
-                            }
-                        };
-                        if broken {
-                            return Err(self.corrupt_at(at, base.saturating_add(o), why.into()));
-                        }
-                        break o;
-                    }
-                }
-            };
-            if stop || read == total {
-                return Ok(());
-            }
-            // Keep the unparsed tail, read the next block (more when a
-            // record is longer than a block).
-            buf.out.drain(..consumed);
-            base = base.saturating_add(consumed);
-            let want = BLOCK.max(buf.out.len()).min(total.saturating_sub(read));
-            let held = buf.out.len();
-            buf.out.resize(held.saturating_add(want), 0);
-            let from = p.offset.saturating_add(read as u64);
-            let dst = buf.out.get_mut(held..).unwrap_or_default();
-            self.f.read_exact(from, dst, at)?;
-            read = read.saturating_add(want);
-        }
+        Ok(())
     }
 
     /// Reads every INODE record's id, type and name (see the module
@@ -351,7 +273,11 @@ impl HdfsSource {
                     let (id, ty, name) = record_head(body).map_err(|e| {
                         self.corrupt_at(at, pos, format!("inode record: {}", e.text()))
                     })?;
-                    if s.last.is_some_and(|l| id <= l) {
+                    if s.last == Some(id) {
+                        // Never an order to sort: the load refuses it too.
+                        return Err(self.corrupt_at(at, pos, repeated(id)));
+                    }
+                    if s.last.is_some_and(|l| id < l) {
                         s.in_order = false;
                         return Ok(false);
                     }
@@ -524,8 +450,11 @@ impl HdfsSource {
     }
 
     /// Decodes chunk `i` (`p`, `at`: as [`scan`](Self::scan) cut it) with
-    /// the load's decoder, giving `visit` each inode and where its record
-    /// is; returns the chunk's parts for the block rules.
+    /// the load's decoder as its records come out of the file, giving
+    /// `visit` each inode and where its record is; returns what the block
+    /// rules need of the chunk (the records of a compressed piece, one
+    /// chunk however large, go to the rules a batch of about [`CHUNK`]
+    /// bytes at a time: nothing of the chunk is held whole).
     ///
     /// # Errors
     /// What the load refuses in a record, a count other than the scan's,
@@ -540,20 +469,22 @@ impl HdfsSource {
         tables: &Interned,
         blocks: &mut Vec<Block>,
         mut visit: impl FnMut(&LoadedNode<'_>, &Location) -> Result<(), LoadError>,
-    ) -> Result<InodeParts, LoadError> {
-        let bytes = self
+    ) -> Result<BlockRules, LoadError> {
+        let mut recs = self
             .f
-            .region(p.offset, p.length, at, &mut buf.raw, &mut buf.out)?;
-        let mut recs = Delimited::new(bytes, 0);
+            .records(p.offset, p.length, at, "piece", &mut buf.window);
         // A compressed image's first chunk is its first piece: the header
         // first.
         if i == 0 && self.f.summary.codec != Codec::None {
-            let _ = next_inode(&self.f, at, &mut recs)?;
+            let _ = recs.next()?;
         }
         let chunk = u32::try_from(i).unwrap_or(u32::MAX);
-        let mut batch = InodeBatch::with_buffer(chunk, Vec::new(), bytes.len());
-        let mut n = 0u64;
-        while let Some((pos, body)) = next_inode(&self.f, at, &mut recs)? {
+        let size = usize::try_from(p.length.min(CHUNK)).unwrap_or(0);
+        let mut batch = InodeBatch::with_buffer(chunk, Vec::new(), size);
+        let mut rules = BlockRules::default();
+        let (mut n, mut held) = (0u64, 0u64);
+        while let Some((pos, body)) = inode_rec(&self.f, at, recs.next()?)? {
+            held = held.saturating_add(body.len() as u64);
             let mut notes = RecordNotes::default();
             let node = decode_inode(body, &self.ids, blocks, &mut notes)
                 .map_err(|e| self.corrupt_at(at, pos, format!("inode record: {}", e.text())))?;
@@ -566,7 +497,16 @@ impl HdfsSource {
                 .push(node, tables)
                 .map_err(|d| self.corrupt_at(at, pos, d))?;
             n = n.saturating_add(1);
+            if held >= CHUNK {
+                // The ids of the next batch follow this one's (the scan
+                // found them in order).
+                let (parts, nodes) = batch.into_parts_and_buffer();
+                rules.add(parts);
+                batch = InodeBatch::with_buffer(chunk, nodes, size);
+                held = 0;
+            }
         }
+        rules.add(batch.into_parts());
         if n != p.records {
             return Err(self.f.corrupt(
                 at.clone(),
@@ -576,7 +516,7 @@ impl HdfsSource {
                 ),
             ));
         }
-        Ok(batch.into_parts())
+        Ok(rules)
     }
 
     /// Appends the block ids of chunk `i`'s files to `ids`.
@@ -591,15 +531,14 @@ impl HdfsSource {
         buf: &mut ChunkBuf,
         ids: &mut Vec<u64>,
     ) -> Result<(), LoadError> {
-        let bytes = self
+        let mut recs = self
             .f
-            .region(p.offset, p.length, at, &mut buf.raw, &mut buf.out)?;
-        let mut recs = Delimited::new(bytes, 0);
+            .records(p.offset, p.length, at, "piece", &mut buf.window);
         if i == 0 && self.f.summary.codec != Codec::None {
-            let _ = next_inode(&self.f, at, &mut recs)?;
+            let _ = recs.next()?;
         }
         let mut blocks = Vec::new();
-        while let Some((pos, body)) = next_inode(&self.f, at, &mut recs)? {
+        while let Some((pos, body)) = inode_rec(&self.f, at, recs.next()?)? {
             let mut notes = RecordNotes::default();
             decode_inode(body, &self.ids, &mut blocks, &mut notes)
                 .map_err(|e| self.corrupt_at(at, pos, format!("inode record: {}", e.text())))?;

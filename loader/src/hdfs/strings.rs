@@ -3,7 +3,6 @@
 //! table) a serial id is looked up as is; with 1 to 3 (Hadoop 3.2+'s
 //! expanded tables) the id carries its table's ordinal in its top bits.
 
-use super::delimited::Delimited;
 use super::file::HdfsFile;
 use crate::error::LoadError;
 use nsimage_format::hdfs::bits::MAX_MASK_BITS;
@@ -65,13 +64,12 @@ pub(crate) fn decode_strings(f: &HdfsFile) -> Result<(StringTable, StringIds), L
         return Ok((table, ids));
     };
     let at0 = sec.at();
-    let (mut raw, mut out) = (Vec::new(), Vec::new());
-    let bytes = f.region(sec.offset, sec.length, &at0, &mut raw, &mut out)?;
     // A plain section's record lies at its file offset; an inflated one's
     // is named by its byte in the inflated stream (the file offset would
     // mix compressed and inflated positions).
     let plain = f.summary.codec == nsimage_format::hdfs::Codec::None;
-    let mut recs = Delimited::new(bytes, 0);
+    let mut buf = Vec::new();
+    let mut recs = f.records(sec.offset, sec.length, &at0, "section", &mut buf);
     let bad = |off: usize, d: String| {
         if plain {
             let at = Location::in_section(
@@ -87,14 +85,7 @@ pub(crate) fn decode_strings(f: &HdfsFile) -> Result<(StringTable, StringIds), L
             )
         }
     };
-    fn next<'b>(
-        recs: &mut Delimited<'b>,
-        err: &dyn Fn(usize, String) -> LoadError,
-    ) -> Result<Option<(usize, &'b [u8])>, LoadError> {
-        recs.next_record()
-            .map_err(|(o, why)| err(o, why.to_string()))
-    }
-    let Some((hoff, head)) = next(&mut recs, &bad)? else {
+    let Some((hoff, head)) = recs.next()? else {
         return Err(bad(0, "the string table has no header".into()));
     };
     let head = StringTableSection::decode(head).map_err(|e| {
@@ -114,19 +105,21 @@ pub(crate) fn decode_strings(f: &HdfsFile) -> Result<(StringTable, StringIds), L
     }
     ids.mask_bits = head.mask_bits();
     let declared = u64::from(head.num_entry());
-    // Each entry is at least two bytes (its length prefix and a field).
-    if declared > bytes.len() as u64 / 2 {
+    // Each entry is at least two bytes (its length prefix and a field);
+    // a compressed section's entries are bounded by the count as they
+    // inflate.
+    if plain && declared > sec.length / 2 {
         return Err(bad(
             hoff,
             format!(
                 "{declared} string entries cannot fit in {} bytes",
-                bytes.len()
+                sec.length
             ),
         ));
     }
     let mut pairs: Vec<(u32, u32)> = Vec::new();
     let mut count = 0u64;
-    while let Some((off, body)) = next(&mut recs, &bad)? {
+    while let Some((off, body)) = recs.next()? {
         if count == declared {
             return Err(bad(
                 off,

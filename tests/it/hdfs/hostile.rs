@@ -403,6 +403,11 @@ const GZIP: &str = "org.apache.hadoop.io.compress.GzipCodec";
 
 /// A gzip image whose sections are given already compressed.
 fn gzip_image(sections: &[(&str, Vec<u8>)]) -> Vec<u8> {
+    compressed_image(GZIP, sections)
+}
+
+/// An image of codec `codec` whose sections are given already compressed.
+fn compressed_image(codec: &str, sections: &[(&str, Vec<u8>)]) -> Vec<u8> {
     let mut out = b"HDFSIMG1".to_vec();
     let mut entries = Vec::new();
     for (name, body) in sections {
@@ -416,7 +421,7 @@ fn gzip_image(sections: &[(&str, Vec<u8>)]) -> Vec<u8> {
     let fs = FileSummary {
         ondisk_version: 1,
         layout_version: (-63i32) as u32,
-        codec: Some(GZIP.to_string()),
+        codec: Some(codec.to_string()),
         sections: entries,
     };
     let d = fs.encode_length_delimited_to_vec();
@@ -436,14 +441,31 @@ fn gzip_of(head: &[u8], unit: &[u8], times: usize) -> Vec<u8> {
     e.finish().unwrap()
 }
 
+/// What [`run_peak`] saw of one run of `nsimage`.
+struct Run {
+    code: Option<i32>,
+    out: String,
+    err: String,
+    /// The peak resident set, in bytes.
+    peak: u64,
+}
+
 /// Runs `nsimage ARGS` and returns its exit code, its stderr and its peak
-/// resident set in bytes: `VmHWM` of `/proc/<pid>/status`, polled until the
-/// process exits (the high-water mark only grows, so the last value read
-/// is a lower bound of the peak and a bomb inflating whole is seen).
+/// resident set in bytes (see [`run_peak`]).
 fn peak_rss(args: &[&str]) -> (Option<i32>, String, u64) {
+    let r = run_peak(args);
+    (r.code, r.err, r.peak)
+}
+
+/// Runs `nsimage ARGS` (whose output must be small: it is read once the
+/// process has exited) and returns its exit code, stdout, stderr and peak
+/// resident set in bytes: `VmHWM` of `/proc/<pid>/status`, polled until
+/// the process exits (the high-water mark only grows, so the last value
+/// read is a lower bound of the peak and a bomb inflating whole is seen).
+fn run_peak(args: &[&str]) -> Run {
     let mut child = Command::new(env!("CARGO_BIN_EXE_nsimage"))
         .args(args)
-        .stdout(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("running nsimage");
@@ -469,9 +491,15 @@ fn peak_rss(args: &[&str]) -> (Option<i32>, String, u64) {
         );
         std::thread::sleep(std::time::Duration::from_millis(2));
     };
-    let mut err = String::new();
+    let (mut out, mut err) = (String::new(), String::new());
+    std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut out).unwrap();
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
-    (code, err, peak)
+    Run {
+        code,
+        out,
+        err,
+        peak,
+    }
 }
 
 /// Issue 24, defect 5 (its "Must show"): a 1 MB gzip image whose INODE
@@ -562,14 +590,18 @@ fn a_bomb_of_repeated_directory_entries_is_bounded_by_the_inode_count() {
     assert!(peak <= 48 << 20, "peak RSS {peak} bytes: {err}");
 }
 
-/// A bomb of valid-looking records (one directory inode repeated) is
-/// bounded by the count the INODE header declares: refused at the first
-/// record past it, well before the stream is inflated.
+/// A bomb of valid-looking records (a run of 1,000 file inodes, ids in
+/// order, repeated) is bounded by the count the INODE header declares:
+/// refused at the first record past it, well before the stream is
+/// inflated (and before any id repeats).
 #[test]
 fn a_bomb_of_repeated_inodes_is_bounded_by_the_declared_count() {
     let dir = tempfile::tempdir().unwrap();
     let head = inode_section(50, &[root()]);
-    let unit = delimited(&[root()]);
+    let files: Vec<Vec<u8>> = (16386..17386u64)
+        .map(|id| file_inode(id, format!("f{id}").as_bytes()))
+        .collect();
+    let unit = delimited(&files);
     let times = (64 << 20) / unit.len();
     let section = gzip_of(&head, &unit, times);
     let img = gzip_image(&[("NS_INFO", gzip_of(&ns_info(), &[], 0)), ("INODE", section)]);
@@ -606,4 +638,195 @@ fn a_summary_listing_a_section_twice_is_refused() {
         "{e}"
     );
     refused(&p, LIMIT_MB, "INODE");
+}
+
+/// `head` then `times` copies of `unit`, as one zlib stream, without
+/// holding the inflated bytes.
+fn zlib_of(head: &[u8], unit: &[u8], times: usize) -> Vec<u8> {
+    let mut e = ZlibEncoder::new(Vec::new(), flate2::Compression::best());
+    e.write_all(head).unwrap();
+    for _ in 0..times {
+        e.write_all(unit).unwrap();
+    }
+    e.finish().unwrap()
+}
+
+/// A file inode record (its permission naming string 0, as `root()`'s).
+fn file_inode(id: u64, name: &[u8]) -> Vec<u8> {
+    INode {
+        r#type: i_node::Type::File as i32,
+        id,
+        name: Some(name.to_vec()),
+        file: Some(Default::default()),
+        ..Default::default()
+    }
+    .encode_to_vec()
+}
+
+/// An INODE header declaring `num_inodes` up to id `last`.
+fn inode_header(last: u64, num_inodes: u64) -> Vec<u8> {
+    delimited(&[INodeSection {
+        last_inode_id: Some(last),
+        num_inodes: Some(num_inodes),
+    }
+    .encode_to_vec()])
+}
+
+const MIB: u64 = 1 << 20;
+
+/// Issue 39, 5c: a 6 MB zlib image whose INODE piece inflates to 1.5 GiB
+/// of one well-formed file record repeated after the root, its header
+/// declaring every record (so no count refuses it early). The second copy
+/// repeats the first's id: the piece is refused there, as its records come
+/// out, with exit 1 and within 256 MB of peak RSS, by `load` (1 and 2
+/// threads), `verify`, `du` and `dump` (streamed: each reads the piece as
+/// it inflates), and `du --memory-limit 700M` stays within its limit.
+#[test]
+fn a_compressed_piece_is_refused_as_its_records_come_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let unit = delimited(&[file_inode(16386, &[b'f'; 200])]);
+    let times = (1536 << 20) / unit.len();
+    let mut head = inode_header(16386, times as u64 + 1);
+    head.extend(delimited(&[root()]));
+    let inode = zlib_of(&head, &unit, times);
+    let img = compressed_image(
+        ZLIB,
+        &[("NS_INFO", zlib_of(&ns_info(), &[], 0)), ("INODE", inode)],
+    );
+    assert!(img.len() < 8 << 20, "{}", img.len());
+    let p = write(dir.path(), "fsimage_0000000000000000001", &img);
+    let p = p.to_str().unwrap();
+    let tsv = dir.path().join("dump.tsv");
+    let tsv = tsv.to_str().unwrap();
+    for (args, limit) in [
+        (vec!["load", p, "--threads", "1"], 256 * MIB),
+        (
+            vec!["load", p, "--threads", "2", "--parallel-threshold", "0"],
+            256 * MIB,
+        ),
+        (vec!["verify", p], 256 * MIB),
+        (vec!["du", p, "/"], 256 * MIB),
+        (
+            vec!["dump", p, "--format", "delimited", "-o", tsv],
+            256 * MIB,
+        ),
+        (vec!["du", p, "/", "--memory-limit", "700M"], 256 * MIB),
+    ] {
+        let r = run_peak(&args);
+        assert_eq!(r.code, Some(1), "{args:?}: {}", r.err);
+        assert!(
+            r.peak <= limit,
+            "{args:?}: peak RSS {} MiB: {}",
+            r.peak / MIB,
+            r.err
+        );
+        // `verify` reports on stdout.
+        let text = format!("{}{}", r.out, r.err);
+        assert!(text.contains("INODE"), "{args:?}: {text}");
+        assert!(
+            text.contains("inode id 16386 is not greater than the previous one"),
+            "{args:?}: {text}"
+        );
+        assert!(text.contains("of the inflated piece"), "{args:?}: {text}");
+    }
+}
+
+/// Issue 39, 5c: a 3 MB zlib image of well-formed records only (files of
+/// 60,000-byte names, in id order, all listed by the root) whose INODE
+/// piece inflates to 1 GiB: `du --memory-limit 700M` streams it within the
+/// limit it was given (the piece inflated a chunk at a time, its records
+/// decoded as they come out), with the right counts.
+#[test]
+fn du_keeps_its_memory_limit_on_a_piece_inflating_past_it() {
+    use nsimage_format::hdfs_pb::i_node_directory_section::DirEntry;
+    let dir = tempfile::tempdir().unwrap();
+    let files = (1u64 << 30) / 60_010;
+    let last = 16385 + files;
+    let mut e = ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(&inode_header(last, files + 1)).unwrap();
+    e.write_all(&delimited(&[root()])).unwrap();
+    let mut name = vec![b'a'; 60_000];
+    for id in 16386..=last {
+        name.truncate(60_000);
+        name.extend_from_slice(format!("{id:010}").as_bytes());
+        e.write_all(&delimited(&[file_inode(id, &name)])).unwrap();
+    }
+    let inode = e.finish().unwrap();
+    let entry = delimited(&[DirEntry {
+        parent: Some(16385),
+        children: (16386..=last).collect(),
+        ref_children: Vec::new(),
+    }
+    .encode_to_vec()]);
+    let img = compressed_image(
+        ZLIB,
+        &[
+            ("NS_INFO", zlib_of(&ns_info(), &[], 0)),
+            ("INODE", inode),
+            ("INODE_DIR", zlib_of(&entry, &[], 0)),
+        ],
+    );
+    assert!(img.len() < 8 << 20, "{}", img.len());
+    let p = write(dir.path(), "fsimage_0000000000000000001", &img);
+    let r = run_peak(&["du", p.to_str().unwrap(), "/", "--memory-limit", "700M"]);
+    assert_eq!(r.code, Some(0), "{}", r.err);
+    assert!(r.peak <= 700 * MIB, "peak RSS {} MiB", r.peak / MIB);
+    let row = r.out.lines().nth(1).unwrap_or_default().to_string();
+    let cols: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(cols.first(), Some(&files.to_string().as_str()), "{}", r.out);
+    assert_eq!(cols.get(1), Some(&"1"), "{}", r.out);
+}
+
+/// Issue 39, item 6: a summary naming a codec of 100,000 characters is
+/// refused (exit 1, at the summary) with the codec's first 64 characters,
+/// escaped, and its length, not with the whole name.
+#[test]
+fn a_long_codec_name_is_not_echoed_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let codec = format!("org.example\n{}", "x".repeat(100_000));
+    let img = image_with(
+        None,
+        &[
+            ("NS_INFO", ns_info()),
+            ("INODE", inode_section(1, &[root()])),
+        ],
+        |fs| fs.codec = Some(codec.clone()),
+    );
+    let p = write(dir.path(), "fsimage_0000000000000000001", &img);
+    let p = p.to_str().unwrap();
+    for args in [
+        vec!["info", p],
+        vec!["load", p],
+        vec!["verify", p],
+        vec!["du", p, "/"],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_nsimage"))
+            .args(&args)
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{args:?}: {}",
+            &text[..text.len().min(400)]
+        );
+        assert!(
+            text.len() < 2000,
+            "{args:?}: {} bytes of output",
+            text.len()
+        );
+        assert!(
+            text.contains("unsupported HDFS image codec"),
+            "{args:?}: {text}"
+        );
+        assert!(text.contains("100012 characters"), "{args:?}: {text}");
+        // Escaped: the newline shown as `\n`, the text on one line.
+        assert!(text.contains(r"org.example\nxxx"), "{args:?}: {text}");
+        assert!(text.contains("FILE_SUMMARY"), "{args:?}: {text}");
+    }
 }

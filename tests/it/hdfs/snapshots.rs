@@ -879,14 +879,12 @@ fn appended(name: &'static str, extra: Vec<u8>) -> Vec<u8> {
     })
 }
 
-#[test]
-fn an_inode_no_snapshot_reaches_is_refused_not_dropped() {
-    // `generate --inodes 50` converted to Hadoop, the root's INODE_DIR
-    // entry removed and one empty SNAPSHOT_DIFF entry for the root added
-    // (as Hadoop 2.x writes): 49 inodes nothing reaches.
-    let dir = tempfile::tempdir().unwrap();
-    let nsi = dir.path().join("g.nsi");
-    let hdfs = dir.path().join("g.hdfs");
+/// `generate --inodes 50` converted to Hadoop, its summary listing a
+/// SNAPSHOT_DIFF section (empty where the conversion wrote none) for
+/// `edited` to fill.
+fn generated_with_diff_section(dir: &Path) -> Vec<u8> {
+    let nsi = dir.join("g.nsi");
+    let hdfs = dir.join("g.hdfs");
     assert_eq!(
         code(&nsimage(&[
             "generate",
@@ -903,14 +901,10 @@ fn an_inode_no_snapshot_reaches_is_refused_not_dropped() {
         code(&nsimage(&["convert", s(&nsi), s(&hdfs), "--to", "hdfs"])),
         0
     );
-    let bytes = std::fs::read(&hdfs).unwrap();
-    let root = 16385u64;
+    let mut bytes = std::fs::read(&hdfs).unwrap();
     let mut fs = summary_of(&bytes);
-    let has_diff = fs.sections.iter().any(|x| x.name() == "SNAPSHOT_DIFF");
-    let mut bytes = bytes;
-    if !has_diff {
-        // Add an empty SNAPSHOT_DIFF section for `edited` to fill.
-        let d = summary_of(&bytes).encode_length_delimited_to_vec();
+    if !fs.sections.iter().any(|x| x.name() == "SNAPSHOT_DIFF") {
+        let d = fs.encode_length_delimited_to_vec();
         let body_end = bytes.len() - 4 - d.len();
         bytes.truncate(body_end);
         fs.sections.push(Section {
@@ -922,6 +916,26 @@ fn an_inode_no_snapshot_reaches_is_refused_not_dropped() {
         bytes.extend_from_slice(&d);
         bytes.extend_from_slice(&(d.len() as u32).to_be_bytes());
     }
+    bytes
+}
+
+/// One SNAPSHOT_DIFF entry of no diffs, for the root (as Hadoop 2.x
+/// writes): the image then counts as one with snapshots.
+fn empty_root_diff() -> Vec<u8> {
+    delimited(&[DiffEntry {
+        r#type: diff_entry::Type::Directorydiff as i32,
+        inode_id: Some(16385),
+        num_of_diff: Some(0),
+    }])
+}
+
+#[test]
+fn an_inode_no_snapshot_reaches_is_refused_not_dropped() {
+    // The root's INODE_DIR entry removed and one empty SNAPSHOT_DIFF entry
+    // for the root added: 49 inodes nothing reaches.
+    let dir = tempfile::tempdir().unwrap();
+    let root = 16385u64;
+    let bytes = generated_with_diff_section(dir.path());
     let bad = edited(&bytes, &|n, plain| match n {
         "INODE_DIR" => {
             let kept: Vec<DirEntry> = messages(&plain)
@@ -931,11 +945,7 @@ fn an_inode_no_snapshot_reaches_is_refused_not_dropped() {
                 .collect();
             delimited(&kept)
         }
-        "SNAPSHOT_DIFF" => delimited(&[DiffEntry {
-            r#type: diff_entry::Type::Directorydiff as i32,
-            inode_id: Some(root),
-            num_of_diff: Some(0),
-        }]),
+        "SNAPSHOT_DIFF" => empty_root_diff(),
         _ => plain,
     });
     let p = refused_with(
@@ -948,6 +958,92 @@ fn an_inode_no_snapshot_reaches_is_refused_not_dropped() {
     let c = nsimage(&["convert", s(&p), s(&out), "--to", "nsimage"]);
     assert_eq!(code(&c), 1, "{}", String::from_utf8_lossy(&c.stderr));
     assert!(!out.exists());
+}
+
+/// Issue 39, 5a: an INODE_DIR entry outside the current tree (its parent
+/// not reached from the root) must still name inodes INODE holds, as
+/// Hadoop's loader wants of every entry: a parent that is no inode, or a
+/// file, or a child that is no inode, is refused (exit 1, at the entry)
+/// by every read path, with one empty SNAPSHOT_DIFF entry in the image as
+/// without it.
+#[test]
+fn a_directory_entry_outside_the_current_tree_must_name_inodes() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = generated_with_diff_section(dir.path());
+    // A file of the generated tree: the first child the root lists.
+    let file = {
+        let inodes = section(&bytes, "INODE").unwrap();
+        messages(&inodes)[1..]
+            .iter()
+            .map(|m| INode::decode(&m[..]).unwrap())
+            .find(|n| n.r#type() == i_node::Type::File)
+            .unwrap()
+            .id
+    };
+    for (name, entry, want) in [
+        (
+            "missing_parent",
+            DirEntry {
+                parent: Some(999_999),
+                children: vec![999_998],
+                ref_children: Vec::new(),
+            },
+            "parent 999999 is not",
+        ),
+        (
+            "file_parent",
+            DirEntry {
+                parent: Some(file),
+                children: vec![999_998],
+                ref_children: Vec::new(),
+            },
+            "is not a directory",
+        ),
+    ] {
+        for with_diff in [true, false] {
+            let bad = edited(&bytes, &|n, mut plain| match n {
+                "INODE_DIR" => {
+                    plain.extend(delimited(std::slice::from_ref(&entry)));
+                    plain
+                }
+                "SNAPSHOT_DIFF" if with_diff => empty_root_diff(),
+                _ => plain,
+            });
+            let p = dir.path().join(format!("{name}_{with_diff}.hdfs"));
+            std::fs::write(&p, &bad).unwrap();
+            let what = format!("{name}, with a diff entry: {with_diff}");
+            for threads in [1, 2] {
+                let o = nsimage_loader::LoadOptions {
+                    threads,
+                    serial: threads == 1,
+                    parallel_threshold: 0,
+                    ..Default::default()
+                };
+                let e = nsimage_loader::load(&p, &o)
+                    .err()
+                    .unwrap_or_else(|| panic!("{what}: loaded on {threads} threads"));
+                assert!(e.is_data_error(), "{what}: {e}");
+                let text = e.to_string();
+                assert!(text.contains("INODE_DIR"), "{what}: {text}");
+                assert!(text.contains(want), "{what}: {text}");
+            }
+            hdfs_common::every_command_refuses(&p, &["INODE_DIR"]);
+        }
+    }
+    // A child that is no inode, under a snapshot-only directory: the
+    // rich image's deleted directory lists one more child.
+    let bad = edited(&rich_image(), &|n, mut plain| {
+        if n == "INODE_DIR" {
+            plain.extend(delimited(&[DirEntry {
+                parent: Some(DELETED_DIR),
+                children: vec![999_997],
+                ref_children: Vec::new(),
+            }]));
+        }
+        plain
+    });
+    let p = refused_with(dir.path(), "missing_child", &bad, "child 999997");
+    hdfs_common::every_command_refuses(&p, &["INODE_DIR", "999997"]);
 }
 
 #[test]
