@@ -24,6 +24,10 @@ pub enum NsError {
     /// A name an image may not hold (see `valid_name` in `rules.rs`).
     #[error("invalid name {0:?}: empty, '.', '..', containing '/' or NUL, or too long")]
     InvalidName(String),
+    /// [`RESERVED_NAME`](crate::RESERVED_NAME) made or renamed to under
+    /// the root.
+    #[error("{0:?} is reserved under the root: no inode is created or renamed to it")]
+    Reserved(String),
     /// A path that does not start with `/`.
     #[error("invalid path {0:?}: paths are absolute")]
     InvalidPath(String),

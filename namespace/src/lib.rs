@@ -135,7 +135,7 @@ pub use arena::{Arena, Span};
 pub use block_rules::BlockRules;
 pub use build::{DirBatch, NamespaceBuilder};
 pub use children::{ChildIter, Children};
-pub use consts::{Slot, MAX_NAME_LENGTH, NO_SLOT, ROOT_ID};
+pub use consts::{Slot, MAX_NAME_LENGTH, NO_SLOT, RESERVED_NAME, ROOT_ID};
 pub use digest::Digest;
 pub use errors::{BuildError, NsError};
 pub use ids::IdIndex;

@@ -7,7 +7,7 @@
 use crate::arena::Span;
 use crate::children::{name_key, OwnedChildren, Place};
 use crate::classes::Class;
-use crate::consts::{Slot, MAX_NAME_LENGTH, NO_SLOT};
+use crate::consts::{Slot, MAX_NAME_LENGTH, NO_SLOT, RESERVED_NAME};
 use crate::errors::{show, NsError, Result};
 use crate::lookup::{check_name, components, split_last};
 use crate::namespace::{read_name, Namespace};
@@ -15,11 +15,15 @@ use crate::node::{Kind, Node, OWNED_CHILDREN};
 use crate::values::{Block, FileSpec, PermSpec};
 
 impl Namespace {
-    /// Checks that `name` may be created in directory slot `dir`; returns
-    /// where it goes when the list is already an owned one (so that the
-    /// insertion does not search it again).
+    /// Checks that `name` may be created in directory slot `dir` (the one
+    /// place every creation and rename passes, so the reserved name is
+    /// refused here alone); returns where it goes when the list is already
+    /// an owned one (so that the insertion does not search it again).
     fn check_free(&self, dir: Slot, name: &[u8]) -> Result<Option<Place>> {
         check_name(name)?;
+        if dir == 0 && name == RESERVED_NAME {
+            return Err(NsError::Reserved(show(name)));
+        }
         match self.child_place(dir, name) {
             Ok(_) => Err(NsError::AlreadyExists(show(name))),
             Err(place) => Ok(place),
@@ -398,6 +402,28 @@ mod tests {
             Err(NsError::InvalidPath(_))
         ));
         assert_eq!(ns.digest(), before);
+    }
+
+    #[test]
+    fn the_reserved_name_is_refused_under_the_root_only() {
+        let mut ns = Namespace::default();
+        ns.mkdirs(b"/a", &P, 1).unwrap();
+        let f = ns.create(b"/a/f", &P, &F, 1).unwrap();
+        let before = ns.digest();
+        let reserved = |r: Result<u64, NsError>| matches!(r, Err(NsError::Reserved(_)));
+        assert!(reserved(ns.mkdir_in(ROOT_ID, b".reserved", &P, 9)));
+        assert!(reserved(ns.mkdirs(b"/.reserved/.inodes/16385/x", &P, 9)));
+        assert!(reserved(ns.create(b"/.reserved", &P, &F, 9)));
+        assert!(reserved(ns.symlink(b"/.reserved", b"/a", &P, 9)));
+        assert!(matches!(
+            ns.rename_in(f, ROOT_ID, b".reserved", 9),
+            Err(NsError::Reserved(_))
+        ));
+        assert_eq!(ns.digest(), before, "a refusal changes nothing");
+        // Anywhere else the name is an ordinary one.
+        let a = ns.resolve(b"/a").unwrap();
+        ns.mkdir_in(a, b".reserved", &P, 9).unwrap();
+        ns.rename(b"/a/f", b"/a/.reserved/f", 9).unwrap();
     }
 
     #[test]

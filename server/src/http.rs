@@ -177,7 +177,7 @@ impl Listening {
 }
 
 /// How a writable server opens its store and checkpoints.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct Writable {
     /// How the store is opened and recovered (its key is
     /// [`Config::key`] when this one has none).
@@ -186,6 +186,20 @@ pub struct Writable {
     pub policy: nsimage_store::CheckpointPolicy,
     /// Take a checkpoint at shutdown (the only way one is taken then).
     pub checkpoint_on_exit: bool,
+    /// The file system the store's files are reached through (`None`: the
+    /// real one; tests give one with injected faults).
+    pub fs: Option<Arc<dyn nsimage_store::fs::Fs>>,
+}
+
+impl std::fmt::Debug for Writable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Writable")
+            .field("store", &self.store)
+            .field("policy", &self.policy)
+            .field("checkpoint_on_exit", &self.checkpoint_on_exit)
+            .field("fs", &self.fs.as_ref().map(|_| "injected"))
+            .finish()
+    }
 }
 
 /// What a server answers from.
@@ -228,6 +242,16 @@ pub enum ServeError {
     /// The groups file does not read.
     #[error(transparent)]
     Groups(#[from] GroupsFileError),
+    /// A write of the journal, or its fsync, failed (a full disk, an I/O
+    /// error): the writable server stopped, as HDFS's NameNode stops when
+    /// it cannot sync its edits.
+    #[error(
+        "the journal could not be made durable ({0}): the server stopped. Every write \
+         acknowledged before is durable and is recovered at the next start; the writes that \
+         failed were answered 500 and were never seen by a reader. Restart it once the file \
+         system has space again"
+    )]
+    JournalFailed(String),
     /// The TLS certificate or key does not read.
     #[error("{path}: {detail}")]
     Tls {
@@ -268,6 +292,17 @@ pub fn run(
     config: Config,
     on_bound: impl FnOnce(&Listening),
 ) -> Result<(), ServeError> {
+    run_until(source, config, on_bound, shutdown_signal())
+}
+
+/// [`run`], stopped when `shutdown` resolves instead of by a signal (a
+/// server run inside another program, or a test).
+pub fn run_until(
+    source: PathBuf,
+    config: Config,
+    on_bound: impl FnOnce(&Listening),
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), ServeError> {
     let log = config.log;
     let logger = move |line: &str| {
         if log {
@@ -275,7 +310,7 @@ pub fn run(
         }
     };
     if let Some(w) = config.writable.clone() {
-        return run_writable(&source, &config, &w, on_bound);
+        return run_writable(&source, &config, &w, on_bound, shutdown);
     }
     let is_store = source.is_dir();
     let first = if is_store {
@@ -311,6 +346,7 @@ pub fn run(
         perms,
         &config,
         on_bound,
+        shutdown,
     );
     stop.store(true, Ordering::Relaxed);
     if let Some(p) = poller {
@@ -328,13 +364,17 @@ fn run_writable(
     config: &Config,
     w: &Writable,
     on_bound: impl FnOnce(&Listening),
+    shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServeError> {
     let started = Instant::now();
     let mut opts = w.store.clone();
     if opts.key.is_none() {
         opts.key = config.key.clone();
     }
-    let live = Arc::new(Live::open(dir, opts, w.policy)?);
+    let fs =
+        w.fs.clone()
+            .unwrap_or_else(|| Arc::new(nsimage_store::fs::RealFs::default()));
+    let live = Arc::new(Live::open(dir, fs, opts, w.policy)?);
     if config.log {
         let r = live.store.report();
         eprintln!(
@@ -348,18 +388,39 @@ fn run_writable(
     let perms = live
         .store
         .with_namespace(|ns| config.permissions.resolve(ns));
-    let result = run_runtime(Backend::Store(Arc::clone(&live)), perms, config, on_bound);
+    // A journal failure stops the server as a signal does: no new
+    // connection, requests in flight finish (reads from the durable view,
+    // writes refused by the poisoned store).
+    let failed = Arc::clone(&live);
+    let stop = async move {
+        tokio::select! {
+            () = shutdown => {}
+            () = failed.journal_failed() => {}
+        }
+    };
+    let result = run_runtime(
+        Backend::Store(Arc::clone(&live)),
+        perms,
+        config,
+        on_bound,
+        stop,
+    );
     let closed = live.close(w.checkpoint_on_exit);
     result?;
+    if let Some(e) = live.failure() {
+        return Err(ServeError::JournalFailed(e));
+    }
     closed.map_err(ServeError::Store)
 }
 
-/// Binds and serves `backend` on a runtime of its own until a signal.
+/// Binds and serves `backend` on a runtime of its own until `shutdown`
+/// resolves.
 fn run_runtime(
     backend: Backend,
     perms: Permissions,
     config: &Config,
     on_bound: impl FnOnce(&Listening),
+    shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServeError> {
     let groups = Groups::new(config.permissions.groups.clone())?;
     let tls = config.tls.as_ref().map(tls_acceptor).transpose()?;
@@ -402,7 +463,7 @@ fn run_runtime(
             addr: bound,
             tls: tls.is_some(),
         });
-        serve(listener, app, tls, config, shutdown_signal()).await;
+        serve(listener, app, tls, config, shutdown).await;
         Ok(())
     })
 }
@@ -642,7 +703,7 @@ enum Answer {
 enum ListingFrom {
     /// The image it was started on.
     Image(Arc<Served>),
-    /// The live namespace, under its shared lock for each chunk, the
+    /// The live store's durable view, the newest for each chunk, the
     /// caller's listing check made again with each (as HDFS checks each
     /// `getListing` batch of a WebHDFS listing): a change of permissions
     /// acknowledged while a listing streams stops it.
@@ -671,7 +732,7 @@ async fn dispatch(
             let served = current.get();
             return timed(st, move || {
                 let ns = &served.namespace;
-                read(ns, &parsed, &gate, || {
+                read(ns, &parsed, &gate, |_| {
                     ListingFrom::Image(Arc::clone(&served))
                 })
             })
@@ -701,11 +762,15 @@ async fn dispatch(
         )));
     }
     if sent == params::Method::Get {
+        // Answered from the durable view: never a write before it is
+        // acknowledged.
+        let ns = live.reader()?;
         return timed(st, move || {
-            live.store.with_namespace(|ns| {
-                read(ns, &parsed, &gate, || {
-                    ListingFrom::Store(Arc::clone(&live), Box::new((gate.clone(), parsed.clone())))
-                })
+            read(&ns, &parsed, &gate, |answered| {
+                ListingFrom::Store(
+                    Arc::clone(&live),
+                    Box::new((gate.clone(), answered.clone())),
+                )
             })
         })
         .await;
@@ -715,6 +780,9 @@ async fn dispatch(
             return Err(writes::data_refused(&op));
         }
         if op == "CREATE" && parsed.param("namenoderpcaddress").is_none() {
+            // Checked before the redirect: its `Location` carries only what
+            // the second step takes.
+            writes::create_args(&parsed)?;
             return create_redirect(st, uri, headers, &parsed);
         }
     }
@@ -727,6 +795,7 @@ async fn dispatch(
     // Answered only once durable, error or not (an earlier step of it
     // may have applied; its checks may have seen ops not yet durable).
     live.durable(ticket, outcome.txid).await?;
+    live.check_failed();
     match outcome.result? {
         Done::Json(v) => Ok(Answer::Whole(v.to_string())),
         Done::Empty => Ok(Answer::Empty),
@@ -738,15 +807,18 @@ async fn dispatch(
 }
 
 /// A read's answer from `ns` for `gate`'s caller; `from` names it for a
-/// streamed listing.
+/// streamed listing, given the request as answered (a path under
+/// `/.reserved/.inodes/<id>` resolved to the inode's).
 fn read(
     ns: &nsimage_namespace::Namespace,
     parsed: &Parsed,
     gate: &Gate,
-    from: impl FnOnce() -> ListingFrom,
+    from: impl FnOnce(&Parsed) -> ListingFrom,
 ) -> Result<Answer, RemoteError> {
+    let resolved = crate::ops::resolve_reserved(ns, parsed)?;
+    let parsed = resolved.as_ref().unwrap_or(parsed);
     match list_status_start(ns, parsed, gate) {
-        Some(Ok(ListStart::Directory(listing))) => Ok(Answer::Listing(listing, from())),
+        Some(Ok(ListStart::Directory(listing))) => Ok(Answer::Listing(listing, from(parsed))),
         Some(Ok(ListStart::Whole(v))) => Ok(Answer::Whole(v.to_string())),
         Some(Err(e)) => Err(e),
         None => answer(ns, parsed, gate).map(|v| Answer::Whole(v.to_string())),
@@ -867,9 +939,9 @@ fn create_redirect(
 /// queue): hyper otherwise polls the body again for as long as the socket
 /// takes data, and a fast client reading a wide directory would keep a
 /// runtime worker to itself for the whole listing (two such listings, every
-/// worker of a 2-core server). On a live namespace each chunk is read under
-/// the shared lock (writes between chunks may move entries, as between the
-/// pages of LISTSTATUS_BATCH).
+/// worker of a 2-core server). On a live store each chunk is read from the
+/// durable view of that moment (writes acknowledged between chunks may move
+/// entries, as between the pages of LISTSTATUS_BATCH).
 struct ListingBody {
     listing: Listing,
     from: ListingFrom,
@@ -894,18 +966,22 @@ impl hyper::body::Body for ListingBody {
         let listing = &mut this.listing;
         let chunk = match &this.from {
             ListingFrom::Image(served) => Ok(listing.next_chunk(&served.namespace)),
-            ListingFrom::Store(live, again) => live.store.with_namespace(|ns| {
-                let (gate, parsed) = &**again;
-                if let Err(e) = crate::ops::listing_check(ns, parsed, gate) {
-                    // The answer's status is sent: the stream is cut, and
-                    // the client sees a broken answer, never more entries.
-                    return Err(std::io::Error::new(
-                        std::io::ErrorKind::PermissionDenied,
-                        e.message,
-                    ));
-                }
-                Ok(listing.next_chunk(ns))
-            }),
+            ListingFrom::Store(live, again) => live
+                .reader()
+                .map_err(|e| std::io::Error::other(e.message))
+                .and_then(|ns| {
+                    let (gate, parsed) = &**again;
+                    if let Err(e) = crate::ops::listing_check(&ns, parsed, gate) {
+                        // The answer's status is sent: the stream is cut,
+                        // and the client sees a broken answer, never more
+                        // entries.
+                        return Err(std::io::Error::new(
+                            std::io::ErrorKind::PermissionDenied,
+                            e.message,
+                        ));
+                    }
+                    Ok(listing.next_chunk(&ns))
+                }),
         };
         match chunk {
             Ok(chunk) => {

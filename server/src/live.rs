@@ -5,11 +5,18 @@
 //! per waiting request), the background checkpointer, and the lines it
 //! prints on stderr (`checkpoint started txid=T`, `checkpoint finished
 //! txid=T seconds=S`, `checkpoint failed txid=T: ERR`), and at close
-//! `journal: N ops in M fsyncs` (the ops applied since the open, and the
-//! syncer's writes and fsyncs of the journal that made them durable).
+//! `journal: N ops in M fsyncs` (the ops made durable since the open, and
+//! the syncer's writes and fsyncs of the journal that made them durable).
+//!
+//! Readers are answered from the store's durable view
+//! ([`Live::reader`]): the namespace as of the last durable op, so that no
+//! reader sees a write before it is acknowledged, or one whose journal
+//! write failed. A journal failure (a full disk, an I/O error) poisons
+//! the store; the server then stops ([`Live::journal_failed`]), as HDFS's
+//! NameNode does when it cannot sync its edits.
 
 use crate::error::RemoteError;
-use nsimage_store::fs::RealFs;
+use nsimage_store::fs::Fs;
 use nsimage_store::{
     CheckpointEvent, CheckpointPolicy, Checkpointer, Store, StoreError, StoreOptions,
 };
@@ -20,7 +27,7 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, watch};
 
 /// A request waiting for its txid to be durable, with its ticket (given
 /// back when the syncer takes the wait).
@@ -38,6 +45,8 @@ pub struct Live {
     opened_at: u64,
     /// Journal flushes (a write and an fsync) the syncer asked for.
     flushes: Arc<AtomicU64>,
+    /// Why the journal failed, once it has (the server then stops).
+    failed: Arc<watch::Sender<Option<String>>>,
     /// Write requests started and their tickets given back (see
     /// [`WriteTicket`]).
     tickets: Arc<Tickets>,
@@ -114,27 +123,35 @@ pub fn checkpoint_line(e: &CheckpointEvent) -> Option<String> {
 }
 
 impl Live {
-    /// Opens (recovers) the store in `dir` with `opts` and starts its
-    /// syncer and, when `policy` asks for checkpoints, its checkpointer.
+    /// Opens (recovers) the store in `dir` (its files reached through
+    /// `fs`) with `opts` and starts its syncer and, when `policy` asks for
+    /// checkpoints, its checkpointer.
     ///
     /// # Errors
     /// The store's, opening or starting a thread.
     pub fn open(
         dir: &Path,
+        fs: Arc<dyn Fs>,
         opts: StoreOptions,
         policy: CheckpointPolicy,
     ) -> Result<Live, StoreError> {
-        let store = Arc::new(Store::open(dir, Arc::new(RealFs::default()), opts)?);
+        let opts = StoreOptions {
+            durable_view: true,
+            ..opts
+        };
+        let store = Arc::new(Store::open(dir, fs, opts)?);
         let opened_at = store.txid();
+        let failed = Arc::new(watch::Sender::new(None));
         let (tx, rx) = mpsc::channel::<Waiter>();
         let s = Arc::clone(&store);
         let flushes = Arc::new(AtomicU64::new(0));
         let counted = Arc::clone(&flushes);
         let tickets = Arc::new(Tickets::default());
         let out = Arc::clone(&tickets);
+        let fail = Arc::clone(&failed);
         let syncer = std::thread::Builder::new()
             .name("nsimage-syncer".into())
-            .spawn(move || sync_loop(&s, opened_at, &rx, &counted, &out))
+            .spawn(move || sync_loop(&s, opened_at, &rx, &counted, &out, &fail))
             .map_err(|source| StoreError::Io {
                 path: dir.to_path_buf(),
                 source,
@@ -155,8 +172,41 @@ impl Live {
             checkpointer: Mutex::new(checkpointer),
             opened_at,
             flushes,
+            failed,
             tickets,
         })
+    }
+
+    /// The namespace readers are answered from: as of the last durable op
+    /// (every acknowledged write in it, no write that is not durable).
+    ///
+    /// # Errors
+    /// 500 when the store keeps no durable view (it always does when
+    /// opened by [`open`](Self::open)).
+    pub fn reader(&self) -> Result<Arc<nsimage_namespace::Namespace>, RemoteError> {
+        self.store
+            .durable_namespace()
+            .ok_or_else(|| RemoteError::internal("the store keeps no durable view"))
+    }
+
+    /// Notes a journal failure if the store is poisoned (by a write's
+    /// journal write or fsync, or a checkpoint's segment roll): the server
+    /// stops. Cheap; called after each write.
+    pub fn check_failed(&self) {
+        if let Some(e) = self.store.failure() {
+            note_failure(&self.failed, e);
+        }
+    }
+
+    /// Why the journal failed, once it has.
+    pub fn failure(&self) -> Option<String> {
+        self.failed.borrow().clone()
+    }
+
+    /// Resolves once the journal has failed (at once if it has).
+    pub async fn journal_failed(&self) {
+        let mut rx = self.failed.subscribe();
+        let _ = rx.wait_for(Option::is_some).await;
     }
 
     /// Marks a write request as started: its ticket goes with its wait
@@ -185,7 +235,9 @@ impl Live {
         if !sent {
             return Err(RemoteError::internal("the server is shutting down"));
         }
-        match rx.await {
+        let r = rx.await;
+        self.check_failed();
+        match r {
             Ok(Ok(())) => Ok(()),
             Ok(Err(e)) => Err(RemoteError::internal(format!(
                 "the write is not durable: {e}"
@@ -196,7 +248,8 @@ impl Live {
 
     /// Ends the syncer (after the waits queued) and the checkpointer (a
     /// checkpoint being saved is abandoned); then, when
-    /// `checkpoint_on_exit`, takes a checkpoint, printing its lines.
+    /// `checkpoint_on_exit` and the journal has not failed, takes a
+    /// checkpoint, printing its lines.
     ///
     /// # Errors
     /// The checkpoint's.
@@ -207,13 +260,13 @@ impl Live {
         }
         eprintln!(
             "journal: {} ops in {} fsyncs",
-            self.store.txid().saturating_sub(self.opened_at),
+            self.store.durable_txid().saturating_sub(self.opened_at),
             self.flushes.load(Ordering::Relaxed)
         );
         if let Some(c) = self.checkpointer.lock().take() {
             c.stop();
         }
-        if !checkpoint_on_exit {
+        if !checkpoint_on_exit || self.failure().is_some() {
             return Ok(());
         }
         let txid = self.store.txid();
@@ -249,6 +302,7 @@ fn sync_loop(
     rx: &mpsc::Receiver<Waiter>,
     flushes: &AtomicU64,
     tickets: &Tickets,
+    failed: &watch::Sender<Option<String>>,
 ) {
     // Durable at the open (read before this thread started: a write may
     // have been applied before it runs, and its flush must count).
@@ -284,8 +338,28 @@ fn sync_loop(
             durable = newest;
         }
         let r = store.wait_durable(newest).map_err(|e| e.to_string());
+        if r.is_err() {
+            if let Some(e) = store.failure() {
+                note_failure(failed, e);
+            }
+        }
         for (_, tx) in batch {
             let _ = tx.send(r.clone());
         }
     }
+}
+
+/// Records the journal's failure `e` (the first one), saying on stderr
+/// that the server stops.
+fn note_failure(failed: &watch::Sender<Option<String>>, e: String) {
+    failed.send_if_modified(|f| {
+        if f.is_some() {
+            return false;
+        }
+        eprintln!(
+            "nsimage serve: the journal failed: {e}; stopping (every acknowledged write is durable)"
+        );
+        *f = Some(e);
+        true
+    });
 }

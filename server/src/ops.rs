@@ -3,6 +3,7 @@
 //! writes them), or a [`RemoteError`].
 
 use crate::error::{echo, RemoteError};
+use crate::params;
 use crate::perm::{Access, Gate, Need, XattrUse};
 use crate::request::Parsed;
 use nsimage_namespace::{Attrs, Inode, InodeKind, Namespace};
@@ -14,48 +15,6 @@ use serde_json::{json, Value};
 
 /// Entries per LISTSTATUS_BATCH page (HDFS's `dfs.ls.limit` default).
 pub const BATCH_SIZE: usize = 1000;
-
-/// Operations that change the namespace: refused with 403
-/// AccessControlException whatever the method.
-const WRITE_OPS: [&str; 24] = [
-    "CREATE",
-    "MKDIRS",
-    "CREATESYMLINK",
-    "RENAME",
-    "SETREPLICATION",
-    "SETOWNER",
-    "SETPERMISSION",
-    "SETTIMES",
-    "RENEWDELEGATIONTOKEN",
-    "CANCELDELEGATIONTOKEN",
-    "MODIFYACLENTRIES",
-    "REMOVEACLENTRIES",
-    "REMOVEDEFAULTACL",
-    "REMOVEACL",
-    "SETACL",
-    "SETXATTR",
-    "REMOVEXATTR",
-    "CREATESNAPSHOT",
-    "RENAMESNAPSHOT",
-    "SETSTORAGEPOLICY",
-    "APPEND",
-    "CONCAT",
-    "TRUNCATE",
-    "DELETE",
-];
-
-/// Read operations of WebHDFS this server does not answer (an image holds
-/// no file data, no checksums, no tokens).
-const UNSUPPORTED_OPS: [&str; 8] = [
-    "OPEN",
-    "GETFILECHECKSUM",
-    "GETDELEGATIONTOKEN",
-    "CHECKACCESS",
-    "GETSNAPSHOTDIFF",
-    "GETSNAPSHOTTABLEDIRECTORYLIST",
-    "GETALLSTORAGEPOLICY",
-    "GETSTORAGEPOLICY",
-];
 
 /// Answers a GET request for `gate`'s caller: the JSON body, or the error
 /// to send. Each operation makes the NameNode's checks first (HDFS
@@ -112,8 +71,11 @@ pub fn answer(ns: &Namespace, req: &Parsed, gate: &Gate) -> Result<Value, Remote
             Ok(json!({ "XAttrNames": inner }))
         }
         "GETHOMEDIRECTORY" => Ok(json!({ "Path": format!("/user/{}", gate.caller.user) })),
-        w if WRITE_OPS.contains(&w) => Err(write_refused(w)),
-        u if UNSUPPORTED_OPS.contains(&u) => Err(RemoteError::unsupported(format!(
+        // The rest of WebHDFS's table (`params`): its writes refused, its
+        // other reads not served (an image holds no file data, no
+        // checksums, no tokens, no snapshots' diffs, no storage policies).
+        w if params::method_of(w).is_some_and(params::Method::writes) => Err(write_refused(w)),
+        u if params::method_of(u).is_some() => Err(RemoteError::unsupported(format!(
             "op={u} is not served: this server answers from a namespace image, read-only and without file data"
         ))),
         other => Err(RemoteError::bad_argument(format!(
@@ -121,6 +83,53 @@ pub fn answer(ns: &Namespace, req: &Parsed, gate: &Gate) -> Result<Value, Remote
             echo(other)
         ))),
     }
+}
+
+/// A read's path under HDFS's `/.reserved`, resolved as HDFS resolves it:
+/// `/.reserved/.inodes/<id>` is inode `id` (its path, then whatever
+/// follows the id), whose answer and checks are then those of that path.
+/// `None` for a path outside `/.reserved`.
+///
+/// # Errors
+/// 404 FileNotFoundException for any other path under `/.reserved` (which
+/// names no inode), an id that is not a decimal number, or one no live
+/// inode has; 400 when the inode's path is not UTF-8 (no WebHDFS path can
+/// name it).
+pub fn resolve_reserved(ns: &Namespace, req: &Parsed) -> Result<Option<Parsed>, RemoteError> {
+    if !params::is_reserved(&req.path) {
+        return Ok(None);
+    }
+    let given = echo(req.path.given());
+    let Some((id, rest)) = params::inode_path(&req.path) else {
+        return Err(RemoteError::not_found(format!(
+            "File does not exist: {given} (under /.reserved only /.reserved/.inodes/<inode id> names an inode)"
+        )));
+    };
+    let id = std::str::from_utf8(id)
+        .ok()
+        .filter(|t| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|t| t.parse::<u64>().ok())
+        .ok_or_else(|| RemoteError::not_found(format!("Invalid inode path: {given}")))?;
+    let mut path = ns.path_of(id).ok_or_else(|| {
+        RemoteError::not_found(format!("File for the inode path does not exist: {given}"))
+    })?;
+    for c in rest {
+        if path != b"/" {
+            path.push(b'/');
+        }
+        path.extend_from_slice(c);
+    }
+    let text = String::from_utf8(path).map_err(|_| {
+        RemoteError::bad_argument(format!(
+            "{given}: the inode's path is not UTF-8, which no WebHDFS path can name"
+        ))
+    })?;
+    let path = nsimage_viewer::paths::ImagePath::parse(&text)
+        .map_err(|e| RemoteError::bad_argument(format!("{given}: {e}")))?;
+    Ok(Some(Parsed {
+        path,
+        params: req.params.clone(),
+    }))
 }
 
 /// The error for a write (any PUT, POST or DELETE, or a write `op`).

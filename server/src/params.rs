@@ -5,25 +5,40 @@
 
 use crate::error::{echo, RemoteError};
 use crate::request::Parsed;
+use nsimage_namespace::RESERVED_NAME;
 use nsimage_viewer::paths::ImagePath;
 
 /// Parameters every operation takes.
 const COMMON: [&str; 4] = ["op", "user.name", "doas", "delegation"];
 
-/// The HTTP method WebHDFS sends an operation with.
+/// The HTTP method WebHDFS sends an operation with. It says whether the
+/// operation changes what the server holds: every GET operation is a read,
+/// every other one a write (WebHDFS's own split), so that the table below
+/// is the one list of both.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Method {
     /// GET: reads.
     Get,
     /// PUT: most writes.
     Put,
-    /// POST: APPEND, CONCAT, TRUNCATE.
+    /// POST: APPEND, CONCAT, TRUNCATE, UNSETSTORAGEPOLICY.
     Post,
-    /// DELETE: DELETE.
+    /// DELETE: DELETE, DELETESNAPSHOT.
     Delete,
 }
 
-/// `(op, method, its own parameters)`.
+impl Method {
+    /// Whether an operation sent with this method is a write (anything but
+    /// GET): refused by a read-only server.
+    pub fn writes(self) -> bool {
+        self != Method::Get
+    }
+}
+
+/// Every WebHDFS operation this server knows, reads and writes: `(op,
+/// method, its own parameters)`. The one table the parameter checks, the
+/// read-only server's refusals of writes and its refusals of reads it does
+/// not serve all derive from ([`method_of`], [`ops`]).
 const OPS: &[(&str, Method, &[&str])] = &[
     ("GETFILESTATUS", Method::Get, &[]),
     ("LISTSTATUS", Method::Get, &[]),
@@ -113,6 +128,17 @@ const OPS: &[(&str, Method, &[&str])] = &[
     ("DELETE", Method::Delete, &["recursive"]),
     ("DELETESNAPSHOT", Method::Delete, &["snapshotname"]),
 ];
+
+/// The method of WebHDFS operation `op` (upper case), `None` for an op
+/// WebHDFS does not have.
+pub fn method_of(op: &str) -> Option<Method> {
+    OPS.iter().find(|(n, _, _)| *n == op).map(|&(_, m, _)| m)
+}
+
+/// Every operation of the table with its method.
+pub fn ops() -> impl Iterator<Item = (&'static str, Method)> {
+    OPS.iter().map(|&(n, m, _)| (n, m))
+}
 
 /// The op's name (upper case) and method, its parameters checked: every
 /// parameter is one the op takes, none given twice with two values (but
@@ -219,6 +245,68 @@ pub fn check_new_path(p: &ImagePath, given: &str) -> Result<(), RemoteError> {
         )));
     }
     Ok(())
+}
+
+/// The directory under HDFS's `/.reserved` that names inodes by id
+/// (`/.reserved/.inodes/<id>`).
+pub const DOT_INODES: &[u8] = b".inodes";
+
+/// Whether `p` is HDFS's `/.reserved` or a path under it: a path that
+/// names no ordinary inode (the name itself is the namespace's
+/// [`RESERVED_NAME`], which no write can create under the root).
+pub fn is_reserved(p: &ImagePath) -> bool {
+    p.components()
+        .first()
+        .is_some_and(|c| c.as_slice() == RESERVED_NAME)
+}
+
+/// `/.reserved/.inodes/<id>` and what follows it: the id as given (a
+/// decimal number or not: the caller judges) and the components after it.
+/// `None` for any other path.
+pub fn inode_path(p: &ImagePath) -> Option<(&[u8], &[Vec<u8>])> {
+    match p.components() {
+        [r, i, id, rest @ ..] if r.as_slice() == RESERVED_NAME && i.as_slice() == DOT_INODES => {
+            Some((id.as_slice(), rest))
+        }
+        _ => None,
+    }
+}
+
+/// The refusal of write `op` naming `given`, a path under `/.reserved`
+/// (the op's own path, RENAME's destination, CREATESYMLINK's link or
+/// target), as HDFS refuses reserved paths: MKDIRS with HDFS's
+/// HadoopIllegalArgumentException (it will not create `/.reserved`), every
+/// other write with its InvalidPathException. Both are 400. (HDFS writes
+/// through `/.reserved/.inodes/<id>` and `/.reserved/raw`; this server
+/// does not.)
+pub fn reserved_refused(op: &str, given: &str) -> RemoteError {
+    if op == "MKDIRS" {
+        return reserved_name(given);
+    }
+    RemoteError {
+        status: 400,
+        exception: "InvalidPathException",
+        java_class: "org.apache.hadoop.fs.InvalidPathException",
+        message: format!(
+            "Invalid path name {}: /.reserved and the paths under it are reserved (op={op})",
+            echo(given)
+        ),
+    }
+}
+
+/// HDFS's refusal to make `/.reserved` (its HadoopIllegalArgumentException,
+/// 400), for an operation on `given` that would make it or move an inode
+/// to it (the namespace refuses both, whatever the route).
+pub fn reserved_name(given: &str) -> RemoteError {
+    RemoteError {
+        status: 400,
+        exception: "HadoopIllegalArgumentException",
+        java_class: "org.apache.hadoop.HadoopIllegalArgumentException",
+        message: format!(
+            "{}: \"/.reserved\" is a reserved name: nothing is made or moved there",
+            echo(given)
+        ),
+    }
 }
 
 #[cfg(test)]

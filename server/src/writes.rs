@@ -108,6 +108,7 @@ fn ns_error(e: &NsError, path: &str) -> RemoteError {
             "{path}: a directory cannot be moved into its own subtree"
         )),
         NsError::Root(what) => RemoteError::io(format!("cannot {what} the root directory")),
+        NsError::Reserved(_) => params::reserved_name(path),
         NsError::IdsExhausted | NsError::StringTableFull | NsError::ClassTableFull => {
             RemoteError::io(format!("{path}: {e}"))
         }
@@ -258,6 +259,10 @@ pub fn run(store: &Store, op: &str, req: &Parsed, gate: &Gate) -> Outcome {
 }
 
 fn dispatch(s: &mut Steps<'_>, op: &str, req: &Parsed) -> Result<Done, RemoteError> {
+    // No write goes through /.reserved (HDFS's reserved paths).
+    if params::is_reserved(&req.path) {
+        return Err(params::reserved_refused(op, req.path.given()));
+    }
     match op {
         "MKDIRS" => mkdirs(s, req),
         "CREATE" => create(s, req),
@@ -492,24 +497,64 @@ fn mkdirs(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
     Ok(Done::Json(json!({ "boolean": true })))
 }
 
-/// CREATE's second step (the first, the redirect, is the HTTP layer's):
-/// an empty file.
-fn create(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
+/// CREATE's request, checked: what both steps check before anything is
+/// done (the first step, the redirect, so that its `Location` never
+/// carries a value the second would refuse).
+pub struct CreateArgs {
+    overwrite: bool,
+    create_parent: bool,
+    mode: u16,
+    replication: u16,
+    block_size: u64,
+}
+
+/// Checks CREATE's path (not under `/.reserved`, a valid new name) and
+/// parameters (`overwrite`, `createparent`, `permission`, `replication`,
+/// `blocksize` with HDFS's limits).
+///
+/// # Errors
+/// The refusal each bad one gets.
+pub fn create_args(req: &Parsed) -> Result<CreateArgs, RemoteError> {
+    if params::is_reserved(&req.path) {
+        return Err(params::reserved_refused("CREATE", req.path.given()));
+    }
     check_new_path(&req.path, req.path.given())?;
     let overwrite = boolean(req, "overwrite", false)?;
     let create_parent = boolean(req, "createparent", true)?;
     let mode = permission(req, 0o644)?;
     let replication = number(req, "replication", i64::MIN, i64::MAX)?
         .map_or(Ok(DEFAULT_REPLICATION), check_replication)?;
-    let block_size = match number(req, "blocksize", i64::MIN, i64::MAX)? {
+    // At least 1 (HDFS's BlockSizeParam: 400 otherwise), then at least
+    // the NameNode's minimum (its startFile's IOException).
+    let block_size = match number(req, "blocksize", 1, i64::MAX)? {
         None => DEFAULT_BLOCK_SIZE,
         Some(b) if b < MIN_BLOCK_SIZE => {
             return Err(RemoteError::io(format!(
                 "Specified block size is less than configured minimum value (dfs.namenode.fs-limits.min-block-size): {b} < {MIN_BLOCK_SIZE}"
             )))
         }
-        Some(b) => u64::try_from(b).unwrap_or(DEFAULT_BLOCK_SIZE),
+        // Positive here: its magnitude is itself.
+        Some(b) => b.unsigned_abs(),
     };
+    Ok(CreateArgs {
+        overwrite,
+        create_parent,
+        mode,
+        replication,
+        block_size,
+    })
+}
+
+/// CREATE's second step (the first, the redirect, is the HTTP layer's):
+/// an empty file.
+fn create(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
+    let CreateArgs {
+        overwrite,
+        create_parent,
+        mode,
+        replication,
+        block_size,
+    } = create_args(req)?;
     let shown = s.path.clone();
     let path = canonical(&req.path);
     let (parent, name) = parent_of(&req.path)
@@ -571,7 +616,10 @@ fn create(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
                 return Err(already_exists(if n.kind() == InodeKind::Directory {
                     format!("{shown} already exists as a directory")
                 } else {
-                    format!("{shown} for client {} already exists", DEFAULT_USER)
+                    format!(
+                        "{shown} for client {} already exists",
+                        String::from_utf8_lossy(&owner)
+                    )
                 }));
             }
             let mode = follow.new_inode(ns, &dir, &name, mode, false);
@@ -620,7 +668,11 @@ fn symlink(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
             echo(&target)
         )));
     }
-    ImagePath::parse(&target).map_err(|e| RemoteError::bad_argument(e.to_string()))?;
+    let parsed = ImagePath::parse(&target).map_err(|e| RemoteError::bad_argument(e.to_string()))?;
+    if params::is_reserved(&parsed) {
+        // HDFS's "Invalid target name".
+        return Err(params::reserved_refused("CREATESYMLINK", &target));
+    }
     let create_parent = boolean(req, "createparent", false)?;
     let shown = s.path.clone();
     let (parent, name) =
@@ -708,6 +760,9 @@ fn delete(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
 
 fn rename(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
     let dst = params::path(req, "destination")?;
+    if params::is_reserved(&dst) {
+        return Err(params::reserved_refused("RENAME", dst.given()));
+    }
     // WebHDFS sends any option set given, NONE included, to rename2 (the
     // old rename only without the parameter): a comma-separated list.
     let options = req.param("renameoptions").unwrap_or("");

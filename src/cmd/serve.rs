@@ -113,6 +113,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 every: a.checkpoint_every_secs.map(Duration::from_secs),
             },
             checkpoint_on_exit: a.checkpoint_on_exit,
+            fs: None,
         }),
         permissions: PermissionConfig {
             enabled: !a.no_permissions,

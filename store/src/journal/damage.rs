@@ -9,7 +9,7 @@
     clippy::cast_sign_loss
 )]
 
-use super::frame::{corrupt, Bad, Framing};
+use super::frame::{corrupt, unknown_op, Bad, Framing};
 use super::name::Segment;
 use crate::StoreError;
 use nsimage_format::wire::read_varint;
@@ -47,19 +47,21 @@ fn misplaced_frame(framing: &Framing, rest: &[u8], mut next: u64) -> Option<(usi
 enum After {
     /// Nothing good: the damage runs to the end, a torn tail.
     Nothing,
-    /// A good record (its offset in `rest` and its txid): not a torn tail.
+    /// A frame written whole (its offset in `rest` and its first txid):
+    /// not a torn tail.
     Good(usize, u64),
     /// The scan gave up (a tail crafted so that many candidates need
     /// hashing): undecided, so treated as damage and nothing is cut.
     Undecided,
 }
 
-/// Looks for the first good frame (a complete, checksummed, decodable
-/// record; in a sealed segment a batch that authenticates and decodes)
-/// that starts after the first byte of `rest`, which lies at `base` in the
-/// segment. A torn tail is the end of the last write, so nothing good can
-/// follow the damage; a good frame there means the damage is something
-/// else. Only candidates whose frame fits and whose bytes pass the cheap
+/// Looks for the first frame written whole (a complete record whose
+/// checksum matches a message of a record's shape, whatever its op field,
+/// known to this build or not; in a sealed segment a batch that
+/// authenticates) that starts after the first byte of `rest`, which lies
+/// at `base` in the segment. A torn tail is the end of the last write, so
+/// nothing written whole can follow the damage; such a frame there means
+/// the damage is something else. Only candidates whose frame fits and whose bytes pass the cheap
 /// checks ([`Framing::candidate`]) are hashed or decrypted, and the bytes
 /// so processed are bounded (four times the tail plus 8 MiB), so a hostile
 /// tail cannot make the scan quadratic: when the budget runs out the scan
@@ -85,8 +87,8 @@ fn good_record_after(framing: &Framing, rest: &[u8], base: u64) -> After {
             return After::Undecided;
         };
         budget = left;
-        if let Ok(ops) = framing.decode(body, base.saturating_add(q as u64)) {
-            return After::Good(q, ops.first_txid());
+        if let Some(txid) = framing.whole(body, base.saturating_add(q as u64)) {
+            return After::Good(q, txid);
         }
     }
     After::Nothing
@@ -107,7 +109,17 @@ pub(super) fn classify_damage(
     let (pos, next) = at;
     let sealed = matches!(framing, Framing::Sealed(_));
     if !open || why == Bad::Undecodable {
-        return Err(corrupt(seg, pos, why.text(sealed)));
+        // Written whole (its checksum matches): never a torn write, last
+        // record or not; an op field this build does not know is named.
+        let detail = match unknown_op(rest).filter(|_| why == Bad::Undecodable && !sealed) {
+            Some(field) => format!(
+                "{}: its op field {field} is not one this build knows (2 to 14; a newer \
+                 build's op?): refused, nothing cut",
+                why.text(sealed)
+            ),
+            None => why.text(sealed).to_string(),
+        };
+        return Err(corrupt(seg, pos, detail));
     }
     if let Some((q, first, want)) = misplaced_frame(framing, rest, next) {
         return Err(corrupt(
@@ -130,7 +142,7 @@ pub(super) fn classify_damage(
             seg,
             pos,
             format!(
-                "{}, and a good {} (txid {txid}) follows at offset {}: \
+                "{}, and a {} written whole (txid {txid}) follows at offset {}: \
                  damage, not a torn tail; nothing was cut",
                 why.text(sealed),
                 if sealed { "batch" } else { "record" },

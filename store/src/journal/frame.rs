@@ -112,11 +112,13 @@ impl Framing {
         }
     }
 
-    /// Whether the frame body `body` is worth trying as a good frame in
-    /// the scan after damage (cheap checks only).
+    /// Whether the frame body `body` is worth trying as a frame written
+    /// whole in the scan after damage (cheap checks only): a record's
+    /// shape, its op field any number (one this build does not know was
+    /// still written whole by some writer).
     pub(super) fn candidate(&self, body: &[u8]) -> bool {
         match self {
-            Framing::Plain => body.len() > 8 && well_formed(&body[8..]),
+            Framing::Plain => body.len() > 8 && shape(&body[8..]).is_some(),
             Framing::Sealed(s) => {
                 body.len() >= MIN_BATCH_BODY
                     && batch_clear(body).is_some_and(|(first, count)| {
@@ -137,19 +139,20 @@ pub(super) const MIN_RECORD_BYTES: usize = 1 + 8 + 4;
 impl Framing {
     /// The txids a frame body says it holds (its first and how many), when
     /// its clear bytes have the shape the writer gives them: a record's
-    /// message shape (its txid then read from it), or a batch whose clear
-    /// first txid is at least the segment's and whose count is at least 1
-    /// and at most one record per [`MIN_RECORD_BYTES`] of plaintext. Zeros
-    /// and random bytes almost never have that shape; bytes the writer
-    /// wrote always do, even when a checksum or tag no longer matches.
+    /// message shape (STORE.md, "Record", its op field any number; the
+    /// checksum is not computed) with a txid of at least 1, read from it,
+    /// or a batch whose clear first txid is at least the segment's and
+    /// whose count is at least 1 and at most one record per
+    /// [`MIN_RECORD_BYTES`] of plaintext. Zeros and random bytes almost
+    /// never have that shape; bytes the writer wrote always do, even when a
+    /// checksum or tag no longer matches. What it says is a claim nothing
+    /// vouches for: the torn-tail walk uses it only to refuse (a claim of
+    /// other txids than belong there), never to accept a record or to
+    /// decide a cut.
     pub(super) fn claimed(&self, body: &[u8]) -> Option<(u64, u64)> {
         match self {
             Framing::Plain => {
-                let msg = body.get(8..)?;
-                if !well_formed(msg) {
-                    return None;
-                }
-                let (txid, _) = read_varint(msg.get(1..)?)?;
+                let (txid, _) = shape(body.get(8..)?)?;
                 (txid >= 1).then_some((txid, 1))
             }
             Framing::Sealed(s) => {
@@ -163,6 +166,40 @@ impl Framing {
             }
         }
     }
+}
+
+impl Framing {
+    /// Whether the frame body `body`, found at `offset`, was written whole
+    /// by a writer, whether or not this build can read it: a plain
+    /// record's checksum matches its message, which has a record's shape
+    /// (its op field any number); a sealed batch authenticates. The first
+    /// txid it names, when it was.
+    pub(super) fn whole(&self, body: &[u8], offset: u64) -> Option<u64> {
+        match self {
+            Framing::Plain => {
+                let (sum, msg) = body.split_first_chunk::<8>()?;
+                let (txid, _) = shape(msg)?;
+                (u64::from_le_bytes(*sum) == xxh3_64(msg)).then_some(txid)
+            }
+            Framing::Sealed(s) => match open_batch(s, body, offset) {
+                Ok(ops) => Some(ops.first_txid()),
+                // Authenticated, its records not what it says: written
+                // whole all the same.
+                Err(Bad::Undecodable) => batch_clear(body).map(|(first, _)| first),
+                Err(_) => None,
+            },
+        }
+    }
+}
+
+/// The op field number of the plain record framed at the front of `buf`
+/// when its message has a record's shape but an op field this build does
+/// not know (a newer build's op), for the error that refuses it.
+pub(super) fn unknown_op(buf: &[u8]) -> Option<u64> {
+    let (len, w) = read_varint(buf)?;
+    let end = w.checked_add(usize::try_from(len).ok()?)?;
+    let (_, field) = shape(buf.get(w..end)?.get(8..)?)?;
+    (!u32::try_from(field).is_ok_and(|f| OPS.contains(&f))).then_some(field)
 }
 
 /// Whether a record whose message (with its checksum and frame) takes
@@ -233,24 +270,31 @@ fn decode(body: &[u8]) -> Result<JournalOpView<'_>, Bad> {
     JournalOpView::decode(msg).map_err(|_| Bad::Undecodable)
 }
 
-/// The shape every record's message has (STORE.md, "Record"): the txid
-/// field, then the one operation field (numbers 2 to 14, length-delimited)
-/// running exactly to the end. The scan after damage relies on it to test
-/// candidates without hashing them.
-fn well_formed(msg: &[u8]) -> bool {
-    let Some((&TXID_TAG, rest)) = msg.split_first() else {
-        return false;
+/// A record's message shape (STORE.md, "Record"), its op field any
+/// number: the txid field's key (`0x08`) and a varint, then one
+/// length-delimited field of number at least 2 (its key a varint) running
+/// exactly to the end. The txid and the field number. The scan after
+/// damage and the torn-tail walk test frames with it without hashing them.
+fn shape(msg: &[u8]) -> Option<(u64, u64)> {
+    let (&TXID_TAG, rest) = msg.split_first()? else {
+        return None;
     };
-    let Some(rest) = read_varint(rest).and_then(|(_, w)| rest.get(w..)) else {
-        return false;
-    };
-    let Some((&tag, rest)) = rest.split_first() else {
-        return false;
-    };
-    if tag & 7 != LEN || !OPS.contains(&u32::from(tag >> 3)) {
-        return false;
+    let (txid, w) = read_varint(rest)?;
+    let rest = rest.get(w..)?;
+    let (key, w) = read_varint(rest)?;
+    let rest = rest.get(w..)?;
+    let field = key >> 3;
+    if key & 7 != u64::from(LEN) || field < 2 {
+        return None;
     }
-    read_varint(rest).is_some_and(|(len, w)| rest.len().checked_sub(w) == usize::try_from(len).ok())
+    let (len, w) = read_varint(rest)?;
+    (rest.len().checked_sub(w) == usize::try_from(len).ok()).then_some((txid, field))
+}
+
+/// The shape every record's message has: [`shape`] with an op field this
+/// build knows (numbers 2 to 14). Anything else does not decode.
+fn well_formed(msg: &[u8]) -> bool {
+    shape(msg).is_some_and(|(_, field)| u32::try_from(field).is_ok_and(|f| OPS.contains(&f)))
 }
 
 /// Decodes the framed record at the front of `buf`: the op and the frame's

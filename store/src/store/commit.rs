@@ -13,6 +13,7 @@ use nsimage_namespace::{Namespace, NsError};
 use parking_lot::MutexGuard;
 use std::io::Write;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 impl Store {
     /// Applies `op` and journals it; returns its txid once it is durable.
@@ -154,11 +155,16 @@ impl Store {
     /// Waits until `txid` is durable. One waiter at a time writes and
     /// fsyncs everything queued so far (group commit); the others wait for
     /// it. A failed write or fsync poisons the store: it is never retried
-    /// as if it had succeeded.
+    /// as if it had succeeded. With [`StoreOptions::durable_view`], the
+    /// namespace as of the last op written is published as
+    /// [`durable_namespace`](Self::durable_namespace) once the fsync is
+    /// done, before any waiter returns.
     ///
     /// # Errors
     /// [`StoreError::Poisoned`] when this or an earlier write or fsync of
     /// the journal failed.
+    ///
+    /// [`StoreOptions::durable_view`]: crate::StoreOptions::durable_view
     pub fn wait_durable(&self, txid: u64) -> Result<(), StoreError> {
         let mut j = self.journal.lock();
         loop {
@@ -172,6 +178,22 @@ impl Store {
                 self.flushed.wait(&mut j);
                 continue;
             }
+            // The durable view needs the namespace as of exactly the last
+            // queued op. Under the namespace's shared lock no op is being
+            // applied, and an op is queued under the exclusive lock it is
+            // applied under, so every applied op is queued: taken (it comes
+            // before the journal's lock), then the journal's again.
+            let ns = if self.opts.durable_view {
+                drop(j);
+                let ns = self.ns.read();
+                j = self.journal.lock();
+                if j.durable >= txid || j.failed.is_some() || j.flushing {
+                    continue;
+                }
+                Some(ns)
+            } else {
+                None
+            };
             let mut buf = std::mem::take(&mut j.pending);
             let last = j.pending_last;
             let (first, offset, sealer) = (j.pending_first, j.seg_bytes, j.sealer.clone());
@@ -180,6 +202,13 @@ impl Store {
             };
             j.flushing = true;
             drop(j);
+            // The snapshot (a reference count per chunk) under the shared
+            // lock alone: reads go on, ops wait for it.
+            let view = ns.map(|ns| {
+                let snap = (last > self.durable_txid_hint()).then(|| Arc::new(ns.snapshot()));
+                drop(ns);
+                snap
+            });
             // An encrypted store seals the whole group commit (one seal per
             // batch of up to 8 MiB), outside the lock.
             if let Some(s) = &sealer {
@@ -194,9 +223,16 @@ impl Store {
             j = self.journal.lock();
             j.file = Some(file);
             j.flushing = false;
+            let mut replaced = None;
             match res {
                 Ok(()) => {
                     j.durable = last;
+                    // Published before any waiter is told: whoever sees
+                    // its op durable finds it in the view.
+                    if let Some(Some(snap)) = view {
+                        debug_assert_eq!(snap.info().last_txid, last);
+                        replaced = self.durable_view.lock().replace(snap);
+                    }
                     j.seg_bytes += buf.len() as u64;
                     if j.seg_bytes >= self.opts.segment_bytes {
                         if let Err(e) = self.roll(&mut j) {
@@ -210,7 +246,32 @@ impl Store {
                 }
             }
             self.flushed.notify_all();
+            if replaced.is_some() {
+                // The old view's chunks let go outside the lock.
+                drop(j);
+                drop(replaced);
+                j = self.journal.lock();
+            }
         }
+    }
+
+    /// The txid of the newest op the durable view holds (0 without one).
+    fn durable_txid_hint(&self) -> u64 {
+        self.durable_view
+            .lock()
+            .as_ref()
+            .map_or(0, |ns| ns.info().last_txid)
+    }
+
+    /// The txid up to which every op is durable (written and fsynced).
+    pub fn durable_txid(&self) -> u64 {
+        self.journal.lock().durable
+    }
+
+    /// Why the store is poisoned (a write or fsync of the journal, or a
+    /// segment roll, failed), or `None` while it takes ops.
+    pub fn failure(&self) -> Option<String> {
+        self.journal.lock().failed.clone()
     }
 
     /// Finishes the open segment at the durable txid and opens the next one.

@@ -96,6 +96,10 @@ pub struct Store {
     at_rest: AtRestSettings,
     _lock: File,
     ns: RwLock<Namespace>,
+    /// With [`StoreOptions::durable_view`]: the namespace as of the last
+    /// durable op, published by each group commit once its fsync is done
+    /// (`None` without it).
+    durable_view: Mutex<Option<Arc<Namespace>>>,
     journal: Mutex<JournalState>,
     flushed: Condvar,
     report: RecoveryReport,
@@ -317,6 +321,8 @@ impl Store {
         let (seg, seg_first) = recover::open_tail(&*fs, dir, tail, txid, key)?;
         report.seconds = started.elapsed().as_secs_f64();
         let newest_image = report.image_txid;
+        // Recovered: everything in it is durable.
+        let durable_view = opts.durable_view.then(|| Arc::new(ns.snapshot()));
         Ok(Store {
             dir: dir.to_path_buf(),
             fs,
@@ -324,6 +330,7 @@ impl Store {
             at_rest,
             _lock: lock,
             ns: RwLock::new(ns),
+            durable_view: Mutex::new(durable_view),
             journal: Mutex::new(JournalState {
                 file: Some(seg.file),
                 seg_first,
@@ -359,11 +366,22 @@ impl Store {
     /// Runs `f` on the namespace (the state after the last applied op),
     /// under the namespace's lock taken shared: reads on other threads run
     /// at the same time, ops wait until `f` returns (so keep it short).
-    /// It sees every op submitted before it, durable or not yet: a server
-    /// that answers only acknowledged writes answers a write after its
-    /// [`wait_durable`](Self::wait_durable).
+    /// It sees every op submitted before it, durable or not yet: the
+    /// writers' view. What is shown to readers who must never see an op
+    /// that is not durable comes from
+    /// [`durable_namespace`](Self::durable_namespace).
     pub fn with_namespace<R>(&self, f: impl FnOnce(&Namespace) -> R) -> R {
         f(&self.ns.read())
+    }
+
+    /// The namespace as of the last durable op (with
+    /// [`StoreOptions::durable_view`]; `None` without it): every op whose
+    /// [`wait_durable`](Self::wait_durable) has returned is in it, and no
+    /// op that is not durable yet, or whose journal write failed. A
+    /// copy-on-write snapshot, replaced (never changed) by each group
+    /// commit; holding it holds no lock.
+    pub fn durable_namespace(&self) -> Option<Arc<Namespace>> {
+        self.durable_view.lock().clone()
     }
 
     /// The txid of the last applied op, without taking the namespace's

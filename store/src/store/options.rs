@@ -38,6 +38,18 @@ pub struct StoreOptions {
     /// 19 are taken as 19; a value the system refuses leaves the priority
     /// as it was.
     pub checkpoint_nice: u8,
+    /// Keep the namespace as of the last durable op for readers
+    /// ([`Store::durable_namespace`]): a copy-on-write snapshot taken with
+    /// each group commit's records and published once they are durable,
+    /// so that a reader never sees an op that is not durable (nor one
+    /// whose journal write fails). Costs one snapshot per group commit
+    /// (a reference count per chunk) and, while a reader or the published
+    /// snapshot shares a chunk, a copy of each chunk an op then changes.
+    /// Off by default: a store used without concurrent readers pays
+    /// nothing.
+    ///
+    /// [`Store::durable_namespace`]: crate::Store::durable_namespace
+    pub durable_view: bool,
 }
 
 impl Default for StoreOptions {
@@ -51,6 +63,7 @@ impl Default for StoreOptions {
             key: None,
             release_memory_after_load: false,
             checkpoint_nice: 10,
+            durable_view: false,
         }
     }
 }

@@ -2,6 +2,8 @@
 //! load), `bench --serve` and `bench --server`.
 
 mod bench;
+mod durable;
 mod kill;
+mod reserved;
 mod server;
 mod writable;

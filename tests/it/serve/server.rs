@@ -224,6 +224,64 @@ fn exception(body: &[u8]) -> String {
         .to_string()
 }
 
+/// Every operation of the server's one op table, on the read-only server:
+/// a read is answered (the eight it serves) or refused as unsupported, a
+/// write is refused 403 whether sent with GET or with its own method.
+#[test]
+fn every_op_of_the_table_gets_the_read_only_servers_answer() {
+    use nsimage_server::params::{ops, Method};
+    let dir = tempfile::tempdir().unwrap();
+    let img = dir.path().join("sample");
+    std::fs::write(&img, common::image(&common::sample(), &Default::default())).unwrap();
+    let server = Server::start(&img, &[]);
+    let mut answered = Vec::new();
+    for (op, method) in ops() {
+        let target = format!("/webhdfs/v1/?op={op}");
+        let (status, body) = server.request("GET", target.as_bytes());
+        if method.writes() {
+            assert_eq!(
+                (status, exception(&body)),
+                (403, "AccessControlException".to_string()),
+                "GET op={op}"
+            );
+            let m = match method {
+                Method::Put => "PUT",
+                Method::Post => "POST",
+                Method::Delete => "DELETE",
+                Method::Get => unreachable!(),
+            };
+            let (status, body) = server.request(m, target.as_bytes());
+            assert_eq!(
+                (status, exception(&body)),
+                (403, "AccessControlException".to_string()),
+                "{m} op={op}"
+            );
+        } else if status == 200 {
+            answered.push(op);
+        } else {
+            assert_eq!(
+                (status, exception(&body)),
+                (400, "UnsupportedOperationException".to_string()),
+                "GET op={op}"
+            );
+        }
+    }
+    answered.sort_unstable();
+    assert_eq!(
+        answered,
+        [
+            "GETACLSTATUS",
+            "GETCONTENTSUMMARY",
+            "GETFILESTATUS",
+            "GETHOMEDIRECTORY",
+            "GETXATTRS",
+            "LISTSTATUS",
+            "LISTSTATUS_BATCH",
+            "LISTXATTRS"
+        ]
+    );
+}
+
 #[test]
 fn bad_requests_get_their_error_and_the_server_keeps_serving() {
     let dir = tempfile::tempdir().unwrap();

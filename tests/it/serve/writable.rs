@@ -168,6 +168,64 @@ fn true_(v: &Value) -> bool {
     v["boolean"].as_bool().expect("a boolean answer")
 }
 
+/// CREATE's first step checks what its second takes before it answers, so
+/// that its `Location` never carries a value the second refuses; the
+/// second's refusal of an existing file names the caller.
+#[test]
+fn create_checks_its_parameters_at_the_first_step_and_names_its_caller() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = new_store(dir.path());
+    let server = Server::start(
+        &store,
+        &[
+            "--writable",
+            "--groups-file",
+            &su(dir.path()),
+            "--supergroup",
+            serve_common::TEST_SUPERGROUP,
+        ],
+    );
+    let c = Client { addr: server.addr };
+    // (query, status, exception) at the first step, with and without
+    // noredirect: none is redirected.
+    for (query, status, exc) in [
+        ("blocksize=abc", 400, "IllegalArgumentException"),
+        ("blocksize=-1", 400, "IllegalArgumentException"),
+        ("blocksize=0", 400, "IllegalArgumentException"),
+        ("blocksize=4096", 403, "IOException"),
+        ("replication=0", 403, "IOException"),
+        ("replication=x", 400, "IllegalArgumentException"),
+        ("permission=9", 400, "IllegalArgumentException"),
+        ("overwrite=maybe", 400, "IllegalArgumentException"),
+    ] {
+        for extra in ["", "&noredirect=true"] {
+            let q = format!("op=CREATE&{query}{extra}");
+            let r = c.expect("PUT", "/f", &q, status, exc);
+            assert!(r.location.is_none(), "{q}: {:?}", r.location);
+        }
+    }
+    c.missing("/f");
+    // Good parameters go into the Location as given.
+    let first = c.put("/f", "op=CREATE&blocksize=2097152&replication=2");
+    assert_eq!(first.status, 307, "{}", first.body);
+    assert!(first
+        .location
+        .as_deref()
+        .is_some_and(|l| l.contains("blocksize=2097152&replication=2")));
+    assert_eq!(c.create("/f", "user.name=alice").status, 201);
+    assert_eq!(c.status("/f")["owner"], "alice");
+    let again = c.create("/f", "user.name=bob");
+    assert_eq!(
+        (again.status, again.exception()),
+        (403, "FileAlreadyExistsException")
+    );
+    let msg = again.body["RemoteException"]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("bob") && !msg.contains("dr.who"),
+        "the refusal names the caller: {msg}"
+    );
+}
+
 #[test]
 fn every_write_op_answers_as_hdfs_and_is_read_at_once() {
     let dir = tempfile::tempdir().unwrap();

@@ -6,6 +6,8 @@ mod background;
 mod bitflip;
 mod commands;
 mod crash;
+mod durable;
 mod powercut;
 mod readonly;
 mod save;
+mod verdicts;
