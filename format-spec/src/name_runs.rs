@@ -104,23 +104,53 @@ pub fn put_run(out: &mut Vec<u8>, parent: u64, entries: &[RunEntry<'_>]) {
 /// wire rules, 1 to [`MAX_ENTRIES`] entries, as many names as children,
 /// the first name shared with nothing, each name 1 to 65,536 bytes and
 /// greater than the one before it, each type 1 to 3, each child id 1 to
-/// [`name_index::MAX_PARENT`]. On an error `out` is left as it was.
+/// [`name_index::MAX_PARENT`], the parent 1 to the same bound. On an error
+/// `out` is left as it was.
 ///
 /// # Errors
 /// What is wrong, for the caller to place.
 pub fn decode_run(body: &[u8], out: &mut Vec<Entry>) -> Result<(), &'static str> {
-    check(body, schema::NAME_RUN)?;
     let start = out.len();
-    let r = decode_checked(body, out);
+    let mut name = Vec::new();
+    let r = visit_run(body, &mut name, |parent, name, child, ty| {
+        out.push(Entry {
+            parent,
+            name: name.to_vec(),
+            child,
+            ty,
+        })
+    });
     if r.is_err() {
         out.truncate(start);
     }
     r
 }
 
-fn decode_checked(body: &[u8], out: &mut Vec<Entry>) -> Result<(), &'static str> {
-    // Fields may come in any order or repeat (the last parent and names
-    // win, children concatenate, as prost merges them).
+/// [`decode_run`] without a copy per entry: `f` is called with each
+/// entry's parent, name, child id and type, in order, the name held in
+/// `scratch` (reused from run to run). The whole run is checked before
+/// `f` sees its first entry, so `f` sees a run only if it is valid.
+///
+/// # Errors
+/// As [`decode_run`].
+pub fn visit_run(
+    body: &[u8],
+    scratch: &mut Vec<u8>,
+    mut f: impl FnMut(u64, &[u8], u64, i32),
+) -> Result<(), &'static str> {
+    check(body, schema::NAME_RUN)?;
+    let (parent, names, children) = fields(body)?;
+    // Checked first, then visited: two walks of the same bytes.
+    walk(parent, names, &children, scratch, |_, _, _, _| {})?;
+    walk(parent, names, &children, scratch, |p, n, c, t| {
+        f(p, n, c, t)
+    })
+}
+
+/// The run's parent, names and children fields (fields may come in any
+/// order or repeat: the last parent and names win, children concatenate,
+/// as prost merges them).
+fn fields(body: &[u8]) -> Result<(u64, &[u8], Vec<u64>), &'static str> {
     let mut parent = 0u64;
     let mut names: &[u8] = &[];
     let mut children: Vec<u64> = Vec::new();
@@ -146,10 +176,21 @@ fn decode_checked(body: &[u8], out: &mut Vec<Entry>) -> Result<(), &'static str>
     if !(1..=name_index::MAX_PARENT).contains(&parent) {
         return Err("a name run's parent out of range (1 to 2^44 - 1)");
     }
+    Ok((parent, names, children))
+}
+
+/// Each entry of a run, its name built in `name`, checked as it comes.
+fn walk(
+    parent: u64,
+    names: &[u8],
+    children: &[u64],
+    name: &mut Vec<u8>,
+    mut f: impl FnMut(u64, &[u8], u64, i32),
+) -> Result<(), &'static str> {
     let mut prev_id = parent;
-    let mut prev: Option<usize> = None;
     let mut rest = names;
-    for &v in &children {
+    name.clear();
+    for (k, &v) in children.iter().enumerate() {
         let (shared, n) = read_varint(rest).ok_or("a name run's names end early")?;
         rest = rest.get(n..).ok_or("a name run's names end early")?;
         let (len, n) = read_varint(rest).ok_or("a name run's names end early")?;
@@ -161,29 +202,31 @@ fn decode_checked(body: &[u8], out: &mut Vec<Entry>) -> Result<(), &'static str>
         }
         let suffix = rest.get(..len).ok_or("a name run's names end early")?;
         rest = rest.get(len..).unwrap_or_default();
-        let name = match prev {
-            None if shared != 0 => return Err("the first name of a run shares bytes"),
-            None => suffix.to_vec(),
-            Some(p) => {
-                let before = &out.get(p).ok_or("a name run's entry is missing")?.name;
-                let head = before
-                    .get(..shared)
-                    .ok_or("a name shares more bytes than the name before it has")?;
-                if shared
-                    .checked_add(len)
-                    .is_none_or(|total| total > MAX_NAME_LENGTH)
-                {
-                    return Err("a name longer than 65,536 bytes");
-                }
-                let mut name = Vec::with_capacity(shared.saturating_add(len));
-                name.extend_from_slice(head);
-                name.extend_from_slice(suffix);
-                if name.as_slice() <= before.as_slice() {
-                    return Err("names of a run not in strictly increasing order");
-                }
-                name
+        if k == 0 {
+            if shared != 0 {
+                return Err("the first name of a run shares bytes");
             }
-        };
+            name.clear();
+            name.extend_from_slice(suffix);
+        } else {
+            if shared > name.len() {
+                return Err("a name shares more bytes than the name before it has");
+            }
+            if shared
+                .checked_add(len)
+                .is_none_or(|total| total > MAX_NAME_LENGTH)
+            {
+                return Err("a name longer than 65,536 bytes");
+            }
+            // Greater than the name before it: the two share their first
+            // `shared` bytes, so the suffix decides against the rest of
+            // the old name (sharing need not be the longest possible).
+            if suffix <= name.get(shared..).unwrap_or_default() {
+                return Err("names of a run not in strictly increasing order");
+            }
+            name.truncate(shared);
+            name.extend_from_slice(suffix);
+        }
         if name.len() > MAX_NAME_LENGTH {
             return Err("a name longer than 65,536 bytes");
         }
@@ -195,13 +238,7 @@ fn decode_checked(body: &[u8], out: &mut Vec<Entry>) -> Result<(), &'static str>
             .checked_add_signed(unzigzag(v.wrapping_shr(2)))
             .filter(|c| (1..=name_index::MAX_PARENT).contains(c))
             .ok_or("a child id out of range")?;
-        prev = Some(out.len());
-        out.push(Entry {
-            parent,
-            name,
-            child,
-            ty,
-        });
+        f(parent, name, child, ty);
         prev_id = child;
     }
     if !rest.is_empty() {
@@ -308,6 +345,27 @@ mod tests {
         want.extend_from_slice(b"0.csv");
         want.extend_from_slice(&[0x1a, 0x02, 0x71, 0x4d]);
         assert_eq!(framed, want);
+    }
+
+    /// A run may share fewer bytes than its names have in common.
+    #[test]
+    fn sharing_need_not_be_the_longest() {
+        let mut names = Vec::new();
+        for (shared, s) in [(0u64, &b"ab"[..]), (0, b"abc"), (1, b"bd")] {
+            put_varint(&mut names, shared);
+            put_varint(&mut names, s.len() as u64);
+            names.extend_from_slice(s);
+        }
+        let ok = |d: u64| zigzag(i64::try_from(d).unwrap()).wrapping_shl(2) | 1;
+        let m = pb::NameRun {
+            parent: 16385,
+            names,
+            children: vec![ok(1), ok(1), ok(1)],
+        };
+        let mut out = Vec::new();
+        decode_run(&m.encode_to_vec(), &mut out).unwrap();
+        let got: Vec<&[u8]> = out.iter().map(|e| e.name.as_slice()).collect();
+        assert_eq!(got, [&b"ab"[..], b"abc", b"abd"]);
     }
 
     #[test]

@@ -172,8 +172,9 @@ impl From<LoadError> for Stop {
 /// answers.
 #[derive(Default)]
 struct Claims {
-    /// Entries taken as children of their parents (each component's).
-    members: Vec<Entry>,
+    /// Entries taken as children of their parents (each component's),
+    /// with the entries either side of each in its directory.
+    members: Vec<(Entry, Option<Entry>, Option<Entry>)>,
     /// A name the section does not hold in `parent`: the entries either
     /// side of it (none before the first, none after the last).
     gap: Option<(u64, Option<Entry>, Option<Entry>)>,
@@ -293,11 +294,11 @@ impl Lookup<'_> {
                 break;
             }
             match self.find(cur, c)? {
-                Found::Entry(e) => {
+                Found::Entry(e, before, after) => {
                     walked.push('/');
                     walked.push_str(&String::from_utf8_lossy(c));
                     (cur, cur_ty) = (e.child, e.ty);
-                    claims.members.push(e);
+                    claims.members.push((e, before, after));
                 }
                 Found::Between(before, after) => {
                     claims.gap = Some((cur, before, after));
@@ -315,7 +316,8 @@ impl Lookup<'_> {
             return Ok(Err(why));
         }
         let children = claims.list.map(|(_, c)| c).unwrap_or_default();
-        self.assemble(claims.members, &children, &records).map(Ok)
+        let chain = claims.members.into_iter().map(|m| m.0).collect();
+        self.assemble(chain, &children, &records).map(Ok)
     }
 
     /// The NAME_INDEX pieces that may hold entries of `parent`: the last
@@ -505,19 +507,28 @@ impl Lookup<'_> {
         };
         let mut below: Option<Entry> = None;
         let mut above: Option<Entry> = None;
+        let mut found: Option<Entry> = None;
+        // Whether `pick`'s first entry of `parent` opens the piece.
+        let mut opens = false;
         if let Some(i) = pick {
+            let mut first = true;
             for e in self.piece_entries(i)? {
                 if e.parent != parent {
+                    first = false;
                     continue;
                 }
-                match e.name.as_slice().cmp(name) {
-                    std::cmp::Ordering::Less => below = Some(e),
-                    std::cmp::Ordering::Equal => return Ok(Found::Entry(e)),
-                    std::cmp::Ordering::Greater => {
-                        above = Some(e);
-                        break;
-                    }
+                let ord = e.name.as_slice().cmp(name);
+                if found.is_some() || ord == std::cmp::Ordering::Greater {
+                    above = Some(e);
+                    break;
                 }
+                if ord == std::cmp::Ordering::Equal {
+                    opens = first && below.is_none();
+                    found = Some(e);
+                } else {
+                    below = Some(e);
+                }
+                first = false;
             }
         }
         if above.is_none() {
@@ -525,7 +536,20 @@ impl Lookup<'_> {
             let next = pick.map_or(starting.start, |i| i.saturating_add(1));
             above = self.first_entry(next)?.filter(|e| e.parent == parent);
         }
-        Ok(Found::Between(below, above))
+        if let (Some(i), true) = (pick, opens && starting.contains(&pick.unwrap_or(0))) {
+            // The entry opens a piece that starts with its directory: the
+            // one before it may end with its predecessor.
+            if let Some(prev) = i.checked_sub(1) {
+                below = self
+                    .piece_entries(prev)?
+                    .into_iter()
+                    .rfind(|e| e.parent == parent);
+            }
+        }
+        Ok(match found {
+            Some(e) => Found::Entry(e, below, above),
+            None => Found::Between(below, above),
+        })
     }
 
     /// Every entry of directory `parent`, in name order.
@@ -633,44 +657,70 @@ impl Lookup<'_> {
         target: Option<u64>,
     ) -> Result<BTreeMap<u64, (u64, Vec<u8>)>, Stop> {
         let at = self.names_at();
-        // Each entry must be what INODE says of its child.
+        // Each entry must be what INODE says of its child, and the entries
+        // either side of it (or of a name the section does not hold) must
+        // be its neighbours in INODE_DIR's list, named as INODE names them:
+        // the list is then in name order around it.
         let mut named: BTreeMap<u64, &Entry> = BTreeMap::new();
-        for e in &claims.members {
-            let list = self.dir_list(e.parent)?;
-            if !list.contains(&e.child) {
-                return Err(self.unusable(
-                    at,
-                    format!(
-                        "entry {:?} of directory {} names inode {}, which INODE_DIR does not list there",
-                        String::from_utf8_lossy(&e.name),
-                        e.parent,
-                        e.child
-                    ),
-                ));
-            }
-            named.insert(e.child, e);
-        }
-        if let Some((parent, before, after)) = &claims.gap {
-            let list = self.dir_list(*parent)?;
+        let gap = claims.gap.as_ref().map(|(p, b, a)| (*p, None, b, a));
+        let members = claims
+            .members
+            .iter()
+            .map(|(e, b, a)| (e.parent, Some(e), b, a));
+        for (parent, e, before, after) in members.chain(gap) {
+            let list = self.dir_list(parent)?;
             let pos = |e: &Entry| list.iter().position(|&c| c == e.child);
-            let adjacent = match (before, after) {
-                (None, None) => list.is_empty(),
-                (Some(b), None) => pos(b).is_some_and(|p| p.saturating_add(1) == list.len()),
-                (None, Some(a)) => pos(a) == Some(0),
-                (Some(b), Some(a)) => pos(b)
-                    .zip(pos(a))
-                    .is_some_and(|(pb, pa)| pb.checked_add(1) == Some(pa)),
+            let here = match e {
+                Some(e) => match pos(e) {
+                    Some(j) => Some(j),
+                    None => {
+                        return Err(self.unusable(
+                            at,
+                            format!(
+                                "entry {:?} of directory {} names inode {}, which INODE_DIR does not list there",
+                                String::from_utf8_lossy(&e.name),
+                                e.parent,
+                                e.child
+                            ),
+                        ))
+                    }
+                },
+                None => None,
             };
-            if !adjacent {
+            // Places in the list: `before` at `b`, `after` at `b + 1 + (a
+            // member between them)`.
+            let step = usize::from(here.is_some());
+            let b = match before {
+                Some(x) => pos(x),
+                None => Some(usize::MAX),
+            };
+            let side_by_side = match (b, here, after.as_ref().map(pos)) {
+                (None, ..) | (_, _, Some(None)) => false,
+                (Some(b), here, a) => {
+                    // The first place after `before` (0 without one).
+                    let next = b.wrapping_add(1);
+                    let here_ok = here.is_none_or(|h| h == next);
+                    let after_at = next.wrapping_add(step);
+                    let after_ok = match a {
+                        Some(Some(a)) => a == after_at,
+                        _ => after_at == list.len(),
+                    };
+                    here_ok && after_ok
+                }
+            };
+            if !side_by_side {
                 return Err(self.unusable(
                     at,
                     format!(
-                        "the entries of directory {parent} either side of a name it does not hold are not side by side in INODE_DIR"
+                        "the entries of directory {parent} around a name looked up are not side by side in INODE_DIR"
                     ),
                 ));
             }
-            for e in before.iter().chain(after) {
+            if let Some(e) = e {
                 named.insert(e.child, e);
+            }
+            for x in before.iter().chain(after.iter()) {
+                named.insert(x.child, x);
             }
         }
         if let Some((parent, entries)) = &claims.list {
@@ -875,8 +925,8 @@ impl Lookup<'_> {
 
 /// What [`Lookup::find`] found of a name in a directory.
 enum Found {
-    /// Its entry.
-    Entry(Entry),
+    /// Its entry, and the entries either side of it in its directory.
+    Entry(Entry, Option<Entry>, Option<Entry>),
     /// None: the entries either side of where it would be.
     Between(Option<Entry>, Option<Entry>),
 }

@@ -17,14 +17,22 @@
 //! ([`Skeleton::for_each_in_piece`], [`Skeleton::fold_pieces`]) decodes
 //! each record with the load's own decoder, so every rule a load applies
 //! to a record is applied there, and the block rules once every piece is
-//! read ([`Skeleton::check_blocks`]). One rule of a load is not checked:
-//! that a directory lists its children in name order (it would take every
-//! name at once, and nothing streamed depends on it); `load` and `verify`
-//! check it.
+//! read ([`Skeleton::check_blocks`]). The children's names, which the tree
+//! does not keep, are checked as a load checks them before any row (issue
+//! 39): in an nsimage image, each list in strictly increasing name order,
+//! shown through sums of hashes against the name section, or, where the
+//! sums differ or there is no usable name section, names in hand, a batch
+//! of directories at a time (`names.rs`, [`Skeleton::check_order_exactly`]);
+//! in a Hadoop image (whose lists a load sorts), no two children of one
+//! name, through one sorted 8-byte key per inode
+//! ([`Skeleton::check_siblings`]). Every streamed command therefore gives
+//! the load's verdict.
 //!
 //! Memory: 4 bytes per inode (its link; 8 in a piece whose ids are
 //! sparse, see `links.rs`), 24 bytes and the name per directory with
-//! children, the pieces being read; see [`Skeleton::estimate`].
+//! children, the pieces being read; while a Hadoop image's tree is built,
+//! 8 bytes per inode more for the keys of its names; the exact check of
+//! names holds at most about 64 MiB of them. See [`Skeleton::estimate`].
 #![deny(
     clippy::arithmetic_side_effects,
     clippy::cast_possible_truncation,
@@ -46,7 +54,19 @@ use nsimage_format::{Location, SectionKind, SubSectionInfo, ROOT_ID};
 use nsimage_namespace::{Block, BlockRules, BuildError, Interned, LoadedNode, NsInfo};
 
 mod links;
+mod names;
 use links::{link, sort_all, Link, Linker, Links};
+use names::{Seeds, Sums};
+
+/// Bytes of names the exact check of the children's order holds at once
+/// (more passes over INODE when it needs more): see
+/// [`Skeleton::check_order_exactly`].
+const NAME_CHECK_BYTES: usize = 64 << 20;
+/// What one name costs that check, bookkeeping included, before its bytes.
+const NAME_CHECK_COST: usize = 64;
+/// Keys of a Hadoop image's names that repeat, read again a batch at a
+/// time: see [`Skeleton::check_siblings`].
+const SIBLING_BATCH: usize = 100_000;
 
 /// "No directory": the root's parent.
 const NONE: u32 = u32::MAX;
@@ -109,13 +129,14 @@ impl Skeleton {
     /// (4 bytes an inode in a piece with dense ids, 8 in one with sparse
     /// ids and in the last, whose id range the index does not bound) and 64 per INODE_DIR record (a directory with children: its
     /// entry and a name of up to 40 bytes); for a Hadoop image, whose
-    /// pieces and directories are known only once read, 24 per inode (8
+    /// pieces and directories are known only once read, 32 per inode (8
+    /// for the keys of its names while the tree is built, 8
     /// for the links at worst, and 64 per directory for up to a quarter
     /// of the inodes).
     pub fn estimate(src: &Streamable) -> u64 {
         let src = match src {
             Streamable::Image(s) => s,
-            Streamable::Hdfs(h) => return h.inode_count().saturating_mul(24),
+            Streamable::Hdfs(h) => return h.inode_count().saturating_mul(32),
         };
         let links: usize = match section(src, SectionKind::INODE) {
             Ok(s) => {
@@ -180,9 +201,24 @@ impl Skeleton {
         pool: Option<&rayon::ThreadPool>,
     ) -> Result<Result<Skeleton, Unstreamable>, LoadError> {
         match src {
-            Streamable::Image(s) => Self::build_image(s, pool),
+            Streamable::Image(s) => {
+                let seeds = Seeds::draw();
+                let (skeleton, tree) = match Self::build_image(s, pool, &seeds)? {
+                    Ok(built) => built,
+                    Err(why) => return Ok(Err(why)),
+                };
+                skeleton.check_names(src, s, pool, &seeds, &tree)?;
+                Ok(Ok(skeleton))
+            }
             Streamable::Hdfs(h) => {
-                let built = Self::build_hdfs(h, pool);
+                let seeds = Seeds::draw();
+                let built = match Self::build_hdfs(h, pool, &seeds) {
+                    Ok(Ok((s, hashes))) => {
+                        s.check_siblings(src, pool, &seeds, hashes).map(|()| Ok(s))
+                    }
+                    Ok(Err(why)) => Ok(Err(why)),
+                    Err(e) => Err(e),
+                };
                 if !matches!(built, Ok(Ok(_))) {
                     // Not streamed: a load reads the file (and its
                     // sidecar) instead, or nothing does.
@@ -193,10 +229,13 @@ impl Skeleton {
         }
     }
 
+    /// An nsimage image's tree, and the sums of its names and lists (see
+    /// `names.rs`) under `seeds`.
     fn build_image(
         src: &ImageSource,
         pool: Option<&rayon::ThreadPool>,
-    ) -> Result<Result<Skeleton, Unstreamable>, LoadError> {
+        seeds: &Seeds,
+    ) -> Result<Result<(Skeleton, Sums), Unstreamable>, LoadError> {
         let (info, strings) = crate::indexed::small_sections(src)?;
         let inode_pieces = pieces(section(src, SectionKind::INODE)?);
         let bases = first_ids(&inode_pieces);
@@ -215,10 +254,11 @@ impl Skeleton {
             last_id: 0,
             hadoop_order: true,
         };
-        if s.read_links(src, pool)?.is_err() {
+        let mut tree = Sums::default();
+        if s.read_links(src, pool, seeds, &mut tree)?.is_err() {
             return Ok(Err(Unstreamable::TooSparse));
         }
-        if s.read_inodes(src, pool)?.is_err() {
+        if s.read_inodes(src, pool, seeds, &mut tree)?.is_err() {
             return Ok(Err(Unstreamable::TooSparse));
         }
         if s.inodes == 0 {
@@ -248,7 +288,209 @@ impl Skeleton {
                 d,
             )
         })?;
-        Ok(Ok(s))
+        Ok(Ok((s, tree)))
+    }
+
+    /// FORMAT.md's order of every directory's children (strictly
+    /// increasing names, so none repeats), as a load checks it: through
+    /// the name section's sums when it agrees with the tree's (`tree`,
+    /// under `seeds`), else exactly, names in hand, for the directories
+    /// whose sums differ (every directory when the image has no usable
+    /// name section). See `names.rs`.
+    fn check_names(
+        &self,
+        src: &Streamable,
+        image: &ImageSource,
+        pool: Option<&rayon::ThreadPool>,
+        seeds: &Seeds,
+        tree: &Sums,
+    ) -> Result<(), LoadError> {
+        match names::section_sums(image, pool, seeds)? {
+            Some(named) if !named.differs(tree) => Ok(()),
+            Some(named) => {
+                self.check_order_exactly(src, pool, &|parent| named.differs_at(tree, parent))
+            }
+            None => self.check_order_exactly(src, pool, &|_| true),
+        }
+    }
+
+    /// The children of each directory `want` selects, named from their
+    /// INODE records, in strictly increasing name order: at most about
+    /// [`NAME_CHECK_BYTES`] of names held at once (a directory with more
+    /// children is checked in overlapping windows), one pass over INODE_DIR
+    /// and one over the INODE pieces that hold them per batch.
+    ///
+    /// # Errors
+    /// A located [`LoadError::Corrupt`]: the load's words for children out
+    /// of order; a piece's read or checks.
+    fn check_order_exactly(
+        &self,
+        src: &Streamable,
+        pool: Option<&rayon::ThreadPool>,
+        want: &(dyn Fn(u64) -> bool + Sync),
+    ) -> Result<(), LoadError> {
+        let cap = (NAME_CHECK_BYTES / NAME_CHECK_COST).max(2);
+        // Each wanted list's length, then windows of at most `cap` names,
+        // each the next's first name too, then batches of windows.
+        let mut lens: Vec<(u64, usize)> = Vec::new();
+        self.for_each_dir_entry(src, |parent, kids| {
+            if kids.len() > 1 && want(parent) {
+                lens.push((parent, kids.len()));
+            }
+            Ok::<(), LoadError>(())
+        })?;
+        let mut batches: Vec<Vec<(u64, usize, usize)>> = vec![Vec::new()];
+        let mut held = 0usize;
+        for (parent, len) in lens {
+            let mut start = 0usize;
+            while start.saturating_add(1) < len {
+                let end = len.min(start.saturating_add(cap));
+                let n = end.saturating_sub(start);
+                if held.saturating_add(n) > cap && held > 0 {
+                    batches.push(Vec::new());
+                    held = 0;
+                }
+                if let Some(b) = batches.last_mut() {
+                    b.push((parent, start, end));
+                }
+                held = held.saturating_add(n);
+                start = end.saturating_sub(1);
+            }
+        }
+        for batch in batches.iter().filter(|b| !b.is_empty()) {
+            self.check_batch(src, pool, batch)?;
+        }
+        Ok(())
+    }
+
+    /// One batch of [`check_order_exactly`](Self::check_order_exactly):
+    /// windows `(parent, start, end)` of lists, in file order.
+    fn check_batch(
+        &self,
+        src: &Streamable,
+        pool: Option<&rayon::ThreadPool>,
+        batch: &[(u64, usize, usize)],
+    ) -> Result<(), LoadError> {
+        // The windows' children, each with its place among the names.
+        let mut wanted: Vec<(u64, usize)> = Vec::new();
+        let mut lists: Vec<(u64, usize, usize)> = Vec::new();
+        let mut next = 0usize;
+        self.for_each_dir_entry(src, |parent, kids| {
+            while let Some(&(p, start, end)) = batch.get(next) {
+                if p != parent {
+                    break;
+                }
+                let first = wanted.len();
+                for &c in kids.get(start..end).unwrap_or_default() {
+                    wanted.push((c, wanted.len()));
+                }
+                lists.push((parent, first, wanted.len()));
+                next = next.saturating_add(1);
+            }
+            Ok::<(), LoadError>(())
+        })?;
+        let ids: Vec<u64> = wanted.iter().map(|w| w.0).collect();
+        wanted.sort_unstable();
+        let names = self.names_of(src, pool, &wanted)?;
+        for (parent, first, end) in lists {
+            let list: Vec<&[u8]> = names
+                .get(first..end)
+                .unwrap_or_default()
+                .iter()
+                .map(|n| n.as_deref().unwrap_or_default())
+                .collect();
+            if let Some(i) = names::first_misplaced(&list, true) {
+                let child = ids.get(first.saturating_add(i)).copied().unwrap_or(0);
+                let e = BuildError::ChildrenOutOfOrder { parent, child };
+                let at = self.dir_section_at(src);
+                return Err(match src {
+                    Streamable::Image(s) => corrupt(s, at, e.to_string()),
+                    Streamable::Hdfs(h) => h.corrupt(at, e.to_string()),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The names of the inodes `wanted` lists (sorted by id, each with its
+    /// place), from the INODE pieces that may hold them, on `pool`: by
+    /// place, `None` for an id no record has (the rows refuse it).
+    fn names_of(
+        &self,
+        src: &Streamable,
+        pool: Option<&rayon::ThreadPool>,
+        wanted: &[(u64, usize)],
+    ) -> Result<Vec<Option<Box<[u8]>>>, LoadError> {
+        let holds = |i: usize| {
+            let lo = self.bases.get(i).copied().unwrap_or(0);
+            let hi = self.bases.get(i.saturating_add(1)).copied();
+            let k = wanted.partition_point(|w| w.0 < lo);
+            wanted.get(k).is_some_and(|w| hi.is_none_or(|h| w.0 < h))
+        };
+        let got = self.gather(src, pool, &holds, &|node, _| {
+            let j = wanted.binary_search_by_key(&node.id, |w| w.0).ok()?;
+            wanted
+                .get(j)
+                .map(|&(_, place)| (place, Box::<[u8]>::from(node.name)))
+        })?;
+        let mut names: Vec<Option<Box<[u8]>>> = vec![None; wanted.len()];
+        for (place, name) in got {
+            if let Some(slot) = names.get_mut(place) {
+                *slot = Some(name);
+            }
+        }
+        Ok(names)
+    }
+
+    /// What `pick` takes of each inode of the INODE pieces `read` selects
+    /// (each record with its parent directory, decoded and checked as the
+    /// rows are), on `pool`'s workers, in no particular order.
+    fn gather<T: Send>(
+        &self,
+        src: &Streamable,
+        pool: Option<&rayon::ThreadPool>,
+        read: &(dyn Fn(usize) -> bool + Sync),
+        pick: &(dyn Fn(&LoadedNode<'_>, Option<DirIndex>) -> Option<T> + Sync),
+    ) -> Result<Vec<T>, LoadError> {
+        let piece = |work: &mut Worker, i: usize| {
+            let mut got: Vec<T> = Vec::new();
+            if read(i) {
+                self.for_each_in_piece(src, i, work, |node, parent, _| {
+                    got.extend(pick(node, parent));
+                    Ok(())
+                })?;
+            }
+            Ok::<_, LoadError>(got)
+        };
+        let n = self.inode_pieces.len();
+        let parts: Vec<Result<Vec<T>, LoadError>> = match pool {
+            Some(p) => p.install(|| {
+                use rayon::prelude::*;
+                (0..n)
+                    .into_par_iter()
+                    .map_init(|| self.worker(), |w, i| piece(w, i))
+                    .collect()
+            }),
+            None => {
+                let mut w = self.worker();
+                (0..n).map(|i| piece(&mut w, i)).collect()
+            }
+        };
+        let mut out = Vec::new();
+        for part in parts {
+            out.extend(part?);
+        }
+        Ok(out)
+    }
+
+    /// Where INODE_DIR is, for an error about it.
+    fn dir_section_at(&self, src: &Streamable) -> Location {
+        match src {
+            Streamable::Image(s) => section(s, SectionKind::INODE_DIR)
+                .map(|d| Location::in_section(SectionKind::INODE_DIR, None, d.offset))
+                .unwrap_or_default(),
+            Streamable::Hdfs(h) => h.dir_section_at(),
+        }
     }
 
     /// A Hadoop image's tree: its INODE records scanned (ids, types and
@@ -258,11 +500,12 @@ impl Skeleton {
     fn build_hdfs(
         h: &HdfsSource,
         pool: Option<&rayon::ThreadPool>,
-    ) -> Result<Result<Skeleton, Unstreamable>, LoadError> {
+        seeds: &Seeds,
+    ) -> Result<Result<(Skeleton, Vec<u64>), Unstreamable>, LoadError> {
         if let Some(why) = h.unstreamable() {
             return Ok(Err(Unstreamable::Hdfs(why)));
         }
-        let Some(scan) = h.scan(pool)? else {
+        let Some(scan) = h.scan(pool, seeds.name_seed())? else {
             return Ok(Err(Unstreamable::Hdfs(HdfsUnstreamable::OutOfIdOrder)));
         };
         let bases: Vec<u64> = scan.chunks.iter().map(|c| c.0.first_key).collect();
@@ -421,7 +664,94 @@ impl Skeleton {
         }
         s.check_tree()
             .map_err(|d| h.corrupt(h.dir_section_at(), d))?;
-        Ok(Ok(s))
+        Ok(Ok((s, scan.name_hashes)))
+    }
+
+    /// No directory of a Hadoop image holds two children of one name (its
+    /// lists need no order: a load sorts them): each record's name hash
+    /// (`hashes`, in file order, from the scan) keyed with its parent from
+    /// the links, the keys sorted (8 bytes an inode, for this check only);
+    /// keys that repeat are read again with their names, which decide.
+    ///
+    /// # Errors
+    /// A located [`LoadError::Corrupt`] with the load's words for two
+    /// children of one name; a piece's read or checks.
+    fn check_siblings(
+        &self,
+        src: &Streamable,
+        pool: Option<&rayon::ThreadPool>,
+        seeds: &Seeds,
+        mut keys: Vec<u64>,
+    ) -> Result<(), LoadError> {
+        // Each chunk's records, in id order, are its linked ids in id order
+        // (the root first, unlinked): when the counts differ the rows
+        // refuse the chunk, and its records get keys of their own.
+        let mut k = 0usize;
+        for (i, (p, _)) in self.inode_pieces.iter().enumerate() {
+            let n = usize::try_from(p.records).unwrap_or(usize::MAX);
+            let end = k.saturating_add(n).min(keys.len());
+            let root = usize::from(i == 0);
+            let links = self.links.get(i);
+            let linked = links.map_or(0, |l| l.parents().count());
+            let slice = keys.get_mut(k..end).unwrap_or_default();
+            if linked.saturating_add(root) == slice.len() {
+                let (head, tail) = slice.split_at_mut(root.min(slice.len()));
+                for (key, dir) in tail
+                    .iter_mut()
+                    .zip(links.into_iter().flat_map(Links::parents))
+                {
+                    *key = seeds.sibling_key(*key, dir);
+                }
+                for (j, key) in head.iter_mut().enumerate() {
+                    *key = !(k.saturating_add(j) as u64);
+                }
+            } else {
+                for (j, key) in slice.iter_mut().enumerate() {
+                    *key = !(k.saturating_add(j) as u64);
+                }
+            }
+            k = end;
+        }
+        match pool {
+            Some(p) => p.install(|| {
+                use rayon::prelude::*;
+                keys.par_sort_unstable();
+            }),
+            None => keys.sort_unstable(),
+        }
+        let mut twice: Vec<u64> = keys
+            .windows(2)
+            .filter(|w| w[0] == w[1])
+            .map(|w| w[0])
+            .collect();
+        drop(keys);
+        twice.dedup();
+        // A batch of keys at a time, their records' names in hand.
+        for batch in twice.chunks(SIBLING_BATCH) {
+            let mut found = self.gather(src, pool, &|_| true, &|node, parent| {
+                let dir = parent?;
+                let key = seeds.sibling_key(names::name_hash(seeds.name_seed(), node.name), dir);
+                batch
+                    .binary_search(&key)
+                    .is_ok()
+                    .then(|| (dir, Box::<[u8]>::from(node.name), node.id))
+            })?;
+            found.sort_unstable();
+            if let Some(w) = found
+                .windows(2)
+                .find(|w| w[0].0 == w[1].0 && w[0].1 == w[1].1)
+            {
+                let e = BuildError::ChildrenOutOfOrder {
+                    parent: self.dir_id(w[1].0),
+                    child: w[1].2,
+                };
+                return Err(match src {
+                    Streamable::Image(s) => corrupt(s, self.dir_section_at(src), e.to_string()),
+                    Streamable::Hdfs(h) => h.corrupt(self.dir_section_at(src), e.to_string()),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// INODE_DIR: the directories with children, and each child's link.
@@ -429,6 +759,8 @@ impl Skeleton {
         &mut self,
         src: &ImageSource,
         pool: Option<&rayon::ThreadPool>,
+        seeds: &Seeds,
+        tree: &mut Sums,
     ) -> Result<Result<(), Unstreamable>, LoadError> {
         let dir_pieces = pieces(section(src, SectionKind::INODE_DIR)?);
         let batch = pool
@@ -447,6 +779,7 @@ impl Skeleton {
                 let mut parents: Vec<(u64, u64, usize)> = Vec::new();
                 let mut children: Vec<u64> = Vec::new();
                 let mut kids = Vec::new();
+                let mut sums = Sums::default();
                 let mut first = None;
                 let mut n = 0u64;
                 for r in Records::new(bytes, at.clone()) {
@@ -460,12 +793,14 @@ impl Skeleton {
                     first.get_or_insert(parent);
                     parents.push((parent, off, children.len()));
                     children.extend_from_slice(&kids);
+                    sums.add_list(seeds, parent, &kids);
                     n = n.saturating_add(1);
                 }
                 check_piece(p, at, n, first).map_err(|e| LoadError::from_format(src.path(), e))?;
-                Ok((parents, children))
+                Ok((parents, children, sums))
             })?;
-            for ((parents, children), (_, at)) in decoded.into_iter().zip(group) {
+            for ((parents, children, sums), (_, at)) in decoded.into_iter().zip(group) {
+                tree.merge(&sums);
                 for (k, &(parent, off, start)) in parents.iter().enumerate() {
                     if last_parent.is_some_and(|l| l >= parent) {
                         return Err(corrupt(
@@ -557,6 +892,8 @@ impl Skeleton {
         &mut self,
         src: &ImageSource,
         pool: Option<&rayon::ThreadPool>,
+        seeds: &Seeds,
+        tree: &mut Sums,
     ) -> Result<Result<(), Unstreamable>, LoadError> {
         let batch = pool
             .map_or(1, |p| p.current_num_threads())
@@ -577,6 +914,7 @@ impl Skeleton {
                 let located =
                     |off: u64, d: String| LoadError::from_format(src.path(), bad(at, off, d));
                 let mut found: Vec<(u32, u32, Vec<u8>)> = Vec::new();
+                let mut sums = Sums::default();
                 let mut linker = this.linker(i);
                 let (mut first, mut last, mut n) = (None, None::<u64>, 0u64);
                 // Whether a name sorts differently as signed bytes.
@@ -599,6 +937,9 @@ impl Skeleton {
                         return Err(located(off, BuildError::NoRoot.to_string()));
                     }
                     let parent = linker.parent(id).map_err(|d| located(off, d))?;
+                    if let Some(d) = parent.and_then(|d| this.dirs.get(d as usize)) {
+                        sums.add_name(seeds, d.id, name, id);
+                    }
                     high |= name.iter().any(|&b| b >= 0x80);
                     if dir {
                         if let Some(d) = this.dir_index(id) {
@@ -611,9 +952,10 @@ impl Skeleton {
                 }
                 check_piece(p, at, n, first).map_err(|e| LoadError::from_format(src.path(), e))?;
                 linker.finish().map_err(|d| corrupt(src, at.clone(), d))?;
-                Ok((first, last, n, found, high))
+                Ok((first, last, n, found, high, sums))
             })?;
-            for ((first, last, n, found, high), (_, at)) in got.into_iter().zip(group) {
+            for ((first, last, n, found, high, sums), (_, at)) in got.into_iter().zip(group) {
+                tree.merge(&sums);
                 // The stored order is the unsigned one, Hadoop's unless a
                 // name has a byte 0x80 or above.
                 self.hadoop_order &= !high;

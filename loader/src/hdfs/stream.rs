@@ -88,7 +88,15 @@ pub(crate) struct Scanned {
     pub(crate) names: Vec<u8>,
     pub(crate) inodes: u64,
     pub(crate) last_id: u64,
+    /// Every record's name hashed under the caller's seed, in file order
+    /// (the check that no directory holds a name twice).
+    pub(crate) name_hashes: Vec<u64>,
 }
+
+/// The most bytes a deflate stream (zlib's or gzip's) inflates to per byte
+/// stored: a DEFLATE block's longest matches give 258 bytes for about two
+/// bits, about 1,032 to 1.
+const MAX_DEFLATE_RATIO: u64 = 1032;
 
 /// One piece's scan.
 #[derive(Default)]
@@ -102,6 +110,7 @@ struct PieceScan {
     records: u64,
     in_order: bool,
     under_construction: Vec<u64>,
+    name_hashes: Vec<u64>,
 }
 
 /// A reader's window on a piece's bytes, reused from piece to piece.
@@ -128,6 +137,33 @@ impl HdfsSource {
         }
         let dir_pieces = pieces(&f, HdfsSection::InodeDir)?;
         let header = inode_pieces.first().and_then(|p| inode_header(&f, p));
+        if let (Some((_, declared)), Some((_, at))) = (header, inode_pieces.first()) {
+            // A count the section's bytes cannot hold is the image's lie,
+            // refused before anything is sized from it (never a memory
+            // shortfall): each record takes a length byte and at least
+            // MIN_INODE_RECORD more, a deflate stream at most 1,032 bytes
+            // per stored byte.
+            let stored = inode_pieces
+                .iter()
+                .fold(0u64, |n, p| n.saturating_add(p.0.length));
+            let ratio = if f.summary.codec == Codec::None {
+                1
+            } else {
+                MAX_DEFLATE_RATIO
+            };
+            let most = stored
+                .saturating_mul(ratio)
+                .checked_div((MIN_INODE_RECORD as u64).saturating_add(1))
+                .unwrap_or(0);
+            if declared > most {
+                return Err(f.corrupt(
+                    at.clone(),
+                    format!(
+                        "the INODE header declares {declared} inodes; the section's {stored} stored bytes hold at most {most}"
+                    ),
+                ));
+            }
+        }
         let md5 = md5::start(path)?;
         Ok(HdfsSource {
             f,
@@ -213,6 +249,7 @@ impl HdfsSource {
     pub(crate) fn scan(
         &self,
         pool: Option<&rayon::ThreadPool>,
+        name_seed: u64,
     ) -> Result<Option<Scanned>, LoadError> {
         let mut uc: Vec<u64> = self
             .img
@@ -285,6 +322,8 @@ impl HdfsSource {
                     s.first.get_or_insert((id, dir));
                     s.last = Some(id);
                     s.records = s.records.saturating_add(1);
+                    s.name_hashes
+                        .push(xxhash_rust::xxh3::xxh3_64_with_seed(name, name_seed));
                     if dir {
                         let from = s.names.len();
                         s.names.extend_from_slice(name);
@@ -340,6 +379,7 @@ impl HdfsSource {
             names: Vec::new(),
             inodes: 0,
             last_id: 0,
+            name_hashes: Vec::new(),
         };
         let mut header = None;
         let mut found: Vec<u64> = Vec::new();
@@ -375,6 +415,7 @@ impl HdfsSource {
                     .map(|&(id, a, n)| (id, base.saturating_add(a), n)),
             );
             out.chunks.extend(s.chunks);
+            out.name_hashes.extend_from_slice(&s.name_hashes);
             found.extend(s.under_construction);
         }
         out.last_id = last.unwrap_or(0);

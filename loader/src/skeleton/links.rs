@@ -84,6 +84,15 @@ impl Links {
         }
     }
 
+    /// The parent directory of each linked id, in id order (sparse links
+    /// sorted first).
+    pub(super) fn parents(&self) -> Box<dyn Iterator<Item = u32> + '_> {
+        match self {
+            Links::Dense(v) => Box::new(v.iter().filter_map(|&d| d.checked_sub(1))),
+            Links::Sparse(v) => Box::new(v.iter().map(|&l| low(l))),
+        }
+    }
+
     /// Sorts sparse links (in child order); the first child listed twice.
     pub(super) fn sort(&mut self) -> Option<u64> {
         let Links::Sparse(v) = self else { return None };

@@ -5,4 +5,5 @@ mod diff;
 mod dump;
 mod lookup;
 mod lookup_mutants;
+mod one_verdict;
 mod stream;

@@ -1,0 +1,329 @@
+//! What the streamed read checks of the children's names without holding
+//! them (issue 39): FORMAT.md's rule that each directory lists its
+//! children in strictly increasing name order (so no two share a name).
+//!
+//! An nsimage image written with sub-sections carries the same entries
+//! sorted by (parent, name) in its name section (NAME_RUNS, or an older
+//! image's NAME_INDEX). Three sums of hashes, each a multiset's, show that
+//! the tree agrees with it, in one pass over each section and memory that
+//! does not grow with the image:
+//!
+//! - the name section's entries are strictly increasing by (parent,
+//!   name), checked as they are read, across runs and pieces;
+//! - the multiset of `(parent, name, child)` is the same from INODE (each
+//!   record's name, its parent from INODE_DIR's links) and from the name
+//!   section: every entry carries its child's true name and parent;
+//! - the multiset of `(parent, previous child, child)` is the same from
+//!   INODE_DIR's lists and from the name section's entries: each list is
+//!   the section's sequence of that directory's children, in order.
+//!
+//! Together: every list is in the section's order, which is the strictly
+//! increasing order of the children's true names. The hashes are XXH3
+//! under a seed drawn for each read, so no image can be made to collide;
+//! a sum that differs names its bucket (by parent), and the caller checks
+//! the directories of that bucket exactly, names in hand, which decides
+//! whether the tree or the name section is wrong (a name section that
+//! breaks its own rules is not used at all: every directory is checked
+//! exactly). Images without a name section (small ones, older ones, Hadoop
+//! fsimages) are checked exactly, or (Hadoop fsimages, whose lists need only distinct names) through
+//! [`Seeds::sibling_key`]s.
+
+use crate::error::LoadError;
+use crate::run::run_pieces;
+use crate::sections::pieces;
+use crate::source::{ImageSource, PieceBuf};
+use nsimage_format::framing::Records;
+use nsimage_format::wire::{check, schema};
+use nsimage_format::{pb, SectionKind};
+use prost::Message;
+use xxhash_rust::xxh3::xxh3_64_with_seed;
+
+/// Buckets of the sums, by parent.
+const BUCKETS: usize = 1024;
+
+/// The seeds of one read's hashes.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Seeds {
+    list: u64,
+    pair: u64,
+    name: u64,
+}
+
+impl Seeds {
+    /// Fresh seeds, from the operating system's random source.
+    pub(super) fn draw() -> Seeds {
+        let mut b = [0u8; 24];
+        nsimage_format::cipher::fill_random(&mut b);
+        let word = |i: usize| {
+            b.get(i..i.saturating_add(8))
+                .and_then(|s| <[u8; 8]>::try_from(s).ok())
+                .map_or(0, u64::from_le_bytes)
+        };
+        Seeds {
+            list: word(0),
+            pair: word(8),
+            name: word(16),
+        }
+    }
+}
+
+fn words(a: u64, b: u64, c: u64) -> [u8; 24] {
+    let mut out = [0u8; 24];
+    for (dst, w) in out.chunks_exact_mut(8).zip([a, b, c]) {
+        dst.copy_from_slice(&w.to_le_bytes());
+    }
+    out
+}
+
+/// The bucket of directory `parent`.
+fn bucket(parent: u64) -> usize {
+    let h = xxh3_64_with_seed(&parent.to_le_bytes(), 0x6e73);
+    usize::try_from(h.checked_rem(BUCKETS as u64).unwrap_or(0)).unwrap_or(0)
+}
+
+impl Seeds {
+    /// The seed of a name's hash, [`name_hash`]'s: what a Hadoop scan
+    /// computes for each record before it knows the parents.
+    pub(super) fn name_seed(&self) -> u64 {
+        self.name
+    }
+
+    /// The key of an inode whose name hashes to `name_hash` (under
+    /// [`Seeds::name_seed`]) and whose parent directory is `dir`: equal for
+    /// two inodes of one name in one directory, and (under one read's
+    /// seeds) for anything else with probability 2^-64.
+    pub(super) fn sibling_key(&self, name_hash: u64, dir: u32) -> u64 {
+        name_hash ^ xxh3_64_with_seed(&dir.to_le_bytes(), self.pair)
+    }
+}
+
+/// A name's hash under `seed` ([`Seeds::name_seed`]).
+pub(super) fn name_hash(seed: u64, name: &[u8]) -> u64 {
+    xxh3_64_with_seed(name, seed)
+}
+
+/// The three multisets' sums, per bucket.
+#[derive(Clone, Debug)]
+pub(super) struct Sums {
+    /// `(parent, previous child, child)` of every list's entries.
+    lists: Vec<u64>,
+    /// `(parent, name, child)` of every inode but the root.
+    names: Vec<u64>,
+}
+
+impl Default for Sums {
+    fn default() -> Self {
+        Sums {
+            lists: vec![0; BUCKETS],
+            names: vec![0; BUCKETS],
+        }
+    }
+}
+
+impl Sums {
+    /// One directory's list, in order.
+    pub(super) fn add_list(&mut self, seeds: &Seeds, parent: u64, kids: &[u64]) {
+        let b = bucket(parent);
+        let mut prev = 0u64;
+        let mut sum = 0u64;
+        for &c in kids {
+            sum = sum.wrapping_add(xxh3_64_with_seed(&words(parent, prev, c), seeds.list));
+            prev = c;
+        }
+        if let Some(s) = self.lists.get_mut(b) {
+            *s = s.wrapping_add(sum);
+        }
+    }
+
+    /// One entry of a list whose previous entry is `prev` (0 for the
+    /// first).
+    fn add_link(&mut self, seeds: &Seeds, parent: u64, prev: u64, child: u64) {
+        if let Some(s) = self.lists.get_mut(bucket(parent)) {
+            *s = s.wrapping_add(xxh3_64_with_seed(&words(parent, prev, child), seeds.list));
+        }
+    }
+
+    /// One inode, its name and parent.
+    pub(super) fn add_name(&mut self, seeds: &Seeds, parent: u64, name: &[u8], child: u64) {
+        let h = xxh3_64_with_seed(
+            name,
+            seeds.name ^ xxh3_64_with_seed(&words(parent, child, 0), seeds.pair),
+        );
+        if let Some(s) = self.names.get_mut(bucket(parent)) {
+            *s = s.wrapping_add(h);
+        }
+    }
+
+    /// Another part's sums added in.
+    pub(super) fn merge(&mut self, o: &Sums) {
+        for (a, b) in self.lists.iter_mut().zip(&o.lists) {
+            *a = a.wrapping_add(*b);
+        }
+        for (a, b) in self.names.iter_mut().zip(&o.names) {
+            *a = a.wrapping_add(*b);
+        }
+    }
+
+    /// Whether directory `parent` lies in a bucket where `self` and `o`
+    /// differ.
+    pub(super) fn differs_at(&self, o: &Sums, parent: u64) -> bool {
+        let b = bucket(parent);
+        self.lists.get(b) != o.lists.get(b) || self.names.get(b) != o.names.get(b)
+    }
+
+    /// Whether they differ anywhere.
+    pub(super) fn differs(&self, o: &Sums) -> bool {
+        self.lists != o.lists || self.names != o.names
+    }
+}
+
+/// What one piece of the name section gave.
+struct PieceSums {
+    sums: Sums,
+    /// Its first entry (parent, name, child) and last (parent, name,
+    /// child), for the joins with the pieces either side.
+    first: Option<(u64, Vec<u8>, u64)>,
+    last: Option<(u64, Vec<u8>, u64)>,
+}
+
+/// The name section's sums, or `None` when the image has none or the one
+/// it has breaks its own rules (FORMAT.md, "NAME_RUNS": the records, their
+/// order, counts and first keys).
+///
+/// # Errors
+/// What a load refuses of the section too: a piece's checksum, its
+/// authentication or codec.
+pub(super) fn section_sums(
+    src: &ImageSource,
+    pool: Option<&rayon::ThreadPool>,
+    seeds: &Seeds,
+) -> Result<Option<Sums>, LoadError> {
+    let Some(sec) = src
+        .index
+        .section(SectionKind::NAME_RUNS)
+        .or_else(|| src.index.section(SectionKind::NAME_INDEX))
+    else {
+        return Ok(None);
+    };
+    let runs = sec.kind == SectionKind::NAME_RUNS;
+    let split = !sec.sub_sections.is_empty();
+    let parts = run_pieces(
+        pool,
+        &pieces(sec),
+        || (PieceBuf::default(), Vec::new(), pb::NameEntry::default()),
+        |(buf, scratch, msg), _, p, at| {
+            let bytes = src.piece(p, at, buf)?;
+            let mut out = PieceSums {
+                sums: Sums::default(),
+                first: None,
+                last: None,
+            };
+            let mut records = 0u64;
+            let bad = std::cell::Cell::new(false);
+            let mut prev: Option<(u64, u64)> = None;
+            let mut prev_name: Vec<u8> = Vec::new();
+            let mut entry = |parent: u64, name: &[u8], child: u64, out: &mut PieceSums| {
+                if let Some((pp, pc)) = prev {
+                    if (pp, prev_name.as_slice()) >= (parent, name) {
+                        bad.set(true);
+                    }
+                    let before = if pp == parent { pc } else { 0 };
+                    out.sums.add_link(seeds, parent, before, child);
+                } else {
+                    out.first = Some((parent, name.to_vec(), child));
+                }
+                out.sums.add_name(seeds, parent, name, child);
+                prev = Some((parent, child));
+                prev_name.clear();
+                prev_name.extend_from_slice(name);
+            };
+            for r in Records::new(bytes, at.clone()) {
+                let Ok((_, body)) = r else {
+                    return Ok(None);
+                };
+                records = records.saturating_add(1);
+                let ok = if runs {
+                    nsimage_format::name_runs::visit_run(body, scratch, |parent, name, child, _| {
+                        entry(parent, name, child, &mut out)
+                    })
+                    .is_ok()
+                } else {
+                    msg.clear();
+                    let ok = check(body, schema::NAME_ENTRY).is_ok()
+                        && msg.merge(body).is_ok()
+                        && nsimage_format::name_runs::check_entry(
+                            msg.parent, &msg.name, msg.child, msg.r#type,
+                        )
+                        .is_ok();
+                    if ok {
+                        let name = std::mem::take(&mut msg.name);
+                        entry(msg.parent, &name, msg.child, &mut out);
+                    }
+                    ok
+                };
+                if !ok || bad.get() {
+                    return Ok(None);
+                }
+            }
+            let first_parent = out.first.as_ref().map(|f| f.0);
+            if records != p.records
+                || (split
+                    && first_parent
+                        != Some(nsimage_format::consts::name_index::parent(p.first_key)))
+            {
+                return Ok(None);
+            }
+            out.last = prev.map(|(parent, child)| (parent, prev_name.clone(), child));
+            Ok(Some(out))
+        },
+    )?;
+    let mut total = Sums::default();
+    let mut before: Option<(u64, Vec<u8>, u64)> = None;
+    for part in parts {
+        let Some(part) = part else {
+            return Ok(None);
+        };
+        total.merge(&part.sums);
+        // The piece's first entry follows the last of the pieces before
+        // it: in order, and its list link (counted here, not in the
+        // piece, which did not know what came before).
+        if let Some((parent, name, child)) = &part.first {
+            let prev = match &before {
+                Some((bp, bn, bc)) => {
+                    if (*bp, bn.as_slice()) >= (*parent, name.as_slice()) {
+                        return Ok(None);
+                    }
+                    if bp == parent {
+                        *bc
+                    } else {
+                        0
+                    }
+                }
+                None => 0,
+            };
+            total.add_link(seeds, *parent, prev, *child);
+        }
+        if part.last.is_some() {
+            before = part.last;
+        }
+    }
+    Ok(Some(total))
+}
+
+/// Whether `names`, in list order, strictly increase (`sorted`: FORMAT.md's
+/// order, unsigned bytes) or are pairwise distinct (a Hadoop list, whose
+/// order a load does not require); the first position that breaks it.
+pub(super) fn first_misplaced(names: &[&[u8]], sorted: bool) -> Option<usize> {
+    if sorted {
+        return names
+            .windows(2)
+            .position(|w| w.first() >= w.get(1))
+            .map(|i| i.saturating_add(1));
+    }
+    let mut order: Vec<usize> = (0..names.len()).collect();
+    order.sort_by(|&a, &b| names.get(a).cmp(&names.get(b)));
+    order
+        .windows(2)
+        .find(|w| names.get(w[0]) == names.get(w[1]))
+        .map(|w| w[0].max(w[1]))
+}
