@@ -279,3 +279,32 @@ mod tests {
         assert!(decompress(Codec::Zstd, &tail, 10_000, &mut out).is_err());
     }
 }
+
+#[cfg(test)]
+mod lz4_tail {
+    use super::*;
+
+    /// FORMAT.md: an LZ4 piece is one block with nothing after its last
+    /// sequence. A trailing empty sequence (a token of no literals and no
+    /// match, which LZ4 decoders take as the block's end) is a byte after
+    /// it, and refused; so is any other.
+    #[test]
+    fn bytes_after_the_last_sequence_are_refused() {
+        let plain: Vec<u8> = (0..5000u32).flat_map(|i| (i % 251).to_le_bytes()).collect();
+        let c = Compression {
+            codec: Codec::Lz4,
+            level: 1,
+        };
+        let mut stored = Vec::new();
+        assert!(c.compress(&plain, &mut stored));
+        let mut out = Vec::new();
+        decompress(Codec::Lz4, &stored, plain.len() as u64, &mut out).unwrap();
+        assert_eq!(out, plain);
+        for tail in [&[0u8][..], &[0, 0], &[0x10, b'x'], &[0xff]] {
+            let mut s = stored.clone();
+            s.extend_from_slice(tail);
+            let r = decompress(Codec::Lz4, &s, plain.len() as u64, &mut out);
+            assert!(r.is_err(), "tail {tail:?} accepted");
+        }
+    }
+}

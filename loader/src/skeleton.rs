@@ -193,13 +193,27 @@ impl Skeleton {
     /// this thread without one.
     ///
     /// # Errors
-    /// A located [`LoadError::Corrupt`] for anything a load refuses but
-    /// the children's name order; `Ok(Err(_))` for an image this cannot
-    /// stream.
+    /// A located [`LoadError::Corrupt`] for anything a load refuses;
+    /// `Ok(Err(_))` for an image this cannot stream.
     pub fn build(
         src: &Streamable,
         pool: Option<&rayon::ThreadPool>,
     ) -> Result<Result<Skeleton, Unstreamable>, LoadError> {
+        Self::build_within(src, pool, NAME_CHECK_BYTES)
+    }
+
+    /// [`build`](Self::build), the exact check of the children's names
+    /// holding at most about `name_bytes` of them at once (more passes
+    /// over INODE when it needs more; `build` gives it 64 MiB).
+    ///
+    /// # Errors
+    /// As [`build`](Self::build).
+    pub fn build_within(
+        src: &Streamable,
+        pool: Option<&rayon::ThreadPool>,
+        name_bytes: usize,
+    ) -> Result<Result<Skeleton, Unstreamable>, LoadError> {
+        let cap = (name_bytes / NAME_CHECK_COST).max(2);
         match src {
             Streamable::Image(s) => {
                 let seeds = Seeds::draw();
@@ -207,7 +221,7 @@ impl Skeleton {
                     Ok(built) => built,
                     Err(why) => return Ok(Err(why)),
                 };
-                skeleton.check_names(src, s, pool, &seeds, &tree)?;
+                skeleton.check_names(src, s, pool, &seeds, &tree, cap)?;
                 Ok(Ok(skeleton))
             }
             Streamable::Hdfs(h) => {
@@ -304,21 +318,23 @@ impl Skeleton {
         pool: Option<&rayon::ThreadPool>,
         seeds: &Seeds,
         tree: &Sums,
+        cap: usize,
     ) -> Result<(), LoadError> {
         match names::section_sums(image, pool, seeds)? {
             Some(named) if !named.differs(tree) => Ok(()),
             Some(named) => {
-                self.check_order_exactly(src, pool, &|parent| named.differs_at(tree, parent))
+                let differs = |parent| named.differs_at(tree, parent);
+                self.check_order_exactly(src, pool, &differs, cap)
             }
-            None => self.check_order_exactly(src, pool, &|_| true),
+            None => self.check_order_exactly(src, pool, &|_| true, cap),
         }
     }
 
     /// The children of each directory `want` selects, named from their
-    /// INODE records, in strictly increasing name order: at most about
-    /// [`NAME_CHECK_BYTES`] of names held at once (a directory with more
-    /// children is checked in overlapping windows), one pass over INODE_DIR
-    /// and one over the INODE pieces that hold them per batch.
+    /// INODE records, in strictly increasing name order: at most `cap`
+    /// names held at once (a directory with more children is checked in
+    /// overlapping windows), one pass over INODE_DIR and one over the INODE
+    /// pieces that hold them per batch.
     ///
     /// # Errors
     /// A located [`LoadError::Corrupt`]: the load's words for children out
@@ -328,8 +344,8 @@ impl Skeleton {
         src: &Streamable,
         pool: Option<&rayon::ThreadPool>,
         want: &(dyn Fn(u64) -> bool + Sync),
+        cap: usize,
     ) -> Result<(), LoadError> {
-        let cap = (NAME_CHECK_BYTES / NAME_CHECK_COST).max(2);
         // Each wanted list's length, then windows of at most `cap` names,
         // each the next's first name too, then batches of windows.
         let mut lens: Vec<(u64, usize)> = Vec::new();
@@ -501,7 +517,7 @@ impl Skeleton {
         h: &HdfsSource,
         pool: Option<&rayon::ThreadPool>,
         seeds: &Seeds,
-    ) -> Result<Result<(Skeleton, Vec<u64>), Unstreamable>, LoadError> {
+    ) -> Result<Result<(Skeleton, Vec<(usize, Vec<u64>)>), Unstreamable>, LoadError> {
         if let Some(why) = h.unstreamable() {
             return Ok(Err(Unstreamable::Hdfs(why)));
         }
@@ -669,9 +685,11 @@ impl Skeleton {
 
     /// No directory of a Hadoop image holds two children of one name (its
     /// lists need no order: a load sorts them): each record's name hash
-    /// (`hashes`, in file order, from the scan) keyed with its parent from
-    /// the links, the keys sorted (8 bytes an inode, for this check only);
-    /// keys that repeat are read again with their names, which decide.
+    /// (`pieces`: per INODE piece of the file, its chunks and its records'
+    /// hashes, from the scan) keyed in place with its parent from the
+    /// links, each piece's keys sorted in place and the pieces merged (8
+    /// bytes an inode, for this check only); keys that repeat are read
+    /// again with their names, which decide.
     ///
     /// # Errors
     /// A located [`LoadError::Corrupt`] with the load's words for two
@@ -681,51 +699,74 @@ impl Skeleton {
         src: &Streamable,
         pool: Option<&rayon::ThreadPool>,
         seeds: &Seeds,
-        mut keys: Vec<u64>,
+        mut pieces: Vec<(usize, Vec<u64>)>,
     ) -> Result<(), LoadError> {
         // Each chunk's records, in id order, are its linked ids in id order
         // (the root first, unlinked): when the counts differ the rows
         // refuse the chunk, and its records get keys of their own.
-        let mut k = 0usize;
-        for (i, (p, _)) in self.inode_pieces.iter().enumerate() {
-            let n = usize::try_from(p.records).unwrap_or(usize::MAX);
-            let end = k.saturating_add(n).min(keys.len());
-            let root = usize::from(i == 0);
-            let links = self.links.get(i);
-            let linked = links.map_or(0, |l| l.parents().count());
-            let slice = keys.get_mut(k..end).unwrap_or_default();
-            if linked.saturating_add(root) == slice.len() {
-                let (head, tail) = slice.split_at_mut(root.min(slice.len()));
+        let mut chunk = 0usize;
+        let mut own = 0u64;
+        for (chunks, keys) in &mut pieces {
+            let mut k = 0usize;
+            for i in chunk..chunk.saturating_add(*chunks) {
+                let n = self
+                    .inode_pieces
+                    .get(i)
+                    .map_or(0, |p| usize::try_from(p.0.records).unwrap_or(usize::MAX));
+                let end = k.saturating_add(n).min(keys.len());
+                let root = usize::from(i == 0);
+                let links = self.links.get(i);
+                let linked = links.map_or(0, |l| l.parents().count());
+                let slice = keys.get_mut(k..end).unwrap_or_default();
+                let aligned = linked.saturating_add(root) == slice.len();
+                let skip = if aligned {
+                    root.min(slice.len())
+                } else {
+                    slice.len()
+                };
+                let (head, tail) = slice.split_at_mut(skip);
                 for (key, dir) in tail
                     .iter_mut()
                     .zip(links.into_iter().flat_map(Links::parents))
                 {
                     *key = seeds.sibling_key(*key, dir);
                 }
-                for (j, key) in head.iter_mut().enumerate() {
-                    *key = !(k.saturating_add(j) as u64);
+                for key in head {
+                    *key = !own;
+                    own = own.saturating_add(1);
                 }
-            } else {
-                for (j, key) in slice.iter_mut().enumerate() {
-                    *key = !(k.saturating_add(j) as u64);
-                }
+                k = end;
             }
-            k = end;
+            chunk = chunk.saturating_add(*chunks);
         }
         match pool {
             Some(p) => p.install(|| {
                 use rayon::prelude::*;
-                keys.par_sort_unstable();
+                pieces.par_iter_mut().for_each(|(_, k)| k.sort_unstable());
             }),
-            None => keys.sort_unstable(),
+            None => pieces.iter_mut().for_each(|(_, k)| k.sort_unstable()),
         }
-        let mut twice: Vec<u64> = keys
-            .windows(2)
-            .filter(|w| w[0] == w[1])
-            .map(|w| w[0])
-            .collect();
-        drop(keys);
-        twice.dedup();
+        // Keys that repeat, within a piece or across pieces: the sorted
+        // pieces merged.
+        let mut twice: Vec<u64> = Vec::new();
+        let mut heads: std::collections::BinaryHeap<std::cmp::Reverse<(u64, usize, usize)>> =
+            pieces
+                .iter()
+                .enumerate()
+                .filter_map(|(i, (_, k))| k.first().map(|&v| std::cmp::Reverse((v, i, 0))))
+                .collect();
+        let mut last: Option<u64> = None;
+        while let Some(std::cmp::Reverse((v, i, at))) = heads.pop() {
+            if last == Some(v) && twice.last() != Some(&v) {
+                twice.push(v);
+            }
+            last = Some(v);
+            let next = at.saturating_add(1);
+            if let Some(&w) = pieces.get(i).and_then(|(_, k)| k.get(next)) {
+                heads.push(std::cmp::Reverse((w, i, next)));
+            }
+        }
+        drop(pieces);
         // A batch of keys at a time, their records' names in hand.
         for batch in twice.chunks(SIBLING_BATCH) {
             let mut found = self.gather(src, pool, &|_| true, &|node, parent| {

@@ -88,9 +88,10 @@ pub(crate) struct Scanned {
     pub(crate) names: Vec<u8>,
     pub(crate) inodes: u64,
     pub(crate) last_id: u64,
-    /// Every record's name hashed under the caller's seed, in file order
-    /// (the check that no directory holds a name twice).
-    pub(crate) name_hashes: Vec<u64>,
+    /// Every record's name hashed under the caller's seed, per piece in
+    /// file order, with the number of chunks the piece was cut into (the
+    /// check that no directory holds a name twice).
+    pub(crate) name_hashes: Vec<(usize, Vec<u64>)>,
 }
 
 /// The most bytes a deflate stream (zlib's or gzip's) inflates to per byte
@@ -414,8 +415,8 @@ impl HdfsSource {
                     .iter()
                     .map(|&(id, a, n)| (id, base.saturating_add(a), n)),
             );
+            out.name_hashes.push((s.chunks.len(), s.name_hashes));
             out.chunks.extend(s.chunks);
-            out.name_hashes.extend_from_slice(&s.name_hashes);
             found.extend(s.under_construction);
         }
         out.last_id = last.unwrap_or(0);

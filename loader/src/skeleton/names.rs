@@ -207,104 +207,115 @@ pub(super) fn section_sums(
     };
     let runs = sec.kind == SectionKind::NAME_RUNS;
     let split = !sec.sub_sections.is_empty();
-    let parts = run_pieces(
-        pool,
-        &pieces(sec),
-        || (PieceBuf::default(), Vec::new(), pb::NameEntry::default()),
-        |(buf, scratch, msg), _, p, at| {
-            let bytes = src.piece(p, at, buf)?;
-            let mut out = PieceSums {
-                sums: Sums::default(),
-                first: None,
-                last: None,
-            };
-            let mut records = 0u64;
-            let bad = std::cell::Cell::new(false);
-            let mut prev: Option<(u64, u64)> = None;
-            let mut prev_name: Vec<u8> = Vec::new();
-            let mut entry = |parent: u64, name: &[u8], child: u64, out: &mut PieceSums| {
-                if let Some((pp, pc)) = prev {
-                    if (pp, prev_name.as_slice()) >= (parent, name) {
-                        bad.set(true);
-                    }
-                    let before = if pp == parent { pc } else { 0 };
-                    out.sums.add_link(seeds, parent, before, child);
-                } else {
-                    out.first = Some((parent, name.to_vec(), child));
-                }
-                out.sums.add_name(seeds, parent, name, child);
-                prev = Some((parent, child));
-                prev_name.clear();
-                prev_name.extend_from_slice(name);
-            };
-            for r in Records::new(bytes, at.clone()) {
-                let Ok((_, body)) = r else {
-                    return Ok(None);
-                };
-                records = records.saturating_add(1);
-                let ok = if runs {
-                    nsimage_format::name_runs::visit_run(body, scratch, |parent, name, child, _| {
-                        entry(parent, name, child, &mut out)
-                    })
-                    .is_ok()
-                } else {
-                    msg.clear();
-                    let ok = check(body, schema::NAME_ENTRY).is_ok()
-                        && msg.merge(body).is_ok()
-                        && nsimage_format::name_runs::check_entry(
-                            msg.parent, &msg.name, msg.child, msg.r#type,
-                        )
-                        .is_ok();
-                    if ok {
-                        let name = std::mem::take(&mut msg.name);
-                        entry(msg.parent, &name, msg.child, &mut out);
-                    }
-                    ok
-                };
-                if !ok || bad.get() {
-                    return Ok(None);
-                }
-            }
-            let first_parent = out.first.as_ref().map(|f| f.0);
-            if records != p.records
-                || (split
-                    && first_parent
-                        != Some(nsimage_format::consts::name_index::parent(p.first_key)))
-            {
-                return Ok(None);
-            }
-            out.last = prev.map(|(parent, child)| (parent, prev_name.clone(), child));
-            Ok(Some(out))
-        },
-    )?;
+    let all = pieces(sec);
+    // A group of pieces at a time, so that the per-piece sums held are a
+    // few, whatever the section's size.
+    let group = pool
+        .map_or(1, |p| p.current_num_threads())
+        .saturating_mul(2)
+        .max(1);
     let mut total = Sums::default();
     let mut before: Option<(u64, Vec<u8>, u64)> = None;
-    for part in parts {
-        let Some(part) = part else {
-            return Ok(None);
-        };
-        total.merge(&part.sums);
-        // The piece's first entry follows the last of the pieces before
-        // it: in order, and its list link (counted here, not in the
-        // piece, which did not know what came before).
-        if let Some((parent, name, child)) = &part.first {
-            let prev = match &before {
-                Some((bp, bn, bc)) => {
-                    if (*bp, bn.as_slice()) >= (*parent, name.as_slice()) {
+    for chunk in all.chunks(group) {
+        let parts = run_pieces(
+            pool,
+            chunk,
+            || (PieceBuf::default(), Vec::new(), pb::NameEntry::default()),
+            |(buf, scratch, msg), _, p, at| {
+                let bytes = src.piece(p, at, buf)?;
+                let mut out = PieceSums {
+                    sums: Sums::default(),
+                    first: None,
+                    last: None,
+                };
+                let mut records = 0u64;
+                let bad = std::cell::Cell::new(false);
+                let mut prev: Option<(u64, u64)> = None;
+                let mut prev_name: Vec<u8> = Vec::new();
+                let mut entry = |parent: u64, name: &[u8], child: u64, out: &mut PieceSums| {
+                    if let Some((pp, pc)) = prev {
+                        if (pp, prev_name.as_slice()) >= (parent, name) {
+                            bad.set(true);
+                        }
+                        let before = if pp == parent { pc } else { 0 };
+                        out.sums.add_link(seeds, parent, before, child);
+                    } else {
+                        out.first = Some((parent, name.to_vec(), child));
+                    }
+                    out.sums.add_name(seeds, parent, name, child);
+                    prev = Some((parent, child));
+                    prev_name.clear();
+                    prev_name.extend_from_slice(name);
+                };
+                for r in Records::new(bytes, at.clone()) {
+                    let Ok((_, body)) = r else {
+                        return Ok(None);
+                    };
+                    records = records.saturating_add(1);
+                    let ok = if runs {
+                        nsimage_format::name_runs::visit_run(
+                            body,
+                            scratch,
+                            |parent, name, child, _| entry(parent, name, child, &mut out),
+                        )
+                        .is_ok()
+                    } else {
+                        msg.clear();
+                        let ok = check(body, schema::NAME_ENTRY).is_ok()
+                            && msg.merge(body).is_ok()
+                            && nsimage_format::name_runs::check_entry(
+                                msg.parent, &msg.name, msg.child, msg.r#type,
+                            )
+                            .is_ok();
+                        if ok {
+                            let name = std::mem::take(&mut msg.name);
+                            entry(msg.parent, &name, msg.child, &mut out);
+                        }
+                        ok
+                    };
+                    if !ok || bad.get() {
                         return Ok(None);
                     }
-                    if bp == parent {
-                        *bc
-                    } else {
-                        0
-                    }
                 }
-                None => 0,
+                let first_parent = out.first.as_ref().map(|f| f.0);
+                if records != p.records
+                    || (split
+                        && first_parent
+                            != Some(nsimage_format::consts::name_index::parent(p.first_key)))
+                {
+                    return Ok(None);
+                }
+                out.last = prev.map(|(parent, child)| (parent, prev_name.clone(), child));
+                Ok(Some(out))
+            },
+        )?;
+        for part in parts {
+            let Some(part) = part else {
+                return Ok(None);
             };
-            total.add_link(seeds, *parent, prev, *child);
-        }
-        if part.last.is_some() {
-            before = part.last;
+            total.merge(&part.sums);
+            // The piece's first entry follows the last of the pieces before
+            // it: in order, and its list link (counted here, not in the
+            // piece, which did not know what came before).
+            if let Some((parent, name, child)) = &part.first {
+                let prev = match &before {
+                    Some((bp, bn, bc)) => {
+                        if (*bp, bn.as_slice()) >= (*parent, name.as_slice()) {
+                            return Ok(None);
+                        }
+                        if bp == parent {
+                            *bc
+                        } else {
+                            0
+                        }
+                    }
+                    None => 0,
+                };
+                total.add_link(seeds, *parent, prev, *child);
+            }
+            if part.last.is_some() {
+                before = part.last;
+            }
         }
     }
     Ok(Some(total))

@@ -534,3 +534,39 @@ fn the_named_shapes_give_one_verdict() {
         }
     }
 }
+
+/// The exact check of the names (an image without a name section) in
+/// windows and batches much smaller than its lists: every adjacent swap of
+/// the largest directory's list is found, whichever window it falls in,
+/// and the undamaged image passes.
+#[test]
+fn the_exact_check_finds_a_swap_in_any_window() {
+    use nsimage_loader::skeleton::Skeleton;
+    let form = Form::Nsimage(0);
+    let b = base(form);
+    let big = b.ns.resolve(b"/big").unwrap();
+    let p = b.dirs.iter().position(|&d| d == big).unwrap();
+    let n = children(b, big).len();
+    let dir = tempfile::tempdir().unwrap();
+    let build = |bytes: &[u8], names: usize| {
+        let img = dir.path().join("w.nsi");
+        std::fs::write(&img, bytes).unwrap();
+        let src =
+            nsimage_loader::Streamable::Image(nsimage_loader::ImageSource::open(&img).unwrap());
+        Skeleton::build_within(&src, None, names).map(|r| r.is_ok())
+    };
+    // 3 names a batch (64 bytes each): windows of 3, each sharing a name
+    // with the next.
+    assert!(matches!(build(&b.bytes, 3 * 64), Ok(true)));
+    for i in 0..n - 1 {
+        let bad = damaged(form, &Damage::Swap(p, i, i + 1));
+        let e = build(&bad, 3 * 64)
+            .err()
+            .unwrap_or_else(|| panic!("swap at {i} accepted"));
+        assert!(
+            e.to_string()
+                .contains("not in strictly increasing name order"),
+            "{e}"
+        );
+    }
+}
