@@ -120,6 +120,10 @@ pub struct Worker {
     tables: Interned,
 }
 
+/// A Hadoop scan's name hashes: per INODE piece of the file, its chunks
+/// and its records' hashes.
+type NameHashes = Vec<(usize, Vec<u64>)>;
+
 /// A directory path, built by [`Skeleton::push_dir_path`].
 pub type DirIndex = u32;
 
@@ -517,7 +521,7 @@ impl Skeleton {
         h: &HdfsSource,
         pool: Option<&rayon::ThreadPool>,
         seeds: &Seeds,
-    ) -> Result<Result<(Skeleton, Vec<(usize, Vec<u64>)>), Unstreamable>, LoadError> {
+    ) -> Result<Result<(Skeleton, NameHashes), Unstreamable>, LoadError> {
         if let Some(why) = h.unstreamable() {
             return Ok(Err(Unstreamable::Hdfs(why)));
         }
@@ -699,7 +703,7 @@ impl Skeleton {
         src: &Streamable,
         pool: Option<&rayon::ThreadPool>,
         seeds: &Seeds,
-        mut pieces: Vec<(usize, Vec<u64>)>,
+        mut pieces: NameHashes,
     ) -> Result<(), LoadError> {
         // Each chunk's records, in id order, are its linked ids in id order
         // (the root first, unlinked): when the counts differ the rows
