@@ -29,6 +29,11 @@ pub struct Span {
 /// Largest chunk a mutation appends to before starting a new one.
 const MAX_CHUNK: usize = 1 << 30;
 
+/// Largest last chunk (in bytes) that
+/// [`clone_keeping_tail`](Arena::clone_keeping_tail) copies instead of
+/// sharing.
+const SMALL_TAIL_BYTES: usize = 64 << 10;
+
 /// Items of type `T` in chunks, addressed by [`Span`]s: a chunk per loaded
 /// sub-section, then chunks of at most 2^30 items that mutations append to.
 /// A clone shares the chunks (one reference count each) and neither copy
@@ -53,6 +58,23 @@ impl<T: Copy> Arena<T> {
         }
         let start = s.start as usize;
         &self.chunks[s.chunk as usize][start..start + s.len as usize]
+    }
+
+    /// A clone, as [`clone`](Clone::clone), but for a last chunk of at most
+    /// 64 KiB, which the clone gets a copy of instead of sharing it: this
+    /// arena then goes on appending to it in place. For clones taken after
+    /// every few appends, each of which would otherwise close the last
+    /// chunk and leave one more chunk per clone (for every later clone to
+    /// count): chunks then start once per 64 KiB appended at most, whatever
+    /// the number of clones, and a clone costs at most a 64 KiB copy more.
+    pub(crate) fn clone_keeping_tail(&self) -> Arena<T> {
+        let mut chunks = self.chunks.clone();
+        if let Some(last) = chunks.last_mut() {
+            if last.len().saturating_mul(size_of::<T>()) <= SMALL_TAIL_BYTES {
+                *last = Arc::new(last.to_vec());
+            }
+        }
+        Arena { chunks }
     }
 
     /// Every chunk, in order.
@@ -267,5 +289,37 @@ mod tests {
         // The old tail is this arena's alone again, but appends go on in
         // the newest chunk.
         assert_eq!(a.push(&[9]), span(1, 5, 1));
+    }
+
+    /// Clones keeping the tail, one after every append: the appends go on
+    /// in place in one chunk while it is small (each clone has its own copy
+    /// and keeps what it read), then one shared big chunk is closed and a
+    /// new one started, once.
+    #[test]
+    fn clones_keeping_the_tail_leave_no_chunk_per_clone() {
+        let mut a: Arena<u8> = Arena::default();
+        let mut clones = Vec::new();
+        let mut spans = Vec::new();
+        let item = [7u8; 1000];
+        // 70 appends of 1,000 bytes: past the 64 KiB the copy stops at.
+        for i in 0..70u8 {
+            let mut it = item;
+            it[0] = i;
+            spans.push(a.push(&it));
+            clones.push(a.clone_keeping_tail());
+        }
+        assert_eq!(a.chunks().len(), 2, "{:?}", spans.last());
+        let first_in_second = spans.iter().position(|s| s.chunk == 1).unwrap();
+        // Chunk 0 held the appends until it passed 64 KiB: the clone after
+        // it shared it, and the next append started chunk 1.
+        assert_eq!(first_in_second, 66);
+        for (i, (c, s)) in (0u8..).zip(clones.iter().zip(&spans)) {
+            assert_eq!(c.get(*s)[0], i, "clone {i}");
+            assert_eq!(c.get(*s)[1..], item[1..]);
+        }
+        // Clones taken while it was small hold their own copy; the later
+        // ones share it.
+        assert_eq!(clones[10].shared_chunks(&a), 0);
+        assert_eq!(clones[69].shared_chunks(&a), 1);
     }
 }

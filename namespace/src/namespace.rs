@@ -233,6 +233,29 @@ impl Namespace {
         self.clone()
     }
 
+    /// A [`snapshot`](Self::snapshot) for callers that take one after every
+    /// few mutations (a store's durable view, at each group commit): the
+    /// same, but the last chunk of each arena, when it holds at most 64
+    /// KiB, is copied into the snapshot instead of shared, so that this
+    /// namespace goes on appending to it in place. With
+    /// [`snapshot`](Self::snapshot), each would close those chunks, and the
+    /// next append would start new ones: a chunk per snapshot in each
+    /// arena, which every later snapshot counts again.
+    pub fn frequent_snapshot(&self) -> Namespace {
+        Namespace {
+            info: self.info,
+            strings: self.strings.clone(),
+            classes: self.classes.clone(),
+            ids: self.ids.clone(),
+            nodes: self.nodes.clone(),
+            names: self.names.clone_keeping_tail(),
+            blocks: self.blocks.clone_keeping_tail(),
+            children: self.children.clone_keeping_tail(),
+            owned_children: self.owned_children.clone(),
+            extras: self.extras.clone(),
+        }
+    }
+
     pub(crate) fn put_name(&mut self, name: &[u8]) -> NameRef {
         // The length prefix on the stack, the name straight into the arena.
         let mut prefix = [0u8; 10];
@@ -660,6 +683,38 @@ mod tests {
         // Dropped, the snapshot leaves the namespace alone with its memory.
         drop(snap);
         assert_eq!(live.unique_heap_bytes(), live.heap_bytes());
+    }
+
+    /// A snapshot after every mutation (as a store's durable view takes
+    /// them) with `frequent_snapshot`: each keeps its state, and the
+    /// arenas do not gain a chunk per snapshot (with `snapshot` they do).
+    #[test]
+    fn frequent_snapshots_keep_their_state_and_add_no_chunk_each() {
+        for frequent in [true, false] {
+            let mut live = initial();
+            let names_before = live.names.chunks().len();
+            let mut snaps = Vec::new();
+            for i in 0..200u64 {
+                live.mkdirs(format!("/f/d{i:03}").as_bytes(), &P, i)
+                    .unwrap();
+                let snap = if frequent {
+                    live.frequent_snapshot()
+                } else {
+                    live.snapshot()
+                };
+                snaps.push((snap, live.digest()));
+            }
+            let added = live.names.chunks().len() - names_before;
+            if frequent {
+                assert!(added <= 1, "{added} chunks for 200 snapshots");
+            } else {
+                assert!(added >= 199, "{added}");
+            }
+            for (i, (snap, digest)) in snaps.iter().enumerate() {
+                assert_eq!(snap.digest(), *digest, "snapshot {i}");
+                assert_eq!(rebuilt(snap).digest(), *digest, "snapshot {i}");
+            }
+        }
     }
 
     /// Snapshots of snapshots: each keeps its own state while the others

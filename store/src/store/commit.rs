@@ -205,7 +205,8 @@ impl Store {
             // The snapshot (a reference count per chunk) under the shared
             // lock alone: reads go on, ops wait for it.
             let view = ns.map(|ns| {
-                let snap = (last > self.durable_txid_hint()).then(|| Arc::new(ns.snapshot()));
+                let snap =
+                    (last > self.durable_txid_hint()).then(|| Arc::new(ns.frequent_snapshot()));
                 drop(ns);
                 snap
             });

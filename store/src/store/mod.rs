@@ -322,7 +322,7 @@ impl Store {
         report.seconds = started.elapsed().as_secs_f64();
         let newest_image = report.image_txid;
         // Recovered: everything in it is durable.
-        let durable_view = opts.durable_view.then(|| Arc::new(ns.snapshot()));
+        let durable_view = opts.durable_view.then(|| Arc::new(ns.frequent_snapshot()));
         Ok(Store {
             dir: dir.to_path_buf(),
             fs,
