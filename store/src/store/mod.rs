@@ -83,9 +83,13 @@ struct JournalState {
 /// fsync: [`wait_durable`] waits outside it). A checkpoint holds it
 /// (shared) only to take a snapshot of the namespace
 /// ([`Namespace::clone`], a copy-on-write snapshot) and saves the image
-/// with no lock that writers need.
+/// with no lock that writers need. [`with_namespace`] sees every applied
+/// op, durable or not (the writers' view); readers that must see only
+/// durable ops take [`durable_namespace`] (with
+/// [`StoreOptions::durable_view`]), which holds no lock at all.
 ///
 /// [`with_namespace`]: Self::with_namespace
+/// [`durable_namespace`]: Self::durable_namespace
 /// [`submit`]: Self::submit
 /// [`submit_with`]: Self::submit_with
 /// [`wait_durable`]: Self::wait_durable
