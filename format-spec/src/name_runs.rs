@@ -111,8 +111,8 @@ pub fn put_run(out: &mut Vec<u8>, parent: u64, entries: &[RunEntry<'_>]) {
 /// What is wrong, for the caller to place.
 pub fn decode_run(body: &[u8], out: &mut Vec<Entry>) -> Result<(), &'static str> {
     let start = out.len();
-    let mut name = Vec::new();
-    let r = visit_run(body, &mut name, |parent, name, child, ty| {
+    let mut scratch = RunScratch::default();
+    let r = visit_run(body, &mut scratch, |parent, name, child, ty| {
         out.push(Entry {
             parent,
             name: name.to_vec(),
@@ -126,34 +126,47 @@ pub fn decode_run(body: &[u8], out: &mut Vec<Entry>) -> Result<(), &'static str>
     r
 }
 
-/// [`decode_run`] without a copy per entry: `f` is called with each
-/// entry's parent, name, child id and type, in order, the name held in
-/// `scratch` (reused from run to run). The whole run is checked before
-/// `f` sees its first entry, so `f` sees a run only if it is valid.
+/// What [`visit_run`] reuses from run to run: the name being built and the
+/// run's children.
+#[derive(Debug, Default)]
+pub struct RunScratch {
+    name: Vec<u8>,
+    children: Vec<u64>,
+}
+
+impl RunScratch {
+    /// The last name of the run visited last.
+    pub fn last_name(&self) -> &[u8] {
+        &self.name
+    }
+}
+
+/// [`decode_run`] without a copy or an allocation per entry: `f` is called
+/// with each entry's parent, name, child id and type, in order, as it is
+/// decoded, the name held in `scratch` (reused from run to run). On an
+/// error `f` may have seen the entries before the one at fault: a caller
+/// that must not keep part of a bad run drops what `f` gathered of it.
 ///
 /// # Errors
 /// As [`decode_run`].
 pub fn visit_run(
     body: &[u8],
-    scratch: &mut Vec<u8>,
-    mut f: impl FnMut(u64, &[u8], u64, i32),
+    scratch: &mut RunScratch,
+    f: impl FnMut(u64, &[u8], u64, i32),
 ) -> Result<(), &'static str> {
     check(body, schema::NAME_RUN)?;
-    let (parent, names, children) = fields(body)?;
-    // Checked first, then visited: two walks of the same bytes.
-    walk(parent, names, &children, scratch, |_, _, _, _| {})?;
-    walk(parent, names, &children, scratch, |p, n, c, t| {
-        f(p, n, c, t)
-    })
+    let RunScratch { name, children } = scratch;
+    let (parent, names) = fields(body, children)?;
+    walk(parent, names, children, name, f)
 }
 
 /// The run's parent, names and children fields (fields may come in any
 /// order or repeat: the last parent and names win, children concatenate,
 /// as prost merges them).
-fn fields(body: &[u8]) -> Result<(u64, &[u8], Vec<u64>), &'static str> {
+fn fields<'b>(body: &'b [u8], children: &mut Vec<u64>) -> Result<(u64, &'b [u8]), &'static str> {
     let mut parent = 0u64;
     let mut names: &[u8] = &[];
-    let mut children: Vec<u64> = Vec::new();
+    children.clear();
     let mut c = Cursor::new(body);
     while !c.done() {
         let (field, wt) = c.key()?;
@@ -176,7 +189,7 @@ fn fields(body: &[u8]) -> Result<(u64, &[u8], Vec<u64>), &'static str> {
     if !(1..=name_index::MAX_PARENT).contains(&parent) {
         return Err("a name run's parent out of range (1 to 2^44 - 1)");
     }
-    Ok((parent, names, children))
+    Ok((parent, names))
 }
 
 /// Each entry of a run, its name built in `name`, checked as it comes.

@@ -67,11 +67,21 @@ pub(crate) fn check_unknown(
     src: &ImageSource,
     pool: Option<&rayon::ThreadPool>,
 ) -> Result<(), LoadError> {
+    check_unknown_but(src, pool, &[])
+}
+
+/// [`check_unknown`] but for the sections of the kinds `read` (which the
+/// caller reads, and so checks, itself).
+pub(crate) fn check_unknown_but(
+    src: &ImageSource,
+    pool: Option<&rayon::ThreadPool>,
+    read: &[SectionKind],
+) -> Result<(), LoadError> {
     let all: Vec<(SubSectionInfo, Location)> = src
         .index
         .sections
         .iter()
-        .filter(|s| !s.kind.is_known())
+        .filter(|s| !s.kind.is_known() && !read.contains(&s.kind))
         .flat_map(pieces)
         .collect();
     if all.is_empty() {

@@ -297,7 +297,10 @@ impl Skeleton {
         }
         // What a load reads of the sections it does not use: every piece's
         // checksum (and authentication, and codec), the Hadoop carry.
-        crate::sections::check_unknown(src, pool)?;
+        // The name section's pieces are read (and checked) by the names'
+        // check that follows.
+        let names = [SectionKind::NAME_RUNS, SectionKind::NAME_INDEX];
+        crate::sections::check_unknown_but(src, pool, &names)?;
         crate::sections::hdfs_carry(src)?;
         s.check_tree().map_err(|d| {
             corrupt(
@@ -691,9 +694,9 @@ impl Skeleton {
     /// lists need no order: a load sorts them): each record's name hash
     /// (`pieces`: per INODE piece of the file, its chunks and its records'
     /// hashes, from the scan) keyed in place with its parent from the
-    /// links, each piece's keys sorted in place and the pieces merged (8
-    /// bytes an inode, for this check only); keys that repeat are read
-    /// again with their names, which decide.
+    /// links, the keys spread over 256 buckets by their top byte and each
+    /// bucket sorted (about 8 bytes an inode, for this check only); keys
+    /// that repeat are read again with their names, which decide.
     ///
     /// # Errors
     /// A located [`LoadError::Corrupt`] with the load's words for two
@@ -743,34 +746,50 @@ impl Skeleton {
             }
             chunk = chunk.saturating_add(*chunks);
         }
-        match pool {
+        // The keys spread over buckets by their top byte (sized first, each
+        // piece drained from its end a block at a time and shrunk, so that
+        // the keys are held about once), each bucket sorted on the pool:
+        // keys that repeat lie in one bucket.
+        let mut counts = [0usize; 256];
+        for (_, keys) in &pieces {
+            for &k in keys {
+                if let Some(c) = counts.get_mut(usize::from(k.to_be_bytes()[0])) {
+                    *c = c.saturating_add(1);
+                }
+            }
+        }
+        let mut buckets: Vec<Vec<u64>> = counts.iter().map(|&n| Vec::with_capacity(n)).collect();
+        for (_, mut keys) in pieces {
+            while !keys.is_empty() {
+                let cut = keys.len().saturating_sub(1 << 20);
+                for &k in keys.get(cut..).unwrap_or_default() {
+                    if let Some(b) = buckets.get_mut(usize::from(k.to_be_bytes()[0])) {
+                        b.push(k);
+                    }
+                }
+                keys.truncate(cut);
+                keys.shrink_to_fit();
+            }
+        }
+        let repeated = |b: &mut Vec<u64>| {
+            b.sort_unstable();
+            let mut twice: Vec<u64> = b
+                .windows(2)
+                .filter(|w| w[0] == w[1])
+                .map(|w| w[0])
+                .collect();
+            twice.dedup();
+            *b = Vec::new();
+            twice
+        };
+        let mut twice: Vec<u64> = match pool {
             Some(p) => p.install(|| {
                 use rayon::prelude::*;
-                pieces.par_iter_mut().for_each(|(_, k)| k.sort_unstable());
+                buckets.par_iter_mut().flat_map_iter(repeated).collect()
             }),
-            None => pieces.iter_mut().for_each(|(_, k)| k.sort_unstable()),
-        }
-        // Keys that repeat, within a piece or across pieces: the sorted
-        // pieces merged.
-        let mut twice: Vec<u64> = Vec::new();
-        let mut heads: std::collections::BinaryHeap<std::cmp::Reverse<(u64, usize, usize)>> =
-            pieces
-                .iter()
-                .enumerate()
-                .filter_map(|(i, (_, k))| k.first().map(|&v| std::cmp::Reverse((v, i, 0))))
-                .collect();
-        let mut last: Option<u64> = None;
-        while let Some(std::cmp::Reverse((v, i, at))) = heads.pop() {
-            if last == Some(v) && twice.last() != Some(&v) {
-                twice.push(v);
-            }
-            last = Some(v);
-            let next = at.saturating_add(1);
-            if let Some(&w) = pieces.get(i).and_then(|(_, k)| k.get(next)) {
-                heads.push(std::cmp::Reverse((w, i, next)));
-            }
-        }
-        drop(pieces);
+            None => buckets.iter_mut().flat_map(repeated).collect(),
+        };
+        twice.sort_unstable();
         // A batch of keys at a time, their records' names in hand.
         for batch in twice.chunks(SIBLING_BATCH) {
             let mut found = self.gather(src, pool, &|_| true, &|node, parent| {

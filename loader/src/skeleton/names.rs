@@ -47,12 +47,14 @@ pub(super) struct Seeds {
     list: u64,
     pair: u64,
     name: u64,
+    parent: u64,
+    child: u64,
 }
 
 impl Seeds {
     /// Fresh seeds, from the operating system's random source.
     pub(super) fn draw() -> Seeds {
-        let mut b = [0u8; 24];
+        let mut b = [0u8; 40];
         nsimage_format::cipher::fill_random(&mut b);
         let word = |i: usize| {
             b.get(i..i.saturating_add(8))
@@ -63,6 +65,8 @@ impl Seeds {
             list: word(0),
             pair: word(8),
             name: word(16),
+            parent: word(24),
+            child: word(32),
         }
     }
 }
@@ -75,10 +79,16 @@ fn words(a: u64, b: u64, c: u64) -> [u8; 24] {
     out
 }
 
-/// The bucket of directory `parent`.
+/// Odd multipliers of the mixes below (the golden ratio's, and
+/// SplitMix64's).
+const MIX_A: u64 = 0x9e37_79b9_7f4a_7c15;
+const MIX_B: u64 = 0xbf58_476d_1ce4_e5b9;
+
+/// The bucket of directory `parent` (it only places a difference: any
+/// spread will do).
 fn bucket(parent: u64) -> usize {
-    let h = xxh3_64_with_seed(&parent.to_le_bytes(), 0x6e73);
-    usize::try_from(h.checked_rem(BUCKETS as u64).unwrap_or(0)).unwrap_or(0)
+    let h = parent.wrapping_mul(MIX_A).rotate_left(10);
+    usize::try_from(h & (BUCKETS as u64).wrapping_sub(1)).unwrap_or(0)
 }
 
 impl Seeds {
@@ -93,7 +103,20 @@ impl Seeds {
     /// two inodes of one name in one directory, and (under one read's
     /// seeds) for anything else with probability 2^-64.
     pub(super) fn sibling_key(&self, name_hash: u64, dir: u32) -> u64 {
-        name_hash ^ xxh3_64_with_seed(&dir.to_le_bytes(), self.pair)
+        name_hash
+            ^ (u64::from(dir) ^ self.pair)
+                .wrapping_mul(MIX_B)
+                .rotate_left(29)
+    }
+
+    /// The seed of the name hash of child `child` of `parent`: one per
+    /// (parent, child) pair under one read's seeds (a bijection of the
+    /// child for each parent, so no two children of a directory share
+    /// one), unknowable without them.
+    fn pair_seed(&self, parent: u64, child: u64) -> u64 {
+        self.name
+            ^ (parent ^ self.parent).wrapping_mul(MIX_A).rotate_left(32)
+            ^ (child ^ self.child).wrapping_mul(MIX_B)
     }
 }
 
@@ -145,10 +168,9 @@ impl Sums {
 
     /// One inode, its name and parent.
     pub(super) fn add_name(&mut self, seeds: &Seeds, parent: u64, name: &[u8], child: u64) {
-        let h = xxh3_64_with_seed(
-            name,
-            seeds.name ^ xxh3_64_with_seed(&words(parent, child, 0), seeds.pair),
-        );
+        // The name hashed under a seed of its own (parent, child): not a
+        // sum of parts, so names exchanged between children change it.
+        let h = xxh3_64_with_seed(name, seeds.pair_seed(parent, child));
         if let Some(s) = self.names.get_mut(bucket(parent)) {
             *s = s.wrapping_add(h);
         }
@@ -188,7 +210,10 @@ struct PieceSums {
 
 /// The name section's sums, or `None` when the image has none or the one
 /// it has breaks its own rules (FORMAT.md, "NAME_RUNS": the records, their
-/// order, counts and first keys).
+/// order, counts and first keys). Every piece of the section is read and
+/// its checksum checked (with its authentication and codec) whatever its
+/// records say: the caller leaves the name section out of the other
+/// sections' checksum pass.
 ///
 /// # Errors
 /// What a load refuses of the section too: a piece's checksum, its
@@ -214,111 +239,165 @@ pub(super) fn section_sums(
         .map_or(1, |p| p.current_num_threads())
         .saturating_mul(2)
         .max(1);
-    let mut total = Sums::default();
+    let mut total = Some(Sums::default());
     let mut before: Option<(u64, Vec<u8>, u64)> = None;
     for chunk in all.chunks(group) {
+        // Once the section proves unusable its pieces are only checked.
+        let decode = total.is_some();
         let parts = run_pieces(
             pool,
             chunk,
-            || (PieceBuf::default(), Vec::new(), pb::NameEntry::default()),
+            || {
+                (
+                    PieceBuf::default(),
+                    nsimage_format::name_runs::RunScratch::default(),
+                    pb::NameEntry::default(),
+                )
+            },
             |(buf, scratch, msg), _, p, at| {
                 let bytes = src.piece(p, at, buf)?;
-                let mut out = PieceSums {
-                    sums: Sums::default(),
-                    first: None,
-                    last: None,
-                };
-                let mut records = 0u64;
-                let bad = std::cell::Cell::new(false);
-                let mut prev: Option<(u64, u64)> = None;
-                let mut prev_name: Vec<u8> = Vec::new();
-                let mut entry = |parent: u64, name: &[u8], child: u64, out: &mut PieceSums| {
-                    if let Some((pp, pc)) = prev {
-                        if (pp, prev_name.as_slice()) >= (parent, name) {
-                            bad.set(true);
-                        }
-                        let before = if pp == parent { pc } else { 0 };
-                        out.sums.add_link(seeds, parent, before, child);
-                    } else {
-                        out.first = Some((parent, name.to_vec(), child));
-                    }
-                    out.sums.add_name(seeds, parent, name, child);
-                    prev = Some((parent, child));
-                    prev_name.clear();
-                    prev_name.extend_from_slice(name);
-                };
-                for r in Records::new(bytes, at.clone()) {
-                    let Ok((_, body)) = r else {
-                        return Ok(None);
-                    };
-                    records = records.saturating_add(1);
-                    let ok = if runs {
-                        nsimage_format::name_runs::visit_run(
-                            body,
-                            scratch,
-                            |parent, name, child, _| entry(parent, name, child, &mut out),
-                        )
-                        .is_ok()
-                    } else {
-                        msg.clear();
-                        let ok = check(body, schema::NAME_ENTRY).is_ok()
-                            && msg.merge(body).is_ok()
-                            && nsimage_format::name_runs::check_entry(
-                                msg.parent, &msg.name, msg.child, msg.r#type,
-                            )
-                            .is_ok();
-                        if ok {
-                            let name = std::mem::take(&mut msg.name);
-                            entry(msg.parent, &name, msg.child, &mut out);
-                        }
-                        ok
-                    };
-                    if !ok || bad.get() {
-                        return Ok(None);
-                    }
-                }
-                let first_parent = out.first.as_ref().map(|f| f.0);
-                if records != p.records
-                    || (split
-                        && first_parent
-                            != Some(nsimage_format::consts::name_index::parent(p.first_key)))
-                {
+                if !decode {
                     return Ok(None);
                 }
-                out.last = prev.map(|(parent, child)| (parent, prev_name.clone(), child));
-                Ok(Some(out))
+                let piece = if runs {
+                    runs_piece(bytes, at, seeds, scratch)
+                } else {
+                    entries_piece(bytes, at, seeds, msg)
+                };
+                Ok(piece.filter(|(part, records)| {
+                    *records == p.records
+                        && (!split
+                            || part.first.as_ref().map(|f| f.0)
+                                == Some(nsimage_format::consts::name_index::parent(p.first_key)))
+                }))
             },
         )?;
         for part in parts {
-            let Some(part) = part else {
-                return Ok(None);
+            let (Some((part, _)), Some(sums)) = (part, total.as_mut()) else {
+                total = None;
+                continue;
             };
-            total.merge(&part.sums);
+            sums.merge(&part.sums);
             // The piece's first entry follows the last of the pieces before
             // it: in order, and its list link (counted here, not in the
             // piece, which did not know what came before).
             if let Some((parent, name, child)) = &part.first {
                 let prev = match &before {
-                    Some((bp, bn, bc)) => {
-                        if (*bp, bn.as_slice()) >= (*parent, name.as_slice()) {
-                            return Ok(None);
-                        }
-                        if bp == parent {
-                            *bc
-                        } else {
-                            0
-                        }
+                    Some((bp, bn, bc)) if (*bp, bn.as_slice()) >= (*parent, name.as_slice()) => {
+                        total = None;
+                        continue;
                     }
-                    None => 0,
+                    Some((bp, _, bc)) if bp == parent => *bc,
+                    _ => 0,
                 };
-                total.add_link(seeds, *parent, prev, *child);
+                sums.add_link(seeds, *parent, prev, *child);
             }
             if part.last.is_some() {
                 before = part.last;
             }
         }
     }
-    Ok(Some(total))
+    Ok(total)
+}
+
+/// One NAME_RUNS piece's sums and records; `None` when a record breaks a
+/// rule. Within a run the names strictly increase (the run's decoder
+/// checks it); between runs, the first entry is compared with the last of
+/// the run before.
+fn runs_piece(
+    bytes: &[u8],
+    at: &nsimage_format::Location,
+    seeds: &Seeds,
+    scratch: &mut nsimage_format::name_runs::RunScratch,
+) -> Option<(PieceSums, u64)> {
+    let mut out = PieceSums {
+        sums: Sums::default(),
+        first: None,
+        last: None,
+    };
+    let mut records = 0u64;
+    let mut prev: Option<(u64, u64)> = None;
+    let mut prev_name: Vec<u8> = Vec::new();
+    for r in Records::new(bytes, at.clone()) {
+        let (_, body) = r.ok()?;
+        records = records.saturating_add(1);
+        let mut head = true;
+        let mut ordered = true;
+        nsimage_format::name_runs::visit_run(body, scratch, |parent, name, child, _| {
+            let link = match prev {
+                Some((pp, pc)) => {
+                    if head && (pp, prev_name.as_slice()) >= (parent, name) {
+                        ordered = false;
+                    }
+                    if pp == parent {
+                        pc
+                    } else {
+                        0
+                    }
+                }
+                None => {
+                    out.first = Some((parent, name.to_vec(), child));
+                    0
+                }
+            };
+            if prev.is_some() {
+                out.sums.add_link(seeds, parent, link, child);
+            }
+            out.sums.add_name(seeds, parent, name, child);
+            prev = Some((parent, child));
+            head = false;
+        })
+        .ok()?;
+        if !ordered {
+            return None;
+        }
+        // The run's last name, where the decoder left it.
+        prev_name.clear();
+        prev_name.extend_from_slice(scratch.last_name());
+    }
+    out.last = prev.map(|(parent, child)| (parent, prev_name, child));
+    Some((out, records))
+}
+
+/// One NAME_INDEX piece's sums and records; `None` when a record breaks a
+/// rule.
+fn entries_piece(
+    bytes: &[u8],
+    at: &nsimage_format::Location,
+    seeds: &Seeds,
+    msg: &mut pb::NameEntry,
+) -> Option<(PieceSums, u64)> {
+    let mut out = PieceSums {
+        sums: Sums::default(),
+        first: None,
+        last: None,
+    };
+    let mut records = 0u64;
+    let mut prev: Option<(u64, Vec<u8>, u64)> = None;
+    for r in Records::new(bytes, at.clone()) {
+        let (_, body) = r.ok()?;
+        records = records.saturating_add(1);
+        msg.clear();
+        check(body, schema::NAME_ENTRY).ok()?;
+        msg.merge(body).ok()?;
+        nsimage_format::name_runs::check_entry(msg.parent, &msg.name, msg.child, msg.r#type)
+            .ok()?;
+        let name = std::mem::take(&mut msg.name);
+        match &prev {
+            Some((pp, pn, pc)) => {
+                if (*pp, pn.as_slice()) >= (msg.parent, name.as_slice()) {
+                    return None;
+                }
+                let link = if *pp == msg.parent { *pc } else { 0 };
+                out.sums.add_link(seeds, msg.parent, link, msg.child);
+            }
+            None => out.first = Some((msg.parent, name.clone(), msg.child)),
+        }
+        out.sums.add_name(seeds, msg.parent, &name, msg.child);
+        prev = Some((msg.parent, name, msg.child));
+    }
+    out.last = prev;
+    Some((out, records))
 }
 
 /// Whether `names`, in list order, strictly increase (`sorted`: FORMAT.md's
