@@ -694,8 +694,8 @@ impl Skeleton {
     /// lists need no order: a load sorts them): each record's name hash
     /// (`pieces`: per INODE piece of the file, its chunks and its records'
     /// hashes, from the scan) keyed in place with its parent from the
-    /// links, the keys spread over 256 buckets by their top byte and each
-    /// bucket sorted (about 8 bytes an inode, for this check only); keys
+    /// links, each piece's keys sorted in place, then gathered and sorted
+    /// a top byte at a time (8 bytes an inode, for this check only); keys
     /// that repeat are read again with their names, which decide.
     ///
     /// # Errors
@@ -746,49 +746,48 @@ impl Skeleton {
             }
             chunk = chunk.saturating_add(*chunks);
         }
-        // The keys spread over buckets by their top byte (sized first, each
-        // piece drained from its end a block at a time and shrunk, so that
-        // the keys are held about once), each bucket sorted on the pool:
-        // keys that repeat lie in one bucket.
-        let mut counts = [0usize; 256];
-        for (_, keys) in &pieces {
-            for &k in keys {
-                if let Some(c) = counts.get_mut(usize::from(k.to_be_bytes()[0])) {
-                    *c = c.saturating_add(1);
-                }
-            }
+        // Each piece's keys sorted in place; then, a top byte at a time,
+        // the pieces' keys of that byte gathered (about 1/256 of them) and
+        // sorted: keys that repeat lie in one gathering.
+        match pool {
+            Some(p) => p.install(|| {
+                use rayon::prelude::*;
+                pieces.par_iter_mut().for_each(|k| k.1.sort_unstable());
+            }),
+            None => pieces.iter_mut().for_each(|k| k.1.sort_unstable()),
         }
-        let mut buckets: Vec<Vec<u64>> = counts.iter().map(|&n| Vec::with_capacity(n)).collect();
-        for (_, mut keys) in pieces {
-            while !keys.is_empty() {
-                let cut = keys.len().saturating_sub(1 << 20);
-                for &k in keys.get(cut..).unwrap_or_default() {
-                    if let Some(b) = buckets.get_mut(usize::from(k.to_be_bytes()[0])) {
-                        b.push(k);
-                    }
-                }
-                keys.truncate(cut);
-                keys.shrink_to_fit();
+        let gather = |tmp: &mut Vec<u64>, byte: u64| {
+            tmp.clear();
+            for (_, k) in &pieces {
+                let lo = k.partition_point(|&x| (x >> 56) < byte);
+                let hi = k.partition_point(|&x| (x >> 56) <= byte);
+                tmp.extend_from_slice(k.get(lo..hi).unwrap_or_default());
             }
-        }
-        let repeated = |b: &mut Vec<u64>| {
-            b.sort_unstable();
-            let mut twice: Vec<u64> = b
+            tmp.sort_unstable();
+            let mut out: Vec<u64> = tmp
                 .windows(2)
                 .filter(|w| w[0] == w[1])
                 .map(|w| w[0])
                 .collect();
-            twice.dedup();
-            *b = Vec::new();
-            twice
+            out.dedup();
+            out
         };
-        let mut twice: Vec<u64> = match pool {
+        let twice: Vec<u64> = match pool {
             Some(p) => p.install(|| {
                 use rayon::prelude::*;
-                buckets.par_iter_mut().flat_map_iter(repeated).collect()
+                (0..256u64)
+                    .into_par_iter()
+                    .map_init(Vec::new, gather)
+                    .flatten_iter()
+                    .collect()
             }),
-            None => buckets.iter_mut().flat_map(repeated).collect(),
+            None => {
+                let mut tmp = Vec::new();
+                (0..256u64).flat_map(|b| gather(&mut tmp, b)).collect()
+            }
         };
+        drop(pieces);
+        let mut twice = twice;
         twice.sort_unstable();
         // A batch of keys at a time, their records' names in hand.
         for batch in twice.chunks(SIBLING_BATCH) {
