@@ -123,7 +123,8 @@ enum Damage {
     /// which child its lookup asks for).
     FileParent(usize, usize),
     /// A piece's record count (nsimage) or the INODE header's inode count
-    /// (Hadoop) told with this difference, or (`.1`) as 2^40.
+    /// (Hadoop) told with difference `.1`, or (`.2`) as 2^32 (`.1` even)
+    /// or 2^40 (odd).
     Count(usize, i64, bool),
 }
 
@@ -240,7 +241,7 @@ fn damaged(form: Form, d: &Damage) -> Vec<u8> {
                     &mut s.sub_sections[piece / 2 % n].records
                 };
                 *r = if huge {
-                    1 << 40
+                    1u64 << (32 + 8 * delta.rem_euclid(2))
                 } else {
                     r.saturating_add_signed(delta).max(1)
                 };
@@ -282,7 +283,7 @@ fn hadoop_damaged(
                 if let Some((_, delta, huge)) = count {
                     let n = head.num_inodes.unwrap_or(0);
                     head.num_inodes = Some(if huge {
-                        1 << 40
+                        1u64 << (32 + 8 * delta.rem_euclid(2))
                     } else {
                         n.saturating_add_signed(delta)
                     });
@@ -527,6 +528,7 @@ fn the_named_shapes_give_one_verdict() {
         Damage::FileParent(1, 0),
         Damage::Count(0, 1, false),
         Damage::Count(1, 0, true),
+        Damage::Count(1, 1, true),
     ];
     for form in [Form::Nsimage(700), Form::Nsimage(0), Form::Hadoop] {
         for d in &shapes {
