@@ -390,7 +390,7 @@ fn paths(legacy: bool, l: &Layout) -> Vec<(String, bool)> {
     let n = b.entries.len();
     let path_of = |id: u64| String::from_utf8(b.ns.path_of(id).unwrap()).unwrap();
     let mut out: Vec<(String, bool)> = vec![("/".into(), true), ("/big".into(), true)];
-    let mut touch = |i: usize, out: &mut Vec<(String, bool)>| {
+    let touch = |i: usize, out: &mut Vec<(String, bool)>| {
         let e = &b.entries[i % n];
         let dir = path_of(e.parent);
         let under = if dir == "/" {

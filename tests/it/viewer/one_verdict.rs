@@ -146,7 +146,7 @@ fn damaged(form: Form, d: &Damage) -> Vec<u8> {
     };
     // Renames (by inode id) and list edits (by directory id).
     let mut renames: Vec<(u64, Vec<u8>)> = Vec::new();
-    let mut lists: Vec<(u64, Box<dyn Fn(&mut Vec<u64>)>)> = Vec::new();
+    let mut lists: Vec<ListEdit> = Vec::new();
     let mut parent_of_record: Option<(u64, u64)> = None;
     let mut count: Option<(usize, i64, bool)> = None;
     match *d {
@@ -262,11 +262,14 @@ fn s_end(idx: &nsimage_format::Index) -> usize {
     idx.sections.iter().map(|s| s.end()).max().unwrap() as usize
 }
 
+/// An edit of one directory's child list: the directory's id and the edit.
+type ListEdit = (u64, Box<dyn Fn(&mut Vec<u64>)>);
+
 /// A plain Hadoop image with its INODE and INODE_DIR records edited.
 fn hadoop_damaged(
     bytes: &[u8],
     renames: &[(u64, Vec<u8>)],
-    lists: &[(u64, Box<dyn Fn(&mut Vec<u64>)>)],
+    lists: &[ListEdit],
     parent_of_record: Option<(u64, u64)>,
     count: Option<(usize, i64, bool)>,
 ) -> Vec<u8> {
