@@ -175,9 +175,10 @@ struct Claims {
     /// Entries taken as children of their parents (each component's),
     /// with the entries either side of each in its directory.
     members: Vec<(Entry, Option<Entry>, Option<Entry>)>,
-    /// A name the section does not hold in `parent`: the entries either
-    /// side of it (none before the first, none after the last).
-    gap: Option<(u64, Option<Entry>, Option<Entry>)>,
+    /// A name the section does not hold in `parent`: the directory, the
+    /// name, and the entries either side of it (none before the first,
+    /// none after the last).
+    gap: Option<(u64, Vec<u8>, Option<Entry>, Option<Entry>)>,
     /// A directory listed: its entries, in order.
     list: Option<(u64, Vec<Entry>)>,
 }
@@ -301,7 +302,7 @@ impl Lookup<'_> {
                     claims.members.push((e, before, after));
                 }
                 Found::Between(before, after) => {
-                    claims.gap = Some((cur, before, after));
+                    claims.gap = Some((cur, c.to_vec(), before, after));
                     missing = Some(None);
                     break;
                 }
@@ -662,12 +663,30 @@ impl Lookup<'_> {
         // be its neighbours in INODE_DIR's list, named as INODE names them:
         // the list is then in name order around it.
         let mut named: BTreeMap<u64, &Entry> = BTreeMap::new();
-        let gap = claims.gap.as_ref().map(|(p, b, a)| (*p, None, b, a));
+        let gap = claims
+            .gap
+            .as_ref()
+            .map(|(p, name, b, a)| (*p, None, name.as_slice(), b, a));
         let members = claims
             .members
             .iter()
-            .map(|(e, b, a)| (e.parent, Some(e), b, a));
-        for (parent, e, before, after) in members.chain(gap) {
+            .map(|(e, b, a)| (e.parent, Some(e), e.name.as_slice(), b, a));
+        for (parent, e, name, before, after) in members.chain(gap) {
+            // The name looked up lies strictly between its neighbours'
+            // names (checked against INODE below): a key or an entry that
+            // lies about where a directory's entries start cannot put the
+            // answer on the wrong side of them.
+            let below_ok = before.as_ref().is_none_or(|x| x.name.as_slice() < name);
+            let above_ok = after.as_ref().is_none_or(|x| name < x.name.as_slice());
+            if !(below_ok && above_ok) {
+                return Err(self.unusable(
+                    at,
+                    format!(
+                        "the entries of directory {parent} either side of {:?} are not in name order around it",
+                        String::from_utf8_lossy(name)
+                    ),
+                ));
+            }
             let list = self.dir_list(parent)?;
             let pos = |e: &Entry| list.iter().position(|&c| c == e.child);
             let here = match e {

@@ -423,8 +423,17 @@ fn paths(legacy: bool, l: &Layout) -> Vec<(String, bool)> {
             }
         }
     }
-    for i in (0..n).step_by(53) {
-        touch(i, &mut out);
+    // Each directory's first and last entries (where a lie about a piece's
+    // first key moves a directory's start), a spread of others, and more
+    // of them when a key lies.
+    let step = if l.key_lie.is_some() { 8 } else { 53 };
+    for i in 0..n {
+        let e = &b.entries[i];
+        let first = i == 0 || b.entries[i - 1].parent != e.parent;
+        let last = i + 1 == n || b.entries[i + 1].parent != e.parent;
+        if first || last || i % step == 0 {
+            touch(i, &mut out);
+        }
     }
     out.sort();
     out.dedup();
@@ -452,7 +461,14 @@ fn layout() -> impl Strategy<Value = Layout> {
         any::<bool>(),
         1usize..20,
         1usize..24,
-        prop::option::weighted(0.1, (0usize..100, -3i64..4)),
+        // A key a little off, or naming a directory a little off.
+        prop::option::weighted(
+            0.1,
+            (
+                0usize..100,
+                prop_oneof![-3i64..4, (-3i64..4).prop_map(|k| k << 20)],
+            ),
+        ),
         prop::option::weighted(0.1, (0usize..100, -2i64..3)),
         prop::option::weighted(0.1, (0usize..100, 0usize..4096, any::<u8>())),
     )
@@ -556,6 +572,30 @@ fn the_shapes_hostile_testing_found() {
                 };
                 check(legacy, encrypted, &l)
                     .unwrap_or_else(|e| panic!("{lies:?}, encrypted {encrypted}: {e}"));
+            }
+        }
+    }
+}
+
+/// A first key that names the next directory (the review's shape: the
+/// first piece's key raised by one directory made `stat` of a child of
+/// `/` say there is no such path), and one that names the one before.
+#[test]
+fn a_first_key_naming_another_directory() {
+    for legacy in [false, true] {
+        for piece in [0, 1, 2, 5] {
+            for d in [1i64 << 20, -(1i64 << 20), 2 << 20] {
+                let l = Layout {
+                    lies: Vec::new(),
+                    sorted: true,
+                    run: 8,
+                    piece: 4,
+                    key_lie: Some((piece, d)),
+                    count_lie: None,
+                    flip: None,
+                };
+                check(legacy, false, &l)
+                    .unwrap_or_else(|e| panic!("legacy {legacy}, piece {piece}, {d}: {e}"));
             }
         }
     }
