@@ -1,8 +1,11 @@
 //! What the streamed viewer reads (issue 28): an nsimage image or a Hadoop
 //! fsimage, opened; [`Skeleton`](crate::skeleton::Skeleton) reads either.
 
+use crate::decode::check_piece;
+use crate::error::LoadError;
 use crate::hdfs::HdfsSource;
-use crate::source::ImageSource;
+use crate::source::{ImageSource, PieceBuf};
+use nsimage_format::framing::Records;
 use nsimage_format::SectionKind;
 use std::path::Path;
 
@@ -32,5 +35,39 @@ impl Streamable {
             Streamable::Image(s) => s.index.section(SectionKind::INODE).map_or(0, |s| s.records),
             Streamable::Hdfs(h) => h.inode_count(),
         }
+    }
+
+    /// Reads the records the memory estimate is sized from (an nsimage
+    /// image's INODE and INODE_DIR pieces, a Hadoop image's INODE records),
+    /// one piece at a time, and checks their counts against those the
+    /// image declares: an image whose counts lie is damaged, and says so
+    /// as a load would, where an honest one that does not fit is a memory
+    /// shortfall. A command calls this before it refuses an image for its
+    /// size.
+    ///
+    /// # Errors
+    /// A located [`LoadError::Corrupt`] for a piece that fails its checks
+    /// or holds another count than the one declared.
+    pub fn check_counts(&self) -> Result<(), LoadError> {
+        let s = match self {
+            Streamable::Image(s) => s,
+            Streamable::Hdfs(h) => return h.check_count(),
+        };
+        let mut buf = PieceBuf::default();
+        for kind in [SectionKind::INODE, SectionKind::INODE_DIR] {
+            let Some(sec) = s.index.section(kind) else {
+                continue;
+            };
+            for (p, at) in crate::sections::pieces(sec) {
+                let bytes = s.piece(&p, &at, &mut buf)?;
+                let mut n = 0u64;
+                for r in Records::new(bytes, at.clone()) {
+                    r.map_err(|e| LoadError::from_format(s.path(), e))?;
+                    n = n.saturating_add(1);
+                }
+                check_piece(&p, &at, n, None).map_err(|e| LoadError::from_format(s.path(), e))?;
+            }
+        }
+        Ok(())
     }
 }

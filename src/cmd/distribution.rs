@@ -229,8 +229,7 @@ fn histogram(a: &Args) -> anyhow::Result<Distribution> {
             pb.finish_and_clear();
             return Ok(d);
         }
-        a.memory
-            .check_load(super::memory::inode_count(&src), &a.image)?;
+        a.memory.check_load(&src, &a.image)?;
     }
     let opts = LoadOptions {
         key,

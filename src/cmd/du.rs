@@ -5,7 +5,7 @@
 //! one the stream cannot take is loaded whole.
 
 use super::lookup::load_path;
-use super::memory::{inode_count, open_streamed, MemoryLimit};
+use super::memory::{open_streamed, MemoryLimit};
 use nsimage_namespace::Namespace;
 use nsimage_viewer::du::{self, DuOptions, DuReport, Sort};
 use nsimage_viewer::lookup::PathOptions;
@@ -129,7 +129,7 @@ fn answer(a: &Args, path: &ImagePath, opts: &DuOptions) -> anyhow::Result<Answer
                 };
                 return whole(&load_path(&a.image, path, &lookup)?.namespace);
             }
-            Err(Fallback::Unstreamable) => a.memory.check_load(inode_count(&src), &a.image)?,
+            Err(Fallback::Unstreamable) => a.memory.check_load(&src, &a.image)?,
         }
     }
     whole(&super::ls::load_whole(&a.image)?)

@@ -104,7 +104,7 @@ impl Input {
             Input::Streamed(src) => match dump_streamed(src, opts, w, name)? {
                 Some(s) => Ok(s),
                 None => {
-                    a.memory.check_load(self.rows(), &a.image)?;
+                    a.memory.check_load(src, &a.image)?;
                     let (ns, _) = super::progress::load_with_bar(&a.image, a.threads)?;
                     Ok(dump(&ns, opts, w, name)?)
                 }

@@ -75,8 +75,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         pb.finish_and_clear();
         streamed = r?;
         if streamed.is_none() {
-            a.memory
-                .check_load(super::memory::inode_count(&src), &a.image)?;
+            a.memory.check_load(&src, &a.image)?;
         }
     }
     let was_streamed = streamed.is_some();

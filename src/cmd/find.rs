@@ -4,7 +4,7 @@
 //! the stream cannot take: the whole namespace, depth first by name.
 
 use super::lookup::load_path;
-use super::memory::{inode_count, open_streamed, MemoryLimit};
+use super::memory::{open_streamed, MemoryLimit};
 use nsimage_namespace::{InodeKind, Namespace};
 use nsimage_viewer::find::{self, FindOptions, SizeFilter};
 use nsimage_viewer::lookup::PathOptions;
@@ -101,9 +101,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                     let view = load_path(&a.image, &path, &lookup)?;
                     return walk(&view.namespace, &path, &opts, a.json);
                 }
-                Ok(Err(Fallback::Unstreamable)) => {
-                    a.memory.check_load(inode_count(&src), &a.image)?
-                }
+                Ok(Err(Fallback::Unstreamable)) => a.memory.check_load(&src, &a.image)?,
             }
         }
     }

@@ -49,10 +49,18 @@ impl MemoryLimit {
         })
     }
 
-    /// Refuses `needed` bytes for `image` past the limit.
-    pub fn check(self, needed: u64, image: &Path) -> anyhow::Result<()> {
+    /// Refuses `needed` bytes for `src` past the limit, once its counts
+    /// (what `needed` was sized from) are read and found true: an image
+    /// whose counts lie is damaged (exit 1), never a memory shortfall.
+    pub fn check(
+        self,
+        needed: u64,
+        src: &nsimage_loader::Streamable,
+        image: &Path,
+    ) -> anyhow::Result<()> {
         let limit = self.get();
         if needed > limit {
+            src.check_counts()?;
             anyhow::bail!(
                 "{}: streaming its tree needs about {} MiB, more than the memory limit of {} MiB ({}); raise --memory-limit or use a larger machine",
                 image.display(),
@@ -83,12 +91,14 @@ impl MemoryLimit {
         asked.min(fit).max(1)
     }
 
-    /// Refuses a whole load of `image` (an image the stream cannot take,
-    /// `inodes` of them) that would not fit: about 128 bytes an inode.
-    pub fn check_load(self, inodes: u64, image: &Path) -> anyhow::Result<()> {
-        let needed = inodes.saturating_mul(128);
+    /// Refuses a whole load of `image` (`src`, an image the stream cannot
+    /// take) that would not fit: about 128 bytes an inode, once the count
+    /// of inodes is read and found true (as [`check`](Self::check)).
+    pub fn check_load(self, src: &nsimage_loader::Streamable, image: &Path) -> anyhow::Result<()> {
+        let needed = src.inode_count().saturating_mul(128);
         let limit = self.get();
         if needed > limit {
+            src.check_counts()?;
             anyhow::bail!(
                 "{}: this image cannot be streamed and loading it whole needs about {} MiB, more than the memory limit of {} MiB",
                 image.display(),
@@ -113,7 +123,11 @@ pub fn open_streamed(
         src.unlock(super::key()?.as_ref())?;
         nsimage_loader::Streamable::Image(src)
     };
-    limit.check(nsimage_loader::skeleton::Skeleton::estimate(&src), image)?;
+    limit.check(
+        nsimage_loader::skeleton::Skeleton::estimate(&src),
+        &src,
+        image,
+    )?;
     Ok(Some(src))
 }
 

@@ -204,6 +204,43 @@ impl HdfsSource {
         )
     }
 
+    /// Counts the INODE records, one piece at a time through a bounded
+    /// window, against the count the header declares (what the streamed
+    /// commands size their memory from): a count that lies is the image's
+    /// damage, reported as a load reports it, never a memory shortfall.
+    ///
+    /// # Errors
+    /// A located [`LoadError::Corrupt`] for a record that cannot be framed
+    /// or a count that is not the header's.
+    pub fn check_count(&self) -> Result<(), LoadError> {
+        let mut buf = ChunkBuf::default();
+        let mut records = 0u64;
+        for (i, (p, at)) in self.inode_pieces.iter().enumerate() {
+            let mut header_due = i == 0;
+            self.walk(p, at, &mut buf, |_, _, _| {
+                if header_due {
+                    header_due = false;
+                } else {
+                    records = records.saturating_add(1);
+                }
+                Ok(true)
+            })?;
+        }
+        let declared = self.inode_count();
+        if records != declared {
+            let at0 = self
+                .inode_pieces
+                .first()
+                .map(|p| p.1.clone())
+                .unwrap_or_default();
+            return Err(self.f.corrupt(
+                at0,
+                format!("{records} inode records, the header declares {declared}"),
+            ));
+        }
+        Ok(())
+    }
+
     /// Why this image is not streamed, if it is not (its records' order
     /// is known only once its records are read).
     pub fn unstreamable(&self) -> Option<HdfsUnstreamable> {

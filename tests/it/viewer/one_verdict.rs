@@ -575,3 +575,84 @@ fn the_exact_check_finds_a_swap_in_any_window() {
         );
     }
 }
+
+/// A declared count that lies by more than the memory limit allows (an
+/// nsimage piece's record count, a Hadoop INODE header's inode count, each
+/// raised under the bound its bytes set): the streamed commands read the
+/// counts before they refuse the image for its size, and call it damaged
+/// (exit 1, as `load` does), not too large for the machine (exit 2). The
+/// same image undamaged, under a limit it does not fit, is a shortfall.
+#[test]
+fn a_count_that_lies_is_damage_not_a_memory_shortfall() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n).to_str().unwrap().to_string();
+    let run = |img: &str, args: &[&str], limit: &str| {
+        let mut all = args.to_vec();
+        all.insert(1, img);
+        all.extend(["--memory-limit", limit]);
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_nsimage"))
+            .args(&all)
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let out = p("o");
+    let commands: [&[&str]; 5] = [
+        &["du", "/"],
+        &["find", "/"],
+        &["dump", "--format", "delimited", "-o", &out],
+        &["distribution"],
+        &["export", "--output", &out],
+    ];
+    // INODE_DIR's first piece 20 records more, INODE's header 230 inodes
+    // more: lies its bytes could hold (a count past that is refused with
+    // the index or the header), each under a limit just below what the
+    // lie asks for.
+    let cases = [
+        (Form::Nsimage(700), Damage::Count(1, 20, false)),
+        (Form::Nsimage(0), Damage::Count(1, 20, false)),
+        (Form::Hadoop, Damage::Count(0, 230, false)),
+    ];
+    for (form, d) in cases {
+        let name = match form {
+            Form::Hadoop => "fsimage_0000000000000000001",
+            Form::Nsimage(_) => "img.nsi",
+        };
+        let bad = p(&format!("bad-{name}"));
+        std::fs::write(&bad, damaged(form, &d)).unwrap();
+        let estimate = |path: &str| {
+            let path = Path::new(path);
+            let src = match form {
+                Form::Hadoop => nsimage_loader::Streamable::Hdfs(Box::new(
+                    nsimage_loader::hdfs::HdfsSource::open(path).unwrap(),
+                )),
+                Form::Nsimage(_) => nsimage_loader::Streamable::Image(
+                    nsimage_loader::ImageSource::open(path).unwrap(),
+                ),
+            };
+            nsimage_loader::skeleton::Skeleton::estimate(&src)
+        };
+        let good = p(name);
+        std::fs::write(&good, &base(form).bytes).unwrap();
+        let asks = estimate(&bad);
+        assert!(asks > estimate(&good), "{form:?}: the lie asks for no more");
+        let limit = (asks - 1).to_string();
+        let limit = limit.as_str();
+        let load = std::process::Command::new(env!("CARGO_BIN_EXE_nsimage"))
+            .args(["load", &bad])
+            .output()
+            .unwrap();
+        assert_eq!(load.status.code(), Some(1), "{form:?}: load");
+        for args in commands {
+            let (code, err) = run(&bad, args, limit);
+            assert_eq!(code, Some(1), "{form:?} {args:?}: {err}");
+            assert!(!err.contains("memory limit"), "{form:?} {args:?}: {err}");
+            let (code, err) = run(&good, args, "1K");
+            assert_eq!(code, Some(2), "{form:?} {args:?} undamaged: {err}");
+            assert!(err.contains("memory limit"), "{form:?} {args:?}: {err}");
+        }
+    }
+}
