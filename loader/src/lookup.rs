@@ -175,12 +175,22 @@ struct Claims {
     /// Entries taken as children of their parents (each component's),
     /// with the entries either side of each in its directory.
     members: Vec<(Entry, Option<Entry>, Option<Entry>)>,
-    /// A name the section does not hold in `parent`: the directory, the
-    /// name, and the entries either side of it (none before the first,
-    /// none after the last).
-    gap: Option<(u64, Vec<u8>, Option<Entry>, Option<Entry>)>,
+    /// A name the section does not hold.
+    gap: Option<Gap>,
     /// A directory listed: its entries, in order.
     list: Option<(u64, Vec<Entry>)>,
+}
+
+/// A name the name section does not hold in a directory.
+struct Gap {
+    /// The directory.
+    parent: u64,
+    /// The name looked up.
+    name: Vec<u8>,
+    /// The entries either side of it (none before the first, none after
+    /// the last).
+    before: Option<Entry>,
+    after: Option<Entry>,
 }
 
 fn show(walked: &str) -> &str {
@@ -302,7 +312,12 @@ impl Lookup<'_> {
                     claims.members.push((e, before, after));
                 }
                 Found::Between(before, after) => {
-                    claims.gap = Some((cur, c.to_vec(), before, after));
+                    claims.gap = Some(Gap {
+                        parent: cur,
+                        name: c.to_vec(),
+                        before,
+                        after,
+                    });
                     missing = Some(None);
                     break;
                 }
@@ -666,7 +681,7 @@ impl Lookup<'_> {
         let gap = claims
             .gap
             .as_ref()
-            .map(|(p, name, b, a)| (*p, None, name.as_slice(), b, a));
+            .map(|g| (g.parent, None, g.name.as_slice(), &g.before, &g.after));
         let members = claims
             .members
             .iter()
