@@ -52,6 +52,7 @@ use crate::streamable::Streamable;
 use nsimage_format::framing::Records;
 use nsimage_format::{Location, SectionKind, SubSectionInfo, ROOT_ID};
 use nsimage_namespace::{Block, BlockRules, BuildError, Interned, LoadedNode, NsInfo};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 mod links;
 mod names;
@@ -217,7 +218,6 @@ impl Skeleton {
         pool: Option<&rayon::ThreadPool>,
         name_bytes: usize,
     ) -> Result<Result<Skeleton, Unstreamable>, LoadError> {
-        let cap = (name_bytes / NAME_CHECK_COST).max(2);
         match src {
             Streamable::Image(s) => {
                 let seeds = Seeds::draw();
@@ -225,7 +225,7 @@ impl Skeleton {
                     Ok(built) => built,
                     Err(why) => return Ok(Err(why)),
                 };
-                skeleton.check_names(src, s, pool, &seeds, &tree, cap)?;
+                skeleton.check_names(src, s, pool, &seeds, &tree, name_bytes)?;
                 Ok(Ok(skeleton))
             }
             Streamable::Hdfs(h) => {
@@ -325,23 +325,25 @@ impl Skeleton {
         pool: Option<&rayon::ThreadPool>,
         seeds: &Seeds,
         tree: &Sums,
-        cap: usize,
+        name_bytes: usize,
     ) -> Result<(), LoadError> {
         match names::section_sums(image, pool, seeds)? {
             Some(named) if !named.differs(tree) => Ok(()),
             Some(named) => {
                 let differs = |parent| named.differs_at(tree, parent);
-                self.check_order_exactly(src, pool, &differs, cap)
+                self.check_order_exactly(src, pool, &differs, name_bytes)
             }
-            None => self.check_order_exactly(src, pool, &|_| true, cap),
+            None => self.check_order_exactly(src, pool, &|_| true, name_bytes),
         }
     }
 
     /// The children of each directory `want` selects, named from their
-    /// INODE records, in strictly increasing name order: at most `cap`
-    /// names held at once (a directory with more children is checked in
-    /// overlapping windows), one pass over INODE_DIR and one over the INODE
-    /// pieces that hold them per batch.
+    /// INODE records, in strictly increasing name order: about `name_bytes`
+    /// of names and bookkeeping held at once (a directory with more
+    /// children is checked in overlapping windows), one pass over
+    /// INODE_DIR and one over the INODE pieces that hold them per batch.
+    /// Batches are first cut at `name_bytes / NAME_CHECK_COST` names; a
+    /// batch whose names turn out longer is cut in two and read again.
     ///
     /// # Errors
     /// A located [`LoadError::Corrupt`]: the load's words for children out
@@ -351,8 +353,9 @@ impl Skeleton {
         src: &Streamable,
         pool: Option<&rayon::ThreadPool>,
         want: &(dyn Fn(u64) -> bool + Sync),
-        cap: usize,
+        name_bytes: usize,
     ) -> Result<(), LoadError> {
+        let cap = (name_bytes / NAME_CHECK_COST).max(2);
         // Each wanted list's length, then windows of at most `cap` names,
         // each the next's first name too, then batches of windows.
         let mut lens: Vec<(u64, usize)> = Vec::new();
@@ -380,20 +383,36 @@ impl Skeleton {
                 start = end.saturating_sub(1);
             }
         }
-        for batch in batches.iter().filter(|b| !b.is_empty()) {
-            self.check_batch(src, pool, batch)?;
+        // Batches to read, last first; one over the budget is cut in two.
+        let mut todo: Vec<Vec<(u64, usize, usize)>> = batches.into_iter().rev().collect();
+        while let Some(batch) = todo.pop() {
+            if batch.is_empty() || self.check_batch(src, pool, &batch, name_bytes)?.is_ok() {
+                continue;
+            }
+            let (a, b) = split_batch(batch);
+            if b.is_empty() {
+                // Not to be cut (two names): read whatever it takes.
+                self.check_batch(src, pool, &a, usize::MAX)?.ok();
+                continue;
+            }
+            todo.push(b);
+            todo.push(a);
         }
         Ok(())
     }
 
     /// One batch of [`check_order_exactly`](Self::check_order_exactly):
-    /// windows `(parent, start, end)` of lists, in file order.
+    /// windows `(parent, start, end)` of lists, in file order; `Ok(Err(_))`
+    /// when their names take more than `name_bytes` (a batch of one window
+    /// of two names is read whatever it takes: at most two names of
+    /// `MAX_NAME_LENGTH`).
     fn check_batch(
         &self,
         src: &Streamable,
         pool: Option<&rayon::ThreadPool>,
         batch: &[(u64, usize, usize)],
-    ) -> Result<(), LoadError> {
+        name_bytes: usize,
+    ) -> Result<Result<(), OverBudget>, LoadError> {
         // The windows' children, each with its place among the names.
         let mut wanted: Vec<(u64, usize)> = Vec::new();
         let mut lists: Vec<(u64, usize, usize)> = Vec::new();
@@ -414,7 +433,11 @@ impl Skeleton {
         })?;
         let ids: Vec<u64> = wanted.iter().map(|w| w.0).collect();
         wanted.sort_unstable();
-        let names = self.names_of(src, pool, &wanted)?;
+        let least = matches!(batch, [(_, s, e)] if e.saturating_sub(*s) <= 2);
+        let budget = if least { usize::MAX } else { name_bytes };
+        let Ok(names) = self.names_of(src, pool, &wanted, budget)? else {
+            return Ok(Err(OverBudget));
+        };
         for (parent, first, end) in lists {
             let list: Vec<&[u8]> = names
                 .get(first..end)
@@ -432,37 +455,51 @@ impl Skeleton {
                 });
             }
         }
-        Ok(())
+        Ok(Ok(()))
     }
 
     /// The names of the inodes `wanted` lists (sorted by id, each with its
     /// place), from the INODE pieces that may hold them, on `pool`: by
-    /// place, `None` for an id no record has (the rows refuse it).
+    /// place, `None` for an id no record has (the rows refuse it);
+    /// `Ok(Err(_))` once they take more than `budget` bytes (each name's
+    /// bytes and `NAME_CHECK_COST`), the names gathered so far dropped.
     fn names_of(
         &self,
         src: &Streamable,
         pool: Option<&rayon::ThreadPool>,
         wanted: &[(u64, usize)],
-    ) -> Result<Vec<Option<Box<[u8]>>>, LoadError> {
+        budget: usize,
+    ) -> Result<Result<Names, OverBudget>, LoadError> {
         let holds = |i: usize| {
             let lo = self.bases.get(i).copied().unwrap_or(0);
             let hi = self.bases.get(i.saturating_add(1)).copied();
             let k = wanted.partition_point(|w| w.0 < lo);
             wanted.get(k).is_some_and(|w| hi.is_none_or(|h| w.0 < h))
         };
+        let held = AtomicUsize::new(0);
+        let over = AtomicBool::new(false);
         let got = self.gather(src, pool, &holds, &|node, _| {
             let j = wanted.binary_search_by_key(&node.id, |w| w.0).ok()?;
+            let cost = node.name.len().saturating_add(NAME_CHECK_COST);
+            let before = held.fetch_add(cost, Ordering::Relaxed);
+            if over.load(Ordering::Relaxed) || before.saturating_add(cost) > budget {
+                over.store(true, Ordering::Relaxed);
+                return None;
+            }
             wanted
                 .get(j)
                 .map(|&(_, place)| (place, Box::<[u8]>::from(node.name)))
         })?;
-        let mut names: Vec<Option<Box<[u8]>>> = vec![None; wanted.len()];
+        if over.load(Ordering::Relaxed) {
+            return Ok(Err(OverBudget));
+        }
+        let mut names: Names = vec![None; wanted.len()];
         for (place, name) in got {
             if let Some(slot) = names.get_mut(place) {
                 *slot = Some(name);
             }
         }
-        Ok(names)
+        Ok(Ok(names))
     }
 
     /// What `pick` takes of each inode of the INODE pieces `read` selects
@@ -1504,6 +1541,35 @@ impl Linked<'_> {
     /// See [`Linker::finish`].
     fn finish(&self) -> Result<(), String> {
         self.linker.finish()
+    }
+}
+
+/// A batch of the exact names check whose names took more than its
+/// budget.
+struct OverBudget;
+
+/// A window of a directory's list in the exact names check: the
+/// directory, and the first and one past the last place of the children
+/// it covers.
+type Window = (u64, usize, usize);
+
+/// Names by place in a batch of the exact names check (`None`: no record).
+type Names = Vec<Option<Box<[u8]>>>;
+
+/// A batch of windows `(parent, start, end)` cut in two: its windows in two
+/// halves, or its one window in two that share a name (each of at least
+/// two names; a window of two is never cut, see `check_batch`).
+fn split_batch(mut batch: Vec<Window>) -> (Vec<Window>, Vec<Window>) {
+    if batch.len() > 1 {
+        let back = batch.split_off(batch.len() / 2);
+        return (batch, back);
+    }
+    match batch.first().copied() {
+        Some((p, start, end)) if end.saturating_sub(start) > 2 => {
+            let mid = start.saturating_add(end.saturating_sub(start) / 2);
+            (vec![(p, start, mid.saturating_add(1))], vec![(p, mid, end)])
+        }
+        _ => (batch, Vec::new()),
     }
 }
 

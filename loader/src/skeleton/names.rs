@@ -18,9 +18,12 @@
 //!   the section's sequence of that directory's children, in order.
 //!
 //! Together: every list is in the section's order, which is the strictly
-//! increasing order of the children's true names. The hashes are XXH3
-//! under a seed drawn for each read, so no image can be made to collide;
-//! a sum that differs names its bucket (by parent), and the caller checks
+//! increasing order of the children's true names. The hashes are
+//! SipHash-1-3 (the standard library's keyed hash) under keys drawn for
+//! each read, which an image cannot know: a damaged tree whose sums still
+//! agree is a chance of about 2^-64 for each bucket, whatever its bytes
+//! (a seeded XXH3 has collisions that hold for a fraction of all seeds,
+//! which an image could carry). A sum that differs names its bucket (by parent), and the caller checks
 //! the directories of that bucket exactly, names in hand, which decides
 //! whether the tree or the name section is wrong (a name section that
 //! breaks its own rules is not used at all: every directory is checked
@@ -36,25 +39,29 @@ use nsimage_format::framing::Records;
 use nsimage_format::wire::{check, schema};
 use nsimage_format::{pb, SectionKind};
 use prost::Message;
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
 /// Buckets of the sums, by parent.
 const BUCKETS: usize = 1024;
 
-/// The seeds of one read's hashes.
-#[derive(Clone, Copy, Debug)]
+/// The keys and seeds of one read's hashes.
+#[derive(Clone, Debug)]
 pub(super) struct Seeds {
-    list: u64,
+    /// The keys of the sums' hashes (SipHash-1-3, the keys the standard
+    /// library draws from the operating system's random source).
+    sums: RandomState,
+    /// The seeds of a Hadoop image's sibling keys, whose collisions only
+    /// cost a second look (the names decide).
     pair: u64,
     name: u64,
-    parent: u64,
-    child: u64,
 }
 
 impl Seeds {
-    /// Fresh seeds, from the operating system's random source.
+    /// Fresh keys and seeds.
     pub(super) fn draw() -> Seeds {
-        let mut b = [0u8; 40];
+        let mut b = [0u8; 16];
         nsimage_format::cipher::fill_random(&mut b);
         let word = |i: usize| {
             b.get(i..i.saturating_add(8))
@@ -62,21 +69,31 @@ impl Seeds {
                 .map_or(0, u64::from_le_bytes)
         };
         Seeds {
-            list: word(0),
-            pair: word(8),
-            name: word(16),
-            parent: word(24),
-            child: word(32),
+            sums: RandomState::new(),
+            pair: word(0),
+            name: word(8),
         }
     }
-}
 
-fn words(a: u64, b: u64, c: u64) -> [u8; 24] {
-    let mut out = [0u8; 24];
-    for (dst, w) in out.chunks_exact_mut(8).zip([a, b, c]) {
-        dst.copy_from_slice(&w.to_le_bytes());
+    /// The keyed hash of one list link `(parent, previous child, child)`.
+    fn link(&self, parent: u64, prev: u64, child: u64) -> u64 {
+        let mut words = [0u8; 24];
+        for (dst, w) in words.chunks_exact_mut(8).zip([parent, prev, child]) {
+            dst.copy_from_slice(&w.to_le_bytes());
+        }
+        let mut h = self.sums.build_hasher();
+        h.write(&words);
+        h.finish()
     }
-    out
+
+    /// The keyed hash of one entry `(parent, name, child)`.
+    fn entry(&self, parent: u64, name: &[u8], child: u64) -> u64 {
+        let mut h = self.sums.build_hasher();
+        h.write_u64(parent);
+        h.write_u64(child);
+        h.write(name);
+        h.finish()
+    }
 }
 
 /// Odd multipliers of the mixes below (the golden ratio's, and
@@ -107,16 +124,6 @@ impl Seeds {
             ^ (u64::from(dir) ^ self.pair)
                 .wrapping_mul(MIX_B)
                 .rotate_left(29)
-    }
-
-    /// The seed of the name hash of child `child` of `parent`: one per
-    /// (parent, child) pair under one read's seeds (a bijection of the
-    /// child for each parent, so no two children of a directory share
-    /// one), unknowable without them.
-    fn pair_seed(&self, parent: u64, child: u64) -> u64 {
-        self.name
-            ^ (parent ^ self.parent).wrapping_mul(MIX_A).rotate_left(32)
-            ^ (child ^ self.child).wrapping_mul(MIX_B)
     }
 }
 
@@ -150,7 +157,7 @@ impl Sums {
         let mut prev = 0u64;
         let mut sum = 0u64;
         for &c in kids {
-            sum = sum.wrapping_add(xxh3_64_with_seed(&words(parent, prev, c), seeds.list));
+            sum = sum.wrapping_add(seeds.link(parent, prev, c));
             prev = c;
         }
         if let Some(s) = self.lists.get_mut(b) {
@@ -162,15 +169,15 @@ impl Sums {
     /// first).
     fn add_link(&mut self, seeds: &Seeds, parent: u64, prev: u64, child: u64) {
         if let Some(s) = self.lists.get_mut(bucket(parent)) {
-            *s = s.wrapping_add(xxh3_64_with_seed(&words(parent, prev, child), seeds.list));
+            *s = s.wrapping_add(seeds.link(parent, prev, child));
         }
     }
 
     /// One inode, its name and parent.
     pub(super) fn add_name(&mut self, seeds: &Seeds, parent: u64, name: &[u8], child: u64) {
-        // The name hashed under a seed of its own (parent, child): not a
-        // sum of parts, so names exchanged between children change it.
-        let h = xxh3_64_with_seed(name, seeds.pair_seed(parent, child));
+        // One hash of the whole entry: not a sum of parts, so names
+        // exchanged between children change it.
+        let h = seeds.entry(parent, name, child);
         if let Some(s) = self.names.get_mut(bucket(parent)) {
             *s = s.wrapping_add(h);
         }

@@ -560,8 +560,9 @@ fn the_exact_check_finds_a_swap_in_any_window() {
             nsimage_loader::Streamable::Image(nsimage_loader::ImageSource::open(&img).unwrap());
         Skeleton::build_within(&src, None, names).map(|r| r.is_ok())
     };
-    // 3 names a batch (64 bytes each): windows of 3, each sharing a name
-    // with the next.
+    // 3 names a batch (64 bytes each before their own bytes): windows of
+    // 3, each sharing a name with the next, whose names then take more
+    // than the 192 bytes and are each read again as two windows of 2.
     assert!(matches!(build(&b.bytes, 3 * 64), Ok(true)));
     for i in 0..n - 1 {
         let bad = damaged(form, &Damage::Swap(p, i, i + 1));
