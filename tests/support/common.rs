@@ -243,6 +243,48 @@ pub fn rewrite_records(
     with_index(out, &idx)
 }
 
+/// `bytes` with section `kind` written as `pieces` (each its framed
+/// records, their count and its first key), every offset and checksum of
+/// sections, sub-sections, index and footer recomputed.
+pub fn replace_section(
+    bytes: &[u8],
+    kind: nsimage_format::SectionKind,
+    pieces: &[(Vec<u8>, u64, u64)],
+) -> Vec<u8> {
+    use xxhash_rust::xxh3::xxh3_64;
+    let mut idx = index_of(bytes);
+    let mut out = bytes[..nsimage_format::consts::header::SIZE].to_vec();
+    for s in &mut idx.sections {
+        let start = out.len() as u64;
+        if s.kind == kind {
+            let mut subs = Vec::new();
+            for (b, records, key) in pieces {
+                let off = out.len() as u64;
+                out.extend_from_slice(b);
+                subs.push(nsimage_format::SubSectionInfo {
+                    offset: off,
+                    length: b.len() as u64,
+                    records: *records,
+                    first_key: *key,
+                    checksum: xxh3_64(b),
+                    at_rest: Default::default(),
+                });
+            }
+            s.records = subs.iter().map(|p| p.records).sum();
+            s.sub_sections = subs;
+        } else {
+            out.extend_from_slice(&bytes[s.offset as usize..s.end() as usize]);
+            for u in &mut s.sub_sections {
+                u.offset = u.offset - s.offset + start;
+            }
+        }
+        s.offset = start;
+        s.length = out.len() as u64 - start;
+        s.checksum = xxh3_64(&out[start as usize..]);
+    }
+    with_index(out, &idx)
+}
+
 /// The mapped read strategy (an `unsafe` opt-in in the library).
 pub fn mmap() -> nsimage_loader::ReadStrategy {
     // SAFETY: test images are written once into a private temporary

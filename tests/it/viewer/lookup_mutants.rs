@@ -284,43 +284,6 @@ fn encode(kind: SectionKind, entries: &[Entry], l: &Layout) -> Vec<(Vec<u8>, u64
     pieces
 }
 
-/// `bytes` with section `kind` replaced by `pieces`, every offset and
-/// checksum recomputed.
-fn replace(bytes: &[u8], kind: SectionKind, pieces: &[(Vec<u8>, u64, u64)]) -> Vec<u8> {
-    use xxhash_rust::xxh3::xxh3_64;
-    let mut idx = common::index_of(bytes);
-    let mut out = bytes[..nsimage_format::consts::header::SIZE].to_vec();
-    for s in &mut idx.sections {
-        let start = out.len() as u64;
-        if s.kind == kind {
-            let mut subs = Vec::new();
-            for (b, records, key) in pieces {
-                let off = out.len() as u64;
-                out.extend_from_slice(b);
-                subs.push(nsimage_format::SubSectionInfo {
-                    offset: off,
-                    length: b.len() as u64,
-                    records: *records,
-                    first_key: *key,
-                    checksum: xxh3_64(b),
-                    at_rest: Default::default(),
-                });
-            }
-            s.records = subs.iter().map(|p| p.records).sum();
-            s.sub_sections = subs;
-        } else {
-            out.extend_from_slice(&bytes[s.offset as usize..s.end() as usize]);
-            for u in &mut s.sub_sections {
-                u.offset = u.offset - s.offset + start;
-            }
-        }
-        s.offset = start;
-        s.length = out.len() as u64 - start;
-        s.checksum = xxh3_64(&out[start as usize..]);
-    }
-    common::with_index(out, &idx)
-}
-
 fn key() -> Key {
     Key::from_bytes([0x5a; 32])
 }
@@ -335,7 +298,7 @@ fn mutant(legacy: bool, l: &Layout) -> Vec<u8> {
     if l.sorted {
         entries.sort_by(|x, y| (x.parent, &x.name).cmp(&(y.parent, &y.name)));
     }
-    replace(&b.bytes, b.kind, &encode(b.kind, &entries, l))
+    common::replace_section(&b.bytes, b.kind, &encode(b.kind, &entries, l))
 }
 
 /// What a lookup of `path` answers, as text: the listing or the inode,
