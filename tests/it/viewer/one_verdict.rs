@@ -442,7 +442,6 @@ fn check_bytes(
     bytes: &[u8],
     asked: Vec<(&'static str, String)>,
 ) -> Result<(), TestCaseError> {
-    let b = base(form);
     let dir = tempfile::tempdir().unwrap();
     let img = dir.path().join(match form {
         Form::Hadoop => "fsimage_0000000000000000001",
