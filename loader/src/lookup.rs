@@ -59,6 +59,9 @@ use std::path::Path;
 
 /// Bytes read at once to find a sub-section's first record.
 const FIRST_RECORD_READ: u64 = 2048;
+/// The most one name piece's decoded entries may take (their names and
+/// their own size); a piece past it is not used.
+const PIECE_ENTRIES_BYTES: usize = 256 << 20;
 
 /// What [`load_path`] is asked for.
 #[derive(Clone, Debug, Default)]
@@ -452,9 +455,13 @@ impl Lookup<'_> {
         let mut out: Vec<Entry> = Vec::new();
         let mut records = 0u64;
         // Front-coded names decode to more than their bytes; a piece whose
-        // names would take more than 64 times its bytes (a writer's never
-        // come near) is not used before it costs memory.
-        let budget = bytes.len().saturating_mul(64).saturating_add(1 << 20);
+        // entries would take more than 64 times its bytes (a writer's never
+        // come near) or 256 MiB in all is not used before it costs memory.
+        let budget = bytes
+            .len()
+            .saturating_mul(64)
+            .saturating_add(1 << 20)
+            .min(PIECE_ENTRIES_BYTES);
         let mut decoded = 0usize;
         for r in Records::new(bytes, at.clone()) {
             let (off, body) = r.map_err(|e| Stop::Unusable(self.fmt_err(e)))?;
@@ -468,11 +475,14 @@ impl Lookup<'_> {
                 .get(first..)
                 .unwrap_or_default()
                 .iter()
-                .fold(decoded, |d, e| d.saturating_add(e.name.len()));
+                .fold(decoded, |d, e| {
+                    d.saturating_add(e.name.len())
+                        .saturating_add(std::mem::size_of::<Entry>())
+                });
             if decoded > budget {
                 return Err(self.unusable(
                     here,
-                    "names that decode to more than 64 times the piece's bytes",
+                    "entries that decode to more than 64 times the piece's bytes, or 256 MiB",
                 ));
             }
             records = records.saturating_add(1);

@@ -52,7 +52,7 @@ use crate::streamable::Streamable;
 use nsimage_format::framing::Records;
 use nsimage_format::{Location, SectionKind, SubSectionInfo, ROOT_ID};
 use nsimage_namespace::{Block, BlockRules, BuildError, Interned, LoadedNode, NsInfo};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 
 mod links;
 mod names;
@@ -68,6 +68,10 @@ const NAME_CHECK_COST: usize = 64;
 /// Keys of a Hadoop image's names that repeat, read again a batch at a
 /// time: see [`Skeleton::check_siblings`].
 const SIBLING_BATCH: usize = 100_000;
+/// Records of one repeated key the sibling check keeps (their names'
+/// digests); a key with more, none of them sharing a name, is left to the
+/// load.
+const SIBLING_KEPT: u8 = 8;
 
 /// "No directory": the root's parent.
 const NONE: u32 = u32::MAX;
@@ -111,6 +115,10 @@ pub enum Unstreamable {
     TooSparse,
     /// A Hadoop image this cannot stream, and why.
     Hdfs(HdfsUnstreamable),
+    /// More than a few children of one directory whose names share the
+    /// key of the sibling check without sharing a name (a chance no image
+    /// meets unless it was built to): the load decides.
+    NameKeysRepeat,
 }
 
 /// One worker's buffer and tables, from [`Skeleton::worker`].
@@ -231,9 +239,9 @@ impl Skeleton {
             Streamable::Hdfs(h) => {
                 let seeds = Seeds::draw();
                 let built = match Self::build_hdfs(h, pool, &seeds) {
-                    Ok(Ok((s, hashes))) => {
-                        s.check_siblings(src, pool, &seeds, hashes).map(|()| Ok(s))
-                    }
+                    Ok(Ok((s, hashes))) => s
+                        .check_siblings(src, pool, &seeds, hashes)
+                        .map(|r| r.map(|()| s)),
                     Ok(Err(why)) => Ok(Err(why)),
                     Err(e) => Err(e),
                 };
@@ -744,7 +752,7 @@ impl Skeleton {
         pool: Option<&rayon::ThreadPool>,
         seeds: &Seeds,
         mut pieces: NameHashes,
-    ) -> Result<(), LoadError> {
+    ) -> Result<Result<(), Unstreamable>, LoadError> {
         // Each chunk's records, in id order, are its linked ids in id order
         // (the root first, unlinked): when the counts differ the rows
         // refuse the chunk, and its records get keys of their own.
@@ -826,15 +834,24 @@ impl Skeleton {
         drop(pieces);
         let mut twice = twice;
         twice.sort_unstable();
-        // A batch of keys at a time, their records' names in hand.
+        // A batch of keys at a time: each record whose key repeats, its
+        // name's keyed hash in hand (equal for equal names, and otherwise
+        // with a chance of 2^-64 whatever the names), at most
+        // SIBLING_KEPT records a key.
         for batch in twice.chunks(SIBLING_BATCH) {
+            let kept: Vec<AtomicU8> = batch.iter().map(|_| AtomicU8::new(0)).collect();
+            let more = AtomicBool::new(false);
             let mut found = self.gather(src, pool, &|_| true, &|node, parent| {
                 let dir = parent?;
                 let key = seeds.sibling_key(names::name_hash(seeds.name_seed(), node.name), dir);
-                batch
-                    .binary_search(&key)
-                    .is_ok()
-                    .then(|| (dir, Box::<[u8]>::from(node.name), node.id))
+                let j = batch.binary_search(&key).ok()?;
+                let n = kept.get(j)?.fetch_add(1, Ordering::Relaxed);
+                if n >= SIBLING_KEPT {
+                    kept.get(j)?.store(SIBLING_KEPT, Ordering::Relaxed);
+                    more.store(true, Ordering::Relaxed);
+                    return None;
+                }
+                Some((dir, seeds.name_digest(node.name), node.id))
             })?;
             found.sort_unstable();
             if let Some(w) = found
@@ -850,8 +867,13 @@ impl Skeleton {
                     Streamable::Hdfs(h) => h.corrupt(self.dir_section_at(src), e.to_string()),
                 });
             }
+            if more.load(Ordering::Relaxed) {
+                // SIBLING_KEPT different names under one key, and more
+                // unread: the load decides.
+                return Ok(Err(Unstreamable::NameKeysRepeat));
+            }
         }
-        Ok(())
+        Ok(Ok(()))
     }
 
     /// INODE_DIR: the directories with children, and each child's link.
@@ -1395,7 +1417,6 @@ impl Skeleton {
         init: impl Fn() -> S + Sync,
         f: impl Fn(&mut S, &LoadedNode<'_>, Option<DirIndex>) -> Result<(), LoadError> + Sync,
     ) -> Result<Vec<S>, LoadError> {
-        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
         let Some(pool) = pool else {
             // In order on this thread.
             let mut state = init();

@@ -86,6 +86,14 @@ impl Seeds {
         h.finish()
     }
 
+    /// The keyed hash of a name alone (a Hadoop image's sibling check:
+    /// equal for equal names, else equal with a chance of 2^-64).
+    pub(super) fn name_digest(&self, name: &[u8]) -> u64 {
+        let mut h = self.sums.build_hasher();
+        h.write(name);
+        h.finish()
+    }
+
     /// The keyed hash of one entry `(parent, name, child)`.
     fn entry(&self, parent: u64, name: &[u8], child: u64) -> u64 {
         let mut h = self.sums.build_hasher();
