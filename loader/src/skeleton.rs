@@ -22,10 +22,10 @@
 //! 39): in an nsimage image, each list in strictly increasing name order,
 //! shown through sums of hashes against the name section, or, where the
 //! sums differ or there is no usable name section, names in hand, a batch
-//! of directories at a time (`names.rs`, [`Skeleton::check_order_exactly`]);
+//! of directories at a time (`names.rs`, `Skeleton::check_order_exactly`);
 //! in a Hadoop image (whose lists a load sorts), no two children of one
 //! name, through one sorted 8-byte key per inode
-//! ([`Skeleton::check_siblings`]). Every streamed command therefore gives
+//! (`Skeleton::check_siblings`). Every streamed command therefore gives
 //! the load's verdict.
 //!
 //! Memory: 4 bytes per inode (its link; 8 in a piece whose ids are

@@ -206,41 +206,23 @@ pub fn rewrite_records(
     kinds: &[nsimage_format::SectionKind],
     mut f: impl FnMut(nsimage_format::SectionKind, &[u8]) -> Vec<u8>,
 ) -> Vec<u8> {
-    use nsimage_format::consts::header;
     use nsimage_format::framing::{put_frame, Records};
     use nsimage_format::Location;
-    use xxhash_rust::xxh3::xxh3_64;
-    let mut idx = index_of(bytes);
-    let mut out = bytes[..header::SIZE].to_vec();
-    for s in &mut idx.sections {
-        let start = out.len() as u64;
-        if kinds.contains(&s.kind) {
-            let mut pieces: Vec<_> = s.pieces();
-            for p in &mut pieces {
-                let pstart = out.len() as u64;
-                let region = &bytes[p.offset as usize..(p.offset + p.length) as usize];
-                for r in Records::new(region, Location::at(p.offset)) {
-                    let (_, body) = r.expect("a well-framed image");
-                    put_frame(&mut out, &f(s.kind, body));
-                }
-                p.offset = pstart;
-                p.length = out.len() as u64 - pstart;
-                p.checksum = xxh3_64(&out[pstart as usize..]);
-            }
-            if !s.sub_sections.is_empty() {
-                s.sub_sections = pieces;
-            }
-        } else {
-            out.extend_from_slice(&bytes[s.offset as usize..s.end() as usize]);
-            for u in &mut s.sub_sections {
-                u.offset = u.offset - s.offset + start;
-            }
+    rebuild(bytes, |s| {
+        if !kinds.contains(&s.kind) {
+            return None;
         }
-        s.offset = start;
-        s.length = out.len() as u64 - start;
-        s.checksum = xxh3_64(&out[start as usize..]);
-    }
-    with_index(out, &idx)
+        let pieces = s.pieces().into_iter().map(|p| {
+            let region = &bytes[p.offset as usize..(p.offset + p.length) as usize];
+            let mut out = Vec::new();
+            for r in Records::new(region, Location::at(p.offset)) {
+                let (_, body) = r.expect("a well-framed image");
+                put_frame(&mut out, &f(s.kind, body));
+            }
+            (out, p.records, p.first_key)
+        });
+        Some(pieces.collect())
+    })
 }
 
 /// `bytes` with section `kind` written as `pieces` (each its framed
@@ -251,27 +233,40 @@ pub fn replace_section(
     kind: nsimage_format::SectionKind,
     pieces: &[(Vec<u8>, u64, u64)],
 ) -> Vec<u8> {
+    rebuild(bytes, |s| (s.kind == kind).then(|| pieces.to_vec()))
+}
+
+/// `bytes` with each section for which `new` gives pieces (framed
+/// records, their count, first key) written as those pieces (a section
+/// that had no sub-sections keeps none when given one piece), the others
+/// copied; every offset and checksum recomputed.
+fn rebuild(
+    bytes: &[u8],
+    mut new: impl FnMut(&nsimage_format::SectionInfo) -> Option<Vec<(Vec<u8>, u64, u64)>>,
+) -> Vec<u8> {
     use xxhash_rust::xxh3::xxh3_64;
     let mut idx = index_of(bytes);
     let mut out = bytes[..nsimage_format::consts::header::SIZE].to_vec();
     for s in &mut idx.sections {
         let start = out.len() as u64;
-        if s.kind == kind {
+        if let Some(pieces) = new(s) {
             let mut subs = Vec::new();
             for (b, records, key) in pieces {
                 let off = out.len() as u64;
-                out.extend_from_slice(b);
+                out.extend_from_slice(&b);
                 subs.push(nsimage_format::SubSectionInfo {
                     offset: off,
                     length: b.len() as u64,
-                    records: *records,
-                    first_key: *key,
-                    checksum: xxh3_64(b),
+                    records,
+                    first_key: key,
+                    checksum: xxh3_64(&b),
                     at_rest: Default::default(),
                 });
             }
             s.records = subs.iter().map(|p| p.records).sum();
-            s.sub_sections = subs;
+            if !s.sub_sections.is_empty() || subs.len() > 1 {
+                s.sub_sections = subs;
+            }
         } else {
             out.extend_from_slice(&bytes[s.offset as usize..s.end() as usize]);
             for u in &mut s.sub_sections {

@@ -215,6 +215,7 @@ impl Sums {
 }
 
 /// What one piece of the name section gave.
+#[derive(Default)]
 struct PieceSums {
     sums: Sums,
     /// Its first entry (parent, name, child) and last (parent, name,
@@ -325,11 +326,7 @@ fn runs_piece(
     seeds: &Seeds,
     scratch: &mut nsimage_format::name_runs::RunScratch,
 ) -> Option<(PieceSums, u64)> {
-    let mut out = PieceSums {
-        sums: Sums::default(),
-        first: None,
-        last: None,
-    };
+    let mut out = PieceSums::default();
     let mut records = 0u64;
     let mut prev: Option<(u64, u64)> = None;
     let mut prev_name: Vec<u8> = Vec::new();
@@ -382,11 +379,7 @@ fn entries_piece(
     seeds: &Seeds,
     msg: &mut pb::NameEntry,
 ) -> Option<(PieceSums, u64)> {
-    let mut out = PieceSums {
-        sums: Sums::default(),
-        first: None,
-        last: None,
-    };
+    let mut out = PieceSums::default();
     let mut records = 0u64;
     let mut prev: Option<(u64, Vec<u8>, u64)> = None;
     for r in Records::new(bytes, at.clone()) {
