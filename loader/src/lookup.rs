@@ -579,7 +579,11 @@ impl Lookup<'_> {
     }
 
     /// Every entry of directory `parent`, in name order.
+    /// Stops at more entries than INODE_DIR lists for it (the check that
+    /// follows refuses them anyway), so that a section claiming many
+    /// pieces of one directory costs no more than its list.
     fn children(&mut self, parent: u64) -> Result<Vec<Entry>, Stop> {
+        let listed = self.dir_list(parent)?.len();
         let (before, starting) = self.candidates(parent);
         let mut out = Vec::new();
         for i in before.into_iter().chain(starting) {
@@ -588,6 +592,14 @@ impl Lookup<'_> {
                     .into_iter()
                     .filter(|e| e.parent == parent),
             );
+            if out.len() > listed {
+                return Err(self.unusable(
+                    self.names_at(),
+                    format!(
+                        "directory {parent} has more entries than the {listed} children INODE_DIR lists"
+                    ),
+                ));
+            }
         }
         Ok(out)
     }

@@ -63,8 +63,10 @@ use names::{Seeds, Sums};
 /// (more passes over INODE when it needs more): see
 /// [`Skeleton::check_order_exactly`].
 const NAME_CHECK_BYTES: usize = 64 << 20;
-/// What one name costs that check, bookkeeping included, before its bytes.
-const NAME_CHECK_COST: usize = 64;
+/// What one name costs that check, bookkeeping included, before its bytes
+/// (its place and id in the batch, its slot, its box and the allocator's
+/// header, the gathered pair).
+const NAME_CHECK_COST: usize = 128;
 /// Keys of a Hadoop image's names that repeat, read again a batch at a
 /// time: see [`Skeleton::check_siblings`].
 const SIBLING_BATCH: usize = 100_000;
@@ -478,14 +480,18 @@ impl Skeleton {
         wanted: &[(u64, usize)],
         budget: usize,
     ) -> Result<Result<Names, OverBudget>, LoadError> {
+        let held = AtomicUsize::new(0);
+        let over = AtomicBool::new(false);
         let holds = |i: usize| {
+            if over.load(Ordering::Relaxed) {
+                // Over the budget: the batch is cut and read again.
+                return false;
+            }
             let lo = self.bases.get(i).copied().unwrap_or(0);
             let hi = self.bases.get(i.saturating_add(1)).copied();
             let k = wanted.partition_point(|w| w.0 < lo);
             wanted.get(k).is_some_and(|w| hi.is_none_or(|h| w.0 < h))
         };
-        let held = AtomicUsize::new(0);
-        let over = AtomicBool::new(false);
         let got = self.gather(src, pool, &holds, &|node, _| {
             let j = wanted.binary_search_by_key(&node.id, |w| w.0).ok()?;
             let cost = node.name.len().saturating_add(NAME_CHECK_COST);
@@ -740,8 +746,11 @@ impl Skeleton {
     /// (`pieces`: per INODE piece of the file, its chunks and its records'
     /// hashes, from the scan) keyed in place with its parent from the
     /// links, each piece's keys sorted in place, then gathered and sorted
-    /// a top byte at a time (8 bytes an inode, for this check only); keys
-    /// that repeat are read again with their names, which decide.
+    /// a top byte at a time (8 bytes an inode, for this check only); the
+    /// records whose keys repeat are read again, each name's keyed digest
+    /// taken (the names decide, to a chance of 2^-64; no name is held), at
+    /// most `SIBLING_KEPT` a key: a key with more and no two of one name
+    /// leaves the image to the load (`Unstreamable::NameKeysRepeat`).
     ///
     /// # Errors
     /// A located [`LoadError::Corrupt`] with the load's words for two

@@ -39,8 +39,8 @@ impl Streamable {
 
     /// Reads the records the memory estimate is sized from (an nsimage
     /// image's INODE and INODE_DIR pieces, a Hadoop image's INODE records),
-    /// one piece at a time, and checks their counts against those the
-    /// image declares: an image whose counts lie is damaged, and says so
+    /// one piece at a time, and checks their counts and first keys against
+    /// those the image declares: an image whose counts lie is damaged, and says so
     /// as a load would, where an honest one that does not fit is a memory
     /// shortfall. A command calls this before it refuses an image for its
     /// size.
@@ -54,6 +54,7 @@ impl Streamable {
             Streamable::Hdfs(h) => return h.check_count(),
         };
         let mut buf = PieceBuf::default();
+        let mut kids = Vec::new();
         for kind in [SectionKind::INODE, SectionKind::INODE_DIR] {
             let Some(sec) = s.index.section(kind) else {
                 continue;
@@ -61,11 +62,24 @@ impl Streamable {
             for (p, at) in crate::sections::pieces(sec) {
                 let bytes = s.piece(&p, &at, &mut buf)?;
                 let mut n = 0u64;
+                let mut first = None;
                 for r in Records::new(bytes, at.clone()) {
-                    r.map_err(|e| LoadError::from_format(s.path(), e))?;
+                    let (off, body) = r.map_err(|e| LoadError::from_format(s.path(), e))?;
+                    if first.is_none() {
+                        // The first key, which the estimate's spans rest on.
+                        let key = if kind == SectionKind::INODE {
+                            crate::record::inode_head(body).map(|h| h.0)
+                        } else {
+                            crate::record::dir_entry(body, &mut kids)
+                        };
+                        let key = key.map_err(|d| {
+                            LoadError::from_format(s.path(), crate::decode::bad(&at, off, d))
+                        })?;
+                        first = Some(key);
+                    }
                     n = n.saturating_add(1);
                 }
-                check_piece(&p, &at, n, None).map_err(|e| LoadError::from_format(s.path(), e))?;
+                check_piece(&p, &at, n, first).map_err(|e| LoadError::from_format(s.path(), e))?;
             }
         }
         Ok(())

@@ -18,9 +18,10 @@
 //!   the section's sequence of that directory's children, in order.
 //!
 //! Together: every list is in the section's order, which is the strictly
-//! increasing order of the children's true names. The hashes are
-//! SipHash-1-3 (the standard library's keyed hash) under keys drawn for
-//! each read, which an image cannot know: a damaged tree whose sums still
+//! increasing order of the children's true names. The hashes are the
+//! standard library's keyed hash (SipHash-1-3 today) under keys it draws
+//! from the operating system's random source (once a process, varied for
+//! each read), which an image cannot know: a damaged tree whose sums still
 //! agree is a chance of about 2^-64 for each bucket, whatever its bytes
 //! (a seeded XXH3 has collisions that hold for a fraction of all seeds,
 //! which an image could carry). A sum that differs names its bucket (by parent), and the caller checks
