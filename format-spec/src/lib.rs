@@ -1,34 +1,13 @@
 //! nsimage format v1: exactly what an independent reader of the format
 //! needs, and what the writer and the loader share.
 //!
-//! This crate owns:
-//!
-//! - the specification: `format-spec/FORMAT.md` (the image) and
-//!   `format-spec/STORE.md` (the checkpoint store's journal), which the code
-//!   here links to rather than restates;
-//! - the schemas: [`pb`], the protobuf messages generated from
-//!   `proto/nsimage.proto`;
-//! - [`consts`]: magic bytes, versions, section kinds, header and footer
-//!   offsets, the format's limits;
-//! - [`header_footer`]: the header and footer codec;
-//! - [`index`]: the trailing index of sections and sub-sections;
-//! - [`rules`]: the rules a reader applies to every piece from the index
-//!   (record bounds, expansion), which the writer checks before it commits
-//!   a piece;
-//! - pieces at rest: [`codec`] (zstd, LZ4), [`cipher`] (keys, AES-256-GCM,
-//!   associated data) and [`at_rest`] (how each piece is stored, checked
-//!   from the index);
-//! - [`framing`]: varint-length-delimited records, written, and read from
-//!   memory ([`framing::Records`]);
-//! - checksums: xxh3-64, over the header, footer, index, sections and
-//!   sub-sections (FORMAT.md, "Checksum coverage");
-//! - [`wire`]: the protobuf wire format as nsimage uses it: field numbers
-//!   and keys of every message, varints, the wire rules every reader
-//!   applies, the streamed frame reader, and the conversions between the
-//!   messages and the namespace model;
-//! - [`error`]: located errors ([`FormatError`], [`Location`]);
-//! - [`hdfs`]: Hadoop's fsimage format (magic `HDFSIMG1`): the summary at
-//!   the tail, section names, layout versions, codecs and packed fields.
+//! This crate owns the specification, `format-spec/FORMAT.md` (the image)
+//! and `format-spec/STORE.md` (the checkpoint store's journal), which the
+//! code here links to rather than restates, and the code an independent
+//! reader needs to follow it: the schemas, the constants, the codecs of the
+//! header, footer and index, record framing, checksums (xxh3-64 over the
+//! header, footer, index, sections and sub-sections: FORMAT.md, "Checksum
+//! coverage"), pieces at rest, and Hadoop's fsimage format.
 //!
 //! Layering: this crate is the ground of the image path. It must never
 //! import the writer, the loader, the store, the testkit or the command
@@ -36,6 +15,28 @@
 //! `nsimage-testkit`, `nsimage`); they import it. It imports the namespace
 //! model (`nsimage-namespace`) only for the conversions of
 //! [`wire::convert`]; the model never imports the format.
+//!
+//! # Module map
+//!
+//! | file | what it holds |
+//! |------|---------------|
+//! | `lib.rs` | this page, the generated schemas and the re-exports |
+//! | `pb` | the protobuf messages generated from `proto/nsimage.proto` (inline: `build.rs` generates them) |
+//! | `hdfs_pb` | the messages generated from `proto/hdfs_fsimage.proto`, Hadoop's fsimage schema in our own words with Hadoop's field numbers |
+//! | `consts.rs` | [`consts`]: magic bytes, versions, feature bits, section kinds ([`SectionKind`]), header and footer offsets, the format's limits |
+//! | `header_footer.rs` | [`header_footer`]: the header and footer codec |
+//! | `index.rs` | [`index`]: the trailing index of sections and sub-sections |
+//! | `rules.rs` | [`rules`]: the rules a reader applies to every piece from the index (record bounds, expansion), which the writer checks before it commits a piece |
+//! | `codec.rs` | [`codec`]: pieces compressed at rest (zstd, LZ4) |
+//! | `cipher.rs` | [`cipher`]: keys, AES-256-GCM and the associated data of encrypted pieces |
+//! | `at_rest.rs` | [`at_rest`]: how each piece is stored, checked from the index |
+//! | `name_runs.rs` | [`name_runs`]: the NAME_RUNS section's front-coded records, encoded (for the writer) and decoded (for the lookups and `verify`) |
+//! | `wire/` | [`wire`]: the protobuf wire format as nsimage uses it: field numbers and keys of every message, varints, the cursor over a record's fields, varint-length-delimited records written and read from memory ([`framing::Records`]), the streamed frame reader, the wire rules every reader applies, and the conversions between the messages and the namespace model |
+//! | `error.rs` | [`error`]: located errors ([`FormatError`], [`Location`]) |
+//! | `file_type.rs` | [`file_type`]: words for the kinds of file that readers and writers refuse (an image is read from, and saved over, regular files only) |
+//! | `hdfs/` | [`hdfs`]: Hadoop's fsimage format (magic `HDFSIMG1`): the summary at the tail, section names, layout versions, codecs and packed fields |
+//!
+//! A folder module's own page lists its modules.
 //!
 //! # Example
 //!

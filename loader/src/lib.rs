@@ -7,8 +7,11 @@
 //! piece's bytes into memory (bulk reads, or a mapping the caller opted in
 //! to), checking every checksum and structural rule, decoding the records
 //! and building the [`Namespace`](nsimage_namespace::Namespace), serially or
-//! on a thread pool; and [`verify`], which lists every bad region instead of
-//! stopping at the first. Every byte read from disk is untrusted: errors are
+//! on a thread pool; [`verify`], which lists every bad region instead of
+//! stopping at the first; one-path lookups ([`load_path`]) that read only
+//! the pieces on the way, through the NAME_RUNS section (the NAME_INDEX
+//! section of images written before it); and the [`skeleton`], the tree of
+//! an image read piece by piece in bounded memory. Every byte read from disk is untrusted: errors are
 //! located ([`LoadError::Corrupt`] names section, sub-section and offset).
 //!
 //! # Layering
@@ -22,39 +25,39 @@
 //!
 //! # Module map
 //!
-//! - [`source`]: the image file: one read of the tail for footer and index,
-//!   then one positioned read per piece (section or sub-section), or slices
-//!   of a mapping;
-//! - `mmap`: the one place a file is mapped, and [`MmapOptIn`], the caller's
-//!   `unsafe` promise that makes [`ReadStrategy::Mmap`] possible;
-//! - [`record`]: the zero-copy protobuf record decoder of the hot path
-//!   (`Inode` and `DirEntry` records), walking them with
-//!   `nsimage_format::wire::Cursor`, the one wire-format walker, which the
-//!   Hadoop reader (`hdfs`) uses too;
-//! - [`decode`]: records of each section kind into builder batches; the unit
-//!   of work is one piece, so the serial and parallel paths share it;
-//! - `load`: the entry point, [`load`]: chooses the serial or parallel path
-//!   and the read strategy; `options` ([`LoadOptions`]) and `stats`
-//!   ([`LoadStats`], [`Loaded`]) are its inputs and outputs;
-//! - `indexed`: the indexed path: the small sections, then `inode_phase`
-//!   (inodes into the node table, [`table`]) and `dir_phase` (parents set
-//!   in the nodes, by node-table range on a pool, as each piece decodes on
-//!   one thread; then the tree checked from the parent links), each running
-//!   its pieces through `run` (a pool, or this thread);
-//! - `lookup`: [`load_path`], one path looked up reading only the pieces
-//!   on the way, down the optional NAME_INDEX section ([`PathView`]);
-//! - `stream`: the streaming baseline (buffered reader, prost per record);
-//! - `sections`: what every read path shares: a section's pieces with their
-//!   locations, the located errors, the check of unknown sections;
-//! - `assemble`: single-threaded assembly, for the baseline and the peers;
-//! - `verify`: [`verify`] checks every checksum and structural rule,
-//!   listing each bad region;
-//! - `trim`: [`release_free_memory`], the caller's choice of giving the
-//!   allocator's free pages back after a load;
-//! - [`hdfs`]: Hadoop fsimage files (magic `HDFSIMG1`), loaded into the
-//!   same namespace through the same phases; [`hdfs::HdfsImage`] holds what
-//!   they have beside it (snapshots, references, the summary);
-//! - `error`: [`LoadError`].
+//! | file | what it holds |
+//! |------|---------------|
+//! | `lib.rs` | this page and the re-exports |
+//! | `source.rs` | [`source`]: the image file: one read of the tail for footer and index, then one positioned read per piece (section or sub-section), or slices of a mapping |
+//! | `mmap.rs` | the one place a file is mapped, and [`MmapOptIn`], the caller's `unsafe` promise that makes [`ReadStrategy::Mmap`] possible |
+//! | `ahead.rs` | a piece's checksum computed just ahead of its decoder, in blocks that stay in the core's cache |
+//! | `record.rs` | the zero-copy record decoder of the hot path (`Inode` and `DirEntry` records), walking them with `nsimage_format::wire::Cursor`, the one wire-format walker, which the Hadoop reader (`hdfs`) uses too (public with the `bench-internals` feature) |
+//! | `decode.rs` | records of each section kind into builder batches; the unit of work is one piece, so the serial and parallel paths share it (public with `bench-internals`) |
+//! | `load.rs` | the entry point, [`load`]: chooses the serial or parallel path and the read strategy |
+//! | `options.rs` | [`LoadOptions`]: threads, read strategy, the serial threshold |
+//! | `stats.rs` | what a load gives back: [`Loaded`] and [`LoadStats`] |
+//! | `indexed.rs` | the indexed path: the small sections, then the INODE phase and the INODE_DIR phase |
+//! | `inode_phase.rs` | inodes decoded into the node table's slots, each piece owning the range its record count gives it |
+//! | `dir_phase.rs` | parents set in the nodes, by node-table range on a pool, as each piece decodes on one thread; then the tree checked from the parent links |
+//! | `table.rs` | the node table filled in place by the INODE workers, a lock per slot range (public with `bench-internals`) |
+//! | `run.rs` | one function run over a section's pieces: on a pool whose workers take them in file order, or in order on this thread |
+//! | `shard.rs` | [`LockStats`]: the lock traffic of a load, counted for the bench |
+//! | `prefetch.rs` | [`prefetch`]: reading ahead of the workers, and the page-cache tools of cold-cache benchmarks |
+//! | `progress.rs` | what the workers tell the prefetch thread: the offsets of the pieces they start |
+//! | `trace.rs` | [`trace`]: where a load's time goes, a [`trace::Timeline`] of spans per phase and per piece (`load --trace`) |
+//! | `sections.rs` | what every read path shares: a section's pieces with their locations, the located errors, the check of unknown sections, the optional HDFS_SNAPSHOTS carry |
+//! | `stream.rs` | the streaming baseline (buffered reader, prost per record) |
+//! | `assemble.rs` | [`Assembly`]: single-threaded assembly, for the baseline and the peers |
+//! | `lookup.rs` | [`load_path`]: one path looked up reading only the pieces on the way, down the optional NAME_RUNS section, or the NAME_INDEX of images written before it ([`PathView`]) |
+//! | `name_index.rs` | `verify`'s check of NAME_RUNS (or NAME_INDEX) against INODE_DIR and INODE |
+//! | `skeleton.rs` | [`skeleton`]: an image read piece by piece in bounded memory, the tree without the namespace ([`skeleton::Skeleton`]), for the viewer's streamed commands and the streamed export; its own modules in `skeleton/` |
+//! | `streamable.rs` | [`Streamable`]: an nsimage image or a Hadoop fsimage opened for the skeleton |
+//! | `verify.rs` | [`verify`]: every checksum and structural rule checked, each bad region listed |
+//! | `trim.rs` | [`release_free_memory`], the caller's choice of giving the allocator's free pages back after a load |
+//! | `hdfs/` | [`hdfs`]: Hadoop fsimage files (magic `HDFSIMG1`), loaded into the same namespace through the same phases; [`hdfs::HdfsImage`] holds what they have beside it (snapshots, references, the summary); its own page lists its modules |
+//! | `error.rs` | [`LoadError`] |
+//!
+//! A folder module's own page lists its modules.
 //!
 //! # Example
 //!

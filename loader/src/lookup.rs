@@ -339,8 +339,9 @@ impl Lookup<'_> {
         self.assemble(chain, &children, &records).map(Ok)
     }
 
-    /// The NAME_INDEX pieces that may hold entries of `parent`: the last
-    /// one whose first key is below the parent's (it may hold its first
+    /// The name section's pieces (NAME_RUNS, or NAME_INDEX in older images;
+    /// both have NAME_INDEX's first keys) that may hold entries of
+    /// `parent`: the last one whose first key is below the parent's (it may hold its first
     /// entries), and the range of those starting with it.
     fn candidates(&self, parent: u64) -> (Option<usize>, std::ops::Range<usize>) {
         let subs = &self.names.sub_sections;

@@ -20,19 +20,21 @@
 //! peers) or the command line (`nsimage`, clap and the rest): those sit
 //! above it and use it. Tests reach it only through its public API.
 //!
-//! # Modules
+//! # Module map
 //!
-//! - [`fs`]: the file-system trait the store writes through (real, or with
-//!   injected faults for tests);
-//! - [`save`]: the atomic save of an image (temporary file, fsync, rename,
-//!   fsync of the directory), for the checkpoint and for any caller;
-//! - [`journal`]: segment files, record framing (shared with images), bulk
-//!   or streamed replay, torn-tail detection;
-//! - [`edit`]: journal operations applied to the namespace model;
-//! - `store`: the [`Store`] (recovery, commit, checkpoint, files, the
-//!   at-rest settings: compressed and encrypted checkpoints, sealed
-//!   journal batches, [`AtRestSettings`]);
-//! - `error`: [`StoreError`]; `failpoint`: [`failpoint()`] for crash tests.
+//! | file | what it holds |
+//! |------|---------------|
+//! | `lib.rs` | this page and the re-exports |
+//! | `fs.rs` | [`fs`]: the file-system trait the store writes through (real, or with injected faults for tests) |
+//! | `save.rs` | [`save`]: the atomic save of an image (temporary file, fsync, rename, fsync of the directory), for the checkpoint and for any caller |
+//! | `journal/` | [`journal`]: segment files, record framing (shared with images), bulk or streamed replay, torn-tail detection |
+//! | `op_view.rs` | [`op_view`]: journal records decoded without copying, names and values borrowed from the record's bytes |
+//! | `edit.rs` | [`edit`]: journal operations applied to the namespace model |
+//! | `store/` | the [`Store`] (recovery, commit, checkpoints in the foreground and the background, files, the at-rest settings: compressed and encrypted checkpoints, sealed journal batches, [`AtRestSettings`]) |
+//! | `error.rs` | [`StoreError`], and [`SubmitError`] of [`Store::submit_with`] |
+//! | `failpoint.rs` | [`failpoint()`], for crash tests |
+//!
+//! A folder module's own page lists its modules.
 //!
 //! # Example
 //!

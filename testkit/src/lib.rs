@@ -1,20 +1,23 @@
-//! Tooling around nsimage, never a dependency of the product crates:
+//! Tooling around nsimage, never a dependency of the product crates.
 //!
-//! - [`generate`]: the deterministic synthetic namespace of `nsimage
-//!   generate`, the bench and the tests;
-//! - [`shapes`]: deterministic namespaces shaped to be hard to store
-//!   (identical names, one huge directory, all-zero attributes, ...), for
-//!   the property tests of the writer and readers;
-//! - [`workload`]: the deterministic mixed journal workload of `nsimage
-//!   store apply` and the store's crash and power-cut tests;
-//! - [`powercut`]: a file system for the store that forgets, at a simulated
-//!   power cut, everything fsync did not make durable;
-//! - `peers` (feature `peers`): the JSON-lines and SQLite formats the bench
-//!   compares loads against.
+//! # Module map
+//!
+//! | file | what it holds |
+//! |------|---------------|
+//! | `lib.rs` | this page |
+//! | `generate.rs` | [`generate`]: the deterministic synthetic namespace of `nsimage generate`, the bench and the tests |
+//! | `shapes.rs` | [`shapes`]: deterministic namespaces shaped to be hard to store (identical names, one huge directory, all-zero attributes, ...), for the property tests of the writer and readers |
+//! | `workload.rs` | [`workload`]: the deterministic mixed journal workload of `nsimage store apply` and the store's crash and power-cut tests |
+//! | `powercut.rs` | [`powercut`]: a file system for the store that forgets, at a simulated power cut, everything fsync did not make durable |
+//! | `peers/` | `peers` (feature `peers`): the JSON-lines and SQLite formats the bench compares loads against |
+//!
+//! # Layering
 //!
 //! It may import every library crate of the workspace, never the command
 //! line (`nsimage`, the binary above it); no library crate imports it
 //! (`tests/it/cli/layering.rs` checks both).
+//!
+//! # Example
 //!
 //! ```
 //! use nsimage_namespace::Namespace;

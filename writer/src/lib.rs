@@ -1,25 +1,23 @@
 //! nsimage writer: namespace → image (format v1, `format-spec/FORMAT.md`).
 //!
 //! This crate owns turning an in-memory namespace (`nsimage-namespace`)
-//! into the bytes of an image:
+//! into the bytes of an image, and the same namespace into a Hadoop
+//! fsimage.
 //!
-//! - `encode`: turns inodes and directories into framed protobuf records,
-//!   in parallel batches (rayon), through the hand-written record encoder
-//!   of `record` (byte-identical to prost's, tested; it writes the keys of
-//!   `nsimage_format::wire::tags`) or prost for rare attributes;
-//! - `strings`: the canonical string table (only strings in use, sorted by
-//!   bytes) and the map from the namespace's string ids to the written ones;
-//! - [`image`](write_image): lays sections out, cuts record-aligned
-//!   sub-sections by a byte target, computes checksums as bytes go out,
-//!   writes index and footer;
-//! - `options`: [`WriteOptions`], how an image is laid out (sub-section
-//!   sizes, inodes per parallel batch) and stored ([`AtRestOptions`]);
-//! - `at_rest`: pieces compressed (zstd, LZ4) and sealed (AES-256-GCM) as
-//!   they end, when [`AtRestOptions`] asks (FORMAT.md, "Pieces at rest");
-//! - [`hdfs`]: the other format the writer writes, Hadoop's fsimage
-//!   (`HDFSIMG1`), as a Hadoop NameNode and `hdfs oiv` load it
-//!   ([`hdfs::write_hdfs_image`]), with its file name and `.md5` sidecar
-//!   conventions.
+//! # Module map
+//!
+//! | file | what it holds |
+//! |------|---------------|
+//! | `lib.rs` | this page and the re-exports |
+//! | `encode.rs` | inodes and directories turned into framed protobuf records, in parallel batches (rayon), through `record.rs` or prost for rare attributes |
+//! | `record.rs` | the hand-written record encoder, byte-identical to prost's (tested); it writes the keys of `nsimage_format::wire::tags` |
+//! | `strings.rs` | the canonical string table (only strings in use, sorted by bytes) and the map from the namespace's string ids to the written ones |
+//! | `image.rs` | [`write_image`]: every section laid out in order, record-aligned sub-sections cut by a byte target, checksums computed as bytes go out, index and footer written |
+//! | `options.rs` | [`WriteOptions`], how an image is laid out (sub-section sizes, inodes per parallel batch) and stored ([`AtRestOptions`]) |
+//! | `at_rest.rs` | pieces compressed (zstd, LZ4) and sealed (AES-256-GCM) as they end, when [`AtRestOptions`] asks (FORMAT.md, "Pieces at rest") |
+//! | `hdfs/` | [`hdfs`]: the other format the writer writes, Hadoop's fsimage (`HDFSIMG1`), as a Hadoop NameNode and `hdfs oiv` load it ([`hdfs::write_hdfs_image`]), with its file name and `.md5` sidecar conventions |
+//!
+//! A folder module's own page lists its modules.
 //!
 //! The writer turns a namespace into bytes on any `Write`
 //! ([`write_image`]); the atomic save of an image to a file (temporary

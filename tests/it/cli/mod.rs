@@ -1,7 +1,8 @@
 //! The command line as a user meets it: every command's output, hostile
 //! arguments and files, the peer baselines, `export`, and the house rules
-//! of the architecture checked on the sources.
+//! and maps of the architecture checked on the sources.
 
+mod architecture;
 mod commands;
 mod documented;
 mod export;
