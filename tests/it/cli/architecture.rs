@@ -750,3 +750,29 @@ fn every_journal_op_is_in_the_spec_the_op_view_the_edit_and_the_journal_dump() {
     }
     assert!(wrong.is_empty(), "journal ops:\n{}", wrong.join("\n"));
 }
+
+// ---------------------------------------------------------------------
+// A new CLI subcommand
+// ---------------------------------------------------------------------
+
+#[test]
+fn every_command_of_the_reference_is_in_the_readme() {
+    // docs/commands.md is generated from `--help` (`cli::documented`), so
+    // its `## nsimage <command>` headings are the binary's commands.
+    let reference = read("docs/commands.md");
+    let readme = read("README.md");
+    let mut wrong = Vec::new();
+    for line in reference.lines() {
+        let Some(command) = line.strip_prefix("## nsimage ") else {
+            continue;
+        };
+        if command.contains(' ') {
+            continue; // a nested command: its parent's row covers it
+        }
+        let row = format!("| [`{command}`](docs/commands.md#nsimage-{command}) |");
+        if !readme.lines().any(|l| l.starts_with(&row)) {
+            wrong.push(format!("README.md: no row {row} in the table of commands"));
+        }
+    }
+    assert!(wrong.is_empty(), "commands:\n{}", wrong.join("\n"));
+}
