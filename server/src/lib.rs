@@ -45,5 +45,6 @@ pub mod perm;
 pub mod request;
 pub mod source;
 pub mod writes;
+pub mod xattrs;
 
 pub use error::RemoteError;
