@@ -16,7 +16,8 @@
 //!
 //! - [`config`]: [`Config`] and what a server answers from;
 //! - [`runtime`]: [`run`]: the source or store opened, the listener, the
-//!   accept loop with its limits, shutdown; [`ServeError`];
+//!   accept loop with its limits, shutdown;
+//! - [`error`]: [`ServeError`], why a server did not start or stopped;
 //! - [`tls`]: the rustls acceptor;
 //! - [`dispatch`]: one request, from its URL to the op table's handler;
 //! - [`conns`]: the registry of open connections (the connection cap);
@@ -26,10 +27,12 @@ pub mod config;
 pub mod conns;
 pub mod deadline;
 pub mod dispatch;
+pub mod error;
 pub mod runtime;
 pub mod tls;
 
 pub use config::{
     Backend, Config, Listening, PermissionConfig, TlsFiles, Writable, MAX_HEAD_BYTES,
 };
-pub use runtime::{run, run_until, ServeError};
+pub use error::ServeError;
+pub use runtime::{run, run_until};

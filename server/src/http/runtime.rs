@@ -7,11 +7,12 @@ use super::config::{Backend, Config, Listening, Writable, MAX_HEAD_BYTES};
 use super::conns::{Busy, Connections, Guarded};
 use super::deadline::WriteDeadline;
 use super::dispatch::{handle, AppState};
+use super::error::ServeError;
 use super::tls::tls_acceptor;
-use crate::identity::{Groups, GroupsFileError};
+use crate::identity::Groups;
 use crate::live::Live;
 use crate::perm::Permissions;
-use crate::source::{load_image, newest_checkpoint, poll_store, Current, SourceError};
+use crate::source::{load_image, newest_checkpoint, poll_store, Current};
 use axum::body::Body;
 use axum::Router;
 use hyper::body::Incoming;
@@ -26,47 +27,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
-
-/// Errors starting the server.
-#[derive(Debug, thiserror::Error)]
-pub enum ServeError {
-    /// Nothing could be loaded to serve.
-    #[error(transparent)]
-    Source(#[from] SourceError),
-    /// The store of a writable server failed to open (recover).
-    #[error(transparent)]
-    Store(#[from] nsimage_store::StoreError),
-    /// The groups file does not read.
-    #[error(transparent)]
-    Groups(#[from] GroupsFileError),
-    /// A write of the journal, or its fsync, failed (a full disk, an I/O
-    /// error): the writable server stopped, as HDFS's NameNode stops when
-    /// it cannot sync its edits.
-    #[error(
-        "the journal could not be made durable ({0}): the server stopped. Every write \
-         acknowledged before is durable and is recovered at the next start; the writes that \
-         failed were answered 500 and were never seen by a reader. Restart it once the file \
-         system has space again"
-    )]
-    JournalFailed(String),
-    /// The TLS certificate or key does not read.
-    #[error("{path}: {detail}")]
-    Tls {
-        /// The file.
-        path: String,
-        /// What is wrong.
-        detail: String,
-    },
-    /// Binding or running failed.
-    #[error("{what}: {source}")]
-    Io {
-        /// What was being done.
-        what: String,
-        /// The error.
-        #[source]
-        source: std::io::Error,
-    },
-}
 
 /// Serves `source` (an image file, or a store directory whose newest
 /// checkpoint is served and followed; with [`Config::writable`], a store

@@ -2,7 +2,7 @@
 //! file that does not read refused at start, naming it.
 
 use super::config::TlsFiles;
-use super::runtime::ServeError;
+use super::error::ServeError;
 use std::sync::Arc;
 
 /// The TLS side of a server with `files`: a rustls acceptor with their

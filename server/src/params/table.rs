@@ -100,7 +100,8 @@ pub struct OpSpec {
     pub name: &'static str,
     /// The method it is sent with (GET: a read).
     pub method: Method,
-    /// The parameters it takes beyond [`COMMON`]'s; any other is 400.
+    /// The parameters it takes beyond those every op takes (`op`,
+    /// `user.name`, `doas`, `delegation`); any other is 400.
     pub params: &'static [&'static str],
     /// Those of its parameters that may be given more than once with
     /// different values (GETXATTRS' `xattr.name`).
