@@ -292,73 +292,87 @@ async fn serve(
                 () = &mut shutdown => break 'accept,
             }
         }
-        let _ = stream.set_nodelay(true);
-        let slot = conns.add();
-        let service = {
-            let inner = TowerToHyperService::new(app.clone());
-            let slot = Arc::clone(&slot);
-            let conns = Arc::clone(&conns);
-            hyper::service::service_fn(move |req: axum::http::Request<Incoming>| {
-                let busy = Busy::begin(&slot, &conns);
-                let answer = hyper::service::Service::call(&inner, req);
-                async move {
-                    let response = answer.await?;
-                    Ok::<_, Infallible>(
-                        response.map(|body| Body::new(Guarded { body, _busy: busy })),
-                    )
-                }
-            })
-        };
-        let mut http = http1::Builder::new();
-        http.timer(TokioTimer::new())
-            .header_read_timeout(config.header_timeout)
-            .max_buf_size(MAX_HEAD_BYTES);
-        let conns = Arc::clone(&conns);
-        let write_timeout = config.write_timeout;
-        match &tls {
-            None => {
-                let conn = http.serve_connection(
-                    TokioIo::new(WriteDeadline::new(stream, write_timeout)),
-                    service,
-                );
-                let conn = graceful.watch(conn);
-                tokio::spawn(async move {
-                    tokio::select! {
-                        _ = conn => {}
-                        () = slot.evicted.notified() => {}
-                    }
-                    conns.remove(slot.id);
-                });
-            }
-            Some(acceptor) => {
-                let handshake = acceptor.accept(stream);
-                let header_timeout = config.header_timeout;
-                let watcher = graceful.watcher();
-                tokio::spawn(async move {
-                    tokio::select! {
-                        r = tokio::time::timeout(header_timeout, handshake) => {
-                            if let Ok(Ok(s)) = r {
-                                let conn = http.serve_connection(
-                                    TokioIo::new(WriteDeadline::new(s, write_timeout)),
-                                    service,
-                                );
-                                let conn = watcher.watch(conn);
-                                tokio::select! {
-                                    _ = conn => {}
-                                    () = slot.evicted.notified() => {}
-                                }
-                            }
-                        }
-                        () = slot.evicted.notified() => {}
-                    }
-                    conns.remove(slot.id);
-                });
-            }
-        }
+        spawn_connection(stream, &app, &conns, tls.as_ref(), &graceful, config);
     }
     drop(listener);
     tokio::select! {
         () = graceful.shutdown() => {}
         () = tokio::time::sleep(config.shutdown_grace) => {}
+    }
+}
+
+/// Serves one accepted connection on a task of its own: registered in
+/// `conns` (closed when evicted), each request marking it busy until its
+/// answer's body is sent, its socket's writes under the write deadline,
+/// watched by `graceful` for shutdown; with `tls`, its handshake first,
+/// within the header timeout.
+fn spawn_connection(
+    stream: tokio::net::TcpStream,
+    app: &Router,
+    conns: &Arc<Connections>,
+    tls: Option<&tokio_rustls::TlsAcceptor>,
+    graceful: &GracefulShutdown,
+    config: &Config,
+) {
+    let _ = stream.set_nodelay(true);
+    let slot = conns.add();
+    let service = {
+        let inner = TowerToHyperService::new(app.clone());
+        let slot = Arc::clone(&slot);
+        let conns = Arc::clone(conns);
+        hyper::service::service_fn(move |req: axum::http::Request<Incoming>| {
+            let busy = Busy::begin(&slot, &conns);
+            let answer = hyper::service::Service::call(&inner, req);
+            async move {
+                let response = answer.await?;
+                Ok::<_, Infallible>(response.map(|body| Body::new(Guarded { body, _busy: busy })))
+            }
+        })
+    };
+    let mut http = http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(config.header_timeout)
+        .max_buf_size(MAX_HEAD_BYTES);
+    let conns = Arc::clone(conns);
+    let write_timeout = config.write_timeout;
+    match tls {
+        None => {
+            let conn = http.serve_connection(
+                TokioIo::new(WriteDeadline::new(stream, write_timeout)),
+                service,
+            );
+            let conn = graceful.watch(conn);
+            tokio::spawn(async move {
+                tokio::select! {
+                    _ = conn => {}
+                    () = slot.evicted.notified() => {}
+                }
+                conns.remove(slot.id);
+            });
+        }
+        Some(acceptor) => {
+            let handshake = acceptor.accept(stream);
+            let header_timeout = config.header_timeout;
+            let watcher = graceful.watcher();
+            tokio::spawn(async move {
+                tokio::select! {
+                    r = tokio::time::timeout(header_timeout, handshake) => {
+                        if let Ok(Ok(s)) = r {
+                            let conn = http.serve_connection(
+                                TokioIo::new(WriteDeadline::new(s, write_timeout)),
+                                service,
+                            );
+                            let conn = watcher.watch(conn);
+                            tokio::select! {
+                                _ = conn => {}
+                                () = slot.evicted.notified() => {}
+                            }
+                        }
+                    }
+                    () = slot.evicted.notified() => {}
+                }
+                conns.remove(slot.id);
+            });
+        }
     }
 }
