@@ -8,11 +8,17 @@
 //! - [`request`]: the request line checked and decoded (percent-decoding,
 //!   UTF-8, the path rules of [`nsimage_viewer::paths::ImagePath`], bounded
 //!   query parameters);
-//! - [`params`]: the parameters each operation takes, and their values;
+//! - [`params`]: the one table of WebHDFS operations (`params::table`: each
+//!   op's name, method, parameters, who may run it and its handler), from
+//!   which the parameter checks, both servers' dispatch, the read-only
+//!   server's refusals and the permission checks derive; the parameters'
+//!   values (`params::values`);
 //! - [`ops`]: the read operations over a [`nsimage_namespace::Namespace`],
 //!   as WebHDFS's JSON documents;
 //! - [`writes`]: the write operations over a [`nsimage_store::Store`],
 //!   with the NameNode's semantics; [`acl`]: HDFS's ACL transformations;
+//! - [`xattrs`]: extended attributes' names and values in WebHDFS's
+//!   encodings (hex, base64, text);
 //! - [`perm`]: HDFS's permission checks of every operation, for the
 //!   request's [`perm::Caller`]; [`identity`]: a user's groups (a groups
 //!   file or the system's databases, read again when they change);
@@ -24,13 +30,57 @@
 //!   shared by all requests, the checkpointer and its lines);
 //! - [`fdlimit`]: the open-file limit raised at startup, connections
 //!   kept below it;
-//! - [`http`]: the HTTP server (axum on tokio): limits, timeouts, request
-//!   log, graceful shutdown.
+//! - [`http`]: the HTTP server (axum on tokio), a module per job: its
+//!   configuration, its run (listener, limits, shutdown), TLS, the
+//!   dispatch of a request through the op table, the connection registry
+//!   and the write deadline.
+//!
+//! Adding a WebHDFS operation: a row in `params/table.rs` and its handler
+//! (a read in [`ops`], a write in [`writes`]; a new kind of check, a
+//! [`perm::Who`]); nothing else lists operations.
 //!
 //! Layering: above the viewer and the store (it reads images through
 //! `nsimage-loader`, answers through `nsimage-viewer`, and reads and
 //! writes a store through `nsimage-store`); the command line's
-//! `nsimage serve` is a thin wrapper over [`http::run`].
+//! `nsimage serve` is a thin wrapper over [`http::run`]. It must never
+//! import the writer (images are written by the store's atomic save), the
+//! export, the testkit or the command line, nor the tooling's crates
+//! (clap, indicatif, plotters, rusqlite, rand); `anyhow` stays in the
+//! binary (errors here are [`RemoteError`] and [`http::ServeError`]).
+//!
+//! An operation's row, its check and its answer, over a namespace built
+//! in memory:
+//!
+//! ```
+//! use nsimage_namespace::{Namespace, NsInfo, PermSpec};
+//! use nsimage_server::params::{self, Handler, Method};
+//! use nsimage_server::perm::{Gate, Permissions};
+//! use nsimage_server::request::parse;
+//! use std::sync::Arc;
+//!
+//! let mut ns = Namespace::new(NsInfo::default());
+//! let alice = PermSpec { user: b"alice", group: b"staff", mode: 0o750 };
+//! ns.mkdirs(b"/user/alice", &alice, 1).unwrap();
+//! let perms = Arc::new(Permissions::for_namespace(&ns));
+//! let gate = |user: &str| Gate { caller: perms.caller(user, vec![]), perms: Arc::clone(&perms) };
+//!
+//! // The table checks the parameters and names the op's method, check and handler.
+//! let req = parse("/webhdfs/v1/user/alice", Some("op=liststatus_batch")).unwrap();
+//! let row = params::check(&req).unwrap();
+//! assert_eq!((row.name, row.method, row.writes()), ("LISTSTATUS_BATCH", Method::Get, false));
+//! let bogus = parse("/webhdfs/v1/", Some("op=MKDIRS&bogus=1")).unwrap();
+//! assert_eq!(params::check(&bogus).unwrap_err().status, 400);
+//!
+//! // Alice may list her directory; bob, in none of its classes, may not.
+//! let path = req.path.components();
+//! assert!(gate("alice").check_who(&ns, path, row.who, []).is_ok());
+//! let refused = gate("bob").check_who(&ns, path, row.who, []).unwrap_err();
+//! assert_eq!((refused.status, refused.exception), (403, "AccessControlException"));
+//!
+//! let Handler::Read(answer) = row.handler else { unreachable!() };
+//! let page = answer(&ns, &req, &gate("alice")).unwrap();
+//! assert_eq!(page["DirectoryListing"]["remainingEntries"], 0);
+//! ```
 #![forbid(unsafe_code)]
 
 pub mod acl;
@@ -45,5 +95,6 @@ pub mod perm;
 pub mod request;
 pub mod source;
 pub mod writes;
+pub mod xattrs;
 
 pub use error::RemoteError;

@@ -3,8 +3,8 @@
 //! writes them), or a [`RemoteError`].
 
 use crate::error::{echo, RemoteError};
-use crate::params;
-use crate::perm::{Access, Gate, Need, XattrUse};
+use crate::params::values;
+use crate::perm::{Gate, Who};
 use crate::request::Parsed;
 use nsimage_namespace::{Attrs, Inode, InodeKind, Namespace};
 use nsimage_viewer::du::{du, DuOptions};
@@ -16,73 +16,46 @@ use serde_json::{json, Value};
 /// Entries per LISTSTATUS_BATCH page (HDFS's `dfs.ls.limit` default).
 pub const BATCH_SIZE: usize = 1000;
 
-/// Answers a GET request for `gate`'s caller: the JSON body, or the error
-/// to send. Each operation makes the NameNode's checks first (HDFS
-/// Permissions Guide, "Permission Checks").
-pub fn answer(ns: &Namespace, req: &Parsed, gate: &Gate) -> Result<Value, RemoteError> {
-    let op = req
-        .param("op")
-        .ok_or_else(|| RemoteError::bad_argument("the op parameter is missing"))?
-        .to_ascii_uppercase();
-    let comps = req.path.components();
-    match op.as_str() {
-        "GETFILESTATUS" => {
-            gate.check(ns, comps, Need::TRAVERSE)?;
-            let inode = find(ns, req)?;
-            Ok(json!({ "FileStatus": file_status(&inode, "") }))
-        }
-        "LISTSTATUS" => {
-            listing_check(ns, req, gate)?;
-            list_status(ns, req)
-        }
-        "LISTSTATUS_BATCH" => {
-            listing_check(ns, req, gate)?;
-            list_status_batch(ns, req)
-        }
-        "GETCONTENTSUMMARY" => {
-            gate.check_summary(ns, comps)?;
-            content_summary(ns, req)
-        }
-        "GETACLSTATUS" => {
-            gate.check(ns, comps, Need::TRAVERSE)?;
-            acl_status(ns, req)
-        }
-        "GETXATTRS" => xattrs(ns, req, gate),
-        "LISTXATTRS" => {
-            gate.check(
-                ns,
-                comps,
-                // Hadoop 3's listXAttrs: READ on the inode (Hadoop 2
-                // asked EXECUTE on its parent).
-                Need {
-                    inode: Some(Access::READ),
-                    ..Need::TRAVERSE
-                },
-            )?;
-            let info = stat_of(ns, req)?;
-            let names: Vec<String> = info
-                .xattrs
-                .iter()
-                .filter(|x| gate.xattr_visible(x.namespace, &x.name))
-                .map(|x| xattr_name(&info, x))
-                .collect();
-            // WebHDFS sends the names as a JSON string holding a JSON array.
-            let inner = serde_json::to_string(&names).unwrap_or_else(|_| "[]".to_string());
-            Ok(json!({ "XAttrNames": inner }))
-        }
-        "GETHOMEDIRECTORY" => Ok(json!({ "Path": format!("/user/{}", gate.caller.user) })),
-        // The rest of WebHDFS's table (`params`): its writes refused, its
-        // other reads not served (an image holds no file data, no
-        // checksums, no tokens, no snapshots' diffs, no storage policies).
-        w if params::method_of(w).is_some_and(params::Method::writes) => Err(write_refused(w)),
-        u if params::method_of(u).is_some() => Err(RemoteError::unsupported(format!(
-            "op={u} is not served: this server answers from a namespace image, read-only and without file data"
-        ))),
-        other => Err(RemoteError::bad_argument(format!(
-            "Invalid value for webhdfs parameter \"op\": No enum constant for op \"{}\"",
-            echo(other)
-        ))),
-    }
+/// A read operation's handler (its row's in the op table): the JSON
+/// document answering `req` from `ns`, for `gate`'s caller, whose check
+/// the row names was made before it on the same namespace (a handler
+/// checks only what the answer itself filters, such as the xattrs the
+/// caller may see).
+pub type ReadFn = fn(&Namespace, &Parsed, &Gate) -> Result<Value, RemoteError>;
+
+/// GETFILESTATUS.
+pub fn get_file_status(ns: &Namespace, req: &Parsed, _: &Gate) -> Result<Value, RemoteError> {
+    let inode = find(ns, req)?;
+    Ok(json!({ "FileStatus": file_status(&inode, "") }))
+}
+
+/// LISTXATTRS: the names of the xattrs the caller may see.
+pub fn list_xattrs(ns: &Namespace, req: &Parsed, gate: &Gate) -> Result<Value, RemoteError> {
+    let info = stat_of(ns, req)?;
+    let names: Vec<String> = info
+        .xattrs
+        .iter()
+        .filter(|x| gate.xattr_visible(x.namespace, &x.name))
+        .map(|x| xattr_name(&info, x))
+        .collect();
+    // WebHDFS sends the names as a JSON string holding a JSON array.
+    let inner = serde_json::to_string(&names).unwrap_or_else(|_| "[]".to_string());
+    Ok(json!({ "XAttrNames": inner }))
+}
+
+/// GETHOMEDIRECTORY: `/user/<caller>`.
+pub fn home_directory(_: &Namespace, _: &Parsed, gate: &Gate) -> Result<Value, RemoteError> {
+    Ok(json!({ "Path": format!("/user/{}", gate.caller.user) }))
+}
+
+/// The answer of an op that neither server serves, when it is a read (an
+/// image holds no file data, no checksums, no tokens, no snapshots'
+/// diffs, no storage policies).
+pub fn not_served(op: &str) -> RemoteError {
+    RemoteError::unsupported(format!(
+        "op={} is not served: this server answers from a namespace image, read-only and without file data",
+        echo(op)
+    ))
 }
 
 /// A read's path under HDFS's `/.reserved`, resolved as HDFS resolves it:
@@ -96,11 +69,11 @@ pub fn answer(ns: &Namespace, req: &Parsed, gate: &Gate) -> Result<Value, Remote
 /// inode has; 400 when the inode's path is not UTF-8 (no WebHDFS path can
 /// name it).
 pub fn resolve_reserved(ns: &Namespace, req: &Parsed) -> Result<Option<Parsed>, RemoteError> {
-    if !params::is_reserved(&req.path) {
+    if !values::is_reserved(&req.path) {
         return Ok(None);
     }
     let given = echo(req.path.given());
-    let Some((id, rest)) = params::inode_path(&req.path) else {
+    let Some((id, rest)) = values::inode_path(&req.path) else {
         return Err(RemoteError::not_found(format!(
             "File does not exist: {given} (under /.reserved only /.reserved/.inodes/<inode id> names an inode)"
         )));
@@ -132,7 +105,8 @@ pub fn resolve_reserved(ns: &Namespace, req: &Parsed) -> Result<Option<Parsed>, 
     }))
 }
 
-/// The error for a write (any PUT, POST or DELETE, or a write `op`).
+/// The read-only server's refusal of a write (any PUT, POST or DELETE,
+/// or a write `op` sent with GET): 403.
 pub fn write_refused(what: &str) -> RemoteError {
     RemoteError::read_only(format!(
         "{}: this WebHDFS server is read-only (it serves a namespace image)",
@@ -153,14 +127,11 @@ fn view_error(e: ViewError) -> RemoteError {
     }
 }
 
-/// LISTSTATUS's check: READ_EXECUTE on a directory, traverse to a file.
+/// LISTSTATUS's check ([`Who::List`]): READ_EXECUTE on a directory,
+/// traverse to a file; made again before each chunk of a listing streamed
+/// from the writable server.
 pub fn listing_check(ns: &Namespace, req: &Parsed, gate: &Gate) -> Result<(), RemoteError> {
-    let need = Need {
-        inode: Some(Access::READ_EXECUTE),
-        inode_if_dir: true,
-        ..Need::TRAVERSE
-    };
-    gate.check(ns, req.path.components(), need)
+    gate.check_who(ns, req.path.components(), Who::List, [])
 }
 
 fn find<'a>(ns: &'a Namespace, req: &Parsed) -> Result<Inode<'a>, RemoteError> {
@@ -271,20 +242,9 @@ pub struct Listing {
     done: bool,
 }
 
-/// Starts a LISTSTATUS of `req`'s path; `None` when `req` asks another op.
-pub fn list_status_start(
-    ns: &Namespace,
-    req: &Parsed,
-    gate: &Gate,
-) -> Option<Result<ListStart, RemoteError>> {
-    let op = req.param("op")?;
-    if !op.eq_ignore_ascii_case("LISTSTATUS") {
-        return None;
-    }
-    if let Err(e) = listing_check(ns, req, gate) {
-        return Some(Err(e));
-    }
-    Some(find(ns, req).map(|inode| {
+/// Starts a LISTSTATUS of `req`'s path (its check made).
+pub fn list_status_start(ns: &Namespace, req: &Parsed) -> Result<ListStart, RemoteError> {
+    find(ns, req).map(|inode| {
         if inode.kind() == InodeKind::Directory {
             ListStart::Directory(Listing {
                 dir: inode.slot(),
@@ -295,7 +255,7 @@ pub fn list_status_start(
         } else {
             ListStart::Whole(json!({ "FileStatuses": { "FileStatus": [file_status(&inode, "")] } }))
         }
-    }))
+    })
 }
 
 impl Listing {
@@ -341,20 +301,8 @@ impl Listing {
     }
 }
 
-fn list_status(ns: &Namespace, req: &Parsed) -> Result<Value, RemoteError> {
-    let inode = find(ns, req)?;
-    let statuses: Vec<Value> = if inode.kind() == InodeKind::Directory {
-        inode
-            .children()
-            .map(|c| json!(file_status(&c, &lossy(c.name()))))
-            .collect()
-    } else {
-        vec![json!(file_status(&inode, ""))]
-    };
-    Ok(json!({ "FileStatuses": { "FileStatus": statuses } }))
-}
-
-fn list_status_batch(ns: &Namespace, req: &Parsed) -> Result<Value, RemoteError> {
+/// LISTSTATUS_BATCH: a page of [`BATCH_SIZE`] entries after `startafter`.
+pub fn list_status_batch(ns: &Namespace, req: &Parsed, _: &Gate) -> Result<Value, RemoteError> {
     let inode = find(ns, req)?;
     let (page, remaining): (Vec<Value>, usize) = if inode.kind() == InodeKind::Directory {
         let slots = inode.child_slots();
@@ -385,7 +333,8 @@ fn list_status_batch(ns: &Namespace, req: &Parsed) -> Result<Value, RemoteError>
     }))
 }
 
-fn content_summary(ns: &Namespace, req: &Parsed) -> Result<Value, RemoteError> {
+/// GETCONTENTSUMMARY.
+pub fn content_summary(ns: &Namespace, req: &Parsed, _: &Gate) -> Result<Value, RemoteError> {
     let opts = DuOptions {
         depth: 0,
         ..DuOptions::default()
@@ -410,7 +359,8 @@ fn content_summary(ns: &Namespace, req: &Parsed) -> Result<Value, RemoteError> {
     }))
 }
 
-fn acl_status(ns: &Namespace, req: &Parsed) -> Result<Value, RemoteError> {
+/// GETACLSTATUS.
+pub fn acl_status(ns: &Namespace, req: &Parsed, _: &Gate) -> Result<Value, RemoteError> {
     let info = stat_of(ns, req)?;
     let entries: Vec<String> = info.acl.iter().map(|a| a.text()).collect();
     Ok(json!({
@@ -428,68 +378,15 @@ fn xattr_name(_info: &StatInfo, x: &nsimage_viewer::stat::XAttrStat) -> String {
     format!("{}.{}", x.namespace, lossy(&x.name))
 }
 
-/// A value in WebHDFS's `encoding`: `text` (quoted), `hex` (`0x...`, the
-/// default) or `base64` (`0s...`).
-fn encode_value(v: &[u8], encoding: &str) -> Result<String, RemoteError> {
-    match encoding.to_ascii_uppercase().as_str() {
-        "TEXT" => Ok(format!("\"{}\"", String::from_utf8_lossy(v))),
-        "HEX" => {
-            let mut s = String::with_capacity(2 + 2 * v.len());
-            s.push_str("0x");
-            for b in v {
-                s.push_str(&format!("{b:02x}"));
-            }
-            Ok(s)
-        }
-        "BASE64" => Ok(format!("0s{}", base64(v))),
-        other => Err(RemoteError::bad_argument(format!(
-            "Invalid value for webhdfs parameter \"encoding\": \"{}\" (TEXT, HEX or BASE64)",
-            echo(other)
-        ))),
-    }
-}
-
-fn base64(v: &[u8]) -> String {
-    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(v.len().div_ceil(3) * 4);
-    for chunk in v.chunks(3) {
-        let b = [
-            chunk.first().copied().unwrap_or(0),
-            chunk.get(1).copied().unwrap_or(0),
-            chunk.get(2).copied().unwrap_or(0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                let idx = usize::try_from((n >> (18 - 6 * i)) & 63).unwrap_or(0);
-                out.push(char::from(A[idx]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
-/// GETXATTRS: the named attributes' namespaces first, then READ on the
-/// inode; without names, every attribute the caller may see.
-fn xattrs(ns: &Namespace, req: &Parsed, gate: &Gate) -> Result<Value, RemoteError> {
+/// GETXATTRS: the named attributes (their namespaces and READ on the
+/// inode checked first, [`Who::ReadXattrs`]); without names, every
+/// attribute the caller may see.
+pub fn get_xattrs(ns: &Namespace, req: &Parsed, gate: &Gate) -> Result<Value, RemoteError> {
     let asked: Vec<&str> = req.params_named("xattr.name").collect();
-    for a in &asked {
-        gate.check_xattr(req.path.components(), a, XattrUse::Get)?;
-    }
-    gate.check(
-        ns,
-        req.path.components(),
-        Need {
-            inode: Some(Access::READ),
-            ..Need::TRAVERSE
-        },
-    )?;
     let info = stat_of(ns, req)?;
     let encoding = req.param("encoding").unwrap_or("HEX");
     // Checked even when there is nothing to encode.
-    encode_value(b"", encoding)?;
+    crate::xattrs::encode_value(b"", encoding)?;
     let mut out = Vec::new();
     for x in &info.xattrs {
         if !gate.xattr_visible(x.namespace, &x.name) {
@@ -497,7 +394,9 @@ fn xattrs(ns: &Namespace, req: &Parsed, gate: &Gate) -> Result<Value, RemoteErro
         }
         let name = xattr_name(&info, x);
         if asked.is_empty() || asked.iter().any(|a| *a == name) {
-            out.push(json!({ "name": name, "value": encode_value(&x.value, encoding)? }));
+            out.push(
+                json!({ "name": name, "value": crate::xattrs::encode_value(&x.value, encoding)? }),
+            );
         }
     }
     if !asked.is_empty() && out.len() < asked.len() {
@@ -513,12 +412,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn encodings() {
-        assert_eq!(encode_value(b"ab", "hex").unwrap(), "0x6162");
-        assert_eq!(encode_value(b"ab", "TEXT").unwrap(), "\"ab\"");
-        assert_eq!(encode_value(b"abcd", "base64").unwrap(), "0sYWJjZA==");
-        assert_eq!(encode_value(b"abc", "base64").unwrap(), "0sYWJj");
-        assert!(encode_value(b"x", "rot13").is_err());
+    fn permissions_as_webhdfs_writes_them() {
         assert_eq!(permission(0o1777), "1777");
         assert_eq!(permission(0o755), "755");
     }

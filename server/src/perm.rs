@@ -218,6 +218,90 @@ impl Need {
     }
 }
 
+/// Who may run an operation: the check the op table
+/// (`params::table`) names for each WebHDFS operation, made on the
+/// request's path by [`Gate::check_who`] against the namespace the
+/// operation reads or changes, in the same read or write of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Who {
+    /// No check: the answer reads no inode (GETHOMEDIRECTORY), or the
+    /// operation is refused before anything is read (one not served, one
+    /// that would carry file data).
+    Anyone,
+    /// Whoever may traverse to the path (EXECUTE on every directory on the
+    /// way): GETFILESTATUS, GETACLSTATUS; MKDIRS, whose WRITE on the
+    /// nearest existing ancestor is checked once, before the first missing
+    /// directory is made.
+    Traverse,
+    /// READ_EXECUTE on a directory (traverse to anything else): a listing.
+    List,
+    /// READ_EXECUTE on every directory of the subtree: GETCONTENTSUMMARY.
+    Summary,
+    /// READ on the inode (Hadoop 3's listXAttrs): LISTXATTRS.
+    ReadInode,
+    /// The asked names' xattr namespaces, then READ on the inode:
+    /// GETXATTRS.
+    ReadXattrs,
+    /// WRITE on the nearest existing ancestor: CREATE (and WRITE on the
+    /// file it overwrites), CREATESYMLINK.
+    AncestorWrite,
+    /// WRITE on the parent (and its sticky bit), ALL on every non-empty
+    /// directory below: DELETE.
+    Delete,
+    /// WRITE on the source's parent (and its sticky bit); WRITE on the
+    /// nearest existing ancestor of where it lands, checked by the
+    /// operation once it knows where that is: RENAME.
+    Rename,
+    /// The inode's owner (or the superuser): SETPERMISSION, SETOWNER (and
+    /// [`Gate::check_chown`]'s rules), the ACL operations.
+    Owner,
+    /// WRITE on the inode: SETTIMES, SETREPLICATION.
+    InodeWrite,
+    /// The xattr namespace's rules ([`Gate::check_xattr`]), then for
+    /// `user.` WRITE on the inode (its ownership on a sticky directory),
+    /// checked by the operation: SETXATTR, REMOVEXATTR.
+    XattrWrite,
+}
+
+impl Who {
+    /// What [`Gate::check`] asks of the path for this op (traverse only
+    /// for [`Who::Anyone`], [`Who::Summary`] and [`Who::XattrWrite`],
+    /// whose checks are their own).
+    pub fn need(self) -> Need {
+        match self {
+            Who::Anyone | Who::Traverse | Who::Summary | Who::XattrWrite => Need::TRAVERSE,
+            Who::List => Need {
+                inode: Some(Access::READ_EXECUTE),
+                inode_if_dir: true,
+                ..Need::TRAVERSE
+            },
+            Who::ReadInode | Who::ReadXattrs => Need {
+                inode: Some(Access::READ),
+                ..Need::TRAVERSE
+            },
+            Who::AncestorWrite => Need {
+                ancestor: Some(Access::WRITE),
+                ..Need::TRAVERSE
+            },
+            Who::Delete => Need {
+                parent: Some(Access::WRITE),
+                subtree: Some(Access::ALL),
+                ignore_empty_dir: true,
+                ..Need::TRAVERSE
+            },
+            Who::Rename => Need {
+                parent: Some(Access::WRITE),
+                ..Need::TRAVERSE
+            },
+            Who::Owner => Need::owner(),
+            Who::InodeWrite => Need {
+                inode: Some(Access::WRITE),
+                ..Need::TRAVERSE
+            },
+        }
+    }
+}
+
 /// The checks of one request: the server's settings and the caller.
 #[derive(Clone, Debug)]
 pub struct Gate {
@@ -436,6 +520,32 @@ impl Gate {
             self.owner(path, n)?;
         }
         Ok(())
+    }
+
+    /// The check `who` names, on `path` in `ns`; `xattr_names` are the
+    /// names a [`Who::ReadXattrs`] asks for (their namespaces are checked
+    /// first, as HDFS checks them).
+    ///
+    /// # Errors
+    /// The refusal, 403.
+    pub fn check_who<'a>(
+        &self,
+        ns: &Namespace,
+        path: &[Vec<u8>],
+        who: Who,
+        xattr_names: impl IntoIterator<Item = &'a str>,
+    ) -> Result<(), RemoteError> {
+        match who {
+            Who::Anyone => Ok(()),
+            Who::Summary => self.check_summary(ns, path),
+            Who::ReadXattrs => {
+                for a in xattr_names {
+                    self.check_xattr(path, a, XattrUse::Get)?;
+                }
+                self.check(ns, path, who.need())
+            }
+            _ => self.check(ns, path, who.need()),
+        }
     }
 
     /// READ_EXECUTE on every directory of the subtree at `path` (a

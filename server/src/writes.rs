@@ -11,9 +11,10 @@
 
 use crate::acl;
 use crate::error::{echo, RemoteError};
-use crate::params::{self, boolean, check_new_path, number, permission, required};
-use crate::perm::{child, Access, Gate, Need, XattrUse};
+use crate::params::values::{self, boolean, check_new_path, number, permission, required};
+use crate::perm::{child, Access, Gate, Need, Who, XattrUse};
 use crate::request::Parsed;
+use crate::xattrs::{xattr_name, xattr_value};
 use nsimage_format::pb::{self, journal_op::Op};
 use nsimage_namespace::{Attrs, Inode, InodeKind, Namespace, NsError, XAttrNs};
 use nsimage_store::{Store, StoreError, SubmitError};
@@ -90,10 +91,6 @@ fn not_empty(message: String) -> RemoteError {
     }
 }
 
-fn access(message: String) -> RemoteError {
-    RemoteError::read_only(message)
-}
-
 /// A refusal of the namespace as HDFS's exception, about `path`.
 fn ns_error(e: &NsError, path: &str) -> RemoteError {
     match e {
@@ -108,7 +105,7 @@ fn ns_error(e: &NsError, path: &str) -> RemoteError {
             "{path}: a directory cannot be moved into its own subtree"
         )),
         NsError::Root(what) => RemoteError::io(format!("cannot {what} the root directory")),
-        NsError::Reserved(_) => params::reserved_name(path),
+        NsError::Reserved(_) => values::reserved_name(path),
         NsError::IdsExhausted | NsError::StringTableFull | NsError::ClassTableFull => {
             RemoteError::io(format!("{path}: {e}"))
         }
@@ -123,12 +120,21 @@ fn store_error(e: StoreError, path: &str) -> RemoteError {
     }
 }
 
+/// A write operation's handler (its row's in the op table): the answer
+/// of `req`'s write, made through the [`Steps`] (each step checks, in the
+/// namespace it builds its op from, what the op's row names).
+pub type WriteFn = fn(&mut Steps<'_>, &Parsed) -> Result<Done, RemoteError>;
+
 /// The one way this module changes the store: each step builds at most
 /// one op from the namespace and applies it atomically with what it
 /// checked (`Store::submit_with`); the last txid applied is kept for the
 /// durability wait.
-struct Steps<'a> {
+pub struct Steps<'a> {
     store: &'a Store,
+    /// The op's name, upper case.
+    op: &'static str,
+    /// Who may run it: the check of its row in the op table.
+    who: Who,
     /// The caller's checks, made in each step against the namespace it
     /// builds its op from.
     gate: &'a Gate,
@@ -242,47 +248,49 @@ fn user(req: &Parsed) -> Vec<u8> {
         .to_vec()
 }
 
-/// Runs write `op` (upper case, checked by [`params::check`]) on `req`'s
+/// Runs write `op` (upper case, its row's `who` and `handler`) on `req`'s
 /// path (CREATE here is its second step, whose request came without
-/// data).
-pub fn run(store: &Store, op: &str, req: &Parsed, gate: &Gate) -> Outcome {
+/// data). No write goes through `/.reserved` (HDFS's reserved paths).
+pub fn run(
+    store: &Store,
+    op: &'static str,
+    who: Who,
+    handler: WriteFn,
+    req: &Parsed,
+    gate: &Gate,
+) -> Outcome {
     let shown = String::from_utf8_lossy(&req.path.canonical()).into_owned();
     let mut steps = Steps {
         store,
+        op,
+        who,
         gate,
         path: shown,
         last: None,
     };
-    let result = dispatch(&mut steps, op, req);
+    let result = if values::is_reserved(&req.path) {
+        Err(values::reserved_refused(op, req.path.given()))
+    } else {
+        handler(&mut steps, req)
+    };
     let txid = steps.last.unwrap_or_else(|| store.txid());
     Outcome { result, txid }
 }
 
-fn dispatch(s: &mut Steps<'_>, op: &str, req: &Parsed) -> Result<Done, RemoteError> {
-    // No write goes through /.reserved (HDFS's reserved paths).
-    if params::is_reserved(&req.path) {
-        return Err(params::reserved_refused(op, req.path.given()));
-    }
-    match op {
-        "MKDIRS" => mkdirs(s, req),
-        "CREATE" => create(s, req),
-        "CREATESYMLINK" => symlink(s, req),
-        "DELETE" => delete(s, req),
-        "RENAME" => rename(s, req),
-        "SETOWNER" => set_owner(s, req),
-        "SETPERMISSION" => set_permission(s, req),
-        "SETTIMES" => set_times(s, req),
-        "SETREPLICATION" => set_replication(s, req),
-        "SETXATTR" => set_xattr(s, req),
-        "REMOVEXATTR" => remove_xattr(s, req),
-        "SETACL" | "MODIFYACLENTRIES" | "REMOVEACLENTRIES" | "REMOVEDEFAULTACL" | "REMOVEACL" => {
-            set_acl(s, op, req)
-        }
-        "APPEND" | "CONCAT" | "TRUNCATE" => Err(data_refused(op)),
-        other => Err(RemoteError::unsupported(format!(
-            "op={other} is not served by this metadata server"
-        ))),
-    }
+/// The handler of a write that would carry file data (APPEND, CONCAT,
+/// TRUNCATE): [`data_refused`].
+pub fn carries_data(s: &mut Steps<'_>, _: &Parsed) -> Result<Done, RemoteError> {
+    Err(data_refused(s.op))
+}
+
+/// The handler of a write this metadata server does not serve
+/// (snapshots, storage policies, quotas, tokens): 400
+/// UnsupportedOperationException.
+pub fn not_served(s: &mut Steps<'_>, _: &Parsed) -> Result<Done, RemoteError> {
+    Err(RemoteError::unsupported(format!(
+        "op={} is not served by this metadata server",
+        s.op
+    )))
 }
 
 /// The next missing directory of `comps` (all of a path, or all but its
@@ -343,7 +351,8 @@ impl<'a> DirMaker<'a> {
                 Some(k) => cur = k.id(),
                 None => {
                     if !self.ancestor_checked {
-                        self.gate.check(ns, self.checked, ancestor_write())?;
+                        self.gate
+                            .check(ns, self.checked, Who::AncestorWrite.need())?;
                         self.ancestor_checked = true;
                     }
                     let last = i + 1 == self.comps.len();
@@ -449,23 +458,8 @@ fn acl_op(id: u64, entries: Vec<acl::Entry>) -> Op {
     })
 }
 
-/// WRITE on the nearest existing ancestor (creating below it).
-fn ancestor_write() -> Need {
-    Need {
-        ancestor: Some(Access::WRITE),
-        ..Need::TRAVERSE
-    }
-}
-
-/// WRITE on the inode itself.
-fn inode_write() -> Need {
-    Need {
-        inode: Some(Access::WRITE),
-        ..Need::TRAVERSE
-    }
-}
-
-fn mkdirs(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
+/// MKDIRS (as `mkdir -p`).
+pub fn mkdirs(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
     check_new_path(&req.path, req.path.given())?;
     let mode = permission(req, 0o755)?;
     let shown = s.path.clone();
@@ -484,9 +478,10 @@ fn mkdirs(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
     };
     let mut follow = Follow::default();
     let mut first = true;
+    let need = s.who.need();
     s.chain(|ns| {
         if first {
-            gate.check(ns, comps, Need::TRAVERSE)?;
+            gate.check(ns, comps, need)?;
             first = false;
         }
         match follow.next(ns) {
@@ -515,8 +510,8 @@ pub struct CreateArgs {
 /// # Errors
 /// The refusal each bad one gets.
 pub fn create_args(req: &Parsed) -> Result<CreateArgs, RemoteError> {
-    if params::is_reserved(&req.path) {
-        return Err(params::reserved_refused("CREATE", req.path.given()));
+    if values::is_reserved(&req.path) {
+        return Err(values::reserved_refused("CREATE", req.path.given()));
     }
     check_new_path(&req.path, req.path.given())?;
     let overwrite = boolean(req, "overwrite", false)?;
@@ -545,9 +540,84 @@ pub fn create_args(req: &Parsed) -> Result<CreateArgs, RemoteError> {
     })
 }
 
+/// What CREATE and CREATESYMLINK share: the new entry's parent and name,
+/// owner and time, and the start of its chain (HDFS's startFile and
+/// createSymlink under one lock): the ops that follow an inode just made
+/// (an inherited default ACL) first at every step, then once the row's
+/// check (WRITE on the nearest existing ancestor, [`Who::AncestorWrite`],
+/// with `extra` added), then the missing parents when asked.
+struct NewEntry {
+    shown: String,
+    parent: Vec<u8>,
+    name: Vec<u8>,
+    owner: Vec<u8>,
+    mtime: u64,
+    follow: Follow,
+    checked: bool,
+    parents_done: bool,
+}
+
+impl NewEntry {
+    /// The entry `req` names; `at_root`: the refusal of `/` itself.
+    fn of(s: &Steps<'_>, req: &Parsed, at_root: &str) -> Result<NewEntry, RemoteError> {
+        let (parent, name) =
+            parent_of(&req.path).ok_or_else(|| already_exists(at_root.to_string()))?;
+        Ok(NewEntry {
+            shown: s.path.clone(),
+            parent,
+            name,
+            owner: user(req),
+            mtime: now_ms(),
+            follow: Follow::default(),
+            checked: false,
+            parents_done: false,
+        })
+    }
+
+    /// The next op before the entry's own: `None` once they are next.
+    fn before(
+        &mut self,
+        ns: &Namespace,
+        dirs: &mut DirMaker<'_>,
+        need: Need,
+        create_parent: bool,
+    ) -> Result<Option<Op>, RemoteError> {
+        if let Some(op) = self.follow.next(ns) {
+            return Ok(Some(op));
+        }
+        if !self.checked {
+            dirs.gate.check(ns, dirs.checked, need)?;
+            self.checked = true;
+        }
+        if !self.parents_done {
+            if create_parent {
+                if let Some(op) = dirs.next(ns, &mut self.follow)? {
+                    return Ok(Some(op));
+                }
+            }
+            self.parents_done = true;
+        }
+        Ok(None)
+    }
+
+    /// The entry's parent directory, where nothing by its name is:
+    /// `exists` names the refusal when something is.
+    fn parent_dir<'n>(
+        &self,
+        ns: &'n Namespace,
+        exists: impl FnOnce(&Inode<'_>) -> RemoteError,
+    ) -> Result<Inode<'n>, RemoteError> {
+        let dir = parent_dir(ns, &self.parent, &self.shown)?;
+        match child(ns, &dir, &self.name) {
+            Some(n) => Err(exists(&n)),
+            None => Ok(dir),
+        }
+    }
+}
+
 /// CREATE's second step (the first, the redirect, is the HTTP layer's):
 /// an empty file.
-fn create(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
+pub fn create(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
     let CreateArgs {
         overwrite,
         create_parent,
@@ -555,42 +625,23 @@ fn create(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
         replication,
         block_size,
     } = create_args(req)?;
-    let shown = s.path.clone();
-    let path = canonical(&req.path);
-    let (parent, name) = parent_of(&req.path)
-        .ok_or_else(|| already_exists("/ already exists as a directory".into()))?;
-    let owner = user(req);
-    let comps = req.path.components();
-    let gate = s.gate;
-    let mtime = now_ms();
-    let mut dirs = DirMaker::parents(gate, comps, &owner, &shown, mtime);
-    let mut follow = Follow::default();
-    // HDFS's startFile, under one lock: WRITE on the ancestor (and on the
-    // file that is overwritten), the missing parents, the old file
-    // deleted, the new one made.
+    let mut e = NewEntry::of(s, req, "/ already exists as a directory")?;
+    let (path, comps, gate) = (canonical(&req.path), req.path.components(), s.gate);
+    // WRITE on the file that is overwritten too.
+    let need = Need {
+        inode: overwrite.then_some(Access::WRITE),
+        ..s.who.need()
+    };
+    let (owner, shown) = (e.owner.clone(), e.shown.clone());
+    let mut dirs = DirMaker::parents(gate, comps, &owner, &shown, e.mtime);
+    // The missing parents, the old file deleted, the new one made.
     let mut stage = 0;
     s.chain(|ns| {
-        if let Some(op) = follow.next(ns) {
+        if let Some(op) = e.before(ns, &mut dirs, need, create_parent)? {
             return Ok(Some(op));
         }
         if stage == 0 {
-            gate.check(
-                ns,
-                comps,
-                Need {
-                    inode: overwrite.then_some(Access::WRITE),
-                    ..ancestor_write()
-                },
-            )?;
             stage = 1;
-        }
-        if stage == 1 {
-            if create_parent {
-                if let Some(op) = dirs.next(ns, &mut follow)? {
-                    return Ok(Some(op));
-                }
-            }
-            stage = 2;
             if overwrite {
                 match lookup(ns, &path, &shown)?.and_then(|id| ns.inode(id)) {
                     Some(n) if n.kind() == InodeKind::Directory => {
@@ -602,34 +653,33 @@ fn create(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
                         return Ok(Some(Op::Delete(pb::DeleteOp {
                             id: n.id(),
                             recursive: false,
-                            mtime,
+                            mtime: e.mtime,
                         })))
                     }
                     None => {}
                 }
             }
         }
-        if stage == 2 {
-            stage = 3;
-            let dir = parent_dir(ns, &parent, &shown)?;
-            if let Some(n) = child(ns, &dir, &name) {
-                return Err(already_exists(if n.kind() == InodeKind::Directory {
+        if stage == 1 {
+            stage = 2;
+            let dir = e.parent_dir(ns, |n| {
+                already_exists(if n.kind() == InodeKind::Directory {
                     format!("{shown} already exists as a directory")
                 } else {
                     format!(
                         "{shown} for client {} already exists",
                         String::from_utf8_lossy(&owner)
                     )
-                }));
-            }
-            let mode = follow.new_inode(ns, &dir, &name, mode, false);
+                })
+            })?;
+            let mode = e.follow.new_inode(ns, &dir, &e.name, mode, false);
             return Ok(Some(Op::Create(pb::CreateOp {
                 parent: dir.id(),
-                name: name.clone(),
+                name: e.name.clone(),
                 user: owner.clone(),
                 group: dir.group().to_vec(),
                 mode: u32::from(mode),
-                mtime,
+                mtime: e.mtime,
                 replication: u32::from(replication),
                 preferred_block_size: block_size,
                 ..Default::default()
@@ -659,7 +709,8 @@ fn check_replication(r: i64) -> Result<u16, RemoteError> {
     u16::try_from(r).map_err(|_| RemoteError::io(format!("replication {r}")))
 }
 
-fn symlink(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
+/// CREATESYMLINK.
+pub fn symlink(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
     check_new_path(&req.path, req.path.given())?;
     let target = required(req, "destination")?.to_string();
     if !target.starts_with('/') {
@@ -669,49 +720,34 @@ fn symlink(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
         )));
     }
     let parsed = ImagePath::parse(&target).map_err(|e| RemoteError::bad_argument(e.to_string()))?;
-    if params::is_reserved(&parsed) {
+    if values::is_reserved(&parsed) {
         // HDFS's "Invalid target name".
-        return Err(params::reserved_refused("CREATESYMLINK", &target));
+        return Err(values::reserved_refused("CREATESYMLINK", &target));
     }
     let create_parent = boolean(req, "createparent", false)?;
-    let shown = s.path.clone();
-    let (parent, name) =
-        parent_of(&req.path).ok_or_else(|| already_exists("Path / already exists".into()))?;
-    let owner = user(req);
-    let comps = req.path.components();
-    let gate = s.gate;
-    let mtime = now_ms();
-    let mut dirs = DirMaker::parents(gate, comps, &owner, &shown, mtime);
-    let mut follow = Follow::default();
-    let mut stage = 0;
+    let mut e = NewEntry::of(s, req, "Path / already exists")?;
+    let (comps, gate, need) = (req.path.components(), s.gate, s.who.need());
+    let (owner, shown) = (e.owner.clone(), e.shown.clone());
+    let mut dirs = DirMaker::parents(gate, comps, &owner, &shown, e.mtime);
+    let mut made = false;
     s.chain(|ns| {
-        if let Some(op) = follow.next(ns) {
+        if let Some(op) = e.before(ns, &mut dirs, need, create_parent)? {
             return Ok(Some(op));
         }
-        if stage == 0 {
-            gate.check(ns, comps, ancestor_write())?;
-            stage = 1;
-        }
-        if stage == 1 && create_parent {
-            if let Some(op) = dirs.next(ns, &mut follow)? {
-                return Ok(Some(op));
-            }
-        }
-        if stage == 2 {
+        if made {
             return Ok(None);
         }
-        stage = 2;
-        let dir = parent_dir(ns, &parent, &shown)?;
-        if child(ns, &dir, &name).is_some() {
-            return Err(already_exists(format!("Path {shown} already exists")));
-        }
+        made = true;
+        let dir = e.parent_dir(ns, |_| {
+            already_exists(format!("Path {shown} already exists"))
+        })?;
         Ok(Some(Op::Symlink(pb::CreateOp {
             parent: dir.id(),
-            name: name.clone(),
+            name: e.name.clone(),
             user: owner.clone(),
             group: dir.group().to_vec(),
             mode: 0o777,
-            mtime,
+            mtime: e.mtime,
             target: target.as_bytes().to_vec(),
             ..Default::default()
         })))
@@ -719,24 +755,17 @@ fn symlink(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
     Ok(Done::Empty)
 }
 
-fn delete(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
+/// DELETE (`recursive`).
+pub fn delete(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
     let recursive = boolean(req, "recursive", false)?;
     let shown = s.path.clone();
     let path = canonical(&req.path);
     let gate = s.gate;
+    let need = s.who.need();
     let deleted = s.step(|ns| {
         // HDFS: WRITE on the parent (and its sticky bit), everything on
         // each non-empty directory below.
-        gate.check(
-            ns,
-            req.path.components(),
-            Need {
-                parent: Some(Access::WRITE),
-                subtree: Some(Access::ALL),
-                ignore_empty_dir: true,
-                ..Need::TRAVERSE
-            },
-        )?;
+        gate.check(ns, req.path.components(), need)?;
         let Some(n) = lookup(ns, &path, &shown)?.and_then(|id| ns.inode(id)) else {
             return Ok(None);
         };
@@ -758,10 +787,11 @@ fn delete(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
     Ok(Done::Json(json!({ "boolean": deleted })))
 }
 
-fn rename(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
-    let dst = params::path(req, "destination")?;
-    if params::is_reserved(&dst) {
-        return Err(params::reserved_refused("RENAME", dst.given()));
+/// RENAME, HDFS's rename (or rename2 with `renameoptions`).
+pub fn rename(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
+    let dst = values::path(req, "destination")?;
+    if values::is_reserved(&dst) {
+        return Err(values::reserved_refused("RENAME", dst.given()));
     }
     // WebHDFS sends any option set given, NONE included, to rename2 (the
     // old rename only without the parameter): a comma-separated list.
@@ -797,21 +827,14 @@ fn rename_checks(
     dst: &ImagePath,
     into_dir: bool,
 ) -> Result<(), RemoteError> {
-    gate.check(
-        ns,
-        src,
-        Need {
-            parent: Some(Access::WRITE),
-            ..Need::TRAVERSE
-        },
-    )?;
+    gate.check(ns, src, Who::Rename.need())?;
     let mut lands: Vec<Vec<u8>> = dst.components().to_vec();
     if into_dir {
         if let Some(name) = src.last() {
             lands.push(name.clone());
         }
     }
-    gate.check(ns, &lands, ancestor_write())
+    gate.check(ns, &lands, Who::AncestorWrite.need())
 }
 
 /// HDFS's rename without options: false when the source is missing or the
@@ -997,7 +1020,8 @@ fn rename2(
     Ok(Done::Empty)
 }
 
-fn set_owner(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
+/// SETOWNER.
+pub fn set_owner(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
     let owner = req.param("owner").filter(|v| !v.is_empty());
     let group = req.param("group").filter(|v| !v.is_empty());
     if owner.is_none() && group.is_none() {
@@ -1005,9 +1029,9 @@ fn set_owner(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
     }
     let shown = s.path.clone();
     let path = canonical(&req.path);
-    let gate = s.gate;
+    let (gate, need) = (s.gate, s.who.need());
     s.step(|ns| {
-        gate.check(ns, req.path.components(), Need::owner())?;
+        gate.check(ns, req.path.components(), need)?;
         let n = existing(ns, &path, &shown)?;
         gate.check_chown(owner, group)?;
         Ok(Some(Op::SetOwner(pb::SetOwnerOp {
@@ -1019,13 +1043,14 @@ fn set_owner(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
     Ok(Done::Empty)
 }
 
-fn set_permission(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
+/// SETPERMISSION.
+pub fn set_permission(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
     let mode = permission(req, 0o755)?;
     let shown = s.path.clone();
     let path = canonical(&req.path);
-    let gate = s.gate;
+    let (gate, need) = (s.gate, s.who.need());
     s.step(|ns| {
-        gate.check(ns, req.path.components(), Need::owner())?;
+        gate.check(ns, req.path.components(), need)?;
         let n = existing(ns, &path, &shown)?;
         Ok(Some(Op::SetMode(pb::SetModeOp {
             id: n.id(),
@@ -1035,14 +1060,15 @@ fn set_permission(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> 
     Ok(Done::Empty)
 }
 
-fn set_times(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
+/// SETTIMES (-1: unchanged).
+pub fn set_times(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
     let mtime = number(req, "modificationtime", -1, i64::MAX)?.unwrap_or(-1);
     let atime = number(req, "accesstime", -1, i64::MAX)?.unwrap_or(-1);
     let shown = s.path.clone();
     let path = canonical(&req.path);
-    let gate = s.gate;
+    let (gate, need) = (s.gate, s.who.need());
     s.step(|ns| {
-        gate.check(ns, req.path.components(), inode_write())?;
+        gate.check(ns, req.path.components(), need)?;
         let n = existing(ns, &path, &shown)?;
         if mtime == -1 && atime == -1 {
             return Ok(None);
@@ -1061,15 +1087,16 @@ fn set_times(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
     Ok(Done::Empty)
 }
 
-fn set_replication(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
+/// SETREPLICATION (`false` for a directory).
+pub fn set_replication(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
     let replication = number(req, "replication", i64::MIN, i64::MAX)?
         .map_or(Ok(DEFAULT_REPLICATION), check_replication)?;
     let shown = s.path.clone();
     let path = canonical(&req.path);
     let mut is_file = false;
-    let gate = s.gate;
+    let (gate, need) = (s.gate, s.who.need());
     s.step(|ns| {
-        gate.check(ns, req.path.components(), inode_write())?;
+        gate.check(ns, req.path.components(), need)?;
         let n = existing(ns, &path, &shown)?;
         if n.kind() != InodeKind::File {
             return Ok(None);
@@ -1083,106 +1110,12 @@ fn set_replication(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError>
     Ok(Done::Json(json!({ "boolean": is_file })))
 }
 
-/// `user.a` as (namespace, name), as HDFS's `XAttrHelper` parses it:
-/// `user`, `trusted`, `security` or `raw` (any case) and a non-empty
-/// name; `system` is the NameNode's own.
-pub fn xattr_name(full: &str) -> Result<(XAttrNs, Vec<u8>), RemoteError> {
-    let bad = || {
-        RemoteError::bad_argument(format!(
-            "An XAttr name must be prefixed with user/trusted/security/system/raw, followed by a '.': {}",
-            echo(full)
-        ))
-    };
-    let (prefix, name) = full.split_once('.').ok_or_else(bad)?;
-    if name.is_empty() {
-        return Err(bad());
-    }
-    let ns = match prefix.to_ascii_lowercase().as_str() {
-        "user" => XAttrNs::User,
-        "trusted" => XAttrNs::Trusted,
-        "security" => XAttrNs::Security,
-        "raw" => XAttrNs::Raw,
-        "system" => {
-            return Err(access(format!(
-                "User doesn't have permission for xattr: {}",
-                echo(full)
-            )))
-        }
-        _ => return Err(bad()),
-    };
-    Ok((ns, name.as_bytes().to_vec()))
-}
-
-/// An xattr value as WebHDFS sends it (HDFS's `XAttrCodec`): `0x` hex,
-/// `0s` base64, `"text"` quoted, else the text itself.
-pub fn xattr_value(v: &str) -> Result<Vec<u8>, RemoteError> {
-    let bad =
-        |why: &str| RemoteError::bad_argument(format!("Invalid xattr.value {}: {why}", echo(v)));
-    if let Some(hex) = v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
-        if hex.len() % 2 != 0 {
-            return Err(bad("odd number of hex digits"));
-        }
-        return (0..hex.len())
-            .step_by(2)
-            .map(|i| {
-                hex.get(i..i + 2)
-                    .and_then(|h| u8::from_str_radix(h, 16).ok())
-                    .ok_or_else(|| bad("not hex"))
-            })
-            .collect();
-    }
-    if let Some(b64) = v.strip_prefix("0s").or_else(|| v.strip_prefix("0S")) {
-        return base64_decode(b64).ok_or_else(|| bad("not base64"));
-    }
-    if v.len() >= 2 && v.starts_with('"') && v.ends_with('"') {
-        return Ok(v.as_bytes()[1..v.len() - 1].to_vec());
-    }
-    Ok(v.as_bytes().to_vec())
-}
-
-fn base64_decode(s: &str) -> Option<Vec<u8>> {
-    // A query's `+` arrives as a space: take it back.
-    let s: Vec<u8> = s
-        .bytes()
-        .map(|b| if b == b' ' { b'+' } else { b })
-        .collect();
-    let trimmed: &[u8] = {
-        let mut t = &s[..];
-        while let [rest @ .., b'='] = t {
-            t = rest;
-        }
-        t
-    };
-    let val = |c: u8| -> Option<u32> {
-        Some(u32::from(match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => return None,
-        }))
-    };
-    let mut out = Vec::with_capacity(trimmed.len() * 3 / 4);
-    for chunk in trimmed.chunks(4) {
-        if chunk.len() == 1 {
-            return None;
-        }
-        let mut n = 0u32;
-        for (i, &c) in chunk.iter().enumerate() {
-            n |= val(c)? << (18 - 6 * i);
-        }
-        let bytes = n.to_be_bytes();
-        out.extend_from_slice(&bytes[1..chunk.len()]);
-    }
-    Some(out)
-}
-
 fn ns_number(ns: XAttrNs) -> i32 {
     ns as i32
 }
 
-fn set_xattr(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
+/// SETXATTR (flags CREATE, REPLACE).
+pub fn set_xattr(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
     let full = required(req, "xattr.name")?.to_string();
     let (xns, name) = xattr_name(&full)?;
     let value = xattr_value(req.param("xattr.value").unwrap_or(""))?;
@@ -1265,9 +1198,9 @@ fn xattr_change_check(
         ns,
         comps,
         if sticky_dir {
-            Need::owner()
+            Who::Owner.need()
         } else {
-            inode_write()
+            Who::InodeWrite.need()
         },
     )
 }
@@ -1280,7 +1213,8 @@ fn has_xattr(ns: &Namespace, n: &Inode<'_>, xns: XAttrNs, name: &[u8]) -> bool {
         .is_some_and(|x| x.xattrs.iter().any(|a| a.ns == xns && a.name == id))
 }
 
-fn remove_xattr(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
+/// REMOVEXATTR.
+pub fn remove_xattr(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
     let full = required(req, "xattr.name")?.to_string();
     let (xns, name) = xattr_name(&full)?;
     s.gate
@@ -1333,7 +1267,8 @@ fn stored_acl(ns: &Namespace, n: &Inode<'_>) -> Vec<acl::Entry> {
 /// The ACL ops: the new ACL computed here from the inode's (HDFS's
 /// transformations), journaled as one SetAcl op, then its mode's group
 /// bits (the mask) as a SetMode op when they change.
-fn set_acl(s: &mut Steps<'_>, op: &str, req: &Parsed) -> Result<Done, RemoteError> {
+pub fn set_acl(s: &mut Steps<'_>, req: &Parsed) -> Result<Done, RemoteError> {
+    let op = s.op;
     let spec = match op {
         "SETACL" | "MODIFYACLENTRIES" => Some(acl::parse_spec(required(req, "aclspec")?, true)?),
         "REMOVEACLENTRIES" => Some(acl::parse_spec(required(req, "aclspec")?, false)?),
@@ -1342,9 +1277,9 @@ fn set_acl(s: &mut Steps<'_>, op: &str, req: &Parsed) -> Result<Done, RemoteErro
     let shown = s.path.clone();
     let path = canonical(&req.path);
     let mut wanted: Option<(u64, u16)> = None;
-    let gate = s.gate;
+    let (gate, need) = (s.gate, s.who.need());
     s.step(|ns| {
-        gate.check(ns, req.path.components(), Need::owner())?;
+        gate.check(ns, req.path.components(), need)?;
         let n = existing(ns, &path, &shown)?;
         let now = acl::logical(n.mode(), &stored_acl(ns, &n));
         let spec = spec.as_deref().unwrap_or(&[]);
@@ -1369,31 +1304,4 @@ fn set_acl(s: &mut Steps<'_>, op: &str, req: &Parsed) -> Result<Done, RemoteErro
         })?;
     }
     Ok(Done::Empty)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn xattr_names_and_values() {
-        assert_eq!(
-            xattr_name("user.team").unwrap(),
-            (XAttrNs::User, b"team".to_vec())
-        );
-        assert_eq!(xattr_name("TRUSTED.a.b").unwrap().0, XAttrNs::Trusted);
-        assert_eq!(xattr_name("system.x").unwrap_err().status, 403);
-        for bad in ["team", "user.", "bogus.x"] {
-            assert_eq!(xattr_name(bad).unwrap_err().status, 400, "{bad}");
-        }
-        assert_eq!(xattr_value("0x6162").unwrap(), b"ab");
-        assert_eq!(xattr_value("0sYWJjZA==").unwrap(), b"abcd");
-        assert_eq!(xattr_value("0sYWJj").unwrap(), b"abc");
-        assert_eq!(xattr_value("\"hi\"").unwrap(), b"hi");
-        assert_eq!(xattr_value("plain").unwrap(), b"plain");
-        assert_eq!(xattr_value("").unwrap(), b"");
-        assert!(xattr_value("0x6").is_err());
-        assert!(xattr_value("0xzz").is_err());
-        assert!(xattr_value("0s!!").is_err());
-    }
 }

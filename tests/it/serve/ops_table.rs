@@ -1,0 +1,139 @@
+//! Every row of the server's op table (`nsimage_server::params::OPS`)
+//! sent to both servers on the same namespace: a read-only one on an image
+//! and a writable one on a store made from that image. Reads get the same
+//! status and the same document from both; a write gets the read-only
+//! server's 403 AccessControlException (sent with GET or with its own
+//! method) and, on the writable server, what its row's handler calls for.
+//! Loopback only; every request is bounded by the clients' timeouts.
+
+use crate::common;
+use crate::serve_common;
+
+use common::nsimage;
+use nsimage_server::params::{Handler, Method, OPS};
+use serde_json::Value;
+use serve_common::{request, Server};
+
+/// The body as JSON, whether it came chunked (a streamed listing) or not
+/// (Null when empty).
+fn json_of(body: &[u8]) -> Value {
+    if body.is_empty() {
+        return Value::Null;
+    }
+    serde_json::from_slice(body)
+        .or_else(|_| serde_json::from_slice(&serve_common::dechunk(body)))
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(body)))
+}
+
+fn exception(v: &Value) -> String {
+    v["RemoteException"]["exception"]
+        .as_str()
+        .unwrap_or("")
+        .to_string()
+}
+
+fn method_name(m: Method) -> &'static str {
+    match m {
+        Method::Get => "GET",
+        Method::Put => "PUT",
+        Method::Post => "POST",
+        Method::Delete => "DELETE",
+    }
+}
+
+#[test]
+fn every_op_of_the_table_is_answered_alike_by_both_servers() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = dir.path().join("sample.nsi");
+    std::fs::write(&img, common::image(&common::sample(), &Default::default())).unwrap();
+    let store = dir.path().join("store");
+    let out = nsimage(&[
+        "store",
+        "init",
+        store.to_str().unwrap(),
+        "--from",
+        img.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let image_server = Server::start(&img, &[]);
+    let store_server = Server::start(&store, &["--writable"]);
+    let ask = |server: &Server, method: &str, target: &str| {
+        let (status, body) = request(server.addr, method, target.as_bytes());
+        (status, json_of(&body))
+    };
+
+    // Reads first, so that no write of the loop below changes what they
+    // answer.
+    let mut answered = Vec::new();
+    for row in OPS.iter().filter(|r| r.method == Method::Get) {
+        let target = format!("/webhdfs/v1/?op={}", row.name);
+        let from_image = ask(&image_server, "GET", &target);
+        let from_store = ask(&store_server, "GET", &target);
+        assert_eq!(from_image, from_store, "GET op={}", row.name);
+        match row.handler {
+            Handler::Read(_) | Handler::List => {
+                assert_eq!(from_image.0, 200, "op={}: {}", row.name, from_image.1);
+                answered.push(row.name);
+            }
+            _ => assert_eq!(
+                (from_image.0, exception(&from_image.1)),
+                (400, "UnsupportedOperationException".to_string()),
+                "op={}",
+                row.name
+            ),
+        }
+    }
+    assert_eq!(answered.len(), 8, "{answered:?}");
+
+    for row in OPS.iter().filter(|r| r.method != Method::Get) {
+        let target = format!("/webhdfs/v1/?op={}", row.name);
+        let own = method_name(row.method);
+        for m in ["GET", own] {
+            let (status, body) = ask(&image_server, m, &target);
+            assert_eq!(
+                (status, exception(&body)),
+                (403, "AccessControlException".to_string()),
+                "read-only server, {m} op={}",
+                row.name
+            );
+            assert!(
+                body["RemoteException"]["message"]
+                    .as_str()
+                    .is_some_and(|t| t.contains("read-only")),
+                "{m} op={}: {body}",
+                row.name
+            );
+        }
+        // The writable server takes a write only with its own method.
+        let (status, body) = ask(&store_server, "GET", &target);
+        assert_eq!(
+            (status, exception(&body)),
+            (400, "IllegalArgumentException".to_string()),
+            "writable server, GET op={}",
+            row.name
+        );
+        let (status, body) = ask(&store_server, own, &target);
+        let shown = format!("writable server, {own} op={}: {status} {body}", row.name);
+        match row.handler {
+            Handler::Data | Handler::NotServed => assert_eq!(
+                (status, exception(&body)),
+                (400, "UnsupportedOperationException".to_string()),
+                "{shown}"
+            ),
+            Handler::Create(_) => assert_eq!(status, 307, "{shown}"),
+            _ => {
+                // Served: answered by its handler (a result, or the
+                // refusal its own checks give), never the read-only
+                // server's refusal or an op not served.
+                assert!(status < 500, "{shown}");
+                let message = body["RemoteException"]["message"].as_str().unwrap_or("");
+                assert!(!message.contains("read-only"), "{shown}");
+                assert_ne!(exception(&body), "UnsupportedOperationException", "{shown}");
+            }
+        }
+    }
+}
