@@ -5,35 +5,24 @@
 //! write journaled and answered once durable, checkpoints in the
 //! background).
 //!
-//! - [`request`]: the request line checked and decoded (percent-decoding,
-//!   UTF-8, the path rules of [`nsimage_viewer::paths::ImagePath`], bounded
-//!   query parameters);
-//! - [`params`]: the one table of WebHDFS operations (`params::table`: each
-//!   op's name, method, parameters, who may run it and its handler), from
-//!   which the parameter checks, both servers' dispatch, the read-only
-//!   server's refusals and the permission checks derive; the parameters'
-//!   values (`params::values`);
-//! - [`ops`]: the read operations over a [`nsimage_namespace::Namespace`],
-//!   as WebHDFS's JSON documents;
-//! - [`writes`]: the write operations over a [`nsimage_store::Store`],
-//!   with the NameNode's semantics; [`acl`]: HDFS's ACL transformations;
-//! - [`xattrs`]: extended attributes' names and values in WebHDFS's
-//!   encodings (hex, base64, text);
-//! - [`perm`]: HDFS's permission checks of every operation, for the
-//!   request's [`perm::Caller`]; [`identity`]: a user's groups (a groups
-//!   file or the system's databases, read again when they change);
-//! - [`error`]: [`RemoteError`], Hadoop's `RemoteException` bodies and
-//!   status codes;
-//! - [`source`]: what a read-only server serves (one image, or a store's
-//!   newest checkpoint) behind an `Arc` swapped under a lock;
-//! - [`live`]: a writable server's store (recovery, durability waits
-//!   shared by all requests, the checkpointer and its lines);
-//! - [`fdlimit`]: the open-file limit raised at startup, connections
-//!   kept below it;
-//! - [`http`]: the HTTP server (axum on tokio), a module per job: its
-//!   configuration, its run (listener, limits, shutdown), TLS, the
-//!   dispatch of a request through the op table, the connection registry
-//!   and the write deadline.
+//! # Module map
+//!
+//! | file | what it holds |
+//! |------|---------------|
+//! | `lib.rs` | this page |
+//! | `request.rs` | [`request`]: the request line checked and decoded (percent-decoding, UTF-8, the path rules of [`nsimage_viewer::paths::ImagePath`], bounded query parameters) |
+//! | `params/` | [`params`]: the one table of WebHDFS operations (`params/table.rs`: each op's name, method, parameters, who may run it and its handler), from which the parameter checks, both servers' dispatch, the read-only server's refusals and the permission checks derive; the parameters' values (`params/values.rs`) |
+//! | `ops.rs` | [`ops`]: the read operations over a [`nsimage_namespace::Namespace`], as WebHDFS's JSON documents |
+//! | `writes.rs` | [`writes`]: the write operations over a [`nsimage_store::Store`], with the NameNode's semantics |
+//! | `acl.rs` | [`acl`]: HDFS's ACL transformations |
+//! | `xattrs.rs` | [`xattrs`]: extended attributes' names and values in WebHDFS's encodings (hex, base64, text) |
+//! | `perm.rs` | [`perm`]: HDFS's permission checks of every operation, for the request's [`perm::Caller`] |
+//! | `identity.rs` | [`identity`]: a user's groups (a groups file or the system's databases, read again when they change) |
+//! | `error.rs` | [`error`]: [`RemoteError`], Hadoop's `RemoteException` bodies and status codes |
+//! | `source.rs` | [`source`]: what a read-only server serves (one image, or a store's newest checkpoint) behind an `Arc` swapped under a lock |
+//! | `live.rs` | [`live`]: a writable server's store (recovery, durability waits shared by all requests, the checkpointer and its lines) |
+//! | `fdlimit.rs` | [`fdlimit`]: the open-file limit raised at startup, connections kept below it |
+//! | `http/` | [`http`]: the HTTP server (axum on tokio), a module per job: its configuration, its run (listener, limits, shutdown), TLS, the dispatch of a request through the op table, the connection registry, the write deadline, [`http::ServeError`] |
 //!
 //! Adding a WebHDFS operation: a row in `params/table.rs` and its handler
 //! (a read in [`ops`], a write in [`writes`]; a new kind of check, a
