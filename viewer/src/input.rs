@@ -319,3 +319,183 @@ fn available() -> Option<u64> {
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     kib.checked_mul(1024)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nsimage_namespace::{NsInfo, PermSpec};
+    use nsimage_writer::{write_image, WriteOptions};
+
+    /// An image of 1 + 3 + 3*20 directories in a temp dir.
+    fn image() -> (tempfile::TempDir, std::path::PathBuf) {
+        let mut ns = Namespace::new(NsInfo::default());
+        let perm = PermSpec {
+            user: b"u",
+            group: b"g",
+            mode: 0o755,
+        };
+        for top in ["a", "b", "c"] {
+            for i in 0..20 {
+                ns.mkdirs(format!("/{top}/d{i:02}").as_bytes(), &perm, 1)
+                    .unwrap();
+            }
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("fsimage");
+        let f = std::fs::File::create(&path).unwrap();
+        write_image(&ns, f, &WriteOptions::default()).unwrap();
+        (dir, path)
+    }
+
+    /// Counts the inodes of the whole image, saying how it was asked.
+    #[derive(Default)]
+    struct Count {
+        streams: bool,
+        subtree: Option<ImagePath>,
+        fallback: Option<Fallback>,
+        streamed_calls: usize,
+        loaded_calls: usize,
+    }
+
+    impl Query for Count {
+        type Answer = u64;
+        type Error = ViewError;
+        fn streams(&self) -> bool {
+            self.streams
+        }
+        fn subtree(&self) -> Option<&ImagePath> {
+            self.subtree.as_ref()
+        }
+        fn streamed(&mut self, input: &Input) -> Result<Result<u64, Fallback>, ViewError> {
+            self.streamed_calls += 1;
+            Ok(match self.fallback {
+                Some(f) => Err(f),
+                None => Ok(input.inode_count()),
+            })
+        }
+        fn loaded(&mut self, ns: &Namespace) -> Result<u64, ViewError> {
+            self.loaded_calls += 1;
+            Ok(ns.stats().inodes)
+        }
+    }
+
+    #[test]
+    fn each_fallback_is_answered_its_own_way() {
+        let (_dir, path) = image();
+        let input = Input::open(&path, None, Budget::new(Some(1 << 30))).unwrap();
+        assert_eq!(input.inode_count(), 64);
+        // Streamed: the namespace is never loaded.
+        let mut q = Count {
+            streams: true,
+            ..Count::default()
+        };
+        assert_eq!(input.read(&mut q).unwrap(), (64, Read::Streamed));
+        assert_eq!((q.streamed_calls, q.loaded_calls), (1, 0));
+        // Not a tree: the subtree (`/a/d07`, which has no children) looked
+        // up on its own.
+        let mut q = Count {
+            streams: true,
+            subtree: Some(ImagePath::parse("/a/d07").unwrap()),
+            fallback: Some(Fallback::NotATree),
+            ..Count::default()
+        };
+        let (n, read) = input.read(&mut q).unwrap();
+        assert!(matches!(read, Read::Lookup { .. }), "{read:?}");
+        // An image this small has no name section: the lookup loads it
+        // whole, and says nothing went unused.
+        assert_eq!(n, 64);
+        assert_eq!(read, Read::Lookup { unused_index: None });
+        // Not a tree, but no subtree asked about: the whole image.
+        let mut q = Count {
+            streams: true,
+            fallback: Some(Fallback::NotATree),
+            ..Count::default()
+        };
+        let (n, read) = input.read(&mut q).unwrap();
+        assert_eq!(n, 64);
+        assert!(matches!(read, Read::Whole { .. }), "{read:?}");
+        // Unstreamable, and a query that never streams: the whole image;
+        // the latter is never asked to stream.
+        for streams in [true, false] {
+            let mut q = Count {
+                streams,
+                fallback: Some(Fallback::Unstreamable),
+                ..Count::default()
+            };
+            let (n, read) = input.read(&mut q).unwrap();
+            assert_eq!(n, 64);
+            assert!(matches!(read, Read::Whole { .. }), "{read:?}");
+            assert_eq!(
+                (q.streamed_calls, q.loaded_calls),
+                (usize::from(streams), 1)
+            );
+        }
+    }
+
+    #[test]
+    fn a_tree_over_budget_is_refused_at_open() {
+        let (_dir, path) = image();
+        for (given, says) in [(Some(1), "(--memory-limit)"), (None, "")] {
+            let budget = match given {
+                Some(_) => Budget::new(given),
+                None => Budget {
+                    bytes: 1,
+                    given: false,
+                },
+            };
+            let Err(e) = Input::open(&path, None, budget) else {
+                panic!("a 1-byte budget was accepted");
+            };
+            assert!(matches!(e, ViewError::TooLarge { limit: 1, .. }), "{e:?}");
+            assert!(!e.is_data_error(), "a shortfall is not corruption");
+            let text = e.to_string();
+            assert!(text.contains("streaming its tree needs about"), "{text}");
+            if given.is_some() {
+                assert!(text.contains(says), "{text}");
+            } else {
+                assert!(text.contains("(the memory available)"), "{text}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_whole_load_over_budget_is_refused_before_loading() {
+        let (_dir, path) = image();
+        let tree = Input::open(&path, None, Budget::new(Some(1 << 30)))
+            .unwrap()
+            .tree_bytes();
+        let load = 64 * LOAD_BYTES_PER_INODE;
+        assert!(tree < load, "the tree ({tree}) is below a load ({load})");
+        let input = Input::open(&path, None, Budget::new(Some(tree))).unwrap();
+        // A streamed answer fits.
+        let mut q = Count {
+            streams: true,
+            ..Count::default()
+        };
+        assert_eq!(input.read(&mut q).unwrap().1, Read::Streamed);
+        // A whole load does not, and the query never sees a namespace.
+        let mut q = Count::default();
+        let e = input.read(&mut q).unwrap_err();
+        assert!(
+            matches!(e, ViewError::TooLargeToLoad { needed, .. } if needed == load),
+            "{e:?}"
+        );
+        assert!(!e.is_data_error());
+        assert_eq!(q.loaded_calls, 0);
+        assert!(e
+            .to_string()
+            .contains("cannot be streamed and loading it whole"));
+    }
+
+    #[test]
+    fn workers_fit_beside_the_tree() {
+        let b = Budget::new(Some(1000));
+        assert!(b.is_given());
+        assert_eq!(b.bytes(), 1000);
+        assert_eq!(b.workers(400, 100, 64), 6);
+        assert_eq!(b.workers(400, 100, 2), 2);
+        assert_eq!(b.workers(2000, 100, 8), 1, "at least one");
+        assert_eq!(b.workers(0, 0, 3), 3);
+        assert!(!Budget::available().is_given());
+    }
+}

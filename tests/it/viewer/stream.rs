@@ -323,6 +323,30 @@ fn the_memory_limit_refuses_before_any_output() {
     assert_eq!(plain.stdout, capped.stdout);
     let o = run(&["distribution", s(&img), "--memory-limit", "lots"]);
     assert_eq!(o.status.code(), Some(2));
+    // The commands that load the whole namespace (`ls -R`, `find
+    // --sorted`) read through the same entry point: refused within the
+    // limit before any output, the same bytes under a limit that fits.
+    for args in [&["ls", "-R"][..], &["find", "--sorted"][..]] {
+        let with = |limit: &[&str]| {
+            let mut a = args.to_vec();
+            a.push(s(&img));
+            a.extend_from_slice(limit);
+            run(&a)
+        };
+        let o = with(&["--memory-limit", "64K"]);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(o.stdout.is_empty(), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("needs about"), "{args:?}: {err}");
+        let plain = with(&[]);
+        let capped = with(&["--memory-limit", "64M"]);
+        assert!(
+            plain.status.success() && capped.status.success(),
+            "{args:?}"
+        );
+        assert!(!plain.stdout.is_empty());
+        assert_eq!(plain.stdout, capped.stdout, "{args:?}");
+    }
 }
 
 /// Block ids too sparse for the pieces' bitmaps (old clusters' random
