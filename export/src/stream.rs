@@ -16,6 +16,7 @@ use crate::write::{pool, write_groups, Groups};
 use nsimage_loader::skeleton::Skeleton;
 use nsimage_loader::Streamable;
 use nsimage_namespace::{BlockRules, Perm};
+use nsimage_viewer::streamed::Fallback;
 use parking_lot::Mutex;
 use std::path::Path;
 
@@ -106,9 +107,10 @@ impl Groups for Streamed<'_> {
 }
 
 /// Exports every inode of the image `src` to `out` as
-/// [`crate::export_to_path`] exports the loaded image, streamed; `None`
-/// (nothing written) for an image the stream cannot take (see
-/// [`Skeleton::build`]), which the caller loads whole instead.
+/// [`crate::export_to_path`] exports the loaded image, streamed;
+/// [`Fallback::Unstreamable`] (nothing written) for an image the stream
+/// cannot take (see [`Skeleton::build`]), which the viewer's
+/// `Input::read` loads whole instead.
 ///
 /// # Errors
 /// As [`crate::export_to_path`]; [`ExportError::Load`] for anything a load
@@ -119,10 +121,10 @@ pub fn export_streamed_to_path(
     src: &Streamable,
     opts: &ExportOptions,
     out: &Path,
-) -> Result<Option<ExportStats>, ExportError> {
+) -> Result<Result<ExportStats, Fallback>, ExportError> {
     let pool = pool(opts.threads)?;
     let Ok(skeleton) = Skeleton::build(src, Some(&pool))? else {
-        return Ok(None);
+        return Ok(Err(Fallback::Unstreamable));
     };
     let mut starts = Vec::with_capacity(skeleton.piece_count());
     let mut total = 0u64;
@@ -141,5 +143,5 @@ pub fn export_streamed_to_path(
     export_via(opts, out, &mut |per_file, open, close| {
         write_groups(&groups, &pool, opts, per_file, open, close)
     })
-    .map(Some)
+    .map(Ok)
 }

@@ -2,12 +2,14 @@
 //! (nsimage_viewer::distribution), as text, JSON, and an SVG bar chart
 //! drawn here (plotters belongs to the command line, not the viewer).
 
-use super::memory::{parse_size, MemoryLimit};
+use super::memory::{open_input, parse_size, MemoryLimit};
 use super::output::{check_output, write_atomically};
-use nsimage_loader::{load, LoadOptions};
+use nsimage_namespace::Namespace;
 use nsimage_viewer::distribution::{
     distribution, distribution_streamed, Bucket, Distribution, DEFAULT_MAX, DEFAULT_STEP,
 };
+use nsimage_viewer::input::{Input, Query};
+use nsimage_viewer::streamed::Fallback;
 use nsimage_viewer::text::{bytes_summary, human_size, size_text};
 use nsimage_viewer::ViewError;
 use plotters::prelude::*;
@@ -218,24 +220,37 @@ fn draw(d: &Distribution) -> Result<String, Box<dyn std::error::Error>> {
     Ok(svg)
 }
 
-/// The histogram: streamed from the image (its tree read and checked
-/// first, within `--memory-limit`), or from the whole namespace of an
-/// image the stream cannot take.
-fn histogram(a: &Args) -> anyhow::Result<Distribution> {
-    let key = super::key()?;
-    let pb = super::spinner(&format!("reading {}", a.image.display()));
-    if let Some(src) = super::memory::open_streamed(&a.image, a.memory)? {
-        if let Some(d) = distribution_streamed(&src, 0, a.step, a.max)? {
-            pb.finish_and_clear();
-            return Ok(d);
-        }
-        a.memory.check_load(&src, &a.image)?;
+/// The file-size histogram, as a question the viewer's [`Input`] answers:
+/// streamed from the image (its tree read and checked first, within
+/// `--memory-limit`), or from the whole namespace.
+struct Histogram {
+    step: u64,
+    max: u64,
+}
+
+impl Query for Histogram {
+    type Answer = Distribution;
+    type Error = ViewError;
+
+    fn streamed(&mut self, input: &Input) -> Result<Result<Distribution, Fallback>, ViewError> {
+        distribution_streamed(input.source(), 0, self.step, self.max)
     }
-    let opts = LoadOptions {
-        key,
-        ..LoadOptions::default()
-    };
-    let loaded = load(&a.image, &opts)?;
+
+    fn loaded(&mut self, ns: &Namespace) -> Result<Distribution, ViewError> {
+        distribution(ns, self.step, self.max)
+    }
+}
+
+/// The histogram, read however the input decides.
+fn histogram(a: &Args) -> anyhow::Result<Distribution> {
+    let pb = super::spinner(&format!("reading {}", a.image.display()));
+    let r = open_input(&a.image, a.memory, 0).and_then(|input| {
+        let mut q = Histogram {
+            step: a.step,
+            max: a.max,
+        };
+        Ok(input.read(&mut q)?.0)
+    });
     pb.finish_and_clear();
-    Ok(distribution(&loaded.namespace, a.step, a.max)?)
+    r
 }

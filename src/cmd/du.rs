@@ -1,17 +1,17 @@
 //! `nsimage du`: per-subtree counts, bytes, space consumed, small files and
 //! quota use, like `hdfs dfs -count -q` and `du`; with `--by owner|group`,
-//! the subtree's usage per user or group instead. An image (nsimage
-//! or Hadoop) is streamed in bounded memory (nsimage_viewer::streamed);
-//! one the stream cannot take is loaded whole.
+//! the subtree's usage per user or group instead. How the image is read
+//! (streamed in bounded memory, a one-path lookup, a whole load) is the
+//! viewer's [`Input`]'s choice.
 
-use super::lookup::load_path;
-use super::memory::{open_streamed, MemoryLimit};
+use super::memory::{open_input, report, MemoryLimit};
 use nsimage_namespace::Namespace;
 use nsimage_viewer::du::{self, DuOptions, DuReport, Sort};
-use nsimage_viewer::lookup::PathOptions;
+use nsimage_viewer::input::{Input, Query};
 use nsimage_viewer::owners::{self, Key, OwnerReport};
 use nsimage_viewer::paths::ImagePath;
 use nsimage_viewer::streamed::{self, Fallback};
+use nsimage_viewer::ViewError;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -103,34 +103,50 @@ enum Answer {
     ByKey(OwnerReport),
 }
 
-/// The report: streamed from the image; from a one-path lookup where the
-/// path is not a directory with children; from the whole namespace of an
-/// image the stream cannot take.
-fn answer(a: &Args, path: &ImagePath, opts: &DuOptions) -> anyhow::Result<Answer> {
-    let whole = |ns: &Namespace| -> anyhow::Result<Answer> {
-        Ok(match a.by {
-            Some(by) => Answer::ByKey(owners::usage_by(ns, path, by)?),
-            None => Answer::Tree(du::du(ns, path, opts)?),
-        })
-    };
-    if let Some(src) = open_streamed(&a.image, a.memory)? {
-        let streamed = match a.by {
-            Some(by) => {
-                streamed::owners::usage_by_streamed(&src, path, by, a.threads)?.map(Answer::ByKey)
-            }
-            None => streamed::du::du_streamed(&src, path, opts, a.threads)?.map(Answer::Tree),
-        };
-        match streamed {
-            Ok(answer) => return Ok(answer),
-            Err(Fallback::NotATree) => {
-                let lookup = PathOptions {
-                    with_children: true,
-                    key: super::key()?,
-                };
-                return whole(&load_path(&a.image, path, &lookup)?.namespace);
-            }
-            Err(Fallback::Unstreamable) => a.memory.check_load(&src, &a.image)?,
-        }
+/// `du` or `du --by` of a subtree, as a question the viewer's [`Input`]
+/// answers (streamed, from a one-path lookup, or from a whole load).
+struct Du<'a> {
+    path: &'a ImagePath,
+    opts: &'a DuOptions,
+    by: Option<Key>,
+    threads: usize,
+}
+
+impl Query for Du<'_> {
+    type Answer = Answer;
+    type Error = ViewError;
+
+    fn subtree(&self) -> Option<&ImagePath> {
+        Some(self.path)
     }
-    whole(&super::ls::load_whole(&a.image)?)
+
+    fn streamed(&mut self, input: &Input) -> Result<Result<Answer, Fallback>, ViewError> {
+        let src = input.source();
+        Ok(match self.by {
+            Some(by) => streamed::owners::usage_by_streamed(src, self.path, by, self.threads)?
+                .map(Answer::ByKey),
+            None => streamed::du::du_streamed(src, self.path, self.opts, self.threads)?
+                .map(Answer::Tree),
+        })
+    }
+
+    fn loaded(&mut self, ns: &Namespace) -> Result<Answer, ViewError> {
+        Ok(match self.by {
+            Some(by) => Answer::ByKey(owners::usage_by(ns, self.path, by)?),
+            None => Answer::Tree(du::du(ns, self.path, self.opts)?),
+        })
+    }
+}
+
+/// The report, read however the input decides.
+fn answer(a: &Args, path: &ImagePath, opts: &DuOptions) -> anyhow::Result<Answer> {
+    let input = open_input(&a.image, a.memory, a.threads)?;
+    let (answer, read) = input.read(&mut Du {
+        path,
+        opts,
+        by: a.by,
+        threads: a.threads,
+    })?;
+    report(&read);
+    Ok(answer)
 }

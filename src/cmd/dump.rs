@@ -1,13 +1,18 @@
 //! `nsimage dump`: every inode as OIV XML, OIV Delimited text or JSON lines
 //! (nsimage_viewer::dump), to stdout or to a file written beside its final
-//! name and renamed into place once complete and synced.
+//! name and renamed into place once complete and synced. Streamed in
+//! bounded memory or from the whole namespace, as the viewer's [`Input`]
+//! decides.
 
-use super::memory::MemoryLimit;
+use super::memory::{open_input, MemoryLimit};
 use super::output::{check_output, write_atomically};
-use super::progress::{RowCounter, Unit};
+use super::progress::{LoadBar, RowCounter, Unit};
 use indicatif::ProgressBar;
-use nsimage_loader::Streamable;
-use nsimage_viewer::dump::{dump, dump_streamed, DumpFormat, DumpOptions, DumpStats};
+use nsimage_namespace::Namespace;
+use nsimage_viewer::dump::{dump, DumpFormat, DumpOptions, DumpStats};
+use nsimage_viewer::input::{Input, Query, Read};
+use nsimage_viewer::streamed::dump::dump_streamed;
+use nsimage_viewer::streamed::Fallback;
 use nsimage_viewer::ViewError;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -58,59 +63,36 @@ fn parse_delimiter(s: &str) -> Result<u8, String> {
     Ok(d)
 }
 
-/// What is dumped: an image (nsimage or Hadoop) streamed in bounded memory,
-/// or a namespace loaded whole (an image the stream cannot take, and XML
-/// of an image whose lists are not in Hadoop's order), with the seconds
-/// its load took.
-enum Input {
-    Streamed(Streamable),
-    Loaded(nsimage_namespace::Namespace, f64),
+/// A dump into `w`, as a question the viewer's [`Input`] answers: streamed
+/// from the image, or from its whole namespace (an image the stream
+/// cannot take, XML of an image whose lists are not in Hadoop's order).
+struct Dump<'a, 'w> {
+    opts: &'a DumpOptions,
+    w: &'a mut (dyn Write + Send + 'w),
+    name: &'a Path,
+    load: Option<LoadBar>,
 }
 
-impl Input {
-    fn open(a: &Args) -> anyhow::Result<Input> {
-        if let Some(src) = super::memory::open_streamed(&a.image, a.memory)? {
-            return Ok(Input::Streamed(src));
-        }
-        let (ns, secs) = super::progress::load_with_bar(&a.image, a.threads)?;
-        Ok(Input::Loaded(ns, secs))
+impl Query for Dump<'_, '_> {
+    type Answer = DumpStats;
+    type Error = ViewError;
+
+    fn streamed(&mut self, input: &Input) -> Result<Result<DumpStats, Fallback>, ViewError> {
+        dump_streamed(input.source(), self.opts, self.w, self.name)
     }
 
-    /// Rows to write, when a row is a line.
-    fn rows(&self) -> u64 {
-        match self {
-            Input::Streamed(src) => super::memory::inode_count(src),
-            Input::Loaded(ns, _) => ns.stats().inodes,
-        }
+    fn load_begins(&mut self, image: &Path) {
+        self.load = Some(LoadBar::start(image));
     }
 
-    fn load_seconds(&self) -> f64 {
-        match self {
-            Input::Streamed(_) => 0.0,
-            Input::Loaded(_, s) => *s,
+    fn load_ends(&mut self) {
+        if let Some(lb) = self.load.take() {
+            lb.finish().finish_and_clear();
         }
     }
 
-    /// Dumps into `w`; a streamed image the stream cannot take is loaded
-    /// whole first (nothing was written).
-    fn dump(
-        &self,
-        a: &Args,
-        opts: &DumpOptions,
-        w: &mut (dyn Write + Send),
-        name: &Path,
-    ) -> anyhow::Result<DumpStats> {
-        match self {
-            Input::Streamed(src) => match dump_streamed(src, opts, w, name)? {
-                Some(s) => Ok(s),
-                None => {
-                    a.memory.check_load(src, &a.image)?;
-                    let (ns, _) = super::progress::load_with_bar(&a.image, a.threads)?;
-                    Ok(dump(&ns, opts, w, name)?)
-                }
-            },
-            Input::Loaded(ns, _) => Ok(dump(ns, opts, w, name)?),
-        }
+    fn loaded(&mut self, ns: &Namespace) -> Result<DumpStats, ViewError> {
+        dump(ns, self.opts, self.w, self.name)
     }
 }
 
@@ -118,35 +100,44 @@ impl Input {
 /// lines: one per inode), a spinner for XML.
 fn rows_bar(input: &Input, format: DumpFormat, image: &Path) -> ProgressBar {
     let msg = format!("dumping {}", image.display());
-    let total = (format != DumpFormat::Xml).then(|| input.rows());
+    let total = (format != DumpFormat::Xml).then(|| input.inode_count());
     super::progress::bar(total, Unit::Items("rows"), &msg)
 }
 
-/// `dump` into `w`, through a row counter behind its own 1 MiB buffer when
-/// the bar is shown (the counter then sees buffers, not rows); straight
-/// into `w` otherwise.
+/// The dump into `w`, through a row counter behind its own 1 MiB buffer
+/// when the bar is shown (the counter then sees buffers, not rows);
+/// straight into `w` otherwise.
 fn dump_counted(
     input: &Input,
-    a: &Args,
     opts: &DumpOptions,
     w: &mut (dyn Write + Send),
     name: &Path,
     pb: &ProgressBar,
-) -> anyhow::Result<DumpStats> {
+) -> anyhow::Result<(DumpStats, Read)> {
     if pb.is_hidden() || pb.length().is_none() {
-        return input.dump(a, opts, w, name);
+        return Ok(input.read(&mut Dump {
+            opts,
+            w,
+            name,
+            load: None,
+        })?);
     }
     let inner = RowCounter {
         inner: w,
         pb: pb.clone(),
     };
     let mut counted = BufWriter::with_capacity(1 << 20, inner);
-    let stats = input.dump(a, opts, &mut counted, name)?;
+    let answer = input.read(&mut Dump {
+        opts,
+        w: &mut counted,
+        name,
+        load: None,
+    })?;
     counted.flush().map_err(|source| ViewError::Io {
         path: name.to_path_buf(),
         source,
     })?;
-    Ok(stats)
+    Ok(answer)
 }
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
@@ -166,13 +157,12 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         check_output(out)?;
     }
     let start = Instant::now();
-    let input = Input::open(&a)?;
-    let load_secs = input.load_seconds();
+    let input = open_input(&a.image, a.memory, a.threads)?;
     let pb = rows_bar(&input, a.format, &a.image);
-    let stats = match &a.output {
+    let (stats, read) = match &a.output {
         None => {
             let mut w = BufWriter::with_capacity(1 << 20, std::io::stdout());
-            let r = dump_counted(&input, &a, &opts, &mut w, Path::new("<stdout>"), &pb);
+            let r = dump_counted(&input, &opts, &mut w, Path::new("<stdout>"), &pb);
             pb.finish_and_clear();
             match r {
                 Ok(s) => s,
@@ -190,10 +180,14 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             }
         }
         Some(out) => {
-            let r = write_atomically(out, |w| dump_counted(&input, &a, &opts, w, out, &pb));
+            let r = write_atomically(out, |w| dump_counted(&input, &opts, w, out, &pb));
             pb.finish_and_clear();
             r?
         }
+    };
+    let load_secs = match read {
+        Read::Whole { seconds } => seconds,
+        Read::Streamed | Read::Lookup { .. } => 0.0,
     };
     let secs = start.elapsed().as_secs_f64();
     let dump_secs = secs - load_secs;
@@ -210,7 +204,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                     "threads": stats.threads,
                     "seconds": secs,
                     "load_seconds": load_secs,
-                    "streamed": matches!(input, Input::Streamed(_)),
+                    "streamed": read == Read::Streamed,
                     "dump_seconds": dump_secs,
                     "rows_per_second": rate,
                     "dump_rows_per_second": dump_rate,

@@ -1,16 +1,19 @@
 //! `nsimage export`: every inode of an image as Parquet (nsimage_export),
 //! one file, or a dataset of `part-NNNNN.parquet` files when `-o` names a
-//! directory (an existing one, or a path ending in `/`). An image (nsimage
-//! or Hadoop) is streamed in bounded memory
-//! (nsimage_export::export_streamed_to_path); one the stream cannot take
-//! is loaded whole.
+//! directory (an existing one, or a path ending in `/`). Streamed in
+//! bounded memory (nsimage_export::export_streamed_to_path) or from the
+//! whole namespace, as the viewer's [`Input`] decides.
 
-use super::memory::MemoryLimit;
+use super::memory::{open_input, MemoryLimit};
+use super::progress::LoadBar;
 use nsimage_export::{
-    export_streamed_to_path, export_to_path, ExportOptions, DEFAULT_ROW_GROUP_ROWS,
+    export_streamed_to_path, export_to_path, ExportOptions, ExportStats, DEFAULT_ROW_GROUP_ROWS,
 };
+use nsimage_namespace::Namespace;
+use nsimage_viewer::input::{Input, Query, Read};
+use nsimage_viewer::streamed::Fallback;
 use nsimage_viewer::ViewError;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -55,40 +58,18 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         row_groups_per_file: a.row_groups_per_file,
         ..ExportOptions::default()
     };
-    // The image streamed in bounded memory; one the stream cannot take
-    // loaded whole first.
-    let mut streamed = None;
-    if let Some(src) = super::memory::open_streamed(&a.image, a.memory)? {
-        let pb = super::spinner(&format!("exporting {}", a.image.display()));
-        // A worker holds the row group it builds (its columns, about 230
-        // bytes a row before they are encoded, and the encoder's buffers)
-        // and the groups it encoded: at 5M inodes each worker past the
-        // first added 50 MB of peak RSS with 2^17 rows a group, and the
-        // allocator keeps some of what is freed. 640 bytes a row.
-        let per_worker = u64::from(a.row_group_rows).saturating_mul(640);
-        let tree = nsimage_loader::skeleton::Skeleton::estimate(&src);
-        let streamed_opts = ExportOptions {
-            threads: a.memory.workers(tree, per_worker, a.threads),
-            ..opts
-        };
-        let r = export_streamed_to_path(&src, &streamed_opts, &a.output);
-        pb.finish_and_clear();
-        streamed = r?;
-        if streamed.is_none() {
-            a.memory.check_load(&src, &a.image)?;
-        }
-    }
-    let was_streamed = streamed.is_some();
-    let (stats, load_secs) = match streamed {
-        Some(s) => (s, 0.0),
-        None => {
-            let (ns, load_secs) = super::progress::load_with_bar(&a.image, a.threads)?;
-            // The exporter reports nothing while it runs: a spinner.
-            let pb = super::spinner(&format!("exporting {}", a.image.display()));
-            let r = export_to_path(&ns, &opts, &a.output);
-            pb.finish_and_clear();
-            (r?, load_secs)
-        }
+    let input = open_input(&a.image, a.memory, a.threads)?;
+    let mut export = Export {
+        opts,
+        out: &a.output,
+        image: &a.image,
+        load: None,
+    };
+    let (stats, read) = input.read(&mut export)?;
+    let was_streamed = read == Read::Streamed;
+    let load_secs = match read {
+        Read::Whole { seconds } => seconds,
+        Read::Streamed | Read::Lookup { .. } => 0.0,
     };
     let secs = start.elapsed().as_secs_f64();
     let export_secs = secs - load_secs;
@@ -123,4 +104,55 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The export to `out`, as a question the viewer's [`Input`] answers:
+/// streamed from the image, or from its whole namespace.
+struct Export<'a> {
+    opts: ExportOptions,
+    out: &'a Path,
+    image: &'a Path,
+    load: Option<LoadBar>,
+}
+
+impl Query for Export<'_> {
+    type Answer = ExportStats;
+    type Error = anyhow::Error;
+
+    fn streamed(&mut self, input: &Input) -> anyhow::Result<Result<ExportStats, Fallback>> {
+        let pb = super::spinner(&format!("exporting {}", input.path().display()));
+        // A worker holds the row group it builds (its columns, about 230
+        // bytes a row before they are encoded, and the encoder's buffers)
+        // and the groups it encoded: at 5M inodes each worker past the
+        // first added 50 MB of peak RSS with 2^17 rows a group, and the
+        // allocator keeps some of what is freed. 640 bytes a row.
+        let per_worker = u64::from(self.opts.row_group_rows).saturating_mul(640);
+        let streamed_opts = ExportOptions {
+            threads: input
+                .budget()
+                .workers(input.tree_bytes(), per_worker, self.opts.threads),
+            ..self.opts
+        };
+        let r = export_streamed_to_path(input.source(), &streamed_opts, self.out);
+        pb.finish_and_clear();
+        Ok(r?)
+    }
+
+    fn load_begins(&mut self, image: &Path) {
+        self.load = Some(LoadBar::start(image));
+    }
+
+    fn load_ends(&mut self) {
+        if let Some(lb) = self.load.take() {
+            lb.finish().finish_and_clear();
+        }
+    }
+
+    fn loaded(&mut self, ns: &Namespace) -> anyhow::Result<ExportStats> {
+        // The exporter reports nothing while it runs: a spinner.
+        let pb = super::spinner(&format!("exporting {}", self.image.display()));
+        let r = export_to_path(ns, &self.opts, self.out);
+        pb.finish_and_clear();
+        Ok(r?)
+    }
 }

@@ -1,15 +1,16 @@
 //! `nsimage find`: inodes below a path by name, type, size, time or owner.
-//! An image (nsimage or Hadoop) is streamed in bounded memory, its matches
-//! in file order (nsimage_viewer::streamed::find); `--sorted`, or an image
-//! the stream cannot take: the whole namespace, depth first by name.
+//! Streamed, the matches come in file order (nsimage_viewer::streamed::find);
+//! from a namespace (`--sorted`, a path the stream cannot take, an image
+//! it cannot take), depth first by name. The viewer's [`Input`] decides
+//! which.
 
-use super::lookup::load_path;
-use super::memory::{open_streamed, MemoryLimit};
+use super::memory::{open_input, report, MemoryLimit};
 use nsimage_namespace::{InodeKind, Namespace};
 use nsimage_viewer::find::{self, FindOptions, SizeFilter};
-use nsimage_viewer::lookup::PathOptions;
+use nsimage_viewer::input::{Input, Query};
 use nsimage_viewer::paths::ImagePath;
 use nsimage_viewer::streamed::{self, Fallback};
+use nsimage_viewer::ViewError;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -75,38 +76,65 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         mtime_before: a.mtime_before,
         user: a.user.map(String::into_bytes),
     };
-    if !a.sorted {
-        if let Some(src) = open_streamed(&a.image, a.memory)? {
-            let mut out = std::io::BufWriter::with_capacity(1 << 20, std::io::stdout());
-            let r = streamed::find::find_streamed(
-                &src,
-                &path,
-                &opts,
-                a.json,
-                a.threads,
-                &mut out,
-                std::path::Path::new("<stdout>"),
-            );
-            match r {
-                Ok(Ok(_)) => return Ok(ExitCode::SUCCESS),
-                Err(nsimage_viewer::ViewError::Io { source, .. }) => {
-                    return super::ls::finish(Err(source))
-                }
-                Err(e) => return Err(e.into()),
-                Ok(Err(Fallback::NotATree)) => {
-                    let lookup = PathOptions {
-                        with_children: true,
-                        key: super::key()?,
-                    };
-                    let view = load_path(&a.image, &path, &lookup)?;
-                    return walk(&view.namespace, &path, &opts, a.json);
-                }
-                Ok(Err(Fallback::Unstreamable)) => a.memory.check_load(&src, &a.image)?,
-            }
+    let input = open_input(&a.image, a.memory, a.threads)?;
+    let mut find = Find {
+        path: &path,
+        opts: &opts,
+        json: a.json,
+        sorted: a.sorted,
+        threads: a.threads,
+    };
+    let (code, read) = input.read(&mut find)?;
+    report(&read);
+    Ok(code)
+}
+
+/// `find` below a path, as a question the viewer's [`Input`] answers:
+/// streamed (matches in file order), or from a namespace (a one-path
+/// lookup's or the whole image's, depth first by name); `--sorted` never
+/// streams.
+struct Find<'a> {
+    path: &'a ImagePath,
+    opts: &'a FindOptions,
+    json: bool,
+    sorted: bool,
+    threads: usize,
+}
+
+impl Query for Find<'_> {
+    type Answer = ExitCode;
+    type Error = anyhow::Error;
+
+    fn streams(&self) -> bool {
+        !self.sorted
+    }
+
+    fn subtree(&self) -> Option<&ImagePath> {
+        Some(self.path)
+    }
+
+    fn streamed(&mut self, input: &Input) -> anyhow::Result<Result<ExitCode, Fallback>> {
+        let mut out = std::io::BufWriter::with_capacity(1 << 20, std::io::stdout());
+        let r = streamed::find::find_streamed(
+            input.source(),
+            self.path,
+            self.opts,
+            self.json,
+            self.threads,
+            &mut out,
+            std::path::Path::new("<stdout>"),
+        );
+        match r {
+            Ok(Ok(_)) => Ok(Ok(ExitCode::SUCCESS)),
+            Ok(Err(fallback)) => Ok(Err(fallback)),
+            Err(ViewError::Io { source, .. }) => super::ls::finish(Err(source)).map(Ok),
+            Err(e) => Err(e.into()),
         }
     }
-    let ns = super::ls::load_whole(&a.image)?;
-    walk(&ns, &path, &opts, a.json)
+
+    fn loaded(&mut self, ns: &Namespace) -> anyhow::Result<ExitCode> {
+        walk(ns, self.path, self.opts, self.json)
+    }
 }
 
 /// The matches of a walk of `ns`, depth first in name order.

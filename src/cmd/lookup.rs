@@ -102,10 +102,8 @@ pub(super) fn load_path(
     opts: &PathOptions,
 ) -> anyhow::Result<PathView> {
     let view = nsimage_viewer::lookup::load_path(image, path, opts)?;
-    if let Some(why) = &view.unused_index {
-        eprintln!(
-            "warning: the image's name section was not used ({why}); answered from a full load"
-        );
-    }
+    super::memory::report(&nsimage_viewer::input::Read::Lookup {
+        unused_index: view.unused_index.clone(),
+    });
     Ok(view)
 }

@@ -1,12 +1,17 @@
 //! `nsimage ls`: list a directory of an image (or one inode), like `hdfs
-//! dfs -ls`; `-R` lists everything below it.
+//! dfs -ls`, from a one-path lookup; `-R` lists everything below it, read
+//! through the viewer's [`Input`] (from the whole namespace: see
+//! [`Recursive`]).
 
-use nsimage_loader::{load, LoadOptions, ReadStrategy};
+use super::memory::{open_input, MemoryLimit};
 use nsimage_namespace::Namespace;
+use nsimage_viewer::input::{Input, Query};
 use nsimage_viewer::ls::{self, Format};
 use nsimage_viewer::paths::ImagePath;
+use nsimage_viewer::streamed::Fallback;
+use nsimage_viewer::ViewError;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
@@ -30,6 +35,8 @@ pub struct Args {
     /// JSON lines on stdout, one object per entry.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    memory: MemoryLimit,
 }
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
@@ -43,14 +50,19 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     };
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if a.recursive {
-        let ns = load_whole(&a.image)?;
-        match ls::write_recursive(&ns, &path, format, &mut out) {
-            Err(nsimage_viewer::ViewError::Io { source, .. }) => return finish(Err(source)),
+        let input = open_input(&a.image, a.memory, 0)?;
+        let mut q = Recursive {
+            path: &path,
+            format,
+            out: &mut out,
+        };
+        return match input.read(&mut q) {
+            Err(ViewError::Io { source, .. }) => finish(Err(source)),
             r => {
                 r?;
+                finish(out.flush())
             }
-        }
-        return finish(out.flush());
+        };
     }
     // One path and its children: only the pieces on the way are read
     // (images without a NAME_INDEX section are loaded whole).
@@ -63,20 +75,34 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     finish(ls::write_listing(&listing, format, &mut out).and_then(|()| out.flush()))
 }
 
-/// The whole image, mapped (the CLI's default read, as `nsimage load`),
-/// with a spinner on a terminal.
-pub(super) fn load_whole(image: &Path) -> anyhow::Result<Namespace> {
-    let pb = super::spinner(&format!("loading {}", image.display()));
-    let opts = LoadOptions {
-        // SAFETY: as in `nsimage load`: images nsimage saved are never
-        // rewritten in place, and the process exits after reading.
-        read: unsafe { ReadStrategy::mmap() },
-        key: super::key()?,
-        ..LoadOptions::default()
-    };
-    let loaded = load(image, &opts);
-    pb.finish_and_clear();
-    Ok(loaded?.namespace)
+/// `ls -R`, as a question the viewer's [`Input`] answers from the whole
+/// namespace: its order (depth first, each directory's children by name,
+/// every path in full) needs every name at once, which the stream's tree
+/// does not keep (it holds directories' names only, and a file's name is
+/// read with its INODE record, in file order); sorting the streamed
+/// entries instead would hold as much as the load. The input refuses the
+/// load, before any output, where it would not fit the memory limit.
+struct Recursive<'a, W: Write> {
+    path: &'a ImagePath,
+    format: Format,
+    out: &'a mut W,
+}
+
+impl<W: Write> Query for Recursive<'_, W> {
+    type Answer = ();
+    type Error = ViewError;
+
+    fn streams(&self) -> bool {
+        false
+    }
+
+    fn streamed(&mut self, _: &Input) -> Result<Result<(), Fallback>, ViewError> {
+        Ok(Err(Fallback::Unstreamable))
+    }
+
+    fn loaded(&mut self, ns: &Namespace) -> Result<(), ViewError> {
+        ls::write_recursive(ns, self.path, self.format, self.out).map(|_| ())
+    }
 }
 
 /// The end of a listing on stdout: a reader that went away (`| head`) is

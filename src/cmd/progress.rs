@@ -126,28 +126,6 @@ impl Drop for LoadBar {
     }
 }
 
-/// Loads a whole image for a command that writes it out (dump, export) on
-/// `threads`, behind a bar of the load's bytes; gives the load's freed
-/// pages back. The namespace, the load's seconds, and the bar (cleared, for
-/// the caller's next one).
-pub fn load_with_bar(
-    image: &Path,
-    threads: usize,
-) -> anyhow::Result<(nsimage_namespace::Namespace, f64)> {
-    let start = std::time::Instant::now();
-    let opts = nsimage_loader::LoadOptions {
-        threads,
-        key: super::key()?,
-        ..nsimage_loader::LoadOptions::default()
-    };
-    let lb = LoadBar::start(image);
-    let loaded = nsimage_loader::load(image, &opts);
-    lb.finish().finish_and_clear();
-    let loaded = loaded?;
-    nsimage_loader::release_free_memory();
-    Ok((loaded.namespace, start.elapsed().as_secs_f64()))
-}
-
 /// A writer that moves a bar of rows on by the line breaks it passes
 /// (delimited and JSON-lines output: one row a line). It sees the 1 MiB
 /// buffers of the `BufWriter` above it, not single rows.

@@ -7,6 +7,7 @@
 //! one last bucket the files larger than `n * step`.
 
 use crate::error::ViewError;
+use crate::streamed::Fallback;
 use nsimage_loader::skeleton::Skeleton;
 use nsimage_loader::Streamable;
 use nsimage_namespace::{Attrs, LoadedBody, Namespace};
@@ -187,8 +188,9 @@ pub fn distribution(ns: &Namespace, step: u64, max: u64) -> Result<Distribution,
 /// The same histogram streamed from an image on `threads` workers (0: the
 /// available cores): its tree read and checked ([`Skeleton`]), then its
 /// INODE pieces read again, one at a time per worker; no namespace is
-/// built. `None` for an image the stream cannot take (see
-/// [`Skeleton::build`]), which the caller loads whole instead.
+/// built. [`Fallback::Unstreamable`] for an image the stream cannot take
+/// (see [`Skeleton::build`]), which [`crate::input::Input::read`] loads
+/// whole instead.
 ///
 /// # Errors
 /// As [`distribution`]; anything a load refuses (but the children's name
@@ -198,7 +200,7 @@ pub fn distribution_streamed(
     threads: usize,
     step: u64,
     max: u64,
-) -> Result<Option<Distribution>, ViewError> {
+) -> Result<Result<Distribution, Fallback>, ViewError> {
     let empty = Histogram::new(step, max)?;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
@@ -207,7 +209,7 @@ pub fn distribution_streamed(
             detail: format!("starting {threads} workers: {e}"),
         })?;
     let Ok(skeleton) = Skeleton::build(src, Some(&pool))? else {
-        return Ok(None);
+        return Ok(Err(Fallback::Unstreamable));
     };
     let parts = skeleton.fold_pieces(
         src,
@@ -225,7 +227,7 @@ pub fn distribution_streamed(
         },
     )?;
     let h = parts.iter().fold(empty.clone(), Histogram::merge);
-    Ok(Some(h.finish()))
+    Ok(Ok(h.finish()))
 }
 
 #[cfg(test)]

@@ -58,6 +58,42 @@ pub enum ViewError {
         /// NEW's namespace id.
         new: u64,
     },
+    /// Streaming the image's tree needs more memory than the budget
+    /// ([`crate::input::Budget`]): a refusal before any output, not a
+    /// fault of the image (whose counts were checked first).
+    #[error(
+        "{}: streaming its tree needs about {} MiB, more than the memory limit of {} MiB ({}); raise --memory-limit or use a larger machine",
+        image.display(),
+        needed.div_ceil(1 << 20),
+        limit >> 20,
+        if *given { "--memory-limit" } else { "the memory available" }
+    )]
+    TooLarge {
+        /// The image.
+        image: PathBuf,
+        /// Bytes its tree needs, about.
+        needed: u64,
+        /// The budget, in bytes.
+        limit: u64,
+        /// Whether the user gave the budget.
+        given: bool,
+    },
+    /// An image the stream cannot take needs more memory to load whole
+    /// than the budget (about 128 bytes an inode).
+    #[error(
+        "{}: this image cannot be streamed and loading it whole needs about {} MiB, more than the memory limit of {} MiB",
+        image.display(),
+        needed.div_ceil(1 << 20),
+        limit >> 20
+    )]
+    TooLargeToLoad {
+        /// The image.
+        image: PathBuf,
+        /// Bytes its load needs, about.
+        needed: u64,
+        /// The budget, in bytes.
+        limit: u64,
+    },
     /// The image breaks a rule of the format at a known place.
     #[error("{}: corrupt at {at}: {detail}", path.display())]
     Corrupt {
@@ -72,16 +108,19 @@ pub enum ViewError {
 
 impl ViewError {
     /// True when the image's data is at fault or lacks what was asked (exit
-    /// code 1 in the CLI), false for usage and I/O errors (exit code 2).
+    /// code 1 in the CLI), false for usage and I/O errors and a memory
+    /// shortfall (exit code 2).
     pub fn is_data_error(&self) -> bool {
         match self {
             ViewError::Load(l) => l.is_data_error(),
             ViewError::NoSuchPath { .. }
             | ViewError::Corrupt { .. }
             | ViewError::DifferentNamespaces { .. } => true,
-            ViewError::BadPath { .. } | ViewError::BadArgument { .. } | ViewError::Io { .. } => {
-                false
-            }
+            ViewError::BadPath { .. }
+            | ViewError::BadArgument { .. }
+            | ViewError::Io { .. }
+            | ViewError::TooLarge { .. }
+            | ViewError::TooLargeToLoad { .. } => false,
         }
     }
 }

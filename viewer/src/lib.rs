@@ -3,6 +3,10 @@
 //!
 //! - [`paths`]: the paths users type (absolute, no `.` or `..`), checked
 //!   before anything is read;
+//! - [`input`]: what a command reads, decided in one place: an image
+//!   opened within a memory budget (given, or the machine's MemAvailable
+//!   and cgroup limit) and a command's question answered streamed, from a
+//!   one-path lookup or from a whole load;
 //! - [`diff`]: what changed between two images of one namespace;
 //! - [`lookup`]: one-path lookups that read only the pieces on the way;
 //! - [`text`]: the human-readable forms shared by the commands (permission
@@ -10,18 +14,75 @@
 //! - [`walk`]: a path resolved component by component, a subtree walked
 //!   depth first in name order;
 //! - [`ls`], [`stat`], [`du`], [`find`]: the commands over a loaded
-//!   namespace, each as plain data plus text and JSON renderers.
-//! - [`dump`]: every inode as OIV XML, OIV Delimited text or JSON lines,
-//!   in parallel, the same bytes for any thread count;
-//! - [`distribution`]: the file-size histogram of OIV FileDistribution;
-//! - [`owners`]: a subtree's usage per owner or per group (`du --by`).
-//! - [`streamed`]: `du`, `du --by` and `find` read from an image's tree
-//!   and pieces in bounded memory, without loading the namespace.
+//!   namespace, each as plain data plus text and JSON renderers;
+//! - [`dump`]: every inode of a loaded namespace as OIV XML, OIV Delimited
+//!   text or JSON lines, in parallel, the same bytes for any thread count;
+//! - [`distribution`]: the file-size histogram of OIV FileDistribution,
+//!   over a namespace or streamed;
+//! - [`owners`]: a subtree's usage per owner or per group (`du --by`);
+//! - [`streamed`]: `du`, `du --by`, `find` and `dump` read from an image's
+//!   tree and pieces in bounded memory, without loading the namespace;
+//! - [`error`]: [`ViewError`], the crate's one error type.
 //!
 //! Layering: above the loader (it reads images through `nsimage-loader`
 //! and looks at `nsimage-namespace`); it must never import the writer, the
 //! store, the testkit or the command line. The command line has one file
-//! per viewer command in `src/cmd/`.
+//! per viewer command in `src/cmd/`, each asking its question through
+//! [`input::Input`], never choosing how the image is read.
+//!
+//! A `du` of `/user`, streamed; then of an empty directory, which the
+//! stream cannot take, answered from a one-path lookup (the image is
+//! written with the writer, a dev-dependency):
+//!
+//! ```
+//! use nsimage_namespace::{Namespace, NsInfo, PermSpec};
+//! use nsimage_viewer::du::{du, DuOptions, DuReport, Sort};
+//! use nsimage_viewer::input::{Budget, Input, Query, Read};
+//! use nsimage_viewer::paths::ImagePath;
+//! use nsimage_viewer::streamed::{du::du_streamed, Fallback};
+//! use nsimage_viewer::ViewError;
+//! use nsimage_writer::{write_image, WriteOptions};
+//!
+//! struct Du {
+//!     path: ImagePath,
+//!     opts: DuOptions,
+//! }
+//!
+//! impl Query for Du {
+//!     type Answer = DuReport;
+//!     type Error = ViewError;
+//!     fn subtree(&self) -> Option<&ImagePath> {
+//!         Some(&self.path)
+//!     }
+//!     fn streamed(&mut self, input: &Input) -> Result<Result<DuReport, Fallback>, ViewError> {
+//!         du_streamed(input.source(), &self.path, &self.opts, 1)
+//!     }
+//!     fn loaded(&mut self, ns: &Namespace) -> Result<DuReport, ViewError> {
+//!         du(ns, &self.path, &self.opts)
+//!     }
+//! }
+//!
+//! let mut ns = Namespace::new(NsInfo::default());
+//! let perm = PermSpec { user: b"hdfs", group: b"supergroup", mode: 0o755 };
+//! ns.mkdirs(b"/user/alice/logs", &perm, 1_700_000_000_000)?;
+//! ns.mkdirs(b"/user/bob", &perm, 1_700_000_000_000)?;
+//! let dir = tempfile::tempdir()?;
+//! let image = dir.path().join("fsimage");
+//! write_image(&ns, std::fs::File::create(&image)?, &WriteOptions::default())?;
+//!
+//! let input = Input::open(&image, None, Budget::new(Some(64 << 20)))?;
+//! let opts = DuOptions { depth: 1, sort: Sort::Path };
+//! let mut q = Du { path: ImagePath::parse("/user")?, opts };
+//! let (report, read) = input.read(&mut q)?;
+//! assert_eq!(read, Read::Streamed);
+//! assert_eq!(report.rows.len(), 3); // /user, /user/alice, /user/bob
+//!
+//! q.path = ImagePath::parse("/user/bob")?;
+//! let (report, read) = input.read(&mut q)?;
+//! assert!(matches!(read, Read::Lookup { .. }));
+//! assert_eq!(report.rows.len(), 1);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 #![forbid(unsafe_code)]
 
 pub mod diff;
@@ -30,6 +91,7 @@ pub mod du;
 pub mod dump;
 pub mod error;
 pub mod find;
+pub mod input;
 pub mod lookup;
 pub mod ls;
 pub mod owners;

@@ -307,11 +307,6 @@ impl<'a> EntryJson<'a> {
     }
 }
 
-/// The JSON object of one entry (what `--json` prints per line).
-pub fn entry_json(e: &LsEntry) -> serde_json::Value {
-    serde_json::to_value(EntryJson::of(e)).unwrap_or_default()
-}
-
 fn write_json_line(e: &LsEntry, out: &mut impl Write) -> io::Result<()> {
     serde_json::to_writer(&mut *out, &EntryJson::of(e))?;
     writeln!(out)

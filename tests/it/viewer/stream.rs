@@ -13,7 +13,8 @@ use nsimage_loader::{load, ImageSource, LoadOptions, Streamable};
 use nsimage_namespace::{Namespace, NsInfo};
 use nsimage_testkit::generate::{generate, GenSpec};
 use nsimage_viewer::distribution::{distribution, distribution_streamed};
-use nsimage_viewer::dump::{dump, dump_streamed, DumpFormat, DumpOptions};
+use nsimage_viewer::dump::{dump, DumpFormat, DumpOptions};
+use nsimage_viewer::streamed::dump::dump_streamed;
 use nsimage_writer::{AtRestOptions, WriteOptions};
 use std::path::Path;
 
@@ -118,7 +119,7 @@ fn streamed_distribution_equals_the_whole_namespaces() {
                 let src = Streamable::Image(ImageSource::open(&img).unwrap());
                 let got = distribution_streamed(&src, threads, step, max)
                     .unwrap()
-                    .unwrap_or_else(|| panic!("{what}: not streamed"));
+                    .unwrap_or_else(|_| panic!("{what}: not streamed"));
                 assert_eq!(got, want, "{what}, step {step}, {threads} threads");
             }
         }
@@ -163,7 +164,7 @@ fn streamed_dumps_equal_the_whole_namespaces() {
                 o.threads = threads;
                 let src = Streamable::Image(ImageSource::open(&img).unwrap());
                 let mut got = Vec::new();
-                let Some(gs) = dump_streamed(&src, &o, &mut got, Path::new("got")).unwrap() else {
+                let Ok(gs) = dump_streamed(&src, &o, &mut got, Path::new("got")).unwrap() else {
                     assert!(
                         format == DumpFormat::Xml && high_names(&full),
                         "{what}, {format:?}: not streamed"
@@ -322,6 +323,30 @@ fn the_memory_limit_refuses_before_any_output() {
     assert_eq!(plain.stdout, capped.stdout);
     let o = run(&["distribution", s(&img), "--memory-limit", "lots"]);
     assert_eq!(o.status.code(), Some(2));
+    // The commands that load the whole namespace (`ls -R`, `find
+    // --sorted`) read through the same entry point: refused within the
+    // limit before any output, the same bytes under a limit that fits.
+    for args in [&["ls", "-R"][..], &["find", "--sorted"][..]] {
+        let with = |limit: &[&str]| {
+            let mut a = args.to_vec();
+            a.push(s(&img));
+            a.extend_from_slice(limit);
+            run(&a)
+        };
+        let o = with(&["--memory-limit", "64K"]);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(o.stdout.is_empty(), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("needs about"), "{args:?}: {err}");
+        let plain = with(&[]);
+        let capped = with(&["--memory-limit", "64M"]);
+        assert!(
+            plain.status.success() && capped.status.success(),
+            "{args:?}"
+        );
+        assert!(!plain.stdout.is_empty());
+        assert_eq!(plain.stdout, capped.stdout, "{args:?}");
+    }
 }
 
 /// Block ids too sparse for the pieces' bitmaps (old clusters' random
@@ -592,7 +617,7 @@ fn streamed_exports_equal_the_whole_namespaces() {
                     let ws = export_to_path(&full, &o, &want).unwrap();
                     let gs = export_streamed_to_path(&src, &o, &got)
                         .unwrap()
-                        .unwrap_or_else(|| panic!("{what}: not streamed"));
+                        .unwrap_or_else(|_| panic!("{what}: not streamed"));
                     assert_eq!(gs, ws, "{what}, {rows} rows a group, {threads} threads");
                     let files = |p: &Path| -> Vec<(std::ffi::OsString, Vec<u8>)> {
                         if !dataset {
@@ -752,7 +777,7 @@ fn real_and_generated_images_stream_as_they_load() {
             };
             let r = dump_streamed(&open(), &o, &mut Vec::new(), Path::new("got")).unwrap();
             assert!(
-                r.is_none(),
+                r.is_err(),
                 "{what}: a Hadoop image with snapshots is loaded whole"
             );
             continue;
@@ -774,7 +799,7 @@ fn real_and_generated_images_stream_as_they_load() {
                 dump(&full, &o, &mut want, Path::new("want")).unwrap();
                 if dump_streamed(&src, &o, &mut got, Path::new("got"))
                     .unwrap()
-                    .is_none()
+                    .is_err()
                 {
                     let hdfs = matches!(src, Streamable::Hdfs(_));
                     assert!(
@@ -795,7 +820,7 @@ fn real_and_generated_images_stream_as_they_load() {
                 export_to_path(&full, &o, &want).unwrap();
                 export_streamed_to_path(&src, &o, &got)
                     .unwrap()
-                    .unwrap_or_else(|| panic!("{what}: export not streamed"));
+                    .unwrap_or_else(|_| panic!("{what}: export not streamed"));
                 assert!(
                     std::fs::read(&got).unwrap() == std::fs::read(&want).unwrap(),
                     "{what}: export, {rows} rows a group, {threads} threads"
@@ -845,7 +870,7 @@ fn real_and_generated_images_stream_as_they_load() {
             }
             let got = distribution_streamed(&src, threads, 2 << 20, 128 << 30)
                 .unwrap()
-                .unwrap_or_else(|| panic!("{what}: distribution not streamed"));
+                .unwrap_or_else(|_| panic!("{what}: distribution not streamed"));
             assert_eq!(
                 got,
                 distribution(&full, 2 << 20, 128 << 30).unwrap(),

@@ -21,7 +21,7 @@ pub(crate) trait Formatter: Sync {
     }
     /// Whether the format can be written from a streamed image: its text
     /// depends on each inode alone (XML's other passes have drivers of
-    /// their own, see `xml_streamed.rs`).
+    /// their own, see `crate::streamed`'s `dump_xml.rs`).
     fn streams(&self) -> bool {
         false
     }

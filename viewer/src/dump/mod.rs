@@ -8,29 +8,27 @@
 //! batch is written, in order, so the output is the same bytes for any
 //! thread count and at most two batches (two ranges per worker each) are
 //! held at once. Full paths are rebuilt from the namespace's parent links
-//! (`paths.rs`), never kept per inode.
+//! (`paths.rs`), never kept per inode. The same formats streamed from an
+//! image, without the namespace, are `crate::streamed::dump`'s.
 
 mod delimited;
 mod escape;
-mod formatter;
+pub(crate) mod formatter;
 mod jsonl;
 mod names;
 mod paths;
-mod row;
-mod scratch;
-mod xml;
-mod xml_streamed;
+pub(crate) mod row;
+pub(crate) mod scratch;
+pub(crate) mod xml;
 
 pub use delimited::COLUMNS as DELIMITED_COLUMNS;
 
 use crate::error::ViewError;
 use formatter::{Formatter, Head};
-use nsimage_loader::skeleton::Skeleton;
-use nsimage_loader::Streamable;
 use nsimage_namespace::Namespace;
 pub use paths::PathCache;
 use rayon::prelude::*;
-use row::{Row, Streamed};
+use row::Row;
 use scratch::Scratch;
 use std::io::Write;
 use std::path::Path;
@@ -126,90 +124,8 @@ pub fn dump(
     Ok(stats)
 }
 
-/// Dumps every inode of the image `src` in id order, streamed (see
-/// [`nsimage_loader::skeleton`]): its tree read and checked on `opts.threads`
-/// workers, then its INODE pieces formatted a batch at a time (two pieces
-/// per worker) while the batch before is written, in order (XML then
-/// writes INODE_DIR's lists, read in file order, and the files under
-/// construction, from the INODE pieces read again when there are any).
-/// The same bytes as [`dump`] of the loaded namespace, for any thread
-/// count. `None` (nothing written) for an image the stream cannot take,
-/// and for XML of an image whose lists are not stored in Hadoop's order
-/// ([`Skeleton::lists_in_hadoop_order`]): the caller loads it whole.
-///
-/// # Errors
-/// As [`dump`]; anything a load refuses but the children's name order
-/// (see [`Skeleton`]).
-pub fn dump_streamed(
-    src: &Streamable,
-    opts: &DumpOptions,
-    out: &mut (dyn Write + Send),
-    out_name: &Path,
-) -> Result<Option<DumpStats>, ViewError> {
-    let io = |source: std::io::Error| ViewError::Io {
-        path: out_name.to_path_buf(),
-        source,
-    };
-    let f = formatter(opts);
-    let pool = crate::streamed::pool(opts.threads)?;
-    let Ok(skeleton) = Skeleton::build(src, Some(&pool))? else {
-        return Ok(None);
-    };
-    let mut stats = DumpStats {
-        threads: pool.current_num_threads(),
-        ..DumpStats::default()
-    };
-    if opts.format == DumpFormat::Xml {
-        let xml = xml::Xml {
-            format_version: opts.format_version,
-        };
-        if !skeleton.lists_in_hadoop_order() {
-            return Ok(None);
-        }
-        xml_streamed::dump(&xml, &skeleton, src, &pool, out, out_name, &mut stats)?;
-        return Ok(Some(stats));
-    }
-    if !f.streams() {
-        return Ok(None);
-    }
-    let head_of = Head {
-        info: &skeleton.info,
-        inodes: skeleton.inode_count(),
-    };
-    let mut head = Vec::new();
-    f.begin(&head_of, 0, &mut head);
-    out.write_all(&head).map_err(io)?;
-    stats.bytes += head.len() as u64;
-    let written = crate::streamed::write_in_order(
-        &skeleton,
-        src,
-        &pool,
-        out,
-        out_name,
-        Scratch::new,
-        |(work, scratch), i, buf| {
-            let mut n = 0u64;
-            let rules = skeleton.for_each_in_piece(src, i, work, |node, parent, _| {
-                let row = Streamed::new(node, parent, &skeleton);
-                f.inode(0, &Row::Stream(&row), scratch, buf);
-                n += 1;
-                Ok(())
-            })?;
-            Ok((n, rules))
-        },
-    )?;
-    stats.bytes += written.bytes;
-    stats.rows += written.rows;
-    let mut tail = Vec::new();
-    f.end(0, &mut tail);
-    out.write_all(&tail).map_err(io)?;
-    stats.bytes += tail.len() as u64;
-    out.flush().map_err(io)?;
-    Ok(Some(stats))
-}
-
 /// The formatter of `opts.format`.
-fn formatter(opts: &DumpOptions) -> Box<dyn Formatter> {
+pub(crate) fn formatter(opts: &DumpOptions) -> Box<dyn Formatter> {
     match opts.format {
         DumpFormat::Xml => Box::new(xml::Xml {
             format_version: opts.format_version,

@@ -1,14 +1,19 @@
-//! The subtree commands streamed from an image in bounded memory (issue
-//! 28): `du` ([`du`]), `du --by` ([`owners`]) and `find` ([`find`]) read
-//! the image's tree ([`Skeleton`]) and then its INODE pieces on a pool,
-//! never building the namespace. Each answers the same as its namesake
-//! over a loaded namespace, but for `find`'s order: the matches come in
-//! the image's file order (a path-ordered walk needs every name at once).
+//! The commands streamed from an image in bounded memory (issue 28):
+//! `du` ([`du`]), `du --by` ([`owners`]), `find` ([`find`]) and `dump`
+//! ([`dump`], its XML's later sections in `dump_xml.rs`) read the image's
+//! tree ([`Skeleton`]) and then its INODE pieces on a pool, never building
+//! the namespace. Each answers the same as its namesake over a loaded
+//! namespace, but for `find`'s order: the matches come in the image's file
+//! order (a path-ordered walk needs every name at once).
 //!
-//! Each returns [`Fallback`] where it cannot answer this way; the caller
-//! then answers from a one-path lookup or from a whole load.
+//! Each returns [`Fallback`] where it cannot answer this way, the one
+//! signal of every streamed reader (`crate::distribution`'s and the
+//! export's too); [`crate::input::Input::read`] then answers from a
+//! one-path lookup or from a whole load.
 
 pub mod du;
+pub mod dump;
+mod dump_xml;
 pub mod find;
 mod ordered;
 pub mod owners;

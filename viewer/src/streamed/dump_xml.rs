@@ -1,6 +1,7 @@
-//! XML from a streamed image: the three passes of `xml.rs` without the
-//! namespace. `INodeSection` is the INODE pieces formatted on the pool and
-//! written in file order, as the other formats are; `INodeDirectorySection`
+//! XML from a streamed image: the three passes of `crate::dump`'s `xml.rs`
+//! without the namespace. `INodeSection` is the INODE pieces formatted on
+//! the pool and written in file order, as the other formats are;
+//! `INodeDirectorySection`
 //! is INODE_DIR's lists read in file order on this thread (a directory
 //! Hadoop cut into consecutive entries written as one element), which the
 //! caller has checked are in Hadoop's order
@@ -11,13 +12,13 @@
 //! second time for them instead (their paths need their names, which the
 //! skeleton does not keep).
 
-use super::formatter::{Formatter, Head};
-use super::row::{Row, Streamed};
-use super::scratch::Scratch;
-use super::xml::{directory, under_construction, Xml};
-use super::DumpStats;
+use super::write_in_order;
+use crate::dump::formatter::{Formatter, Head};
+use crate::dump::row::{Row, Streamed};
+use crate::dump::scratch::Scratch;
+use crate::dump::xml::{directory, under_construction, Xml};
+use crate::dump::DumpStats;
 use crate::error::ViewError;
-use crate::streamed::write_in_order;
 use nsimage_loader::skeleton::Skeleton;
 use nsimage_loader::Streamable;
 use rayon::prelude::*;
