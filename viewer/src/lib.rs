@@ -1,28 +1,26 @@
 //! nsimage offline image viewer: what an operator or a developer looks at
 //! inside an image without starting a metadata server.
 //!
-//! - [`paths`]: the paths users type (absolute, no `.` or `..`), checked
-//!   before anything is read;
-//! - [`input`]: what a command reads, decided in one place: an image
-//!   opened within a memory budget (given, or the machine's MemAvailable
-//!   and cgroup limit) and a command's question answered streamed, from a
-//!   one-path lookup or from a whole load;
-//! - [`diff`]: what changed between two images of one namespace;
-//! - [`lookup`]: one-path lookups that read only the pieces on the way;
-//! - [`text`]: the human-readable forms shared by the commands (permission
-//!   strings, UTC times, sizes);
-//! - [`walk`]: a path resolved component by component, a subtree walked
-//!   depth first in name order;
-//! - [`ls`], [`stat`], [`du`], [`find`]: the commands over a loaded
-//!   namespace, each as plain data plus text and JSON renderers;
-//! - [`dump`]: every inode of a loaded namespace as OIV XML, OIV Delimited
-//!   text or JSON lines, in parallel, the same bytes for any thread count;
-//! - [`distribution`]: the file-size histogram of OIV FileDistribution,
-//!   over a namespace or streamed;
-//! - [`owners`]: a subtree's usage per owner or per group (`du --by`);
-//! - [`streamed`]: `du`, `du --by`, `find` and `dump` read from an image's
-//!   tree and pieces in bounded memory, without loading the namespace;
-//! - [`error`]: [`ViewError`], the crate's one error type.
+//! # Module map
+//!
+//! | file | what it holds |
+//! |------|---------------|
+//! | `lib.rs` | this page |
+//! | `paths.rs` | [`paths`]: the paths users type (absolute, no `.` or `..`), checked before anything is read |
+//! | `input.rs` | [`input`]: what a command reads, decided in one place: an image opened within a memory budget (given, or the machine's MemAvailable and cgroup limit) and a command's question answered streamed, from a one-path lookup or from a whole load |
+//! | `diff.rs` | [`diff`]: what changed between two images of one namespace |
+//! | `lookup.rs` | [`lookup`]: one-path lookups that read only the pieces on the way |
+//! | `text.rs` | [`text`]: the human-readable forms shared by the commands (permission strings, UTC times, sizes) |
+//! | `walk.rs` | [`walk`]: a path resolved component by component, a subtree walked depth first in name order |
+//! | `ls.rs` | [`ls`]: a directory's listing over a loaded namespace, as data, text and JSON |
+//! | `stat.rs` | [`stat`]: everything one inode holds, as data, text and JSON |
+//! | `du.rs` | [`du`]: per-subtree counts and sizes over a loaded namespace |
+//! | `find.rs` | [`find`]: inodes by name, type, size, time or owner over a loaded namespace |
+//! | `dump/` | [`dump`]: every inode of a loaded namespace as OIV XML, OIV Delimited text or JSON lines, in parallel, the same bytes for any thread count |
+//! | `distribution.rs` | [`distribution`]: the file-size histogram of OIV FileDistribution, over a namespace or streamed |
+//! | `owners.rs` | [`owners`]: a subtree's usage per owner or per group (`du --by`) |
+//! | `streamed/` | [`streamed`]: `du`, `du --by`, `find` and `dump` read from an image's tree and pieces in bounded memory, without loading the namespace |
+//! | `error.rs` | [`error`]: [`ViewError`], the crate's one error type |
 //!
 //! Layering: above the loader (it reads images through `nsimage-loader`
 //! and looks at `nsimage-namespace`); it must never import the writer, the
