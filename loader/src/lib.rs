@@ -43,7 +43,7 @@
 //!   its pieces through `run` (a pool, or this thread);
 //! - `lookup`: [`load_path`], one path looked up reading only the pieces
 //!   on the way, down the optional NAME_INDEX section ([`PathView`]);
-//! - `stream`: the streaming baseline (buffered reader, prost per record);
+//! - `baseline`: the streaming baseline (buffered reader, prost per record);
 //! - `sections`: what every read path shares: a section's pieces with their
 //!   locations, the located errors, the check of unknown sections;
 //! - `assemble`: single-threaded assembly, for the baseline and the peers;
@@ -93,6 +93,7 @@
 
 mod ahead;
 mod assemble;
+mod baseline;
 #[cfg(feature = "bench-internals")]
 pub mod decode;
 #[cfg(not(feature = "bench-internals"))]
@@ -103,6 +104,7 @@ pub mod hdfs;
 mod indexed;
 mod inode_phase;
 mod load;
+mod lock_stats;
 mod lookup;
 mod mmap;
 mod name_index;
@@ -115,11 +117,9 @@ pub mod record;
 mod record;
 mod run;
 mod sections;
-mod shard;
 pub mod skeleton;
 pub mod source;
 mod stats;
-mod stream;
 mod streamable;
 #[cfg(feature = "bench-internals")]
 pub mod table;
@@ -132,10 +132,10 @@ mod verify;
 pub use assemble::Assembly;
 pub use error::LoadError;
 pub use load::load;
+pub use lock_stats::LockStats;
 pub use lookup::{load_path, PathOptions, PathView};
 pub use mmap::MmapOptIn;
 pub use options::{LoadOptions, DEFAULT_PARALLEL_THRESHOLD};
-pub use shard::LockStats;
 pub use source::{ImageSource, PieceBuf, ReadStrategy};
 pub use stats::{LoadStats, Loaded};
 pub use streamable::Streamable;
