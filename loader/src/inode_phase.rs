@@ -11,9 +11,9 @@
 
 use crate::decode;
 use crate::error::LoadError;
+use crate::lock_stats::LockStats;
 use crate::run::run_pieces_tracked;
 use crate::sections::{chunk_of, corrupt, pieces, section};
-use crate::shard::LockStats;
 use crate::source::{ImageSource, PieceBuf};
 use crate::stats::LoadStats;
 use crate::table::NodeTable;

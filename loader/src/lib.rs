@@ -41,16 +41,16 @@
 //! | `dir_phase.rs` | parents set in the nodes, by node-table range on a pool, as each piece decodes on one thread; then the tree checked from the parent links |
 //! | `table.rs` | the node table filled in place by the INODE workers, a lock per slot range (public with `bench-internals`) |
 //! | `run.rs` | one function run over a section's pieces: on a pool whose workers take them in file order, or in order on this thread |
-//! | `shard.rs` | [`LockStats`]: the lock traffic of a load, counted for the bench |
+//! | `lock_stats.rs` | [`LockStats`]: the lock traffic of a load, counted for the bench |
 //! | `prefetch.rs` | [`prefetch`]: reading ahead of the workers, and the page-cache tools of cold-cache benchmarks |
 //! | `progress.rs` | what the workers tell the prefetch thread: the offsets of the pieces they start |
 //! | `trace.rs` | [`trace`]: where a load's time goes, a [`trace::Timeline`] of spans per phase and per piece (`load --trace`) |
 //! | `sections.rs` | what every read path shares: a section's pieces with their locations, the located errors, the check of unknown sections, the optional HDFS_SNAPSHOTS carry |
-//! | `stream.rs` | the streaming baseline (buffered reader, prost per record) |
+//! | `baseline.rs` | the streaming baseline (buffered reader, prost per record), [`ReadStrategy::Stream`] |
 //! | `assemble.rs` | [`Assembly`]: single-threaded assembly, for the baseline and the peers |
 //! | `lookup.rs` | [`load_path`]: one path looked up reading only the pieces on the way, down the optional NAME_RUNS section, or the NAME_INDEX of images written before it ([`PathView`]) |
 //! | `name_index.rs` | `verify`'s check of NAME_RUNS (or NAME_INDEX) against INODE_DIR and INODE |
-//! | `skeleton.rs` | [`skeleton`]: an image read piece by piece in bounded memory, the tree without the namespace ([`skeleton::Skeleton`]), for the viewer's streamed commands and the streamed export; its own modules in `skeleton/` |
+//! | `skeleton.rs` | [`skeleton`]: an image read piece by piece in bounded memory, the tree without the namespace ([`skeleton::Skeleton`]), for the viewer's streamed commands and the streamed export; its own modules in `skeleton/`: the nsimage tree (`image.rs`), the Hadoop tree (`hadoop.rs`), the links (`links.rs`), the names check (`names.rs`) |
 //! | `streamable.rs` | [`Streamable`]: an nsimage image or a Hadoop fsimage opened for the skeleton |
 //! | `verify.rs` | [`verify`]: every checksum and structural rule checked, each bad region listed |
 //! | `trim.rs` | [`release_free_memory`], the caller's choice of giving the allocator's free pages back after a load |
@@ -96,6 +96,7 @@
 
 mod ahead;
 mod assemble;
+mod baseline;
 #[cfg(feature = "bench-internals")]
 pub mod decode;
 #[cfg(not(feature = "bench-internals"))]
@@ -106,6 +107,7 @@ pub mod hdfs;
 mod indexed;
 mod inode_phase;
 mod load;
+mod lock_stats;
 mod lookup;
 mod mmap;
 mod name_index;
@@ -118,11 +120,9 @@ pub mod record;
 mod record;
 mod run;
 mod sections;
-mod shard;
 pub mod skeleton;
 pub mod source;
 mod stats;
-mod stream;
 mod streamable;
 #[cfg(feature = "bench-internals")]
 pub mod table;
@@ -135,10 +135,10 @@ mod verify;
 pub use assemble::Assembly;
 pub use error::LoadError;
 pub use load::load;
+pub use lock_stats::LockStats;
 pub use lookup::{load_path, PathOptions, PathView};
 pub use mmap::MmapOptIn;
 pub use options::{LoadOptions, DEFAULT_PARALLEL_THRESHOLD};
-pub use shard::LockStats;
 pub use source::{ImageSource, PieceBuf, ReadStrategy};
 pub use stats::{LoadStats, Loaded};
 pub use streamable::Streamable;

@@ -1,14 +1,14 @@
 //! The entry point of a load: opens the image, chooses the serial or the
 //! parallel path from the options and the index's inode count, builds the
 //! thread pool, and runs the indexed path (`indexed`) or the streaming
-//! baseline (`stream`).
+//! baseline (`baseline`).
 
+use crate::baseline::load_stream;
 use crate::error::LoadError;
 use crate::indexed::load_indexed;
 use crate::options::LoadOptions;
 use crate::source::{ImageSource, ReadStrategy};
 use crate::stats::{LoadStats, Loaded};
-use crate::stream::load_stream;
 use crate::trace::Timeline;
 use nsimage_format::SectionKind;
 use std::path::Path;

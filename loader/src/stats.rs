@@ -1,6 +1,6 @@
 //! What a load gives back: the namespace and the figures of the load.
 
-use crate::shard::LockStats;
+use crate::lock_stats::LockStats;
 use nsimage_namespace::Namespace;
 
 /// What a load did.

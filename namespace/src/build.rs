@@ -153,11 +153,6 @@ impl DirBatch {
                 .map(move |&c| (c, ps))
         })
     }
-
-    /// Number of children listed, over all records.
-    pub fn child_count(&self) -> usize {
-        self.children.len()
-    }
 }
 
 /// Builds a [`Namespace`] from batches, then checks the whole tree.

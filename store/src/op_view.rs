@@ -535,26 +535,10 @@ fn decode_op<'a>(
         }
         (f::journal_op::ADD_BLOCK, prior) => {
             let mut a = match prior {
-                Some(OpView::AddBlock(a)) => a,
+                Some(OpView::AddBlock(v)) => v,
                 _ => pb::AddBlockOp::default(),
             };
-            each_field(body, depth, |c, field, wire| {
-                match field {
-                    f::add_block_op::ID => a.id = c.uint(wire)?,
-                    f::add_block_op::BLOCK => {
-                        // message::merge checks the limit at this depth;
-                        // the block's fields decode one deeper.
-                        let inner = c.delimited(wire)?;
-                        if depth == 0 {
-                            return Err(Undecodable);
-                        }
-                        let b = a.block.get_or_insert_with(Default::default);
-                        merge_block(b, inner, depth.saturating_sub(1))?;
-                    }
-                    _ => return Ok(false),
-                }
-                Ok(true)
-            })?;
+            merge_add_block(&mut a, body, depth)?;
             OpView::AddBlock(a)
         }
         (f::journal_op::RENAME, prior) => {
@@ -562,16 +546,7 @@ fn decode_op<'a>(
                 Some(OpView::Rename(v)) => v,
                 _ => RenameView::default(),
             };
-            each_field(body, depth, |c, field, wire| {
-                match field {
-                    f::rename_op::ID => r.id = c.uint(wire)?,
-                    f::rename_op::NEW_PARENT => r.new_parent = c.uint(wire)?,
-                    f::rename_op::NEW_NAME => r.new_name = c.delimited(wire)?,
-                    f::rename_op::MTIME => r.mtime = c.uint(wire)?,
-                    _ => return Ok(false),
-                }
-                Ok(true)
-            })?;
+            merge_rename(&mut r, body, depth)?;
             OpView::Rename(r)
         }
         (f::journal_op::DELETE, prior) => {
@@ -579,15 +554,7 @@ fn decode_op<'a>(
                 Some(OpView::Delete(v)) => v,
                 _ => pb::DeleteOp::default(),
             };
-            each_field(body, depth, |c, field, wire| {
-                match field {
-                    f::delete_op::ID => d.id = c.uint(wire)?,
-                    f::delete_op::RECURSIVE => d.recursive = c.boolean(wire)?,
-                    f::delete_op::MTIME => d.mtime = c.uint(wire)?,
-                    _ => return Ok(false),
-                }
-                Ok(true)
-            })?;
+            merge_delete(&mut d, body, depth)?;
             OpView::Delete(d)
         }
         (f::journal_op::SET_TIMES, prior) => {
@@ -595,15 +562,7 @@ fn decode_op<'a>(
                 Some(OpView::SetTimes(v)) => v,
                 _ => pb::SetTimesOp::default(),
             };
-            each_field(body, depth, |c, field, wire| {
-                match field {
-                    f::set_times_op::ID => t.id = c.uint(wire)?,
-                    f::set_times_op::MTIME => t.mtime = c.uint(wire)?,
-                    f::set_times_op::ATIME => t.atime = c.uint(wire)?,
-                    _ => return Ok(false),
-                }
-                Ok(true)
-            })?;
+            merge_set_times(&mut t, body, depth)?;
             OpView::SetTimes(t)
         }
         (f::journal_op::SET_OWNER, prior) => {
@@ -611,15 +570,7 @@ fn decode_op<'a>(
                 Some(OpView::SetOwner(v)) => v,
                 _ => SetOwnerView::default(),
             };
-            each_field(body, depth, |c, field, wire| {
-                match field {
-                    f::set_owner_op::ID => o.id = c.uint(wire)?,
-                    f::set_owner_op::USER => o.user = c.delimited(wire)?,
-                    f::set_owner_op::GROUP => o.group = c.delimited(wire)?,
-                    _ => return Ok(false),
-                }
-                Ok(true)
-            })?;
+            merge_set_owner(&mut o, body, depth)?;
             OpView::SetOwner(o)
         }
         (f::journal_op::SET_MODE, prior) => {
@@ -627,14 +578,7 @@ fn decode_op<'a>(
                 Some(OpView::SetMode(v)) => v,
                 _ => pb::SetModeOp::default(),
             };
-            each_field(body, depth, |c, field, wire| {
-                match field {
-                    f::set_mode_op::ID => m.id = c.uint(wire)?,
-                    f::set_mode_op::MODE => m.mode = c.uint32(wire)?,
-                    _ => return Ok(false),
-                }
-                Ok(true)
-            })?;
+            merge_set_mode(&mut m, body, depth)?;
             OpView::SetMode(m)
         }
         (f::journal_op::SET_REPLICATION, prior) => {
@@ -642,14 +586,7 @@ fn decode_op<'a>(
                 Some(OpView::SetReplication(v)) => v,
                 _ => pb::SetReplicationOp::default(),
             };
-            each_field(body, depth, |c, field, wire| {
-                match field {
-                    f::set_replication_op::ID => r.id = c.uint(wire)?,
-                    f::set_replication_op::REPLICATION => r.replication = c.uint32(wire)?,
-                    _ => return Ok(false),
-                }
-                Ok(true)
-            })?;
+            merge_set_replication(&mut r, body, depth)?;
             OpView::SetReplication(r)
         }
         (f::journal_op::SET_XATTR, prior) => {
@@ -657,16 +594,7 @@ fn decode_op<'a>(
                 Some(OpView::SetXattr(v)) => v,
                 _ => SetXattrView::default(),
             };
-            each_field(body, depth, |c, field, wire| {
-                match field {
-                    f::set_xattr_op::ID => x.id = c.uint(wire)?,
-                    f::set_xattr_op::NAMESPACE => x.namespace = c.int32(wire)?,
-                    f::set_xattr_op::NAME => x.name = c.delimited(wire)?,
-                    f::set_xattr_op::VALUE => x.value = c.delimited(wire)?,
-                    _ => return Ok(false),
-                }
-                Ok(true)
-            })?;
+            merge_set_xattr(&mut x, body, depth)?;
             OpView::SetXattr(x)
         }
         (f::journal_op::REMOVE_XATTR, prior) => {
@@ -674,15 +602,7 @@ fn decode_op<'a>(
                 Some(OpView::RemoveXattr(v)) => v,
                 _ => RemoveXattrView::default(),
             };
-            each_field(body, depth, |c, field, wire| {
-                match field {
-                    f::remove_xattr_op::ID => x.id = c.uint(wire)?,
-                    f::remove_xattr_op::NAMESPACE => x.namespace = c.int32(wire)?,
-                    f::remove_xattr_op::NAME => x.name = c.delimited(wire)?,
-                    _ => return Ok(false),
-                }
-                Ok(true)
-            })?;
+            merge_remove_xattr(&mut x, body, depth)?;
             OpView::RemoveXattr(x)
         }
         (f::journal_op::SET_ACL, prior) => {
@@ -690,27 +610,177 @@ fn decode_op<'a>(
                 Some(OpView::SetAcl(v)) => v,
                 _ => SetAclView::default(),
             };
-            each_field(body, depth, |c, field, wire| {
-                match field {
-                    f::set_acl_op::ID => a.id = c.uint(wire)?,
-                    f::set_acl_op::ENTRIES => {
-                        // As a block inside add_block: message::merge checks
-                        // the limit here, the entry's fields decode one
-                        // deeper. Each occurrence is a new entry.
-                        let inner = c.delimited(wire)?;
-                        if depth == 0 {
-                            return Err(Undecodable);
-                        }
-                        a.entries
-                            .push(decode_acl_entry(inner, depth.saturating_sub(1))?);
-                    }
-                    _ => return Ok(false),
-                }
-                Ok(true)
-            })?;
+            merge_set_acl(&mut a, body, depth)?;
             OpView::SetAcl(a)
         }
         _ => return Err(Undecodable),
+    })
+}
+
+/// Merges an `AddBlockOp`'s fields from `body` into `a`.
+fn merge_add_block(a: &mut pb::AddBlockOp, body: &[u8], depth: u32) -> Result<(), Undecodable> {
+    each_field(body, depth, |c, field, wire| {
+        match field {
+            f::add_block_op::ID => a.id = c.uint(wire)?,
+            f::add_block_op::BLOCK => {
+                // message::merge checks the limit at this depth;
+                // the block's fields decode one deeper.
+                let inner = c.delimited(wire)?;
+                if depth == 0 {
+                    return Err(Undecodable);
+                }
+                let b = a.block.get_or_insert_with(Default::default);
+                merge_block(b, inner, depth.saturating_sub(1))?;
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    })
+}
+
+/// Merges a `RenameOp`'s fields from `body` into `r`.
+fn merge_rename<'a>(r: &mut RenameView<'a>, body: &'a [u8], depth: u32) -> Result<(), Undecodable> {
+    each_field(body, depth, |c, field, wire| {
+        match field {
+            f::rename_op::ID => r.id = c.uint(wire)?,
+            f::rename_op::NEW_PARENT => r.new_parent = c.uint(wire)?,
+            f::rename_op::NEW_NAME => r.new_name = c.delimited(wire)?,
+            f::rename_op::MTIME => r.mtime = c.uint(wire)?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    })
+}
+
+/// Merges a `DeleteOp`'s fields from `body` into `d`.
+fn merge_delete(d: &mut pb::DeleteOp, body: &[u8], depth: u32) -> Result<(), Undecodable> {
+    each_field(body, depth, |c, field, wire| {
+        match field {
+            f::delete_op::ID => d.id = c.uint(wire)?,
+            f::delete_op::RECURSIVE => d.recursive = c.boolean(wire)?,
+            f::delete_op::MTIME => d.mtime = c.uint(wire)?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    })
+}
+
+/// Merges a `SetTimesOp`'s fields from `body` into `t`.
+fn merge_set_times(t: &mut pb::SetTimesOp, body: &[u8], depth: u32) -> Result<(), Undecodable> {
+    each_field(body, depth, |c, field, wire| {
+        match field {
+            f::set_times_op::ID => t.id = c.uint(wire)?,
+            f::set_times_op::MTIME => t.mtime = c.uint(wire)?,
+            f::set_times_op::ATIME => t.atime = c.uint(wire)?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    })
+}
+
+/// Merges a `SetOwnerOp`'s fields from `body` into `o`.
+fn merge_set_owner<'a>(
+    o: &mut SetOwnerView<'a>,
+    body: &'a [u8],
+    depth: u32,
+) -> Result<(), Undecodable> {
+    each_field(body, depth, |c, field, wire| {
+        match field {
+            f::set_owner_op::ID => o.id = c.uint(wire)?,
+            f::set_owner_op::USER => o.user = c.delimited(wire)?,
+            f::set_owner_op::GROUP => o.group = c.delimited(wire)?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    })
+}
+
+/// Merges a `SetModeOp`'s fields from `body` into `m`.
+fn merge_set_mode(m: &mut pb::SetModeOp, body: &[u8], depth: u32) -> Result<(), Undecodable> {
+    each_field(body, depth, |c, field, wire| {
+        match field {
+            f::set_mode_op::ID => m.id = c.uint(wire)?,
+            f::set_mode_op::MODE => m.mode = c.uint32(wire)?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    })
+}
+
+/// Merges a `SetReplicationOp`'s fields from `body` into `r`.
+fn merge_set_replication(
+    r: &mut pb::SetReplicationOp,
+    body: &[u8],
+    depth: u32,
+) -> Result<(), Undecodable> {
+    each_field(body, depth, |c, field, wire| {
+        match field {
+            f::set_replication_op::ID => r.id = c.uint(wire)?,
+            f::set_replication_op::REPLICATION => r.replication = c.uint32(wire)?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    })
+}
+
+/// Merges a `SetXattrOp`'s fields from `body` into `x`.
+fn merge_set_xattr<'a>(
+    x: &mut SetXattrView<'a>,
+    body: &'a [u8],
+    depth: u32,
+) -> Result<(), Undecodable> {
+    each_field(body, depth, |c, field, wire| {
+        match field {
+            f::set_xattr_op::ID => x.id = c.uint(wire)?,
+            f::set_xattr_op::NAMESPACE => x.namespace = c.int32(wire)?,
+            f::set_xattr_op::NAME => x.name = c.delimited(wire)?,
+            f::set_xattr_op::VALUE => x.value = c.delimited(wire)?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    })
+}
+
+/// Merges a `RemoveXattrOp`'s fields from `body` into `x`.
+fn merge_remove_xattr<'a>(
+    x: &mut RemoveXattrView<'a>,
+    body: &'a [u8],
+    depth: u32,
+) -> Result<(), Undecodable> {
+    each_field(body, depth, |c, field, wire| {
+        match field {
+            f::remove_xattr_op::ID => x.id = c.uint(wire)?,
+            f::remove_xattr_op::NAMESPACE => x.namespace = c.int32(wire)?,
+            f::remove_xattr_op::NAME => x.name = c.delimited(wire)?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    })
+}
+
+/// Merges a `SetAclOp`'s fields from `body` into `a`.
+fn merge_set_acl<'a>(
+    a: &mut SetAclView<'a>,
+    body: &'a [u8],
+    depth: u32,
+) -> Result<(), Undecodable> {
+    each_field(body, depth, |c, field, wire| {
+        match field {
+            f::set_acl_op::ID => a.id = c.uint(wire)?,
+            f::set_acl_op::ENTRIES => {
+                // As a block inside add_block: message::merge checks
+                // the limit here, the entry's fields decode one
+                // deeper. Each occurrence is a new entry.
+                let inner = c.delimited(wire)?;
+                if depth == 0 {
+                    return Err(Undecodable);
+                }
+                a.entries
+                    .push(decode_acl_entry(inner, depth.saturating_sub(1))?);
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
     })
 }
 

@@ -464,22 +464,40 @@ pub fn write_image_with_carry<W: Write + Send>(
     sections.push(check_plan(sec.end(&mut sink)?, dir_plan));
 
     if let Some(c) = carry {
-        let len = c.encoded_len() as u64;
-        if len > nsimage_format::consts::MAX_RECORD_LENGTH {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("the snapshot carry of {len} bytes does not fit one record"),
-            ));
-        }
-        let mut enc = Encoded::default();
-        enc.put(0, c);
-        let mut sec =
-            SectionOut::begin(&mut sink, &sections, SectionKind::HDFS_SNAPSHOTS, false, 0);
-        sec.info.optional = true;
-        sec.put(&mut sink, &enc)?;
-        sections.push(sec.end(&mut sink)?);
+        write_carry(&mut sink, &mut sections, c)?;
     }
+    write_index(sink, sections, &head)
+}
 
+/// The optional HDFS_SNAPSHOTS section: the carry `c` as one record.
+fn write_carry<W: Write>(
+    sink: &mut Sink<W>,
+    sections: &mut Vec<SectionInfo>,
+    c: &SnapshotCarry,
+) -> io::Result<()> {
+    let len = c.encoded_len() as u64;
+    if len > nsimage_format::consts::MAX_RECORD_LENGTH {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("the snapshot carry of {len} bytes does not fit one record"),
+        ));
+    }
+    let mut enc = Encoded::default();
+    enc.put(0, c);
+    let mut sec = SectionOut::begin(sink, sections, SectionKind::HDFS_SNAPSHOTS, false, 0);
+    sec.info.optional = true;
+    sec.put(sink, &enc)?;
+    sections.push(sec.end(sink)?);
+    Ok(())
+}
+
+/// The index of `sections`, checked by the reader's own rules, then the
+/// footer; the writer flushed.
+fn write_index<W: Write>(
+    mut sink: Sink<W>,
+    sections: Vec<SectionInfo>,
+    head: &Header,
+) -> io::Result<ImageSummary> {
     let index = Index {
         sections,
         encryption: sink.transform.as_ref().and_then(Transform::encryption),

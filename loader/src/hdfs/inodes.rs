@@ -287,49 +287,29 @@ fn read_and_count(
 /// order.
 type Decoded = Option<(InodeParts, u64, u64, Counts)>;
 
-/// The path of plain images without snapshots: every piece read and its
-/// records counted (a walk over the length prefixes), which cuts it into
-/// tasks of about [`CUT_BYTES`], then each task decoded straight into its
-/// range of the node table (`table`), as nsimage images load; out-of-order
-/// records take the slow path.
-fn direct(
-    f: &HdfsFile,
-    pool: Option<&rayon::ThreadPool>,
-    pieces: &[(SubSectionInfo, Location)],
-    tables: &Interned,
-    ids: &StringIds,
-) -> Result<Inodes, LoadError> {
-    let at0 = pieces.first().map(|(_, a)| a.clone()).unwrap_or_default();
-    let timeline = f.timeline();
-    // Both steps' pieces leave the progress alone: it moves as each cut
-    // is decoded.
-    let quiet = crate::run::Tracked {
-        quiet: true,
-        ..f.tracked()
-    };
-    let counted = crate::trace::in_phase(timeline, "inode: count", || {
-        read_and_count(f, quiet, pool, pieces)
-    })?;
-    let header = counted
-        .first()
-        .and_then(|c| c.header)
-        .ok_or_else(|| f.corrupt(at0.clone(), "the INODE section has no header".into()))?;
-    let total = counted
-        .iter()
-        .try_fold(0usize, |a, c| a.checked_add(c.records));
-    if total.map(|t| t as u64) != Some(header.num_inodes) {
-        return Err(f.corrupt(
-            at0.clone(),
-            format!(
-                "{} inode records, the header declares {}",
-                total.unwrap_or(usize::MAX),
-                header.num_inodes
-            ),
-        ));
-    }
-    // The decode tasks: every cut of every piece, in file order, each
-    // with its piece's location (errors name the piece and the record's
-    // offset in it).
+/// The decode tasks of [`direct`]: every cut of every piece, in file
+/// order, each with its piece's location (errors name the piece and the
+/// record's offset in it).
+struct Tasks {
+    /// Each task's place in the file and its piece's location.
+    tasks: Vec<(SubSectionInfo, Location)>,
+    /// Each task's records in its piece's bytes: `(start, end)`.
+    cuts: Vec<(usize, usize)>,
+    /// Each task's records.
+    counts: Vec<usize>,
+    /// Each task's piece's bytes, let go of when the task is done, so
+    /// that a piece's buffer is freed by the worker that decodes its last
+    /// cut, as the step goes, not all at once on this thread at its end.
+    held: Vec<Mutex<Option<Arc<Vec<u8>>>>>,
+    /// Each task's piece.
+    piece_of: Vec<usize>,
+    /// The cuts of each piece not decoded yet: a piece is done when its
+    /// last cut is.
+    left: Vec<AtomicUsize>,
+}
+
+/// The tasks of the `counted` pieces (see [`Tasks`]).
+fn cut_tasks(counted: Vec<Counted>, pieces: &[(SubSectionInfo, Location)]) -> Tasks {
     let mut tasks: Vec<(SubSectionInfo, Location)> = Vec::new();
     let mut cuts: Vec<(usize, usize)> = Vec::new();
     let mut counts: Vec<usize> = Vec::new();
@@ -372,6 +352,64 @@ fn direct(
             counts.push(records);
         }
     }
+    Tasks {
+        tasks,
+        cuts,
+        counts,
+        held,
+        piece_of,
+        left,
+    }
+}
+
+/// The path of plain images without snapshots: every piece read and its
+/// records counted (a walk over the length prefixes), which cuts it into
+/// tasks of about [`CUT_BYTES`], then each task decoded straight into its
+/// range of the node table (`table`), as nsimage images load; out-of-order
+/// records take the slow path.
+fn direct(
+    f: &HdfsFile,
+    pool: Option<&rayon::ThreadPool>,
+    pieces: &[(SubSectionInfo, Location)],
+    tables: &Interned,
+    ids: &StringIds,
+) -> Result<Inodes, LoadError> {
+    let at0 = pieces.first().map(|(_, a)| a.clone()).unwrap_or_default();
+    let timeline = f.timeline();
+    // Both steps' pieces leave the progress alone: it moves as each cut
+    // is decoded.
+    let quiet = crate::run::Tracked {
+        quiet: true,
+        ..f.tracked()
+    };
+    let counted = crate::trace::in_phase(timeline, "inode: count", || {
+        read_and_count(f, quiet, pool, pieces)
+    })?;
+    let header = counted
+        .first()
+        .and_then(|c| c.header)
+        .ok_or_else(|| f.corrupt(at0.clone(), "the INODE section has no header".into()))?;
+    let total = counted
+        .iter()
+        .try_fold(0usize, |a, c| a.checked_add(c.records));
+    if total.map(|t| t as u64) != Some(header.num_inodes) {
+        return Err(f.corrupt(
+            at0.clone(),
+            format!(
+                "{} inode records, the header declares {}",
+                total.unwrap_or(usize::MAX),
+                header.num_inodes
+            ),
+        ));
+    }
+    let Tasks {
+        tasks,
+        cuts,
+        counts,
+        held,
+        piece_of,
+        left,
+    } = cut_tasks(counted, pieces);
     let mut table = NodeTable::new(total.unwrap_or(0));
     let decoded: Vec<Decoded> = {
         let ranges = table

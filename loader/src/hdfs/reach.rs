@@ -42,6 +42,22 @@ pub(crate) fn check(f: &HdfsFile, img: &HdfsImage, ns: &Namespace) -> Result<(),
             None => others.get(&id).copied(),
         }
     };
+    check_named(f, img, &kind)?;
+    let seeds = snapshot_seeds(f, img, &kind)?;
+    if others.is_empty() {
+        return Ok(());
+    }
+    check_reached(f, img, &others, seeds)
+}
+
+/// The inodes files under construction, references and snapshottable
+/// directories name: held (`kind`: `Some(is a directory)` for an inode
+/// INODE holds), and of the right type.
+fn check_named(
+    f: &HdfsFile,
+    img: &HdfsImage,
+    kind: &dyn Fn(u64) -> Option<bool>,
+) -> Result<(), LoadError> {
     let uc = section_at(f, HdfsSection::FilesUnderConstruction);
     for (id, path) in &img.files_under_construction {
         let named = shown(path);
@@ -88,6 +104,18 @@ pub(crate) fn check(f: &HdfsFile, img: &HdfsImage, ns: &Namespace) -> Result<(),
             Some(true) => {}
         }
     }
+    Ok(())
+}
+
+/// The inodes snapshots reach directly (deleted lists and references),
+/// each SNAPSHOT_DIFF entry checked: its inode held (`kind`, as
+/// [`check_named`] takes it), its snapshots listed, its deleted inodes and
+/// references held.
+fn snapshot_seeds(
+    f: &HdfsFile,
+    img: &HdfsImage,
+    kind: &dyn Fn(u64) -> Option<bool>,
+) -> Result<Vec<u64>, LoadError> {
     let ids: HashSet<u32> = img.snapshots.snapshots.iter().map(|s| s.id).collect();
     let diff = section_at(f, HdfsSection::SnapshotDiff);
     let unknown = |what: &str, inode: u64, id: u32| {
@@ -96,7 +124,6 @@ pub(crate) fn check(f: &HdfsFile, img: &HdfsImage, ns: &Namespace) -> Result<(),
             format!("a {what} of inode {inode} names snapshot {id}, which SNAPSHOT does not list"),
         )
     };
-    // Inodes snapshots reach directly: deleted lists and references.
     let mut seeds: Vec<u64> = img.references.iter().map(|r| r.referred_id).collect();
     for rec in &img.snapshots.diff_records {
         let inode = rec.entry.inode_id();
@@ -138,9 +165,17 @@ pub(crate) fn check(f: &HdfsFile, img: &HdfsImage, ns: &Namespace) -> Result<(),
             }
         }
     }
-    if others.is_empty() {
-        return Ok(());
-    }
+    Ok(seeds)
+}
+
+/// Every snapshot-only inode (`others`) reached from `seeds` through the
+/// snapshot-only directories' children and references.
+fn check_reached(
+    f: &HdfsFile,
+    img: &HdfsImage,
+    others: &HashMap<u64, bool>,
+    mut seeds: Vec<u64>,
+) -> Result<(), LoadError> {
     // The snapshot-only directories' children, by parent.
     let mut kids: HashMap<u64, Vec<u64>> = HashMap::new();
     for d in &img.snapshots.snapshot_only_dirs {

@@ -171,7 +171,7 @@ fn load_open(f: &HdfsFile, opts: &LoadOptions) -> Result<Loaded, LoadError> {
     let inodes = in_phase(timeline, "inode: decode", || {
         inode_phase(f, pool, &inode_pieces, &tables, &ids, keep.as_ref())
     })?;
-    stats.locks.add(crate::shard::LockStats {
+    stats.locks.add(crate::lock_stats::LockStats {
         acquisitions: inodes.range_locks,
         ..Default::default()
     });

@@ -297,115 +297,135 @@ impl HdfsSource {
             .collect();
         uc.sort_unstable();
         uc.dedup();
-        let compressed = self.f.summary.codec != Codec::None;
         let scans = crate::run::run_pieces(
             pool,
             &self.inode_pieces,
             ChunkBuf::default,
-            |buf, i, p, at| {
-                let mut s = PieceScan {
-                    in_order: true,
-                    ..PieceScan::default()
-                };
-                // The chunk being cut: its start, first id, records.
-                let mut open: Option<(usize, u64, u64)> = None;
-                let mut end = 0usize;
-                let mut header_due = i == 0;
-                let cut = |s: &mut PieceScan, (start, first, n): (usize, u64, u64), end: usize| {
-                    let offset = p.offset.saturating_add(start as u64);
-                    let length = end.saturating_sub(start) as u64;
-                    s.chunks.push((
-                        SubSectionInfo {
-                            offset,
-                            length,
-                            records: n,
-                            first_key: first,
-                            checksum: 0,
-                            at_rest: Default::default(),
-                        },
-                        Location {
-                            offset,
-                            ..at.clone()
-                        },
-                    ));
-                };
-                self.walk(p, at, buf, |pos, after, body| {
-                    if header_due {
-                        header_due = false;
-                        s.header = Some(read_header(&self.f, at, Some((pos, body)))?);
-                        return Ok(true);
-                    }
-                    if body.len() < MIN_INODE_RECORD {
-                        return Err(self.corrupt_at(
-                            at,
-                            pos,
-                            format!(
-                                "an inode record of {} bytes cannot hold an inode's type and id",
-                                body.len()
-                            ),
-                        ));
-                    }
-                    let (id, ty, name) = record_head(body).map_err(|e| {
-                        self.corrupt_at(at, pos, format!("inode record: {}", e.text()))
-                    })?;
-                    if s.last == Some(id) {
-                        // Never an order to sort: the load refuses it too.
-                        return Err(self.corrupt_at(at, pos, repeated(id)));
-                    }
-                    if s.last.is_some_and(|l| id < l) {
-                        s.in_order = false;
-                        return Ok(false);
-                    }
-                    let dir = ty == 2;
-                    s.first.get_or_insert((id, dir));
-                    s.last = Some(id);
-                    s.records = s.records.saturating_add(1);
-                    s.name_hashes
-                        .push(xxhash_rust::xxh3::xxh3_64_with_seed(name, name_seed));
-                    if dir {
-                        let from = s.names.len();
-                        s.names.extend_from_slice(name);
-                        s.dirs.push((id, from, name.len()));
-                    }
-                    if uc.binary_search(&id).is_ok() {
-                        if dir {
-                            return Err(self.bad_under_construction(id, "a directory"));
-                        }
-                        s.under_construction.push(id);
-                    }
-                    // Chunks of a plain piece: cut on record boundaries.
-                    if !compressed {
-                        match open.as_mut() {
-                            Some((_, _, n)) => *n = n.saturating_add(1),
-                            None => open = Some((pos, id, 1)),
-                        }
-                        end = after;
-                        if let Some(o) =
-                            open.filter(|o| (after.saturating_sub(o.0) as u64) >= CHUNK)
-                        {
-                            cut(&mut s, o, after);
-                            open = None;
-                        }
-                    }
-                    Ok(true)
-                })?;
-                if compressed {
-                    if let Some((first, _)) = s.first {
-                        s.chunks.push((
-                            SubSectionInfo {
-                                records: s.records,
-                                first_key: first,
-                                ..p.clone()
-                            },
-                            at.clone(),
-                        ));
-                    }
-                } else if let Some(o) = open {
-                    cut(&mut s, o, end);
-                }
-                Ok(s)
-            },
+            |buf, i, p, at| self.scan_piece(buf, i, p, at, &uc, name_seed),
         )?;
+        self.join_scans(scans, &uc)
+    }
+
+    /// One INODE piece of [`scan`](Self::scan) (`i`: its place): its
+    /// records' ids, types and names, the directories' names, the files
+    /// under construction among `uc`, and the chunks it is cut into (on
+    /// record boundaries in an uncompressed image, else the piece whole);
+    /// `in_order` false, the rest left unread, at an id below the last.
+    fn scan_piece(
+        &self,
+        buf: &mut ChunkBuf,
+        i: usize,
+        p: &SubSectionInfo,
+        at: &Location,
+        uc: &[u64],
+        name_seed: u64,
+    ) -> Result<PieceScan, LoadError> {
+        let compressed = self.f.summary.codec != Codec::None;
+        let mut s = PieceScan {
+            in_order: true,
+            ..PieceScan::default()
+        };
+        // The chunk being cut: its start, first id, records.
+        let mut open: Option<(usize, u64, u64)> = None;
+        let mut end = 0usize;
+        let mut header_due = i == 0;
+        let cut = |s: &mut PieceScan, (start, first, n): (usize, u64, u64), end: usize| {
+            let offset = p.offset.saturating_add(start as u64);
+            let length = end.saturating_sub(start) as u64;
+            s.chunks.push((
+                SubSectionInfo {
+                    offset,
+                    length,
+                    records: n,
+                    first_key: first,
+                    checksum: 0,
+                    at_rest: Default::default(),
+                },
+                Location {
+                    offset,
+                    ..at.clone()
+                },
+            ));
+        };
+        self.walk(p, at, buf, |pos, after, body| {
+            if header_due {
+                header_due = false;
+                s.header = Some(read_header(&self.f, at, Some((pos, body)))?);
+                return Ok(true);
+            }
+            if body.len() < MIN_INODE_RECORD {
+                return Err(self.corrupt_at(
+                    at,
+                    pos,
+                    format!(
+                        "an inode record of {} bytes cannot hold an inode's type and id",
+                        body.len()
+                    ),
+                ));
+            }
+            let (id, ty, name) = record_head(body)
+                .map_err(|e| self.corrupt_at(at, pos, format!("inode record: {}", e.text())))?;
+            if s.last == Some(id) {
+                // Never an order to sort: the load refuses it too.
+                return Err(self.corrupt_at(at, pos, repeated(id)));
+            }
+            if s.last.is_some_and(|l| id < l) {
+                s.in_order = false;
+                return Ok(false);
+            }
+            let dir = ty == 2;
+            s.first.get_or_insert((id, dir));
+            s.last = Some(id);
+            s.records = s.records.saturating_add(1);
+            s.name_hashes
+                .push(xxhash_rust::xxh3::xxh3_64_with_seed(name, name_seed));
+            if dir {
+                let from = s.names.len();
+                s.names.extend_from_slice(name);
+                s.dirs.push((id, from, name.len()));
+            }
+            if uc.binary_search(&id).is_ok() {
+                if dir {
+                    return Err(self.bad_under_construction(id, "a directory"));
+                }
+                s.under_construction.push(id);
+            }
+            // Chunks of a plain piece: cut on record boundaries.
+            if !compressed {
+                match open.as_mut() {
+                    Some((_, _, n)) => *n = n.saturating_add(1),
+                    None => open = Some((pos, id, 1)),
+                }
+                end = after;
+                if let Some(o) = open.filter(|o| (after.saturating_sub(o.0) as u64) >= CHUNK) {
+                    cut(&mut s, o, after);
+                    open = None;
+                }
+            }
+            Ok(true)
+        })?;
+        if compressed {
+            if let Some((first, _)) = s.first {
+                s.chunks.push((
+                    SubSectionInfo {
+                        records: s.records,
+                        first_key: first,
+                        ..p.clone()
+                    },
+                    at.clone(),
+                ));
+            }
+        } else if let Some(o) = open {
+            cut(&mut s, o, end);
+        }
+        Ok(s)
+    }
+
+    /// The pieces' scans of [`scan`](Self::scan), in file order, joined:
+    /// `Ok(None)` when the ids are not in order across them; the first
+    /// inode the root directory, the count the header's, every file under
+    /// construction of `uc` found.
+    fn join_scans(&self, scans: Vec<PieceScan>, uc: &[u64]) -> Result<Option<Scanned>, LoadError> {
         let at0 = self
             .inode_pieces
             .first()

@@ -469,13 +469,65 @@ fn one(a: &Args, exe: &Path, n: u64) -> anyhow::Result<Report> {
         .enable_all()
         .build()?;
     let mut errors: Vec<String> = Vec::new();
-
     // 1. The measured run.
-    let mut server = Proc::start(exe, &store, Some(a.checkpoint_every_secs))?;
-    let server_ready_seconds = secs_between(server.spawned, server.listening);
-    let pid = server.pid();
-    // As the superuser: the previous run's entries gone, and the clients'
-    // root open to them (they write as dr.who, with permission checks on).
+    let run = measured_run(a, exe, &rt, &store, &targets, clients, &mut errors)?;
+    let m = analyse(a, &run)?;
+    // 2. The kill under load.
+    let kill_load_requests = kill_under_load(a, exe, &rt, &store, &targets, clients, &mut errors)?;
+    // 3. The restart, then store recover.
+    let r = restart(a, exe, &rt, &store, &mut errors)?;
+    let ops_per_fsync = run
+        .journal
+        .and_then(|(ops, fsyncs)| (fsyncs > 0).then(|| ops as f64 / fsyncs as f64));
+    if run.journal.is_none() {
+        eprintln!(
+            "warning: the server printed no `journal: N ops in M fsyncs` line at its stop: ops per fsync unknown"
+        );
+    }
+    let checks = checks(&m, ops_per_fsync, &r);
+    errors.truncate(ERRORS_KEPT);
+    Ok(Report {
+        inodes: n,
+        store: store.display().to_string(),
+        store_reused,
+        store_make_seconds,
+        clients: a.clients,
+        seconds,
+        writes_percent: a.writes,
+        checkpoint_every_secs: a.checkpoint_every_secs,
+        server_ready_seconds: run.server_ready_seconds,
+        write_p99_during_checkpoint_ms: m.write.during_checkpoint.p99_ms,
+        write_p99_outside_checkpoint_ms: m.write.outside_checkpoint.p99_ms,
+        write_max_during_checkpoint_ms: m.write.during_checkpoint.max_ms,
+        ops_per_s_during_checkpoint: m.every.during_checkpoint.ops_per_s,
+        ops_per_s_outside_checkpoint: m.every.outside_checkpoint.ops_per_s,
+        peak_rss_during_checkpoint_bytes: m.peak_during,
+        rss_outside_checkpoint_bytes: m.rss_outside,
+        peak_rss_outside_checkpoint_bytes: m.peak_outside,
+        ops_per_fsync,
+        journal_ops: run.journal.map(|j| j.0),
+        journal_fsyncs: run.journal.map(|j| j.1),
+        restart_seconds: r.restart_seconds,
+        restart_listening_seconds: r.restart_listening_seconds,
+        store_recover_seconds: r.store_recover_seconds,
+        store_recover_process_seconds: r.store_recover_process_seconds,
+        store_recover_replayed: r.store_recover_replayed,
+        checkpoint_seconds: m.checkpoint_seconds,
+        checkpoints: m.checkpoints,
+        slowest_writes: m.slowest_writes,
+        ops: m.ops,
+        kill_load_requests,
+        connections: run.connections,
+        server_clean_stop: run.server_clean_stop,
+        checks,
+        first_errors: errors,
+    })
+}
+
+/// As the superuser, on the server at `addr`: the previous run's entries
+/// gone, and the clients' root open to them (they write as dr.who, with
+/// permission checks on).
+fn open_bench_root(rt: &tokio::runtime::Runtime, addr: std::net::SocketAddr) -> anyhow::Result<()> {
     for (method, query, what) in [
         (
             hyper::Method::DELETE,
@@ -489,7 +541,7 @@ fn one(a: &Args, exe: &Path, n: u64) -> anyhow::Result<Report> {
         ),
     ] {
         let target = format!("/webhdfs/v1{BENCH_ROOT}?{query}&user.name={BENCH_SUPERUSER}");
-        let (status, body) = once(&rt, server.addr, method.clone(), &target)?;
+        let (status, body) = once(rt, addr, method.clone(), &target)?;
         if status != 200 {
             bail!(
                 "{method} {BENCH_ROOT} ({what}): status {status}: {}",
@@ -497,9 +549,53 @@ fn one(a: &Args, exe: &Path, n: u64) -> anyhow::Result<Report> {
             );
         }
     }
+    Ok(())
+}
+
+/// The measured run's raw figures, for [`analyse`].
+struct Measured {
+    /// Seconds from the server's spawn to its listening.
+    server_ready_seconds: f64,
+    /// Whether the server stopped cleanly on SIGTERM.
+    server_clean_stop: bool,
+    /// The server's journal figures at its stop: ops and fsyncs.
+    journal: Option<(u64, u64)>,
+    /// Connections the clients opened.
+    connections: u64,
+    /// Every request's sample.
+    samples: Vec<Sample>,
+    /// The server's RSS as sampled.
+    rss: Vec<(Instant, u64)>,
+    /// The server's checkpoint lines.
+    marks: Vec<Mark>,
+    /// The run's start.
+    clock: Instant,
+    /// The run's end.
+    end: Instant,
+    /// How long the clients ran.
+    run: Duration,
+}
+
+/// The measured run: the server started on `store` with background
+/// checkpoints, its RSS sampled while `clients` run for `--seconds`, then
+/// stopped with SIGTERM (what went wrong added to `errors`).
+fn measured_run(
+    a: &Args,
+    exe: &Path,
+    rt: &tokio::runtime::Runtime,
+    store: &Path,
+    targets: &Arc<Targets>,
+    clients: usize,
+    errors: &mut Vec<String>,
+) -> anyhow::Result<Measured> {
+    let seconds = a.seconds();
+    let mut server = Proc::start(exe, store, Some(a.checkpoint_every_secs))?;
+    let server_ready_seconds = secs_between(server.spawned, server.listening);
+    let pid = server.pid();
+    open_bench_root(rt, server.addr)?;
     let ctx = Arc::new(Ctx {
         addr: server.addr,
-        targets: Arc::clone(&targets),
+        targets: Arc::clone(targets),
         writes: a.writes,
         seed: a.seed,
         phase: "m",
@@ -508,7 +604,7 @@ fn one(a: &Args, exe: &Path, n: u64) -> anyhow::Result<Report> {
     });
     let sampler = RssSampler::start(pid, RSS_EVERY)?;
     let run = Duration::from_secs(seconds);
-    let (mut outs, clock) = run_clients(&rt, &ctx, clients, run, |clock| {
+    let (mut outs, clock) = run_clients(rt, &ctx, clients, run, |clock| {
         child::reset_peak(pid);
         std::thread::sleep(run.saturating_sub(clock.elapsed()));
     })?;
@@ -532,8 +628,47 @@ fn one(a: &Args, exe: &Path, n: u64) -> anyhow::Result<Report> {
         .iter_mut()
         .flat_map(|o| std::mem::take(&mut o.samples))
         .collect();
+    Ok(Measured {
+        server_ready_seconds,
+        server_clean_stop,
+        journal,
+        connections,
+        samples,
+        rss,
+        marks,
+        clock,
+        end,
+        run,
+    })
+}
 
-    let wins = windows(&marks, end);
+/// The measured run's figures: per kind of request, over the run, during
+/// checkpoints and outside them; the slowest writes; the server's RSS
+/// during checkpoints and outside them; the checkpoints' windows.
+struct Analysis {
+    write: Split,
+    every: Split,
+    ops: serde_json::Map<String, Value>,
+    slowest_writes: Vec<Slow>,
+    rss_outside: Option<u64>,
+    peak_outside: Option<u64>,
+    peak_during: Option<u64>,
+    checkpoints: Vec<Window>,
+    checkpoint_seconds: f64,
+}
+
+/// The figures of the measured run `m` (see [`Analysis`]).
+fn analyse(a: &Args, m: &Measured) -> anyhow::Result<Analysis> {
+    let Measured {
+        ref samples,
+        ref rss,
+        ref marks,
+        clock,
+        end,
+        run,
+        ..
+    } = *m;
+    let wins = windows(marks, end);
     // The windows that overlap the run.
     let wins: Vec<Span> = wins
         .into_iter()
@@ -621,12 +756,35 @@ fn one(a: &Args, exe: &Path, n: u64) -> anyhow::Result<Report> {
             peak_rss_bytes: w.peak,
         })
         .collect();
+    Ok(Analysis {
+        write,
+        every,
+        ops,
+        slowest_writes,
+        rss_outside,
+        peak_outside,
+        peak_during,
+        checkpoints,
+        checkpoint_seconds,
+    })
+}
 
-    // 2. The kill under load.
-    let mut server = Proc::start(exe, &store, Some(a.checkpoint_every_secs))?;
+/// The kill under load: the server started again on `store`, killed
+/// (SIGKILL) while `clients` write; returns the requests sent (what went
+/// wrong added to `errors`).
+fn kill_under_load(
+    a: &Args,
+    exe: &Path,
+    rt: &tokio::runtime::Runtime,
+    store: &Path,
+    targets: &Arc<Targets>,
+    clients: usize,
+    errors: &mut Vec<String>,
+) -> anyhow::Result<u64> {
+    let mut server = Proc::start(exe, store, Some(a.checkpoint_every_secs))?;
     let kctx = Arc::new(Ctx {
         addr: server.addr,
-        targets: Arc::clone(&targets),
+        targets: Arc::clone(targets),
         writes: a.writes.max(1),
         seed: a.seed ^ 0x6b69_6c6c,
         phase: "k",
@@ -635,7 +793,7 @@ fn one(a: &Args, exe: &Path, n: u64) -> anyhow::Result<Report> {
     });
     // The deadline is far: the clients run until the kill.
     let kill_ctx = Arc::clone(&kctx);
-    let (kouts, _) = run_clients(&rt, &kctx, clients, Duration::from_secs(86_400), |clock| {
+    let (kouts, _) = run_clients(rt, &kctx, clients, Duration::from_secs(86_400), |clock| {
         std::thread::sleep(KILL_LOAD.saturating_sub(clock.elapsed()));
         kill_ctx.killed.store(true, Ordering::Release);
         server.kill();
@@ -644,14 +802,37 @@ fn one(a: &Args, exe: &Path, n: u64) -> anyhow::Result<Report> {
     for o in &kouts {
         errors.extend(o.first_errors.iter().cloned());
     }
-    let kill_load_requests = kouts.iter().map(|o| o.samples.len() as u64).sum();
+    Ok(kouts.iter().map(|o| o.samples.len() as u64).sum())
+}
 
-    // 3. The restart, then store recover.
-    let mut server = Proc::start(exe, &store, Some(a.checkpoint_every_secs))?;
+/// The restart after the kill and `store recover`'s figures.
+struct Restart {
+    /// Seconds from the spawn to the first answer.
+    restart_seconds: f64,
+    /// Seconds from the spawn to listening.
+    restart_listening_seconds: f64,
+    /// `store recover --json`'s seconds.
+    store_recover_seconds: f64,
+    /// The seconds of `store recover`'s process.
+    store_recover_process_seconds: f64,
+    /// `store recover --json`'s replayed ops.
+    store_recover_replayed: u64,
+}
+
+/// The restart on `store` after the kill, timed to its first answer, then
+/// `store recover` on it (what went wrong added to `errors`).
+fn restart(
+    a: &Args,
+    exe: &Path,
+    rt: &tokio::runtime::Runtime,
+    store: &Path,
+    errors: &mut Vec<String>,
+) -> anyhow::Result<Restart> {
+    let mut server = Proc::start(exe, store, Some(a.checkpoint_every_secs))?;
     let restart_listening_seconds = secs_between(server.spawned, server.listening);
     let restart_seconds = loop {
         match once(
-            &rt,
+            rt,
             server.addr,
             hyper::Method::GET,
             "/webhdfs/v1/?op=GETFILESTATUS",
@@ -678,7 +859,7 @@ fn one(a: &Args, exe: &Path, n: u64) -> anyhow::Result<Report> {
     let t = Instant::now();
     let o = Command::new(exe)
         .args(["store", "recover"])
-        .arg(&store)
+        .arg(store)
         .arg("--json")
         .output()
         .with_context(|| format!("running {} store recover", exe.display()))?;
@@ -694,22 +875,23 @@ fn one(a: &Args, exe: &Path, n: u64) -> anyhow::Result<Report> {
     let store_recover_seconds = rec["seconds"]
         .as_f64()
         .context("store recover --json has no seconds")?;
+    Ok(Restart {
+        restart_seconds,
+        restart_listening_seconds,
+        store_recover_seconds,
+        store_recover_process_seconds,
+        store_recover_replayed: rec["replayed"].as_u64().unwrap_or(0),
+    })
+}
 
-    let ops_per_fsync =
-        journal.and_then(|(ops, fsyncs)| (fsyncs > 0).then(|| ops as f64 / fsyncs as f64));
-    if journal.is_none() {
-        eprintln!(
-            "warning: the server printed no `journal: N ops in M fsyncs` line at its stop: ops per fsync unknown"
-        );
-    }
-    let ops_during = every.during_checkpoint.ops_per_s;
-    let ops_outside = every.outside_checkpoint.ops_per_s;
-    let checks = vec![
+/// The checks of one size's figures.
+fn checks(m: &Analysis, ops_per_fsync: Option<f64>, r: &Restart) -> Vec<Check> {
+    vec![
         check(
             "write p99 during / outside checkpoints",
             ratio(
-                write.during_checkpoint.p99_ms,
-                write.outside_checkpoint.p99_ms,
+                m.write.during_checkpoint.p99_ms,
+                m.write.outside_checkpoint.p99_ms,
             ),
             "<=",
             2.0,
@@ -717,69 +899,38 @@ fn one(a: &Args, exe: &Path, n: u64) -> anyhow::Result<Report> {
         check(
             "slowest write during a checkpoint / write p99 outside",
             ratio(
-                write.during_checkpoint.max_ms,
-                write.outside_checkpoint.p99_ms,
+                m.write.during_checkpoint.max_ms,
+                m.write.outside_checkpoint.p99_ms,
             ),
             "<=",
             10.0,
         ),
         check(
             "ops/s during / outside checkpoints",
-            ratio(ops_during, ops_outside),
+            ratio(
+                m.every.during_checkpoint.ops_per_s,
+                m.every.outside_checkpoint.ops_per_s,
+            ),
             ">=",
             0.7,
         ),
         check(
             "peak RSS during checkpoints / RSS outside",
-            ratio(peak_during.map(|b| b as f64), rss_outside.map(|b| b as f64)),
+            ratio(
+                m.peak_during.map(|b| b as f64),
+                m.rss_outside.map(|b| b as f64),
+            ),
             "<=",
             1.5,
         ),
         check("ops per fsync", ops_per_fsync, ">=", 8.0),
         check(
             "restart to first answer / store recover",
-            ratio(Some(restart_seconds), Some(store_recover_seconds)),
+            ratio(Some(r.restart_seconds), Some(r.store_recover_seconds)),
             "<=",
             1.2,
         ),
-    ];
-    errors.truncate(ERRORS_KEPT);
-    Ok(Report {
-        inodes: n,
-        store: store.display().to_string(),
-        store_reused,
-        store_make_seconds,
-        clients: a.clients,
-        seconds,
-        writes_percent: a.writes,
-        checkpoint_every_secs: a.checkpoint_every_secs,
-        server_ready_seconds,
-        write_p99_during_checkpoint_ms: write.during_checkpoint.p99_ms,
-        write_p99_outside_checkpoint_ms: write.outside_checkpoint.p99_ms,
-        write_max_during_checkpoint_ms: write.during_checkpoint.max_ms,
-        ops_per_s_during_checkpoint: ops_during,
-        ops_per_s_outside_checkpoint: ops_outside,
-        peak_rss_during_checkpoint_bytes: peak_during,
-        rss_outside_checkpoint_bytes: rss_outside,
-        peak_rss_outside_checkpoint_bytes: peak_outside,
-        ops_per_fsync,
-        journal_ops: journal.map(|j| j.0),
-        journal_fsyncs: journal.map(|j| j.1),
-        restart_seconds,
-        restart_listening_seconds,
-        store_recover_seconds,
-        store_recover_process_seconds,
-        store_recover_replayed: rec["replayed"].as_u64().unwrap_or(0),
-        checkpoint_seconds,
-        checkpoints,
-        slowest_writes,
-        ops,
-        kill_load_requests,
-        connections,
-        server_clean_stop,
-        checks,
-        first_errors: errors,
-    })
+    ]
 }
 
 fn print_text(r: &Report) {

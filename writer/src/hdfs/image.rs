@@ -19,7 +19,7 @@ use super::options::{
 };
 use super::serials::Serials;
 use super::sink::ImageSink;
-use super::summary::HdfsWritten;
+use super::summary::{HdfsSection, HdfsWritten};
 use nsimage_format::hdfs::fields::files_under_construction_section::file_under_construction_entry as uc_f;
 use nsimage_format::hdfs::fields::string_table_section::entry as entry_f;
 use nsimage_format::hdfs::SnapshotCarry;
@@ -162,14 +162,41 @@ pub fn write_hdfs_image_with_carry<W: Write>(
     };
     let carried = carried.as_ref();
     let inodes = ns.stats().inodes;
-    let carried_inodes = carried.map_or(0, |c| c.c.inodes.len() as u64);
     let per_sub = opts.inodes_per_sub_section(inodes);
 
     let mut sink = ImageSink::new(out, opts.codec);
     sink.write_raw(HDFS_MAGIC)?;
 
-    // NS_INFO.
     let hadoop3 = opts.has(ERASURE_CODING_LAYOUT_VERSION);
+    write_ns_info(&mut sink, ns, namespace_id, hadoop3)?;
+    let written = write_inodes(&mut sink, ns, opts, serials, carried, inodes, per_sub)?;
+    let dir_entries = write_inode_dirs(&mut sink, ns, carried, per_sub)?;
+    let under_construction = write_under_construction(&mut sink, ns)?;
+    write_snapshot_sections(&mut sink, ns, carried, hadoop3)?;
+    write_managers(&mut sink)?;
+    write_string_table(&mut sink, ns, opts, serials, carried)?;
+    let (md5, bytes, sections, summary_offset) = write_summary(sink, opts)?;
+    Ok(HdfsWritten {
+        md5,
+        bytes,
+        sections,
+        summary_offset,
+        inodes: written,
+        dir_entries,
+        under_construction,
+        strings: serials.count(),
+    })
+}
+
+/// NS_INFO and, from Hadoop 3's layout on (`hadoop3`), ERASURE_CODING.
+fn write_ns_info<W: Write>(
+    sink: &mut ImageSink<W>,
+    ns: &Namespace,
+    namespace_id: u32,
+    hadoop3: bool,
+) -> io::Result<()> {
+    let info = ns.info();
+    // NS_INFO.
     sink.record(&NameSystemSection {
         namespace_id: Some(namespace_id),
         genstamp_v1: Some(LEGACY_GENSTAMP),
@@ -191,10 +218,25 @@ pub fn write_hdfs_image_with_carry<W: Write>(
         })?;
         sink.commit("ERASURE_CODING")?;
     }
+    Ok(())
+}
 
-    // INODE: the header, then the inodes in id order; with sub-sections,
-    // a cut after every `per` inodes (the first sub-section holds the
-    // header), and the rest as the last one.
+/// INODE: the header (`inodes` of the namespace, and the carry's), then
+/// the inodes in id order (the carry's snapshot-only inodes among them);
+/// with sub-sections (`per_sub`), a cut after every `per` inodes (the
+/// first sub-section holds the header), and the rest as the last one.
+/// Returns the inodes written.
+fn write_inodes<W: Write>(
+    sink: &mut ImageSink<W>,
+    ns: &Namespace,
+    opts: &HdfsWriteOptions,
+    serials: &Serials,
+    carried: Option<&Carried>,
+    inodes: u64,
+    per_sub: Option<u64>,
+) -> io::Result<u64> {
+    let info = ns.info();
+    let carried_inodes = carried.map_or(0, |c| c.c.inodes.len() as u64);
     sink.record(&INodeSection {
         last_inode_id: Some(info.last_inode_id),
         num_inodes: Some(inodes + carried_inodes),
@@ -213,7 +255,7 @@ pub fn write_hdfs_image_with_carry<W: Write>(
         },
         |e| {
             written += e.ends.len() as u64;
-            feed(&mut sink, &e, per_sub, &mut acc, "INODE_SUB")
+            feed(sink, &e, per_sub, &mut acc, "INODE_SUB")
         },
     )?;
     if let Some(c) = carried {
@@ -222,16 +264,25 @@ pub fn write_hdfs_image_with_carry<W: Write>(
             e.push(n, 1)?;
         }
         written += e.ends.len() as u64;
-        feed(&mut sink, &e, per_sub, &mut acc, "INODE_SUB")?;
+        feed(sink, &e, per_sub, &mut acc, "INODE_SUB")?;
     }
     if per_sub.is_some() {
         sink.cut_sub("INODE_SUB")?;
     }
     sink.commit("INODE")?;
+    Ok(written)
+}
 
-    // INODE_DIR: one entry per directory with children, in id order; with
-    // sub-sections, a cut once `per` children have been written since the
-    // last one.
+/// INODE_DIR: one entry per directory with children, in id order (the
+/// carry's entries and references among them); with sub-sections
+/// (`per_sub`), a cut once `per` children have been written since the last
+/// one. Returns the entries written.
+fn write_inode_dirs<W: Write>(
+    sink: &mut ImageSink<W>,
+    ns: &Namespace,
+    carried: Option<&Carried>,
+    per_sub: Option<u64>,
+) -> io::Result<u64> {
     let mut dir_entries = 0u64;
     let mut acc = 0u64;
     encode_in_order(
@@ -256,7 +307,7 @@ pub fn write_hdfs_image_with_carry<W: Write>(
         },
         |e| {
             dir_entries += e.ends.len() as u64;
-            feed(&mut sink, &e, per_sub, &mut acc, "INODE_DIR_SUB")
+            feed(sink, &e, per_sub, &mut acc, "INODE_DIR_SUB")
         },
     )?;
     if let Some(c) = carried {
@@ -265,15 +316,19 @@ pub fn write_hdfs_image_with_carry<W: Write>(
             e.push(d, weight(d))?;
         }
         dir_entries += e.ends.len() as u64;
-        feed(&mut sink, &e, per_sub, &mut acc, "INODE_DIR_SUB")?;
+        feed(sink, &e, per_sub, &mut acc, "INODE_DIR_SUB")?;
     }
     if per_sub.is_some() {
         sink.cut_sub("INODE_DIR_SUB")?;
     }
     sink.commit("INODE_DIR")?;
+    Ok(dir_entries)
+}
 
-    // FILES_UNDERCONSTRUCTION: (inode id, full path) of each file a client
-    // holds open, in id order. The path is written as the bytes it is.
+/// FILES_UNDERCONSTRUCTION: (inode id, full path) of each file a client
+/// holds open, in id order. The path is written as the bytes it is.
+/// Returns the entries written.
+fn write_under_construction<W: Write>(sink: &mut ImageSink<W>, ns: &Namespace) -> io::Result<u64> {
     let mut under_construction = 0u64;
     let mut body = Vec::new();
     for inode in ns.iter() {
@@ -294,9 +349,20 @@ pub fn write_hdfs_image_with_carry<W: Write>(
         under_construction += 1;
     }
     sink.commit("FILES_UNDERCONSTRUCTION")?;
+    Ok(under_construction)
+}
 
+/// SNAPSHOT, SNAPSHOT_DIFF and INODE_REFERENCE: the carry's, or those of a
+/// namespace without snapshots (on Hadoop 2's layouts, `!hadoop3`, the
+/// root's empty diff list).
+fn write_snapshot_sections<W: Write>(
+    sink: &mut ImageSink<W>,
+    ns: &Namespace,
+    carried: Option<&Carried>,
+    hadoop3: bool,
+) -> io::Result<()> {
     if let Some(c) = carried {
-        write_snapshots(&mut sink, &c.c)?;
+        write_snapshots(sink, &c.c)?;
     } else {
         // SNAPSHOT: no snapshottable directories, no snapshots.
         sink.record(&SnapshotSection {
@@ -325,9 +391,12 @@ pub fn write_hdfs_image_with_carry<W: Write>(
         }
     }
     sink.commit("INODE_REFERENCE")?;
+    Ok(())
+}
 
-    // SECRET_MANAGER and CACHE_MANAGER: headers only, as a NameNode with
-    // no delegation keys or tokens, no cache pools or directives writes.
+/// SECRET_MANAGER and CACHE_MANAGER: headers only, as a NameNode with no
+/// delegation keys or tokens, no cache pools or directives writes.
+fn write_managers<W: Write>(sink: &mut ImageSink<W>) -> io::Result<()> {
     sink.record(&SecretManagerSection {
         current_id: Some(0),
         token_sequence_number: Some(0),
@@ -341,8 +410,19 @@ pub fn write_hdfs_image_with_carry<W: Write>(
         num_directives: 0,
     })?;
     sink.commit("CACHE_MANAGER")?;
+    Ok(())
+}
 
-    // STRING_TABLE: after the inodes, as Hadoop writes it.
+/// STRING_TABLE: after the inodes, as Hadoop writes it; each serial's
+/// string from the carry's table, or the namespace's without a carry.
+fn write_string_table<W: Write>(
+    sink: &mut ImageSink<W>,
+    ns: &Namespace,
+    opts: &HdfsWriteOptions,
+    serials: &Serials,
+    carried: Option<&Carried>,
+) -> io::Result<()> {
+    let mut body = Vec::new();
     let num_entry =
         u32::try_from(serials.count()).map_err(|_| invalid("string table too large".to_owned()))?;
     sink.record(&StringTableSection {
@@ -364,11 +444,19 @@ pub fn write_hdfs_image_with_carry<W: Write>(
     }
     sink.commit("STRING_TABLE")?;
     sink.empty_stream()?;
+    Ok(())
+}
 
-    // The FileSummary.
+/// The FileSummary (every section's name, offset and length) after the
+/// last section, its length, then the MD5 of the whole file: the MD5, the
+/// bytes, the sections and the summary's offset.
+fn write_summary<W: Write>(
+    sink: ImageSink<W>,
+    opts: &HdfsWriteOptions,
+) -> io::Result<([u8; 16], u64, Vec<HdfsSection>, u64)> {
     let summary_offset = sink.pos();
     // A negative int32 as the uint32 field holds it.
-    let layout_version = lv.cast_unsigned();
+    let layout_version = opts.layout_version.cast_unsigned();
     let summary = FileSummary {
         ondisk_version: ONDISK_VERSION,
         layout_version,
@@ -391,16 +479,7 @@ pub fn write_hdfs_image_with_carry<W: Write>(
         u32::try_from(tail.len()).map_err(|_| io::Error::other("file summary over 4 GiB"))?;
     tail.extend_from_slice(&delimited.to_be_bytes());
     let (md5, bytes, sections) = sink.finish(&tail)?;
-    Ok(HdfsWritten {
-        md5,
-        bytes,
-        sections,
-        summary_offset,
-        inodes: written,
-        dir_entries,
-        under_construction,
-        strings: serials.count(),
-    })
+    Ok((md5, bytes, sections, summary_offset))
 }
 
 /// What a directory entry counts toward an INODE_DIR sub-section cut: its
