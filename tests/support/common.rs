@@ -397,6 +397,22 @@ pub fn nsimage(args: &[&str]) -> std::process::Output {
         .expect("run nsimage")
 }
 
+/// `nsimage store init STORE --from IMAGE`, which must succeed.
+pub fn store_from(store: &std::path::Path, image: &std::path::Path) {
+    let out = nsimage(&[
+        "store",
+        "init",
+        store.to_str().unwrap(),
+        "--from",
+        image.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// The JSON document a successful command printed on stdout.
 pub fn json(out: &std::process::Output) -> serde_json::Value {
     assert!(

@@ -732,18 +732,7 @@ fn acknowledged_writes_survive_30_sigkills_under_load() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let out = nsimage(&[
-        "store",
-        "init",
-        store.to_str().unwrap(),
-        "--from",
-        img.to_str().unwrap(),
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    crate::common::store_from(&store, &img);
 
     let mut server = start(&store);
     let mut conn = Conn::new(server.addr);

@@ -9,7 +9,6 @@
 use crate::common;
 use crate::serve_common;
 
-use common::nsimage;
 use nsimage_server::params::{Handler, Method, OPS};
 use serde_json::Value;
 use serve_common::{request, Server};
@@ -47,18 +46,7 @@ fn every_op_of_the_table_is_answered_alike_by_both_servers() {
     let img = dir.path().join("sample.nsi");
     std::fs::write(&img, common::image(&common::sample(), &Default::default())).unwrap();
     let store = dir.path().join("store");
-    let out = nsimage(&[
-        "store",
-        "init",
-        store.to_str().unwrap(),
-        "--from",
-        img.to_str().unwrap(),
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::store_from(&store, &img);
     let image_server = Server::start(&img, &[]);
     let store_server = Server::start(&store, &["--writable"]);
     let ask = |server: &Server, method: &str, target: &str| {
