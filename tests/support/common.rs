@@ -397,8 +397,9 @@ pub fn nsimage(args: &[&str]) -> std::process::Output {
         .expect("run nsimage")
 }
 
-/// `nsimage store init STORE --from IMAGE`, which must succeed.
-pub fn store_from(store: &std::path::Path, image: &std::path::Path) {
+/// `nsimage store init STORE --from IMAGE`, which must succeed; its
+/// output.
+pub fn store_from(store: &std::path::Path, image: &std::path::Path) -> std::process::Output {
     let out = nsimage(&[
         "store",
         "init",
@@ -411,6 +412,7 @@ pub fn store_from(store: &std::path::Path, image: &std::path::Path) {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    out
 }
 
 /// The JSON document a successful command printed on stdout.

@@ -784,18 +784,7 @@ fn store_init_from_an_image_continues_its_txids() {
     drop(s);
     let image = a.join("image_00000000000000000300");
     let b = tmp.path().join("b");
-    let out = common::nsimage(&[
-        "store",
-        "init",
-        b.to_str().unwrap(),
-        "--from",
-        image.to_str().unwrap(),
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = common::store_from(&b, &image);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("at txid 300"), "{text}");
     assert_eq!(
