@@ -118,6 +118,31 @@ impl RemoteError {
         }
     }
 
+    /// 403 `org.apache.hadoop.ipc.StandbyException`: a standby member of
+    /// a highly available group asked what only the active answers (a
+    /// write, or a read without `--standby-reads`). HA-aware clients move
+    /// on to the next server's URL, as they do from a standby NameNode.
+    pub fn standby(category: &str) -> RemoteError {
+        RemoteError {
+            status: 403,
+            exception: "StandbyException",
+            java_class: "org.apache.hadoop.ipc.StandbyException",
+            message: format!("Operation category {category} is not supported in state standby"),
+        }
+    }
+
+    /// 503 `org.apache.hadoop.ipc.RetriableException`: the write was not
+    /// acknowledged because the group's journal quorum (etcd) could not be
+    /// reached in time; it may be retried (on this server or another).
+    pub fn no_quorum(message: impl Into<String>) -> RemoteError {
+        RemoteError {
+            status: 503,
+            exception: "RetriableException",
+            java_class: "org.apache.hadoop.ipc.RetriableException",
+            message: message.into(),
+        }
+    }
+
     /// The JSON body.
     pub fn body(&self) -> serde_json::Value {
         json!({

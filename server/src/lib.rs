@@ -21,6 +21,7 @@
 //! | `error.rs` | [`error`]: [`RemoteError`], Hadoop's `RemoteException` bodies and status codes |
 //! | `source.rs` | [`source`]: what a read-only server serves (one image, or a store's newest checkpoint) behind an `Arc` swapped under a lock |
 //! | `live.rs` | [`live`]: a writable server's store (recovery, durability waits shared by all requests, the checkpointer and its lines) |
+//! | `ha/` | [`ha`]: high availability on etcd: the group's journal in etcd (fenced appends), the election of the active, standbys that tail the journal and take the checkpoints, checkpoints fetched from peers |
 //! | `fdlimit.rs` | [`fdlimit`]: the open-file limit raised at startup, connections kept below it |
 //! | `http/` | [`http`]: the HTTP server (axum on tokio), a module per job: its configuration, its run (listener, limits, shutdown), TLS, the dispatch of a request through the op table, the connection registry, the write deadline, [`http::ServeError`] |
 //!
@@ -75,6 +76,7 @@
 pub mod acl;
 pub mod error;
 pub mod fdlimit;
+pub mod ha;
 pub mod http;
 pub mod identity;
 pub mod live;

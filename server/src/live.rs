@@ -50,6 +50,10 @@ pub struct Live {
     /// Write requests started and their tickets given back (see
     /// [`WriteTicket`]).
     tickets: Arc<Tickets>,
+    /// When the background checkpointer takes a checkpoint.
+    policy: CheckpointPolicy,
+    /// Checkpoints the background checkpointer finished.
+    checkpoints: Arc<AtomicU64>,
 }
 
 /// Counts of write tickets: taken (by requests that started) and given
@@ -156,15 +160,8 @@ impl Live {
                 path: dir.to_path_buf(),
                 source,
             })?;
-        let checkpointer = if policy.every_ops.is_some() || policy.every.is_some() {
-            Some(store.spawn_checkpointer(policy, |e| {
-                if let Some(l) = checkpoint_line(&e) {
-                    eprintln!("{l}");
-                }
-            })?)
-        } else {
-            None
-        };
+        let checkpoints = Arc::new(AtomicU64::new(0));
+        let checkpointer = spawn_checkpointer(&store, policy, &checkpoints)?;
         Ok(Live {
             store,
             waiters: Mutex::new(Some(tx)),
@@ -174,7 +171,40 @@ impl Live {
             flushes,
             failed,
             tickets,
+            policy,
+            checkpoints,
         })
+    }
+
+    /// Starts (`true`) or stops (`false`) the background checkpointer, as
+    /// the policy the store was opened with says (a checkpoint being saved
+    /// when it stops is abandoned). An HA group's active stops its own
+    /// while a standby takes them.
+    ///
+    /// # Errors
+    /// Starting the checkpointer's thread.
+    pub fn set_checkpointing(&self, on: bool) -> Result<(), StoreError> {
+        let mut c = self.checkpointer.lock();
+        match (on, c.is_some()) {
+            (true, false) => *c = spawn_checkpointer(&self.store, self.policy, &self.checkpoints)?,
+            (false, true) => {
+                if let Some(c) = c.take() {
+                    c.stop();
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Whether the background checkpointer runs.
+    pub fn checkpointing(&self) -> bool {
+        self.checkpointer.lock().is_some()
+    }
+
+    /// Checkpoints the background checkpointer finished since the open.
+    pub fn checkpoints_taken(&self) -> u64 {
+        self.checkpoints.load(Ordering::Relaxed)
     }
 
     /// The namespace readers are answered from: as of the last durable op
@@ -286,6 +316,29 @@ impl Live {
             }
         }
     }
+}
+
+/// Starts `store`'s background checkpointer when `policy` asks for
+/// checkpoints, printing its lines and counting those finished in `done`.
+fn spawn_checkpointer(
+    store: &Arc<Store>,
+    policy: CheckpointPolicy,
+    done: &Arc<AtomicU64>,
+) -> Result<Option<Checkpointer>, StoreError> {
+    if policy.every_ops.is_none() && policy.every.is_none() {
+        return Ok(None);
+    }
+    let done = Arc::clone(done);
+    store
+        .spawn_checkpointer(policy, move |e| {
+            if matches!(e, CheckpointEvent::Finished { .. }) {
+                done.fetch_add(1, Ordering::Relaxed);
+            }
+            if let Some(l) = checkpoint_line(&e) {
+                eprintln!("{l}");
+            }
+        })
+        .map(Some)
 }
 
 /// The syncer: takes every waiter queued, makes the newest of their txids

@@ -5,6 +5,7 @@
 
 use super::{EXIT_DATA, EXIT_USAGE_IO};
 use nsimage_loader::ReadStrategy;
+use nsimage_server::ha::HaConfig;
 use nsimage_server::http::{self, Config, PermissionConfig, ServeError, TlsFiles, Writable};
 use nsimage_server::identity::GroupSource;
 use nsimage_server::source::SourceError;
@@ -82,6 +83,39 @@ pub struct Args {
     /// without it a shutdown takes none.
     #[arg(long, requires = "writable")]
     checkpoint_on_exit: bool,
+    /// With --writable: join the high-availability group whose journal
+    /// and election are in this etcd cluster (its client URLs, comma
+    /// separated). One member is active and takes writes; the others are
+    /// standbys: they apply the journal, take the checkpoints, answer
+    /// writes with 403 StandbyException and take over when the active's
+    /// lease expires. See docs/server.md, "High availability".
+    #[arg(long, value_name = "URL,URL,...", requires_all = ["writable", "ha_id"], value_delimiter = ',')]
+    ha_etcd: Vec<String>,
+    /// With --ha-etcd: this member's name, unique in the group.
+    #[arg(long, value_name = "NAME", requires = "ha_etcd")]
+    ha_id: Option<String>,
+    /// With --ha-etcd: the prefix of the group's keys in etcd.
+    #[arg(
+        long,
+        value_name = "PREFIX",
+        default_value = "/nsimage",
+        requires = "ha_etcd"
+    )]
+    ha_prefix: String,
+    /// With --ha-etcd: seconds of the leadership's lease: a silent active
+    /// is replaced this long after its last renewal (etcd's least is 2).
+    #[arg(long, value_name = "SECS", default_value_t = 3, requires = "ha_etcd", value_parser = clap::value_parser!(u64).range(2..=600))]
+    ha_lease_secs: u64,
+    /// With --ha-etcd: milliseconds one etcd request may take on one
+    /// endpoint before the next is tried (a write is refused 503 once every
+    /// endpoint failed).
+    #[arg(long, value_name = "MS", default_value_t = 1000, requires = "ha_etcd", value_parser = clap::value_parser!(u64).range(50..=60_000))]
+    ha_etcd_timeout_ms: u64,
+    /// With --ha-etcd: standbys answer reads from their own namespace
+    /// (behind the active's by their lag); without it they refuse reads
+    /// with StandbyException, as a standby NameNode does.
+    #[arg(long, requires = "ha_etcd")]
+    standby_reads: bool,
 }
 
 /// The writable server's store, opened as `nsimage store recover` opens
@@ -125,6 +159,14 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             .tls_cert
             .zip(a.tls_key)
             .map(|(cert, key)| TlsFiles { cert, key }),
+        ha: a.ha_id.clone().map(|id| {
+            let mut ha = HaConfig::new(a.ha_etcd.clone(), id);
+            ha.prefix.clone_from(&a.ha_prefix);
+            ha.lease = Duration::from_secs(a.ha_lease_secs);
+            ha.etcd_timeout = Duration::from_millis(a.ha_etcd_timeout_ms);
+            ha.standby_reads = a.standby_reads;
+            ha
+        }),
         ..Config::default()
     };
     if a.writable && !a.source.is_dir() {

@@ -30,6 +30,7 @@
 //! | `journal/` | [`journal`]: segment files, record framing (shared with images), bulk or streamed replay, torn-tail detection |
 //! | `op_view.rs` | [`op_view`]: journal records decoded without copying, names and values borrowed from the record's bytes |
 //! | `edit.rs` | [`edit`]: journal operations applied to the namespace model |
+//! | `replica.rs` | [`replica`]: the authoritative journal a group commit is handed to first (an HA group's quorum), before the store writes its own copy |
 //! | `store/` | the [`Store`] (recovery, commit, checkpoints in the foreground and the background, files, the at-rest settings: compressed and encrypted checkpoints, sealed journal batches, [`AtRestSettings`]) |
 //! | `error.rs` | [`StoreError`], and [`SubmitError`] of [`Store::submit_with`] |
 //! | `failpoint.rs` | [`failpoint()`], for crash tests |
@@ -169,6 +170,7 @@ mod failpoint;
 pub mod fs;
 pub mod journal;
 pub mod op_view;
+pub mod replica;
 pub mod save;
 mod store;
 

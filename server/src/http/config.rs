@@ -48,6 +48,9 @@ pub struct Config {
     pub permissions: PermissionConfig,
     /// Serve HTTPS with this certificate and key, not plain HTTP.
     pub tls: Option<TlsFiles>,
+    /// With [`writable`](Self::writable): join this HA group (the
+    /// journal in etcd, one active member, standbys).
+    pub ha: Option<crate::ha::HaConfig>,
 }
 
 /// The permission settings as given (the superuser's default needs the
@@ -175,6 +178,8 @@ pub enum Backend {
     Image(Arc<Current>),
     /// A store's live namespace, writable.
     Store(Arc<Live>),
+    /// A member of an HA group: writable while it is the active.
+    Ha(Arc<crate::ha::member::Member>),
 }
 
 impl Default for Config {
@@ -192,6 +197,7 @@ impl Default for Config {
             writable: None,
             permissions: PermissionConfig::default(),
             tls: None,
+            ha: None,
         }
     }
 }

@@ -47,6 +47,11 @@ pub(crate) async fn handle(
     body: Body,
 ) -> Response {
     let started = Instant::now();
+    if let Backend::Ha(m) = &st.backend {
+        if uri.path().starts_with("/nsimage/ha/") {
+            return ha_answer(m, uri.path());
+        }
+    }
     let result = dispatch(&st, &method, &uri, &headers, body).await;
     let mut location = None;
     let (status, body) = match result {
@@ -80,6 +85,50 @@ pub(crate) async fn handle(
         response.headers_mut().insert(header::LOCATION, to);
     }
     response
+}
+
+/// An HA member's own paths: its status, and its newest checkpoint for a
+/// peer to fetch.
+fn ha_answer(m: &crate::ha::member::Member, path: &str) -> Response {
+    use crate::ha::fetch::{open_checkpoint, CHECKPOINT_PATH, STATUS_PATH, TXID_HEADER};
+    let json = |code: StatusCode, v: serde_json::Value| {
+        (
+            code,
+            [(header::CONTENT_TYPE, "application/json")],
+            v.to_string(),
+        )
+            .into_response()
+    };
+    match path {
+        STATUS_PATH => json(StatusCode::OK, m.status()),
+        CHECKPOINT_PATH => match m.live().map(|l| open_checkpoint(&l)) {
+            Some(Ok((txid, len, body))) => (
+                StatusCode::OK,
+                [
+                    (header::CONTENT_TYPE, "application/octet-stream".to_string()),
+                    (header::CONTENT_LENGTH, len.to_string()),
+                    (
+                        header::HeaderName::from_static(TXID_HEADER),
+                        txid.to_string(),
+                    ),
+                ],
+                Body::new(body),
+            )
+                .into_response(),
+            Some(Err(e)) => json(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                RemoteError::internal(format!("the checkpoint: {e}")).body(),
+            ),
+            None => json(
+                StatusCode::SERVICE_UNAVAILABLE,
+                RemoteError::no_quorum("this member is reopening its store").body(),
+            ),
+        },
+        _ => json(
+            StatusCode::NOT_FOUND,
+            RemoteError::not_found(format!("no such HA path: {}", crate::error::echo(path))).body(),
+        ),
+    }
 }
 
 /// A successful answer: a whole document, a directory's listing
@@ -117,7 +166,7 @@ async fn dispatch(
     if len > MAX_URI_BYTES {
         return Err(RemoteError::uri_too_long(len, MAX_URI_BYTES));
     }
-    let live = match &st.backend {
+    match &st.backend {
         Backend::Image(current) => {
             // The read-only server: any method but GET is a write.
             if method != Method::GET {
@@ -135,10 +184,15 @@ async fn dispatch(
             })
             .await;
         }
-        Backend::Store(live) => Arc::clone(live),
-    };
+        Backend::Store(_) | Backend::Ha(_) => {}
+    }
     let parsed = parse(uri.path(), uri.query())?;
     let row = table::check(&parsed)?;
+    let (live, member) = match &st.backend {
+        Backend::Store(live) => (Arc::clone(live), None),
+        Backend::Ha(m) => (m.serving(row.writes())?, Some(Arc::clone(m))),
+        Backend::Image(_) => return Err(RemoteError::internal("no store is served")),
+    };
     let gate = gate(st, &parsed).await?;
     let Some(sent) = OpMethod::of(method.as_str()) else {
         return Err(RemoteError::bad_argument(format!(
@@ -189,7 +243,19 @@ async fn dispatch(
         }
         Handler::NotServed | Handler::Read(_) | Handler::List => writes::not_served,
     };
-    write(st, live, row, handler, parsed, gate).await
+    let written = write(st, live, row, handler, parsed, gate).await;
+    match member {
+        // A write an HA member applied but could not acknowledge: the
+        // client is told to go to the active (fenced) or to retry.
+        Some(m) => written.map_err(|e| {
+            if e.status == 500 {
+                m.write_failed(e)
+            } else {
+                e
+            }
+        }),
+        None => written,
+    }
 }
 
 /// Write `row` applied on the live store by `handler`, answered once

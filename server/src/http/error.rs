@@ -26,6 +26,12 @@ pub enum ServeError {
          system has space again"
     )]
     JournalFailed(String),
+    /// An HA member could not join its group, or could not go on.
+    #[error("high availability: {0}")]
+    Ha(#[from] crate::ha::HaError),
+    /// An HA member stopped: its store would not reopen.
+    #[error("high availability: {0}")]
+    HaStopped(String),
     /// The TLS certificate or key does not read.
     #[error("{path}: {detail}")]
     Tls {

@@ -55,6 +55,9 @@ pub fn run_until(
         }
     };
     if let Some(w) = config.writable.clone() {
+        if let Some(ha) = config.ha.clone() {
+            return run_ha(&source, &config, &w, ha, on_bound, shutdown);
+        }
         return run_writable(&source, &config, &w, on_bound, shutdown);
     }
     let is_store = source.is_dir();
@@ -156,6 +159,89 @@ fn run_writable(
         return Err(ServeError::JournalFailed(e));
     }
     closed.map_err(ServeError::Store)
+}
+
+/// Serves store `dir` as a member of the HA group `ha`: the store
+/// recovered and the group joined (as a standby) before anything is
+/// bound; the member's threads started once it is, with its URL; served
+/// until SIGINT or SIGTERM (or until its store will not reopen), then the
+/// member stopped (its lease given back, so a standby takes over at once)
+/// and the store closed.
+fn run_ha(
+    dir: &std::path::Path,
+    config: &Config,
+    w: &Writable,
+    ha: crate::ha::HaConfig,
+    on_bound: impl FnOnce(&Listening),
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), ServeError> {
+    let started = Instant::now();
+    let mut opts = w.store.clone();
+    if opts.key.is_none() {
+        opts.key = config.key.clone();
+    }
+    let fs =
+        w.fs.clone()
+            .unwrap_or_else(|| Arc::new(nsimage_store::fs::RealFs::default()));
+    let (at, policy) = (dir.to_path_buf(), w.policy);
+    let opener: crate::ha::member::Opener =
+        Arc::new(move || Live::open(&at, Arc::clone(&fs), opts.clone(), policy));
+    let member = crate::ha::member::Member::join(ha, dir.to_path_buf(), opener, config.log)?;
+    let live = member
+        .live()
+        .ok_or_else(|| ServeError::HaStopped("the store is not open".into()))?;
+    if config.log {
+        let r = live.store.report();
+        eprintln!(
+            "nsimage serve: recovered {} at txid {} ({} ops replayed) in {:.3} s",
+            dir.display(),
+            r.txid,
+            r.replayed,
+            started.elapsed().as_secs_f64()
+        );
+    }
+    let perms = live
+        .store
+        .with_namespace(|ns| config.permissions.resolve(ns));
+    drop(live);
+    let starting = Arc::clone(&member);
+    let mut begun = None;
+    let bound = |l: &Listening| {
+        let scheme = if l.tls { "https" } else { "http" };
+        begun = Some(starting.start(format!("{scheme}://{}", l.addr)));
+        on_bound(l);
+    };
+    let failed = Arc::clone(&member);
+    let stop = async move {
+        tokio::select! {
+            () = shutdown => None,
+            why = failed.failed() => Some(why),
+        }
+    };
+    let stopped = Arc::new(parking_lot::Mutex::new(None));
+    let why = Arc::clone(&stopped);
+    let result = run_runtime(
+        Backend::Ha(Arc::clone(&member)),
+        perms,
+        config,
+        bound,
+        async move {
+            *why.lock() = stop.await;
+        },
+    );
+    let live = member.stop();
+    let closed = live.map(|l| l.close(w.checkpoint_on_exit));
+    result?;
+    if let Some(Err(e)) = begun {
+        return Err(ServeError::Io {
+            what: "starting the HA member's threads".into(),
+            source: e,
+        });
+    }
+    if let Some(why) = stopped.lock().take() {
+        return Err(ServeError::HaStopped(why));
+    }
+    closed.transpose().map(drop).map_err(ServeError::Store)
 }
 
 /// Binds and serves `backend` on a runtime of its own until `shutdown`

@@ -227,7 +227,7 @@ pub(super) fn corrupt(seg: &Segment, offset: u64, detail: impl Into<String>) -> 
 
 /// Why the bytes at some offset are not a good record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Bad {
+pub(crate) enum Bad {
     /// The length prefix is unreadable, or the frame runs past the end of
     /// the segment (or over the largest record accepted).
     Frame,
@@ -239,7 +239,7 @@ pub(super) enum Bad {
 }
 
 impl Bad {
-    pub(super) fn text(self, sealed: bool) -> &'static str {
+    pub(crate) fn text(self, sealed: bool) -> &'static str {
         match (self, sealed) {
             (Bad::Frame, false) => "record runs past the end of the segment",
             (Bad::Checksum, false) => "record checksum mismatch",
@@ -299,7 +299,7 @@ fn well_formed(msg: &[u8]) -> bool {
 
 /// Decodes the framed record at the front of `buf`: the op and the frame's
 /// length in bytes.
-pub(super) fn frame_at(buf: &[u8]) -> Result<(JournalOpView<'_>, usize), Bad> {
+pub(crate) fn frame_at(buf: &[u8]) -> Result<(JournalOpView<'_>, usize), Bad> {
     let (len, width) = read_varint(buf).ok_or(Bad::Frame)?;
     let avail = buf.len().checked_sub(width).ok_or(Bad::Frame)?;
     if len > MAX_OP_BYTES || len > avail as u64 {

@@ -23,6 +23,7 @@ mod name;
 mod read;
 mod seal;
 
+pub(crate) use frame::frame_at;
 pub use frame::{encode, fits, FramedViewSink};
 pub use header::{
     header, sealed_header, HEADER_LEN, SEALED_HEADER_LEN, SEALED_VERSION, SEGMENT_MAGIC,

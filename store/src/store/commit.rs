@@ -7,6 +7,7 @@ use crate::edit;
 use crate::error::{io_err, StoreError, SubmitError};
 use crate::failpoint;
 use crate::journal;
+use crate::replica::Replica;
 use nsimage_format::pb;
 use nsimage_format::pb::journal_op::Op;
 use nsimage_namespace::{Namespace, NsError};
@@ -98,6 +99,55 @@ impl Store {
                 Err(e) => return (last, Err(e.into())),
             }
         }
+    }
+
+    /// Hands every group commit from now on to `replica` before the
+    /// journal writes it (`None`: to no one). See [`crate::replica`].
+    pub fn set_replica(&self, replica: Option<Arc<dyn Replica>>) {
+        *self.replica.write() = replica;
+    }
+
+    /// Applies a batch of another member's journal records (`records`:
+    /// frames as [`Replica::commit`] is given them) and queues them for
+    /// this store's journal, each with its own txid, which must follow
+    /// this store's last one without a gap; records at or below it are
+    /// skipped (a batch seen twice). Returns the last txid applied; it is
+    /// durable here after [`wait_durable`](Self::wait_durable).
+    ///
+    /// # Errors
+    /// [`StoreError::Corrupt`] for a record that does not decode, or
+    /// whose checksum fails, or a gap in the txids; the namespace's
+    /// refusal as [`StoreError::Refused`] (the records before it stay
+    /// applied); [`StoreError::Poisoned`].
+    pub fn submit_replicated(&self, records: &[u8], from: &str) -> Result<u64, StoreError> {
+        let mut ns = self.ns.write();
+        self.check_poisoned()?;
+        let bad = |at: usize, detail: String| StoreError::Corrupt {
+            path: std::path::PathBuf::from(from),
+            at: nsimage_format::Location::at(at as u64),
+            detail,
+        };
+        let mut pos = 0usize;
+        while pos < records.len() {
+            let (view, n) = journal::frame_at(&records[pos..])
+                .map_err(|why| bad(pos, format!("a replicated record: {}", why.text(false))))?;
+            let have = ns.info().last_txid;
+            if view.txid > have {
+                if Some(view.txid) != have.checked_add(1) {
+                    return Err(bad(
+                        pos,
+                        format!("txid {} follows txid {have}: a gap", view.txid),
+                    ));
+                }
+                let rec = view.to_owned();
+                let op = rec
+                    .op
+                    .ok_or_else(|| bad(pos, "a record without an op".into()))?;
+                self.submit_locked(&mut ns, op)?;
+            }
+            pos = pos.saturating_add(n);
+        }
+        Ok(ns.info().last_txid)
     }
 
     /// [`StoreError::Poisoned`] after a journal failure.
@@ -210,6 +260,14 @@ impl Store {
                 drop(ns);
                 snap
             });
+            // The replica (an HA group's quorum) commits the batch first:
+            // the journal's copy is written only once it has, and a batch
+            // it refused is neither written nor acknowledged.
+            let replica = self.replica.read().clone();
+            let replicated = match replica {
+                Some(r) if !buf.is_empty() => r.commit(first, last, &buf),
+                _ => Ok(()),
+            };
             // An encrypted store seals the whole group commit (one seal per
             // batch of up to 8 MiB), outside the lock.
             if let Some(s) = &sealer {
@@ -217,10 +275,15 @@ impl Store {
                 s.seal(&buf, first, offset, &mut sealed);
                 buf = sealed;
             }
-            let res = file.write_all(&buf).and_then(|()| {
-                failpoint("journal-before-sync");
-                file.sync()
-            });
+            let res = match replicated {
+                Ok(()) => file.write_all(&buf).and_then(|()| {
+                    failpoint("journal-before-sync");
+                    file.sync()
+                }),
+                Err(e) => Err(std::io::Error::other(format!(
+                    "txids {first}..={last} not committed by the replica: {e}"
+                ))),
+            };
             j = self.journal.lock();
             j.file = Some(file);
             j.flushing = false;

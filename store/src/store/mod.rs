@@ -121,6 +121,9 @@ pub struct Store {
     /// images on; built at the first checkpoint (`None`: it could not be
     /// built, and the save runs on the caller's thread).
     save_pool: OnceLock<Option<rayon::ThreadPool>>,
+    /// Where each group commit goes before the journal (`None`: nowhere,
+    /// the journal alone makes an op durable).
+    replica: RwLock<Option<Arc<dyn crate::replica::Replica>>>,
 }
 
 /// Saves `ns` as the store's image at `txid`, through the atomic save
@@ -354,7 +357,48 @@ impl Store {
             checkpoint_lock: Mutex::new(()),
             running: Mutex::new(None),
             save_pool: OnceLock::new(),
+            replica: RwLock::new(None),
         })
+    }
+
+    /// The key of an encrypted store, as it was opened with (`None` for a
+    /// plain one).
+    pub fn key(&self) -> Option<&nsimage_format::cipher::Key> {
+        self.opts.key.as_ref()
+    }
+
+    /// The newest image this store has, with its txid (the one a peer
+    /// fetches to catch up).
+    pub fn newest_image(&self) -> (u64, PathBuf) {
+        let t = self.newest_image.load(std::sync::atomic::Ordering::Acquire);
+        (t, self.dir.join(files::image_name(t)))
+    }
+
+    /// Adopts the image at `image` (a peer's checkpoint at `txid`, checked
+    /// by the caller to be of this store's namespace and at that txid) as
+    /// this store's image at `txid`: copied in by the atomic save under the
+    /// store's own checkpoint name, so the next [`open`](Self::open)
+    /// recovers from it (and from the journal after it). The store must
+    /// not be open: its directory's lock is taken for the copy.
+    ///
+    /// # Errors
+    /// [`StoreError::NotAStore`], [`StoreError::Locked`] (the store is
+    /// open), [`StoreError::Io`].
+    pub fn adopt_image(
+        dir: &Path,
+        fs: &dyn Fs,
+        txid: u64,
+        image: &Path,
+    ) -> Result<PathBuf, StoreError> {
+        files::check_store(fs, dir)?;
+        let _lock = files::lock_dir(dir)?;
+        let path = dir.join(files::image_name(txid));
+        let tmp = dir.join(files::temp_name(txid));
+        let mut src = File::open(image).map_err(io_err(image))?;
+        save::save_as(fs, &path, Temp::Checkpoint(&tmp), |out| {
+            std::io::copy(&mut src, out)
+        })?;
+        Ok(path)
     }
 
     /// What opening this store did.

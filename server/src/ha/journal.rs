@@ -1,0 +1,192 @@
+//! The group's journal in etcd: one key per batch (`P/journal/<first
+//! txid>`), whose value is the time the active committed it (8 bytes,
+//! little-endian milliseconds since the Unix epoch) and then the batch's
+//! journal records, framed as the store frames them (STORE.md, "Record":
+//! each carries its txid and checksum).
+//!
+//! The active appends each group commit through [`EtcdJournal`], the
+//! store's [`Replica`]: one transaction per batch (a group commit larger
+//! than [`MAX_BATCH_RECORDS`] is cut into several, each on record
+//! boundaries), which puts the batch only if the active's leadership key
+//! still has the create revision it had when this member won it and the
+//! batch's key does not exist yet. A member deposed (its lease expired
+//! while it was paused, say) has its append refused, so it never
+//! acknowledges a write after losing the leadership: that is the fencing.
+
+use super::etcd::{created_at, put_op, Etcd, Kv};
+use super::{HaError, Keys};
+use nsimage_format::wire::read_varint;
+use nsimage_store::replica::Replica;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Most record bytes in one batch's value (etcd refuses requests over
+/// 1.5 MiB by default).
+pub const MAX_BATCH_RECORDS: usize = 1 << 20;
+
+/// Milliseconds since the Unix epoch, now.
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// The active's appends, fenced by its leadership's create revision.
+pub struct EtcdJournal {
+    /// The cluster.
+    pub etcd: Arc<Etcd>,
+    /// The group's keys.
+    pub keys: Keys,
+    /// The create revision of the leadership key this member won.
+    pub leader_revision: i64,
+}
+
+impl Replica for EtcdJournal {
+    fn commit(&self, first: u64, _last: u64, records: &[u8]) -> Result<(), String> {
+        for (at, chunk) in cut(first, records)? {
+            let key = self.keys.batch(at);
+            let mut value = Vec::with_capacity(chunk.len().saturating_add(8));
+            value.extend_from_slice(&now_ms().to_le_bytes());
+            value.extend_from_slice(chunk);
+            let (ok, _) = self
+                .etcd
+                .txn(
+                    vec![
+                        created_at(&self.keys.leader(), self.leader_revision),
+                        created_at(&key, 0),
+                    ],
+                    vec![put_op(&key, &value, 0)],
+                    vec![],
+                )
+                .map_err(|e| e.to_string())?;
+            if !ok {
+                return Err(format!(
+                    "fenced: this member no longer holds the leadership it won at etcd \
+                     revision {} (or txid {at} is taken)",
+                    self.leader_revision
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `records` (txids from `first`) cut on record boundaries into pieces of
+/// at most [`MAX_BATCH_RECORDS`] bytes, each with its first txid.
+fn cut(first: u64, records: &[u8]) -> Result<Vec<(u64, &[u8])>, String> {
+    let mut out = Vec::new();
+    let (mut start, mut pos, mut txid, mut chunk_first) = (0usize, 0usize, first, first);
+    while pos < records.len() {
+        let (len, width) = read_varint(&records[pos..]).ok_or("a record's length is unreadable")?;
+        let len = usize::try_from(len).map_err(|_| "a record's length is too large")?;
+        let end = pos
+            .checked_add(width)
+            .and_then(|p| p.checked_add(len))
+            .filter(|&e| e <= records.len())
+            .ok_or("a record runs past the batch")?;
+        if end - start > MAX_BATCH_RECORDS && pos > start {
+            out.push((chunk_first, &records[start..pos]));
+            (start, chunk_first) = (pos, txid);
+        }
+        if end - start > MAX_BATCH_RECORDS {
+            return Err(format!(
+                "the record of txid {txid} ({len} bytes) is larger than a batch in etcd may be"
+            ));
+        }
+        pos = end;
+        txid = txid.saturating_add(1);
+    }
+    if pos > start {
+        out.push((chunk_first, &records[start..pos]));
+    }
+    Ok(out)
+}
+
+/// One batch read back from etcd.
+#[derive(Debug)]
+pub struct Batch {
+    /// The txid of its first record.
+    pub first: u64,
+    /// When the active committed it (milliseconds since the epoch).
+    pub committed_ms: u64,
+    /// Its records.
+    pub records: Vec<u8>,
+}
+
+impl Batch {
+    /// The batch a journal key holds.
+    ///
+    /// # Errors
+    /// [`HaError::Corrupt`] for a key or value of another shape.
+    pub fn of(keys: &Keys, kv: Kv) -> Result<Batch, HaError> {
+        let name = String::from_utf8_lossy(&kv.key).into_owned();
+        let first = keys.batch_first(&kv.key).ok_or_else(|| HaError::Corrupt {
+            key: name.clone(),
+            detail: "not a journal batch's key".into(),
+        })?;
+        let Some((stamp, _)) = kv.value.split_first_chunk::<8>() else {
+            return Err(HaError::Corrupt {
+                key: name,
+                detail: format!("a batch of {} bytes (at least 8)", kv.value.len()),
+            });
+        };
+        let committed_ms = u64::from_le_bytes(*stamp);
+        let mut records = kv.value;
+        records.drain(..8);
+        Ok(Batch {
+            first,
+            committed_ms,
+            records,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(n: usize) -> Vec<u8> {
+        let mut v = Vec::new();
+        nsimage_format::framing::put_frame(&mut v, &vec![7u8; n]);
+        v
+    }
+
+    #[test]
+    fn cuts_on_record_boundaries() {
+        let mut all = Vec::new();
+        for _ in 0..5 {
+            all.extend(frame(400 << 10));
+        }
+        let pieces = cut(10, &all).unwrap();
+        let firsts: Vec<u64> = pieces.iter().map(|p| p.0).collect();
+        assert_eq!(firsts, vec![10, 12, 14]);
+        assert_eq!(pieces.iter().map(|p| p.1.len()).sum::<usize>(), all.len());
+        assert!(pieces.iter().all(|p| p.1.len() <= MAX_BATCH_RECORDS));
+        assert!(cut(1, &frame(2 << 20)).is_err());
+        assert!(cut(1, &all[..all.len() - 1]).is_err());
+        assert!(cut(1, &[]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn batches_decode() {
+        let keys = Keys::new("/g");
+        let mut value = 5u64.to_le_bytes().to_vec();
+        value.extend(frame(3));
+        let b = Batch::of(
+            &keys,
+            Kv {
+                key: keys.batch(9),
+                value,
+                ..Kv::default()
+            },
+        )
+        .unwrap();
+        assert_eq!((b.first, b.committed_ms, b.records.len()), (9, 5, 4));
+        let short = Kv {
+            key: keys.batch(9),
+            value: vec![1, 2],
+            ..Kv::default()
+        };
+        assert!(Batch::of(&keys, short).is_err());
+    }
+}
