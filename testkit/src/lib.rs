@@ -5,6 +5,7 @@
 //! | file | what it holds |
 //! |------|---------------|
 //! | `lib.rs` | this page |
+//! | `etcd.rs` | [`etcd`]: a throwaway etcd cluster on loopback (members killed, paused, started again) for the HA tests and `bench --server --ha` |
 //! | `generate.rs` | [`generate`]: the deterministic synthetic namespace of `nsimage generate`, the bench and the tests |
 //! | `shapes.rs` | [`shapes`]: deterministic namespaces shaped to be hard to store (identical names, one huge directory, all-zero attributes, ...), for the property tests of the writer and readers |
 //! | `workload.rs` | [`workload`]: the deterministic mixed journal workload of `nsimage store apply` and the store's crash and power-cut tests |
@@ -44,6 +45,7 @@
 // untrusted bytes, which this crate is not.
 #![allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
 
+pub mod etcd;
 pub mod generate;
 #[cfg(feature = "peers")]
 pub mod peers;
