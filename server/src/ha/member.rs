@@ -437,7 +437,20 @@ impl Member {
         *self.leader.lock() = leader
             .as_ref()
             .map(|kv| String::from_utf8_lossy(&kv.value).into_owned());
-        if leader.is_some() {
+        if let Some(kv) = &leader {
+            // This member's own leadership, though it is a standby: its
+            // step-down could not delete the key while etcd was out of
+            // reach, and the lease the key is on lives on (renewed by this
+            // member, or by etcd extending leases when a quorum is back):
+            // let it go, or no one would ever campaign.
+            if kv.value == self.cfg.id.as_bytes() {
+                let _ = self.etcd.txn(
+                    vec![created_at(&self.keys.leader(), kv.create_revision)],
+                    vec![delete_key_op(&self.keys.leader())],
+                    vec![],
+                );
+                self.say("standby: deleted a leadership of its own left in etcd");
+            }
             return;
         }
         if let Ok(Some(t)) = self.etcd.get(&self.keys.transfer()) {
