@@ -1,7 +1,8 @@
 //! The tests that drive real clients from the project's Python environment
 //! (`tests/python/setup.sh`): DuckDB and Spark reading `nsimage export`,
 //! and the `hdfs` WebHDFS client walking `nsimage serve` and writing to
-//! `nsimage serve --writable`.
+//! `nsimage serve --writable`, and 16 of its clients writing to an HA
+//! group through failovers.
 
 #[path = "../support/common.rs"]
 mod common;
@@ -13,6 +14,7 @@ mod python_env;
 mod serve_common;
 
 mod export_consumers;
+mod ha;
 mod permissions;
 mod tls;
 mod webhdfs_client;
