@@ -404,10 +404,17 @@ impl Member {
     /// The member's record in etcd.
     fn record(&self) -> Value {
         let live = self.live();
+        // A standby that needs a peer's checkpoint is "behind": not a
+        // healthy standby (the active then checkpoints itself, so that
+        // there is a checkpoint to fetch).
+        let role = match self.role() {
+            Role::Standby if self.needs_checkpoint.load(Ordering::Acquire) => "behind",
+            r => r.name(),
+        };
         json!({
             "id": self.cfg.id,
             "url": self.url.get(),
-            "role": self.role().name(),
+            "role": role,
             "txid": live.as_ref().map_or(0, |l| l.store.durable_txid()),
             "checkpoint_txid": live.as_ref().map_or(0, |l| l.store.newest_image().0),
             "lag_ms": self.lags.lock().back(),
@@ -538,12 +545,11 @@ impl Member {
         if let Ok(Some(t)) = self.etcd.get(&self.keys.transfer()) {
             let to = String::from_utf8_lossy(&t.value).into_owned();
             if to != self.cfg.id {
-                if let Some(m) = members
+                if members
                     .iter()
-                    .find(|m| m["id"].as_str() == Some(to.as_str()) && healthy(m))
+                    .any(|m| m["id"].as_str() == Some(to.as_str()) && healthy(m))
                 {
-                    let m = m.clone();
-                    self.hand_over(&live, &to, &m);
+                    self.hand_over(live, &to);
                     return;
                 }
             }
@@ -611,7 +617,7 @@ impl Member {
     /// A handover to `to` (a healthy standby): writes refused from now,
     /// the writes in flight made durable, `to` given time to apply them,
     /// then the leadership let go.
-    fn hand_over(&self, live: &Live, to: &str, _record: &Value) {
+    fn hand_over(&self, live: Arc<Live>, to: &str) {
         *self.role.write() = Role::Standby;
         let deadline = Instant::now() + Duration::from_secs(5);
         while live.store.durable_txid() < live.store.txid() && Instant::now() < deadline {
@@ -630,6 +636,8 @@ impl Member {
             std::thread::sleep(Duration::from_millis(20));
         }
         self.say(&format!("handing over to {to} at txid {txid}"));
+        // The store is reopened by the step down: no reference kept here.
+        drop(live);
         self.step_down(&format!("handed over to {to}"));
     }
 
@@ -886,7 +894,8 @@ impl Member {
             .live()
             .is_some_and(|l| l.store.at_rest().is_encrypted());
         match fetch::fetch_checkpoint(&peer, &self.dir, self.namespace_id, encrypted, self.key()) {
-            Ok((txid, path)) => {
+            Ok((txid, path, served)) => {
+                drop(served);
                 self.say(&format!("fetched {peer}'s checkpoint at txid {txid}"));
                 self.reopen(Some((txid, path)));
                 self.needs_checkpoint.store(false, Ordering::Release);
