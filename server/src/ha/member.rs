@@ -544,14 +544,13 @@ impl Member {
         }
         if let Ok(Some(t)) = self.etcd.get(&self.keys.transfer()) {
             let to = String::from_utf8_lossy(&t.value).into_owned();
-            if to != self.cfg.id {
-                if members
+            if to != self.cfg.id
+                && members
                     .iter()
                     .any(|m| m["id"].as_str() == Some(to.as_str()) && healthy(m))
-                {
-                    self.hand_over(live, &to);
-                    return;
-                }
+            {
+                self.hand_over(live, &to);
+                return;
             }
         }
         let newest = members
