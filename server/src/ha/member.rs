@@ -175,6 +175,12 @@ impl Member {
                 cfg.prefix, theirs["namespace_id"]
             )));
         }
+        let head = group_head(&etcd, &keys)?;
+        if txid > head {
+            return Err(HaError::Mismatch(format!(
+                "this store is at txid {txid}, ahead of the group's journal in etcd (txid                  {head}): it holds ops the group never committed"
+            )));
+        }
         let lease = etcd.grant(cfg.lease)?;
         Ok(Arc::new(Member {
             keys,
@@ -910,6 +916,27 @@ impl Member {
     fn key(&self) -> Option<nsimage_format::cipher::Key> {
         self.live().and_then(|l| l.store.key().cloned())
     }
+}
+
+/// The newest txid the group's journal holds (its last batch's last
+/// record; `P/trimmed` when it holds none).
+fn group_head(etcd: &Etcd, keys: &Keys) -> Result<u64, HaError> {
+    let dir = keys.journal_dir();
+    let last = etcd.range_ordered(&dir, Some(&prefix_end(&dir)), 1, false, true)?;
+    if let Some(kv) = last.kvs.into_iter().next() {
+        let batch = Batch::of(keys, kv)?;
+        let records =
+            super::journal::count_records(&batch.records).map_err(|detail| HaError::Corrupt {
+                key: String::from_utf8_lossy(&keys.batch(batch.first)).into_owned(),
+                detail,
+            })?;
+        return Ok(batch.first.saturating_add(records).saturating_sub(1));
+    }
+    let kv = etcd.get(&keys.trimmed())?;
+    Ok(kv
+        .and_then(|kv| String::from_utf8(kv.value).ok())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0))
 }
 
 /// The `p`th percentile of `v` (nearest rank).
