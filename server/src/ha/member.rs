@@ -47,6 +47,8 @@ const TICK: Duration = Duration::from_millis(100);
 const WATCH_IDLE: Duration = Duration::from_millis(500);
 /// Batches read from etcd at a time when catching up.
 const PAGE: i64 = 256;
+/// How often `--log` prints a member's lag line.
+const LAG_LINE_EVERY: Duration = Duration::from_secs(10);
 /// Lags kept for the status's percentiles.
 const LAGS_KEPT: usize = 4096;
 /// A standby this many txids behind the active is not healthy (the
@@ -347,7 +349,12 @@ impl Member {
         let renew_every = self.cfg.lease / 6;
         let mut renewed: Option<Instant> = None;
         let mut housekeeping = Instant::now();
+        let mut reported = Instant::now();
         while !self.stop.load(Ordering::Acquire) {
+            if self.log && reported.elapsed() >= LAG_LINE_EVERY {
+                reported = Instant::now();
+                self.lag_line();
+            }
             if renewed.is_none_or(|t| t.elapsed() >= renew_every) {
                 renewed = Some(Instant::now());
                 self.renew();
@@ -369,6 +376,22 @@ impl Member {
             }
             std::thread::sleep(TICK);
         }
+    }
+
+    /// `--log`'s periodic line: role, txid and the lag of the batches
+    /// applied since the last line.
+    fn lag_line(&self) {
+        let lags: Vec<u64> = self.lags.lock().iter().copied().collect();
+        let txid = self.live().map_or(0, |l| l.store.durable_txid());
+        let ms = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
+        self.say(&format!(
+            "{} at txid {txid}, lag ms p50 {} p99 {} max {} (last {} batches)",
+            self.role().name(),
+            ms(percentile(&lags, 50)),
+            ms(percentile(&lags, 99)),
+            ms(lags.iter().max().copied()),
+            lags.len()
+        ));
     }
 
     /// Renews the lease and the member's record; an active whose lease is
