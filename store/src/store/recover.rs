@@ -270,11 +270,14 @@ fn replay(
             report.torn_tail_bytes += r.torn_bytes;
             // The txid of the segment's last record (none: `first - 1`).
             let last_record = seg.first.saturating_add(r.ops).saturating_sub(1);
-            tail = if r.headerless || (r.ops == 0 && seg.first <= base) {
+            // (A store at the last txid keeps its segment: no new one can
+            // follow, and no op will be appended.)
+            let below = base < u64::MAX;
+            tail = if r.headerless || (below && r.ops == 0 && seg.first <= base) {
                 Tail::Replace {
                     path: seg.path.clone(),
                 }
-            } else if last_record < base {
+            } else if below && last_record < base {
                 Tail::Finish {
                     first: seg.first,
                     last: last_record,
