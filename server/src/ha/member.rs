@@ -45,8 +45,10 @@ pub type Opener = Arc<dyn Fn() -> Result<Live, StoreError> + Send + Sync>;
 const TICK: Duration = Duration::from_millis(100);
 /// How long the tailer's watch waits for a batch before it looks again.
 const WATCH_IDLE: Duration = Duration::from_millis(500);
-/// Batches read from etcd at a time when catching up.
-const PAGE: i64 = 256;
+/// Batches read from etcd at a time when catching up: at most 32 MiB of
+/// records (a batch holds at most 1 MiB), base64 in the answer, within
+/// the client's 64 MiB answer limit.
+const PAGE: i64 = 32;
 /// How often `--log` prints a member's lag line.
 const LAG_LINE_EVERY: Duration = Duration::from_secs(10);
 /// Lags kept for the status's percentiles.
