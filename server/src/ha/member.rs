@@ -299,14 +299,22 @@ impl Member {
             .ok_or_else(|| RemoteError::no_quorum("this member is reopening its store"))
     }
 
-    /// The answer to a write that was applied but not acknowledged.
+    /// The answer to a write that was applied but not acknowledged: 403
+    /// `StandbyException` when etcd refused its batch (fenced: it was
+    /// certainly not committed, the client may send it to the active), 503
+    /// `RetriableException` otherwise (etcd out of reach or too slow: it
+    /// may or may not have been committed, which the message says).
     pub fn write_failed(&self, e: RemoteError) -> RemoteError {
-        if self.role() != Role::Active || e.message.contains("fenced") {
+        if e.message.contains("fenced") {
             let mut s = RemoteError::standby("WRITE");
             s.message = format!("{}: {}", s.message, e.message);
             return s;
         }
-        RemoteError::no_quorum(format!("the write was not acknowledged: {}", e.message))
+        RemoteError::no_quorum(format!(
+            "the write was not acknowledged, and may or may not have been committed (the \
+             group's journal in etcd did not answer in time): {}",
+            e.message
+        ))
     }
 
     /// The member's status (the `/nsimage/ha/status` document).
