@@ -18,6 +18,7 @@ mod dump;
 mod export;
 mod find;
 mod generate;
+mod ha;
 mod info;
 mod journal;
 mod keygen;
@@ -142,6 +143,9 @@ enum Command {
     /// The journal viewer.
     #[command(subcommand)]
     Journal(journal::Cmd),
+    /// A high-availability group on etcd: its state, a manual failover.
+    #[command(subcommand)]
+    Ha(ha::Cmd),
     /// Write a new random key file for encrypted images.
     Keygen(keygen::Args),
     /// Look one path up reading only the pieces on the way (used by the
@@ -176,6 +180,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Serve(a) => serve::run(a),
         Command::Store(c) => store::run(c),
         Command::Journal(c) => journal::run(c),
+        Command::Ha(c) => ha::run(c),
     }
 }
 

@@ -31,6 +31,24 @@ pub enum Cmd {
         #[arg(long)]
         encrypt: bool,
     },
+    /// Make DIR a new store holding the newest checkpoint of a running
+    /// HA member (`serve --ha-etcd`) at URL, fetched and checked, to start
+    /// a standby from (as `hdfs namenode -bootstrapStandby`): the standby
+    /// then applies etcd's journal from that checkpoint's txid.
+    BootstrapStandby {
+        dir: PathBuf,
+        /// The peer's URL (`http://HOST:PORT`).
+        #[arg(long, value_name = "URL")]
+        from: String,
+        /// Compress this store's checkpoint images: none, lz4, zstd or
+        /// zstd:LEVEL.
+        #[arg(long, value_name = "CODEC", default_value = "none", value_parser = super::parse_compression)]
+        compress: nsimage_format::codec::Compression,
+        /// Encrypt this store's checkpoints and journal (the key of
+        /// --key-file, which also opens an encrypted peer's checkpoint).
+        #[arg(long)]
+        encrypt: bool,
+    },
     /// Apply N more ops of the deterministic workload, journaled.
     Apply(ApplyArgs),
     /// Save an image at the current txid and purge what is no longer needed.
@@ -171,6 +189,30 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
                 "initialized {}{from_text} ({})",
                 dir.display(),
                 at_rest_text(&settings)
+            );
+        }
+        Cmd::BootstrapStandby {
+            dir,
+            from,
+            compress,
+            encrypt,
+        } => {
+            use nsimage_server::ha::fetch;
+            let at_rest = nsimage_writer::AtRestOptions {
+                compression: compress,
+                key: super::encryption_key(encrypt)?,
+            };
+            let id = fetch::peer_namespace_id(&from)?;
+            let (txid, fetched, served) =
+                fetch::fetch_checkpoint(&from, &dir, id, false, super::key()?)?;
+            let fs = Arc::new(nsimage_store::fs::RealFs::default());
+            let made = Store::init_from(&dir, fs, &at_rest, &served.namespace);
+            let _ = std::fs::remove_file(&fetched);
+            made?;
+            out!(
+                "initialized {} from {from}'s checkpoint ({} inodes at txid {txid}, namespace {id})",
+                dir.display(),
+                served.namespace.stats().inodes
             );
         }
         Cmd::Apply(a) => apply(a)?,

@@ -7,7 +7,7 @@
 
 use super::HaError;
 use crate::live::Live;
-use crate::source::load_checkpoint;
+use crate::source::{load_checkpoint, Served};
 use hyper::body::{Bytes, Frame};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -25,7 +25,8 @@ pub const STATUS_PATH: &str = "/nsimage/ha/status";
 const CHUNK: usize = 1 << 20;
 
 /// Fetches `peer`'s newest checkpoint beside the store `dir`
-/// (`<dir>.fetched`), checks it, and returns its txid and path.
+/// (`<dir>.fetched`), checks it, and returns its txid, path and
+/// namespace.
 ///
 /// # Errors
 /// [`HaError::Fetch`]: the peer did not answer, sent something short, or
@@ -36,7 +37,7 @@ pub fn fetch_checkpoint(
     namespace_id: u64,
     encrypted: bool,
     key: Option<nsimage_format::cipher::Key>,
-) -> Result<(u64, PathBuf), HaError> {
+) -> Result<(u64, PathBuf, Served), HaError> {
     let bad = |detail: String| HaError::Fetch {
         peer: peer.to_string(),
         detail,
@@ -65,12 +66,37 @@ pub fn fetch_checkpoint(
     out.sync_all()
         .map_err(|e| bad(format!("{}: {e}", path.display())))?;
     drop(out);
-    let checked = load_checkpoint(&path, txid, Some(namespace_id), encrypted, key.as_ref());
-    if let Err(e) = checked {
-        let _ = std::fs::remove_file(&path);
-        return Err(bad(format!("not usable: {e}")));
+    match load_checkpoint(&path, txid, Some(namespace_id), encrypted, key.as_ref()) {
+        Ok(served) => Ok((txid, path, served)),
+        Err(e) => {
+            let _ = std::fs::remove_file(&path);
+            Err(bad(format!("not usable: {e}")))
+        }
     }
-    Ok((txid, path))
+}
+
+/// The namespace id a peer serves (from its status).
+///
+/// # Errors
+/// [`HaError::Fetch`]: the peer did not answer with a status.
+pub fn peer_namespace_id(peer: &str) -> Result<u64, HaError> {
+    let url = format!("{}{STATUS_PATH}", peer.trim_end_matches('/'));
+    let bad = |detail: String| HaError::Fetch {
+        peer: peer.to_string(),
+        detail,
+    };
+    let text = ureq::AgentBuilder::new()
+        .timeout(Duration::from_secs(5))
+        .build()
+        .get(&url)
+        .call()
+        .map_err(|e| bad(e.to_string()))?
+        .into_string()
+        .map_err(|e| bad(e.to_string()))?;
+    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
+    v["namespace_id"]
+        .as_u64()
+        .ok_or_else(|| bad(format!("{url} names no namespace_id")))
 }
 
 /// A member's newest checkpoint, opened to be served: its txid, length

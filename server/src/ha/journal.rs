@@ -102,6 +102,25 @@ fn cut(first: u64, records: &[u8]) -> Result<Vec<(u64, &[u8])>, String> {
     Ok(out)
 }
 
+/// How many records `records` frames (each whole).
+///
+/// # Errors
+/// A record that runs past the end.
+pub fn count_records(records: &[u8]) -> Result<u64, String> {
+    let (mut pos, mut n) = (0usize, 0u64);
+    while pos < records.len() {
+        let (len, width) = read_varint(&records[pos..]).ok_or("a record's length is unreadable")?;
+        let len = usize::try_from(len).map_err(|_| "a record's length is too large")?;
+        pos = pos
+            .checked_add(width)
+            .and_then(|p| p.checked_add(len))
+            .filter(|&e| e <= records.len())
+            .ok_or("a record runs past the batch")?;
+        n = n.saturating_add(1);
+    }
+    Ok(n)
+}
+
 /// One batch read back from etcd.
 #[derive(Debug)]
 pub struct Batch {
@@ -165,6 +184,8 @@ mod tests {
         assert!(cut(1, &frame(2 << 20)).is_err());
         assert!(cut(1, &all[..all.len() - 1]).is_err());
         assert!(cut(1, &[]).unwrap().is_empty());
+        assert_eq!(count_records(&all), Ok(5));
+        assert!(count_records(&all[..10]).is_err());
     }
 
     #[test]

@@ -45,8 +45,12 @@ pub type Opener = Arc<dyn Fn() -> Result<Live, StoreError> + Send + Sync>;
 const TICK: Duration = Duration::from_millis(100);
 /// How long the tailer's watch waits for a batch before it looks again.
 const WATCH_IDLE: Duration = Duration::from_millis(500);
-/// Batches read from etcd at a time when catching up.
-const PAGE: i64 = 256;
+/// Batches read from etcd at a time when catching up: at most 32 MiB of
+/// records (a batch holds at most 1 MiB), base64 in the answer, within
+/// the client's 64 MiB answer limit.
+const PAGE: i64 = 32;
+/// How often `--log` prints a member's lag line.
+const LAG_LINE_EVERY: Duration = Duration::from_secs(10);
 /// Lags kept for the status's percentiles.
 const LAGS_KEPT: usize = 4096;
 /// A standby this many txids behind the active is not healthy (the
@@ -173,6 +177,12 @@ impl Member {
                 "the group under {} in etcd serves namespace {}, this store holds namespace \
                  {namespace_id}",
                 cfg.prefix, theirs["namespace_id"]
+            )));
+        }
+        let head = group_head(&etcd, &keys)?;
+        if txid > head {
+            return Err(HaError::Mismatch(format!(
+                "this store is at txid {txid}, ahead of the group's journal in etcd (txid                  {head}): it holds ops the group never committed"
             )));
         }
         let lease = etcd.grant(cfg.lease)?;
@@ -341,7 +351,12 @@ impl Member {
         let renew_every = self.cfg.lease / 6;
         let mut renewed: Option<Instant> = None;
         let mut housekeeping = Instant::now();
+        let mut reported = Instant::now();
         while !self.stop.load(Ordering::Acquire) {
+            if self.log && reported.elapsed() >= LAG_LINE_EVERY {
+                reported = Instant::now();
+                self.lag_line();
+            }
             if renewed.is_none_or(|t| t.elapsed() >= renew_every) {
                 renewed = Some(Instant::now());
                 self.renew();
@@ -363,6 +378,22 @@ impl Member {
             }
             std::thread::sleep(TICK);
         }
+    }
+
+    /// `--log`'s periodic line: role, txid and the lag of the batches
+    /// applied since the last line.
+    fn lag_line(&self) {
+        let lags: Vec<u64> = self.lags.lock().iter().copied().collect();
+        let txid = self.live().map_or(0, |l| l.store.durable_txid());
+        let ms = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
+        self.say(&format!(
+            "{} at txid {txid}, lag ms p50 {} p99 {} max {} (last {} batches)",
+            self.role().name(),
+            ms(percentile(&lags, 50)),
+            ms(percentile(&lags, 99)),
+            ms(lags.iter().max().copied()),
+            lags.len()
+        ));
     }
 
     /// Renews the lease and the member's record; an active whose lease is
@@ -404,10 +435,17 @@ impl Member {
     /// The member's record in etcd.
     fn record(&self) -> Value {
         let live = self.live();
+        // A standby that needs a peer's checkpoint is "behind": not a
+        // healthy standby (the active then checkpoints itself, so that
+        // there is a checkpoint to fetch).
+        let role = match self.role() {
+            Role::Standby if self.needs_checkpoint.load(Ordering::Acquire) => "behind",
+            r => r.name(),
+        };
         json!({
             "id": self.cfg.id,
             "url": self.url.get(),
-            "role": self.role().name(),
+            "role": role,
             "txid": live.as_ref().map_or(0, |l| l.store.durable_txid()),
             "checkpoint_txid": live.as_ref().map_or(0, |l| l.store.newest_image().0),
             "lag_ms": self.lags.lock().back(),
@@ -537,15 +575,13 @@ impl Member {
         }
         if let Ok(Some(t)) = self.etcd.get(&self.keys.transfer()) {
             let to = String::from_utf8_lossy(&t.value).into_owned();
-            if to != self.cfg.id {
-                if let Some(m) = members
+            if to != self.cfg.id
+                && members
                     .iter()
-                    .find(|m| m["id"].as_str() == Some(to.as_str()) && healthy(m))
-                {
-                    let m = m.clone();
-                    self.hand_over(&live, &to, &m);
-                    return;
-                }
+                    .any(|m| m["id"].as_str() == Some(to.as_str()) && healthy(m))
+            {
+                self.hand_over(live, &to);
+                return;
             }
         }
         let newest = members
@@ -611,7 +647,7 @@ impl Member {
     /// A handover to `to` (a healthy standby): writes refused from now,
     /// the writes in flight made durable, `to` given time to apply them,
     /// then the leadership let go.
-    fn hand_over(&self, live: &Live, to: &str, _record: &Value) {
+    fn hand_over(&self, live: Arc<Live>, to: &str) {
         *self.role.write() = Role::Standby;
         let deadline = Instant::now() + Duration::from_secs(5);
         while live.store.durable_txid() < live.store.txid() && Instant::now() < deadline {
@@ -630,6 +666,8 @@ impl Member {
             std::thread::sleep(Duration::from_millis(20));
         }
         self.say(&format!("handing over to {to} at txid {txid}"));
+        // The store is reopened by the step down: no reference kept here.
+        drop(live);
         self.step_down(&format!("handed over to {to}"));
     }
 
@@ -886,7 +924,8 @@ impl Member {
             .live()
             .is_some_and(|l| l.store.at_rest().is_encrypted());
         match fetch::fetch_checkpoint(&peer, &self.dir, self.namespace_id, encrypted, self.key()) {
-            Ok((txid, path)) => {
+            Ok((txid, path, served)) => {
+                drop(served);
                 self.say(&format!("fetched {peer}'s checkpoint at txid {txid}"));
                 self.reopen(Some((txid, path)));
                 self.needs_checkpoint.store(false, Ordering::Release);
@@ -902,6 +941,27 @@ impl Member {
     fn key(&self) -> Option<nsimage_format::cipher::Key> {
         self.live().and_then(|l| l.store.key().cloned())
     }
+}
+
+/// The newest txid the group's journal holds (its last batch's last
+/// record; `P/trimmed` when it holds none).
+fn group_head(etcd: &Etcd, keys: &Keys) -> Result<u64, HaError> {
+    let dir = keys.journal_dir();
+    let last = etcd.range_ordered(&dir, Some(&prefix_end(&dir)), 1, false, true)?;
+    if let Some(kv) = last.kvs.into_iter().next() {
+        let batch = Batch::of(keys, kv)?;
+        let records =
+            super::journal::count_records(&batch.records).map_err(|detail| HaError::Corrupt {
+                key: String::from_utf8_lossy(&keys.batch(batch.first)).into_owned(),
+                detail,
+            })?;
+        return Ok(batch.first.saturating_add(records).saturating_sub(1));
+    }
+    let kv = etcd.get(&keys.trimmed())?;
+    Ok(kv
+        .and_then(|kv| String::from_utf8(kv.value).ok())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0))
 }
 
 /// The `p`th percentile of `v` (nearest rank).

@@ -9,11 +9,13 @@
 //! | file | what it holds |
 //! |------|---------------|
 //! | `mod.rs` | this page: [`HaConfig`], [`Role`], [`HaError`], the [`Keys`] of a group |
+//! | `admin.rs` | [`admin`]: an operator's questions to etcd (the group's state; a handover to a named standby) |
 //! | `etcd.rs` | [`etcd`]: the etcd v3 client (JSON gateway, blocking) |
 //! | `journal.rs` | [`journal`]: the group's journal in etcd: the active's fenced appends (the store's [`nsimage_store::replica::Replica`]) and the batches a standby applies |
 //! | `member.rs` | [`member`]: one member: its role, election, lease, the standby's tailing, promotion and demotion, trimming, its status |
 //! | `fetch.rs` | [`fetch`]: a peer's checkpoint fetched over HTTP, checked, and adopted by the store; a checkpoint served to peers |
 
+pub mod admin;
 pub mod etcd;
 pub mod fetch;
 pub mod journal;

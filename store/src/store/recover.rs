@@ -73,8 +73,19 @@ pub(super) enum Tail {
         id: Option<[u8; ID_LEN]>,
     },
     /// The open segment is a torn create (no complete header, nothing
-    /// else): remove it and start a new one.
+    /// else), or holds no record and starts at or below the image's txid:
+    /// remove it and start a new one.
     Replace { path: PathBuf },
+    /// The open segment's records all lie below the image's txid (an image
+    /// adopted from a peer, `Store::adopt_image`): finish it at its last
+    /// record (`first..=last`, after cutting `len`'s torn tail) and start a
+    /// new one after the image, so that no segment's txids jump.
+    Finish {
+        first: u64,
+        last: u64,
+        len: u64,
+        torn: u64,
+    },
 }
 
 /// The state recovery reaches, found without changing any file.
@@ -257,9 +268,21 @@ fn replay(
         }
         if is_open {
             report.torn_tail_bytes += r.torn_bytes;
-            tail = if r.headerless {
+            // The txid of the segment's last record (none: `first - 1`).
+            let last_record = seg.first.saturating_add(r.ops).saturating_sub(1);
+            // (A store at the last txid keeps its segment: no new one can
+            // follow, and no op will be appended.)
+            let below = base < u64::MAX;
+            tail = if r.headerless || (below && r.ops == 0 && seg.first <= base) {
                 Tail::Replace {
                     path: seg.path.clone(),
+                }
+            } else if below && last_record < base {
+                Tail::Finish {
+                    first: seg.first,
+                    last: last_record,
+                    len: r.valid_len,
+                    torn: r.torn_bytes,
                 }
             } else {
                 Tail::Append {
@@ -381,6 +404,21 @@ pub(super) fn open_tail(
         }
         Tail::Replace { path } => {
             fs.remove(&path).map_err(io_err(&path))?;
+            fs.sync_dir(dir).map_err(io_err(dir))?;
+            new_segment(fs)
+        }
+        Tail::Finish {
+            first,
+            last,
+            len,
+            torn,
+        } => {
+            let p = dir.join(journal::open_name(first));
+            if torn > 0 {
+                fs.truncate(&p, len).map_err(io_err(&p))?;
+            }
+            let to = dir.join(journal::finished_name(first, last));
+            fs.rename(&p, &to).map_err(io_err(&p))?;
             fs.sync_dir(dir).map_err(io_err(dir))?;
             new_segment(fs)
         }

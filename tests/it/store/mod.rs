@@ -9,5 +9,6 @@ mod crash;
 mod durable;
 mod powercut;
 mod readonly;
+mod replica;
 mod save;
 mod verdicts;
