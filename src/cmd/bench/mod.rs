@@ -2,7 +2,8 @@
 //! its own module: the load bench (`load`, the default), one-path lookups
 //! against a full load (`lookup`, `--lookup`), the read-only WebHDFS
 //! server (`serve`, `--serve`) and the writable metadata server (`server`,
-//! `--server`); `webhdfs` holds what the two server benches share.
+//! `--server`; `server::ha`, `--server --ha`: against an HA group on
+//! etcd); `webhdfs` holds what the two server benches share.
 
 mod load;
 mod lookup;
@@ -30,7 +31,8 @@ pub struct Args {
     /// cores; each at most 1024).
     #[arg(long, value_delimiter = ',', value_parser = super::parse_threads)]
     threads: Vec<usize>,
-    /// Loads per configuration; medians are reported.
+    /// Loads per configuration (with --server --ha: rounds of a single and
+    /// an HA run); medians are reported.
     #[arg(long, default_value_t = 3)]
     repeat: usize,
     /// Generator seed.
@@ -67,6 +69,18 @@ pub struct Args {
     /// a SIGKILL under load against `store recover`.
     #[arg(long, conflicts_with_all = ["lookup", "serve"])]
     server: bool,
+    /// With --server: the server alone against a high-availability group
+    /// on etcd, side by side in one run: `--repeat` rounds (default 3,
+    /// medians reported), each the measured run of --server on the store,
+    /// then 3 etcd members and two servers on copies of it (an active and
+    /// its standby, lease 3 s) under the same clients against the active;
+    /// the standby's lag, who checkpoints, the active's write p99.9 while
+    /// the standby checkpoints, and the failover (SIGKILL of the active to
+    /// the first write acknowledged through the new one, with its parts).
+    /// Needs etcd: `etcd` on PATH or NSIMAGE_ETCD (tests/ha/setup.sh
+    /// installs it).
+    #[arg(long, requires = "server")]
+    ha: bool,
     /// With --serve or --server: concurrent clients, one connection each.
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=4096))]
     clients: u64,
@@ -130,6 +144,8 @@ pub fn run(mut a: Args) -> anyhow::Result<ExitCode> {
         lookup::run(&a, &exe)?;
     } else if a.serve {
         serve::run(&a, &exe)?;
+    } else if a.server && a.ha {
+        server::ha::run(&a, &exe)?;
     } else if a.server {
         server::run(&a, &exe)?;
     } else {

@@ -50,8 +50,12 @@
 //! peak RSS during / RSS outside <= 1.5, ops per fsync >= 8, restart /
 //! store recover <= 1.2. A failed check does not fail the command; an
 //! error does.
+//!
+//! With `--ha`, the module `ha` runs instead: this bench's measured run
+//! beside an HA group on etcd (see its page).
 
 mod child;
+pub mod ha;
 mod workload;
 
 use super::webhdfs::{connect, exchange, nearest_rank, sample, Targets};
@@ -588,8 +592,32 @@ fn measured_run(
     clients: usize,
     errors: &mut Vec<String>,
 ) -> anyhow::Result<Measured> {
-    let seconds = a.seconds();
     let mut server = Proc::start(exe, store, Some(a.checkpoint_every_secs))?;
+    let mut m = measured_load(a, rt, &server, targets, clients, errors)?;
+    m.server_clean_stop = server.stop();
+    if !m.server_clean_stop {
+        errors.push(format!(
+            "the server did not stop cleanly on SIGTERM: {}",
+            server.stderr_tail()
+        ));
+    }
+    m.journal = server.journal();
+    Ok(m)
+}
+
+/// The measured load on a running `server`: the bench's root opened, its
+/// RSS sampled while `clients` run for `--seconds`; the server is left
+/// running (`server_clean_stop` false and `journal` unknown until the
+/// caller stops it).
+fn measured_load(
+    a: &Args,
+    rt: &tokio::runtime::Runtime,
+    server: &Proc,
+    targets: &Arc<Targets>,
+    clients: usize,
+    errors: &mut Vec<String>,
+) -> anyhow::Result<Measured> {
+    let seconds = a.seconds();
     let server_ready_seconds = secs_between(server.spawned, server.listening);
     let pid = server.pid();
     open_bench_root(rt, server.addr)?;
@@ -611,15 +639,6 @@ fn measured_run(
     let end = clock + run;
     let rss = sampler.finish();
     let marks = server.marks();
-    let server_clean_stop = server.stop();
-    if !server_clean_stop {
-        errors.push(format!(
-            "the server did not stop cleanly on SIGTERM: {}",
-            server.stderr_tail()
-        ));
-    }
-    let journal = server.journal();
-    drop(server);
     for o in &outs {
         errors.extend(o.first_errors.iter().cloned());
     }
@@ -630,8 +649,8 @@ fn measured_run(
         .collect();
     Ok(Measured {
         server_ready_seconds,
-        server_clean_stop,
-        journal,
+        server_clean_stop: false,
+        journal: None,
         connections,
         samples,
         rss,

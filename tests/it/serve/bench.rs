@@ -4,6 +4,9 @@
 //! `nsimage bench --server`: 3 s of 4 clients on a writable server with a
 //! checkpoint every second, then the kill and restart; the JSON report
 //! names every figure of issue 26.
+//! `nsimage bench --server --ha`: one round of 3 s against a single server
+//! and an HA group on etcd, then its failover; the report names every
+//! figure of issue 41.
 
 use serde_json::Value;
 use std::process::Command;
@@ -197,6 +200,111 @@ fn server_bench_reports_the_checkpoint_and_restart_figures() {
             "{name}: {all}"
         );
     }
+    let checks = r["checks"].as_array().unwrap();
+    assert_eq!(checks.len(), 6, "{r}");
+    assert!(checks.iter().all(|c| c["pass"].is_boolean()), "{r}");
+}
+
+/// The etcd binary, installed by `tests/ha/setup.sh` when missing (its
+/// last line names it).
+fn etcd() -> String {
+    let o = Command::new("bash")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/ha/setup.sh"))
+        .output()
+        .expect("run tests/ha/setup.sh");
+    assert!(
+        o.status.success(),
+        "tests/ha/setup.sh failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let out = String::from_utf8(o.stdout).unwrap();
+    out.lines().last().expect("setup.sh names etcd").to_string()
+}
+
+/// `nsimage bench --server --ha` with tiny figures, one round: a single
+/// server and an HA group (3 etcd members, an active and a standby that
+/// checkpoints every second) side by side, then the failover; the JSON
+/// report carries every figure of issue 41, each sane.
+#[test]
+fn server_ha_bench_reports_the_failover_and_the_standby() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_nsimage"))
+        .env("NSIMAGE_ETCD", etcd())
+        .args([
+            "bench",
+            "--server",
+            "--ha",
+            "--inodes",
+            "20000",
+            "--clients",
+            "4",
+            "--seconds",
+            "3",
+            "--repeat",
+            "1",
+            "--checkpoint-every-secs",
+            "1",
+            "--json",
+            "--dir",
+        ])
+        .arg(dir.path())
+        .output()
+        .expect("run nsimage bench --server --ha");
+    assert!(
+        o.status.success(),
+        "bench --server --ha failed: {}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let text = String::from_utf8(o.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 1, "one JSON document per size: {text}");
+    let r: Value = serde_json::from_str(lines[0]).unwrap();
+    assert_eq!(r["first_errors"], serde_json::json!([]));
+    assert_eq!(r["rounds"], 1);
+    assert_eq!(r["lease_secs"], 3);
+    assert_eq!(r["single"].as_array().unwrap().len(), 1, "{r}");
+    assert_eq!(r["ha"].as_array().unwrap().len(), 1, "{r}");
+    // The copies and the etcd members' data are gone after the round.
+    assert!(!dir.path().join("server-20000-s1-ha").exists(), "{r}");
+    for k in [
+        "single_ops_per_s",
+        "ha_ops_per_s",
+        "single_write_p99_ms",
+        "ha_write_p99_ms",
+        "ha_ops_per_s_vs_single",
+        "ha_write_p99_vs_single",
+        "failover_seconds",
+    ] {
+        assert!(f(&r, k) > 0.0, "{k}: {r}");
+    }
+    let ops = f(&r, "ha_ops_per_s") / f(&r, "single_ops_per_s");
+    assert!((f(&r, "ha_ops_per_s_vs_single") - ops).abs() < 1e-9, "{r}");
+    // The failover waits for the lease (3 s, renewed every 0.5 s) to run
+    // out, and its parts add up to about the whole.
+    let total = f(&r, "failover_seconds");
+    assert!((2.0..60.0).contains(&total), "{r}");
+    let parts: Vec<f64> = [
+        "failover_lease_expiry_seconds",
+        "failover_catch_up_seconds",
+        "failover_first_write_seconds",
+    ]
+    .iter()
+    .map(|k| f(&r, k))
+    .collect();
+    assert!(parts.iter().all(|p| *p >= 0.0), "{r}");
+    assert!(parts[0] >= 2.0 && parts[0] <= total, "{r}");
+    assert!(parts.iter().sum::<f64>() <= total + 0.5, "{r}");
+    assert!(f(&r, "standby_lag_p99_ms") >= 0.0, "{r}");
+    // The active never checkpoints while its standby is healthy; the
+    // standby, checkpointing every second, did within 3 s.
+    assert_eq!(r["active_checkpoints"], 0, "{r}");
+    assert!(f(&r, "standby_checkpoints") >= 1.0, "{r}");
+    let p999 = &r["ha_write_p999_during_standby_checkpoint_vs_none"];
+    assert!(
+        p999.is_null() || p999.as_f64().is_some_and(|x| x > 0.0),
+        "{r}"
+    );
     let checks = r["checks"].as_array().unwrap();
     assert_eq!(checks.len(), 6, "{r}");
     assert!(checks.iter().all(|c| c["pass"].is_boolean()), "{r}");

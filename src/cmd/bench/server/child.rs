@@ -10,6 +10,11 @@
 //! /proc/PID/clear_refs), so that the VmHWM read at a finished line is the
 //! peak of that checkpoint alone. A `journal: N ops in M fsyncs` line
 //! (cumulative; the last one counts) gives the journal's group commit.
+//!
+//! A member of an HA group (`bench --server --ha`) prints `nsimage serve:
+//! ha ID: active at txid T (leadership at etcd revision R; caught up in S
+//! s)` when it becomes active; the first such line is stamped on arrival
+//! with its catch-up seconds.
 
 use crate::cmd::bench::webhdfs::proc_status;
 use anyhow::{bail, Context};
@@ -60,6 +65,32 @@ struct Log {
     marks: Vec<Mark>,
     /// The last `journal: N ops in M fsyncs` line: (N, M).
     journal: Option<(u64, u64)>,
+    /// The first `active at` line.
+    active: Option<Active>,
+}
+
+/// An HA member's first `active at txid T (...; caught up in S s)` line.
+#[derive(Clone, Copy, Debug)]
+pub struct Active {
+    /// When the line arrived.
+    pub at: Instant,
+    /// The txid it became active at.
+    pub txid: u64,
+    /// The seconds it says catching up took (from winning the election to
+    /// taking writes).
+    pub caught_up_seconds: Option<f64>,
+}
+
+/// The `(txid, caught-up seconds)` of an HA member's `active at` line.
+fn active_line(line: &str) -> Option<(u64, Option<f64>)> {
+    let rest = line.strip_prefix("nsimage serve: ha ")?;
+    let (_, rest) = rest.split_once(": active at txid ")?;
+    let txid = rest.split_whitespace().next()?.parse().ok()?;
+    let secs = rest
+        .split_once("caught up in ")
+        .and_then(|(_, s)| s.split_whitespace().next())
+        .and_then(|s| s.parse().ok());
+    Some((txid, secs))
 }
 
 /// Resets the peak resident size of `pid` to its current size; whether
@@ -85,6 +116,11 @@ fn take_line(pid: u32, line: &str, log: &Mutex<Log>) {
         _ => None,
     };
     let at = Instant::now();
+    let active = active_line(line).map(|(txid, caught_up_seconds)| Active {
+        at,
+        txid,
+        caught_up_seconds,
+    });
     let stamped = mark.map(|(started, txid, server_seconds)| {
         let (rss, hwm) = (proc_status(pid, "VmRSS"), proc_status(pid, "VmHWM"));
         Mark {
@@ -105,6 +141,9 @@ fn take_line(pid: u32, line: &str, log: &Mutex<Log>) {
         l.marks.extend(stamped);
         if journal.is_some() {
             l.journal = journal;
+        }
+        if l.active.is_none() {
+            l.active = active;
         }
     }
 }
@@ -131,11 +170,22 @@ impl Proc {
         store: &Path,
         checkpoint_every_secs: Option<u64>,
     ) -> anyhow::Result<Proc> {
+        Proc::start_with(exe, store, checkpoint_every_secs, &[])
+    }
+
+    /// [`start`](Self::start) with more arguments (an HA member's).
+    pub fn start_with(
+        exe: &Path,
+        store: &Path,
+        checkpoint_every_secs: Option<u64>,
+        more: &[String],
+    ) -> anyhow::Result<Proc> {
         let mut cmd = Command::new(exe);
         cmd.arg("serve")
             .arg(store)
             .args(["--writable", "--addr", "127.0.0.1:0"])
-            .args(["--superuser", BENCH_SUPERUSER]);
+            .args(["--superuser", BENCH_SUPERUSER])
+            .args(more);
         if let Some(s) = checkpoint_every_secs {
             cmd.args(["--checkpoint-every-secs", &s.to_string()]);
         }
@@ -228,6 +278,16 @@ impl Proc {
     /// The last `journal: N ops in M fsyncs` line's (N, M).
     pub fn journal(&self) -> Option<(u64, u64)> {
         self.log.lock().ok().and_then(|l| l.journal)
+    }
+
+    /// Its first `active at` line (an HA member's), once it arrived.
+    pub fn active(&self) -> Option<Active> {
+        self.log.lock().ok().and_then(|l| l.active)
+    }
+
+    /// Whether it has exited.
+    pub fn exited(&mut self) -> bool {
+        !matches!(self.child.try_wait(), Ok(None))
     }
 
     /// Waits for the stderr reader to have read everything (the process
@@ -361,5 +421,19 @@ mod tests {
         assert!(!l.marks[1].started && l.marks[1].server_seconds == Some(1.5));
         assert_eq!(l.journal, Some((1000, 110)));
         assert_eq!(l.tail.len(), 6);
+        drop(l);
+        take_line(
+            pid,
+            "nsimage serve: ha b: active at txid 77 (leadership at etcd revision 9; caught up in 0.125 s)",
+            &log,
+        );
+        take_line(pid, "nsimage serve: ha b: active at txid 99 (x)", &log);
+        let a = log.lock().unwrap().active.unwrap();
+        assert_eq!((a.txid, a.caught_up_seconds), (77, Some(0.125)));
+        assert_eq!(
+            active_line("nsimage serve: ha b: active at txid 5 (x)"),
+            Some((5, None))
+        );
+        assert_eq!(active_line("nsimage serve: ha b: standby: why"), None);
     }
 }
