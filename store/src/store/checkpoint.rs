@@ -223,6 +223,10 @@ impl FsFile for CancellableFile {
         self.check()?;
         self.inner.sync()
     }
+    fn write_back(&mut self, offset: u64, len: u64) -> io::Result<()> {
+        self.check()?;
+        self.inner.write_back(offset, len)
+    }
 }
 
 impl Fs for Cancellable<'_> {
