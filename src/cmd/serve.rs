@@ -83,6 +83,12 @@ pub struct Args {
     /// without it a shutdown takes none.
     #[arg(long, requires = "writable")]
     checkpoint_on_exit: bool,
+    /// With --writable: write a checkpoint's image at no more than this
+    /// many MB (10^6 bytes) a second, leaving the disk to the journal's
+    /// fsyncs (an HA group's standby, which checkpoints beside the active,
+    /// defaults to 40; without --ha-etcd the default is no limit).
+    #[arg(long, value_name = "MB_PER_S", requires = "writable", value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    checkpoint_write_limit: Option<u64>,
     /// With --writable: join the high-availability group whose journal
     /// and election are in this etcd cluster (its client URLs, comma
     /// separated). One member is active and takes writes; the others are
@@ -118,6 +124,10 @@ pub struct Args {
     standby_reads: bool,
 }
 
+/// The checkpoint write limit of an HA group's members (MB a second)
+/// when none is given.
+const HA_CHECKPOINT_WRITE_LIMIT_MB: u64 = 40;
+
 /// The writable server's store, opened as `nsimage store recover` opens
 /// one: images mapped and the allocator trimmed after the load.
 fn store_options() -> StoreOptions {
@@ -141,7 +151,13 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         write_timeout: Duration::from_millis(a.write_timeout_ms),
         key: super::key()?,
         writable: a.writable.then(|| Writable {
-            store: store_options(),
+            store: StoreOptions {
+                checkpoint_write_limit: a
+                    .checkpoint_write_limit
+                    .or(a.ha_id.is_some().then_some(HA_CHECKPOINT_WRITE_LIMIT_MB))
+                    .map(|mb| mb.saturating_mul(1_000_000)),
+                ..store_options()
+            },
             policy: CheckpointPolicy {
                 every_ops: a.checkpoint_every_ops,
                 every: a.checkpoint_every_secs.map(Duration::from_secs),

@@ -48,6 +48,10 @@ pub enum Cmd {
         /// --key-file, which also opens an encrypted peer's checkpoint).
         #[arg(long)]
         encrypt: bool,
+        /// Fetch as this user (`user.name`): a member serves its
+        /// checkpoint only to its superuser while permission checks are on.
+        #[arg(long, value_name = "NAME", default_value = "hdfs")]
+        user: String,
     },
     /// Apply N more ops of the deterministic workload, journaled.
     Apply(ApplyArgs),
@@ -196,6 +200,7 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
             from,
             compress,
             encrypt,
+            user,
         } => {
             use nsimage_server::ha::fetch;
             let at_rest = nsimage_writer::AtRestOptions {
@@ -204,7 +209,7 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
             };
             let id = fetch::peer_namespace_id(&from)?;
             let (txid, fetched, served) =
-                fetch::fetch_checkpoint(&from, &dir, id, false, super::key()?)?;
+                fetch::fetch_checkpoint(&from, &user, &dir, id, false, super::key()?)?;
             let fs = Arc::new(nsimage_store::fs::RealFs::default());
             let made = Store::init_from(&dir, fs, &at_rest, &served.namespace);
             let _ = std::fs::remove_file(&fetched);

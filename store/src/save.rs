@@ -101,6 +101,12 @@ struct Paced {
     started: u64,
     /// Bytes written at the last fsync.
     synced: u64,
+    /// At most this many bytes a second (a standby's checkpoint may leave
+    /// the disk to the active's journal): the write sleeps while it is
+    /// ahead.
+    limit: Option<u64>,
+    /// When the first byte was written.
+    began: Option<std::time::Instant>,
 }
 
 impl Paced {
@@ -111,6 +117,8 @@ impl Paced {
             written: 0,
             started: 0,
             synced: 0,
+            limit: None,
+            began: None,
         }
     }
 
@@ -138,8 +146,17 @@ impl Write for Paced {
     /// fsync is the error of a write that wrote nothing.
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         self.pace()?;
+        let began = *self.began.get_or_insert_with(std::time::Instant::now);
         let n = self.file.write(buf)?;
         self.written = self.written.saturating_add(n as u64);
+        if let Some(rate) = self.limit {
+            #[allow(clippy::cast_precision_loss)]
+            let due = std::time::Duration::from_secs_f64(self.written as f64 / rate as f64);
+            let ahead = due.saturating_sub(began.elapsed());
+            if ahead > std::time::Duration::from_millis(2) {
+                std::thread::sleep(ahead);
+            }
+        }
         Ok(n)
     }
 
@@ -159,8 +176,10 @@ pub(crate) enum Temp<'a> {
     /// truncated (opening the store removes leftovers of that name), with
     /// the failpoints `checkpoint-written` (after the fsync of the
     /// temporary file) and `checkpoint-renamed` (after the rename). Errors
-    /// name the temporary file, or the directory for its fsync.
-    Checkpoint(&'a Path),
+    /// name the temporary file, or the directory for its fsync. With a
+    /// limit, the image is written at no more than that many bytes a
+    /// second (see [`Paced`]).
+    Checkpoint(&'a Path, Option<u64>),
 }
 
 /// The `attempt`-th temporary name for `path` (beside it, so the rename
@@ -253,9 +272,12 @@ pub(crate) fn save_as<S>(
     let dir = parent_dir(path);
     let (tmp, file) = match temp {
         Temp::Fresh => create_fresh(fs, path)?,
-        Temp::Checkpoint(tmp) => (tmp.to_path_buf(), fs.create(tmp).map_err(io_err(tmp))?),
+        Temp::Checkpoint(tmp, _) => (tmp.to_path_buf(), fs.create(tmp).map_err(io_err(tmp))?),
     };
-    let checkpoint = matches!(temp, Temp::Checkpoint(_));
+    let (checkpoint, limit) = match temp {
+        Temp::Checkpoint(_, limit) => (true, limit),
+        Temp::Fresh => (false, None),
+    };
     // Errors of the file name the target for a fresh name (the caller's
     // path, not a temporary one), the temporary file for a checkpoint.
     let (file_err, dir_err) = if checkpoint {
@@ -265,7 +287,8 @@ pub(crate) fn save_as<S>(
     };
     let mut renamed = false;
     let result = (|| {
-        let paced = Paced::new(file, checkpoint);
+        let mut paced = Paced::new(file, checkpoint);
+        paced.limit = limit.filter(|&l| l > 0);
         let mut out = BufWriter::with_capacity(1 << 20, paced);
         let summary = write(&mut out).map_err(io_err(file_err))?;
         let mut file = out
@@ -470,6 +493,24 @@ mod tests {
     }
 
     #[test]
+    fn a_limited_checkpoint_is_written_no_faster_than_its_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("image_6");
+        let tmp = dir.path().join("image_6.tmp");
+        let fs = crate::fs::RealFs::default();
+        let bytes = vec![7u8; 3 << 20];
+        let started = std::time::Instant::now();
+        // 3 MiB at 10 MiB a second: at least 0.3 s (a floor, not a
+        // speed: a slower machine only takes longer).
+        save_as(&fs, &path, Temp::Checkpoint(&tmp, Some(10 << 20)), |out| {
+            out.write_all(&bytes)
+        })
+        .unwrap();
+        assert!(started.elapsed() >= std::time::Duration::from_millis(290));
+        assert_eq!(std::fs::read(&path).unwrap(), bytes);
+    }
+
+    #[test]
     fn other_saves_are_not_paced() {
         assert!(paced(false, 70 << 20, 1 << 20).is_empty());
     }
@@ -481,7 +522,7 @@ mod tests {
         let tmp = dir.path().join("image_5.tmp");
         let fs = crate::fs::RealFs::default();
         let bytes: Vec<u8> = (0..(3 << 20) + 17).map(|i: u32| (i % 251) as u8).collect();
-        save_as(&fs, &path, Temp::Checkpoint(&tmp), |out| {
+        save_as(&fs, &path, Temp::Checkpoint(&tmp, None), |out| {
             out.write_all(&bytes)
         })
         .unwrap();

@@ -80,7 +80,11 @@ fn bytes(v: &Value) -> Result<Vec<u8>, HaError> {
     }
 }
 
-fn kvs(v: &Value) -> Result<Vec<Kv>, HaError> {
+/// The pairs of an answer's `kvs` list.
+///
+/// # Errors
+/// Bytes that are not base64.
+pub fn kvs(v: &Value) -> Result<Vec<Kv>, HaError> {
     let Some(list) = v.as_array() else {
         return Ok(Vec::new());
     };
@@ -398,6 +402,11 @@ pub fn put_op(key: &[u8], value: &[u8], lease: i64) -> Value {
         p["lease"] = Value::String(lease.to_string());
     }
     json!({ "request_put": p })
+}
+
+/// A request of a transaction: read `key`.
+pub fn get_op(key: &[u8]) -> Value {
+    json!({ "request_range": { "key": b64(key) } })
 }
 
 /// A request of a transaction: delete `key`.

@@ -33,6 +33,7 @@ const CHUNK: usize = 1 << 20;
 /// an image that is not this group's checkpoint at the txid it named.
 pub fn fetch_checkpoint(
     peer: &str,
+    user: &str,
     dir: &Path,
     namespace_id: u64,
     encrypted: bool,
@@ -47,21 +48,33 @@ pub fn fetch_checkpoint(
         .timeout_read(Duration::from_secs(30))
         .build();
     let url = format!("{}{CHECKPOINT_PATH}", peer.trim_end_matches('/'));
-    let resp = agent.get(&url).call().map_err(|e| bad(e.to_string()))?;
+    let resp = agent
+        .get(&url)
+        .query("user.name", user)
+        .call()
+        .map_err(|e| bad(e.to_string()))?;
     let txid: u64 = resp
         .header(TXID_HEADER)
         .and_then(|t| t.parse().ok())
         .ok_or_else(|| bad(format!("no {TXID_HEADER} header")))?;
-    let length: Option<u64> = resp.header("content-length").and_then(|l| l.parse().ok());
+    // The length is required: what is read is bounded by it.
+    let length: u64 = resp
+        .header("content-length")
+        .and_then(|l| l.parse().ok())
+        .ok_or_else(|| bad("no Content-Length".into()))?;
     let mut name = dir.as_os_str().to_owned();
     name.push(".fetched");
     let path = PathBuf::from(name);
     let mut out =
         std::fs::File::create(&path).map_err(|e| bad(format!("{}: {e}", path.display())))?;
-    let got = std::io::copy(&mut resp.into_reader(), &mut out)
-        .map_err(|e| bad(format!("reading the image: {e}")))?;
-    if length.is_some_and(|l| l != got) {
-        return Err(bad(format!("{got} bytes of {} sent", length.unwrap_or(0))));
+    let got = std::io::copy(
+        &mut std::io::Read::take(resp.into_reader(), length),
+        &mut out,
+    )
+    .map_err(|e| bad(format!("reading the image: {e}")))?;
+    if got != length {
+        let _ = std::fs::remove_file(&path);
+        return Err(bad(format!("{got} bytes of {length} sent")));
     }
     out.sync_all()
         .map_err(|e| bad(format!("{}: {e}", path.display())))?;

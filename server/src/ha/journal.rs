@@ -13,10 +13,11 @@
 //! while it was paused, say) has its append refused, so it never
 //! acknowledges a write after losing the leadership: that is the fencing.
 
-use super::etcd::{created_at, put_op, Etcd, Kv};
+use super::etcd::{created_at, get_op, put_op, Etcd, Kv};
 use super::{HaError, Keys};
 use nsimage_format::wire::read_varint;
 use nsimage_store::replica::Replica;
+use serde_json::Value;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -44,31 +45,83 @@ pub struct EtcdJournal {
 impl Replica for EtcdJournal {
     fn commit(&self, first: u64, _last: u64, records: &[u8]) -> Result<(), String> {
         for (at, chunk) in cut(first, records)? {
-            let key = self.keys.batch(at);
-            let mut value = Vec::with_capacity(chunk.len().saturating_add(8));
-            value.extend_from_slice(&now_ms().to_le_bytes());
-            value.extend_from_slice(chunk);
-            let (ok, _) = self
-                .etcd
-                .txn(
-                    vec![
-                        created_at(&self.keys.leader(), self.leader_revision),
-                        created_at(&key, 0),
-                    ],
-                    vec![put_op(&key, &value, 0)],
-                    vec![],
-                )
-                .map_err(|e| e.to_string())?;
-            if !ok {
-                return Err(format!(
-                    "fenced: this member no longer holds the leadership it won at etcd \
-                     revision {} (or txid {at} is taken)",
-                    self.leader_revision
-                ));
+            if let Err(e) = self.append(at, chunk) {
+                // Part of the group commit is in etcd: for its waiters the
+                // outcome is not "certainly not committed".
+                return Err(if at > first {
+                    format!("txids {first} to {} committed, the rest not: {e}", at - 1)
+                        .replace("fenced", "refused")
+                } else {
+                    e
+                });
             }
         }
         Ok(())
     }
+}
+
+impl EtcdJournal {
+    /// Appends the batch of records `chunk`, whose first txid is `at`.
+    fn append(&self, at: u64, chunk: &[u8]) -> Result<(), String> {
+        let key = self.keys.batch(at);
+        let mut value = Vec::with_capacity(chunk.len().saturating_add(8));
+        value.extend_from_slice(&now_ms().to_le_bytes());
+        value.extend_from_slice(chunk);
+        let (ok, answer) = self
+            .etcd
+            .txn(
+                vec![
+                    created_at(&self.keys.leader(), self.leader_revision),
+                    created_at(&key, 0),
+                ],
+                vec![put_op(&key, &value, 0)],
+                vec![get_op(&self.keys.leader()), get_op(&key)],
+            )
+            .map_err(|e| e.to_string())?;
+        if !ok {
+            refused(&answer, self.leader_revision, at, chunk_value(&value))?;
+        }
+        Ok(())
+    }
+}
+
+/// The records of a batch's value (after its 8-byte stamp).
+fn chunk_value(value: &[u8]) -> &[u8] {
+    value.get(8..).unwrap_or_default()
+}
+
+/// Why an append's transaction did not succeed, from its failure branch's
+/// reads of the leadership key and the batch's key: `Ok` when the batch
+/// is there with these records (an earlier try of this same append,
+/// retried on another endpoint after a timeout, was committed); "fenced"
+/// when the leadership is no longer this member's (certainly not
+/// committed); otherwise the txid is another's batch.
+fn refused(answer: &Value, revision: i64, at: u64, records: &[u8]) -> Result<(), String> {
+    let read = |i: usize| {
+        super::etcd::kvs(&answer["responses"][i]["response_range"]["kvs"])
+            .ok()
+            .and_then(|v| v.into_iter().next())
+    };
+    let (leader, batch) = (read(0), read(1));
+    if batch
+        .as_ref()
+        .is_some_and(|b| chunk_value(&b.value) == records)
+    {
+        return Ok(());
+    }
+    let ours = leader
+        .as_ref()
+        .is_some_and(|l| l.create_revision == revision);
+    if !ours {
+        return Err(format!(
+            "fenced: this member no longer holds the leadership it won at etcd revision \
+             {revision}; txid {at} is not committed"
+        ));
+    }
+    Err(format!(
+        "fenced: txid {at} is already another batch in etcd's journal; this one is not \
+         committed"
+    ))
 }
 
 /// `records` (txids from `first`) cut on record boundaries into pieces of

@@ -123,6 +123,12 @@ pub struct Member {
     fatal: tokio::sync::watch::Sender<Option<String>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     log: bool,
+    /// Why the tailer could not apply etcd's journal last (cleared once it
+    /// catches up), and when that was last said on stderr.
+    apply_error: Mutex<Option<String>>,
+    failure_said: Mutex<Option<Instant>>,
+    /// The user peers' checkpoints are fetched as.
+    fetch_user: Mutex<String>,
 }
 
 impl std::fmt::Debug for Member {
@@ -152,6 +158,13 @@ impl Member {
         let (namespace_id, txid) = live
             .store
             .with_namespace(|ns| (ns.info().namespace_id, ns.info().last_txid));
+        if live.store.at_rest().is_encrypted() {
+            return Err(HaError::Mismatch(format!(
+                "{}: an encrypted store cannot join an HA group: its journal's records would \
+                 be kept in etcd unencrypted",
+                dir.display()
+            )));
+        }
         let etcd = Arc::new(Etcd::new(cfg.endpoints.clone(), cfg.etcd_timeout));
         let keys = Keys::new(&cfg.prefix);
         let meta = json!({ "namespace_id": namespace_id }).to_string();
@@ -209,6 +222,9 @@ impl Member {
             threads: Mutex::new(Vec::new()),
             log,
             cfg,
+            apply_error: Mutex::new(None),
+            failure_said: Mutex::new(None),
+            fetch_user: Mutex::new("hdfs".into()),
         }))
     }
 
@@ -249,6 +265,11 @@ impl Member {
         }
         let _ = self.etcd.revoke(*self.lease.lock());
         live
+    }
+
+    /// Fetch peers' checkpoints as `user` (the superuser).
+    pub fn set_fetch_user(&self, user: &str) {
+        user.clone_into(&mut self.fetch_user.lock());
     }
 
     /// The member's role now.
@@ -346,6 +367,7 @@ impl Member {
             "lag_p99_ms": percentile(&lags, 99),
             "lag_max_ms": lags.iter().max(),
             "etcd_reachable": self.etcd_ok.lock().is_some_and(|t| t.elapsed() < self.cfg.lease),
+            "apply_error": *self.apply_error.lock(),
         })
     }
 
@@ -504,6 +526,15 @@ impl Member {
                 return;
             }
         }
+        // Only a member that has applied every batch etcd holds campaigns
+        // (a lagging one would hold the leadership while it catches up).
+        let Some(have) = self.live().map(|l| l.store.durable_txid()) else {
+            return;
+        };
+        match group_head(&self.etcd, &self.keys) {
+            Ok(head) if have >= head => {}
+            _ => return,
+        }
         let lease = *self.lease.lock();
         let won = self.etcd.txn(
             vec![created_at(&self.keys.leader(), 0)],
@@ -517,6 +548,17 @@ impl Member {
             .as_str()
             .and_then(|r| r.parse::<i64>().ok())
             .unwrap_or(0);
+        if revision <= 0 {
+            // No revision to fence the appends with: give it back (the key
+            // is on this member's lease, no one else can hold it now).
+            let _ = self
+                .etcd
+                .txn(vec![], vec![delete_key_op(&self.keys.leader())], vec![]);
+            self.say(&format!(
+                "won the leadership but etcd named no revision: {answer}"
+            ));
+            return;
+        }
         self.promote(revision);
     }
 
@@ -750,7 +792,7 @@ impl Member {
                     }
                     return;
                 }
-                Err(StoreError::Locked { .. }) if started.elapsed() < Duration::from_secs(60) => {
+                Err(StoreError::Locked { .. }) if started.elapsed() < Duration::from_secs(180) => {
                     std::thread::sleep(Duration::from_millis(50));
                 }
                 Err(e) => {
@@ -770,27 +812,53 @@ impl Member {
         let dir = self.keys.journal_dir();
         let end = prefix_end(&dir);
         let mut revision;
+        let mut races = 0u32;
         loop {
             let next = live.store.txid().saturating_add(1);
-            // The batch holding `next` may have started before it.
-            let head = self.etcd.range_ordered(
-                &dir,
-                Some(&self.keys.batch(next.saturating_add(1))),
-                1,
-                false,
-                true,
-            )?;
-            let rest = self.etcd.range(
-                &self.keys.batch(next.saturating_add(1)),
-                Some(&end),
-                PAGE,
-                false,
-            )?;
+            // A batch holding `next` that started before it (a store
+            // whose txid came from a checkpoint taken inside a batch),
+            // then the batches from `next` on.
+            let head =
+                self.etcd
+                    .range_ordered(&dir, Some(&self.keys.batch(next)), 1, false, true)?;
+            let rest = self
+                .etcd
+                .range(&self.keys.batch(next), Some(&end), PAGE, false)?;
             revision = rest.revision;
             let mut any = false;
+            let mut raced = false;
             for kv in head.kvs.into_iter().chain(rest.kvs) {
                 let batch = Batch::of(&self.keys, kv)?;
-                any |= self.apply_batch(live, &batch)?;
+                match self.apply_batch(live, &batch) {
+                    Ok(applied) => any |= applied,
+                    // A batch committed between the two reads, or one
+                    // truly gone: only `P/trimmed` tells.
+                    Err(Behind::Gap { have, .. }) => {
+                        let trimmed = self.trimmed()?;
+                        if have < trimmed {
+                            return Err(Behind::Gap { have, trimmed });
+                        }
+                        raced = true;
+                        break;
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            // The lease is renewed between pages: a long catch-up of the
+            // supervisor's (a promotion) must not let it expire.
+            let _ = self.etcd.keepalive(*self.lease.lock());
+            if raced {
+                races += 1;
+                if races > 3 {
+                    return Err(Behind::Failed(HaError::Corrupt {
+                        key: String::from_utf8_lossy(&self.keys.batch(next)).into_owned(),
+                        detail: format!(
+                            "etcd's journal holds no batch with txid {next}, though it \
+                             starts below it (P/trimmed)"
+                        ),
+                    }));
+                }
+                continue;
             }
             if !any {
                 let trimmed = self.trimmed()?;
@@ -868,7 +936,10 @@ impl Member {
                     continue;
                 }
                 match self.catch_up(&live) {
-                    Ok(r) => r,
+                    Ok(r) => {
+                        *self.apply_error.lock() = None;
+                        r
+                    }
                     Err(Behind::Gap { have, trimmed }) => {
                         self.say(&format!(
                             "at txid {have}, and etcd's journal starts after {trimmed}: \
@@ -878,9 +949,15 @@ impl Member {
                         continue;
                     }
                     Err(Behind::Failed(e)) => {
-                        if self.log {
-                            self.say(&format!("catching up: {e}"));
+                        // Always said (at most every 10 s): a standby that
+                        // cannot apply the journal is not a healthy one.
+                        let mut last = self.failure_said.lock();
+                        if last.is_none_or(|t| t.elapsed() >= LAG_LINE_EVERY) {
+                            *last = Some(Instant::now());
+                            self.say(&format!("cannot apply etcd's journal: {e}"));
                         }
+                        *self.apply_error.lock() = Some(e.to_string());
+                        drop(last);
                         drop(_g);
                         std::thread::sleep(Duration::from_millis(200));
                         continue;
@@ -944,7 +1021,14 @@ impl Member {
         let encrypted = self
             .live()
             .is_some_and(|l| l.store.at_rest().is_encrypted());
-        match fetch::fetch_checkpoint(&peer, &self.dir, self.namespace_id, encrypted, self.key()) {
+        match fetch::fetch_checkpoint(
+            &peer,
+            &self.fetch_user.lock().clone(),
+            &self.dir,
+            self.namespace_id,
+            encrypted,
+            self.key(),
+        ) {
             Ok((txid, path, served)) => {
                 drop(served);
                 self.say(&format!("fetched {peer}'s checkpoint at txid {txid}"));

@@ -49,7 +49,7 @@ pub(crate) async fn handle(
     let started = Instant::now();
     if let Backend::Ha(m) = &st.backend {
         if uri.path().starts_with("/nsimage/ha/") {
-            return ha_answer(m, uri.path());
+            return ha_answer(&st, m, &method, &uri);
         }
     }
     let result = dispatch(&st, &method, &uri, &headers, body).await;
@@ -89,7 +89,7 @@ pub(crate) async fn handle(
 
 /// An HA member's own paths: its status, and its newest checkpoint for a
 /// peer to fetch.
-fn ha_answer(m: &crate::ha::member::Member, path: &str) -> Response {
+fn ha_answer(st: &AppState, m: &crate::ha::member::Member, method: &Method, uri: &Uri) -> Response {
     use crate::ha::fetch::{open_checkpoint, CHECKPOINT_PATH, STATUS_PATH, TXID_HEADER};
     let json = |code: StatusCode, v: serde_json::Value| {
         (
@@ -99,6 +99,31 @@ fn ha_answer(m: &crate::ha::member::Member, path: &str) -> Response {
         )
             .into_response()
     };
+    let path = uri.path();
+    if method != Method::GET {
+        return json(
+            StatusCode::METHOD_NOT_ALLOWED,
+            RemoteError::bad_argument(format!("{} takes GET only", crate::error::echo(path)))
+                .body(),
+        );
+    }
+    // The checkpoint is the whole namespace: its superuser's alone while
+    // permission checks are on (peers fetch it as the superuser).
+    let user = uri
+        .query()
+        .unwrap_or("")
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("user.name="));
+    if path == CHECKPOINT_PATH && st.perms.enabled && user != Some(st.perms.superuser.as_str()) {
+        return json(
+            StatusCode::FORBIDDEN,
+            RemoteError::read_only(format!(
+                "{CHECKPOINT_PATH} is served to the superuser ({}) only",
+                st.perms.superuser
+            ))
+            .body(),
+        );
+    }
     match path {
         STATUS_PATH => json(StatusCode::OK, m.status()),
         CHECKPOINT_PATH => match m.live().map(|l| open_checkpoint(&l)) {
@@ -149,7 +174,9 @@ enum ListingFrom {
     /// caller's listing check made again with each (as HDFS checks each
     /// `getListing` batch of a WebHDFS listing): a change of permissions
     /// acknowledged while a listing streams stops it.
-    Store(Arc<Live>, Box<(Gate, Parsed)>),
+    /// (Held weakly: an HA member reopening its store must not wait for
+    /// a slow reader's listing; one whose store was replaced is cut.)
+    Store(std::sync::Weak<Live>, Box<(Gate, Parsed)>),
 }
 
 /// The request's answer: its op's row found in the table, its
@@ -214,7 +241,7 @@ async fn dispatch(
         return timed(st, move || {
             read(&ns, row, &parsed, &gate, |answered| {
                 ListingFrom::Store(
-                    Arc::clone(&live),
+                    Arc::downgrade(&live),
                     Box::new((gate.clone(), answered.clone())),
                 )
             })
@@ -478,8 +505,9 @@ impl hyper::body::Body for ListingBody {
         let chunk = match &this.from {
             ListingFrom::Image(served) => Ok(listing.next_chunk(&served.namespace)),
             ListingFrom::Store(live, again) => live
-                .reader()
-                .map_err(|e| std::io::Error::other(e.message))
+                .upgrade()
+                .ok_or_else(|| std::io::Error::other("the store was reopened"))
+                .and_then(|live| live.reader().map_err(|e| std::io::Error::other(e.message)))
                 .and_then(|ns| {
                     let (gate, parsed) = &**again;
                     if let Err(e) = crate::ops::listing_check(&ns, parsed, gate) {

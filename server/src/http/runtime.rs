@@ -204,6 +204,8 @@ fn run_ha(
         .store
         .with_namespace(|ns| config.permissions.resolve(ns));
     drop(live);
+    // Peers serve their checkpoints to the superuser: fetched as this one.
+    member.set_fetch_user(&perms.superuser);
     let starting = Arc::clone(&member);
     let mut begun = None;
     let bound = |l: &Listening| {

@@ -126,7 +126,16 @@ impl Store {
             },
             None => &*self.fs,
         };
-        let save = || save_checkpoint(fs, &self.dir, snap, t, &self.opts.write);
+        let save = || {
+            save_checkpoint(
+                fs,
+                &self.dir,
+                snap,
+                t,
+                &self.opts.write,
+                self.opts.checkpoint_write_limit,
+            )
+        };
         let nice = self.opts.checkpoint_nice;
         match self.save_pool.get_or_init(|| build_save_pool(nice)) {
             Some(pool) => pool.install(save),

@@ -134,10 +134,11 @@ fn save_checkpoint(
     ns: &Namespace,
     txid: u64,
     opts: &WriteOptions,
+    limit: Option<u64>,
 ) -> Result<(), StoreError> {
     let path = dir.join(files::image_name(txid));
     let tmp = dir.join(files::temp_name(txid));
-    save::save_as(fs, &path, Temp::Checkpoint(&tmp), |out| {
+    save::save_as(fs, &path, Temp::Checkpoint(&tmp, limit), |out| {
         nsimage_writer::write_image(ns, out, opts)
     })
     .map(drop)
@@ -220,7 +221,7 @@ impl Store {
             at_rest: at_rest.clone(),
             ..WriteOptions::default()
         };
-        save_checkpoint(&*fs, dir, ns, t, &write)?;
+        save_checkpoint(&*fs, dir, ns, t, &write, None)?;
         files::create_segment(&*fs, dir, first, at_rest.key.as_ref())?;
         files::write_version(&*fs, dir, versioned)
     }
@@ -395,7 +396,7 @@ impl Store {
         let path = dir.join(files::image_name(txid));
         let tmp = dir.join(files::temp_name(txid));
         let mut src = File::open(image).map_err(io_err(image))?;
-        save::save_as(fs, &path, Temp::Checkpoint(&tmp), |out| {
+        save::save_as(fs, &path, Temp::Checkpoint(&tmp, None), |out| {
             std::io::copy(&mut src, out)
         })?;
         Ok(path)

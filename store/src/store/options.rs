@@ -50,6 +50,12 @@ pub struct StoreOptions {
     ///
     /// [`Store::durable_namespace`]: crate::Store::durable_namespace
     pub durable_view: bool,
+    /// At most this many bytes a second of a checkpoint's image written
+    /// (`None`: as fast as it goes). A checkpoint that leaves the disk to
+    /// a server's journal takes longer; an HA group's standby, which takes
+    /// the checkpoints while the active fsyncs on the same machine, is
+    /// where it matters.
+    pub checkpoint_write_limit: Option<u64>,
 }
 
 impl Default for StoreOptions {
@@ -64,6 +70,7 @@ impl Default for StoreOptions {
             release_memory_after_load: false,
             checkpoint_nice: 10,
             durable_view: false,
+            checkpoint_write_limit: None,
         }
     }
 }
