@@ -242,6 +242,33 @@ mod tests {
     }
 
     #[test]
+    fn a_refused_append_tells_its_own_committed_batch_from_fencing() {
+        use super::super::etcd::b64;
+        let answer = |leader_rev: Option<i64>, batch: Option<&[u8]>| {
+            let kv = |v: &[u8], rev: i64| {
+                serde_json::json!([{ "key": b64(b"k"), "value": b64(v),
+                                     "create_revision": rev.to_string() }])
+            };
+            let mut stamped = 9u64.to_le_bytes().to_vec();
+            stamped.extend_from_slice(batch.unwrap_or_default());
+            serde_json::json!({ "responses": [
+                { "response_range": { "kvs": leader_rev.map(|r| kv(b"a", r)) } },
+                { "response_range": { "kvs": batch.map(|_| kv(&stamped, 7)) } },
+            ]})
+        };
+        // Our records there: an earlier try committed them.
+        assert!(refused(&answer(Some(5), Some(b"recs")), 5, 10, b"recs").is_ok());
+        // The leadership gone, or another's: certainly not committed.
+        for a in [answer(None, None), answer(Some(6), None)] {
+            let e = refused(&a, 5, 10, b"recs").unwrap_err();
+            assert!(e.starts_with("fenced: this member no longer"), "{e}");
+        }
+        // Another batch at this txid.
+        let e = refused(&answer(Some(5), Some(b"other")), 5, 10, b"recs").unwrap_err();
+        assert!(e.starts_with("fenced: txid 10 is already"), "{e}");
+    }
+
+    #[test]
     fn batches_decode() {
         let keys = Keys::new("/g");
         let mut value = 5u64.to_le_bytes().to_vec();
