@@ -115,24 +115,9 @@ fn run_writable(
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServeError> {
     let started = Instant::now();
-    let mut opts = w.store.clone();
-    if opts.key.is_none() {
-        opts.key = config.key.clone();
-    }
-    let fs =
-        w.fs.clone()
-            .unwrap_or_else(|| Arc::new(nsimage_store::fs::RealFs::default()));
+    let (opts, fs) = store_setup(config, w);
     let live = Arc::new(Live::open(dir, fs, opts, w.policy)?);
-    if config.log {
-        let r = live.store.report();
-        eprintln!(
-            "nsimage serve: recovered {} at txid {} ({} ops replayed) in {:.3} s",
-            dir.display(),
-            r.txid,
-            r.replayed,
-            started.elapsed().as_secs_f64()
-        );
-    }
+    log_recovered(config, &live, dir, started);
     let perms = live
         .store
         .with_namespace(|ns| config.permissions.resolve(ns));
@@ -161,6 +146,37 @@ fn run_writable(
     closed.map_err(ServeError::Store)
 }
 
+/// How a writable server opens its store: `w`'s options with the
+/// server's key when they name none, on `w`'s file system or the real
+/// one.
+fn store_setup(
+    config: &Config,
+    w: &Writable,
+) -> (nsimage_store::StoreOptions, Arc<dyn nsimage_store::fs::Fs>) {
+    let mut opts = w.store.clone();
+    if opts.key.is_none() {
+        opts.key = config.key.clone();
+    }
+    let fs =
+        w.fs.clone()
+            .unwrap_or_else(|| Arc::new(nsimage_store::fs::RealFs::default()));
+    (opts, fs)
+}
+
+/// With `--log`, the recovery's line.
+fn log_recovered(config: &Config, live: &Live, dir: &std::path::Path, started: Instant) {
+    if config.log {
+        let r = live.store.report();
+        eprintln!(
+            "nsimage serve: recovered {} at txid {} ({} ops replayed) in {:.3} s",
+            dir.display(),
+            r.txid,
+            r.replayed,
+            started.elapsed().as_secs_f64()
+        );
+    }
+}
+
 /// Serves store `dir` as a member of the HA group `ha`: the store
 /// recovered and the group joined (as a standby) before anything is
 /// bound; the member's threads started once it is, with its URL; served
@@ -176,13 +192,7 @@ fn run_ha(
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServeError> {
     let started = Instant::now();
-    let mut opts = w.store.clone();
-    if opts.key.is_none() {
-        opts.key = config.key.clone();
-    }
-    let fs =
-        w.fs.clone()
-            .unwrap_or_else(|| Arc::new(nsimage_store::fs::RealFs::default()));
+    let (opts, fs) = store_setup(config, w);
     let (at, policy) = (dir.to_path_buf(), w.policy);
     let opener: crate::ha::member::Opener =
         Arc::new(move || Live::open(&at, Arc::clone(&fs), opts.clone(), policy));
@@ -190,16 +200,7 @@ fn run_ha(
     let live = member
         .live()
         .ok_or_else(|| ServeError::HaStopped("the store is not open".into()))?;
-    if config.log {
-        let r = live.store.report();
-        eprintln!(
-            "nsimage serve: recovered {} at txid {} ({} ops replayed) in {:.3} s",
-            dir.display(),
-            r.txid,
-            r.replayed,
-            started.elapsed().as_secs_f64()
-        );
-    }
+    log_recovered(config, &live, dir, started);
     let perms = live
         .store
         .with_namespace(|ns| config.permissions.resolve(ns));
