@@ -126,11 +126,6 @@ impl EtcdCluster {
         self.start_member(i, false)
     }
 
-    /// The process id of member `i`, while it runs.
-    pub fn pid(&self, i: usize) -> Option<u32> {
-        self.members[i].child.as_ref().map(Child::id)
-    }
-
     /// Waits until a member answers a linearizable read (the cluster has
     /// a quorum), at most `within`.
     ///

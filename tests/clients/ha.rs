@@ -607,7 +607,7 @@ impl Group {
                 "{}",
                 String::from_utf8_lossy(&out.stderr)
             );
-            let img = newest_image(&copy);
+            let img = common::newest_image(&copy);
             let listed = json_out(&["ls", img.to_str().unwrap(), "/ha", "-R", "--json"]);
             let mut by_path = BTreeMap::new();
             for e in &listed {
@@ -767,15 +767,6 @@ fn json_out(args: &[&str]) -> Vec<Value> {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
-}
-
-fn newest_image(dir: &Path) -> PathBuf {
-    let mut images: Vec<String> = common::names(dir)
-        .into_iter()
-        .filter(|n| n.starts_with("image_") && !n.ends_with(".tmp"))
-        .collect();
-    images.sort();
-    dir.join(images.last().expect("an image"))
 }
 
 /// A store's journal: txids contiguous, and each name the clients use

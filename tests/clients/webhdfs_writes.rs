@@ -12,18 +12,8 @@ use crate::serve_common;
 use common::{json, nsimage};
 use serde_json::Value;
 use serve_common::{lines, Server};
-use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
-
-fn newest_image(dir: &Path) -> PathBuf {
-    let mut images: Vec<String> = common::names(dir)
-        .into_iter()
-        .filter(|n| n.starts_with("image_") && !n.ends_with(".tmp"))
-        .collect();
-    images.sort();
-    dir.join(images.last().expect("an image"))
-}
 
 fn acl_texts(st: &Value) -> Vec<String> {
     st["acl"]
@@ -132,7 +122,7 @@ fn the_hdfs_client_writes_and_a_checkpoint_holds_every_answer() {
         assert!(Instant::now() < deadline, "serve did not stop on SIGTERM");
         std::thread::sleep(Duration::from_millis(20));
     }
-    let img = newest_image(&store);
+    let img = common::newest_image(&store);
     let img_s = img.to_str().unwrap();
     let stat = |p: &str| json(&nsimage(&["stat", img_s, p, "--json"]));
     let paths = &seen["paths"];

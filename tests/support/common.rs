@@ -425,6 +425,16 @@ pub fn json(out: &std::process::Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).expect("stdout is JSON")
 }
 
+/// The newest checkpoint (`image_<txid>`, not a `.tmp`) of a store
+/// directory.
+pub fn newest_image(dir: &std::path::Path) -> std::path::PathBuf {
+    let images: Vec<String> = names(dir)
+        .into_iter()
+        .filter(|n| n.starts_with("image_") && !n.contains(".tmp"))
+        .collect();
+    dir.join(images.last().expect("the store holds an image"))
+}
+
 /// The sorted names of the entries of `dir`.
 pub fn names(dir: &std::path::Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir)

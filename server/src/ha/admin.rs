@@ -24,14 +24,8 @@ pub fn group_status(cfg: &HaConfig) -> Result<Value, HaError> {
     let meta: Value = text(etcd.get(&keys.meta())?)
         .and_then(|m| serde_json::from_str(&m).ok())
         .unwrap_or(Value::Null);
-    let trimmed = text(etcd.get(&keys.trimmed())?).and_then(|t| t.parse::<u64>().ok());
-    let dir = keys.members_dir();
-    let members: Vec<Value> = etcd
-        .range(&dir, Some(&prefix_end(&dir)), 0, false)?
-        .kvs
-        .iter()
-        .filter_map(|kv| serde_json::from_slice(&kv.value).ok())
-        .collect();
+    let trimmed = trimmed(&etcd, &keys)?;
+    let members = member_records(&etcd, &keys)?;
     let journal = keys.journal_dir();
     let batches = etcd
         .range(&journal, Some(&prefix_end(&journal)), 0, true)?
@@ -45,6 +39,32 @@ pub fn group_status(cfg: &HaConfig) -> Result<Value, HaError> {
         "journal_batches": batches,
         "members": members,
     }))
+}
+
+/// The members' records (those that are not JSON left out).
+///
+/// # Errors
+/// etcd unreachable.
+pub fn member_records(etcd: &Etcd, keys: &Keys) -> Result<Vec<Value>, HaError> {
+    let dir = keys.members_dir();
+    Ok(etcd
+        .range(&dir, Some(&prefix_end(&dir)), 0, false)?
+        .kvs
+        .iter()
+        .filter_map(|kv| serde_json::from_slice(&kv.value).ok())
+        .collect())
+}
+
+/// Where etcd's journal begins (`P/trimmed`; `None` before the first
+/// member's start, or when it is not a number).
+///
+/// # Errors
+/// etcd unreachable.
+pub fn trimmed(etcd: &Etcd, keys: &Keys) -> Result<Option<u64>, HaError> {
+    Ok(etcd
+        .get(&keys.trimmed())?
+        .and_then(|kv| String::from_utf8(kv.value).ok())
+        .and_then(|t| t.parse().ok()))
 }
 
 /// Hands the leadership to standby `to`: asks the active (a key it

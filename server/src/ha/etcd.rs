@@ -387,6 +387,11 @@ impl Etcd {
     }
 }
 
+/// The store's revision an answer's header names (0: none).
+pub fn revision_of(answer: &Value) -> i64 {
+    int(&answer["header"]["revision"])
+}
+
 /// A compare: `key`'s create revision equals `rev` (0: it does not
 /// exist).
 pub fn created_at(key: &[u8], rev: i64) -> Value {

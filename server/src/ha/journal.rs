@@ -129,21 +129,15 @@ fn refused(answer: &Value, revision: i64, at: u64, records: &[u8]) -> Result<(),
 fn cut(first: u64, records: &[u8]) -> Result<Vec<(u64, &[u8])>, String> {
     let mut out = Vec::new();
     let (mut start, mut pos, mut txid, mut chunk_first) = (0usize, 0usize, first, first);
-    while pos < records.len() {
-        let (len, width) = read_varint(&records[pos..]).ok_or("a record's length is unreadable")?;
-        let len = usize::try_from(len).map_err(|_| "a record's length is too large")?;
-        let end = pos
-            .checked_add(width)
-            .and_then(|p| p.checked_add(len))
-            .filter(|&e| e <= records.len())
-            .ok_or("a record runs past the batch")?;
+    for end in frame_ends(records)? {
         if end - start > MAX_BATCH_RECORDS && pos > start {
             out.push((chunk_first, &records[start..pos]));
             (start, chunk_first) = (pos, txid);
         }
         if end - start > MAX_BATCH_RECORDS {
             return Err(format!(
-                "the record of txid {txid} ({len} bytes) is larger than a batch in etcd may be"
+                "the record of txid {txid} ({} bytes) is larger than a batch in etcd may be",
+                end - pos
             ));
         }
         pos = end;
@@ -160,7 +154,13 @@ fn cut(first: u64, records: &[u8]) -> Result<Vec<(u64, &[u8])>, String> {
 /// # Errors
 /// A record that runs past the end.
 pub fn count_records(records: &[u8]) -> Result<u64, String> {
-    let (mut pos, mut n) = (0usize, 0u64);
+    Ok(frame_ends(records)?.len() as u64)
+}
+
+/// Where each record framed in `records` ends (each whole, the last at
+/// the end).
+fn frame_ends(records: &[u8]) -> Result<Vec<usize>, String> {
+    let (mut pos, mut ends) = (0usize, Vec::new());
     while pos < records.len() {
         let (len, width) = read_varint(&records[pos..]).ok_or("a record's length is unreadable")?;
         let len = usize::try_from(len).map_err(|_| "a record's length is too large")?;
@@ -169,9 +169,9 @@ pub fn count_records(records: &[u8]) -> Result<u64, String> {
             .and_then(|p| p.checked_add(len))
             .filter(|&e| e <= records.len())
             .ok_or("a record runs past the batch")?;
-        n = n.saturating_add(1);
+        ends.push(pos);
     }
-    Ok(n)
+    Ok(ends)
 }
 
 /// One batch read back from etcd.

@@ -22,9 +22,9 @@
 //! checkpoint and journal: only what etcd committed), then tailing goes
 //! on.
 
-use super::etcd::{created_at, delete_key_op, prefix_end, put_op, Etcd};
+use super::etcd::{created_at, delete_key_op, prefix_end, put_op, revision_of, Etcd};
 use super::journal::{now_ms, Batch, EtcdJournal};
-use super::{fetch, HaConfig, HaError, Keys, Role};
+use super::{admin, fetch, HaConfig, HaError, Keys, Role};
 use crate::error::RemoteError;
 use crate::live::Live;
 use nsimage_store::replica::Replica;
@@ -485,12 +485,7 @@ impl Member {
 
     /// The members' records.
     fn members(&self) -> Result<Vec<Value>, HaError> {
-        let dir = self.keys.members_dir();
-        let r = self.etcd.range(&dir, Some(&prefix_end(&dir)), 0, false)?;
-        Ok(r.kvs
-            .iter()
-            .filter_map(|kv| serde_json::from_slice(&kv.value).ok())
-            .collect())
+        admin::member_records(&self.etcd, &self.keys)
     }
 
     /// A standby's look at the leadership: when no one holds it, no
@@ -544,10 +539,7 @@ impl Member {
         let Ok((true, answer)) = won else {
             return;
         };
-        let revision = answer["header"]["revision"]
-            .as_str()
-            .and_then(|r| r.parse::<i64>().ok())
-            .unwrap_or(0);
+        let revision = revision_of(&answer);
         if revision <= 0 {
             // No revision to fence the appends with: give it back (the key
             // is on this member's lease, no one else can hold it now).
@@ -693,10 +685,7 @@ impl Member {
             vec![],
         )?;
         if ok {
-            let revision = answer["header"]["revision"]
-                .as_str()
-                .and_then(|r| r.parse::<i64>().ok())
-                .unwrap_or(0);
+            let revision = revision_of(&answer);
             if revision > 0 {
                 self.etcd.compact(revision)?;
             }
@@ -879,11 +868,7 @@ impl Member {
 
     /// Where etcd's journal begins.
     fn trimmed(&self) -> Result<u64, HaError> {
-        let kv = self.etcd.get(&self.keys.trimmed())?;
-        Ok(kv
-            .and_then(|kv| String::from_utf8(kv.value).ok())
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0))
+        Ok(admin::trimmed(&self.etcd, &self.keys)?.unwrap_or(0))
     }
 
     /// Applies one batch (the records this store has already skipped);
@@ -1062,11 +1047,7 @@ fn group_head(etcd: &Etcd, keys: &Keys) -> Result<u64, HaError> {
             })?;
         return Ok(batch.first.saturating_add(records).saturating_sub(1));
     }
-    let kv = etcd.get(&keys.trimmed())?;
-    Ok(kv
-        .and_then(|kv| String::from_utf8(kv.value).ok())
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0))
+    Ok(admin::trimmed(etcd, keys)?.unwrap_or(0))
 }
 
 /// The `p`th percentile of `v` (nearest rank).

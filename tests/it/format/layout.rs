@@ -30,21 +30,6 @@ fn nsimage(args: &[&str]) -> Vec<u8> {
     out.stdout
 }
 
-/// The newest image of a store.
-fn newest_image(store: &Path) -> PathBuf {
-    let mut images: Vec<_> = std::fs::read_dir(store)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("image_") && !n.contains(".tmp"))
-        })
-        .collect();
-    images.sort();
-    images.pop().expect("the store holds an image")
-}
-
 fn info(image: &Path) -> Value {
     serde_json::from_slice(&nsimage(&["info", "--json", image.to_str().unwrap()])).unwrap()
 }
@@ -122,7 +107,7 @@ fn same_namespace_same_layout_whatever_the_history() {
         nsimage(&["store", "checkpoint", s]);
     }
 
-    let images: Vec<PathBuf> = stores.iter().map(|s| newest_image(s)).collect();
+    let images: Vec<PathBuf> = stores.iter().map(|s| common::newest_image(s)).collect();
     let infos: Vec<Value> = images.iter().map(|i| info(i)).collect();
     let name = format!("image_{OPS:020}");
     for (img, what) in images.iter().zip(["one go", "checkpoints", "reopens"]) {

@@ -484,16 +484,6 @@ fn sixty_four_concurrent_clients_get_their_answers() {
     assert!(total >= 64, "{total} requests");
 }
 
-/// The newest `image_<txid>` of a store directory.
-fn newest_image(dir: &Path) -> std::path::PathBuf {
-    let mut images: Vec<String> = common::names(dir)
-        .into_iter()
-        .filter(|n| n.starts_with("image_") && !n.ends_with(".tmp"))
-        .collect();
-    images.sort();
-    dir.join(images.last().expect("an image"))
-}
-
 fn store(args: &[&str]) {
     let out = nsimage(args);
     assert!(
@@ -528,12 +518,12 @@ fn a_store_is_followed_to_its_newest_checkpoint() {
         let cs = server.ok("/webhdfs/v1/?op=GETCONTENTSUMMARY")["ContentSummary"].clone();
         (cs["directoryCount"].clone(), cs["length"].clone())
     };
-    let first = summary(&newest_image(&dir));
+    let first = summary(&common::newest_image(&dir));
     assert_eq!(served(), first);
 
     store(&["store", "apply", d, "--ops", "2000"]);
     store(&["store", "checkpoint", d]);
-    let second = summary(&newest_image(&dir));
+    let second = summary(&common::newest_image(&dir));
     assert_ne!(first, second, "the workload changed nothing");
     let deadline = Instant::now() + Duration::from_secs(30);
     while served() != second {
@@ -930,7 +920,7 @@ fn a_foreign_image_named_as_a_newer_checkpoint_is_never_served() {
     // One of this store's kind whose namespace is at txid 700 named as
     // txid 800, then another namespace's image named as txid 900.
     for (from, name) in [
-        (newest_image(&other), "image_00000000000000000800"),
+        (common::newest_image(&other), "image_00000000000000000800"),
         (foreign, "image_00000000000000000900"),
     ] {
         std::fs::copy(&from, dir.join(name)).unwrap();

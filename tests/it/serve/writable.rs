@@ -778,16 +778,6 @@ fn wait_for_line(server: &Server, seen: &mut Vec<String>, pat: &str) -> String {
     }
 }
 
-/// The newest `image_<txid>` of a store directory.
-fn newest_image(dir: &Path) -> PathBuf {
-    let mut images: Vec<String> = common::names(dir)
-        .into_iter()
-        .filter(|n| n.starts_with("image_") && !n.ends_with(".tmp"))
-        .collect();
-    images.sort();
-    dir.join(images.last().expect("an image"))
-}
-
 #[test]
 fn acknowledged_writes_survive_sigkill_and_sigterm_checkpoints_only_when_asked() {
     let dir = tempfile::tempdir().unwrap();
@@ -898,7 +888,7 @@ fn acknowledged_writes_survive_sigkill_and_sigterm_checkpoints_only_when_asked()
         images_after >= images_before.min(1),
         "{images_before} -> {images_after}"
     );
-    let img = newest_image(&store);
+    let img = common::newest_image(&store);
     let ls = serve_common::lines(&nsimage(&["ls", img.to_str().unwrap(), "/t", "--json"]));
     assert_eq!(ls.len(), 81);
 

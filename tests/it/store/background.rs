@@ -189,7 +189,7 @@ fn store_with(tmp: &Path, fs: Arc<dyn Fs>, w: &Workload, ops: u64) -> Arc<Store>
 
 /// Submits the workload's next op (built under the namespace's lock) and
 /// waits until it is durable; its txid.
-fn apply_next(store: &Store, w: &Workload) -> Result<u64, StoreError> {
+pub(super) fn apply_next(store: &Store, w: &Workload) -> Result<u64, StoreError> {
     let txid = store
         .submit_with(|ns| {
             let next = ns.info().last_txid + 1;

@@ -9,7 +9,7 @@
 use nsimage_namespace::Namespace;
 use nsimage_store::fs::RealFs;
 use nsimage_store::replica::Replica;
-use nsimage_store::{Store, StoreError, StoreOptions, SubmitError};
+use nsimage_store::{Store, StoreError, StoreOptions};
 use nsimage_testkit::workload::Workload;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -47,17 +47,7 @@ fn init(dir: &Path) {
 fn apply(store: &Store, w: &Workload, n: u64) -> Result<u64, StoreError> {
     let mut last = store.txid();
     for _ in 0..n {
-        last = store
-            .submit_with(|ns| {
-                let next = ns.info().last_txid + 1;
-                Ok::<_, std::convert::Infallible>(Some(w.op(ns, next)))
-            })
-            .map_err(|e| match e {
-                SubmitError::Store(e) => e,
-                SubmitError::Build(never) => match never {},
-            })?
-            .expect("an op");
-        store.wait_durable(last)?;
+        last = super::background::apply_next(store, w)?;
     }
     Ok(last)
 }
