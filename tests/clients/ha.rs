@@ -1318,3 +1318,98 @@ fn etcd_members_lost_and_a_full_restart() {
          after the quorum; full restart to the first ack {restarted:.2} s"
     );
 }
+
+/// A member down while the journal in etcd was trimmed past its store
+/// catches up from a peer's checkpoint: the active alone takes its own
+/// checkpoints (no healthy standby) and trims the hundreds of one-op
+/// batches below them (more than one trim transaction's worth); the
+/// other member, started from a copy of the store as it was before any
+/// of them, fetches the active's checkpoint, adopts it, applies the rest
+/// and answers every path.
+#[test]
+fn a_member_behind_the_trim_catches_up_from_a_peers_checkpoint() {
+    const MKDIRS: usize = 700;
+    let dir = tempfile::tempdir().unwrap();
+    let etcd = EtcdCluster::start(etcd_bin(), &dir.path().join("etcd"), 1).unwrap();
+    let img = dir.path().join("img");
+    let out = nsimage(&["generate", "-o", img.to_str().unwrap(), "--inodes", "2000"]);
+    assert!(out.status.success());
+    let member = |id: &str| Member {
+        id: id.to_string(),
+        addr: free_addr(),
+        store: dir.path().join(id),
+        log: dir.path().join(format!("{id}.log")),
+        child: None,
+        checkpoint_every: 200,
+    };
+    let (mut a, mut b) = (member("a"), member("b"));
+    common::store_from(&a.store, &img);
+    let st = Command::new("cp")
+        .arg("-a")
+        .arg(&a.store)
+        .arg(&b.store)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let endpoints = etcd.endpoints();
+    let wait = |what: &str, ok: &mut dyn FnMut() -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !ok() {
+            assert!(
+                Instant::now() < deadline,
+                "{what} within 60 s (logs in {})",
+                dir.path().display()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    a.start(&endpoints);
+    wait("a active", &mut || {
+        a.status().is_some_and(|s| s["role"] == "active")
+    });
+    // One client, one op at a time: a batch in etcd per op.
+    for i in 0..MKDIRS {
+        let target = format!("/webhdfs/v1/trim/d{i}?op=MKDIRS&user.name=hdfs");
+        let (status, body) = crate::serve_common::request(a.addr, "PUT", target.as_bytes());
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    }
+    let group = || {
+        json_out(&["ha", "status", "--ha-etcd", &endpoints, "--json"])
+            .pop()
+            .unwrap()
+    };
+    let mut last = Value::Null;
+    wait("the journal in etcd trimmed past 400 batches", &mut || {
+        last = group();
+        last["trimmed"].as_u64().unwrap_or(0) > 400
+    });
+    let trimmed = last["trimmed"].as_u64().unwrap();
+    let batches = last["journal_batches"].as_u64().unwrap();
+    assert!(batches < 300, "{batches} batches left in etcd: {last}");
+
+    b.start(&endpoints);
+    let head = a.status().unwrap()["durable_txid"].as_u64().unwrap();
+    wait("b caught up as a standby", &mut || {
+        b.status().is_some_and(|s| {
+            s["role"] == "standby" && s["durable_txid"].as_u64().is_some_and(|t| t >= head)
+        })
+    });
+    let log = std::fs::read_to_string(&b.log).unwrap();
+    assert!(
+        log.contains(&format!("fetched {}'s checkpoint at txid", a.url())),
+        "b did not fetch a's checkpoint: {log}"
+    );
+    for i in [0, MKDIRS / 2, MKDIRS - 1] {
+        let target = format!("/webhdfs/v1/trim/d{i}?op=GETFILESTATUS&user.name=hdfs");
+        let got = get(b.addr, &target, Duration::from_secs(5));
+        assert!(
+            got.as_ref()
+                .is_some_and(|(s, v)| *s == 200 && v["FileStatus"]["type"] == "DIRECTORY"),
+            "/trim/d{i} on b: {got:?}"
+        );
+    }
+    eprintln!(
+        "ha: {MKDIRS} one-op batches, etcd's journal trimmed below txid {trimmed} ({batches} \
+         batches left); a member started behind it caught up from a's checkpoint"
+    );
+}

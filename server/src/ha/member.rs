@@ -49,6 +49,9 @@ const WATCH_IDLE: Duration = Duration::from_millis(500);
 /// records (a batch holds at most 1 MiB), base64 in the answer, within
 /// the client's 64 MiB answer limit.
 const PAGE: i64 = 32;
+/// Batches deleted by one transaction of a trim ([`Member::trim`]): a few
+/// milliseconds of etcd's apply loop each.
+const TRIM_CHUNK: i64 = 256;
 /// How often `--log` prints a member's lag line.
 const LAG_LINE_EVERY: Duration = Duration::from_secs(10);
 /// Lags kept for the status's percentiles.
@@ -655,6 +658,12 @@ impl Member {
     /// Deletes the journal's batches that end at or below `checkpoint`
     /// (a member's newest image: whoever needs older txids fetches it),
     /// records the new start in `P/trimmed`, and compacts etcd's history.
+    /// The batches go [`TRIM_CHUNK`] at a time, oldest first, each chunk
+    /// one transaction fenced on the leadership, the first one with the
+    /// new `P/trimmed` (so a reader that meets a missing batch always
+    /// finds the start that explains it): one transaction deleting the
+    /// thousands of batches written during a checkpoint holds every
+    /// append behind it for tens of milliseconds.
     fn trim(&self, checkpoint: u64) -> Result<(), HaError> {
         let dir = self.keys.journal_dir();
         let upto = self.keys.batch(checkpoint.saturating_add(2));
@@ -667,31 +676,42 @@ impl Member {
         let Some(first) = self.keys.batch_first(&kv.key) else {
             return Ok(());
         };
-        let older = self.etcd.range(&dir, Some(&kv.key), 1, true)?;
-        if older.kvs.is_empty() {
-            return Ok(());
-        }
         let rev = *self.leader_revision.lock();
-        let (ok, answer) = self.etcd.txn(
-            vec![created_at(&self.keys.leader(), rev)],
-            vec![
-                super::etcd::delete_op(&dir, &kv.key),
-                put_op(
+        let mut revision = 0;
+        let mut chunks = 0u32;
+        loop {
+            let older = self.etcd.range(&dir, Some(&kv.key), TRIM_CHUNK + 1, true)?;
+            if older.kvs.is_empty() {
+                break;
+            }
+            // Up to the chunk's end (exclusive), or to the batch kept.
+            let end = usize::try_from(TRIM_CHUNK)
+                .ok()
+                .and_then(|n| older.kvs.get(n))
+                .map_or(kv.key.as_slice(), |k| k.key.as_slice());
+            let mut ops = vec![super::etcd::delete_op(&dir, end)];
+            if chunks == 0 {
+                ops.push(put_op(
                     &self.keys.trimmed(),
                     first.saturating_sub(1).to_string().as_bytes(),
                     0,
-                ),
-            ],
-            vec![],
-        )?;
-        if ok {
-            let revision = revision_of(&answer);
-            if revision > 0 {
-                self.etcd.compact(revision)?;
+                ));
             }
-            if self.log {
-                self.say(&format!("journal in etcd trimmed below txid {first}"));
+            let (ok, answer) =
+                self.etcd
+                    .txn(vec![created_at(&self.keys.leader(), rev)], ops, vec![])?;
+            if !ok {
+                // Deposed: the new active trims.
+                return Ok(());
             }
+            revision = revision_of(&answer);
+            chunks += 1;
+        }
+        if revision > 0 {
+            self.etcd.compact(revision)?;
+        }
+        if chunks > 0 && self.log {
+            self.say(&format!("journal in etcd trimmed below txid {first}"));
         }
         Ok(())
     }

@@ -107,7 +107,12 @@ impl Store {
         drop(snap);
         self.newest_image.fetch_max(t, Ordering::AcqRel);
         self.roll_for_checkpoint()?;
-        files::purge(&*self.fs, &self.dir, self.opts.keep_images)?;
+        files::purge(
+            &*self.fs,
+            &self.dir,
+            self.opts.keep_images,
+            self.opts.purge_step_bytes,
+        )?;
         Ok(t)
     }
 

@@ -56,6 +56,18 @@ pub struct StoreOptions {
     /// the checkpoints while the active fsyncs on the same machine, is
     /// where it matters.
     pub checkpoint_write_limit: Option<u64>,
+    /// An image older than the ones kept is cut this many bytes at a time
+    /// before its removal (0: removed at once). Removing a large file at
+    /// once frees all its blocks in one commit of the file system's
+    /// journal; on a file system mounted with `discard` (and on a thin
+    /// disk) that commit then discards the whole file while every fsync
+    /// on the disk, the journal's included, waits behind it (on a virtio
+    /// disk, about 100 ms for a 464 MB image). Cut in steps, each step
+    /// fsynced and followed by a short pause, the discards come a few
+    /// milliseconds at a time. The image is first renamed to its
+    /// temporary name, so a crash in between leaves a file that opening
+    /// removes, never a damaged image.
+    pub purge_step_bytes: u64,
 }
 
 impl Default for StoreOptions {
@@ -71,6 +83,7 @@ impl Default for StoreOptions {
             checkpoint_nice: 10,
             durable_view: false,
             checkpoint_write_limit: None,
+            purge_step_bytes: 16 << 20,
         }
     }
 }

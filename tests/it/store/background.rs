@@ -809,3 +809,130 @@ fn acl_ops_are_journaled_replayed_and_checkpointed() {
     let store = Store::open_default(&dir).unwrap();
     assert_eq!(acl_of(&store, id), Vec::new());
 }
+
+/// The real file system, recording the renames, cuts and removals of
+/// files named `image_*`: (call, file name, length or 0).
+#[derive(Default)]
+struct ImageCalls {
+    inner: RealFs,
+    calls: Mutex<Vec<(&'static str, String, u64)>>,
+}
+
+impl ImageCalls {
+    fn note(&self, call: &'static str, path: &Path, len: u64) {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if name.starts_with("image_") {
+            self.calls.lock().unwrap().push((call, name, len));
+        }
+    }
+}
+
+impl Fs for ImageCalls {
+    fn create(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
+        self.inner.create(path)
+    }
+    fn create_new(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
+        self.inner.create_new(path)
+    }
+    fn append(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
+        self.inner.append(path)
+    }
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        self.inner.read(path)
+    }
+    fn open_read(&self, path: &Path) -> io::Result<Box<dyn Read + Send>> {
+        self.inner.open_read(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.note("rename", from, 0);
+        self.note("renamed to", to, 0);
+        self.inner.rename(from, to)
+    }
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        self.note("remove", path, 0);
+        self.inner.remove(path)
+    }
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        self.inner.sync_dir(dir)
+    }
+    fn truncate(&self, path: &Path, len: u64) -> io::Result<()> {
+        self.note("truncate", path, len);
+        self.inner.truncate(path, len)
+    }
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
+        self.inner.list(dir)
+    }
+    fn len(&self, path: &Path) -> io::Result<u64> {
+        self.inner.len(path)
+    }
+    fn file_type(&self, path: &Path) -> io::Result<std::fs::FileType> {
+        self.inner.file_type(path)
+    }
+    fn read_calls(&self) -> u64 {
+        self.inner.read_calls()
+    }
+    fn sync_calls(&self) -> u64 {
+        self.inner.sync_calls()
+    }
+}
+
+#[test]
+fn an_old_image_is_renamed_then_cut_in_steps_before_its_removal() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("store");
+    let w = Workload { seed: 5 };
+    let fs = Arc::new(ImageCalls::default());
+    Store::init(&dir, Arc::new(RealFs::default()), &Default::default()).unwrap();
+    let step = 4096;
+    let opts = StoreOptions {
+        keep_images: 1,
+        purge_step_bytes: step,
+        ..options()
+    };
+    let store = Store::open(&dir, fs.clone(), opts).unwrap();
+    for _ in 0..2000 {
+        apply_next(&store, &w).unwrap();
+    }
+    let first = store.checkpoint().unwrap();
+    let old = format!("image_{first:020}");
+    let len = std::fs::metadata(dir.join(&old)).unwrap().len();
+    assert!(len > 3 * step, "an image of {len} bytes is too small here");
+    for _ in 0..100 {
+        apply_next(&store, &w).unwrap();
+    }
+    fs.calls.lock().unwrap().clear();
+    let second = store.checkpoint().unwrap();
+
+    // The new image renamed into place, then the old one renamed to its
+    // temporary name, cut a step at a time, and removed.
+    let calls = fs.calls.lock().unwrap().clone();
+    let tmp_name = format!("{old}.tmp");
+    let from = calls
+        .iter()
+        .position(|c| *c == ("rename", old.clone(), 0))
+        .unwrap_or_else(|| panic!("{old} not renamed: {calls:?}"));
+    assert_eq!(calls[from + 1], ("renamed to", tmp_name.clone(), 0));
+    let mut expect = Vec::new();
+    let mut left = len;
+    while left > step {
+        left -= step;
+        expect.push(("truncate", tmp_name.clone(), left));
+    }
+    expect.push(("remove", tmp_name.clone(), 0));
+    assert_eq!(calls[from + 2..], expect[..], "{calls:?}");
+    let mut names = nsimage_store::fs::list_names(&dir).unwrap();
+    names.retain(|n| n.starts_with("image_"));
+    assert_eq!(names, [format!("image_{second:020}")]);
+    drop(store);
+
+    // A store whose purge stopped halfway (its old image renamed and cut)
+    // opens from its newest image and removes the rest.
+    std::fs::write(dir.join(&tmp_name), b"what a cut left").unwrap();
+    let store = Store::open(&dir, Arc::new(RealFs::default()), options()).unwrap();
+    assert_eq!(store.report().txid, second);
+    assert_eq!(
+        store.with_namespace(|ns| ns.digest()),
+        reference(&w, second).digest()
+    );
+    assert!(!dir.join(&tmp_name).exists());
+}

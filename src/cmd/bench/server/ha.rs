@@ -320,6 +320,28 @@ fn copy_store(from: &Path, to: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Writes out everything dirty on the file system holding `dir` (`sync
+/// -f`): the copies just made, and the blocks freed by a removal (their
+/// discards). Left to the kernel, the gigabyte of a store's two copies is
+/// written back 30 s later (`vm.dirty_expire_centisecs`), in a burst
+/// that stalls every fsync on the disk for a second, in the middle of the
+/// measured run.
+fn settle(dir: &Path) -> anyhow::Result<()> {
+    let o = Command::new("sync")
+        .arg("-f")
+        .arg(dir)
+        .output()
+        .context("running sync -f")?;
+    if !o.status.success() {
+        bail!(
+            "sync -f {}: {}",
+            dir.display(),
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    Ok(())
+}
+
 /// The failover: a write through the active, its SIGKILL, and a client
 /// trying both URLs until a write is acknowledged.
 fn failover(
@@ -412,6 +434,7 @@ fn ha_round(
     let (store_a, store_b) = (dir.join("a"), dir.join("b"));
     copy_store(store, &store_a)?;
     copy_store(store, &store_b)?;
+    settle(&dir)?;
     let cluster = EtcdCluster::start(etcd, &dir.join("etcd"), 3)
         .with_context(|| format!("starting 3 etcd members ({})", etcd.display()))?;
     let member = |id: &str| -> Vec<String> {
@@ -485,6 +508,7 @@ fn ha_round(
     standby.kill();
     drop(cluster);
     std::fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
+    settle(&a.dir)?;
     Ok(HaRound {
         standby_ready_seconds,
         ops_per_s: an.every.all.ops_per_s,
