@@ -21,9 +21,12 @@ impl MmapOptIn {
     /// or truncate it: the mapped bytes are read as a `&[u8]`, which Rust
     /// assumes immutable, so a concurrent write is undefined behaviour, and
     /// a truncation makes the next access raise `SIGBUS`. Images saved by
-    /// nsimage are never rewritten in place (a new image is written to a
-    /// temporary file and renamed over the old one), so mapping them is
-    /// sound as long as nothing else writes to them.
+    /// nsimage are never rewritten in place while a reader holds them (a
+    /// new image is written to a temporary file and renamed over the old
+    /// one; a store cuts an old image before removing it only under an
+    /// exclusive `flock` that the shared one the loader takes when it
+    /// opens a file, and keeps while the mapping lives, refuses), so
+    /// mapping them is sound as long as nothing else writes to them.
     pub unsafe fn new() -> Self {
         MmapOptIn(())
     }

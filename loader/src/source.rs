@@ -82,6 +82,15 @@ impl std::fmt::Debug for ReadStrategy {
 /// `O_NOCTTY` keeps a terminal from becoming the controlling one, and the
 /// type is checked again on the handle itself, so the file checked is the
 /// file read. Reads of a regular file ignore `O_NONBLOCK`.
+///
+/// The handle holds a shared lock on the file (`flock(LOCK_SH)`, taken
+/// without waiting) for as long as it, or a mapping made from it, lives:
+/// a store cuts an old image in place before removing it only while it
+/// holds the exclusive lock (format-spec/STORE.md, "Checkpoint", step 5),
+/// so a file read or mapped through this handle is never cut under it.
+/// A file another process holds under an exclusive lock is refused
+/// ([`std::io::ErrorKind::ResourceBusy`]: a purge is removing it); on a
+/// file system without locks the file is read without one.
 pub fn open_regular(path: &Path) -> std::io::Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
     let refuse = |t: std::fs::FileType| {
@@ -105,7 +114,13 @@ pub fn open_regular(path: &Path) -> std::io::Result<File> {
     if !t.is_file() {
         return Err(refuse(t));
     }
-    Ok(file)
+    match file.try_lock_shared() {
+        Ok(()) | Err(std::fs::TryLockError::Error(_)) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(std::io::Error::new(
+            std::io::ErrorKind::ResourceBusy,
+            "is locked by another process (a store's purge removing it)",
+        )),
+    }
 }
 
 /// An open image with its validated header and index.

@@ -49,10 +49,12 @@ pub struct Args {
 fn parse_read(s: &str) -> Result<ReadStrategy, String> {
     match s {
         // SAFETY: the CLI loads image files that nsimage saved, which are
-        // never rewritten in place (a new image is renamed over the old
-        // one), and the process exits after the load; a file changed by
-        // another program while it is mapped is outside what the CLI
-        // supports, as for any reader of a mapped file.
+        // never rewritten in place while a reader holds them (a new image
+        // is renamed over the old one; a store's purge cuts an old image
+        // only under an exclusive lock that the loader's shared one, held
+        // while mapped, refuses), and the process exits after the load; a
+        // file changed by another program while it is mapped is outside
+        // what the CLI supports, as for any reader of a mapped file.
         "mmap" => Ok(unsafe { ReadStrategy::mmap() }),
         "bulk" => Ok(ReadStrategy::Bulk),
         "stream" => Ok(ReadStrategy::Stream),

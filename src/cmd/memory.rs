@@ -58,7 +58,9 @@ pub fn open_input(image: &Path, limit: MemoryLimit, threads: usize) -> anyhow::R
     let input = Input::open(image, super::key()?, limit.budget())?;
     Ok(input.with_load_options(LoadOptions {
         // SAFETY: as in `nsimage load`: images nsimage saved are never
-        // rewritten in place, and the process exits after reading.
+        // rewritten in place while a reader holds them (a store's purge
+        // cuts one only under an exclusive lock that the loader's shared
+        // one refuses), and the process exits after reading.
         read: unsafe { ReadStrategy::mmap() },
         threads,
         ..LoadOptions::default()

@@ -136,8 +136,10 @@ fn store_options() -> StoreOptions {
         ..StoreOptions::default()
     };
     // SAFETY: the store's images are written once, renamed into place and
-    // never changed; the store holds its lock while it is open, so no
-    // other nsimage process rewrites them while they are mapped.
+    // never changed while a reader has them open: a purge cuts an old one
+    // only under an exclusive lock that no reader's shared lock allows
+    // (taken by the loader's open, held while mapped); the store holds its
+    // lock while it is open, so no other nsimage process rewrites them.
     opts.load.read = unsafe { ReadStrategy::mmap() };
     opts
 }

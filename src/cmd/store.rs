@@ -126,8 +126,10 @@ fn options() -> anyhow::Result<StoreOptions> {
         ..StoreOptions::default()
     };
     // SAFETY: the store's images are written once, renamed into place and
-    // never changed; the store holds its lock for the whole open, so no
-    // other nsimage process rewrites them while they are mapped.
+    // never changed while a reader has them open: a purge cuts an old one
+    // only under an exclusive lock that no reader's shared lock allows
+    // (taken by the loader's open, held while mapped); the store holds its
+    // lock for the whole open, so no other nsimage process rewrites them.
     opts.load.read = unsafe { ReadStrategy::mmap() };
     opts.release_memory_after_load = true;
     Ok(opts)
@@ -269,7 +271,7 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
                     out!("  the open segment is a torn create (replaced at the next open)");
                 }
                 for n in &st.temps {
-                    out!("  unfinished checkpoint: {n} (removed at the next open)");
+                    out!("  temporary file: {n} (an unfinished checkpoint or purge; removed at the next open)");
                 }
                 for n in &st.unknown {
                     out!("  unknown file: {n} (not the store's; left alone)");

@@ -54,6 +54,18 @@ pub trait Fs: Send + Sync {
     fn truncate(&self, path: &Path, len: u64) -> io::Result<()>;
     /// Names of the entries of a directory.
     fn list(&self, dir: &Path) -> io::Result<Vec<String>>;
+    /// The file at `path`, held under an exclusive lock taken without
+    /// waiting, when nothing else can be reading it: no reader holds the
+    /// shared lock that [`nsimage_loader::source::open_regular`] takes for
+    /// every file it opens (and keeps while a mapping lives), and the file
+    /// has no other name (one link; a hard-linked backup shares its
+    /// blocks). While the handle lives, readers that come later are
+    /// refused, so the caller may cut the file in place. `None` when a
+    /// reader or another name holds it, or the file system has no locks.
+    /// The default is the real file system's.
+    fn claim(&self, path: &Path) -> io::Result<Option<File>> {
+        claim_file(path)
+    }
     /// The length of a file in bytes.
     fn len(&self, path: &Path) -> io::Result<u64>;
     /// The type of what is at `path`, without following a symbolic link
@@ -329,6 +341,19 @@ impl Fs for FaultyFs {
     fn sync_calls(&self) -> u64 {
         self.real.sync_calls()
     }
+}
+
+/// [`Fs::claim`] on the real file system.
+///
+/// # Errors
+/// The file cannot be opened or its metadata read.
+pub fn claim_file(path: &Path) -> io::Result<Option<File>> {
+    use std::os::unix::fs::MetadataExt;
+    let file = File::open(path)?;
+    if file.metadata()?.nlink() != 1 {
+        return Ok(None);
+    }
+    Ok(file.try_lock().is_ok().then_some(file))
 }
 
 /// The UTF-8 names of the entries of `dir` (the store writes no others).

@@ -113,14 +113,14 @@ pub fn peer_namespace_id(peer: &str) -> Result<u64, HaError> {
 }
 
 /// A member's newest checkpoint, opened to be served: its txid, length
-/// and file (opened before anything is sent, so a purge meanwhile does
-/// not cut it short).
+/// and file (opened before anything is sent, with the readers' shared
+/// lock, so a purge meanwhile removes it without cutting it short).
 ///
 /// # Errors
 /// The file's.
 pub fn open_checkpoint(live: &Live) -> std::io::Result<(u64, u64, FileBody)> {
     let (txid, path) = live.store.newest_image();
-    let file = std::fs::File::open(&path)?;
+    let file = nsimage_loader::source::open_regular(&path)?;
     let len = file.metadata()?.len();
     Ok((txid, len, FileBody { file, left: len }))
 }

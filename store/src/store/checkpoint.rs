@@ -83,7 +83,8 @@ impl Store {
 
     /// [`checkpoint`](Self::checkpoint), calling `on_start` with the txid
     /// once the snapshot is taken; with `cancel`, the save stops with an
-    /// I/O error (its temporary file removed) once it is set.
+    /// I/O error (its temporary file removed) once it is set, and a purge
+    /// under way removes what is left of an old image at once.
     pub(super) fn checkpoint_observed(
         &self,
         cancel: Option<&Arc<AtomicBool>>,
@@ -112,6 +113,7 @@ impl Store {
             &self.dir,
             self.opts.keep_images,
             self.opts.purge_step_bytes,
+            cancel.map(|c| &**c),
         )?;
         Ok(t)
     }

@@ -11,6 +11,7 @@ use nsimage_format::cipher::{random_image_id, Key};
 use std::fs::File;
 use std::io::Write;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 pub(super) const VERSION_FILE: &str = "VERSION";
@@ -34,7 +35,8 @@ pub struct Status {
     pub images: Vec<(u64, u64)>,
     /// `(name, bytes)` of every journal segment, in txid order.
     pub segments: Vec<(String, u64)>,
-    /// Temporary files of checkpoints that did not finish (`image_<T>.tmp`).
+    /// Temporary files (`image_<T>.tmp`): checkpoints that did not finish,
+    /// or old images whose removal did not.
     pub temps: Vec<String>,
     /// Names in the directory that are not the store's: never read, never
     /// removed.
@@ -258,13 +260,22 @@ pub(super) fn remove_temps(fs: &dyn Fs, dir: &Path, listing: &Listing) {
 
 /// Removes the image at `txid`. One longer than `step` bytes (`step` >
 /// 0) is renamed to its temporary name (the rename made durable: from
-/// here on it is no image, and opening removes it), then cut `step`
-/// bytes at a time, each cut fsynced and followed by a pause
-/// ([`PURGE_BYTES_PER_SEC`]), so
-/// that its blocks are freed (and, on a disk that takes discards,
-/// discarded) over many commits of the file system's journal instead of
-/// one that every other fsync waits behind.
-fn remove_image(fs: &dyn Fs, dir: &Path, txid: u64, step: u64) -> Result<(), StoreError> {
+/// here on it is no image, and opening removes it), then, if the store
+/// can [claim](Fs::claim) it (no reader has it open or mapped, no other
+/// name shares it), cut `step` bytes at a time, each cut fsynced and
+/// followed by a pause ([`PURGE_BYTES_PER_SEC`]), so that its blocks are
+/// freed (and, on a disk that takes discards, discarded) over many
+/// commits of the file system's journal instead of one that every other
+/// fsync waits behind. A file it cannot claim is removed whole (its
+/// readers keep it until they close it), as is the rest once `cancel`
+/// is set.
+fn remove_image(
+    fs: &dyn Fs,
+    dir: &Path,
+    txid: u64,
+    step: u64,
+    cancel: Option<&AtomicBool>,
+) -> Result<(), StoreError> {
     let p = dir.join(image_name(txid));
     let len = fs.len(&p).map_err(io_err(&p))?;
     if step == 0 || len <= step {
@@ -274,13 +285,15 @@ fn remove_image(fs: &dyn Fs, dir: &Path, txid: u64, step: u64) -> Result<(), Sto
     fs.rename(&p, &tmp).map_err(io_err(&p))?;
     fs.sync_dir(dir).map_err(io_err(dir))?;
     failpoint("purge-image-renamed");
-    let pause = std::time::Duration::from_secs_f64(step as f64 / PURGE_BYTES_PER_SEC);
-    let mut left = len;
-    while left > step {
-        left -= step;
-        fs.truncate(&tmp, left).map_err(io_err(&tmp))?;
-        failpoint("purge-image-cut");
-        std::thread::sleep(pause);
+    if let Some(_held) = fs.claim(&tmp).map_err(io_err(&tmp))? {
+        let pause = std::time::Duration::from_secs_f64(step as f64 / PURGE_BYTES_PER_SEC);
+        let mut left = len;
+        while left > step && !cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+            left -= step;
+            fs.truncate(&tmp, left).map_err(io_err(&tmp))?;
+            failpoint("purge-image-cut");
+            std::thread::sleep(pause);
+        }
     }
     fs.remove(&tmp).map_err(io_err(&tmp))
 }
@@ -356,8 +369,16 @@ const PURGE_BYTES_PER_SEC: f64 = 1600.0 * 1024.0 * 1024.0;
 /// Retention: keeps the newest `keep` images (at least one) and the
 /// segments needed to replay from the oldest of them; removes the rest,
 /// an image longer than `step` bytes cut `step` bytes at a time first
-/// ([`remove_image`]).
-pub(super) fn purge(fs: &dyn Fs, dir: &Path, keep: usize, step: u64) -> Result<(), StoreError> {
+/// ([`remove_image`]; removed at once when `cancel` is set), and the
+/// temporary file of an image below the oldest kept whose cut stopped
+/// halfway.
+pub(super) fn purge(
+    fs: &dyn Fs,
+    dir: &Path,
+    keep: usize,
+    step: u64,
+    cancel: Option<&AtomicBool>,
+) -> Result<(), StoreError> {
     let names = fs.list(dir).map_err(io_err(dir))?;
     let mut images: Vec<u64> = names.iter().filter_map(|n| parse_image(n)).collect();
     images.sort_unstable_by(|a, b| b.cmp(a));
@@ -365,11 +386,20 @@ pub(super) fn purge(fs: &dyn Fs, dir: &Path, keep: usize, step: u64) -> Result<(
     let (Some(&oldest_kept), Some(old)) = (images.get(keep - 1), images.get(keep..)) else {
         return Ok(());
     };
+    // A checkpoint's own temporary file is at or above the newest image
+    // (and renamed before its purge runs, under the same lock): one below
+    // the oldest kept is what a cut left.
+    for n in &names {
+        if parse_temp(n).is_some_and(|t| t < oldest_kept) {
+            let p = dir.join(n);
+            fs.remove(&p).map_err(io_err(&p))?;
+        }
+    }
     if old.is_empty() {
         return Ok(());
     }
     for &t in old {
-        remove_image(fs, dir, t, step)?;
+        remove_image(fs, dir, t, step, cancel)?;
         failpoint("purge-image");
     }
     for seg in names.iter().filter_map(|n| Segment::parse(dir, n)) {

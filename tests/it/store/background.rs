@@ -810,8 +810,9 @@ fn acl_ops_are_journaled_replayed_and_checkpointed() {
     assert_eq!(acl_of(&store, id), Vec::new());
 }
 
-/// The real file system, recording the renames, cuts and removals of
-/// files named `image_*`: (call, file name, length or 0).
+/// The real file system, recording the renames, claims, cuts and removals
+/// of files named `image_*` and every directory fsync: (call, file name,
+/// length or 0).
 #[derive(Default)]
 struct ImageCalls {
     inner: RealFs,
@@ -821,7 +822,7 @@ struct ImageCalls {
 impl ImageCalls {
     fn note(&self, call: &'static str, path: &Path, len: u64) {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        if name.starts_with("image_") {
+        if name.starts_with("image_") || call == "sync_dir" {
             self.calls.lock().unwrap().push((call, name, len));
         }
     }
@@ -853,7 +854,21 @@ impl Fs for ImageCalls {
         self.inner.remove(path)
     }
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        self.note("sync_dir", dir, 0);
         self.inner.sync_dir(dir)
+    }
+    fn claim(&self, path: &Path) -> io::Result<Option<std::fs::File>> {
+        let got = nsimage_store::fs::claim_file(path)?;
+        self.note(
+            if got.is_some() {
+                "claimed"
+            } else {
+                "not claimed"
+            },
+            path,
+            0,
+        );
+        Ok(got)
     }
     fn truncate(&self, path: &Path, len: u64) -> io::Result<()> {
         self.note("truncate", path, len);
@@ -876,35 +891,49 @@ impl Fs for ImageCalls {
     }
 }
 
+/// A store on [`ImageCalls`] with one image kept and 4 KiB purge steps,
+/// its first checkpoint taken after 2000 ops of `w`: the store, the
+/// first image's name and length.
+fn store_for_purges(dir: &Path, w: &Workload, fs: Arc<ImageCalls>) -> (Store, String, u64) {
+    Store::init(dir, Arc::new(RealFs::default()), &Default::default()).unwrap();
+    let opts = StoreOptions {
+        keep_images: 1,
+        purge_step_bytes: PURGE_STEP,
+        ..options()
+    };
+    let store = Store::open(dir, fs, opts).unwrap();
+    for _ in 0..2000 {
+        apply_next(&store, w).unwrap();
+    }
+    let first = store.checkpoint().unwrap();
+    let old = format!("image_{first:020}");
+    let len = std::fs::metadata(dir.join(&old)).unwrap().len();
+    assert!(
+        len > 3 * PURGE_STEP,
+        "an image of {len} bytes is too small here"
+    );
+    for _ in 0..100 {
+        apply_next(&store, w).unwrap();
+    }
+    (store, old, len)
+}
+
+const PURGE_STEP: u64 = 4096;
+
 #[test]
 fn an_old_image_is_renamed_then_cut_in_steps_before_its_removal() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("store");
     let w = Workload { seed: 5 };
     let fs = Arc::new(ImageCalls::default());
-    Store::init(&dir, Arc::new(RealFs::default()), &Default::default()).unwrap();
-    let step = 4096;
-    let opts = StoreOptions {
-        keep_images: 1,
-        purge_step_bytes: step,
-        ..options()
-    };
-    let store = Store::open(&dir, fs.clone(), opts).unwrap();
-    for _ in 0..2000 {
-        apply_next(&store, &w).unwrap();
-    }
-    let first = store.checkpoint().unwrap();
-    let old = format!("image_{first:020}");
-    let len = std::fs::metadata(dir.join(&old)).unwrap().len();
-    assert!(len > 3 * step, "an image of {len} bytes is too small here");
-    for _ in 0..100 {
-        apply_next(&store, &w).unwrap();
-    }
+    let (store, old, len) = store_for_purges(&dir, &w, fs.clone());
+    let step = PURGE_STEP;
     fs.calls.lock().unwrap().clear();
     let second = store.checkpoint().unwrap();
 
     // The new image renamed into place, then the old one renamed to its
-    // temporary name, cut a step at a time, and removed.
+    // temporary name (the rename made durable), claimed, cut a step at a
+    // time, and removed.
     let calls = fs.calls.lock().unwrap().clone();
     let tmp_name = format!("{old}.tmp");
     let from = calls
@@ -912,13 +941,17 @@ fn an_old_image_is_renamed_then_cut_in_steps_before_its_removal() {
         .position(|c| *c == ("rename", old.clone(), 0))
         .unwrap_or_else(|| panic!("{old} not renamed: {calls:?}"));
     assert_eq!(calls[from + 1], ("renamed to", tmp_name.clone(), 0));
-    let mut expect = Vec::new();
+    let mut expect = vec![
+        ("sync_dir", "store".to_string(), 0),
+        ("claimed", tmp_name.clone(), 0),
+    ];
     let mut left = len;
     while left > step {
         left -= step;
         expect.push(("truncate", tmp_name.clone(), left));
     }
     expect.push(("remove", tmp_name.clone(), 0));
+    expect.push(("sync_dir", "store".to_string(), 0));
     assert_eq!(calls[from + 2..], expect[..], "{calls:?}");
     let mut names = nsimage_store::fs::list_names(&dir).unwrap();
     names.retain(|n| n.starts_with("image_"));
@@ -935,4 +968,54 @@ fn an_old_image_is_renamed_then_cut_in_steps_before_its_removal() {
         reference(&w, second).digest()
     );
     assert!(!dir.join(&tmp_name).exists());
+}
+
+#[test]
+fn an_old_image_a_reader_holds_is_removed_whole_and_stays_whole_for_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("store");
+    let w = Workload { seed: 6 };
+    let fs = Arc::new(ImageCalls::default());
+    let (store, old, len) = store_for_purges(&dir, &w, fs.clone());
+    let bytes = std::fs::read(dir.join(&old)).unwrap();
+    // A reader (the loader's open: the shared lock) holds the old image.
+    let mut reader = nsimage_loader::source::open_regular(&dir.join(&old)).unwrap();
+    fs.calls.lock().unwrap().clear();
+    store.checkpoint().unwrap();
+    let calls = fs.calls.lock().unwrap().clone();
+    let tmp_name = format!("{old}.tmp");
+    assert!(
+        calls.contains(&("not claimed", tmp_name.clone(), 0))
+            && calls.contains(&("remove", tmp_name.clone(), 0))
+            && !calls.iter().any(|c| c.0 == "truncate"),
+        "{calls:?}"
+    );
+    assert!(!dir.join(&tmp_name).exists());
+    let mut read = Vec::new();
+    reader.read_to_end(&mut read).unwrap();
+    assert_eq!(read.len() as u64, len);
+    assert!(read == bytes, "the reader's image changed under it");
+}
+
+#[test]
+fn the_readers_lock_and_the_purges_claim_exclude_each_other() {
+    use nsimage_loader::source::open_regular;
+    use nsimage_store::fs::claim_file;
+    let tmp = tempfile::tempdir().unwrap();
+    let f = tmp.path().join("image");
+    std::fs::write(&f, b"an image").unwrap();
+    // A reader holds it: no claim; once it is gone, a claim.
+    let reader = open_regular(&f).unwrap();
+    assert!(claim_file(&f).unwrap().is_none());
+    drop(reader);
+    let claim = claim_file(&f).unwrap().expect("no reader: claimed");
+    // A reader that comes while it is claimed is refused.
+    let e = open_regular(&f).unwrap_err();
+    assert_eq!(e.kind(), io::ErrorKind::ResourceBusy, "{e}");
+    assert!(e.to_string().contains("purge removing it"), "{e}");
+    drop(claim);
+    open_regular(&f).unwrap();
+    // A file with a second name is never claimed.
+    std::fs::hard_link(&f, tmp.path().join("backup")).unwrap();
+    assert!(claim_file(&f).unwrap().is_none());
 }

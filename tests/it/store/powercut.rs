@@ -833,9 +833,6 @@ impl Fs for DropSync {
     }
 }
 
-/// Runs the strictest model (unsynced appends lost whole, unsynced
-/// directory changes undone: what any correct store must survive) on a
-/// store missing one fsync; the check must catch it.
 /// The options of the runs that drop an fsync: old images removed at once,
 /// the sequence of operations these tests' seeds were chosen on.
 fn whole_purge() -> StoreOptions {
@@ -845,6 +842,9 @@ fn whole_purge() -> StoreOptions {
     }
 }
 
+/// Runs the strictest model (unsynced appends lost whole, unsynced
+/// directory changes undone: what any correct store must survive) on a
+/// store missing one fsync; the check must catch it.
 fn caught(drop: Missing, opts: &StoreOptions) -> String {
     let model = |seed| PowerCutOptions {
         seed,
