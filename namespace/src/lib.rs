@@ -143,7 +143,7 @@ pub use ids::IdIndex;
 pub use inode_batch::{
     BlockStats, InodeBatch, InodeParts, Interned, LoadedBody, LoadedNode, NodeSink,
 };
-pub use namespace::{Namespace, Stats};
+pub use namespace::{HeapParts, Namespace, Stats};
 pub use node::{Body, NameRef, Node};
 pub use nodes::{NodeChunk, NodeRange, Nodes, NODE_CHUNK, NODE_CHUNK_SHIFT};
 pub use strings::StringTable;

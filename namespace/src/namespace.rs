@@ -34,6 +34,61 @@ pub struct Namespace {
     pub(crate) extras: SlotShards<Extra>,
 }
 
+/// Heap bytes of a namespace by part (capacity, not length):
+/// [`Namespace::heap_parts`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HeapParts {
+    /// The node table: the fixed part of every inode (48 bytes a slot).
+    pub nodes: usize,
+    /// The name arena: every inode's name (and a symlink's target).
+    pub names: usize,
+    /// The block arena: every file's blocks.
+    pub blocks: usize,
+    /// The child arena: every directory's children as loaded.
+    pub children: usize,
+    /// Child lists moved out of the arena to be edited.
+    pub owned_children: usize,
+    /// The map from inode ids to slots.
+    pub ids: usize,
+    /// The string table (owners, groups, xattr names).
+    pub strings: usize,
+    /// The attribute classes.
+    pub classes: usize,
+    /// The side map of rare attributes (xattrs, ACLs, files under
+    /// construction).
+    pub extras: usize,
+}
+
+impl HeapParts {
+    /// The parts' sum.
+    pub fn total(&self) -> usize {
+        self.nodes
+            + self.names
+            + self.blocks
+            + self.children
+            + self.owned_children
+            + self.ids
+            + self.strings
+            + self.classes
+            + self.extras
+    }
+
+    /// `(name, bytes)` of each part, in the order of the fields.
+    pub fn named(&self) -> [(&'static str, usize); 9] {
+        [
+            ("nodes", self.nodes),
+            ("names", self.names),
+            ("blocks", self.blocks),
+            ("children", self.children),
+            ("owned_children", self.owned_children),
+            ("ids", self.ids),
+            ("strings", self.strings),
+            ("classes", self.classes),
+            ("extras", self.extras),
+        ]
+    }
+}
+
 /// Counts of what a namespace holds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
@@ -161,17 +216,25 @@ impl Namespace {
     /// copy would take. The two of a namespace and its snapshot together
     /// hold less: see [`unique_heap_bytes`](Self::unique_heap_bytes).
     pub fn heap_bytes(&self) -> usize {
-        self.nodes.heap_bytes()
-            + self.names.heap_bytes()
-            + self.blocks.heap_bytes()
-            + self.children.heap_bytes()
-            + self.ids.heap_bytes()
-            + self.strings.heap_bytes()
-            + self.classes.heap_bytes(false)
-            + self
+        self.heap_parts().total()
+    }
+
+    /// [`heap_bytes`](Self::heap_bytes), part by part: where a loaded
+    /// namespace's memory goes.
+    pub fn heap_parts(&self) -> HeapParts {
+        HeapParts {
+            nodes: self.nodes.heap_bytes(),
+            names: self.names.heap_bytes(),
+            blocks: self.blocks.heap_bytes(),
+            children: self.children.heap_bytes(),
+            owned_children: self
                 .owned_children
-                .heap_bytes(false, |v| v.heap_bytes(false))
-            + self.extras.heap_bytes(false, extra_bytes)
+                .heap_bytes(false, |v| v.heap_bytes(false)),
+            ids: self.ids.heap_bytes(),
+            strings: self.strings.heap_bytes(),
+            classes: self.classes.heap_bytes(false),
+            extras: self.extras.heap_bytes(false, extra_bytes),
+        }
     }
 
     /// Bytes of heap only this namespace references: what dropping it

@@ -116,6 +116,12 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             "rss_after_bytes": rss_after,
             "resident_bytes_per_inode": per_inode(rss_after.saturating_sub(rss_before)),
             "heap_bytes": ns.heap_bytes(),
+            "heap_parts": ns
+                .heap_parts()
+                .named()
+                .iter()
+                .map(|&(k, v)| (k.to_string(), serde_json::Value::from(v)))
+                .collect::<serde_json::Map<_, _>>(),
             "allocations": allocations,
             "allocations_per_inode": per_inode(allocations as u64),
             "inode_phase_seconds": s.inode_phase_seconds,
