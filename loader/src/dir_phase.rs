@@ -135,6 +135,8 @@ fn decode_dirs(
         |buf, i, p, at| {
             let bytes = src.piece(p, at, buf)?;
             let Some(&Some(d)) = dir_of.get(i) else {
+                // An optional piece, checked: its pages go too.
+                src.done_with(p);
                 return Ok(None);
             };
             let chunk = chunk_of(src, d, at)?;

@@ -144,6 +144,48 @@ pub(crate) fn let_go(m: &Mmap, offset: usize, len: usize) {
     };
 }
 
+/// Pieces a worker is done with that are each smaller than
+/// [`LET_GO_MIN`] (a NAME_RUNS piece of 64 KiB, an INODE_DIR one of 300
+/// KiB), held until those next to each other add up to ranges worth
+/// dropping: left alone, a 5M-inode image's 82 MB of such pieces stayed
+/// mapped until the load's end, and its peak resident memory was 1.19x
+/// what the load kept.
+#[derive(Debug, Default)]
+pub(crate) struct Pending {
+    /// `(offset, length)`, merged where adjacent after each flush.
+    spans: Vec<(usize, usize)>,
+    bytes: usize,
+}
+
+/// Bytes of small pieces [`Pending`] gathers before it looks for runs.
+const PENDING_FLUSH: usize = 4 << 20;
+
+impl Pending {
+    /// Adds the piece at `offset`, `len` bytes long; returns the runs of
+    /// adjacent pieces (each at least [`LET_GO_MIN`]) to drop now, once
+    /// the pieces held add up to [`PENDING_FLUSH`]. Shorter runs stay
+    /// (merged into one span each).
+    pub(crate) fn add(&mut self, offset: usize, len: usize) -> Vec<(usize, usize)> {
+        self.spans.push((offset, len));
+        self.bytes = self.bytes.saturating_add(len);
+        if self.bytes < PENDING_FLUSH {
+            return Vec::new();
+        }
+        self.spans.sort_unstable();
+        let mut runs: Vec<(usize, usize)> = Vec::new();
+        for &(o, l) in &self.spans {
+            match runs.last_mut() {
+                Some((ro, rl)) if ro.saturating_add(*rl) == o => *rl = rl.saturating_add(l),
+                _ => runs.push((o, l)),
+            }
+        }
+        let (out, keep): (Vec<_>, Vec<_>) = runs.into_iter().partition(|r| r.1 >= LET_GO_MIN);
+        self.bytes = keep.iter().map(|r| r.1).fold(0, usize::saturating_add);
+        self.spans = keep;
+        out
+    }
+}
+
 /// A mapping of `file` that is only probed ([`looks_resident`]), never
 /// read: for a load that reads the file rather than mapping it.
 pub(crate) fn map_for_probes(file: &File) -> std::io::Result<Mmap> {
@@ -210,4 +252,46 @@ pub(crate) fn resident_bytes(file: &File, len: u64) -> std::io::Result<u64> {
     let resident = vec.iter().filter(|&&b| b & 1 == 1).count();
     let bytes = (resident as u64).saturating_mul(page as u64);
     Ok(bytes.min(len))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Pending, LET_GO_MIN, PENDING_FLUSH};
+
+    #[test]
+    fn small_pieces_go_in_runs_of_adjacent_ones() {
+        let mut p = Pending::default();
+        let piece = 64 << 10;
+        let n = PENDING_FLUSH / piece;
+        // Pieces in file order but one (the 3rd) still being worked on.
+        let mut dropped = Vec::new();
+        for i in (0..n + 1).filter(|&i| i != 2) {
+            dropped.extend(p.add(i * piece, piece));
+        }
+        // Nothing before the pieces held add up to the flush size; then
+        // the run after the gap, and the two before it (128 KiB) kept.
+        assert_eq!(dropped, [(3 * piece, (n - 2) * piece)]);
+        assert_eq!(p.spans, [(0, 2 * piece)]);
+        // The missing piece joins the two before it into a run still too
+        // short to drop; the pieces after the dropped run gather on their
+        // own until the flush size, and go as one run.
+        assert!(p.add(2 * piece, piece).is_empty());
+        let (first, count) = (n + 1, n);
+        let mut later = Vec::new();
+        for i in first..first + count {
+            later.extend(p.add(i * piece, piece));
+        }
+        let gathered = (PENDING_FLUSH - 3 * piece) / piece;
+        assert_eq!(later, [(first * piece, gathered * piece)]);
+        assert!(later[0].1 >= LET_GO_MIN);
+        // Held: the short run, merged at the flush, and the pieces added
+        // since, as they came.
+        let left = count - gathered;
+        let since: Vec<_> = (first + gathered..first + count)
+            .map(|i| (i * piece, piece))
+            .collect();
+        assert_eq!(p.spans[0], (0, 3 * piece));
+        assert_eq!(p.spans[1..], since[..]);
+        assert_eq!(p.bytes, (3 + left) * piece);
+    }
 }

@@ -128,6 +128,9 @@ pub struct ImageSource {
     path: PathBuf,
     file: File,
     map: Option<memmap2::Mmap>,
+    /// Small pieces done with, until they add up to ranges worth dropping
+    /// from the mapping ([`crate::mmap::Pending`]).
+    pending: parking_lot::Mutex<crate::mmap::Pending>,
     len: u64,
     /// The file's header.
     pub header: Header,
@@ -167,6 +170,7 @@ impl ImageSource {
             file,
             len,
             map: None,
+            pending: parking_lot::Mutex::default(),
             header: Header::current(),
             index: Index::default(),
             read_calls: AtomicU64::new(0),
@@ -514,13 +518,24 @@ impl ImageSource {
 
     /// Tells the source a worker is done with piece `p` for this load: a
     /// mapped file drops the page-table entries of its pages (see
-    /// `mmap::let_go`), so that unmapping the file at the end costs little.
+    /// `mmap::let_go`), so that they stop counting in the process's
+    /// resident memory and unmapping the file at the end costs little; a
+    /// piece smaller than `mmap::LET_GO_MIN` goes once it and its
+    /// neighbours add up to more (`mmap::Pending`).
     pub(crate) fn done_with(&self, p: &SubSectionInfo) {
-        if let (Some(m), Ok(o), Ok(l)) = (
+        let (Some(m), Ok(o), Ok(l)) = (
             self.map.as_ref(),
             usize::try_from(p.offset),
             usize::try_from(p.length),
-        ) {
+        ) else {
+            return;
+        };
+        if l >= crate::mmap::LET_GO_MIN {
+            crate::mmap::let_go(m, o, l);
+            return;
+        }
+        let runs = self.pending.lock().add(o, l);
+        for (o, l) in runs {
             crate::mmap::let_go(m, o, l);
         }
     }
