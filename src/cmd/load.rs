@@ -131,6 +131,8 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             "lock_contended": s.locks.contended,
             "lock_wait_seconds": s.locks.wait_ns as f64 / 1e9,
             "md5_checked": s.md5_checked,
+            "md5_seconds": s.md5_seconds,
+            "md5_cpu_seconds": s.md5_cpu_seconds,
             "parallel_efficiency": whole.parallel_efficiency,
             "serial_seconds": whole.serial_seconds,
             "phases": super::phases_json(&s.phases),

@@ -21,7 +21,23 @@ pub(crate) struct Md5Check {
     /// Taken by `finish` or `abandon`; still here when the check is dropped
     /// otherwise (an early return, a panic unwinding), and then stopped and
     /// joined by `drop`: no hashing thread outlives its load.
-    hasher: Option<JoinHandle<std::io::Result<Option<[u8; 16]>>>>,
+    hasher: Option<JoinHandle<std::io::Result<Option<Hashed>>>>,
+}
+
+/// What the hashing thread made: the digest, and its wall-clock and CPU
+/// seconds.
+struct Hashed {
+    digest: [u8; 16],
+    seconds: f64,
+    cpu_seconds: f64,
+}
+
+/// The time a check took: seconds from its start to the hash's end, and
+/// the hashing thread's CPU seconds.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Md5Times {
+    pub(crate) seconds: f64,
+    pub(crate) cpu_seconds: f64,
 }
 
 impl Drop for Md5Check {
@@ -115,7 +131,8 @@ pub(crate) fn start(image: &Path) -> Result<Option<Md5Check>, LoadError> {
     }))
 }
 
-fn hash(path: &Path, stop: &AtomicBool) -> std::io::Result<Option<[u8; 16]>> {
+fn hash(path: &Path, stop: &AtomicBool) -> std::io::Result<Option<Hashed>> {
+    let started = std::time::Instant::now();
     let mut f = open_regular(path)?;
     let mut h = Md5::new();
     let mut buf = vec![0u8; 1 << 20];
@@ -131,7 +148,27 @@ fn hash(path: &Path, stop: &AtomicBool) -> std::io::Result<Option<[u8; 16]>> {
         };
         h.update(&buf[..n]);
     }
-    Ok(Some(h.finalize().into()))
+    Ok(Some(Hashed {
+        digest: h.finalize().into(),
+        seconds: started.elapsed().as_secs_f64(),
+        cpu_seconds: thread_cpu_seconds(),
+    }))
+}
+
+/// The calling thread's CPU seconds so far (0 where they cannot be had).
+#[allow(unsafe_code)]
+fn thread_cpu_seconds() -> f64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // Safety: clock_gettime writes one timespec, which `t` is, and reads
+    // nothing else.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    if rc != 0 {
+        return 0.0;
+    }
+    t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
 }
 
 impl Md5Check {
@@ -143,8 +180,9 @@ impl Md5Check {
         }
     }
 
-    /// Waits for the hash and compares it with the sidecar's.
-    pub(crate) fn finish(mut self, image: &Path) -> Result<(), LoadError> {
+    /// Waits for the hash and compares it with the sidecar's; the time
+    /// the hashing took.
+    pub(crate) fn finish(mut self, image: &Path) -> Result<Md5Times, LoadError> {
         let io = |e: std::io::Error| LoadError::Io {
             path: image.to_path_buf(),
             source: e,
@@ -158,6 +196,11 @@ impl Md5Check {
             .map_err(|_| io(std::io::Error::other("the MD5 thread panicked")))?
             .map_err(io)?
             .ok_or_else(|| io(std::io::Error::other("the MD5 check was stopped")))?;
+        let Hashed {
+            digest: got,
+            seconds,
+            cpu_seconds,
+        } = got;
         if got != self.expected {
             return Err(LoadError::Corrupt {
                 path: image.to_path_buf(),
@@ -170,7 +213,10 @@ impl Md5Check {
                 ),
             });
         }
-        Ok(())
+        Ok(Md5Times {
+            seconds,
+            cpu_seconds,
+        })
     }
 }
 

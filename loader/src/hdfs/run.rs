@@ -96,19 +96,20 @@ pub(crate) fn load_hdfs(path: &Path, opts: &LoadOptions) -> Result<Loaded, LoadE
     f.set_timeline(Arc::clone(&timeline));
     let check = md5::start(path)?;
     let result = load_open(&f, opts);
-    let md5_checked = match check {
-        Some(c) if result.is_ok() => {
-            timeline.phase("md5", || c.finish(path))?;
-            true
-        }
+    let md5 = match check {
+        Some(c) if result.is_ok() => Some(timeline.phase("md5", || c.finish(path))?),
         Some(c) => {
             c.abandon();
-            false
+            None
         }
-        None => false,
+        None => None,
     };
     let mut loaded = result?;
-    loaded.stats.md5_checked = md5_checked;
+    loaded.stats.md5_checked = md5.is_some();
+    if let Some(t) = md5 {
+        loaded.stats.md5_seconds = t.seconds;
+        loaded.stats.md5_cpu_seconds = t.cpu_seconds;
+    }
     loaded.stats.read_calls = f.read_calls();
     loaded.stats.bytes_read = f.bytes_read();
     loaded.stats.seconds = started.elapsed().as_secs_f64();

@@ -653,7 +653,7 @@ impl HdfsSource {
     /// A digest that is not the sidecar's, or the hashing's I/O error.
     pub(crate) fn finish(&self) -> Result<(), LoadError> {
         match self.md5.lock().take() {
-            Some(c) => c.finish(self.f.path()),
+            Some(c) => c.finish(self.f.path()).map(|_| ()),
             None => Ok(()),
         }
     }

@@ -245,6 +245,18 @@ fn bench_reports_every_strategy_with_one_digest_and_a_plot() {
         {
             assert_eq!(r["mode"], "parallel");
         }
+        // Each Hadoop copy has the sidecar a NameNode writes, and its
+        // loads hash the file against it (their CPU seconds reported);
+        // the others have none.
+        for r in &at {
+            let hadoop = r["strategy"].as_str().unwrap().starts_with("hdfs");
+            let md5 = r["md5_cpu_seconds"].as_f64().unwrap();
+            assert_eq!(md5 > 0.0, hadoop, "{}: md5 {md5}", r["strategy"]);
+        }
+        for name in ["hdfs", "zlib.hdfs"] {
+            let sidecar = dir.path().join(format!("ns-{n}-s1.{name}.md5"));
+            assert!(sidecar.exists(), "{}", sidecar.display());
+        }
         let digest = &at[0]["digest"];
         assert!(at.iter().all(|r| &r["digest"] == digest));
         let stream = at.iter().find(|r| r["strategy"] == "stream").unwrap();
