@@ -145,6 +145,7 @@ fn decode_dirs(
             Ok(Some(batch))
         },
     )?;
+    src.release_pending();
     Ok(out.into_iter().flatten().collect())
 }
 

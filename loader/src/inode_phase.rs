@@ -122,7 +122,7 @@ fn fill_table(
         )
     })?;
     // Per-worker scratch: the read buffer, reused from one piece to the next.
-    run_pieces_tracked(
+    let parts = run_pieces_tracked(
         src.tracked(),
         pool,
         pieces,
@@ -156,5 +156,7 @@ fn fill_table(
             }
             Ok(parts)
         },
-    )
+    );
+    src.release_pending();
+    parts
 }

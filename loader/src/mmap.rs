@@ -121,13 +121,9 @@ pub(crate) const LET_GO_MIN: usize = 1 << 20;
 /// the process's resident memory. Ranges under [`LET_GO_MIN`] are left. A
 /// hint: failures are ignored.
 pub(crate) fn let_go(m: &Mmap, offset: usize, len: usize) {
-    let page = page_size();
-    let end = offset.saturating_add(len).min(m.len());
-    let first = offset.div_ceil(page).saturating_mul(page);
-    let last = end - end % page;
-    if last <= first || last - first < LET_GO_MIN {
+    let Some((first, last)) = whole_pages(offset, offset.saturating_add(len).min(m.len())) else {
         return;
-    }
+    };
     // Safety: the mapping is a read-only mapping of a file (`map`,
     // `map_lazy`: shared, never written), so MADV_DONTNEED only drops
     // page-table entries: the next access faults in the page cache's page,
@@ -155,6 +151,10 @@ pub(crate) struct Pending {
     /// `(offset, length)`, merged where adjacent after each flush.
     spans: Vec<(usize, usize)>,
     bytes: usize,
+    /// The next flush comes once `bytes` reaches this: what the last one
+    /// kept plus [`PENDING_FLUSH`], so that short runs kept never make
+    /// every later piece sort the lot.
+    flush_at: usize,
 }
 
 /// Bytes of small pieces [`Pending`] gathers before it looks for runs.
@@ -168,9 +168,19 @@ impl Pending {
     pub(crate) fn add(&mut self, offset: usize, len: usize) -> Vec<(usize, usize)> {
         self.spans.push((offset, len));
         self.bytes = self.bytes.saturating_add(len);
-        if self.bytes < PENDING_FLUSH {
+        if self.bytes < self.flush_at.max(PENDING_FLUSH) {
             return Vec::new();
         }
+        self.flush()
+    }
+
+    /// Every run held that is worth dropping, whatever the bytes held: at
+    /// the end of a phase, so that its last small pieces go too.
+    pub(crate) fn drain(&mut self) -> Vec<(usize, usize)> {
+        self.flush()
+    }
+
+    fn flush(&mut self) -> Vec<(usize, usize)> {
         self.spans.sort_unstable();
         let mut runs: Vec<(usize, usize)> = Vec::new();
         for &(o, l) in &self.spans {
@@ -179,11 +189,26 @@ impl Pending {
                 _ => runs.push((o, l)),
             }
         }
-        let (out, keep): (Vec<_>, Vec<_>) = runs.into_iter().partition(|r| r.1 >= LET_GO_MIN);
+        let (out, keep): (Vec<_>, Vec<_>) = runs.into_iter().partition(|r| worth(r.0, r.1));
         self.bytes = keep.iter().map(|r| r.1).fold(0, usize::saturating_add);
+        self.flush_at = self.bytes.saturating_add(PENDING_FLUSH);
         self.spans = keep;
         out
     }
+}
+
+/// The whole pages within `[offset, end)`, as `(first, last)` byte
+/// offsets, when they span at least [`LET_GO_MIN`].
+fn whole_pages(offset: usize, end: usize) -> Option<(usize, usize)> {
+    let page = page_size();
+    let first = offset.div_ceil(page).saturating_mul(page);
+    let last = end - end % page;
+    (last > first && last - first >= LET_GO_MIN).then_some((first, last))
+}
+
+/// Whether [`let_go`] would drop anything of the `len` bytes at `offset`.
+pub(crate) fn worth(offset: usize, len: usize) -> bool {
+    whole_pages(offset, offset.saturating_add(len)).is_some()
 }
 
 /// A mapping of `file` that is only probed ([`looks_resident`]), never
@@ -281,7 +306,9 @@ mod tests {
         for i in first..first + count {
             later.extend(p.add(i * piece, piece));
         }
-        let gathered = (PENDING_FLUSH - 3 * piece) / piece;
+        // The next flush waits for the flush size on top of the 128 KiB
+        // the last one kept.
+        let gathered = (2 * piece + PENDING_FLUSH - 3 * piece) / piece;
         assert_eq!(later, [(first * piece, gathered * piece)]);
         assert!(later[0].1 >= LET_GO_MIN);
         // Held: the short run, merged at the flush, and the pieces added
@@ -293,5 +320,18 @@ mod tests {
         assert_eq!(p.spans[0], (0, 3 * piece));
         assert_eq!(p.spans[1..], since[..]);
         assert_eq!(p.bytes, (3 + left) * piece);
+        // The phase's end: what is worth dropping goes, whatever the
+        // bytes held; runs too short stay.
+        assert!(p.drain().is_empty(), "{:?}", p.spans);
+        let last = first + count;
+        let more = LET_GO_MIN / piece;
+        for i in last..last + more {
+            assert!(p.add(i * piece, piece).is_empty());
+        }
+        assert_eq!(
+            p.drain(),
+            [((first + gathered) * piece, (left + more) * piece)]
+        );
+        assert_eq!(p.spans, [(0, 3 * piece)]);
     }
 }

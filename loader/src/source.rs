@@ -520,8 +520,9 @@ impl ImageSource {
     /// mapped file drops the page-table entries of its pages (see
     /// `mmap::let_go`), so that they stop counting in the process's
     /// resident memory and unmapping the file at the end costs little; a
-    /// piece smaller than `mmap::LET_GO_MIN` goes once it and its
-    /// neighbours add up to more (`mmap::Pending`).
+    /// piece with less than `mmap::LET_GO_MIN` of whole pages goes once it
+    /// and its neighbours add up to more (`mmap::Pending`), or at the end
+    /// of its phase ([`release_pending`](Self::release_pending)).
     pub(crate) fn done_with(&self, p: &SubSectionInfo) {
         let (Some(m), Ok(o), Ok(l)) = (
             self.map.as_ref(),
@@ -530,11 +531,23 @@ impl ImageSource {
         ) else {
             return;
         };
-        if l >= crate::mmap::LET_GO_MIN {
+        if crate::mmap::worth(o, l) {
             crate::mmap::let_go(m, o, l);
             return;
         }
         let runs = self.pending.lock().add(o, l);
+        for (o, l) in runs {
+            crate::mmap::let_go(m, o, l);
+        }
+    }
+
+    /// At the end of a phase: drops the runs of small pieces
+    /// ([`done_with`](Self::done_with)) still held that are worth it.
+    pub(crate) fn release_pending(&self) {
+        let Some(m) = self.map.as_ref() else {
+            return;
+        };
+        let runs = self.pending.lock().drain();
         for (o, l) in runs {
             crate::mmap::let_go(m, o, l);
         }

@@ -33,9 +33,9 @@ pub struct LoadStats {
     /// Whether a Hadoop image's `.md5` sidecar was found and the file's
     /// digest checked against it (while the load decoded).
     pub md5_checked: bool,
-    /// With a sidecar: seconds the file's hashing took, from its start as
-    /// the load opened the file (on a thread of its own, beside the
-    /// workers); 0 without.
+    /// With a sidecar: seconds the file's hashing took on its own thread,
+    /// beside the workers (from the thread's start, just after the load
+    /// opened the file); 0 without.
     pub md5_seconds: f64,
     /// With a sidecar: the hashing thread's CPU seconds (its share of the
     /// machine's cores, which the workers do not get); 0 without.
