@@ -155,14 +155,23 @@ fn hash(path: &Path, stop: &AtomicBool) -> std::io::Result<Option<Hashed>> {
     }))
 }
 
-/// The calling thread's CPU seconds so far: the first field of Linux's
-/// `/proc/thread-self/schedstat` (nanoseconds on a CPU); 0 where it cannot
+/// The calling thread's CPU seconds so far (`CLOCK_THREAD_CPUTIME_ID`,
+/// exact to the nanosecond where Linux's `/proc/thread-self/schedstat` is
+/// only brought up to date at the scheduler's ticks); 0 where they cannot
 /// be had.
+#[allow(unsafe_code)]
 fn thread_cpu_seconds() -> f64 {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|t| t.split_whitespace().next()?.parse::<u64>().ok())
-        .map_or(0.0, |ns| ns as f64 / 1e9)
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // Safety: clock_gettime writes one timespec through the pointer, which
+    // points at `t`, a live and initialised timespec; it reads nothing else.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    if rc != 0 {
+        return 0.0;
+    }
+    t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
 }
 
 impl Md5Check {
