@@ -156,19 +156,23 @@ impl<T: Copy> Arena<T> {
     /// no clone shares that chunk, else by copying the range to the tail
     /// first (chunk to chunk, no buffer in between).
     pub fn append(&mut self, s: Span, item: T) -> Span {
+        self.extend(s, &[item])
+    }
+
+    /// Appends `items` to range `s`, as [`append`](Self::append) does one.
+    pub(crate) fn extend(&mut self, s: Span, items: &[T]) -> Span {
         if s.len == 0 {
-            return self.push(&[item]);
+            return self.push(items);
         }
         let (from, start, len) = (s.chunk as usize, s.start as usize, s.len as usize);
         let c = &self.chunks[from];
-        if start + len == c.len() && c.len() < MAX_CHUNK && unique(c) {
-            self.unshared(from).push(item);
-            return Span {
-                len: s.len + 1,
-                ..s
-            };
+        if start + len == c.len() && c.len() + items.len() <= MAX_CHUNK && unique(c) {
+            self.unshared(from).extend_from_slice(items);
+            let len = u32::try_from(len + items.len())
+                .expect("an arena range holds fewer than 2^32 items");
+            return Span { len, ..s };
         }
-        let n = len + 1;
+        let n = len + items.len();
         let chunk = self.tail(n);
         let to = chunk as usize;
         let range = start..start + len;
@@ -180,7 +184,7 @@ impl<T: Copy> Arena<T> {
             Arc::make_mut(&mut tail[0]).extend_from_slice(&head[from][range]);
         }
         let c = self.unshared(to);
-        c.push(item);
+        c.extend_from_slice(items);
         // `tail` left at most MAX_CHUNK - n items in the chunk before these.
         #[allow(clippy::cast_possible_truncation)]
         let start = (c.len() - n) as u32;

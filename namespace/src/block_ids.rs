@@ -5,8 +5,6 @@
 //! whose ids are sparse (more than 64 ids of range per block) gets no
 //! bitmap, and the image is then checked by a sort (see `build.rs`).
 
-use crate::values::Block;
-
 /// The ids of one batch's blocks, as bits from `min` on.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct BlockIdBits {
@@ -48,22 +46,23 @@ fn set(words: &mut [u64], min: u64, id: u64) -> bool {
 }
 
 impl BatchIds {
-    /// The ids of `blocks`, whose smallest and largest are `min` and `max`.
-    pub(crate) fn of(blocks: &[Block], min: u64, max: u64) -> BatchIds {
-        if blocks.is_empty() {
+    /// The block ids `ids`, `count` of them, whose smallest and largest
+    /// are `min` and `max`.
+    pub(crate) fn of(ids: impl Iterator<Item = u64>, count: u64, min: u64, max: u64) -> BatchIds {
+        if count == 0 {
             return BatchIds::Empty;
         }
         let span = max.saturating_sub(min);
         let Some(words) = usize::try_from(span / 64 + 1)
             .ok()
-            .filter(|_| dense(span, blocks.len() as u64))
+            .filter(|_| dense(span, count))
         else {
             return BatchIds::Sparse;
         };
         let mut bits = vec![0u64; words];
-        for b in blocks {
-            if !set(&mut bits, min, b.id) {
-                return BatchIds::Twice(b.id);
+        for id in ids {
+            if !set(&mut bits, min, id) {
+                return BatchIds::Twice(id);
             }
         }
         BatchIds::Bits(BlockIdBits { min, words: bits })
@@ -118,21 +117,11 @@ pub(crate) fn unique(
 #[cfg(test)]
 mod tests {
     use super::{unique, BatchIds};
-    use crate::values::Block;
-
-    fn blocks(ids: &[u64]) -> Vec<Block> {
-        ids.iter()
-            .map(|&id| Block {
-                id,
-                ..Block::default()
-            })
-            .collect()
-    }
 
     fn ids(list: &[u64]) -> BatchIds {
         let min = list.iter().copied().min().unwrap_or(0);
         let max = list.iter().copied().max().unwrap_or(0);
-        BatchIds::of(&blocks(list), min, max)
+        BatchIds::of(list.iter().copied(), list.len() as u64, min, max)
     }
 
     /// Merged bitmaps agree with a set, for batches at every alignment.

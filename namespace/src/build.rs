@@ -121,7 +121,7 @@ impl DirBatch {
         }
         for (&(ps, span), &(lo, hi)) in self.dirs.iter().zip(&self.bounds) {
             if let Some(dir) = part.get_mut(ps as usize) {
-                dir.span = span;
+                dir.set_children(span);
             }
             // All of this directory's children outside the range (and,
             // for the range that ends the table, inside the table).
@@ -196,7 +196,6 @@ impl NamespaceBuilder {
                 ids: IdIndex::default(),
                 nodes,
                 names: Arena::default(),
-                blocks: Arena::default(),
                 children: Arena::default(),
                 owned_children: SlotShards::default(),
                 extras: SlotShards::default(),
@@ -251,7 +250,6 @@ impl NamespaceBuilder {
         self.block_stats.merge(&parts.block_stats);
         self.block_ids.push(parts.block_ids);
         self.ns.names.set_chunk(parts.chunk, parts.names);
-        self.ns.blocks.set_chunk(parts.chunk, parts.blocks);
         if !parts.extras.is_empty() {
             self.extras.push((base, parts.extras));
         }
@@ -530,8 +528,8 @@ fn check_blocks(ns: &Namespace, st: &BlockStats, batches: &[BatchIds]) -> Result
     if dense(span, st.count) {
         let words = usize::try_from(span / 64 + 1).map_err(|_| BuildError::TooManyBlocks)?;
         let mut bits = vec![0u64; words];
-        for chunk in ns.blocks.chunks() {
-            for b in chunk.iter() {
+        for n in ns.nodes.iter() {
+            for b in ns.blocks_of(n) {
                 let off = b.id.saturating_sub(st.min_id);
                 let (w, bit) = ((off / 64) as usize, 1u64 << (off % 64));
                 let word = &mut bits[w];
@@ -543,10 +541,9 @@ fn check_blocks(ns: &Namespace, st: &BlockStats, batches: &[BatchIds]) -> Result
         }
     } else {
         let mut ids: Vec<u64> = ns
-            .blocks
-            .chunks()
+            .nodes
             .iter()
-            .flat_map(|c| c.iter().map(|b| b.id))
+            .flat_map(|n| ns.blocks_of(n).map(|b| b.id))
             .collect();
         ids.sort_unstable();
         if let Some(w) = ids.windows(2).find(|w| w[0] == w[1]) {

@@ -4,8 +4,8 @@
 //! the node table ([`InodeParts`]) goes to the
 //! [`NamespaceBuilder`](crate::NamespaceBuilder).
 
-use crate::arena::Span;
 use crate::block_ids::BatchIds;
+use crate::blocks::{encode, Blocks};
 use crate::classes::{Class, ClassCache, SharedClasses};
 use crate::consts::{MAX_NAME_LENGTH, NO_SLOT, ROOT_ID};
 use crate::ids::IdIndex;
@@ -107,7 +107,7 @@ impl LoadedBody<'_> {
                 preferred_block_size,
                 replication,
                 storage_policy,
-                blocks,
+                blocks: Blocks::from(blocks),
             }),
             LoadedBody::Directory { ns_quota, ds_quota } => Attrs::Directory { ns_quota, ds_quota },
             LoadedBody::Symlink { target } => Attrs::Symlink { target },
@@ -177,7 +177,9 @@ pub struct InodeBatch<S = Vec<Node>> {
     ids: IdIndex,
     nodes: S,
     names: Vec<u8>,
-    blocks: Vec<Block>,
+    /// The blocks' ids, for the check that they are unique (the encoded
+    /// blocks are slower to read back); dropped with the batch.
+    block_ids: Vec<u64>,
     extras: Vec<(u32, Extra)>,
     block_stats: BlockStats,
     classes: ClassCache,
@@ -268,10 +270,11 @@ impl<S: NodeSink> InodeBatch<S> {
             chunk,
             ids: IdIndex::default(),
             nodes,
-            // Sized for a typical record (~80 bytes: a ~16-byte name and one
-            // or two blocks) so that growth is rare; trimmed in `into_parts`.
-            names: Vec::with_capacity(bytes / 5),
-            blocks: Vec::with_capacity(bytes / 64),
+            // Sized for a typical record (~80 bytes in the image, ~30 here:
+            // a ~16-byte name and one or two blocks) so that growth is rare;
+            // trimmed in `into_parts`.
+            names: Vec::with_capacity(bytes / 3),
+            block_ids: Vec::with_capacity(bytes / 64),
             extras: Vec::new(),
             block_stats: BlockStats::default(),
             classes: ClassCache::default(),
@@ -290,19 +293,22 @@ impl<S: NodeSink> InodeBatch<S> {
 
     /// Everything but the fixed parts (which are in the sink), and the sink.
     pub fn into_parts_and_sink(self) -> (InodeParts, S) {
-        let (mut names, mut blocks) = (self.names, self.blocks);
+        let mut names = self.names;
         names.shrink_to_fit();
-        blocks.shrink_to_fit();
         let len = count(&self.nodes);
         // Built here, by the thread that decoded the batch, so that the
         // whole-image check of block ids is a merge (`block_ids.rs`).
-        let block_ids = BatchIds::of(&blocks, self.block_stats.min_id, self.block_stats.max_id);
+        let block_ids = BatchIds::of(
+            self.block_ids.iter().copied(),
+            self.block_stats.count,
+            self.block_stats.min_id,
+            self.block_stats.max_id,
+        );
         let parts = InodeParts {
             chunk: self.chunk,
             len,
             ids: self.ids,
             names,
-            blocks,
             extras: self.extras,
             block_stats: self.block_stats,
             block_ids,
@@ -371,7 +377,9 @@ impl<S: NodeSink> InodeBatch<S> {
             ));
         }
         let name = self.put(n.name)?;
-        let (kind, class, aux, span) = match n.body {
+        // The record: the name (above), then a file's blocks or a link's
+        // target.
+        let (kind, class, aux, items) = match n.body {
             LoadedBody::File {
                 atime,
                 replication,
@@ -379,31 +387,32 @@ impl<S: NodeSink> InodeBatch<S> {
                 storage_policy,
                 blocks,
             } => {
-                let start =
-                    u32::try_from(self.blocks.len()).map_err(|_| "too many blocks".to_string())?;
                 let len = u32::try_from(blocks.len()).map_err(|_| "too many blocks".to_string())?;
-                self.blocks.extend_from_slice(blocks);
+                let mut prev = None;
+                for b in blocks {
+                    encode(b, prev, preferred_block_size, &mut self.names);
+                    self.block_ids.push(b.id);
+                    prev = Some(b);
+                }
                 self.block_stats.add(blocks);
-                let span = Span {
-                    chunk: if blocks.is_empty() { 0 } else { self.chunk },
-                    start: if blocks.is_empty() { 0 } else { start },
-                    len,
-                };
                 let class = Class::file(perm, preferred_block_size, replication, storage_policy);
-                (Kind::File, class, atime, span)
+                (Kind::File, class, atime, len)
             }
             LoadedBody::Directory { ns_quota, ds_quota } => {
                 let class = Class::directory(perm, ns_quota, ds_quota);
-                (Kind::Directory, class, 0, Span::default())
+                (Kind::Directory, class, 0, 0)
             }
             LoadedBody::Symlink { target } => {
                 if target.is_empty() {
                     return Err(format!("symlink {} has an empty target", n.id));
                 }
-                let target = self.put(target)?.pack();
-                (Kind::Symlink, Class::symlink(perm), target, Span::default())
+                self.put(target)?;
+                (Kind::Symlink, Class::symlink(perm), 0, 0)
             }
         };
+        if u32::try_from(self.names.len()).is_err() {
+            return Err("name arena over 4 GiB".to_string());
+        }
         let class = self
             .classes
             .intern(classes, class)
@@ -446,7 +455,7 @@ impl<S: NodeSink> InodeBatch<S> {
             name,
             parent: NO_SLOT,
             class,
-            span,
+            count: items,
             kind,
             has_extra,
         });
@@ -471,7 +480,6 @@ pub struct InodeParts {
     pub(crate) len: u32,
     pub(crate) ids: IdIndex,
     pub(crate) names: Vec<u8>,
-    pub(crate) blocks: Vec<Block>,
     pub(crate) extras: Vec<(u32, Extra)>,
     pub(crate) block_stats: BlockStats,
     pub(crate) block_ids: BatchIds,

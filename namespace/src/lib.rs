@@ -12,12 +12,13 @@
 //! canonical [`Digest`] that tells whether two namespaces hold the same
 //! thing.
 //!
-//! Layout, chosen for resident memory: one 48-byte [`Node`] per inode in a
+//! Layout, chosen for resident memory: one 40-byte [`Node`] per inode in a
 //! table indexed by slot (slots follow id order), in chunks of
 //! [`NODE_CHUNK`] nodes; what many inodes share (owner, mode, block size,
 //! replication, quotas) is an interned attribute class the node names by
-//! id; names, blocks and child lists live in chunked arenas, not in
-//! per-inode allocations; rare attributes (xattrs, ACLs,
+//! id; each inode's name, with a file's blocks (varints) or a link's
+//! target after it, is one record in a chunked arena, and child lists
+//! live in another, not in per-inode allocations; rare attributes (xattrs, ACLs,
 //! under-construction info) sit in a side map.
 //!
 //! Every table is chunked behind reference counts, so that
@@ -36,13 +37,13 @@
 //! | `lib.rs` | this page: the module map and the re-exports, nothing else |
 //! | `consts.rs` | [`ROOT_ID`], [`MAX_NAME_LENGTH`], [`Slot`] and [`NO_SLOT`] |
 //! | `values.rs` | the small value types: [`NsInfo`], [`Block`], [`Perm`], [`InodeKind`], [`XAttrNs`], [`XAttr`], [`AclEntry`], [`UnderConstruction`], [`Extra`]; [`PermSpec`] and [`FileSpec`] for new inodes |
-//! | `arena.rs` | [`Arena`] and [`Span`]: chunked storage of names, blocks and child lists, chunks shared between clones and never changed once shared |
+//! | `arena.rs` | [`Arena`] and [`Span`]: chunked storage of the inodes' records (name, blocks, target) and child lists, chunks shared between clones and never changed once shared |
 //! | `nodes.rs` | [`Nodes`], the node table: chunks of [`NODE_CHUNK`] nodes shared copy-on-write between clones; [`NodeRange`], whole chunks of it borrowed for a thread to write |
 //! | `shards.rs` | the maps keyed by slot (edited child lists, extras), in shards shared copy-on-write between clones |
 //! | `ids.rs` | [`IdIndex`]: inode id to slot and back |
 //! | `strings.rs` | [`StringTable`]: interned user, group and attribute names |
 //! | `classes.rs` | attribute classes: owner, mode, block size, replication and quotas, interned once and shared by nodes |
-//! | `node.rs` | the node table's types: [`Node`] (48 bytes), [`Body`] (its unpacked view), [`NameRef`] |
+//! | `node.rs` | the node table's types: [`Node`] (40 bytes), [`Body`] (its unpacked view), [`NameRef`] |
 //! | `children.rs` | child lists: [`Children`] (a directory's children, however stored) and its [`ChildIter`]; the chunked, sorted lists that mutations edit, with their name keys |
 //! | `namespace.rs` | [`Namespace`]: its tables, [`Namespace::new`], counters, slots and ids, [`Stats`], reading names, listing a directory's children and finding one by name |
 //! | `view.rs` | [`Inode`] (the read view), [`Attrs`], [`FileAttrs`]; [`Namespace::at`], [`inode`](Namespace::inode), [`root`](Namespace::root), [`iter`](Namespace::iter) |
@@ -52,6 +53,7 @@
 //! | `errors.rs` | [`NsError`]: why a mutation was refused |
 //! | `rules.rs` | `valid_name`, `acl_error`: per-record rules shared by loads and mutations |
 //! | `inode_batch.rs` | the inode phase of a load: [`LoadedNode`], [`Interned`], [`InodeBatch`] and its [`NodeSink`], [`InodeParts`], [`BlockStats`] |
+//! | `blocks.rs` | a file's blocks as the name arena holds them after the file's name (three varints a block) and [`Blocks`], the iterator that reads them |
 //! | `block_ids.rs` | the whole-image check that block ids are unique: bitmaps per INODE batch, merged |
 //! | `block_rules.rs` | [`BlockRules`]: the image-wide block rules checked from each batch's statistics and id bitmap alone, for a reader that streams an image |
 //! | `build.rs` | the directory phase and whole-tree checks: [`DirBatch`], [`NamespaceBuilder`] |
@@ -112,6 +114,7 @@
 mod arena;
 mod block_ids;
 mod block_rules;
+mod blocks;
 mod build;
 mod children;
 mod classes;
@@ -134,6 +137,7 @@ mod view;
 
 pub use arena::{Arena, Span};
 pub use block_rules::BlockRules;
+pub use blocks::Blocks;
 pub use build::{DirBatch, NamespaceBuilder};
 pub use children::{ChildIter, Children};
 pub use consts::{Slot, MAX_NAME_LENGTH, NO_SLOT, RESERVED_NAME, ROOT_ID};

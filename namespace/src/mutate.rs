@@ -5,13 +5,14 @@
 //! out of the arena into chunks the first time it is edited) live here too.
 
 use crate::arena::Span;
+use crate::blocks::{byte_len, encode};
 use crate::children::{name_key, OwnedChildren, Place};
 use crate::classes::Class;
 use crate::consts::{Slot, MAX_NAME_LENGTH, NO_SLOT, RESERVED_NAME};
 use crate::errors::{show, NsError, Result};
 use crate::lookup::{check_name, components, split_last};
 use crate::namespace::{read_name, Namespace};
-use crate::node::{Kind, Node, OWNED_CHILDREN};
+use crate::node::{Kind, NameRef, Node, OWNED_CHILDREN};
 use crate::values::{Block, FileSpec, PermSpec};
 
 impl Namespace {
@@ -39,17 +40,17 @@ impl Namespace {
     ) -> (&'s mut OwnedChildren, impl Fn(Slot) -> &'s [u8] + 's) {
         let names = &self.names;
         let n = &self.nodes[dir as usize];
-        if n.is_dir() && n.span.chunk != OWNED_CHILDREN {
-            let arena = n.span;
+        if n.is_dir() && !n.owns_children() {
+            let arena = n.children();
             let nodes = &self.nodes;
             let owned = OwnedChildren::from_sorted(self.children.get(arena), |c| {
                 name_key(read_name(names, nodes[c as usize].name))
             });
-            self.nodes[dir as usize].span = Span {
+            self.nodes[dir as usize].set_children(Span {
                 chunk: OWNED_CHILDREN,
                 start: 0,
                 len: 0,
-            };
+            });
             self.owned_children.insert(dir, owned);
         }
         let nodes = &self.nodes;
@@ -86,11 +87,13 @@ impl Namespace {
     }
 
     /// Adds `node` (its time, kind, class and aux set by the caller) as
-    /// child `name` of `dir`.
+    /// child `name` of `dir`, `tail` following the name in its record (a
+    /// symlink's target).
     fn insert_node(
         &mut self,
         dir: Slot,
         name: &[u8],
+        tail: &[u8],
         place: Option<Place>,
         node: Node,
     ) -> Result<u64> {
@@ -102,7 +105,7 @@ impl Namespace {
             .ok_or(NsError::IdsExhausted)?;
         let slot = self.ids.push(id).ok_or(NsError::IdsExhausted)?;
         self.info.last_inode_id = id;
-        let name_ref = self.put_name(name);
+        let name_ref = self.put_record(name, tail);
         let mtime = node.mtime;
         self.nodes.push(Node {
             name: name_ref,
@@ -127,7 +130,7 @@ impl Namespace {
         let perm = self.intern_perm(perm)?;
         let class = self.intern_class(Class::directory(perm, -1, -1))?;
         let node = Node::new(Kind::Directory, class, mtime, 0);
-        self.insert_node(dir, name, place, node)
+        self.insert_node(dir, name, &[], place, node)
     }
 
     /// Creates a directory and its missing ancestors; succeeds if it exists.
@@ -175,7 +178,7 @@ impl Namespace {
         let class = self.intern_class(class)?;
         // A new file's access time is its creation time.
         let node = Node::new(Kind::File, class, mtime, mtime);
-        self.insert_node(dir, name, place, node)
+        self.insert_node(dir, name, &[], place, node)
     }
 
     /// Creates an empty file at `path`; its parent must exist.
@@ -209,10 +212,12 @@ impl Namespace {
             )));
         }
         let perm = self.intern_perm(perm)?;
-        let target = self.put_name(target);
+        let mut tail = Vec::with_capacity(10 + target.len());
+        prost::encoding::encode_varint(target.len() as u64, &mut tail);
+        tail.extend_from_slice(target);
         let class = self.intern_class(Class::symlink(perm))?;
-        let node = Node::new(Kind::Symlink, class, mtime, target.pack());
-        self.insert_node(dir, name, place, node)
+        let node = Node::new(Kind::Symlink, class, mtime, 0);
+        self.insert_node(dir, name, &tail, place, node)
     }
 
     /// Creates a symlink at `path` pointing at `target` (1 to
@@ -245,9 +250,39 @@ impl Namespace {
         if n.kind != Kind::File {
             return Err(NsError::NotAFile(format!("inode {id}")));
         }
-        // In place when the file's range ends its chunk, else copied to the
-        // arena's tail first.
-        self.nodes[s as usize].span = self.blocks.append(n.span, block);
+        // The file's record (name, then blocks) grows by one block: in
+        // place when it ends its chunk, else copied to the arena's tail
+        // first.
+        let pbs = self.classes.get(n.class).a;
+        let prev = self.blocks_of(n).last();
+        let mut bytes = Vec::with_capacity(40);
+        encode(&block, prev.as_ref(), pbs, &mut bytes);
+        let (name, count) = (n.name, n.count);
+        let tail = self.tail(n);
+        let blocks = byte_len(
+            self.names
+                .chunk(tail.chunk)
+                .get(tail.off as usize..)
+                .unwrap_or(&[]),
+            count,
+        );
+        let len = (tail.off - name.off) as usize + blocks;
+        let record = Span {
+            chunk: name.chunk,
+            start: name.off,
+            len: u32::try_from(len)
+                .map_err(|_| NsError::Invalid(format!("file {id}'s blocks take over 4 GiB")))?,
+        };
+        let count = count
+            .checked_add(1)
+            .ok_or_else(|| NsError::Invalid(format!("file {id} has 2^32 blocks")))?;
+        let at = self.names.extend(record, &bytes);
+        let n = &mut self.nodes[s as usize];
+        n.name = NameRef {
+            chunk: at.chunk,
+            off: at.start,
+        };
+        n.count = count;
         self.info.last_block_id = block.id;
         self.info.generation_stamp = self.info.generation_stamp.max(block.generation_stamp);
         Ok(())
@@ -290,7 +325,9 @@ impl Namespace {
         let place = place.filter(|_| old_parent != d);
         self.unlink(old_parent, s);
         self.nodes[old_parent as usize].mtime = mtime;
-        let name = self.put_name(dname);
+        // The record moves with the name: a file's blocks, a link's target.
+        let tail = self.record_tail(&self.nodes[s as usize]).to_vec();
+        let name = self.put_record(dname, &tail);
         let n = &mut self.nodes[s as usize];
         n.name = name;
         n.parent = d;
@@ -331,7 +368,7 @@ impl Namespace {
             let n = &self.nodes[x as usize];
             if n.is_dir() {
                 stack.extend(self.child_slots(x));
-                if n.span.chunk == OWNED_CHILDREN {
+                if n.owns_children() {
                     self.owned_children.remove(x);
                 }
             }
@@ -340,7 +377,8 @@ impl Namespace {
             }
             let n = &mut self.nodes[x as usize];
             n.kind = Kind::Free;
-            n.span = Span::default();
+            n.aux = 0;
+            n.count = 0;
             n.parent = NO_SLOT;
             n.has_extra = false;
             removed += 1;

@@ -4,6 +4,7 @@
 //! name.
 
 use crate::arena::{Arena, Span};
+use crate::blocks::{byte_len, Blocks};
 use crate::children::{name_key, Children, OwnedChildren, Place};
 use crate::classes::{Class, ClassId, Classes};
 use crate::consts::{Slot, NO_SLOT, ROOT_ID};
@@ -13,7 +14,7 @@ use crate::node::{Kind, NameRef, Node, OWNED_CHILDREN};
 use crate::nodes::Nodes;
 use crate::shards::SlotShards;
 use crate::strings::StringTable;
-use crate::values::{AclEntry, Block, Extra, NsInfo, Perm, XAttr};
+use crate::values::{AclEntry, Extra, NsInfo, Perm, XAttr};
 
 /// A metadata server's namespace.
 ///
@@ -27,8 +28,9 @@ pub struct Namespace {
     pub(crate) classes: Classes,
     pub(crate) ids: IdIndex,
     pub(crate) nodes: Nodes,
+    /// Every inode's record: its name, then a file's blocks (as
+    /// `blocks.rs` encodes them) or a symlink's target.
     pub(crate) names: Arena<u8>,
-    pub(crate) blocks: Arena<Block>,
     pub(crate) children: Arena<Slot>,
     pub(crate) owned_children: SlotShards<OwnedChildren>,
     pub(crate) extras: SlotShards<Extra>,
@@ -38,11 +40,12 @@ pub struct Namespace {
 /// [`Namespace::heap_parts`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct HeapParts {
-    /// The node table: the fixed part of every inode (48 bytes a slot).
+    /// The node table: the fixed part of every inode (40 bytes a slot).
     pub nodes: usize,
-    /// The name arena: every inode's name (and a symlink's target).
+    /// The name arena less its blocks: every inode's name (and a
+    /// symlink's target).
     pub names: usize,
-    /// The block arena: every file's blocks.
+    /// The blocks in the name arena: every file's blocks, after its name.
     pub blocks: usize,
     /// The child arena: every directory's children as loaded.
     pub children: usize,
@@ -125,12 +128,11 @@ impl Namespace {
             ids: IdIndex::default(),
             nodes: Nodes::default(),
             names: Arena::default(),
-            blocks: Arena::default(),
             children: Arena::default(),
             owned_children: SlotShards::default(),
             extras: SlotShards::default(),
         };
-        let name = ns.put_name(b"");
+        let name = ns.put_record(b"", &[]);
         // The first class of an empty table: id 0.
         let class = ns
             .classes
@@ -143,7 +145,7 @@ impl Namespace {
             name,
             parent: NO_SLOT,
             class,
-            span: Span::default(),
+            count: 0,
             kind: Kind::Directory,
             has_extra: false,
         });
@@ -187,6 +189,39 @@ impl Namespace {
         self.ids.id(slot)
     }
 
+    /// The blocks of a file whose blocks start at `s.start` of chunk
+    /// `s.chunk` of the name arena, `s.len` of them, and whose preferred
+    /// block size is `pbs`.
+    #[inline]
+    pub(crate) fn blocks_in(&self, s: Span, pbs: u64) -> Blocks<'_> {
+        let chunk = self.names.chunk(s.chunk);
+        Blocks::new(chunk.get(s.start as usize..).unwrap_or(&[]), s.len, pbs)
+    }
+
+    /// The blocks of file node `n` (none for other kinds).
+    #[inline]
+    pub(crate) fn blocks_of(&self, n: &Node) -> Blocks<'_> {
+        if n.kind != Kind::File || n.count == 0 {
+            return Blocks::empty();
+        }
+        let tail = tail_of(&self.names, n.name);
+        let pbs = self.classes.get(n.class).a;
+        self.blocks_in(
+            Span {
+                chunk: tail.chunk,
+                start: tail.off,
+                len: n.count,
+            },
+            pbs,
+        )
+    }
+
+    /// Where the part of node `n`'s record after its name starts.
+    #[inline]
+    pub(crate) fn tail(&self, n: &Node) -> NameRef {
+        tail_of(&self.names, n.name)
+    }
+
     /// Counts the live inodes and their blocks (one pass over the nodes).
     pub fn stats(&self) -> Stats {
         let mut st = Stats::default();
@@ -195,13 +230,8 @@ impl Namespace {
                 Kind::Free => continue,
                 Kind::File => {
                     st.files += 1;
-                    st.blocks += n.span.len as u64;
-                    st.bytes += self
-                        .blocks
-                        .get(n.span)
-                        .iter()
-                        .map(|b| b.length)
-                        .sum::<u64>();
+                    st.blocks += u64::from(n.count);
+                    st.bytes += self.blocks_of(n).map(|b| b.length).sum::<u64>();
                 }
                 Kind::Directory => st.directories += 1,
                 Kind::Symlink => st.symlinks += 1,
@@ -221,11 +251,23 @@ impl Namespace {
 
     /// [`heap_bytes`](Self::heap_bytes), part by part: where a loaded
     /// namespace's memory goes.
+    /// The blocks' share is what they take encoded, counted with one pass
+    /// over the files.
     pub fn heap_parts(&self) -> HeapParts {
+        let blocks: usize = self
+            .nodes
+            .iter()
+            .filter(|n| n.kind == Kind::File && n.count > 0)
+            .map(|n| {
+                let tail = self.tail(n);
+                let chunk = self.names.chunk(tail.chunk);
+                byte_len(chunk.get(tail.off as usize..).unwrap_or(&[]), n.count)
+            })
+            .sum();
         HeapParts {
             nodes: self.nodes.heap_bytes(),
-            names: self.names.heap_bytes(),
-            blocks: self.blocks.heap_bytes(),
+            names: self.names.heap_bytes().saturating_sub(blocks),
+            blocks,
             children: self.children.heap_bytes(),
             owned_children: self
                 .owned_children
@@ -250,7 +292,6 @@ impl Namespace {
         };
         self.nodes.unique_heap_bytes()
             + self.names.unique_heap_bytes()
-            + self.blocks.unique_heap_bytes()
             + self.children.unique_heap_bytes()
             + self.ids.heap_bytes()
             + strings
@@ -312,24 +353,44 @@ impl Namespace {
             ids: self.ids.clone(),
             nodes: self.nodes.clone(),
             names: self.names.clone_keeping_tail(),
-            blocks: self.blocks.clone_keeping_tail(),
             children: self.children.clone_keeping_tail(),
             owned_children: self.owned_children.clone(),
             extras: self.extras.clone(),
         }
     }
 
-    pub(crate) fn put_name(&mut self, name: &[u8]) -> NameRef {
-        // The length prefix on the stack, the name straight into the arena.
-        let mut prefix = [0u8; 10];
-        let mut rest = &mut prefix[..];
-        prost::encoding::encode_varint(name.len() as u64, &mut rest);
-        let used = 10 - rest.len();
-        let s = self.names.push_joined(&prefix[..used], name);
+    /// Appends a record of `name` (length-prefixed) followed by `tail`.
+    pub(crate) fn put_record(&mut self, name: &[u8], tail: &[u8]) -> NameRef {
+        let mut head = Vec::with_capacity(10 + name.len());
+        prost::encoding::encode_varint(name.len() as u64, &mut head);
+        head.extend_from_slice(name);
+        let s = self.names.push_joined(&head, tail);
         NameRef {
             chunk: s.chunk,
             off: s.start,
         }
+    }
+
+    /// The bytes of node `n`'s record after its name: a file's blocks, a
+    /// symlink's target with its length prefix; empty otherwise.
+    pub(crate) fn record_tail(&self, n: &Node) -> &[u8] {
+        let tail = self.tail(n);
+        let rest = self
+            .names
+            .chunk(tail.chunk)
+            .get(tail.off as usize..)
+            .unwrap_or(&[]);
+        let len = match n.kind {
+            Kind::File => byte_len(rest, n.count),
+            Kind::Symlink => {
+                let mut cursor = rest;
+                let _ = prost::encoding::decode_varint(&mut cursor);
+                let prefix = rest.len() - cursor.len();
+                prefix + read_name_at(rest).len()
+            }
+            Kind::Directory | Kind::Free => 0,
+        };
+        &rest[..len.min(rest.len())]
     }
 
     pub(crate) fn name_bytes(&self, r: NameRef) -> &[u8] {
@@ -340,11 +401,11 @@ impl Namespace {
     pub(crate) fn child_slots(&self, slot: Slot) -> Children<'_> {
         let n = &self.nodes[slot as usize];
         match n.kind {
-            Kind::Directory if n.span.chunk == OWNED_CHILDREN => self
+            Kind::Directory if n.owns_children() => self
                 .owned_children
                 .get(slot)
                 .map_or(Children::flat(&[]), OwnedChildren::view),
-            Kind::Directory => Children::flat(self.children.get(n.span)),
+            Kind::Directory => Children::flat(self.children.get(n.children())),
             _ => Children::flat(&[]),
         }
     }
@@ -370,7 +431,7 @@ impl Namespace {
         if !n.is_dir() {
             return Err(None);
         }
-        let children = n.span;
+        let children = n.children();
         if children.chunk == OWNED_CHILDREN {
             let Some(o) = self.owned_children.get(dir) else {
                 return Err(None);
@@ -428,14 +489,53 @@ fn extra_bytes(e: &Extra) -> usize {
 #[inline]
 pub(crate) fn read_name(names: &Arena<u8>, r: NameRef) -> &[u8] {
     let c = names.chunk(r.chunk);
-    let rest = c.get(r.off as usize..).unwrap_or_default();
+    read_name_at(c.get(r.off as usize..).unwrap_or_default())
+}
+
+/// The length-prefixed name at the front of `rest` (empty if it does not
+/// decode).
+#[inline]
+fn read_name_at(rest: &[u8]) -> &[u8] {
+    name_split(rest).0
+}
+
+/// The length-prefixed name at the front of `rest`, and the bytes after
+/// it.
+#[inline]
+fn name_split(rest: &[u8]) -> (&[u8], &[u8]) {
+    if let Some((&len, after)) = rest.split_first() {
+        if len < 0x80 {
+            if let Some(pair) = after.split_at_checked(usize::from(len)) {
+                return pair;
+            }
+        }
+    }
     let mut cursor = rest;
     match prost::encoding::decode_varint(&mut cursor) {
         Ok(len) => usize::try_from(len)
             .ok()
-            .and_then(|len| cursor.get(..len))
-            .unwrap_or_default(),
-        Err(_) => &[],
+            .and_then(|len| cursor.split_at_checked(len))
+            .unwrap_or((&[], &[])),
+        Err(_) => (&[], &[]),
+    }
+}
+
+/// Where the part of the record at `r` after its name starts.
+#[inline]
+pub(crate) fn tail_of(names: &Arena<u8>, r: NameRef) -> NameRef {
+    let c = names.chunk(r.chunk);
+    let rest = c.get(r.off as usize..).unwrap_or_default();
+    let after = name_split(rest).1;
+    // The record lies in one chunk, and a chunk is below 4 GiB.
+    #[allow(clippy::cast_possible_truncation)]
+    let off = (c.len() - after.len()) as u32;
+    NameRef {
+        chunk: r.chunk,
+        off: if after.is_empty() && rest.is_empty() {
+            r.off
+        } else {
+            off
+        },
     }
 }
 
@@ -454,14 +554,17 @@ mod tests {
     fn rebuilt(ns: &Namespace) -> Namespace {
         let tables = Interned::new(ns.strings().clone());
         let mut batch = InodeBatch::new(0, 0, 0);
+        let mut blocks = Vec::new();
         for n in ns.iter() {
+            blocks.clear();
+            blocks.extend(n.blocks());
             let body = match n.attrs() {
                 Attrs::File(f) => LoadedBody::File {
                     atime: f.atime,
                     replication: f.replication,
                     preferred_block_size: f.preferred_block_size,
                     storage_policy: f.storage_policy,
-                    blocks: f.blocks,
+                    blocks: &blocks,
                 },
                 Attrs::Directory { ns_quota, ds_quota } => {
                     LoadedBody::Directory { ns_quota, ds_quota }
@@ -501,7 +604,6 @@ mod tests {
     struct Shared {
         nodes: usize,
         names: usize,
-        blocks: usize,
         children: usize,
         owned_children: usize,
         extras: usize,
@@ -512,7 +614,6 @@ mod tests {
             Shared {
                 nodes: self.nodes.shared_chunks(&o.nodes),
                 names: self.names.shared_chunks(&o.names),
-                blocks: self.blocks.shared_chunks(&o.blocks),
                 children: self.children.shared_chunks(&o.children),
                 owned_children: self.owned_children.shared_shards(&o.owned_children),
                 extras: self.extras.shared_shards(&o.extras),
@@ -524,7 +625,6 @@ mod tests {
             Shared {
                 nodes: self.nodes.chunk_count(),
                 names: self.names.chunks().len(),
-                blocks: self.blocks.chunks().len(),
                 children: self.children.chunks().len(),
                 owned_children: 256,
                 extras: 256,

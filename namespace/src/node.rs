@@ -45,7 +45,8 @@ pub enum Body {
         atime: u64,
         /// Block size new blocks are cut to, in bytes.
         preferred_block_size: u64,
-        /// The file's blocks, in file order, in the block arena.
+        /// The file's blocks, in file order: where they start in the name
+        /// arena (after the name) and how many there are.
         blocks: Span,
         /// Number of replicas each block should have.
         replication: u16,
@@ -65,34 +66,38 @@ pub enum Body {
     },
     /// A symbolic link.
     Symlink {
-        /// The target path, in the name arena (1 to [`MAX_NAME_LENGTH`](crate::MAX_NAME_LENGTH)
+        /// The target path, in the name arena after the link's name (1 to [`MAX_NAME_LENGTH`](crate::MAX_NAME_LENGTH)
         /// bytes, not resolved).
         target: NameRef,
     },
 }
 
-/// One inode's fixed-size part: 48 bytes. What many inodes share (owner,
+/// One inode's fixed-size part: 40 bytes. What many inodes share (owner,
 /// group, mode, a file's block size, replication and storage policy, a
 /// directory's quotas) is in its class (see `classes.rs`); what varies per
-/// inode is here.
+/// inode is here. An inode's variable part is one record in the name
+/// arena: its name (a varint length, then the bytes), followed for a file
+/// by its [`count`](Self::count) blocks (`blocks.rs`) and for a symlink by
+/// its target (a varint length, then the bytes), so that one reference
+/// finds them all.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Node {
     /// Modification time, in milliseconds since the Unix epoch.
     pub(crate) mtime: u64,
-    /// A file's access time; a symlink's target (a [`NameRef`], packed by
-    /// [`NameRef::pack`]); 0 for a directory.
+    /// A file's access time; where a directory's child list starts in the
+    /// child arena (chunk in the high half, [`OWNED_CHILDREN`] once moved
+    /// out for editing; start in the low half); 0 for a symlink.
     pub(crate) aux: u64,
-    /// The inode's name in the name arena (empty for the root).
+    /// The inode's record in the name arena (its name empty for the root).
     pub(crate) name: NameRef,
     /// The parent directory's slot; [`NO_SLOT`] for the root and for a
     /// free slot.
     pub parent: Slot,
     /// The inode's attribute class.
     pub(crate) class: ClassId,
-    /// A file's blocks in the block arena; a directory's children in the
-    /// child arena (chunk [`OWNED_CHILDREN`] once moved out for editing);
-    /// empty for a symlink.
-    pub(crate) span: Span,
+    /// A file's number of blocks; the length of a directory's child list
+    /// in the child arena; 0 otherwise.
+    pub(crate) count: u32,
     /// File, directory, symlink or free.
     pub(crate) kind: Kind,
     /// Whether the inode has an [`Extra`](crate::Extra) in the side map.
@@ -101,7 +106,7 @@ pub struct Node {
 
 // Resident memory per inode is a product requirement (README, "Load speed
 // per core"): a node that grows fails the build.
-const _: () = assert!(size_of::<Node>() == 48);
+const _: () = assert!(size_of::<Node>() == 40);
 
 impl Node {
     /// What a node table holds before a loader fills the slot.
@@ -111,11 +116,7 @@ impl Node {
         name: NameRef { chunk: 0, off: 0 },
         parent: NO_SLOT,
         class: 0,
-        span: Span {
-            chunk: 0,
-            start: 0,
-            len: 0,
-        },
+        count: 0,
         kind: Kind::Free,
         has_extra: false,
     };
@@ -138,26 +139,63 @@ impl Node {
         self.kind == Kind::Directory
     }
 
-    /// The body, with the class's fields filled in from `class`.
+    /// A directory's child list in the child arena (chunk
+    /// [`OWNED_CHILDREN`] once moved out for editing); empty for other
+    /// kinds.
     #[inline]
-    pub(crate) fn body(&self, class: &Class) -> Body {
+    pub(crate) fn children(&self) -> Span {
+        if self.kind != Kind::Directory {
+            return Span::default();
+        }
+        let at = NameRef::unpack(self.aux);
+        Span {
+            chunk: at.chunk,
+            start: at.off,
+            len: self.count,
+        }
+    }
+
+    /// Sets a directory's child list to `s`.
+    #[inline]
+    pub(crate) fn set_children(&mut self, s: Span) {
+        self.aux = NameRef {
+            chunk: s.chunk,
+            off: s.start,
+        }
+        .pack();
+        self.count = s.len;
+    }
+
+    /// Whether a directory's child list was moved out for editing.
+    #[inline]
+    pub(crate) fn owns_children(&self) -> bool {
+        self.is_dir() && NameRef::unpack(self.aux).chunk == OWNED_CHILDREN
+    }
+
+    /// The body, with the class's fields filled in from `class`; `tail`
+    /// is where the record's part after the name starts (see
+    /// `Namespace::tail_of`).
+    #[inline]
+    pub(crate) fn body(&self, class: &Class, tail: NameRef) -> Body {
         match self.kind {
             Kind::Free => Body::Free,
             Kind::File => Body::File {
                 atime: self.aux,
                 preferred_block_size: class.a,
-                blocks: self.span,
+                blocks: Span {
+                    chunk: tail.chunk,
+                    start: tail.off,
+                    len: self.count,
+                },
                 replication: class.replication,
                 storage_policy: class.storage_policy,
             },
             Kind::Directory => Body::Directory {
                 ns_quota: class.a.cast_signed(),
                 ds_quota: class.b.cast_signed(),
-                children: self.span,
+                children: self.children(),
             },
-            Kind::Symlink => Body::Symlink {
-                target: NameRef::unpack(self.aux),
-            },
+            Kind::Symlink => Body::Symlink { target: tail },
         }
     }
 }

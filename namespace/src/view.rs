@@ -2,12 +2,13 @@
 //! its type-specific attributes ([`Attrs`], [`FileAttrs`]); and the
 //! [`Namespace`] methods that hand inodes out.
 
+use crate::blocks::Blocks;
 use crate::children::Children;
 use crate::classes::Class;
 use crate::consts::{Slot, NO_SLOT};
 use crate::namespace::Namespace;
 use crate::node::{Body, Kind, Node};
-use crate::values::{Block, Extra, InodeKind, Perm};
+use crate::values::{Extra, InodeKind, Perm};
 
 impl Namespace {
     /// A live inode by slot.
@@ -53,7 +54,7 @@ pub struct FileAttrs<'a> {
     /// HDFS storage policy id (0: unspecified).
     pub storage_policy: u8,
     /// The file's blocks, in order.
-    pub blocks: &'a [Block],
+    pub blocks: Blocks<'a>,
 }
 
 impl FileAttrs<'_> {
@@ -141,7 +142,7 @@ impl<'a> Inode<'a> {
     }
     /// The kind-specific part, unpacked.
     pub fn body(&self) -> Body {
-        self.node.body(self.class())
+        self.node.body(self.class(), self.ns.tail(self.node))
     }
     fn class(&self) -> &'a Class {
         self.ns.classes.get(self.node.class)
@@ -160,7 +161,7 @@ impl<'a> Inode<'a> {
                 preferred_block_size,
                 replication,
                 storage_policy,
-                blocks: self.ns.blocks.get(blocks),
+                blocks: self.ns.blocks_in(blocks, preferred_block_size),
             }),
             Body::Directory {
                 ns_quota, ds_quota, ..
@@ -177,10 +178,10 @@ impl<'a> Inode<'a> {
         }
     }
     /// A file's blocks in file order; empty for other kinds.
-    pub fn blocks(&self) -> &'a [Block] {
+    pub fn blocks(&self) -> Blocks<'a> {
         match self.node.kind {
-            Kind::File => self.ns.blocks.get(self.node.span),
-            _ => &[],
+            Kind::File => self.ns.blocks_of(self.node),
+            _ => Blocks::empty(),
         }
     }
     /// Child slots, sorted by name (none unless a directory).

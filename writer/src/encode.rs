@@ -67,7 +67,7 @@ pub(crate) fn fill_inode(n: &Inode<'_>, strings: &StringMap, msg: &mut pb::Inode
                 atime: f.atime,
                 replication: u32::from(f.replication),
                 preferred_block_size: f.preferred_block_size,
-                blocks: f.blocks.iter().map(pb::Block::from).collect(),
+                blocks: f.blocks.iter().map(|b| pb::Block::from(&b)).collect(),
                 storage_policy: u32::from(f.storage_policy),
                 under_construction: uc.map(pb::UnderConstruction::from),
             });

@@ -67,7 +67,7 @@ fn inode_lens(n: &Inode<'_>, strings: &StringMap) -> Option<(InodeType, u64, usi
                 .blocks
                 .iter()
                 .map(|b| {
-                    let l = block_len(b);
+                    let l = block_len(&b);
                     1 + varint_len(l as u64) + l
                 })
                 .sum();
@@ -133,7 +133,7 @@ pub fn put_inode(n: &Inode<'_>, strings: &StringMap, out: &mut Vec<u8>) -> bool 
             );
             for b in f.blocks {
                 out.push(tags::file_attrs::BLOCKS);
-                put_varint(out, block_len(b) as u64);
+                put_varint(out, block_len(&b) as u64);
                 put_vfield(out, tags::block::ID, b.id);
                 put_vfield(out, tags::block::GENERATION_STAMP, b.generation_stamp);
                 put_vfield(out, tags::block::LENGTH, b.length);

@@ -5,7 +5,7 @@ use crate::diff::model::{
     Renamed, Summary,
 };
 use crate::error::ViewError;
-use nsimage_namespace::{Attrs, Block, Inode, InodeKind, Namespace, XAttrNs};
+use nsimage_namespace::{Attrs, Block, Blocks, Inode, InodeKind, Namespace, XAttrNs};
 use std::collections::HashMap;
 
 /// Compares two namespaces by inode id: what NEW holds that OLD did not,
@@ -87,8 +87,8 @@ fn path(ns: &Namespace, id: u64) -> Vec<u8> {
         .unwrap_or_else(|| format!("<inode {id}>").into_bytes())
 }
 
-fn block_bytes(blocks: &[Block]) -> u64 {
-    blocks.iter().fold(0u64, |s, b| s.saturating_add(b.length))
+fn block_bytes(blocks: Blocks<'_>) -> u64 {
+    blocks.fold(0u64, |s, b| s.saturating_add(b.length))
 }
 
 fn created(old: &Namespace, new: &Namespace, y: Inode<'_>, d: &mut Diff) {
@@ -209,7 +209,13 @@ fn compare(old: &Namespace, new: &Namespace, x: Inode<'_>, y: Inode<'_>, d: &mut
                 );
             }
             if f.blocks != g.blocks {
-                block_diff(f.blocks, g.blocks, &mut added, &mut removed, &mut changed);
+                block_diff(
+                    &f.blocks.to_vec(),
+                    &g.blocks.to_vec(),
+                    &mut added,
+                    &mut removed,
+                    &mut changed,
+                );
             }
         }
         (
@@ -266,8 +272,12 @@ fn compare(old: &Namespace, new: &Namespace, x: Inode<'_>, y: Inode<'_>, d: &mut
     s.blocks_added += added.len() as u64;
     s.blocks_removed += removed.len() as u64;
     s.blocks_changed += changed.len() as u64;
-    s.bytes_added = s.bytes_added.saturating_add(block_bytes(&added));
-    s.bytes_removed = s.bytes_removed.saturating_add(block_bytes(&removed));
+    s.bytes_added = s
+        .bytes_added
+        .saturating_add(block_bytes(Blocks::from(&added[..])));
+    s.bytes_removed = s
+        .bytes_removed
+        .saturating_add(block_bytes(Blocks::from(&removed[..])));
     for c in &changed {
         let (o, n) = (c.old.length, c.new.length);
         if n > o {
