@@ -9,6 +9,7 @@ mod golden;
 mod layout;
 mod never_refused;
 mod parallel;
+mod representation;
 mod roundtrip;
 mod rules;
 mod walker;
