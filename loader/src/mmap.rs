@@ -158,7 +158,7 @@ pub(crate) struct Pending {
 }
 
 /// Bytes of small pieces [`Pending`] gathers before it looks for runs.
-const PENDING_FLUSH: usize = 4 << 20;
+const PENDING_FLUSH: usize = 2 << 20;
 
 impl Pending {
     /// Adds the piece at `offset`, `len` bytes long; returns the runs of

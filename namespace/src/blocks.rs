@@ -91,6 +91,14 @@ fn put(buf: &mut [u8; 40], mut at: usize, mut v: u64) -> usize {
 /// truncated or overlong end.
 #[inline]
 fn read(bytes: &mut &[u8]) -> u64 {
+    // Most values are one byte (steps between ids, stamps beside ids, full
+    // blocks).
+    if let Some((&b, rest)) = bytes.split_first() {
+        if b < 0x80 {
+            *bytes = rest;
+            return u64::from(b);
+        }
+    }
     let mut v = 0u64;
     for (i, &b) in bytes.iter().enumerate().take(10) {
         v |= u64::from(b & 0x7f) << (7 * i);

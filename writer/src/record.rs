@@ -53,21 +53,53 @@ fn block_len(b: &Block) -> usize {
     vfield_len(b.id) + vfield_len(b.generation_stamp) + vfield_len(b.length)
 }
 
-/// The type, written permission (string ids rewritten by `strings`), body
-/// length and message length of the INODE record of `n`; `None` for an
-/// inode with rare attributes (encoded by prost) or a free slot.
+/// Most blocks of a file decoded on the stack, once for both passes of
+/// [`put_inode`]; a file with more goes through a vector.
+const STACK_BLOCKS: usize = 16;
+
+/// A file's blocks decoded once (the namespace keeps them as varints):
+/// into `small` when they fit, else into `big`.
 #[inline]
-fn inode_lens(n: &Inode<'_>, strings: &StringMap) -> Option<(InodeType, u64, usize, usize)> {
+fn decoded<'b>(
+    attrs: &Attrs<'_>,
+    small: &'b mut [Block; STACK_BLOCKS],
+    big: &'b mut Vec<Block>,
+) -> &'b [Block] {
+    let Attrs::File(f) = attrs else {
+        return &[];
+    };
+    let n = f.blocks.len();
+    if n <= STACK_BLOCKS {
+        for (s, b) in small.iter_mut().zip(f.blocks) {
+            *s = b;
+        }
+        &small[..n]
+    } else {
+        big.extend(f.blocks);
+        big
+    }
+}
+
+/// The type, written permission (string ids rewritten by `strings`), body
+/// length and message length of the INODE record of `n`, whose attributes
+/// are `attrs` and blocks `blocks`; `None` for an inode with rare
+/// attributes (encoded by prost) or a free slot.
+#[inline]
+fn inode_lens(
+    n: &Inode<'_>,
+    attrs: &Attrs<'_>,
+    blocks: &[Block],
+    strings: &StringMap,
+) -> Option<(InodeType, u64, usize, usize)> {
     if n.extra().is_some() {
         return None;
     }
-    let (ty, sub_len) = match n.attrs() {
+    let (ty, sub_len) = match *attrs {
         Attrs::File(f) => {
-            let blocks: usize = f
-                .blocks
+            let blocks: usize = blocks
                 .iter()
                 .map(|b| {
-                    let l = block_len(&b);
+                    let l = block_len(b);
                     1 + varint_len(l as u64) + l
                 })
                 .sum();
@@ -99,14 +131,20 @@ fn inode_lens(n: &Inode<'_>, strings: &StringMap) -> Option<(InodeType, u64, usi
 /// Framed length of the INODE record [`put_inode`] would write for `n`
 /// (`None` where it would write nothing).
 pub fn inode_record_len(n: &Inode<'_>, strings: &StringMap) -> Option<usize> {
-    inode_lens(n, strings).map(|(_, _, _, len)| varint_len(len as u64) + len)
+    let attrs = n.attrs();
+    let (mut small, mut big) = ([Block::default(); STACK_BLOCKS], Vec::new());
+    let blocks = decoded(&attrs, &mut small, &mut big);
+    inode_lens(n, &attrs, blocks, strings).map(|(_, _, _, len)| varint_len(len as u64) + len)
 }
 
 /// Appends the framed INODE record of `n`, its string ids rewritten by
 /// `strings`; `false` (nothing written) for an inode with rare attributes,
 /// which the caller encodes with prost.
 pub fn put_inode(n: &Inode<'_>, strings: &StringMap, out: &mut Vec<u8>) -> bool {
-    let Some((ty, perm, sub_len, len)) = inode_lens(n, strings) else {
+    let attrs = n.attrs();
+    let (mut small, mut big) = ([Block::default(); STACK_BLOCKS], Vec::new());
+    let blocks = decoded(&attrs, &mut small, &mut big);
+    let Some((ty, perm, sub_len, len)) = inode_lens(n, &attrs, blocks, strings) else {
         return false;
     };
     let name = n.name();
@@ -120,7 +158,7 @@ pub fn put_inode(n: &Inode<'_>, strings: &StringMap, out: &mut Vec<u8>) -> bool 
         out.extend_from_slice(&perm.to_le_bytes());
     }
     put_vfield(out, tags::inode::MTIME, n.mtime());
-    match n.attrs() {
+    match attrs {
         Attrs::File(f) => {
             out.push(tags::inode::FILE);
             put_varint(out, sub_len as u64);
@@ -131,9 +169,9 @@ pub fn put_inode(n: &Inode<'_>, strings: &StringMap, out: &mut Vec<u8>) -> bool 
                 tags::file_attrs::PREFERRED_BLOCK_SIZE,
                 f.preferred_block_size,
             );
-            for b in f.blocks {
+            for b in blocks {
                 out.push(tags::file_attrs::BLOCKS);
-                put_varint(out, block_len(&b) as u64);
+                put_varint(out, block_len(b) as u64);
                 put_vfield(out, tags::block::ID, b.id);
                 put_vfield(out, tags::block::GENERATION_STAMP, b.generation_stamp);
                 put_vfield(out, tags::block::LENGTH, b.length);

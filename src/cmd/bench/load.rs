@@ -8,8 +8,11 @@
 //! (`nsimage-zstd`, `nsimage-lz4`, `nsimage-aes`, `nsimage-zstd-aes`) and
 //! with the JSON-lines and SQLite peers, and reports medians as a table,
 //! JSON and an SVG plot (`plot`; `--timeline`: `timeline`). With `--cold`
-//! every load also runs on a cold page cache (`cold`).
+//! every load also runs on a cold page cache (`cold`); with `--ceiling`,
+//! each size also gets the machine's two-process ceiling for a 2-thread
+//! load (`ceiling`).
 
+mod ceiling;
 mod cold;
 mod plot;
 mod timeline;
@@ -384,6 +387,7 @@ pub fn run(a: &Args, exe: &Path, cores: usize) -> anyhow::Result<()> {
     let mut eviction = Eviction::None;
     let mut rows: Vec<Row> = Vec::new();
     let mut saves = Vec::new();
+    let mut ceilings = Vec::new();
     for &n in &a.inodes {
         let files = prepare(a, n, &key, &pb)?;
         saves.extend(files.save.clone());
@@ -401,10 +405,14 @@ pub fn run(a: &Args, exe: &Path, cores: usize) -> anyhow::Result<()> {
             }
         }
         compare(n, &mut rows[first..], image_bytes)?;
+        if a.ceiling {
+            pb.set_message(format!("{n} inodes: the two-process ceiling"));
+            ceilings.push(ceiling::measure(exe, &files.image, n, a.repeat)?);
+        }
     }
     pb.finish_and_clear();
     write_figures(a, &plot_path, &rows, &timelines)?;
-    report(a, cores, &rows, &saves, eviction, &plot_path);
+    report(a, cores, &rows, &saves, &ceilings, eviction, &plot_path);
     Ok(())
 }
 
@@ -632,6 +640,7 @@ fn report(
     cores: usize,
     rows: &[Row],
     saves: &[Save],
+    ceilings: &[ceiling::Ceiling],
     eviction: Eviction,
     plot_path: &Path,
 ) {
@@ -646,11 +655,27 @@ fn report(
             "prefetch": prefetch,
             "runs": rows,
             "saves": saves,
+            "ceilings": ceilings,
             "plot": plot_path.display().to_string(),
         });
         out!("{v}");
     } else {
         print_table(rows, saves, cores, a.repeat);
+        for c in ceilings {
+            out!(
+                "{} inodes, the two-process ceiling (medians of {} rounds, mmap): one 1-thread load \
+                 {:.3} s alone, two at once {:.3} s: ceiling {:.2}x; one 2-thread load {:.3} s: \
+                 {:.2}x, {:.3} of the ceiling",
+                c.inodes,
+                c.rounds,
+                c.alone_seconds,
+                c.pair_seconds,
+                c.ceiling,
+                c.two_threads_seconds,
+                c.speedup,
+                c.of_ceiling
+            );
+        }
         print_at_rest(rows);
         if a.cold {
             out!(

@@ -115,6 +115,13 @@ pub struct Args {
     /// phases, pieces, waits and read-ahead, from `load --trace`).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["lookup", "serve", "server"])]
     timeline: Option<PathBuf>,
+    /// Also measure, for each size, the machine's own ceiling for a
+    /// 2-thread load: two 1-thread loads of the mapped image in two
+    /// processes at once against one alone and one 2-thread load, taken
+    /// in turn --repeat times; reported as "ceiling" (2 x alone / the
+    /// pair) and the share of it the 2-thread load reaches.
+    #[arg(long, conflicts_with_all = ["lookup", "serve", "server"])]
+    ceiling: bool,
 }
 
 impl Args {

@@ -187,6 +187,67 @@ fn not_an_image_exits_1() {
 }
 
 #[test]
+fn bench_measures_the_two_process_ceiling() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = nsimage(&[
+        "bench",
+        "--inodes",
+        "20000",
+        "--threads",
+        "1,2",
+        "--repeat",
+        "3",
+        "--no-peers",
+        "--no-at-rest",
+        "--ceiling",
+        "--dir",
+        dir.path().to_str().unwrap(),
+        "--json",
+    ]);
+    let v = json(&out);
+    let c = &v["ceilings"].as_array().unwrap()[..];
+    assert_eq!(c.len(), 1, "{v}");
+    let c = &c[0];
+    let f = |k: &str| c[k].as_f64().unwrap();
+    assert_eq!(
+        (c["inodes"].as_u64(), c["rounds"].as_u64()),
+        (Some(20_000), Some(3))
+    );
+    for k in ["alone_seconds", "pair_seconds", "two_threads_seconds"] {
+        assert!(f(k) > 0.0, "{k}: {c}");
+    }
+    // What the ratios are made of: the ceiling from the runs, the share
+    // from the ceiling.
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-9 * b.abs().max(1.0);
+    assert!(
+        close(f("ceiling"), 2.0 * f("alone_seconds") / f("pair_seconds")),
+        "{c}"
+    );
+    assert!(
+        close(f("speedup"), f("alone_seconds") / f("two_threads_seconds")),
+        "{c}"
+    );
+    assert!(close(f("of_ceiling"), f("speedup") / f("ceiling")), "{c}");
+    // Without --json the table says it in words.
+    let table = nsimage(&[
+        "bench",
+        "--inodes",
+        "20000",
+        "--threads",
+        "1",
+        "--repeat",
+        "1",
+        "--no-peers",
+        "--no-at-rest",
+        "--ceiling",
+        "--dir",
+        dir.path().to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(text.contains("the two-process ceiling"), "{text}");
+}
+
+#[test]
 fn bench_reports_every_strategy_with_one_digest_and_a_plot() {
     let dir = tempfile::tempdir().unwrap();
     let plot = dir.path().join("b.svg");
