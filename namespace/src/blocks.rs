@@ -13,8 +13,68 @@
 //! cannot fail; a truncated range (which no code path makes) reads as
 //! fewer blocks, never as a panic.
 
+use crate::consts::Slot;
+use crate::node::NameRef;
 use crate::values::Block;
 use std::fmt;
+
+/// Files a namespace remembers the end of (see [`Appends`]).
+const RECENT_APPENDS: usize = 8;
+
+/// Where the records of the last few files a block was appended to end,
+/// and their last block's id: the next append to one of them then writes
+/// its block at once, where finding both means reading every block the
+/// file has (a file written block by block would cost the square of its
+/// blocks). An entry holds while the file's record is where it was and
+/// has as many blocks: records are only ever appended to, so the bytes
+/// are then the same.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Appends {
+    recent: [Option<Append>; RECENT_APPENDS],
+    next: usize,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Append {
+    slot: Slot,
+    record: NameRef,
+    count: u32,
+    end: u32,
+    last_id: u64,
+}
+
+impl Appends {
+    /// Where the record of file `slot` at `record`, with `count` blocks,
+    /// ends, and its last block's id, if remembered.
+    pub(crate) fn find(&self, slot: Slot, record: NameRef, count: u32) -> Option<(u32, u64)> {
+        self.recent
+            .iter()
+            .flatten()
+            .find(|a| a.slot == slot && a.record == record && a.count == count)
+            .map(|a| (a.end, a.last_id))
+    }
+
+    /// Remembers that file `slot`'s record at `record`, with `count`
+    /// blocks, ends at `end`, its last block's id `last_id`.
+    pub(crate) fn note(&mut self, slot: Slot, record: NameRef, count: u32, end: u32, last_id: u64) {
+        let at = self
+            .recent
+            .iter()
+            .position(|a| a.is_some_and(|a| a.slot == slot))
+            .unwrap_or_else(|| {
+                let k = self.next;
+                self.next = (k + 1) % RECENT_APPENDS;
+                k
+            });
+        self.recent[at] = Some(Append {
+            slot,
+            record,
+            count,
+            end,
+            last_id,
+        });
+    }
+}
 
 /// What HDFS reserves below the first block id (2^30) less what it
 /// reserves below the first generation stamp (1000): a block's stamp is
@@ -34,9 +94,9 @@ fn unzig(v: u64) -> u64 {
     (v >> 1) ^ (v & 1).wrapping_neg()
 }
 
-/// Appends `b`, the block after `prev` in its file (`None` for a file's
-/// first), to `out` as the arena holds it, for a file whose preferred
-/// block size is `pbs`:
+/// Appends `b`, the block after the one of id `prev` in its file (`None`
+/// for a file's first), to `out` as the arena holds it, for a file whose
+/// preferred block size is `pbs`:
 /// - the id: the first block's as it is, a later one's distance from the
 ///   block before's plus one (zigzag);
 /// - the stamp: its distance from `id - ID_STAMP_GAP` (zigzag);
@@ -46,13 +106,13 @@ fn unzig(v: u64) -> u64 {
 /// Every value reads back exactly; the usual ones (sequential ids, stamps
 /// drawn with them, full blocks) take a byte each.
 #[inline]
-pub(crate) fn encode(b: &Block, prev: Option<&Block>, pbs: u64, out: &mut Vec<u8>) {
+pub(crate) fn encode(b: &Block, prev: Option<u64>, pbs: u64, out: &mut Vec<u8>) {
     // One copy into `out` rather than a push per byte: this runs once per
     // block of every load.
     let mut buf = [0u8; 40];
     let id = match prev {
         None => b.id,
-        Some(p) => zig(b.id.wrapping_sub(p.id).wrapping_sub(1)),
+        Some(p) => zig(b.id.wrapping_sub(p).wrapping_sub(1)),
     };
     let mut n = put(&mut buf, 0, id);
     let stamp = b.id.wrapping_sub(ID_STAMP_GAP);
@@ -296,7 +356,7 @@ mod tests {
         let mut prev = None;
         for b in blocks {
             encode(b, prev, pbs, &mut out);
-            prev = Some(b);
+            prev = Some(b.id);
         }
         out
     }

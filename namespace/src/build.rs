@@ -6,6 +6,7 @@
 //! in exactly one directory, block ids unique and within the counters).
 use crate::arena::{Arena, Span};
 use crate::block_ids::{dense, unique, BatchIds};
+use crate::blocks::Appends;
 use crate::consts::{Slot, NO_SLOT, ROOT_ID};
 use crate::errors::BuildError;
 use crate::ids::IdIndex;
@@ -199,6 +200,7 @@ impl NamespaceBuilder {
                 children: Arena::default(),
                 owned_children: SlotShards::default(),
                 extras: SlotShards::default(),
+                appends: Appends::default(),
             },
             added: 0,
             block_stats: BlockStats::default(),

@@ -392,7 +392,7 @@ impl<S: NodeSink> InodeBatch<S> {
                 for b in blocks {
                     encode(b, prev, preferred_block_size, &mut self.names);
                     self.block_ids.push(b.id);
-                    prev = Some(b);
+                    prev = Some(b.id);
                 }
                 self.block_stats.add(blocks);
                 let class = Class::file(perm, preferred_block_size, replication, storage_policy);

@@ -4,7 +4,7 @@
 //! name.
 
 use crate::arena::{Arena, Span};
-use crate::blocks::{byte_len, Blocks};
+use crate::blocks::{byte_len, Appends, Blocks};
 use crate::children::{name_key, Children, OwnedChildren, Place};
 use crate::classes::{Class, ClassId, Classes};
 use crate::consts::{Slot, NO_SLOT, ROOT_ID};
@@ -34,6 +34,8 @@ pub struct Namespace {
     pub(crate) children: Arena<Slot>,
     pub(crate) owned_children: SlotShards<OwnedChildren>,
     pub(crate) extras: SlotShards<Extra>,
+    /// Where the files last appended to end (`blocks.rs`).
+    pub(crate) appends: Appends,
 }
 
 /// Heap bytes of a namespace by part (capacity, not length):
@@ -131,6 +133,7 @@ impl Namespace {
             children: Arena::default(),
             owned_children: SlotShards::default(),
             extras: SlotShards::default(),
+            appends: Appends::default(),
         };
         let name = ns.put_record(b"", &[]);
         // The first class of an empty table: id 0.
@@ -356,6 +359,7 @@ impl Namespace {
             children: self.children.clone_keeping_tail(),
             owned_children: self.owned_children.clone(),
             extras: self.extras.clone(),
+            appends: self.appends,
         }
     }
 

@@ -77,7 +77,7 @@ pub enum Body {
 /// directory's quotas) is in its class (see `classes.rs`); what varies per
 /// inode is here. An inode's variable part is one record in the name
 /// arena: its name (a varint length, then the bytes), followed for a file
-/// by its [`count`](Self::count) blocks (`blocks.rs`) and for a symlink by
+/// by its `count` blocks (`blocks.rs`) and for a symlink by
 /// its target (a varint length, then the bytes), so that one reference
 /// finds them all.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -10,7 +10,7 @@
 use serde::Serialize;
 use serde_json::Value;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Command, Output, Stdio};
 
 /// Medians of the three configurations, and what they imply.
 #[derive(Clone, Debug, Serialize)]
@@ -43,11 +43,8 @@ fn seconds(out: &[u8]) -> anyhow::Result<f64> {
         .ok_or_else(|| anyhow::anyhow!("a load printed no seconds"))
 }
 
-fn run_load(exe: &Path, args: &[String]) -> anyhow::Result<f64> {
-    let o = Command::new(exe)
-        .args(args)
-        .stderr(Stdio::piped())
-        .output()?;
+/// The `seconds` of a finished load, or why it failed.
+fn finished(exe: &Path, args: &[String], o: &Output) -> anyhow::Result<f64> {
     anyhow::ensure!(
         o.status.success(),
         "{} {}: {}",
@@ -56,6 +53,14 @@ fn run_load(exe: &Path, args: &[String]) -> anyhow::Result<f64> {
         String::from_utf8_lossy(&o.stderr)
     );
     seconds(&o.stdout)
+}
+
+fn run_load(exe: &Path, args: &[String]) -> anyhow::Result<f64> {
+    let o = Command::new(exe)
+        .args(args)
+        .stderr(Stdio::piped())
+        .output()?;
+    finished(exe, args, &o)
 }
 
 /// Two loads at once: started together, each waited for; the slower
@@ -68,18 +73,20 @@ fn run_pair(exe: &Path, args: &[String]) -> anyhow::Result<f64> {
             .stderr(Stdio::piped())
             .spawn()
     };
-    let (a, b) = (spawn()?, spawn()?);
+    let mut a = spawn()?;
+    let b = match spawn() {
+        Ok(b) => b,
+        Err(e) => {
+            // Not left running on its own.
+            let _ = a.kill();
+            let _ = a.wait();
+            return Err(e.into());
+        }
+    };
     let mut worst: f64 = 0.0;
     for child in [a, b] {
         let o = child.wait_with_output()?;
-        anyhow::ensure!(
-            o.status.success(),
-            "{} {}: {}",
-            exe.display(),
-            args.join(" "),
-            String::from_utf8_lossy(&o.stderr)
-        );
-        worst = worst.max(seconds(&o.stdout)?);
+        worst = worst.max(finished(exe, args, &o)?);
     }
     Ok(worst)
 }
