@@ -53,7 +53,7 @@
 //! | `errors.rs` | [`NsError`]: why a mutation was refused |
 //! | `rules.rs` | `valid_name`, `acl_error`: per-record rules shared by loads and mutations |
 //! | `inode_batch.rs` | the inode phase of a load: [`LoadedNode`], [`Interned`], [`InodeBatch`] and its [`NodeSink`], [`InodeParts`], [`BlockStats`] |
-//! | `blocks.rs` | a file's blocks as the name arena holds them after the file's name (three varints a block) and [`Blocks`], the iterator that reads them |
+//! | `blocks.rs` | a file's blocks as the name arena holds them after the file's name (three varints a block), [`Blocks`], the iterator that reads them, and where the last files appended to end |
 //! | `block_ids.rs` | the whole-image check that block ids are unique: bitmaps per INODE batch, merged |
 //! | `block_rules.rs` | [`BlockRules`]: the image-wide block rules checked from each batch's statistics and id bitmap alone, for a reader that streams an image |
 //! | `build.rs` | the directory phase and whole-tree checks: [`DirBatch`], [`NamespaceBuilder`] |
