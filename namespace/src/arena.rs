@@ -134,10 +134,10 @@ impl<T: Copy> Arena<T> {
         Span { chunk, start, len }
     }
 
-    /// Appends `head` then `tail` as one new range (no joined copy made
-    /// first).
-    pub fn push_joined(&mut self, head: &[T], tail: &[T]) -> Span {
-        let n = head.len() + tail.len();
+    /// Appends `parts` one after the other as one new range (no joined
+    /// copy made first).
+    pub fn push_parts(&mut self, parts: &[&[T]]) -> Span {
+        let n: usize = parts.iter().map(|p| p.len()).sum();
         if n == 0 {
             return Span::default();
         }
@@ -147,19 +147,15 @@ impl<T: Copy> Arena<T> {
         #[allow(clippy::cast_possible_truncation)]
         let start = c.len() as u32;
         let len = u32::try_from(n).expect("an arena range holds fewer than 2^32 items");
-        c.extend_from_slice(head);
-        c.extend_from_slice(tail);
+        for p in parts {
+            c.extend_from_slice(p);
+        }
         Span { chunk, start, len }
     }
 
-    /// Appends one item to range `s`, in place when `s` ends its chunk and
+    /// Appends `items` to range `s`, in place when `s` ends its chunk and
     /// no clone shares that chunk, else by copying the range to the tail
     /// first (chunk to chunk, no buffer in between).
-    pub fn append(&mut self, s: Span, item: T) -> Span {
-        self.extend(s, &[item])
-    }
-
-    /// Appends `items` to range `s`, as [`append`](Self::append) does one.
     pub(crate) fn extend(&mut self, s: Span, items: &[T]) -> Span {
         if s.len == 0 {
             return self.push(items);
@@ -257,7 +253,7 @@ mod tests {
             (Span::default(), 11, span(1, 10, 1), &[11]),
         ];
         for (from, item, to, holds) in steps {
-            let s = a.append(from, item);
+            let s = a.extend(from, &[item]);
             assert_eq!((s, a.get(s)), (to, holds), "{from:?} + {item}");
         }
         // What the earlier ranges held is untouched.
@@ -278,12 +274,12 @@ mod tests {
         assert_eq!(a.unique_heap_bytes(), a.chunks.capacity() * 8);
         // The range ends the last chunk, but that chunk is shared: copied
         // to a new chunk, not extended in place.
-        let r2 = a.append(r, 6);
+        let r2 = a.extend(r, &[6]);
         assert_eq!((r2, a.get(r2)), (span(1, 0, 3), &[4, 5, 6][..]));
         let r3 = a.push(&[7]);
         assert_eq!(r3, span(1, 3, 1));
         // Unshared now: in place.
-        assert_eq!(a.append(r3, 8), span(1, 3, 2));
+        assert_eq!(a.extend(r3, &[8]), span(1, 3, 2));
         assert_eq!(a.shared_chunks(&snap), 1);
         assert_eq!((snap.chunks().len(), snap.get(r)), (1, &[4, 5][..]));
         assert_eq!(snap.chunk(0), &[1, 2, 3, 4, 5]);

@@ -174,10 +174,16 @@ fn read(bytes: &mut &[u8]) -> u64 {
 /// The byte length of the first `count` blocks encoded at the front of
 /// `bytes` (at most `bytes.len()`).
 pub(crate) fn byte_len(bytes: &[u8], count: u32) -> usize {
-    // Where a value ends does not depend on the block size.
+    end_and_last(bytes, count).0
+}
+
+/// [`byte_len`], and the id of the last of those blocks (`None` for
+/// none), in one pass.
+pub(crate) fn end_and_last(bytes: &[u8], count: u32) -> (usize, Option<u64>) {
+    // Where a value ends, and ids, do not depend on the block size.
     let mut it = Blocks::new(bytes, count, 0);
-    for _ in it.by_ref() {}
-    bytes.len() - it.rest().len()
+    let last = it.by_ref().last().map(|b| b.id);
+    (bytes.len() - it.rest().len(), last)
 }
 
 /// A file's blocks, in file order: read from the name arena, or from a
@@ -331,12 +337,6 @@ impl PartialEq<[Block]> for Blocks<'_> {
 impl PartialEq<&[Block]> for Blocks<'_> {
     fn eq(&self, other: &&[Block]) -> bool {
         *self == **other
-    }
-}
-
-impl PartialEq<Vec<Block>> for Blocks<'_> {
-    fn eq(&self, other: &Vec<Block>) -> bool {
-        *self == other[..]
     }
 }
 

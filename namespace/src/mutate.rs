@@ -5,7 +5,7 @@
 //! out of the arena into chunks the first time it is edited) live here too.
 
 use crate::arena::Span;
-use crate::blocks::{byte_len, encode};
+use crate::blocks::{encode, end_and_last};
 use crate::children::{name_key, OwnedChildren, Place};
 use crate::classes::Class;
 use crate::consts::{Slot, MAX_NAME_LENGTH, NO_SLOT, RESERVED_NAME};
@@ -259,14 +259,13 @@ impl Namespace {
             Some((end, last)) => (end as usize, Some(last)),
             None => {
                 let tail = self.tail(n);
-                let blocks = byte_len(
+                let (blocks, last) = end_and_last(
                     self.names
                         .chunk(tail.chunk)
                         .get(tail.off as usize..)
                         .unwrap_or(&[]),
                     count,
                 );
-                let last = self.blocks_of(n).last().map(|b| b.id);
                 (tail.off as usize + blocks, last)
             }
         };

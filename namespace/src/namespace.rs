@@ -365,10 +365,12 @@ impl Namespace {
 
     /// Appends a record of `name` (length-prefixed) followed by `tail`.
     pub(crate) fn put_record(&mut self, name: &[u8], tail: &[u8]) -> NameRef {
-        let mut head = Vec::with_capacity(10 + name.len());
-        prost::encoding::encode_varint(name.len() as u64, &mut head);
-        head.extend_from_slice(name);
-        let s = self.names.push_joined(&head, tail);
+        // The length prefix on the stack, the rest straight into the arena.
+        let mut prefix = [0u8; 10];
+        let mut rest = &mut prefix[..];
+        prost::encoding::encode_varint(name.len() as u64, &mut rest);
+        let used = 10 - rest.len();
+        let s = self.names.push_parts(&[&prefix[..used], name, tail]);
         NameRef {
             chunk: s.chunk,
             off: s.start,
@@ -386,12 +388,8 @@ impl Namespace {
             .unwrap_or(&[]);
         let len = match n.kind {
             Kind::File => byte_len(rest, n.count),
-            Kind::Symlink => {
-                let mut cursor = rest;
-                let _ = prost::encoding::decode_varint(&mut cursor);
-                let prefix = rest.len() - cursor.len();
-                prefix + read_name_at(rest).len()
-            }
+            // The target, length-prefixed as a name is: what follows it.
+            Kind::Symlink => rest.len() - name_split(rest).1.len(),
             Kind::Directory | Kind::Free => 0,
         };
         &rest[..len.min(rest.len())]
@@ -493,14 +491,7 @@ fn extra_bytes(e: &Extra) -> usize {
 #[inline]
 pub(crate) fn read_name(names: &Arena<u8>, r: NameRef) -> &[u8] {
     let c = names.chunk(r.chunk);
-    read_name_at(c.get(r.off as usize..).unwrap_or_default())
-}
-
-/// The length-prefixed name at the front of `rest` (empty if it does not
-/// decode).
-#[inline]
-fn read_name_at(rest: &[u8]) -> &[u8] {
-    name_split(rest).0
+    name_split(c.get(r.off as usize..).unwrap_or_default()).0
 }
 
 /// The length-prefixed name at the front of `rest`, and the bytes after
