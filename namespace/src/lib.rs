@@ -141,7 +141,7 @@ pub use blocks::Blocks;
 pub use build::{DirBatch, NamespaceBuilder};
 pub use children::{ChildIter, Children};
 pub use consts::{Slot, MAX_NAME_LENGTH, NO_SLOT, RESERVED_NAME, ROOT_ID};
-pub use digest::Digest;
+pub use digest::{canon_inode, CanonExtra, CanonInode, Digest, Digester};
 pub use errors::{BuildError, NsError};
 pub use ids::IdIndex;
 pub use inode_batch::{

@@ -12,7 +12,7 @@ use nsimage_namespace::{Block, FileSpec, Namespace, NsInfo, PermSpec, XAttrNs};
 use rand::{RngExt, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 
-const USERS: [&[u8]; 8] = [
+pub(crate) const USERS: [&[u8]; 8] = [
     b"hdfs",
     b"hive",
     b"spark",
@@ -22,11 +22,11 @@ const USERS: [&[u8]; 8] = [
     b"bob",
     b"analytics",
 ];
-const GROUPS: [&[u8]; 4] = [b"supergroup", b"hadoop", b"analysts", b"etl"];
-const EXTS: [&str; 6] = [".parquet", ".orc", ".gz", ".csv", "", ".snappy.parquet"];
-const BLOCK_SIZE: u64 = 128 << 20;
+pub(crate) const GROUPS: [&[u8]; 4] = [b"supergroup", b"hadoop", b"analysts", b"etl"];
+pub(crate) const EXTS: [&str; 6] = [".parquet", ".orc", ".gz", ".csv", "", ".snappy.parquet"];
+pub(crate) const BLOCK_SIZE: u64 = 128 << 20;
 /// 2024-01-01T00:00:00Z in milliseconds.
-const EPOCH_MS: u64 = 1_704_067_200_000;
+pub(crate) const EPOCH_MS: u64 = 1_704_067_200_000;
 
 /// Memory a generated namespace takes per inode, at most: about 185 bytes
 /// were measured at 1,000,000 inodes (namespace, plan and write buffers,
@@ -146,7 +146,7 @@ struct Plan {
 }
 
 /// A directory name; `k` (the directory's number) keeps names unique.
-fn dir_name(rng: &mut Pcg64Mcg, depth: usize, k: usize) -> Vec<u8> {
+pub(crate) fn dir_name(rng: &mut Pcg64Mcg, depth: usize, k: usize) -> Vec<u8> {
     let day = rng.random_range(0..730u64);
     let (y, d) = (2024 + day / 365, day % 365);
     match (depth, rng.random_range(0..5u32)) {
@@ -258,7 +258,7 @@ fn plan(spec: GenSpec, rng: &mut Pcg64Mcg) -> Plan {
     p
 }
 
-fn perm<'a>(rng: &mut Pcg64Mcg, dir: bool) -> PermSpec<'a> {
+pub(crate) fn perm<'a>(rng: &mut Pcg64Mcg, dir: bool) -> PermSpec<'a> {
     let u = (rng.random::<f64>().powi(2) * USERS.len() as f64) as usize;
     PermSpec {
         user: USERS[u.min(USERS.len() - 1)],
@@ -333,13 +333,7 @@ pub fn generate(spec: GenSpec) -> Namespace {
                     },
                     mtime,
                 ),
-                _ => ns.symlink_in(
-                    parent,
-                    &name,
-                    b"/data/current",
-                    &perm(&mut rng, false),
-                    mtime,
-                ),
+                _ => ns.symlink_in(parent, &name, LINK_TARGET, &perm(&mut rng, false), mtime),
             };
             // The plan only makes valid, unique names: a failure is a bug.
             let id = made.expect("generator plan yields valid names");
@@ -355,7 +349,9 @@ pub fn generate(spec: GenSpec) -> Namespace {
     ns
 }
 
-fn add_blocks(ns: &mut Namespace, rng: &mut Pcg64Mcg, id: u64, next: &mut u64, gs: &mut u64) {
+/// How many blocks a new file gets (0 to 3) and the length of its last
+/// one; the others are full.
+pub(crate) fn draw_blocks(rng: &mut Pcg64Mcg) -> (u32, u64) {
     let r: f64 = rng.random();
     let count = if r < 0.05 {
         0
@@ -366,50 +362,86 @@ fn add_blocks(ns: &mut Namespace, rng: &mut Pcg64Mcg, id: u64, next: &mut u64, g
     } else {
         3
     };
+    // Last blocks are mostly small (log-uniform from 1 KiB to a full block).
+    let last = if count > 0 {
+        (1024.0 * (BLOCK_SIZE as f64 / 1024.0).powf(rng.random::<f64>())) as u64
+    } else {
+        0
+    };
+    (count, last)
+}
+
+fn add_blocks(ns: &mut Namespace, rng: &mut Pcg64Mcg, id: u64, next: &mut u64, gs: &mut u64) {
+    let (count, last) = draw_blocks(rng);
     for b in 0..count {
-        let last = b + 1 == count;
-        // Last blocks are mostly small (log-uniform from 1 KiB to a full block).
-        let length = if last {
-            (1024.0 * (BLOCK_SIZE as f64 / 1024.0).powf(rng.random::<f64>())) as u64
-        } else {
-            BLOCK_SIZE
-        };
         *gs += 1;
         let block = Block {
             id: *next,
             generation_stamp: *gs,
-            length,
+            length: if b + 1 == count { last } else { BLOCK_SIZE },
         };
         *next += 1;
         ns.add_block(id, block).expect("file just created");
     }
 }
 
+/// A rare attribute an inode gets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Decoration {
+    None,
+    /// A directory's quotas, [`QUOTA`].
+    Quota,
+    /// A directory's ACL, [`ACL`].
+    Acl,
+    /// A file's `user.checksum.type` xattr.
+    UserXattr,
+    /// A file's `trusted.encryption.zone` xattr, with this value.
+    TrustedXattr([u8; 16]),
+    /// A file under construction by [`CLIENT`].
+    UnderConstruction,
+}
+
+/// The quotas of a directory with [`Decoration::Quota`].
+pub(crate) const QUOTA: (i64, i64) = (1_000_000, 1 << 40);
+/// The ACL of a directory with [`Decoration::Acl`].
+pub(crate) const ACL: [(&[u8], u8, bool, u8); 4] = [
+    (b"", 0, false, 7),
+    (b"analysts", 1, false, 5),
+    (b"", 2, false, 5),
+    (b"", 3, false, 0),
+];
+/// The xattr names of [`Decoration::UserXattr`] and
+/// [`Decoration::TrustedXattr`], and the first one's value.
+pub(crate) const XATTR_NAMES: [&[u8]; 2] = [b"checksum.type", b"encryption.zone"];
+pub(crate) const CHECKSUM_TYPE: &[u8] = b"crc32c";
+/// The client name and machine of a file under construction.
+pub(crate) const CLIENT: (&[u8], &[u8]) = (b"DFSClient_NONMAPREDUCE_1", b"10.0.0.7");
+/// The target of every generated symlink.
+pub(crate) const LINK_TARGET: &[u8] = b"/data/current";
+
+/// Draws the rare attribute of an inode of `kind` (0 directory, 1 file,
+/// 2 symlink), if any.
+pub(crate) fn draw_decoration(rng: &mut Pcg64Mcg, kind: u8) -> Decoration {
+    let r: f64 = rng.random();
+    match kind {
+        0 if r < 0.02 => Decoration::Quota,
+        0 if r < 0.04 => Decoration::Acl,
+        1 if r < 0.005 => Decoration::UserXattr,
+        1 if r < 0.008 => Decoration::TrustedXattr(rng.random::<[u8; 16]>()),
+        1 if r < 0.009 => Decoration::UnderConstruction,
+        _ => Decoration::None,
+    }
+}
+
 /// Rare attributes: xattrs, ACLs, quotas, under-construction files.
 fn decorate(ns: &mut Namespace, rng: &mut Pcg64Mcg, id: u64, kind: u8) {
-    let r: f64 = rng.random();
-    let ok = match kind {
-        0 if r < 0.02 => ns.set_quota(id, 1_000_000, 1 << 40),
-        0 if r < 0.04 => ns.set_acl(
-            id,
-            &[
-                (b"", 0, false, 7),
-                (b"analysts", 1, false, 5),
-                (b"", 2, false, 5),
-                (b"", 3, false, 0),
-            ],
-        ),
-        1 if r < 0.005 => ns.set_xattr(id, XAttrNs::User, b"checksum.type", b"crc32c"),
-        1 if r < 0.008 => ns.set_xattr(
-            id,
-            XAttrNs::Trusted,
-            b"encryption.zone",
-            &rng.random::<[u8; 16]>(),
-        ),
-        1 if r < 0.009 => {
-            ns.set_under_construction(id, Some((b"DFSClient_NONMAPREDUCE_1", b"10.0.0.7")))
-        }
-        _ => Ok(()),
+    let ok = match draw_decoration(rng, kind) {
+        Decoration::None => Ok(()),
+        Decoration::Quota => ns.set_quota(id, QUOTA.0, QUOTA.1),
+        Decoration::Acl => ns.set_acl(id, &ACL),
+        Decoration::UserXattr => ns.set_xattr(id, XAttrNs::User, XATTR_NAMES[0], CHECKSUM_TYPE),
+        Decoration::TrustedXattr(v) => ns.set_xattr(id, XAttrNs::Trusted, XATTR_NAMES[1], &v),
+        Decoration::UnderConstruction => ns.set_under_construction(id, Some(CLIENT)),
     };
     ok.expect("decorating a live inode");
 }

@@ -7,6 +7,7 @@
 //! | `lib.rs` | this page |
 //! | `etcd.rs` | [`etcd`]: a throwaway etcd cluster on loopback (members killed, paused, started again) for the HA tests and `bench --server --ha` |
 //! | `generate.rs` | [`generate`]: the deterministic synthetic namespace of `nsimage generate`, the bench and the tests |
+//! | `streamed/` | [`streamed`]: version 2 of the synthetic namespace, the same shape drawn per directory and written straight to an image in bounded memory (`nsimage generate`'s default) |
 //! | `shapes.rs` | [`shapes`]: deterministic namespaces shaped to be hard to store (identical names, one huge directory, all-zero attributes, ...), for the property tests of the writer and readers |
 //! | `workload.rs` | [`workload`]: the deterministic mixed journal workload of `nsimage store apply` and the store's crash and power-cut tests |
 //! | `powercut.rs` | [`powercut`]: a file system for the store that forgets, at a simulated power cut, everything fsync did not make durable |
@@ -51,6 +52,7 @@ pub mod generate;
 pub mod peers;
 pub mod powercut;
 pub mod shapes;
+pub mod streamed;
 pub mod workload;
 
 /// The README's Rust examples, run as doctests so the documented API cannot

@@ -44,6 +44,33 @@ impl Encoded {
         put_record(&mut self.bytes, msg);
         self.records.push((key, framed(self.bytes.len() - before)));
     }
+
+    /// Appends the INODE_DIR record of directory `parent`, whose children
+    /// are `children` (ids, in name order).
+    pub fn put_dir(&mut self, parent: u64, children: impl Iterator<Item = u64> + Clone) {
+        let before = self.bytes.len();
+        crate::record::put_dir_ids(&mut self.bytes, parent, children);
+        self.records
+            .push((parent, framed(self.bytes.len() - before)));
+    }
+
+    /// Appends a NAME_INDEX record (of older images): child `child` of
+    /// `parent`, named `name`, of type `ty`.
+    pub fn put_name_entry(&mut self, parent: u64, name: &[u8], child: u64, ty: pb::InodeType) {
+        let before = self.bytes.len();
+        crate::record::put_name_entry(&mut self.bytes, parent, name, child, ty);
+        self.records
+            .push((parent, framed(self.bytes.len() - before)));
+    }
+
+    /// Appends a NAME_RUNS record: `run`, children of `parent` in name
+    /// order (FORMAT.md, "NAME_RUNS").
+    pub fn put_run(&mut self, parent: u64, run: &[nsimage_format::name_runs::RunEntry<'_>]) {
+        let before = self.bytes.len();
+        nsimage_format::name_runs::put_run(&mut self.bytes, parent, run);
+        self.records
+            .push((parent, framed(self.bytes.len() - before)));
+    }
 }
 
 /// Fills `msg` from `n`, its string ids rewritten by `strings`, reusing the
@@ -154,7 +181,7 @@ pub fn names(ns: &Namespace, slots: std::ops::Range<Slot>) -> Encoded {
                 InodeKind::Symlink => pb::InodeType::Symlink,
             };
             let before = out.bytes.len();
-            crate::record::put_name_entry(&mut out.bytes, parent, child.name(), child.id(), ty);
+            out.put_name_entry(parent, child.name(), child.id(), ty);
             debug_assert_eq!(
                 &out.bytes[before..],
                 {
@@ -170,7 +197,6 @@ pub fn names(ns: &Namespace, slots: std::ops::Range<Slot>) -> Encoded {
                 }
                 .as_slice()
             );
-            out.records.push((parent, framed(out.bytes.len() - before)));
         }
     }
     out
@@ -193,9 +219,7 @@ pub fn name_runs(ns: &Namespace, slots: std::ops::Range<Slot>) -> Encoded {
         let mut names = 0usize;
         let flush = |run: &mut Vec<name_runs::RunEntry<'_>>, out: &mut Encoded| {
             if !run.is_empty() {
-                let before = out.bytes.len();
-                name_runs::put_run(&mut out.bytes, parent, run);
-                out.records.push((parent, framed(out.bytes.len() - before)));
+                out.put_run(parent, run);
                 run.clear();
             }
         };

@@ -12,7 +12,9 @@
 //! | `encode.rs` | inodes and directories turned into framed protobuf records, in parallel batches (rayon), through `record.rs` or prost for rare attributes |
 //! | `record.rs` | the hand-written record encoder, byte-identical to prost's (tested); it writes the keys of `nsimage_format::wire::tags` |
 //! | `strings.rs` | the canonical string table (only strings in use, sorted by bytes) and the map from the namespace's string ids to the written ones |
-//! | `image.rs` | [`write_image`]: every section laid out in order, record-aligned sub-sections cut by a byte target, checksums computed as bytes go out, index and footer written |
+//! | `sections.rs` | the machinery of every write: the output with its running checksums and pieces at rest, a section cut into record-aligned sub-sections by a byte target, the index and footer |
+//! | `stream.rs` | [`StreamWriter`]: an image written section by section from records its caller encodes (announced sizes and key order checked), with no namespace in memory |
+//! | `image.rs` | [`write_image`]: a namespace written through a [`StreamWriter`], its records encoded in parallel batches, each section measured first when it is cut |
 //! | `options.rs` | [`WriteOptions`], how an image is laid out (sub-section sizes, inodes per parallel batch) and stored ([`AtRestOptions`]) |
 //! | `at_rest.rs` | pieces compressed (zstd, LZ4) and sealed (AES-256-GCM) as they end, when [`AtRestOptions`] asks (FORMAT.md, "Pieces at rest") |
 //! | `hdfs/` | [`hdfs`]: the other format the writer writes, Hadoop's fsimage (`HDFSIMG1`), as a Hadoop NameNode and `hdfs oiv` load it ([`hdfs::write_hdfs_image`]), with its file name and `.md5` sidecar conventions |
@@ -73,7 +75,12 @@ pub mod hdfs;
 mod image;
 mod options;
 mod record;
+mod sections;
+mod stream;
 mod strings;
 
-pub use image::{sub_section_target, write_image, write_image_with_carry, ImageSummary};
+pub use encode::{Encoded, Size};
+pub use image::{write_image, write_image_with_carry};
 pub use options::{AtRestOptions, WriteOptions};
+pub use sections::{sub_section_target, ImageSummary};
+pub use stream::StreamWriter;

@@ -221,14 +221,20 @@ pub fn dir_record_len(ns: &Namespace, n: &Inode<'_>) -> usize {
 pub fn put_dir(ns: &Namespace, n: &Inode<'_>, ids: &mut Vec<u64>, out: &mut Vec<u8>) {
     ids.clear();
     ids.extend(n.child_slots().iter().map(|c| ns.id_of(c)));
-    let packed: usize = ids.iter().map(|&c| varint_len(c)).sum();
-    let len = vfield_len(n.id()) + 1 + varint_len(packed as u64) + packed;
+    put_dir_ids(out, n.id(), ids.iter().copied());
+}
+
+/// Appends the framed INODE_DIR record of directory `parent` whose
+/// children are `children` (ids, in name order).
+pub fn put_dir_ids(out: &mut Vec<u8>, parent: u64, children: impl Iterator<Item = u64> + Clone) {
+    let packed: usize = children.clone().map(varint_len).sum();
+    let len = vfield_len(parent) + 1 + varint_len(packed as u64) + packed;
     out.reserve(len + 10);
     put_varint(out, len as u64);
-    put_vfield(out, tags::dir_entry::PARENT, n.id());
+    put_vfield(out, tags::dir_entry::PARENT, parent);
     out.push(tags::dir_entry::CHILDREN);
     put_varint(out, packed as u64);
-    for &c in ids.iter() {
+    for c in children {
         put_varint(out, c);
     }
 }

@@ -123,7 +123,7 @@ fn every_section_kind_is_in_the_spec_the_proto_the_writer_the_loader_and_verify(
     let format_md = read("format-spec/FORMAT.md");
     let proto =
         read("format-spec/proto/nsimage.proto") + &read("format-spec/proto/hdfs_fsimage.proto");
-    let image_rs = read("writer/src/image.rs");
+    let image_rs = read("writer/src/stream.rs");
     let writer = all_sources(&root().join("writer/src"));
     let loader = all_sources(&root().join("loader/src"));
     let verify = read("loader/src/verify.rs");
@@ -183,7 +183,7 @@ fn every_section_kind_is_in_the_spec_the_proto_the_writer_the_loader_and_verify(
             ));
         }
         if !has_word(&image_rs, &use_) {
-            wrong.push(format!("{name}: not written by writer/src/image.rs"));
+            wrong.push(format!("{name}: not written by writer/src/stream.rs"));
         }
         if !has_word(&loader, &use_) {
             wrong.push(format!("{name}: read nowhere in loader/src/"));

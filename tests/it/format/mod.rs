@@ -12,4 +12,5 @@ mod parallel;
 mod representation;
 mod roundtrip;
 mod rules;
+mod streamed;
 mod walker;
