@@ -12,6 +12,7 @@ use crate::errors::BuildError;
 use crate::ids::IdIndex;
 use crate::inode_batch::{BlockStats, InodeParts, Interned};
 use crate::namespace::{read_name, Namespace};
+use crate::node::RUN_CHILDREN;
 use crate::nodes::{NodeRange, Nodes};
 use crate::shards::SlotShards;
 use crate::strings::StringTable;
@@ -29,6 +30,8 @@ pub struct DirBatch {
     /// The lowest and highest slot of all the batch's children.
     kids: (Slot, Slot),
     last_parent: Option<u64>,
+    /// Children listed, runs included.
+    listed: usize,
 }
 
 impl DirBatch {
@@ -42,6 +45,7 @@ impl DirBatch {
             bounds: Vec::new(),
             kids: (Slot::MAX, 0),
             last_parent: None,
+            listed: 0,
         }
     }
 
@@ -87,10 +91,27 @@ impl DirBatch {
         if len == 0 {
             return Err(BuildError::EmptyChildList(parent));
         }
-        let span = Span {
-            chunk: self.chunk,
-            start: u32::try_from(start).map_err(|_| BuildError::ChildListTooLong)?,
-            len: u32::try_from(len).map_err(|_| BuildError::ChildListTooLong)?,
+        let len32 = u32::try_from(len).map_err(|_| BuildError::ChildListTooLong)?;
+        self.listed = self.listed.saturating_add(len);
+        // Children numbered in name order (created so, as bulk copies and
+        // generators do) keep no list: the run of their slots is enough.
+        let run = hi - lo == len32 - 1
+            && (lo..)
+                .zip(&self.children[start..])
+                .all(|(want, &c)| c == want);
+        let span = if run {
+            self.children.truncate(start);
+            Span {
+                chunk: RUN_CHILDREN,
+                start: lo,
+                len: len32,
+            }
+        } else {
+            Span {
+                chunk: self.chunk,
+                start: u32::try_from(start).map_err(|_| BuildError::ChildListTooLong)?,
+                len: len32,
+            }
         };
         self.dirs.push((ps, span));
         self.bounds.push((lo, hi));
@@ -129,8 +150,7 @@ impl DirBatch {
             if outside(lo, hi) {
                 continue;
             }
-            let kids = &self.children[span.start as usize..(span.start + span.len) as usize];
-            for &c in kids {
+            for c in self.kids(span) {
                 let Some(node) = part.get_mut(c as usize) else {
                     if c as usize >= total && end >= total {
                         return Err(BuildError::SlotOutOfRange { slot: c, total });
@@ -146,13 +166,23 @@ impl DirBatch {
         Ok(())
     }
 
+    /// The children `span` lists: a run of slots, or a part of this
+    /// batch's list.
+    fn kids(&self, span: Span) -> impl Iterator<Item = Slot> + '_ {
+        let (run, listed) = if span.chunk == RUN_CHILDREN {
+            (span.start..span.start.saturating_add(span.len), &[][..])
+        } else {
+            let at = span.start as usize;
+            (0..0, &self.children[at..at + span.len as usize])
+        };
+        run.chain(listed.iter().copied())
+    }
+
     /// (child slot, parent slot) of every child in this batch.
     pub fn links(&self) -> impl Iterator<Item = (Slot, Slot)> + '_ {
-        self.dirs.iter().flat_map(move |&(ps, span)| {
-            self.children[span.start as usize..(span.start + span.len) as usize]
-                .iter()
-                .map(move |&c| (c, ps))
-        })
+        self.dirs
+            .iter()
+            .flat_map(move |&(ps, span)| self.kids(span).map(move |c| (c, ps)))
     }
 }
 
@@ -327,7 +357,7 @@ impl NamespaceBuilder {
                 self.last_dir = Some(l);
             }
             self.listing.extend(batch.dirs.iter().map(|d| d.0));
-            self.listed = self.listed.saturating_add(batch.children.len());
+            self.listed = self.listed.saturating_add(batch.listed);
             let mut children = batch.children;
             children.shrink_to_fit();
             ns.children.set_chunk(batch.chunk, children);

@@ -266,8 +266,9 @@ impl OwnedChildren {
 }
 
 /// A directory's child slots in name order, borrowed from the namespace:
-/// a list loaded from an image (one slice of the child arena) or the
-/// chunks of a list mutations have edited.
+/// a list loaded from an image (one slice of the child arena, or a run of
+/// consecutive slots, which takes no arena at all) or the chunks of a list
+/// mutations have edited.
 #[derive(Clone, Copy, Debug)]
 pub struct Children<'a> {
     parts: Parts<'a>,
@@ -278,7 +279,17 @@ pub struct Children<'a> {
 #[derive(Clone, Copy, Debug)]
 enum Parts<'a> {
     Flat(&'a [Slot]),
+    /// Slots `first..first + len`.
+    Run(Slot),
     Chunked(&'a [Arc<Chunk>]),
+}
+
+/// The slot `i` places after `first` in a run of consecutive slots: runs
+/// are at most `u32::MAX` long (their lengths are spans' `u32`s), so `i`
+/// fits, and they end within the slots, so the sum does.
+#[allow(clippy::cast_possible_truncation)]
+fn run_slot(first: Slot, i: usize) -> Slot {
+    first.wrapping_add(i as u32)
 }
 
 impl<'a> Children<'a> {
@@ -287,6 +298,14 @@ impl<'a> Children<'a> {
         Children {
             parts: Parts::Flat(slots),
             len: slots.len(),
+        }
+    }
+
+    /// A list of `len` consecutive slots from `first` (sorted by name).
+    pub(crate) fn run(first: Slot, len: u32) -> Self {
+        Children {
+            parts: Parts::Run(first),
+            len: len as usize,
         }
     }
 
@@ -305,11 +324,19 @@ impl<'a> Children<'a> {
         match self.parts {
             Parts::Flat(s) => ChildIter {
                 head: s,
+                run: 0..0,
+                rest: [].iter(),
+                len: self.len,
+            },
+            Parts::Run(first) => ChildIter {
+                head: &[],
+                run: first..run_slot(first, self.len),
                 rest: [].iter(),
                 len: self.len,
             },
             Parts::Chunked(c) => ChildIter {
                 head: &[],
+                run: 0..0,
                 rest: c.iter(),
                 len: self.len,
             },
@@ -325,6 +352,7 @@ impl<'a> Children<'a> {
     pub fn last(&self) -> Option<Slot> {
         match self.parts {
             Parts::Flat(s) => s.last().copied(),
+            Parts::Run(first) => (self.len > 0).then(|| run_slot(first, self.len - 1)),
             Parts::Chunked(c) => c.last()?.slots.last().copied(),
         }
     }
@@ -334,6 +362,14 @@ impl<'a> Children<'a> {
     pub fn binary_search_by(&self, mut f: impl FnMut(Slot) -> Ordering) -> Result<usize, usize> {
         match self.parts {
             Parts::Flat(s) => s.binary_search_by(|&c| f(c)),
+            Parts::Run(first) => {
+                // The slots are consecutive: search their positions.
+                let at = self.partition_point(|c| f(c) == Ordering::Less);
+                match at < self.len && f(run_slot(first, at)) == Ordering::Equal {
+                    true => Ok(at),
+                    false => Err(at),
+                }
+            }
             Parts::Chunked(chunks) => {
                 let (before, c) = self.chunk_where(chunks, |s| f(s) == Ordering::Less);
                 match c.map(|c| c.slots.binary_search_by(|&s| f(s))) {
@@ -351,6 +387,18 @@ impl<'a> Children<'a> {
     pub fn partition_point(&self, mut pred: impl FnMut(Slot) -> bool) -> usize {
         match self.parts {
             Parts::Flat(s) => s.partition_point(|&c| pred(c)),
+            Parts::Run(first) => {
+                let (mut lo, mut hi) = (0usize, self.len);
+                while lo < hi {
+                    let mid = lo + (hi - lo) / 2;
+                    if pred(run_slot(first, mid)) {
+                        lo = mid + 1;
+                    } else {
+                        hi = mid;
+                    }
+                }
+                lo
+            }
             Parts::Chunked(chunks) => match self.chunk_where(chunks, &mut pred) {
                 (before, Some(c)) => before + c.slots.partition_point(|&s| pred(s)),
                 (_, None) => self.len,
@@ -393,6 +441,8 @@ impl<'a> IntoIterator for &Children<'a> {
 pub struct ChildIter<'a> {
     /// What is left of the current chunk (or the whole of a flat list).
     head: &'a [Slot],
+    /// What is left of a run of consecutive slots.
+    run: std::ops::Range<Slot>,
     /// The chunks after it.
     rest: std::slice::Iter<'a, Arc<Chunk>>,
     /// Slots left in all.
@@ -403,6 +453,10 @@ impl Iterator for ChildIter<'_> {
     type Item = Slot;
 
     fn next(&mut self) -> Option<Slot> {
+        if let Some(s) = self.run.next() {
+            self.len -= 1;
+            return Some(s);
+        }
         while self.head.is_empty() {
             self.head = &self.rest.next()?.slots;
         }
@@ -418,6 +472,17 @@ impl Iterator for ChildIter<'_> {
 
     /// Skips whole chunks without visiting their slots.
     fn nth(&mut self, mut n: usize) -> Option<Slot> {
+        if !self.run.is_empty() {
+            let left = self.run.len();
+            if n >= left {
+                self.run = 0..0;
+                self.len -= left;
+                return None;
+            }
+            self.run.start = run_slot(self.run.start, n);
+            self.len -= n;
+            return self.next();
+        }
         while n >= self.head.len() {
             n -= self.head.len();
             self.len -= self.head.len();

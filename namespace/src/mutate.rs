@@ -12,7 +12,7 @@ use crate::consts::{Slot, MAX_NAME_LENGTH, NO_SLOT, RESERVED_NAME};
 use crate::errors::{show, NsError, Result};
 use crate::lookup::{check_name, components, split_last};
 use crate::namespace::{read_name, Namespace};
-use crate::node::{Kind, NameRef, Node, OWNED_CHILDREN};
+use crate::node::{Kind, NameRef, Node, OWNED_CHILDREN, RUN_CHILDREN};
 use crate::values::{Block, FileSpec, PermSpec};
 
 impl Namespace {
@@ -43,7 +43,14 @@ impl Namespace {
         if n.is_dir() && !n.owns_children() {
             let arena = n.children();
             let nodes = &self.nodes;
-            let owned = OwnedChildren::from_sorted(self.children.get(arena), |c| {
+            let run: Vec<Slot>;
+            let listed = if arena.chunk == RUN_CHILDREN {
+                run = (arena.start..arena.start.saturating_add(arena.len)).collect();
+                &run
+            } else {
+                self.children.get(arena)
+            };
+            let owned = OwnedChildren::from_sorted(listed, |c| {
                 name_key(read_name(names, nodes[c as usize].name))
             });
             self.nodes[dir as usize].set_children(Span {

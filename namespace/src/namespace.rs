@@ -10,7 +10,7 @@ use crate::classes::{Class, ClassId, Classes};
 use crate::consts::{Slot, NO_SLOT, ROOT_ID};
 use crate::errors::{NsError, Result};
 use crate::ids::IdIndex;
-use crate::node::{Kind, NameRef, Node, OWNED_CHILDREN};
+use crate::node::{Kind, NameRef, Node, OWNED_CHILDREN, RUN_CHILDREN};
 use crate::nodes::Nodes;
 use crate::shards::SlotShards;
 use crate::strings::StringTable;
@@ -407,8 +407,19 @@ impl Namespace {
                 .owned_children
                 .get(slot)
                 .map_or(Children::flat(&[]), OwnedChildren::view),
-            Kind::Directory => Children::flat(self.children.get(n.children())),
+            Kind::Directory => self.listed_children(n.children()),
             _ => Children::flat(&[]),
+        }
+    }
+
+    /// The child list `span` of a directory whose list was not edited: a
+    /// run of consecutive slots, or a slice of the child arena.
+    #[inline]
+    fn listed_children(&self, span: Span) -> Children<'_> {
+        if span.chunk == RUN_CHILDREN {
+            Children::run(span.start, span.len)
+        } else {
+            Children::flat(self.children.get(span))
         }
     }
 
@@ -443,15 +454,16 @@ impl Namespace {
                 Err(p) => Err(Some(p)),
             };
         }
-        let kids = self.children.get(children);
+        let kids = self.listed_children(children);
         // New names often sort last (sequential names, sorted bulk
         // creation): one comparison instead of a search.
-        if kids.last().is_some_and(|&last| name_of(last) < name) {
+        if kids.last().is_some_and(|last| name_of(last) < name) {
             return Err(None);
         }
-        kids.binary_search_by(|&c| name_of(c).cmp(name))
-            .map(|i| kids[i])
-            .map_err(|_| None)
+        kids.binary_search_by(|c| name_of(c).cmp(name))
+            .ok()
+            .and_then(|i| kids.get(i))
+            .ok_or(None)
     }
 
     /// The class of the node in `slot`.

@@ -18,6 +18,9 @@ pub struct NameRef {
 
 /// Marks a directory whose child list lives in `Namespace::owned_children`.
 pub(crate) const OWNED_CHILDREN: u32 = u32::MAX;
+/// Marks a directory whose children are consecutive slots: the span's
+/// `start` is the first one, and no arena holds the list.
+pub(crate) const RUN_CHILDREN: u32 = u32::MAX - 1;
 
 /// What a node is: its kind, or a free slot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,7 +64,9 @@ pub enum Body {
         /// quota.
         ds_quota: i64,
         /// Child slots in name order, in the child arena; a chunk of
-        /// `u32::MAX` means the list was moved out for editing.
+        /// `u32::MAX` means the list was moved out for editing, one of
+        /// `u32::MAX - 1` that the children are the `len` consecutive
+        /// slots from `start` (no arena holds them).
         children: Span,
     },
     /// A symbolic link.
