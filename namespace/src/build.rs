@@ -12,7 +12,7 @@ use crate::errors::BuildError;
 use crate::ids::IdIndex;
 use crate::inode_batch::{BlockStats, InodeParts, Interned};
 use crate::namespace::{read_name, Namespace};
-use crate::node::RUN_CHILDREN;
+use crate::node::{List, RUN_CHILDREN};
 use crate::nodes::{NodeRange, Nodes};
 use crate::shards::SlotShards;
 use crate::strings::StringTable;
@@ -68,7 +68,9 @@ impl DirBatch {
         if !b.ns.nodes[ps as usize].is_dir() {
             return Err(BuildError::ParentNotADirectory(parent));
         }
+        // The list's length goes first; set once the children are in.
         let start = self.children.len();
+        self.children.push(0);
         let mut prev: Option<&[u8]> = None;
         let (mut lo, mut hi) = (Slot::MAX, 0);
         for c in children {
@@ -87,7 +89,7 @@ impl DirBatch {
             (lo, hi) = (lo.min(cs), hi.max(cs));
             self.children.push(cs);
         }
-        let len = self.children.len() - start;
+        let len = self.children.len() - start - 1;
         if len == 0 {
             return Err(BuildError::EmptyChildList(parent));
         }
@@ -97,7 +99,7 @@ impl DirBatch {
         // generators do) keep no list: the run of their slots is enough.
         let run = hi - lo == len32 - 1
             && (lo..)
-                .zip(&self.children[start..])
+                .zip(&self.children[start + 1..])
                 .all(|(want, &c)| c == want);
         let span = if run {
             self.children.truncate(start);
@@ -107,6 +109,7 @@ impl DirBatch {
                 len: len32,
             }
         } else {
+            self.children[start] = len32;
             Span {
                 chunk: self.chunk,
                 start: u32::try_from(start).map_err(|_| BuildError::ChildListTooLong)?,
@@ -143,7 +146,17 @@ impl DirBatch {
         }
         for (&(ps, span), &(lo, hi)) in self.dirs.iter().zip(&self.bounds) {
             if let Some(dir) = part.get_mut(ps as usize) {
-                dir.set_children(span);
+                dir.set_list(if span.chunk == RUN_CHILDREN {
+                    List::Run {
+                        first: span.start,
+                        len: span.len,
+                    }
+                } else {
+                    List::Arena {
+                        chunk: span.chunk,
+                        off: span.start,
+                    }
+                });
             }
             // All of this directory's children outside the range (and,
             // for the range that ends the table, inside the table).
@@ -172,7 +185,8 @@ impl DirBatch {
         let (run, listed) = if span.chunk == RUN_CHILDREN {
             (span.start..span.start.saturating_add(span.len), &[][..])
         } else {
-            let at = span.start as usize;
+            // After the list's length.
+            let at = span.start as usize + 1;
             (0..0, &self.children[at..at + span.len as usize])
         };
         run.chain(listed.iter().copied())

@@ -17,6 +17,10 @@ use triomphe::Arc;
 /// Index of a [`Class`] in a [`Classes`] table.
 pub type ClassId = u32;
 
+/// Most class ids a table gives: a node keeps its class id in 28 bits
+/// (beside its kind and flags).
+pub(crate) const MAX_CLASS: ClassId = (1 << 28) - 1;
+
 /// The attributes a node keeps in its class. Which fields mean what depends
 /// on the node's kind; fields its kind does not use are zero, so that equal
 /// attributes intern to one class.
@@ -98,7 +102,7 @@ struct ClassTable {
 
 impl Classes {
     /// The id of `c`, interning it if new; `None` once the table holds
-    /// `u32::MAX` classes.
+    /// as many classes as a node can name (2^28).
     #[inline]
     pub(crate) fn intern(&mut self, c: Class) -> Option<ClassId> {
         if let Some((l, id)) = self.last {
@@ -113,7 +117,7 @@ impl Classes {
             None => {
                 let id = ClassId::try_from(self.table.list.len())
                     .ok()
-                    .filter(|&id| id != ClassId::MAX)?;
+                    .filter(|&id| id <= MAX_CLASS)?;
                 let t = Arc::make_mut(&mut self.table);
                 t.list.push(c);
                 t.index.insert(c, id);

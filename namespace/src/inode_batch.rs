@@ -7,9 +7,9 @@
 use crate::block_ids::BatchIds;
 use crate::blocks::{encode, Blocks};
 use crate::classes::{Class, ClassCache, SharedClasses};
-use crate::consts::{MAX_NAME_LENGTH, NO_SLOT, ROOT_ID};
+use crate::consts::{MAX_NAME_LENGTH, ROOT_ID};
 use crate::ids::IdIndex;
-use crate::node::{Kind, NameRef, Node};
+use crate::node::{atime_tag, Kind, NameRef, Node};
 use crate::nodes::Nodes;
 use crate::rules::{acl_error, valid_name};
 use crate::strings::StringTable;
@@ -377,9 +377,9 @@ impl<S: NodeSink> InodeBatch<S> {
             ));
         }
         let name = self.put(n.name)?;
-        // The record: the name (above), then a file's blocks or a link's
-        // target.
-        let (kind, class, aux, items) = match n.body {
+        // The record: the name (above), then a file's access time and
+        // blocks, or a link's target.
+        let (kind, class, items) = match n.body {
             LoadedBody::File {
                 atime,
                 replication,
@@ -388,6 +388,7 @@ impl<S: NodeSink> InodeBatch<S> {
                 blocks,
             } => {
                 let len = u32::try_from(blocks.len()).map_err(|_| "too many blocks".to_string())?;
+                prost::encoding::encode_varint(atime_tag(atime, n.mtime), &mut self.names);
                 let mut prev = None;
                 for b in blocks {
                     encode(b, prev, preferred_block_size, &mut self.names);
@@ -396,18 +397,18 @@ impl<S: NodeSink> InodeBatch<S> {
                 }
                 self.block_stats.add(blocks);
                 let class = Class::file(perm, preferred_block_size, replication, storage_policy);
-                (Kind::File, class, atime, len)
+                (Kind::File, class, len)
             }
             LoadedBody::Directory { ns_quota, ds_quota } => {
                 let class = Class::directory(perm, ns_quota, ds_quota);
-                (Kind::Directory, class, 0, 0)
+                (Kind::Directory, class, 0)
             }
             LoadedBody::Symlink { target } => {
                 if target.is_empty() {
                     return Err(format!("symlink {} has an empty target", n.id));
                 }
                 self.put(target)?;
-                (Kind::Symlink, Class::symlink(perm), 0, 0)
+                (Kind::Symlink, Class::symlink(perm), 0)
             }
         };
         if u32::try_from(self.names.len()).is_err() {
@@ -449,16 +450,15 @@ impl<S: NodeSink> InodeBatch<S> {
             self.extras.push((count(&self.nodes), e));
             has_extra = true;
         }
-        let pushed = self.nodes.push_node(Node {
-            mtime: n.mtime,
-            aux,
+        let mut node = Node {
             name,
-            parent: NO_SLOT,
-            class,
-            count: items,
-            kind,
-            has_extra,
-        });
+            ..Node::new(kind, class, n.mtime)
+        };
+        if kind == Kind::File {
+            node.set_count(items);
+        }
+        node.set_has_extra(has_extra);
+        let pushed = self.nodes.push_node(node);
         if !pushed {
             return Err("more records than the piece declares".into());
         }

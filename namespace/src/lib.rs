@@ -12,13 +12,14 @@
 //! canonical [`Digest`] that tells whether two namespaces hold the same
 //! thing.
 //!
-//! Layout, chosen for resident memory: one 40-byte [`Node`] per inode in a
+//! Layout, chosen for resident memory: one 32-byte [`Node`] per inode in a
 //! table indexed by slot (slots follow id order), in chunks of
 //! [`NODE_CHUNK`] nodes; what many inodes share (owner, mode, block size,
 //! replication, quotas) is an interned attribute class the node names by
-//! id; each inode's name, with a file's blocks (varints) or a link's
-//! target after it, is one record in a chunked arena, and child lists
-//! live in another, not in per-inode allocations; rare attributes (xattrs, ACLs,
+//! id; each inode's name, with a file's access time and blocks (varints)
+//! or a link's target after it, is one record in a chunked arena, and
+//! child lists live in another (children numbered in name order keep only
+//! their run of slots), not in per-inode allocations; rare attributes (xattrs, ACLs,
 //! under-construction info) sit in a side map.
 //!
 //! Every table is chunked behind reference counts, so that
@@ -43,7 +44,7 @@
 //! | `ids.rs` | [`IdIndex`]: inode id to slot and back |
 //! | `strings.rs` | [`StringTable`]: interned user, group and attribute names |
 //! | `classes.rs` | attribute classes: owner, mode, block size, replication and quotas, interned once and shared by nodes |
-//! | `node.rs` | the node table's types: [`Node`] (40 bytes), [`Body`] (its unpacked view), [`NameRef`] |
+//! | `node.rs` | the node table's types: [`Node`] (32 bytes: kind, flags and class id share 4), [`Body`] (its unpacked view), [`NameRef`], where a directory's children are, a file's access time as its record keeps it |
 //! | `children.rs` | child lists: [`Children`] (a directory's children, however stored) and its [`ChildIter`]; the chunked, sorted lists that mutations edit, with their name keys |
 //! | `namespace.rs` | [`Namespace`]: its tables, [`Namespace::new`], counters, slots and ids, [`Stats`], reading names, listing a directory's children and finding one by name |
 //! | `view.rs` | [`Inode`] (the read view), [`Attrs`], [`FileAttrs`]; [`Namespace::at`], [`inode`](Namespace::inode), [`root`](Namespace::root), [`iter`](Namespace::iter) |

@@ -12,7 +12,7 @@ use crate::consts::{Slot, MAX_NAME_LENGTH, NO_SLOT, RESERVED_NAME};
 use crate::errors::{show, NsError, Result};
 use crate::lookup::{check_name, components, split_last};
 use crate::namespace::{read_name, Namespace};
-use crate::node::{Kind, NameRef, Node, OWNED_CHILDREN, RUN_CHILDREN};
+use crate::node::{Kind, List, NameRef, Node};
 use crate::values::{Block, FileSpec, PermSpec};
 
 impl Namespace {
@@ -41,23 +41,12 @@ impl Namespace {
         let names = &self.names;
         let n = &self.nodes[dir as usize];
         if n.is_dir() && !n.owns_children() {
-            let arena = n.children();
+            let listed: Vec<Slot> = self.listed(n.list()).iter().collect();
             let nodes = &self.nodes;
-            let run: Vec<Slot>;
-            let listed = if arena.chunk == RUN_CHILDREN {
-                run = (arena.start..arena.start.saturating_add(arena.len)).collect();
-                &run
-            } else {
-                self.children.get(arena)
-            };
-            let owned = OwnedChildren::from_sorted(listed, |c| {
+            let owned = OwnedChildren::from_sorted(&listed, |c| {
                 name_key(read_name(names, nodes[c as usize].name))
             });
-            self.nodes[dir as usize].set_children(Span {
-                chunk: OWNED_CHILDREN,
-                start: 0,
-                len: 0,
-            });
+            self.nodes[dir as usize].set_list(List::Owned);
             self.owned_children.insert(dir, owned);
         }
         let nodes = &self.nodes;
@@ -136,7 +125,7 @@ impl Namespace {
         let place = self.check_free(dir, name)?;
         let perm = self.intern_perm(perm)?;
         let class = self.intern_class(Class::directory(perm, -1, -1))?;
-        let node = Node::new(Kind::Directory, class, mtime, 0);
+        let node = Node::new(Kind::Directory, class, mtime);
         self.insert_node(dir, name, &[], place, node)
     }
 
@@ -183,9 +172,9 @@ impl Namespace {
             spec.storage_policy,
         );
         let class = self.intern_class(class)?;
-        // A new file's access time is its creation time.
-        let node = Node::new(Kind::File, class, mtime, mtime);
-        self.insert_node(dir, name, &[], place, node)
+        // A new file's access time is its creation time: tag 0.
+        let node = Node::new(Kind::File, class, mtime);
+        self.insert_node(dir, name, &[0], place, node)
     }
 
     /// Creates an empty file at `path`; its parent must exist.
@@ -223,7 +212,7 @@ impl Namespace {
         prost::encoding::encode_varint(target.len() as u64, &mut tail);
         tail.extend_from_slice(target);
         let class = self.intern_class(Class::symlink(perm))?;
-        let node = Node::new(Kind::Symlink, class, mtime, 0);
+        let node = Node::new(Kind::Symlink, class, mtime);
         self.insert_node(dir, name, &tail, place, node)
     }
 
@@ -254,14 +243,14 @@ impl Namespace {
         }
         let s = self.live_slot(id)?;
         let n = &self.nodes[s as usize];
-        if n.kind != Kind::File {
+        if n.kind() != Kind::File {
             return Err(NsError::NotAFile(format!("inode {id}")));
         }
         // The file's record (name, then blocks) grows by one block: in
         // place when it ends its chunk, else copied to the arena's tail
         // first.
-        let pbs = self.classes.get(n.class).a;
-        let (name, count) = (n.name, n.count);
+        let pbs = self.classes.get(n.class()).a;
+        let (name, count) = (n.name, n.count());
         let (end, prev) = match self.appends.find(s, name, count) {
             Some((end, last)) => (end as usize, Some(last)),
             None => {
@@ -295,7 +284,7 @@ impl Namespace {
         };
         let n = &mut self.nodes[s as usize];
         n.name = record;
-        n.count = count;
+        n.set_count(count);
         // `extend` keeps a range within one chunk, below 4 GiB.
         self.appends
             .note(s, record, count, at.start.saturating_add(at.len), block.id);
@@ -388,15 +377,17 @@ impl Namespace {
                     self.owned_children.remove(x);
                 }
             }
-            if n.has_extra {
+            if n.has_extra() {
                 self.extras.remove(x);
             }
             let n = &mut self.nodes[x as usize];
-            n.kind = Kind::Free;
-            n.aux = 0;
-            n.count = 0;
-            n.parent = NO_SLOT;
-            n.has_extra = false;
+            let class = n.class();
+            *n = Node {
+                mtime: n.mtime,
+                name: n.name,
+                ..Node::PLACEHOLDER
+            };
+            n.set_class(class);
             removed += 1;
         }
         Ok(removed)

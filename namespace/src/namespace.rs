@@ -7,10 +7,10 @@ use crate::arena::{Arena, Span};
 use crate::blocks::{byte_len, Appends, Blocks};
 use crate::children::{name_key, Children, OwnedChildren, Place};
 use crate::classes::{Class, ClassId, Classes};
-use crate::consts::{Slot, NO_SLOT, ROOT_ID};
+use crate::consts::{Slot, ROOT_ID};
 use crate::errors::{NsError, Result};
 use crate::ids::IdIndex;
-use crate::node::{Kind, NameRef, Node, OWNED_CHILDREN, RUN_CHILDREN};
+use crate::node::{atime_of_tag, Body, Kind, List, NameRef, Node, OWNED_CHILDREN, RUN_CHILDREN};
 use crate::nodes::Nodes;
 use crate::shards::SlotShards;
 use crate::strings::StringTable;
@@ -143,14 +143,8 @@ impl Namespace {
             .unwrap_or(0);
         ns.ids.push(ROOT_ID);
         ns.nodes.push(Node {
-            mtime: info.creation_time,
-            aux: 0,
             name,
-            parent: NO_SLOT,
-            class,
-            count: 0,
-            kind: Kind::Directory,
-            has_extra: false,
+            ..Node::new(Kind::Directory, class, info.creation_time)
         });
         ns
     }
@@ -183,7 +177,7 @@ impl Namespace {
     pub fn slot_of(&self, id: u64) -> Option<Slot> {
         self.ids
             .slot(id)
-            .filter(|&s| self.nodes[s as usize].kind != Kind::Free)
+            .filter(|&s| self.nodes[s as usize].kind() != Kind::Free)
     }
 
     /// The id of the inode in `slot`, live or freed. Panics if `slot` is
@@ -204,36 +198,109 @@ impl Namespace {
     /// The blocks of file node `n` (none for other kinds).
     #[inline]
     pub(crate) fn blocks_of(&self, n: &Node) -> Blocks<'_> {
-        if n.kind != Kind::File || n.count == 0 {
+        if n.kind() != Kind::File || n.count() == 0 {
             return Blocks::empty();
         }
-        let tail = tail_of(&self.names, n.name);
-        let pbs = self.classes.get(n.class).a;
+        let tail = self.tail(n);
+        let pbs = self.classes.get(n.class()).a;
         self.blocks_in(
             Span {
                 chunk: tail.chunk,
                 start: tail.off,
-                len: n.count,
+                len: n.count(),
             },
             pbs,
         )
     }
 
-    /// Where the part of node `n`'s record after its name starts.
+    /// Where the part of node `n`'s record after its name starts: a
+    /// file's blocks (after its access time), a symlink's target.
     #[inline]
     pub(crate) fn tail(&self, n: &Node) -> NameRef {
-        tail_of(&self.names, n.name)
+        let t = tail_of(&self.names, n.name);
+        if n.kind() != Kind::File {
+            return t;
+        }
+        let rest = self
+            .names
+            .chunk(t.chunk)
+            .get(t.off as usize..)
+            .unwrap_or_default();
+        // The tag's varint is at most 10 bytes: the sum stays in the
+        // chunk, below 4 GiB.
+        #[allow(clippy::cast_possible_truncation)]
+        let skip = varint_at(rest).1 as u32;
+        NameRef {
+            chunk: t.chunk,
+            off: t.off + skip,
+        }
+    }
+
+    /// File node `n`'s access time.
+    pub(crate) fn atime_of(&self, n: &Node) -> u64 {
+        let t = tail_of(&self.names, n.name);
+        let rest = self
+            .names
+            .chunk(t.chunk)
+            .get(t.off as usize..)
+            .unwrap_or_default();
+        atime_of_tag(varint_at(rest).0, n.mtime)
+    }
+
+    /// The bytes of file node `n`'s blocks in its record.
+    pub(crate) fn blocks_bytes(&self, n: &Node) -> &[u8] {
+        let t = self.tail(n);
+        let rest = self
+            .names
+            .chunk(t.chunk)
+            .get(t.off as usize..)
+            .unwrap_or(&[]);
+        &rest[..byte_len(rest, n.count()).min(rest.len())]
+    }
+
+    /// Node `n`'s body: its class's fields, and what its record and child
+    /// list say.
+    pub(crate) fn body_of(&self, n: &Node) -> Body {
+        let atime = if n.kind() == Kind::File {
+            self.atime_of(n)
+        } else {
+            0
+        };
+        let children = match n.list() {
+            List::None => Span::default(),
+            List::Arena { chunk, off } => Span {
+                chunk,
+                start: off + 1,
+                len: self
+                    .children
+                    .chunk(chunk)
+                    .get(off as usize)
+                    .copied()
+                    .unwrap_or(0),
+            },
+            List::Run { first, len } => Span {
+                chunk: RUN_CHILDREN,
+                start: first,
+                len,
+            },
+            List::Owned => Span {
+                chunk: OWNED_CHILDREN,
+                start: 0,
+                len: 0,
+            },
+        };
+        n.body(self.classes.get(n.class()), self.tail(n), atime, children)
     }
 
     /// Counts the live inodes and their blocks (one pass over the nodes).
     pub fn stats(&self) -> Stats {
         let mut st = Stats::default();
         for n in self.nodes.iter() {
-            match n.kind {
+            match n.kind() {
                 Kind::Free => continue,
                 Kind::File => {
                     st.files += 1;
-                    st.blocks += u64::from(n.count);
+                    st.blocks += u64::from(n.count());
                     st.bytes += self.blocks_of(n).map(|b| b.length).sum::<u64>();
                 }
                 Kind::Directory => st.directories += 1,
@@ -260,11 +327,11 @@ impl Namespace {
         let blocks: usize = self
             .nodes
             .iter()
-            .filter(|n| n.kind == Kind::File && n.count > 0)
+            .filter(|n| n.kind() == Kind::File && n.count() > 0)
             .map(|n| {
                 let tail = self.tail(n);
                 let chunk = self.names.chunk(tail.chunk);
-                byte_len(chunk.get(tail.off as usize..).unwrap_or(&[]), n.count)
+                byte_len(chunk.get(tail.off as usize..).unwrap_or(&[]), n.count())
             })
             .sum();
         HeapParts {
@@ -377,17 +444,22 @@ impl Namespace {
         }
     }
 
-    /// The bytes of node `n`'s record after its name: a file's blocks, a
-    /// symlink's target with its length prefix; empty otherwise.
+    /// The bytes of node `n`'s record after its name: a file's access time
+    /// and blocks, a symlink's target with its length prefix; empty
+    /// otherwise.
     pub(crate) fn record_tail(&self, n: &Node) -> &[u8] {
-        let tail = self.tail(n);
+        let tail = tail_of(&self.names, n.name);
         let rest = self
             .names
             .chunk(tail.chunk)
             .get(tail.off as usize..)
             .unwrap_or(&[]);
-        let len = match n.kind {
-            Kind::File => byte_len(rest, n.count),
+        let len = match n.kind() {
+            // The access time's varint, then the blocks.
+            Kind::File => {
+                let tag = varint_at(rest).1;
+                tag + byte_len(rest.get(tag..).unwrap_or_default(), n.count())
+            }
             // The target, length-prefixed as a name is: what follows it.
             Kind::Symlink => rest.len() - name_split(rest).1.len(),
             Kind::Directory | Kind::Free => 0,
@@ -402,25 +474,34 @@ impl Namespace {
     /// The child slots of `slot` in name order (none unless a directory).
     pub(crate) fn child_slots(&self, slot: Slot) -> Children<'_> {
         let n = &self.nodes[slot as usize];
-        match n.kind {
-            Kind::Directory if n.owns_children() => self
+        match n.list() {
+            List::Owned => self
                 .owned_children
                 .get(slot)
                 .map_or(Children::flat(&[]), OwnedChildren::view),
-            Kind::Directory => self.listed_children(n.children()),
-            _ => Children::flat(&[]),
+            l => self.listed(l),
         }
     }
 
-    /// The child list `span` of a directory whose list was not edited: a
-    /// run of consecutive slots, or a slice of the child arena.
+    /// The children of a directory whose list was not edited: a run of
+    /// consecutive slots, or a list in the child arena.
     #[inline]
-    fn listed_children(&self, span: Span) -> Children<'_> {
-        if span.chunk == RUN_CHILDREN {
-            Children::run(span.start, span.len)
-        } else {
-            Children::flat(self.children.get(span))
+    pub(crate) fn listed(&self, l: List) -> Children<'_> {
+        match l {
+            List::Run { first, len } => Children::run(first, len),
+            List::Arena { chunk, off } => Children::flat(self.arena_list(chunk, off)),
+            List::None | List::Owned => Children::flat(&[]),
         }
+    }
+
+    /// The slots of the child list at (`chunk`, `off`) of the child arena:
+    /// its length, then them.
+    #[inline]
+    fn arena_list(&self, chunk: u32, off: u32) -> &[Slot] {
+        let c = self.children.chunk(chunk);
+        let at = off as usize;
+        let len = c.get(at).map_or(0, |&l| l as usize);
+        c.get(at + 1..at + 1 + len).unwrap_or_default()
     }
 
     /// The slot of `name` among the children of directory `dir`.
@@ -444,8 +525,8 @@ impl Namespace {
         if !n.is_dir() {
             return Err(None);
         }
-        let children = n.children();
-        if children.chunk == OWNED_CHILDREN {
+        let list = n.list();
+        if list == List::Owned {
             let Some(o) = self.owned_children.get(dir) else {
                 return Err(None);
             };
@@ -454,7 +535,7 @@ impl Namespace {
                 Err(p) => Err(Some(p)),
             };
         }
-        let kids = self.listed_children(children);
+        let kids = self.listed(list);
         // New names often sort last (sequential names, sorted bulk
         // creation): one comparison instead of a search.
         if kids.last().is_some_and(|last| name_of(last) < name) {
@@ -469,7 +550,7 @@ impl Namespace {
     /// The class of the node in `slot`.
     #[inline]
     pub(crate) fn class_of(&self, slot: Slot) -> &Class {
-        self.classes.get(self.nodes[slot as usize].class)
+        self.classes.get(self.nodes[slot as usize].class())
     }
 
     /// The id of class `c`, interned.
@@ -481,8 +562,8 @@ impl Namespace {
     pub(crate) fn set_class(&mut self, slot: Slot, c: Class) -> Result<()> {
         let id = self.intern_class(c)?;
         // Left alone (its chunk not copied) when the class is the same.
-        if self.nodes[slot as usize].class != id {
-            self.nodes[slot as usize].class = id;
+        if self.nodes[slot as usize].class() != id {
+            self.nodes[slot as usize].set_class(id);
         }
         Ok(())
     }
@@ -543,6 +624,22 @@ pub(crate) fn tail_of(names: &Arena<u8>, r: NameRef) -> NameRef {
         } else {
             off
         },
+    }
+}
+
+/// The varint at the front of `rest` and its length (0 and 0 where there
+/// is none: records are written by this crate, so that is never read).
+#[inline]
+fn varint_at(rest: &[u8]) -> (u64, usize) {
+    match rest.first() {
+        Some(&b) if b < 0x80 => (u64::from(b), 1),
+        _ => {
+            let mut cursor = rest;
+            match prost::encoding::decode_varint(&mut cursor) {
+                Ok(v) => (v, rest.len() - cursor.len()),
+                Err(_) => (0, 0),
+            }
+        }
     }
 }
 

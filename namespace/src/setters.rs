@@ -7,7 +7,7 @@ use crate::classes::Class;
 use crate::consts::{Slot, MAX_NAME_LENGTH};
 use crate::errors::{NsError, Result};
 use crate::namespace::Namespace;
-use crate::node::Kind;
+use crate::node::{atime_tag, Kind};
 use crate::values::{AclEntry, Extra, Perm, PermSpec, UnderConstruction, XAttr, XAttrNs};
 
 impl Namespace {
@@ -64,12 +64,22 @@ impl Namespace {
     /// Sets modification and (files only) access time.
     pub fn set_times(&mut self, id: u64, mtime: Option<u64>, atime: Option<u64>) -> Result<()> {
         let s = self.live_slot(id)?;
-        let n = &mut self.nodes[s as usize];
-        if let (Some(a), Kind::File) = (atime, n.kind) {
-            n.aux = a;
+        let n = self.nodes[s as usize];
+        if n.kind() == Kind::File {
+            // The access time is kept beside the modification time: a new
+            // pair that keeps another distance rewrites the record.
+            let old = self.atime_of(&n);
+            let tag = atime_tag(atime.unwrap_or(old), mtime.unwrap_or(n.mtime));
+            if tag != atime_tag(old, n.mtime) {
+                let mut tail = Vec::with_capacity(16);
+                prost::encoding::encode_varint(tag, &mut tail);
+                tail.extend_from_slice(self.blocks_bytes(&n));
+                let name = self.name_bytes(n.name).to_vec();
+                self.nodes[s as usize].name = self.put_record(&name, &tail);
+            }
         }
         if let Some(m) = mtime {
-            n.mtime = m;
+            self.nodes[s as usize].mtime = m;
         }
         Ok(())
     }
@@ -77,7 +87,7 @@ impl Namespace {
     /// Sets a file's replication.
     pub fn set_replication(&mut self, id: u64, replication: u16) -> Result<()> {
         let s = self.live_slot(id)?;
-        if self.nodes[s as usize].kind != Kind::File {
+        if self.nodes[s as usize].kind() != Kind::File {
             return Err(NsError::NotAFile(format!("inode {id}")));
         }
         let c = *self.class_of(s);
@@ -96,8 +106,8 @@ impl Namespace {
 
     fn extra_mut(&mut self, s: Slot) -> &mut Extra {
         // Marked only when it was not (its chunk then left unshared).
-        if !self.nodes[s as usize].has_extra {
-            self.nodes[s as usize].has_extra = true;
+        if !self.nodes[s as usize].has_extra() {
+            self.nodes[s as usize].set_has_extra(true);
         }
         self.extras.get_or_default(s)
     }
@@ -105,7 +115,7 @@ impl Namespace {
     fn tidy_extra(&mut self, s: Slot) {
         if self.extras.get(s).is_some_and(Extra::is_empty) {
             self.extras.remove(s);
-            self.nodes[s as usize].has_extra = false;
+            self.nodes[s as usize].set_has_extra(false);
         }
     }
 
@@ -207,7 +217,7 @@ impl Namespace {
         client: Option<(&[u8], &[u8])>,
     ) -> Result<()> {
         let s = self.live_slot(id)?;
-        if self.nodes[s as usize].kind != Kind::File {
+        if self.nodes[s as usize].kind() != Kind::File {
             return Err(NsError::NotAFile(format!("inode {id}")));
         }
         self.extra_mut(s).under_construction = client.map(|(n, m)| UnderConstruction {

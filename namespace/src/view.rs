@@ -14,7 +14,7 @@ impl Namespace {
     /// A live inode by slot.
     pub fn at(&self, slot: Slot) -> Option<Inode<'_>> {
         let node = self.nodes.get(slot as usize)?;
-        (node.kind != Kind::Free).then_some(Inode {
+        (node.kind() != Kind::Free).then_some(Inode {
             ns: self,
             slot,
             node,
@@ -105,7 +105,7 @@ impl<'a> Inode<'a> {
     }
     /// File, directory or symlink.
     pub fn kind(&self) -> InodeKind {
-        match self.node.kind {
+        match self.node.kind() {
             Kind::File => InodeKind::File,
             Kind::Symlink => InodeKind::Symlink,
             _ => InodeKind::Directory,
@@ -142,10 +142,10 @@ impl<'a> Inode<'a> {
     }
     /// The kind-specific part, unpacked.
     pub fn body(&self) -> Body {
-        self.node.body(self.class(), self.ns.tail(self.node))
+        self.ns.body_of(self.node)
     }
     fn class(&self) -> &'a Class {
-        self.ns.classes.get(self.node.class)
+        self.ns.classes.get(self.node.class())
     }
     /// The type-specific attributes (file, directory or symlink).
     pub fn attrs(&self) -> Attrs<'a> {
@@ -179,7 +179,7 @@ impl<'a> Inode<'a> {
     }
     /// A file's blocks in file order; empty for other kinds.
     pub fn blocks(&self) -> Blocks<'a> {
-        match self.node.kind {
+        match self.node.kind() {
             Kind::File => self.ns.blocks_of(self.node),
             _ => Blocks::empty(),
         }
@@ -202,7 +202,7 @@ impl<'a> Inode<'a> {
     }
     /// Xattrs, ACL and under-construction mark, if the inode has any.
     pub fn extra(&self) -> Option<&'a Extra> {
-        if self.node.has_extra {
+        if self.node.has_extra() {
             self.ns.extras.get(self.slot)
         } else {
             None

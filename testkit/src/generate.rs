@@ -41,14 +41,15 @@ pub const MAX_INODES: u64 = u32::MAX as u64 - 1;
 #[non_exhaustive]
 pub enum SizeError {
     /// More inodes than a namespace's slots can number.
-    #[error("{inodes} inodes: a namespace holds at most {MAX_INODES}")]
+    #[error("{inodes} inodes: a namespace holds at most {max}")]
     TooMany {
         /// The inodes asked for.
         inodes: u64,
+        /// The most this generator makes.
+        max: u64,
     },
     #[error(
-        "{inodes} inodes need about {need} bytes of memory ({BYTES_PER_INODE} per inode); \
-         this machine has {available} available"
+        "{inodes} inodes need about {need} bytes of memory; this machine has {available} available"
     )]
     /// More memory than the machine has available.
     NoMemory {
@@ -71,7 +72,10 @@ pub fn check_fits(inodes: u64) -> Result<(), SizeError> {
 /// [`check_fits`] against a given number of available bytes.
 pub fn check_fits_in(inodes: u64, available: Option<u64>) -> Result<(), SizeError> {
     if inodes > MAX_INODES {
-        return Err(SizeError::TooMany { inodes });
+        return Err(SizeError::TooMany {
+            inodes,
+            max: MAX_INODES,
+        });
     }
     let need = inodes.saturating_mul(BYTES_PER_INODE);
     match available {
@@ -89,7 +93,7 @@ pub fn check_fits_in(inodes: u64, available: Option<u64>) -> Result<(), SizeErro
 /// control group still allows (cgroup v2 `memory.max - memory.current`, or
 /// v1 `memory.limit_in_bytes - memory.usage_in_bytes`), so that a container
 /// refuses what it cannot hold instead of being killed for it.
-fn available_memory() -> Option<u64> {
+pub(crate) fn available_memory() -> Option<u64> {
     let read = |p: &str| std::fs::read_to_string(p).ok();
     let number = |s: Option<String>| s?.trim().parse::<u64>().ok();
     let meminfo = read("/proc/meminfo").and_then(|s| {
@@ -281,7 +285,8 @@ pub fn generate(spec: GenSpec) -> Namespace {
         spec.inodes <= MAX_INODES,
         "{}",
         SizeError::TooMany {
-            inodes: spec.inodes
+            inodes: spec.inodes,
+            max: MAX_INODES,
         }
     );
     let mut rng = Pcg64Mcg::seed_from_u64(spec.seed);

@@ -34,7 +34,7 @@ mod draw;
 mod ordered;
 mod shape;
 
-use crate::generate::{GenSpec, EPOCH_MS};
+use crate::generate::{available_memory, GenSpec, SizeError, EPOCH_MS};
 use draw::{candidates, Encoder};
 use nsimage_format::name_runs::{RunEntry, MAX_ENTRIES, TARGET_NAME_BYTES};
 use nsimage_format::pb;
@@ -53,6 +53,39 @@ pub const VERSION: u32 = 2;
 
 /// Most inodes of a streamed namespace: every id fits 32 bits.
 pub const MAX_INODES: u64 = u32::MAX as u64 - ROOT_ID;
+
+/// Memory a streamed generation of `inodes` inodes takes, about: four
+/// numbers of 4 bytes per directory (its subdirectories, its files, its
+/// id, and its place in the order files are spread in), and 256 MiB for
+/// the queues of pieces and a widest directory's records.
+pub fn memory_needed(inodes: u64) -> u64 {
+    let dirs = (inodes as f64 * 0.095) as u64;
+    dirs.saturating_mul(16).saturating_add(256 << 20)
+}
+
+/// Refuses up front a streamed namespace too large to number (more than
+/// [`MAX_INODES`]) or to plan in this machine's available memory
+/// ([`memory_needed`]).
+///
+/// # Errors
+/// [`SizeError::TooMany`] or [`SizeError::NoMemory`].
+pub fn check_fits(inodes: u64) -> Result<(), SizeError> {
+    if inodes > MAX_INODES {
+        return Err(SizeError::TooMany {
+            inodes,
+            max: MAX_INODES,
+        });
+    }
+    let need = memory_needed(inodes);
+    match available_memory() {
+        Some(available) if need > available => Err(SizeError::NoMemory {
+            inodes,
+            need,
+            available,
+        }),
+        _ => Ok(()),
+    }
+}
 
 /// Records a batch handed to the writer holds, at most.
 const BATCH_RECORDS: usize = 8192;
