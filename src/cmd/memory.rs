@@ -33,7 +33,7 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 #[derive(clap::Args, Clone, Copy, Debug)]
 pub struct MemoryLimit {
     /// Most memory the command may take for the image: its tree while it
-    /// streams it, or its namespace where it loads it whole (about 128
+    /// streams it, or its namespace where it loads it whole (about 80
     /// bytes an inode). A size (160M, 2G); an image that needs more is
     /// refused before any output, saying how much it needs. Default: the memory
     /// the machine has available (MemAvailable), or the process's cgroup

@@ -13,7 +13,7 @@
 //!    read through the image's name section, errors included;
 //! 3. **a whole load** ([`Query::loaded`]): where the stream answers
 //!    [`Fallback::Unstreamable`], or the query does not stream
-//!    ([`Query::streams`]), once the load's size (about 128 bytes an
+//!    ([`Query::streams`]), once the load's size (about 80 bytes an
 //!    inode) is found to fit the budget.
 //!
 //! Before any refusal for size the image's declared counts (what the
@@ -33,7 +33,7 @@ use std::time::Instant;
 
 /// Bytes a whole load takes per inode, about: what a refusal to load an
 /// image the stream cannot take is sized by.
-pub const LOAD_BYTES_PER_INODE: u64 = 128;
+pub const LOAD_BYTES_PER_INODE: u64 = 80;
 
 /// The most memory a command may take for an image's tree (streamed) or
 /// namespace (loaded whole).
