@@ -119,6 +119,15 @@ impl<T: Copy> Arena<T> {
         Arc::make_mut(&mut self.chunks[n])
     }
 
+    /// The items at `at..at + len` of chunk `chunk`, to overwrite in place,
+    /// when no clone shares the chunk (`None` otherwise, or when the range
+    /// is not in it).
+    pub(crate) fn overwrite(&mut self, chunk: u32, at: usize, len: usize) -> Option<&mut [T]> {
+        let c = self.chunks.get_mut(chunk as usize)?;
+        let end = at.checked_add(len)?;
+        Arc::get_mut(c)?.get_mut(at..end)
+    }
+
     /// Appends `items` as a new range.
     pub fn push(&mut self, items: &[T]) -> Span {
         if items.is_empty() {

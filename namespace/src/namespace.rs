@@ -42,7 +42,7 @@ pub struct Namespace {
 /// [`Namespace::heap_parts`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct HeapParts {
-    /// The node table: the fixed part of every inode (40 bytes a slot).
+    /// The node table: the fixed part of every inode (32 bytes a slot).
     pub nodes: usize,
     /// The name arena less its blocks: every inode's name (and a
     /// symlink's target).
@@ -236,6 +236,12 @@ impl Namespace {
         }
     }
 
+    /// Where the part of node `n`'s record after its name starts (a file's
+    /// access time).
+    pub(crate) fn tail_of_name(&self, n: &Node) -> NameRef {
+        tail_of(&self.names, n.name)
+    }
+
     /// File node `n`'s access time.
     pub(crate) fn atime_of(&self, n: &Node) -> u64 {
         let t = tail_of(&self.names, n.name);
@@ -270,7 +276,7 @@ impl Namespace {
             List::None => Span::default(),
             List::Arena { chunk, off } => Span {
                 chunk,
-                start: off + 1,
+                start: off.saturating_add(1),
                 len: self
                     .children
                     .chunk(chunk)

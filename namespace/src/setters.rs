@@ -70,12 +70,22 @@ impl Namespace {
             // pair that keeps another distance rewrites the record.
             let old = self.atime_of(&n);
             let tag = atime_tag(atime.unwrap_or(old), mtime.unwrap_or(n.mtime));
-            if tag != atime_tag(old, n.mtime) {
+            let was = atime_tag(old, n.mtime);
+            if tag != was {
                 let mut tail = Vec::with_capacity(16);
                 prost::encoding::encode_varint(tag, &mut tail);
-                tail.extend_from_slice(self.blocks_bytes(&n));
-                let name = self.name_bytes(n.name).to_vec();
-                self.nodes[s as usize].name = self.put_record(&name, &tail);
+                let len = prost::encoding::encoded_len_varint(was);
+                let at = self.tail_of_name(&n);
+                // In place when the tag keeps its length and no snapshot
+                // shares the chunk; else the record is copied.
+                match self.names.overwrite(at.chunk, at.off as usize, len) {
+                    Some(bytes) if bytes.len() == tail.len() => bytes.copy_from_slice(&tail),
+                    _ => {
+                        tail.extend_from_slice(self.blocks_bytes(&n));
+                        let name = self.name_bytes(n.name).to_vec();
+                        self.nodes[s as usize].name = self.put_record(&name, &tail);
+                    }
+                }
             }
         }
         if let Some(m) = mtime {
@@ -250,6 +260,32 @@ mod tests {
     /// Inodes with equal attributes share one class: a setter gives the
     /// inode it changes a class of its own and leaves the others as they
     /// were.
+    /// A file's access time lives in its record: a change that keeps the
+    /// tag's length is written in place, one that does not (or one under a
+    /// snapshot sharing the chunk) moves the record; every view agrees.
+    #[test]
+    fn access_times_are_rewritten_in_place_unless_shared_or_longer() {
+        let mut ns = Namespace::default();
+        let f = ns.create(b"/f", &P, &F, 1000).unwrap();
+        let s = ns.live_slot(f).unwrap();
+        let atime = |ns: &Namespace| file_attrs(ns.inode(f).unwrap()).3;
+        let record = |ns: &Namespace| ns.nodes[s as usize].name;
+        let before = record(&ns);
+        ns.set_times(f, None, Some(1001)).unwrap();
+        assert_eq!((atime(&ns), record(&ns)), (1001, before), "in place");
+        ns.set_times(f, None, Some(1_000_000)).unwrap();
+        assert_eq!(atime(&ns), 1_000_000);
+        assert_ne!(record(&ns), before, "a longer tag moves the record");
+        let snap = ns.snapshot();
+        ns.set_times(f, Some(5), Some(7)).unwrap();
+        assert_eq!((atime(&ns), ns.inode(f).unwrap().mtime()), (7, 5));
+        assert_eq!(
+            (atime(&snap), snap.inode(f).unwrap().mtime()),
+            (1_000_000, 1000)
+        );
+        assert_eq!(ns.inode(f).unwrap().name(), b"f");
+    }
+
     #[test]
     fn setters_change_one_inode_not_its_class_mates() {
         let mut ns = Namespace::default();

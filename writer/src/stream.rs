@@ -49,6 +49,9 @@ pub struct StreamWriter<W: Write> {
     legacy_name_index: bool,
     last_inode_id: u64,
     open: Option<Open>,
+    /// The last section begun, in file order: STRING_TABLE, INODE, the
+    /// name index, INODE_DIR.
+    stage: SectionKind,
 }
 
 fn invalid(msg: String) -> io::Error {
@@ -84,6 +87,7 @@ impl<W: Write> StreamWriter<W> {
             legacy_name_index: opts.legacy_name_index,
             last_inode_id: info.last_inode_id,
             open: None,
+            stage: SectionKind::STRING_TABLE,
         };
         w.sink.raw(&w.head.encode())?;
         debug_assert_eq!(w.sink.pos, header::SIZE as u64);
@@ -149,6 +153,19 @@ impl<W: Write> StreamWriter<W> {
         Ok(())
     }
 
+    /// Refuses to begin `kind` unless the last section begun is one of
+    /// `after` (FORMAT.md's order: INODE, the optional name index,
+    /// INODE_DIR, each once).
+    fn in_order(&self, kind: SectionKind, after: &[SectionKind]) -> io::Result<()> {
+        if !after.contains(&self.stage) {
+            return Err(invalid(format!(
+                "section {kind} begun after {}",
+                self.stage
+            )));
+        }
+        Ok(())
+    }
+
     /// Opens INODE or INODE_DIR (`kind`), which is to hold `size`.
     fn begin_sized(&mut self, kind: SectionKind, size: Option<Size>) -> io::Result<()> {
         let target = match (self.split, size) {
@@ -156,7 +173,7 @@ impl<W: Write> StreamWriter<W> {
             (true, Some(size)) => Some(sub_section_target(size.bytes, self.max_target)),
             (true, None) => {
                 return Err(invalid(format!(
-                    "section {kind:?} is cut into sub-sections but its size was not given"
+                    "section {kind} is cut into sub-sections but its size was not given"
                 )))
             }
         };
@@ -172,7 +189,7 @@ impl<W: Write> StreamWriter<W> {
         if let Some(size) = open.size {
             if (info.records, info.plain_length()) != (size.records, size.bytes) {
                 return Err(invalid(format!(
-                    "section {:?} holds {} records in {} bytes; {} in {} were announced",
+                    "section {} holds {} records in {} bytes; {} in {} were announced",
                     info.kind,
                     info.records,
                     info.plain_length(),
@@ -191,7 +208,10 @@ impl<W: Write> StreamWriter<W> {
     /// The output's error; `InvalidInput` for a section cut without a size
     /// or one before it that is not as announced.
     pub fn begin_inodes(&mut self, size: Option<Size>) -> io::Result<()> {
-        self.begin_sized(SectionKind::INODE, size)
+        self.in_order(SectionKind::INODE, &[SectionKind::STRING_TABLE])?;
+        self.begin_sized(SectionKind::INODE, size)?;
+        self.stage = SectionKind::INODE;
+        Ok(())
     }
 
     /// Opens the one-path lookup index (NAME_RUNS, or NAME_INDEX with
@@ -202,14 +222,18 @@ impl<W: Write> StreamWriter<W> {
     /// # Errors
     /// As [`begin_inodes`](Self::begin_inodes).
     pub fn begin_name_runs(&mut self) -> io::Result<bool> {
-        if !self.split || self.last_inode_id > name_index::MAX_PARENT {
-            return Ok(false);
-        }
         let kind = if self.legacy_name_index {
             SectionKind::NAME_INDEX
         } else {
             SectionKind::NAME_RUNS
         };
+        if !self.split || self.last_inode_id > name_index::MAX_PARENT {
+            return self
+                .in_order(SectionKind::INODE, &[SectionKind::INODE])
+                .map(|()| false);
+        }
+        self.in_order(kind, &[SectionKind::INODE])?;
+        self.stage = kind;
         // Its own target, whatever its size.
         let target = name_index::TARGET_BYTES.min(self.max_target);
         self.begin(kind, None, false, Some(target))?;
@@ -222,7 +246,17 @@ impl<W: Write> StreamWriter<W> {
     /// # Errors
     /// As [`begin_inodes`](Self::begin_inodes).
     pub fn begin_dirs(&mut self, size: Option<Size>) -> io::Result<()> {
-        self.begin_sized(SectionKind::INODE_DIR, size)
+        self.in_order(
+            SectionKind::INODE_DIR,
+            &[
+                SectionKind::INODE,
+                SectionKind::NAME_RUNS,
+                SectionKind::NAME_INDEX,
+            ],
+        )?;
+        self.begin_sized(SectionKind::INODE_DIR, size)?;
+        self.stage = SectionKind::INODE_DIR;
+        Ok(())
     }
 
     /// Writes records into the open section.
@@ -242,7 +276,7 @@ impl<W: Write> StreamWriter<W> {
             };
             if !ordered {
                 return Err(invalid(format!(
-                    "section {:?}: key {key} after {}",
+                    "section {}: key {key} after {}",
                     open.sec.info.kind,
                     open.last.unwrap_or_default()
                 )));
@@ -259,6 +293,12 @@ impl<W: Write> StreamWriter<W> {
     /// As [`put`](Self::put); `InvalidData` for an index its reader would
     /// refuse.
     pub fn finish(mut self, carry: Option<&SnapshotCarry>) -> io::Result<ImageSummary> {
+        if self.stage != SectionKind::INODE_DIR {
+            return Err(invalid(format!(
+                "an image ended after {}, before INODE_DIR",
+                self.stage
+            )));
+        }
         self.end()?;
         if let Some(c) = carry {
             write_carry(&mut self.sink, &mut self.sections, c)?;
@@ -357,6 +397,12 @@ mod tests {
         let mut w = writer(1, &WriteOptions::default());
         w.end().unwrap();
         assert!(invalid_input(w.put(&enc)).contains("outside a section"));
+        // Sections out of FORMAT.md's order, or missing.
+        let mut w = writer(1, &WriteOptions::default());
+        assert!(invalid_input(w.begin_dirs(None)).contains("INODE_DIR begun after STRING_TABLE"));
+        w.begin_inodes(None).unwrap();
+        assert!(invalid_input(w.begin_inodes(None)).contains("INODE begun after INODE"));
+        assert!(invalid_input(w.finish(None)).contains("before INODE_DIR"));
     }
 
     #[test]

@@ -165,11 +165,12 @@ impl Shape {
         kid_names.sort_unstable();
         // Version 1 names batch directories by a random number alone: two
         // siblings that draw the same one get their numbers appended.
-        for i in 1..kid_names.len() {
-            if kid_names[i].0 == kid_names[i - 1].0 {
-                let c = kid_names[i].1;
-                kid_names[i].0.extend_from_slice(format!(".{c}").as_bytes());
-            }
+        let again: Vec<bool> = (0..kid_names.len())
+            .map(|i| i > 0 && kid_names[i].0 == kid_names[i - 1].0)
+            .collect();
+        for (i, _) in again.iter().enumerate().filter(|(_, &a)| a) {
+            let c = kid_names[i].1;
+            kid_names[i].0.extend_from_slice(format!(".{c}").as_bytes());
         }
         kid_names.sort_unstable();
         // Files and links: one stream per name pattern, each in order, the

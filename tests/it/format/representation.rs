@@ -1,5 +1,7 @@
 //! The namespace's in-memory representation may change (issue 42: a
-//! 40-byte node, blocks as varints after the name in one record); what a
+//! 40-byte node, blocks as varints after the name in one record; then a
+//! 32-byte node, a file's access time in its record, children numbered in
+//! name order kept as a run of slots); what a
 //! namespace holds and what every command says about it may not. For every
 //! testkit shape, the generator, a namespace mutated through every kind of
 //! edit (with a snapshot taken half-way and kept), and every real Hadoop

@@ -62,8 +62,11 @@ fn streamed_image_is_the_writers_image_of_what_it_loads_into() {
 
 #[test]
 fn streamed_image_depends_on_the_spec_alone() {
+    // Several pieces of parallel work (a piece covers about 65,536
+    // entries), so that block ids, directory ids and the order of
+    // directories cross pieces.
     let spec = GenSpec {
-        inodes: 30_000,
+        inodes: 150_000,
         seed: 5,
     };
     let opts = tiny(8192);
@@ -83,6 +86,12 @@ fn streamed_namespace_has_version_1s_shape() {
     };
     let (bytes, g) = streamed(spec, &WriteOptions::default(), 2);
     let v2 = load_bytes(&bytes).expect("loads");
+    // Several pieces, written as the writer writes what they load into.
+    assert_eq!(v2.digest(), g.digest);
+    assert!(
+        image(&v2, &WriteOptions::default()) == bytes,
+        "the writer's bytes"
+    );
     let v1 = generate(spec);
     let (s1, s2) = (v1.stats(), g.stats);
     let near = |a: u64, b: u64, tol: f64| (a as f64 - b as f64).abs() <= tol * a as f64;
