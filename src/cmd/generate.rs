@@ -38,8 +38,8 @@ pub struct Args {
     /// its own and streams the image out in bounded memory, at any size; 1
     /// is the first generator, which builds the whole namespace in memory
     /// first (about 256 bytes per inode) and gives the images of earlier
-    /// releases. Both have the same shape; docs/performance.md ("The
-    /// streamed generator") says how they differ.
+    /// releases. Both have the same shape; docs/performance.md ("A streamed
+    /// generator (version 2)") says how they differ.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=2))]
     generator: u32,
     /// Threads that draw the namespace (version 2); 0: one per core.

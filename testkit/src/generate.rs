@@ -238,28 +238,38 @@ fn plan(spec: GenSpec, rng: &mut Pcg64Mcg) -> Plan {
     for i in (1..order.len()).rev() {
         order.swap(i, rng.random_range(0..=i));
     }
-    let weights: Vec<f64> = (1..=order.len())
-        .map(|r| 1.0 / (r as f64).powf(1.1))
-        .collect();
-    let total: f64 = weights.iter().sum();
-    let mut left = files;
-    for (w, &dir) in weights.iter().zip(&order) {
-        let k = ((files as f64 * w / total) as u64).min(left);
+    spread_files(files, order.len(), rng, |rank, k| {
+        let dir = rank.and_then(|r| order.get(r)).copied().unwrap_or(0);
         p.files[dir] += k as u32;
-        left -= k;
-    }
-    for _ in 0..left {
-        let dir = order
-            .get(rng.random_range(0..order.len().max(1)))
-            .copied()
-            .unwrap_or(0);
-        p.files[dir] += 1;
-    }
+    });
     for _ in 0..links {
         let dir = rng.random_range(0..d);
         p.symlinks[dir] += 1;
     }
     p
+}
+
+/// Spreads `files` files over `n` directories taken in rank order, rank r
+/// weighing 1/r^1.1, then what rounding left one by one over random ranks:
+/// `add(rank, files)`, the rank `None` when there is none to give them to.
+pub(crate) fn spread_files(
+    files: u64,
+    n: usize,
+    rng: &mut Pcg64Mcg,
+    mut add: impl FnMut(Option<usize>, u64),
+) {
+    let weight = |r: usize| 1.0 / (r as f64).powf(1.1);
+    let total: f64 = (1..=n).map(weight).sum();
+    let mut left = files;
+    for r in 0..n {
+        let k = ((files as f64 * weight(r + 1) / total) as u64).min(left);
+        add(Some(r), k);
+        left -= k;
+    }
+    for _ in 0..left {
+        let r = rng.random_range(0..n.max(1));
+        add((r < n).then_some(r), 1);
+    }
 }
 
 pub(crate) fn perm<'a>(rng: &mut Pcg64Mcg, dir: bool) -> PermSpec<'a> {

@@ -5,7 +5,8 @@
 
 use super::draw::{candidates, draw, Drawn, Encoder};
 use crate::generate::{
-    dir_name, draw_blocks, Decoration, GenSpec, ACL, BLOCK_SIZE, EXTS, GROUPS, USERS, XATTR_NAMES,
+    dir_name, draw_blocks, spread_files, Decoration, GenSpec, ACL, BLOCK_SIZE, EXTS, GROUPS, USERS,
+    XATTR_NAMES,
 };
 use nsimage_format::wire::varint::varint_len;
 use nsimage_namespace::{Stats, ROOT_ID};
@@ -77,22 +78,11 @@ impl Shape {
         for i in (1..order.len()).rev() {
             order.swap(i, rng.random_range(0..=i));
         }
-        let weight = |r: usize| 1.0 / (r as f64).powf(1.1);
-        let total: f64 = (1..=order.len()).map(weight).sum();
-        let mut left = files;
-        for (r, &dir) in order.iter().enumerate() {
-            let k = ((files as f64 * weight(r + 1) / total) as u64).min(left);
+        spread_files(files, order.len(), &mut rng, |rank, k| {
+            let dir = rank.and_then(|r| order.get(r)).copied().unwrap_or(0);
             // A directory's share is at most the inodes: it fits u32.
             spread[dir as usize] += u32::try_from(k).unwrap_or(u32::MAX);
-            left -= k;
-        }
-        for _ in 0..left {
-            let dir = order
-                .get(rng.random_range(0..order.len().max(1)))
-                .copied()
-                .unwrap_or(0);
-            spread[dir as usize] += 1;
-        }
+        });
         drop(order);
         let mut link_dirs: Vec<u32> = (0..links).map(|_| rng.random_range(0..dirs)).collect();
         link_dirs.sort_unstable();
