@@ -597,21 +597,12 @@ pub(crate) fn read_name(names: &Arena<u8>, r: NameRef) -> &[u8] {
 /// it.
 #[inline]
 fn name_split(rest: &[u8]) -> (&[u8], &[u8]) {
-    if let Some((&len, after)) = rest.split_first() {
-        if len < 0x80 {
-            if let Some(pair) = after.split_at_checked(usize::from(len)) {
-                return pair;
-            }
-        }
-    }
-    let mut cursor = rest;
-    match prost::encoding::decode_varint(&mut cursor) {
-        Ok(len) => usize::try_from(len)
-            .ok()
-            .and_then(|len| cursor.split_at_checked(len))
-            .unwrap_or((&[], &[])),
-        Err(_) => (&[], &[]),
-    }
+    let (len, used) = varint_at(rest);
+    usize::try_from(len)
+        .ok()
+        .filter(|_| used > 0)
+        .and_then(|len| rest[used..].split_at_checked(len))
+        .unwrap_or((&[], &[]))
 }
 
 /// Where the part of the record at `r` after its name starts.

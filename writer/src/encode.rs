@@ -54,6 +54,12 @@ impl Encoded {
             .push((parent, framed(self.bytes.len() - before)));
     }
 
+    /// Framed bytes of the INODE_DIR record [`put_dir`](Self::put_dir)
+    /// appends for the same directory.
+    pub fn dir_len(parent: u64, children: impl Iterator<Item = u64>) -> u64 {
+        crate::record::dir_ids_len(parent, children) as u64
+    }
+
     /// Appends a NAME_INDEX record (of older images): child `child` of
     /// `parent`, named `name`, of type `ty`.
     pub fn put_name_entry(&mut self, parent: u64, name: &[u8], child: u64, ty: pb::InodeType) {

@@ -208,12 +208,13 @@ pub fn put_inode(n: &Inode<'_>, strings: &StringMap, out: &mut Vec<u8>) -> bool 
 
 /// Framed length of the INODE_DIR record [`put_dir`] writes for `n`.
 pub fn dir_record_len(ns: &Namespace, n: &Inode<'_>) -> usize {
-    let packed: usize = n
-        .child_slots()
-        .iter()
-        .map(|c| varint_len(ns.id_of(c)))
-        .sum();
-    let len = vfield_len(n.id()) + 1 + varint_len(packed as u64) + packed;
+    dir_ids_len(n.id(), n.child_slots().iter().map(|c| ns.id_of(c)))
+}
+
+/// Framed length of the INODE_DIR record [`put_dir_ids`] writes.
+pub fn dir_ids_len(parent: u64, children: impl Iterator<Item = u64>) -> usize {
+    let packed: usize = children.map(varint_len).sum();
+    let len = vfield_len(parent) + 1 + varint_len(packed as u64) + packed;
     varint_len(len as u64) + len
 }
 

@@ -38,7 +38,6 @@ use crate::generate::{available_memory, GenSpec, SizeError, EPOCH_MS};
 use draw::{candidates, Encoder};
 use nsimage_format::name_runs::{RunEntry, MAX_ENTRIES, TARGET_NAME_BYTES};
 use nsimage_format::pb;
-use nsimage_format::wire::varint::varint_len;
 use nsimage_namespace::{
     canon_inode, Attrs, CanonInode, Digest, Digester, NsInfo, Perm, Stats, ROOT_ID,
 };
@@ -99,23 +98,6 @@ pub struct Generated {
     pub digest: Digest,
     /// The image written.
     pub summary: ImageSummary,
-}
-
-/// Total varint bytes of the ids in `r`.
-fn varints_len(r: Range<u64>) -> u64 {
-    let mut total = 0;
-    let mut at = r.start;
-    while at < r.end {
-        let len = varint_len(at);
-        // The first id past this length: 2^(7 * len).
-        let next = 1u64
-            .checked_shl(7 * len as u32)
-            .unwrap_or(u64::MAX)
-            .min(r.end);
-        total += (next - at) * len as u64;
-        at = next;
-    }
-    total
 }
 
 /// What the passes over directories in id order share.
@@ -411,13 +393,8 @@ pub fn write_generated<W: Write + Send>(
         let n = shape.entries(k);
         if n > 0 {
             let id = u64::from(ids[k as usize]);
-            let packed = varints_len(base..base + n);
-            let len = 1 + varint_len(id) as u64 + 1 + varint_len(packed) as u64 + packed;
-            dir_size = dir_size
-                + Size {
-                    records: 1,
-                    bytes: varint_len(len) as u64 + len,
-                };
+            let bytes = Encoded::dir_len(id, base..base + n);
+            dir_size = dir_size + Size { records: 1, bytes };
         }
         base += n;
     }
