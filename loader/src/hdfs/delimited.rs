@@ -34,11 +34,6 @@ impl<'a> Delimited<'a> {
         Delimited { buf, pos }
     }
 
-    /// Where the next record starts.
-    pub(crate) fn pos(&self) -> usize {
-        self.pos
-    }
-
     /// The next record, `Ok(None)` at the end; `Err((offset, why))` for a
     /// length prefix that is not a varint or runs past the end.
     #[inline]

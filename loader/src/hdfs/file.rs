@@ -230,22 +230,6 @@ impl HdfsFile {
         )
     }
 
-    /// The bytes of a plain region `[offset, offset + length)`, read whole
-    /// with one read (a plain image's pieces are the file's own bytes).
-    pub(crate) fn plain(
-        &self,
-        offset: u64,
-        length: u64,
-        at: &Location,
-    ) -> Result<Vec<u8>, LoadError> {
-        let n = usize::try_from(length).map_err(|_| {
-            self.corrupt(at.clone(), format!("{length} bytes do not fit in memory"))
-        })?;
-        let mut out = vec![0u8; n];
-        self.read_exact(offset, &mut out, at)?;
-        Ok(out)
-    }
-
     /// What the section at `at` may inflate to, from the counts the image
     /// declares (see [`Rule`]); no rule for a region outside a section.
     fn rule(&self, at: &Location) -> Rule {
@@ -271,11 +255,13 @@ impl HdfsFile {
                 "the STRING_TABLE header's numEntry",
             )
         } else if is(HdfsSection::InodeDir) {
-            // Hadoop writes an entry only for a directory with children:
-            // one per directory, each inode a child of one directory (at
-            // most 10 bytes of packed id), each reference a refChild once
-            // (at most 5), and an entry's framing (length prefix, parent,
-            // two packed fields' tags and lengths) at most 28 bytes.
+            // Hadoop writes an entry only for a directory with children
+            // (one per directory; nsimage's writer splits one of more than
+            // 6,400,000 children, each part with one child at least): each
+            // inode a child of one directory (at most 10 bytes of packed
+            // id), each reference a refChild once (at most 5), and an
+            // entry's framing (length prefix, parent, two packed fields'
+            // tags and lengths) at most 28 bytes.
             Rule {
                 records: Some(inodes),
                 bytes: Some(

@@ -20,11 +20,9 @@ use nsimage_format::hdfs_pb::i_node_section::INode;
 use nsimage_format::hdfs_pb::INodeSection;
 use nsimage_format::{Location, SubSectionInfo};
 use nsimage_namespace::{Block, InodeBatch, InodeParts, Interned, Node, Nodes};
-use parking_lot::Mutex;
 use prost::Message;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 
 /// The INODE section's header (in the first piece).
 #[derive(Clone, Copy, Debug, Default)]
@@ -194,9 +192,9 @@ pub(crate) fn inode_phase(
     })
 }
 
-/// One piece's bytes (inflated) and its records, counted and cut.
+/// One piece's records, counted and cut (its bytes are not kept: each cut
+/// is read again by the worker that decodes it).
 struct Counted {
-    bytes: Vec<u8>,
     records: usize,
     header: Option<InodeHeader>,
     /// The piece's records cut on record boundaries into runs of about
@@ -215,22 +213,26 @@ struct Counted {
 /// anyway.
 const CUT_BYTES: usize = 1 << 20;
 
+/// Counts and cuts piece `i` (`p` at `at`), its records read as they come
+/// out of the file through the window `buf`: what the piece holds at once
+/// is a window and a record, whatever its size.
 fn count_piece(
     f: &HdfsFile,
-    bytes: Vec<u8>,
+    p: &SubSectionInfo,
     i: usize,
     at: &Location,
+    buf: &mut Vec<u8>,
 ) -> Result<Counted, LoadError> {
-    let mut recs = Delimited::new(&bytes, 0);
+    let mut recs = f.records(p.offset, p.length, at, "piece", buf);
     let header = if i == 0 {
-        Some(read_header(f, at, next_rec(f, at, &mut recs)?)?)
+        Some(read_header(f, at, recs.next()?)?)
     } else {
         None
     };
     let mut start = recs.pos();
     let (mut records, mut in_cut) = (0usize, 0usize);
     let mut cuts = Vec::new();
-    while next_inode(f, at, &mut recs)?.is_some() {
+    while inode_rec(f, at, recs.next()?)?.is_some() {
         records += 1;
         in_cut += 1;
         let end = recs.pos();
@@ -243,43 +245,25 @@ fn count_piece(
         cuts.push((start, recs.pos(), in_cut));
     }
     Ok(Counted {
-        bytes,
         records,
         header,
         cuts,
     })
 }
 
-/// Every piece of a plain image read (on a pool in blocks any worker
-/// takes; else each as its records are counted) and its records counted
-/// and cut. The pieces count as done in the load's progress as their cuts
-/// are decoded, not here.
+/// Every piece of a plain image read as its records are counted and cut,
+/// on the pool. The pieces count as done in the load's progress as their
+/// cuts are decoded, not here. Nothing of the section is kept: at 316M
+/// inodes it is larger than the namespace it loads into (issue 42).
 fn read_and_count(
     f: &HdfsFile,
     quiet: crate::run::Tracked<'_>,
     pool: Option<&rayon::ThreadPool>,
     pieces: &[(SubSectionInfo, Location)],
 ) -> Result<Vec<Counted>, LoadError> {
-    let read: Vec<Mutex<Option<Vec<u8>>>> = match pool {
-        Some(pool) => super::blocks::read_plain(f, pool, pieces)?
-            .into_iter()
-            .map(|b| Mutex::new(Some(b)))
-            .collect(),
-        None => Vec::new(),
-    };
-    crate::run::run_pieces_tracked(
-        quiet,
-        pool,
-        pieces,
-        || (),
-        |_, i, p, at| {
-            let out = match read.get(i).and_then(|b| b.lock().take()) {
-                Some(bytes) => bytes,
-                None => f.plain(p.offset, p.length, at)?,
-            };
-            count_piece(f, out, i, at)
-        },
-    )
+    crate::run::run_pieces_tracked(quiet, pool, pieces, Vec::new, |buf, i, p, at| {
+        count_piece(f, p, i, at, buf)
+    })
 }
 
 /// What a piece's decode into its range of the table gives: its parts,
@@ -297,10 +281,6 @@ struct Tasks {
     cuts: Vec<(usize, usize)>,
     /// Each task's records.
     counts: Vec<usize>,
-    /// Each task's piece's bytes, let go of when the task is done, so
-    /// that a piece's buffer is freed by the worker that decodes its last
-    /// cut, as the step goes, not all at once on this thread at its end.
-    held: Vec<Mutex<Option<Arc<Vec<u8>>>>>,
     /// Each task's piece.
     piece_of: Vec<usize>,
     /// The cuts of each piece not decoded yet: a piece is done when its
@@ -313,21 +293,15 @@ fn cut_tasks(counted: Vec<Counted>, pieces: &[(SubSectionInfo, Location)]) -> Ta
     let mut tasks: Vec<(SubSectionInfo, Location)> = Vec::new();
     let mut cuts: Vec<(usize, usize)> = Vec::new();
     let mut counts: Vec<usize> = Vec::new();
-    // Each task holds its piece's bytes and lets go of them when done, so
-    // that a piece's buffer is freed by the worker that decodes its last
-    // cut, as the step goes, not all at once on this thread at its end.
-    let mut held: Vec<Mutex<Option<Arc<Vec<u8>>>>> = Vec::new();
     // Each task's piece, and the cuts of each piece not decoded yet: a
     // piece is done when its last cut is.
     let mut piece_of: Vec<usize> = Vec::new();
     let mut left: Vec<AtomicUsize> = Vec::new();
     for (i, (c, (p, at))) in counted.into_iter().zip(pieces).enumerate() {
-        let len = c.bytes.len();
-        let bytes = Arc::new(c.bytes);
+        let len = usize::try_from(p.length).unwrap_or(usize::MAX);
         left.push(AtomicUsize::new(c.cuts.len()));
         let last = c.cuts.len().saturating_sub(1);
         for (k, &(start, end, records)) in c.cuts.iter().enumerate() {
-            held.push(Mutex::new(Some(Arc::clone(&bytes))));
             piece_of.push(i);
             // Where the cut lies in the file (progress and the timeline
             // count its bytes), the first from the piece's start (with the
@@ -356,7 +330,6 @@ fn cut_tasks(counted: Vec<Counted>, pieces: &[(SubSectionInfo, Location)]) -> Ta
         tasks,
         cuts,
         counts,
-        held,
         piece_of,
         left,
     }
@@ -406,7 +379,6 @@ fn direct(
         tasks,
         cuts,
         counts,
-        held,
         piece_of,
         left,
     } = cut_tasks(counted, pieces);
@@ -415,28 +387,38 @@ fn direct(
         let ranges = table
             .ranges(&counts)
             .ok_or_else(|| f.corrupt(at0.clone(), "piece counts do not add up".into()))?;
-        let init = || (Vec::new(), Vec::new());
+        let init = || (Vec::new(), Vec::new(), Vec::new());
         crate::run::run_pieces_tracked(
             quiet,
             pool,
             &tasks,
             init,
-            |(blocks, nodes), j, task, at| {
+            |(blocks, nodes, read), j, task, at| {
                 let Some(&(start, end)) = cuts.get(j) else {
                     return Err(f.corrupt(at.clone(), "a task past the cuts".into()));
                 };
-                let piece = held.get(j).and_then(|h| h.lock().take());
-                let bytes = piece
-                    .as_deref()
-                    .and_then(|b| b.get(..end))
-                    .ok_or_else(|| f.corrupt(at.clone(), "a cut past its piece".into()))?;
+                // The cut's records read again (the count kept none of
+                // them), from where they start in the file: `at` moved
+                // there, so that an error names a record's own offset.
+                let piece = piece_of.get(j).and_then(|&i| pieces.get(i));
+                let (Some((p, _)), Some(len)) = (piece, end.checked_sub(start)) else {
+                    return Err(f.corrupt(at.clone(), "a cut past its piece".into()));
+                };
+                let here = p.offset.saturating_add(start as u64);
+                read.resize(len, 0);
+                let at = &Location {
+                    offset: at.offset.saturating_add(start as u64),
+                    ..at.clone()
+                };
+                f.read_exact(here, read, at)?;
+                let bytes = &read[..];
                 // Each task fills an arena chunk of its own.
                 let chunk = u32::try_from(j)
                     .map_err(|_| f.corrupt(at.clone(), "too many pieces".into()))?;
                 let mut buf = std::mem::take(nodes);
                 buf.reserve(usize::try_from(task.records).unwrap_or(0));
-                let mut batch = InodeBatch::with_buffer(chunk, buf, end.saturating_sub(start));
-                let mut recs = Delimited::new(bytes, start);
+                let mut batch = InodeBatch::with_buffer(chunk, buf, len);
+                let mut recs = Delimited::new(bytes, 0);
                 let (mut first, mut last) = (None::<u64>, 0u64);
                 let mut notes = Counts::default();
                 while let Some((pos, body)) = next_rec(f, at, &mut recs)? {
@@ -479,7 +461,6 @@ fn direct(
         spans.windows(2).all(|w| w[0].1 < w[1].0)
     };
     if !in_order {
-        drop(held);
         return resort(f, pieces, tables, ids, None, header, Counts::default());
     }
     let nodes = table
@@ -650,16 +631,6 @@ fn whole(f: &HdfsFile, at: &Location, pos: usize, body: &[u8]) -> Result<INode, 
 /// the piece's bytes, not by one per byte (a deflate stream of zeros inflates
 /// to millions of empty records).
 pub(crate) const MIN_INODE_RECORD: usize = 4;
-
-/// The next inode record (not the header), refused when too short to hold
-/// an inode.
-pub(crate) fn next_inode<'b>(
-    f: &HdfsFile,
-    at: &Location,
-    recs: &mut Delimited<'b>,
-) -> Result<Option<(usize, &'b [u8])>, LoadError> {
-    inode_rec(f, at, next_rec(f, at, recs)?)
-}
 
 /// `r`, an inode record (not the header) or the end, refused when too
 /// short to hold an inode.

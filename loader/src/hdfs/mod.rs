@@ -14,8 +14,7 @@
 //! records are walked with `nsimage_format::wire::Cursor`, as nsimage's
 //! are), `inflate` (a region's records as they come out of the file, read
 //! in blocks or inflated a chunk at a time, each bounded and handed out
-//! before the next is inflated), `blocks` (plain pieces read in blocks on
-//! the pool), `delimited` (the varint-delimited records of bytes held
+//! before the next is inflated), `delimited` (the varint-delimited records of bytes held
 //! whole), `strings` (STRING_TABLE ids), `record` (one
 //! INode record), `inodes` and `dirs` (the two phases), `image` (the side
 //! structure), `small` (the small sections), `md5` (the sidecar check), `run`
@@ -23,7 +22,6 @@
 //! side structures checked against the inodes), `carry` (the snapshot carry of a load),
 //! `stream` (what the streamed viewer reads of an image, in bounded memory).
 
-mod blocks;
 mod carry;
 mod delimited;
 mod dirs;

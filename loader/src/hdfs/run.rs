@@ -85,6 +85,21 @@ pub(crate) fn inode_header(f: &HdfsFile, first: &(SubSectionInfo, Location)) -> 
         .map(|h| (h.last_inode_id(), h.num_inodes()))
 }
 
+/// The inodes `path`'s INODE header declares (0 where it cannot be
+/// read), from the summary and the header's few bytes: what a load's
+/// memory is sized from before it starts.
+///
+/// # Errors
+/// What opening the image or reading its summary refuses.
+pub(crate) fn declared_inodes(path: &Path) -> Result<u64, LoadError> {
+    let f = HdfsFile::open(path)?;
+    let inode_pieces = pieces(&f, HdfsSection::Inode)?;
+    Ok(inode_pieces
+        .first()
+        .and_then(|p| inode_header(&f, p))
+        .map_or(0, |h| h.1))
+}
+
 /// Loads a Hadoop image (`load` came here on seeing the magic).
 pub(crate) fn load_hdfs(path: &Path, opts: &LoadOptions) -> Result<Loaded, LoadError> {
     let started = Instant::now();

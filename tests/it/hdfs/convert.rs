@@ -222,3 +222,112 @@ fn the_namenode_conventions_and_usage_errors() {
     );
     assert!(!bad.exists());
 }
+
+/// A directory with more children than one INODE_DIR entry may list (the
+/// writer's `dir_entry_children`; by default the 6,400,000 Hadoop allows,
+/// here 97) is written as several entries of the same parent, all in one
+/// sub-section (the reader's fast path takes a directory from one piece);
+/// every read path joins them: the loads
+/// on 1 and 2 threads give the namespace's digest, and the streamed
+/// commands answer as for the nsimage image of the same namespace.
+#[test]
+fn a_directory_wider_than_an_entry_is_split_and_read_back_whole() {
+    use nsimage_namespace::{FileSpec, Namespace, NsInfo, PermSpec};
+    use nsimage_writer::hdfs::{write_hdfs_image, HdfsWriteOptions};
+    let spec = FileSpec {
+        replication: 3,
+        preferred_block_size: 128 << 20,
+        storage_policy: 0,
+    };
+    let perm = PermSpec {
+        user: b"hdfs",
+        group: b"supergroup",
+        mode: 0o755,
+    };
+    let mut ns = Namespace::new(NsInfo::default());
+    ns.mkdirs(b"/wide", &perm, 1).unwrap();
+    ns.mkdirs(b"/after/x", &perm, 1).unwrap();
+    for i in 0..1_000 {
+        ns.create(format!("/wide/f{i:04}").as_bytes(), &perm, &spec, 2)
+            .unwrap();
+    }
+    for i in 0..30 {
+        ns.mkdirs(format!("/wide/d{i:02}/sub").as_bytes(), &perm, 3)
+            .unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let hdfs = dir.path().join("fsimage_0000000000000000001");
+    let opts = HdfsWriteOptions {
+        dir_entry_children: 97,
+        sub_sections: true,
+        inode_threshold: 0,
+        target_sections: 200,
+        ..HdfsWriteOptions::default()
+    };
+    let w = write_hdfs_image(&ns, std::fs::File::create(&hdfs).unwrap(), &opts).unwrap();
+    // The wide directory's entries: ceil(1,030 / 97) = 11 of them, in one
+    // of the many INODE_DIR sub-sections.
+    let bytes = std::fs::read(&hdfs).unwrap();
+    let subs: Vec<_> = w
+        .sections
+        .iter()
+        .filter(|s| s.name == "INODE_DIR_SUB")
+        .collect();
+    let wide = ns.resolve(b"/wide").unwrap();
+    let mut pieces_with_wide = 0;
+    let mut entries = 0;
+    for s in &subs {
+        let at = s.offset as usize..(s.offset + s.length) as usize;
+        let mut here = 0;
+        for m in hdfs_common::messages(&bytes[at]) {
+            use prost::Message as _;
+            let e = nsimage_format::hdfs_pb::i_node_directory_section::DirEntry::decode(&m[..])
+                .unwrap();
+            assert!(e.children.len() + e.ref_children.len() <= 97);
+            if e.parent == Some(wide) {
+                here += 1;
+            }
+        }
+        entries += here;
+        pieces_with_wide += usize::from(here > 0);
+    }
+    assert_eq!(entries, 11);
+    assert!(subs.len() > 3, "{} sub-sections", subs.len());
+    assert_eq!(
+        pieces_with_wide, 1,
+        "a directory's entries in two sub-sections"
+    );
+    // The same namespace written with one entry a directory (Hadoop's
+    // form) loads to the same digest.
+    let whole = dir.path().join("fsimage_0000000000000000002");
+    let one = HdfsWriteOptions {
+        sub_sections: true,
+        inode_threshold: 0,
+        ..HdfsWriteOptions::default()
+    };
+    write_hdfs_image(&ns, std::fs::File::create(&whole).unwrap(), &one).unwrap();
+    let want = digest(&whole, "1");
+    for t in ["1", "2"] {
+        assert_eq!(digest(&hdfs, t), want, "{t} threads");
+    }
+    let nsi = dir.path().join("same.nsi");
+    std::fs::write(
+        &nsi,
+        common::image(&ns, &nsimage_writer::WriteOptions::default()),
+    )
+    .unwrap();
+    for args in [
+        &["du", "/", "-d", "2"][..],
+        &["find", "/", "--name", "f00*"][..],
+        &["ls", "/wide"][..],
+        &["distribution"][..],
+    ] {
+        // Each output with its image's name taken out.
+        let with = |img: &Path| {
+            let mut a = vec![args[0], s(img)];
+            a.extend_from_slice(&args[1..]);
+            String::from_utf8_lossy(&ok(&a)).replace(s(img), "IMAGE")
+        };
+        assert_eq!(with(&hdfs), with(&nsi), "{args:?}");
+    }
+}

@@ -170,7 +170,7 @@ pub fn write_hdfs_image_with_carry<W: Write>(
     let hadoop3 = opts.has(ERASURE_CODING_LAYOUT_VERSION);
     write_ns_info(&mut sink, ns, namespace_id, hadoop3)?;
     let written = write_inodes(&mut sink, ns, opts, serials, carried, inodes, per_sub)?;
-    let dir_entries = write_inode_dirs(&mut sink, ns, carried, per_sub)?;
+    let dir_entries = write_inode_dirs(&mut sink, ns, carried, per_sub, opts.dir_entry_children)?;
     let under_construction = write_under_construction(&mut sink, ns)?;
     write_snapshot_sections(&mut sink, ns, carried, hadoop3)?;
     write_managers(&mut sink)?;
@@ -282,6 +282,7 @@ fn write_inode_dirs<W: Write>(
     ns: &Namespace,
     carried: Option<&Carried>,
     per_sub: Option<u64>,
+    most: usize,
 ) -> io::Result<u64> {
     let mut dir_entries = 0u64;
     let mut acc = 0u64;
@@ -301,7 +302,19 @@ fn write_inode_dirs<W: Write>(
                 None => dir_entry(inode),
             };
             match d {
-                Some(d) => e.push(&d, weight(&d)),
+                Some(d) => {
+                    // A directory's entries stay in one sub-section (as
+                    // Hadoop's one entry does): only the last counts
+                    // toward a cut, with the directory's whole weight, so
+                    // no cut falls between them.
+                    let whole = weight(&d);
+                    let parts = split_entry(d, most);
+                    let last = parts.len().saturating_sub(1);
+                    for (k, part) in parts.iter().enumerate() {
+                        e.push(part, if k == last { whole } else { 0 })?;
+                    }
+                    Ok(())
+                }
                 None => Ok(()),
             }
         },
@@ -480,6 +493,42 @@ fn write_summary<W: Write>(
     tail.extend_from_slice(&delimited.to_be_bytes());
     let (md5, bytes, sections) = sink.finish(&tail)?;
     Ok((md5, bytes, sections, summary_offset))
+}
+
+/// `d` as entries of at most `most` children each (references included),
+/// in order, all of `d`'s parent: one entry, `d` itself, when it is not
+/// larger. The references come after every plain child, as in `d`:
+/// Hadoop's loader appends plain children at the end of a directory's
+/// list, assuming they arrive in order, and places references by name.
+pub(crate) fn split_entry(d: DirEntry, most: usize) -> Vec<DirEntry> {
+    let most = most.max(1);
+    if d.children.len() + d.ref_children.len() <= most {
+        return vec![d];
+    }
+    let mut out: Vec<DirEntry> = d
+        .children
+        .chunks(most)
+        .map(|c| DirEntry {
+            parent: d.parent,
+            children: c.to_vec(),
+            ref_children: Vec::new(),
+        })
+        .collect();
+    let mut refs = d.ref_children.as_slice();
+    // The references fill the last entry of children, then entries of
+    // their own.
+    if let Some(last) = out.last_mut() {
+        let room = most - last.children.len();
+        let (now, rest) = refs.split_at(room.min(refs.len()));
+        last.ref_children = now.to_vec();
+        refs = rest;
+    }
+    out.extend(refs.chunks(most).map(|r| DirEntry {
+        parent: d.parent,
+        children: Vec::new(),
+        ref_children: r.to_vec(),
+    }));
+    out
 }
 
 /// What a directory entry counts toward an INODE_DIR sub-section cut: its

@@ -42,6 +42,12 @@ pub const DEFAULT_TARGET_SECTIONS: u32 = 12;
 /// fewer inodes get no sub-sections.
 pub const DEFAULT_INODE_THRESHOLD: u64 = 1_000_000;
 
+/// The most children one INODE_DIR entry lists by default: what
+/// `dfs.namenode.fs-limits.max-directory-items` allows at most (6,400,000),
+/// so that an entry (ids of at most 10 bytes each) stays under the 64 MiB
+/// a record may hold, for Hadoop's protobuf reader and for nsimage's.
+pub const MAX_DIR_ENTRY_CHILDREN: usize = 6_400_000;
+
 /// How the sections of a Hadoop fsimage are compressed: each section (and,
 /// with sub-sections, each sub-section) is its own stream.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -96,6 +102,13 @@ pub struct HdfsWriteOptions {
     /// shared/data/hdfs have it); `false`: one global space, `maskBits` 0.
     /// Ignored (global) for layout versions before -65.
     pub expanded_string_tables: bool,
+    /// The most children (references included) one INODE_DIR entry lists
+    /// (at least 1): a directory with more is written as several entries
+    /// of the same parent, in order, which Hadoop's loader (it adds each
+    /// entry's children to the parent) and nsimage's (it joins them) read
+    /// as one. Default [`MAX_DIR_ENTRY_CHILDREN`]: a directory Hadoop could
+    /// have made is written as Hadoop writes it, one entry.
+    pub dir_entry_children: usize,
 }
 
 impl Default for HdfsWriteOptions {
@@ -107,6 +120,7 @@ impl Default for HdfsWriteOptions {
             codec: HdfsCodec::None,
             layout_version: HADOOP_3_3_LAYOUT_VERSION,
             expanded_string_tables: true,
+            dir_entry_children: MAX_DIR_ENTRY_CHILDREN,
         }
     }
 }

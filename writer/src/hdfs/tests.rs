@@ -3,6 +3,7 @@
 // Test images are small: their offsets and counts fit any integer type.
 #![allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
 
+use super::image::split_entry;
 use super::inodes::signed_cmp;
 use super::*;
 use flate2::bufread::{GzDecoder, ZlibDecoder};
@@ -1153,5 +1154,53 @@ fn output_errors_come_back_as_they_are() {
             assert_eq!(e.to_string(), "disk full", "{codec:?} {left}");
         }
         write_hdfs_image(&ns, Failing { left: img.len() }, &opts).unwrap();
+    }
+}
+
+/// A directory entry cut into parts of at most `most`: the children in
+/// order, then the references, each part of the same parent, none empty;
+/// one that fits is kept whole.
+#[test]
+fn a_wide_entry_is_split_in_order_children_before_references() {
+    let entry = |children: u64, refs: u32| DirEntry {
+        parent: Some(7),
+        children: (100..100 + children).collect(),
+        ref_children: (0..refs).collect(),
+    };
+    for (children, refs, most) in [
+        (10, 0, 3),
+        (9, 0, 3),
+        (9, 2, 3),
+        (8, 4, 3),
+        (0, 7, 3),
+        (5, 5, 10),
+        (4, 3, 10),
+        (10, 10, 1),
+        (3, 0, 0),
+    ] {
+        let d = entry(children, refs);
+        let parts = split_entry(d.clone(), most);
+        let most = most.max(1);
+        let what = format!("{children} children, {refs} refs, at most {most}");
+        if d.children.len() + d.ref_children.len() <= most {
+            assert_eq!(parts, vec![d.clone()], "{what}");
+        }
+        let mut kids = Vec::new();
+        let mut refs_seen = Vec::new();
+        for p in &parts {
+            assert_eq!(p.parent, Some(7), "{what}");
+            let n = p.children.len() + p.ref_children.len();
+            assert!(n > 0 && n <= most, "{what}: a part of {n}");
+            // No plain child after a reference.
+            assert!(p.children.is_empty() || refs_seen.is_empty(), "{what}");
+            kids.extend_from_slice(&p.children);
+            refs_seen.extend_from_slice(&p.ref_children);
+        }
+        assert_eq!(kids, d.children, "{what}");
+        assert_eq!(refs_seen, d.ref_children, "{what}");
+        let least = (d.children.len() + d.ref_children.len())
+            .div_ceil(most)
+            .max(1);
+        assert_eq!(parts.len(), least, "{what}: not the fewest parts");
     }
 }
