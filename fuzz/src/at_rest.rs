@@ -1007,6 +1007,7 @@ pub fn check(img: &[u8], built: Option<&Built>) -> Vec<(String, Result<u64, Stri
                 parallel_threshold: 0,
                 key: k.cloned(),
                 timeline: None,
+                budget: None,
             };
             match load(&path, &opts) {
                 Ok(_) => panic!("an encrypted image loads with {name}"),
@@ -1017,6 +1018,7 @@ pub fn check(img: &[u8], built: Option<&Built>) -> Vec<(String, Result<u64, Stri
                 &VerifyOptions {
                     read: ReadStrategy::Bulk,
                     key: k.cloned(),
+                    ..VerifyOptions::default()
                 },
             ) {
                 Ok(r) => assert!(!r.is_ok(), "verify accepts an encrypted image with {name}"),

@@ -574,6 +574,7 @@ pub fn verdicts(img: &[u8]) -> Vec<(&'static str, Result<u64, String>)> {
             parallel_threshold: 0,
             key: None,
             timeline: None,
+            budget: None,
         };
         let v = match load(path, &opts) {
             Ok(l) => {

@@ -643,6 +643,7 @@ pub fn verdicts_with(img: &[u8], key: Option<&Key>) -> Vec<(String, Result<u64, 
             parallel_threshold: 0,
             key: key.cloned(),
             timeline: None,
+            budget: None,
         };
         let v = match load(path, &opts) {
             Ok(l) => Ok(l.namespace.digest().0),
@@ -661,6 +662,7 @@ pub fn verdicts_with(img: &[u8], key: Option<&Key>) -> Vec<(String, Result<u64, 
         &VerifyOptions {
             read: ReadStrategy::Bulk,
             key: key.cloned(),
+            ..VerifyOptions::default()
         },
     ) {
         Ok(r) if r.is_ok() => Ok(0),

@@ -82,6 +82,7 @@ fn loaded(path: &Path) -> Result<TreeSum, String> {
         parallel_threshold: 0,
         key: None,
         timeline: None,
+        budget: None,
     };
     let l = load(path, &opts).map_err(|e| e.to_string())?;
     let ns = &l.namespace;

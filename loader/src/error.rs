@@ -49,6 +49,28 @@ pub enum LoadError {
         /// Why, when the walk stopped somewhere telling (a file on the way).
         why: Option<String>,
     },
+    /// A whole load of the image needs more memory than the budget
+    /// ([`Budget`](crate::budget::Budget), about
+    /// [`LOAD_BYTES_PER_INODE`](crate::budget::LOAD_BYTES_PER_INODE) bytes
+    /// an inode): refused before anything is sized from the image. Not the
+    /// data's fault.
+    #[error(
+        "{}: loading it needs about {} MiB, more than the memory limit of {} MiB ({}); raise --memory-limit or use a larger machine",
+        path.display(),
+        needed >> 20,
+        limit >> 20,
+        if *given { "--memory-limit" } else { "the memory available" }
+    )]
+    TooLarge {
+        /// The image file.
+        path: PathBuf,
+        /// Bytes its load needs, about.
+        needed: u64,
+        /// The budget, in bytes.
+        limit: u64,
+        /// Whether the user gave the budget.
+        given: bool,
+    },
     /// A well-formed image this build cannot read (version, features, kinds).
     #[error("{}: {source}", path.display())]
     Unsupported {
@@ -78,8 +100,8 @@ impl LoadError {
     }
 
     /// True when the data is at fault (corrupt, unsupported, or without the
-    /// path looked up), false for I/O.
+    /// path looked up), false for I/O and a memory shortfall.
     pub fn is_data_error(&self) -> bool {
-        !matches!(self, LoadError::Io { .. })
+        !matches!(self, LoadError::Io { .. } | LoadError::TooLarge { .. })
     }
 }

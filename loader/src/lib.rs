@@ -53,6 +53,7 @@
 //! | `skeleton.rs` | [`skeleton`]: an image read piece by piece in bounded memory, the tree without the namespace ([`skeleton::Skeleton`]), for the viewer's streamed commands and the streamed export; its own modules in `skeleton/`: the nsimage tree (`image.rs`), the Hadoop tree (`hadoop.rs`), the links (`links.rs`), the names check (`names.rs`) |
 //! | `streamable.rs` | [`Streamable`]: an nsimage image or a Hadoop fsimage opened for the skeleton |
 //! | `verify.rs` | [`verify`]: every checksum and structural rule checked, each bad region listed |
+//! | `budget.rs` | [`budget`]: the memory a command may take ([`budget::Budget`]: `--memory-limit`, or what the machine has), and a whole load refused before it starts where the image's declared inodes need more |
 //! | `trim.rs` | [`release_free_memory`], the caller's choice of giving the allocator's free pages back after a load |
 //! | `hdfs/` | [`hdfs`]: Hadoop fsimage files (magic `HDFSIMG1`), loaded into the same namespace through the same phases; [`hdfs::HdfsImage`] holds what they have beside it (snapshots, references, the summary); its own page lists its modules |
 //! | `error.rs` | [`LoadError`] |
@@ -97,6 +98,7 @@
 mod ahead;
 mod assemble;
 mod baseline;
+pub mod budget;
 #[cfg(feature = "bench-internals")]
 pub mod decode;
 #[cfg(not(feature = "bench-internals"))]

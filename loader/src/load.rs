@@ -23,8 +23,14 @@ use std::time::Instant;
 /// sub-section and offset. The load has no process-wide side effect: a
 /// caller that wants the decode scratch's freed pages back from the
 /// allocator calls [`release_free_memory`](crate::release_free_memory)
-/// afterwards.
+/// afterwards. With [`LoadOptions::budget`], an image whose declared
+/// inodes need more memory than the budget is refused first
+/// ([`LoadError::TooLarge`]).
 pub fn load(path: &Path, opts: &LoadOptions) -> Result<Loaded, LoadError> {
+    if let Some(budget) = opts.budget {
+        let key = opts.key.as_ref();
+        crate::budget::refuse_over(path, crate::budget::load_need(path, key)?, budget, key)?;
+    }
     if crate::hdfs::is_hdfs_file(path)? {
         return crate::hdfs::run::load_hdfs(path, opts);
     }

@@ -70,6 +70,10 @@ pub struct PathOptions {
     pub with_children: bool,
     /// The key of an encrypted image.
     pub key: Option<Key>,
+    /// The memory a whole load may take, where the lookup falls back to
+    /// one (a Hadoop image, an image without a name section): refused over
+    /// it as [`load`](crate::load) refuses ([`LoadOptions::budget`]).
+    pub budget: Option<crate::budget::Budget>,
 }
 
 /// What [`load_path`] found, and what it cost.
@@ -114,7 +118,7 @@ pub fn load_path(
     let key = opts.key.as_ref();
     // A Hadoop fsimage has no name index: the whole image.
     if crate::hdfs::is_hdfs_file(image)? {
-        return full_load(None, image, key, None);
+        return full_load(None, image, opts, None);
     }
     let mut src = ImageSource::open(image)?;
     src.unlock(key)?;
@@ -126,7 +130,7 @@ pub fn load_path(
         .or_else(|| src.index.section(SectionKind::NAME_INDEX))
         .cloned()
     else {
-        return full_load(Some(&src), image, key, None);
+        return full_load(Some(&src), image, opts, None);
     };
     let mut l = Lookup {
         src: &src,
@@ -148,7 +152,7 @@ pub fn load_path(
         Err(Stop::Refused(e)) => Err(e),
         Err(Stop::Unusable(e)) => {
             let pieces = l.pieces;
-            let mut view = full_load(Some(&src), image, key, Some(e.to_string()))?;
+            let mut view = full_load(Some(&src), image, opts, Some(e.to_string()))?;
             view.pieces = view.pieces.saturating_add(pieces);
             Ok(view)
         }
@@ -226,11 +230,12 @@ fn type_of(body: &LoadedBody<'_>) -> i32 {
 fn full_load(
     src: Option<&ImageSource>,
     image: &Path,
-    key: Option<&Key>,
+    path_opts: &PathOptions,
     unused: Option<String>,
 ) -> Result<PathView, LoadError> {
     let opts = LoadOptions {
-        key: key.cloned(),
+        key: path_opts.key.clone(),
+        budget: path_opts.budget,
         ..LoadOptions::default()
     };
     let loaded = crate::load::load(image, &opts)?;

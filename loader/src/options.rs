@@ -30,6 +30,11 @@ pub struct LoadOptions {
     /// one of its own, without the fine spans. The pieces and phases are
     /// recorded either way (a few hundred spans).
     pub timeline: Option<std::sync::Arc<crate::trace::Timeline>>,
+    /// The memory the load may take: with a budget, an image whose
+    /// declared inodes need more ([`budget::load_bytes`](crate::budget::load_bytes))
+    /// is refused before it is read ([`LoadError::TooLarge`](crate::LoadError::TooLarge));
+    /// `None` (the default): no check.
+    pub budget: Option<crate::budget::Budget>,
 }
 
 impl Default for LoadOptions {
@@ -41,6 +46,7 @@ impl Default for LoadOptions {
             parallel_threshold: DEFAULT_PARALLEL_THRESHOLD,
             key: None,
             timeline: None,
+            budget: None,
         }
     }
 }

@@ -58,6 +58,11 @@ pub struct VerifyOptions {
     /// fingerprint first). Without the right key an encrypted image is an
     /// error ([`LoadError::Key`]).
     pub key: Option<Key>,
+    /// The memory the check may take: it holds the whole namespace (its
+    /// structural pass is a load), so with a budget an image whose declared
+    /// inodes need more is refused first ([`LoadError::TooLarge`]); `None`
+    /// (the default): no check.
+    pub budget: Option<crate::budget::Budget>,
 }
 
 /// Verifies the image at `path`, read as `opts` says. Header, footer and
@@ -65,6 +70,9 @@ pub struct VerifyOptions {
 /// without them); problems inside sections are listed in the report.
 pub fn verify(path: &Path, opts: &VerifyOptions) -> Result<VerifyReport, LoadError> {
     let (read, key) = (opts.read, opts.key.as_ref());
+    if let Some(budget) = opts.budget {
+        crate::budget::refuse_over(path, crate::budget::load_need(path, key)?, budget, key)?;
+    }
     if crate::hdfs::is_hdfs_file(path)? {
         // A Hadoop image: no checksums but the sidecar; the load's checks.
         let c = crate::hdfs::run::check(path)?;

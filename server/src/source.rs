@@ -5,7 +5,10 @@
 //! when its last request finishes.
 
 use nsimage_format::cipher::Key;
-use nsimage_loader::{load, verify, ImageSource, LoadOptions, ReadStrategy, VerifyOptions};
+use nsimage_loader::budget::{self, Budget};
+use nsimage_loader::{
+    load, verify, ImageSource, LoadError, LoadOptions, ReadStrategy, VerifyOptions,
+};
 use nsimage_namespace::Namespace;
 use parking_lot::RwLock;
 use std::path::{Path, PathBuf};
@@ -35,6 +38,11 @@ pub enum SourceError {
         /// Why.
         detail: String,
     },
+    /// The image's namespace needs more memory than the budget allows
+    /// (refused before it is read): not the image's fault, and an older
+    /// checkpoint is no smaller.
+    #[error(transparent)]
+    TooLarge(LoadError),
     /// The store directory could not be listed, or holds no image.
     #[error("{}: {detail}", path.display())]
     Store {
@@ -70,21 +78,40 @@ impl Current {
     }
 }
 
+/// A load's error as the server's: a memory shortfall stays one.
+fn image_error(path: &Path, e: LoadError) -> SourceError {
+    match e {
+        LoadError::TooLarge { .. } => SourceError::TooLarge(e),
+        e => SourceError::Image {
+            path: path.to_path_buf(),
+            detail: e.to_string(),
+        },
+    }
+}
+
+/// Refuses `path` where its whole load would not fit `budget` (none: no
+/// check), before anything else reads it.
+fn fits(path: &Path, budget: Option<Budget>, key: Option<&Key>) -> Result<(), SourceError> {
+    let Some(b) = budget else { return Ok(()) };
+    budget::load_need(path, key)
+        .and_then(|need| budget::refuse_over(path, need, b, key))
+        .map_err(|e| image_error(path, e))
+}
+
 /// Loads the image at `path` (nsimage or Hadoop fsimage; `key` unlocks an
-/// encrypted one).
+/// encrypted one), refused first where its load would not fit `budget`.
 pub fn load_image(
     path: &Path,
     txid: Option<u64>,
     key: Option<&Key>,
+    budget: Option<Budget>,
 ) -> Result<Served, SourceError> {
     let opts = LoadOptions {
         key: key.cloned(),
+        budget,
         ..LoadOptions::default()
     };
-    let loaded = load(path, &opts).map_err(|e| SourceError::Image {
-        path: path.to_path_buf(),
-        detail: e.to_string(),
-    })?;
+    let loaded = load(path, &opts).map_err(|e| image_error(path, e))?;
     Ok(Served {
         namespace: loaded.namespace,
         image: path.to_path_buf(),
@@ -98,13 +125,15 @@ pub fn load_image(
 /// served (`namespace_id`), of the same namespace; in an encrypted store
 /// (`encrypted_store`) it must be encrypted. So an image of another
 /// namespace, one renamed to look newer, or a plain one put in an
-/// encrypted store's place, is never served.
+/// encrypted store's place, is never served. One whose load would not fit
+/// `budget` is refused before it is verified.
 pub fn load_checkpoint(
     path: &Path,
     txid: u64,
     namespace_id: Option<u64>,
     encrypted_store: bool,
     key: Option<&Key>,
+    budget: Option<Budget>,
 ) -> Result<Served, SourceError> {
     let bad = |detail: String| SourceError::Image {
         path: path.to_path_buf(),
@@ -118,11 +147,15 @@ pub fn load_checkpoint(
             ));
         }
     }
+    // Sized before anything reads its records (the encryption check above
+    // reads the index only).
+    fits(path, budget, key)?;
     let report = verify(
         path,
         &VerifyOptions {
             read: ReadStrategy::Bulk,
             key: key.cloned(),
+            ..VerifyOptions::default()
         },
     )
     .map_err(|e| bad(e.to_string()))?;
@@ -137,7 +170,7 @@ pub fn load_checkpoint(
             report.problems.len()
         )));
     }
-    let served = load_image(path, Some(txid), key)?;
+    let served = load_image(path, Some(txid), key, None)?;
     let info = served.namespace.info();
     if let Some(id) = namespace_id.filter(|&id| id != info.namespace_id) {
         return Err(bad(format!(
@@ -192,17 +225,20 @@ pub fn is_encrypted_store(dir: &Path) -> Result<bool, SourceError> {
 }
 
 /// The newest checkpoint of store `dir` that verifies and loads; older
-/// ones are tried when a newer one fails (each failure goes to `log`).
+/// ones are tried when a newer one fails (each failure goes to `log`),
+/// except for a namespace `budget` cannot hold, which is the error.
 pub fn newest_checkpoint(
     dir: &Path,
     log: &dyn Fn(&str),
     key: Option<&Key>,
+    budget: Option<Budget>,
 ) -> Result<Served, SourceError> {
     let encrypted = is_encrypted_store(dir)?;
     let images = checkpoints(dir)?;
     for (txid, path) in &images {
-        match load_checkpoint(path, *txid, None, encrypted, key) {
+        match load_checkpoint(path, *txid, None, encrypted, key, budget) {
             Ok(s) => return Ok(s),
+            Err(e @ SourceError::TooLarge(_)) => return Err(e),
             Err(e) => log(&format!("not serving {e}")),
         }
     }
@@ -218,7 +254,9 @@ pub fn newest_checkpoint(
 
 /// Polls store `dir` every `every` until `stop` is set: a checkpoint newer
 /// than the one served is verified, loaded and then served; one that fails
-/// is logged (once) and skipped.
+/// is logged (once) and skipped. The new namespace is loaded beside the one
+/// served: with a `budget`, it must fit what is left of it (a given limit
+/// less the heap of the namespace served; the machine's memory as it is then).
 pub fn poll_store(
     dir: &Path,
     current: &Current,
@@ -226,6 +264,7 @@ pub fn poll_store(
     stop: &AtomicBool,
     log: &dyn Fn(&str),
     key: Option<&Key>,
+    budget: Option<Budget>,
 ) {
     let mut refused: Option<u64> = None;
     while !stop.load(Ordering::Relaxed) {
@@ -252,7 +291,16 @@ pub fn poll_store(
                 continue;
             }
         };
-        match load_checkpoint(&path, txid, Some(namespace_id), encrypted, key) {
+        let room = budget.map(|b| {
+            if b.is_given() {
+                // One pass over the nodes, only when a newer checkpoint is
+                // there to load.
+                b.less(current.get().namespace.heap_bytes() as u64)
+            } else {
+                Budget::available()
+            }
+        });
+        match load_checkpoint(&path, txid, Some(namespace_id), encrypted, key, room) {
             Ok(next) => {
                 current.replace(next);
                 log(&format!("serving {} (txid {txid})", path.display()));

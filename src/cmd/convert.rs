@@ -76,6 +76,8 @@ pub struct Args {
     /// Print JSON on stdout.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    memory: super::memory::MemoryLimit,
 }
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
@@ -95,6 +97,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let opts = LoadOptions {
         threads: a.threads,
         key: super::key()?,
+        budget: Some(a.memory.budget()),
         ..LoadOptions::default()
     };
     let lb = super::progress::LoadBar::start(&a.input);

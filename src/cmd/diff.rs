@@ -5,7 +5,8 @@
 //! as a rename: only inodes whose own parent or name changed are. A deleted
 //! subtree lists every deleted inode.
 
-use anyhow::Context as _;
+use anyhow::{bail, Context as _};
+use nsimage_loader::budget::{self, Budget};
 use nsimage_loader::{load, LoadOptions};
 use nsimage_viewer::diff;
 use std::io::Write as _;
@@ -34,6 +35,13 @@ pub struct Args {
     /// renamed[], modified[], warnings[]}.
     #[arg(long)]
     json: bool,
+    /// Most memory the two namespaces may take together (about 72 bytes
+    /// an inode each): a size (160M, 2G); a pair that needs more is refused
+    /// before either is loaded, saying how much it needs. Default: the
+    /// memory the machine has available (MemAvailable), or the process's
+    /// cgroup limit where that is less.
+    #[arg(long = "memory-limit", value_name = "SIZE", value_parser = super::memory::parse_size)]
+    memory_limit: Option<u64>,
 }
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
@@ -41,6 +49,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         key: super::key()?,
         ..LoadOptions::default()
     };
+    both_fit(&a, &opts)?;
     let pb = super::spinner(&format!("loading {}", a.old.display()));
     let old = load(&a.old, &opts)?.namespace;
     pb.set_message(format!("loading {}", a.new.display()));
@@ -66,4 +75,29 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         }
         _ => Ok(ExitCode::SUCCESS),
     }
+}
+
+/// Refuses the pair before either is loaded where their namespaces, held
+/// together, would not fit the budget: each image's declared counts are
+/// checked first, so damage is reported as damage.
+fn both_fit(a: &Args, opts: &LoadOptions) -> anyhow::Result<()> {
+    let budget = Budget::new(a.memory_limit);
+    let key = opts.key.as_ref();
+    let old = budget::load_need(&a.old, key)?;
+    let new = budget::load_need(&a.new, key)?;
+    if old.saturating_add(new) > budget.bytes() {
+        budget::check_declared(&a.old, key)?;
+        budget::check_declared(&a.new, key)?;
+        bail!(
+            "{} and {}: comparing them needs about {} MiB, both namespaces at once ({} + {} MiB), more than the memory limit of {} MiB ({}); raise --memory-limit or use a larger machine",
+            a.old.display(),
+            a.new.display(),
+            old.saturating_add(new) >> 20,
+            old >> 20,
+            new >> 20,
+            budget.bytes() >> 20,
+            if budget.is_given() { "--memory-limit" } else { "the memory available" }
+        );
+    }
+    Ok(())
 }

@@ -42,6 +42,8 @@ pub struct Args {
     /// bytes_done, bytes_total, elapsed_seconds) or none.
     #[arg(long, value_enum, default_value_t = super::progress::ProgressMode::Auto)]
     progress: super::progress::ProgressMode,
+    #[command(flatten)]
+    memory: super::memory::MemoryLimit,
 }
 
 /// Parses `--read`. The CLI maps images by default (README: "default: all
@@ -73,6 +75,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         parallel_threshold: a.parallel_threshold,
         key: super::key()?,
         timeline: Some(timeline.clone()),
+        budget: Some(a.memory.budget()),
     };
     let label = format!("loading {}", a.file.display());
     let startup = super::progress::StartupProgress::start(timeline, a.progress, &label);

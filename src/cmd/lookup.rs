@@ -22,6 +22,8 @@ pub struct Args {
     /// One JSON document on stdout.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    memory: super::memory::MemoryLimit,
 }
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
@@ -30,6 +32,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let opts = PathOptions {
         with_children: a.children,
         key: super::key()?,
+        budget: Some(a.memory.budget()),
     };
     let view = load_path(&a.image, &path, &opts)?;
     let seconds = t.elapsed().as_secs_f64();

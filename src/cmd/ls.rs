@@ -69,6 +69,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let opts = nsimage_viewer::lookup::PathOptions {
         with_children: true,
         key: super::key()?,
+        budget: Some(a.memory.budget()),
     };
     let view = super::lookup::load_path(&a.image, &path, &opts)?;
     let listing = ls::ls(&view.namespace, &path)?;

@@ -33,18 +33,18 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 #[derive(clap::Args, Clone, Copy, Debug)]
 pub struct MemoryLimit {
     /// Most memory the command may take for the image: its tree while it
-    /// streams it, or its namespace where it loads it whole (about 80
+    /// streams it, or its namespace where it loads it whole (about 72
     /// bytes an inode). A size (160M, 2G); an image that needs more is
     /// refused before any output, saying how much it needs. Default: the memory
     /// the machine has available (MemAvailable), or the process's cgroup
     /// limit where that is less.
-    #[arg(long = "memory-limit", value_parser = parse_size)]
+    #[arg(long = "memory-limit", value_name = "SIZE", value_parser = parse_size)]
     pub bytes: Option<u64>,
 }
 
 impl MemoryLimit {
     /// The budget: the limit given, else what the machine has available
-    /// (the viewer's [`Budget::new`]).
+    /// ([`Budget::new`]).
     pub fn budget(self) -> Budget {
         Budget::new(self.bytes)
     }

@@ -138,8 +138,7 @@ enum Command {
     /// namespace).
     Serve(serve::Args),
     /// A checkpoint store: journaled ops, atomic checkpoints, recovery.
-    #[command(subcommand)]
-    Store(store::Cmd),
+    Store(store::Args),
     /// The journal viewer.
     #[command(subcommand)]
     Journal(journal::Cmd),

@@ -4,6 +4,7 @@
 //! (writes journaled, checkpoints in the background).
 
 use super::{EXIT_DATA, EXIT_USAGE_IO};
+use nsimage_loader::budget::Budget;
 use nsimage_loader::ReadStrategy;
 use nsimage_server::ha::HaConfig;
 use nsimage_server::http::{self, Config, PermissionConfig, ServeError, TlsFiles, Writable};
@@ -122,6 +123,8 @@ pub struct Args {
     /// with StandbyException, as a standby NameNode does.
     #[arg(long, requires = "ha_etcd")]
     standby_reads: bool,
+    #[command(flatten)]
+    memory: super::memory::MemoryLimit,
 }
 
 /// The checkpoint write limit of an HA group's members (MB a second)
@@ -130,11 +133,12 @@ const HA_CHECKPOINT_WRITE_LIMIT_MB: u64 = 40;
 
 /// The writable server's store, opened as `nsimage store recover` opens
 /// one: images mapped and the allocator trimmed after the load.
-fn store_options() -> StoreOptions {
+fn store_options(budget: Budget) -> StoreOptions {
     let mut opts = StoreOptions {
         release_memory_after_load: true,
         ..StoreOptions::default()
     };
+    opts.load.budget = Some(budget);
     // SAFETY: the store's images are written once, renamed into place and
     // never changed while a reader has them open: a purge cuts an old one
     // only under an exclusive lock that no reader's shared lock allows
@@ -158,7 +162,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                     .checkpoint_write_limit
                     .or(a.ha_id.is_some().then_some(HA_CHECKPOINT_WRITE_LIMIT_MB))
                     .map(|mb| mb.saturating_mul(1_000_000)),
-                ..store_options()
+                ..store_options(a.memory.budget())
             },
             policy: CheckpointPolicy {
                 every_ops: a.checkpoint_every_ops,
@@ -185,6 +189,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             ha.standby_reads = a.standby_reads;
             ha
         }),
+        memory: Some(a.memory.budget()),
         ..Config::default()
     };
     if a.writable && !a.source.is_dir() {
@@ -218,6 +223,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             eprintln!("nsimage: {e}");
             let data = match &e {
                 ServeError::Source(SourceError::Image { .. }) => true,
+                ServeError::Source(SourceError::TooLarge(_)) => false,
                 ServeError::Store(s) => s.is_data_error(),
                 _ => false,
             };

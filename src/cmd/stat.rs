@@ -23,6 +23,8 @@ pub struct Args {
     /// One JSON document on stdout.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    memory: super::memory::MemoryLimit,
 }
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
@@ -30,6 +32,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let opts = lookup::PathOptions {
         with_children: false,
         key: super::key()?,
+        budget: Some(a.memory.budget()),
     };
     let view = super::lookup::load_path(&a.image, &path, &opts)?;
     let info = stat::stat(&view.namespace, &path)?;

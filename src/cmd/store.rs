@@ -1,6 +1,7 @@
 //! `nsimage store ...`: a checkpoint store (images + edit journal) driven
 //! from the command line.
 
+use nsimage_loader::budget::Budget;
 use nsimage_loader::ReadStrategy;
 use nsimage_store::{Store, StoreError, StoreOptions};
 use nsimage_testkit::workload::Workload;
@@ -9,6 +10,21 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    cmd: Cmd,
+    /// Most memory the store's namespace may take (about 72 bytes an
+    /// inode, the size of its newest checkpoint, or of IMAGE for `init
+    /// --from`): a store that needs more is refused before it is read,
+    /// saying how much it needs. A size (160M, 2G). Default: the memory the
+    /// machine has available (MemAvailable), or the process's cgroup limit
+    /// where that is less.
+    #[arg(long = "memory-limit", value_name = "SIZE", global = true,
+          value_parser = super::memory::parse_size)]
+    memory_limit: Option<u64>,
+}
 
 #[derive(clap::Subcommand)]
 pub enum Cmd {
@@ -120,11 +136,12 @@ pub struct ApplyArgs {
 /// The command line's store: images mapped (the library's default is the
 /// bulk read) and the allocator trimmed after the load, as `nsimage load`
 /// does; the key of `--key-file`, if any (an encrypted store needs it).
-fn options() -> anyhow::Result<StoreOptions> {
+fn options(budget: Budget) -> anyhow::Result<StoreOptions> {
     let mut opts = StoreOptions {
         key: super::key()?,
         ..StoreOptions::default()
     };
+    opts.load.budget = Some(budget);
     // SAFETY: the store's images are written once, renamed into place and
     // never changed while a reader has them open: a purge cuts an old one
     // only under an exclusive lock that no reader's shared lock allows
@@ -135,11 +152,11 @@ fn options() -> anyhow::Result<StoreOptions> {
     Ok(opts)
 }
 
-fn open(dir: &std::path::Path) -> anyhow::Result<Store> {
+fn open(dir: &std::path::Path, budget: Budget) -> anyhow::Result<Store> {
     Ok(Store::open(
         dir,
         Arc::new(nsimage_store::fs::RealFs::default()),
-        options()?,
+        options(budget)?,
     )?)
 }
 
@@ -163,8 +180,9 @@ fn at_rest_text(a: &nsimage_store::AtRestSettings) -> String {
     }
 }
 
-pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
-    match cmd {
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let budget = Budget::new(args.memory_limit);
+    match args.cmd {
         Cmd::Init {
             dir,
             from,
@@ -182,7 +200,7 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
                     String::new()
                 }
                 Some(image) => {
-                    let ns = load_image(image)?;
+                    let ns = load_image(image, budget)?;
                     let t = ns.info().last_txid;
                     let inodes = ns.stats().inodes;
                     Store::init_from(&dir, fs, &at_rest, &ns)?;
@@ -222,9 +240,9 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
                 served.namespace.stats().inodes
             );
         }
-        Cmd::Apply(a) => apply(a)?,
+        Cmd::Apply(a) => apply(a, budget)?,
         Cmd::Checkpoint { dir } => {
-            let s = open(&dir)?;
+            let s = open(&dir, budget)?;
             let t = Instant::now();
             let txid = s.checkpoint()?;
             out!(
@@ -237,10 +255,12 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
             // mount and never changes the store).
             // Without the key an encrypted store is listed, not recovered.
             let fs = nsimage_store::fs::RealFs::default();
-            let opts = StoreOptions {
+            let mut opts = StoreOptions {
                 key: super::key()?,
                 ..StoreOptions::default()
             };
+            // Its txid comes from a recovery in memory: sized as any.
+            opts.load.budget = Some(budget);
             let st = Store::inspect(&dir, &fs, &opts)?;
             if json {
                 out!("{}", serde_json::to_string(&st)?);
@@ -288,7 +308,7 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
             let timeline = Arc::new(nsimage_loader::trace::Timeline::new(trace.is_some()));
             let mut opts = StoreOptions {
                 bulk_replay_bytes: bulk_limit,
-                ..options()?
+                ..options(budget)?
             };
             opts.load.timeline = Some(timeline.clone());
             let label = format!("recovering {}", dir.display());
@@ -334,9 +354,13 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
 
 /// Loads IMAGE for `store init --from` (the key of --key-file, if any, for
 /// an encrypted image), behind a bar of the load's bytes.
-fn load_image(image: &std::path::Path) -> anyhow::Result<nsimage_namespace::Namespace> {
+fn load_image(
+    image: &std::path::Path,
+    budget: Budget,
+) -> anyhow::Result<nsimage_namespace::Namespace> {
     let opts = nsimage_loader::LoadOptions {
         key: super::key()?,
+        budget: Some(budget),
         ..nsimage_loader::LoadOptions::default()
     };
     let lb = super::progress::LoadBar::start(image);
@@ -355,12 +379,12 @@ fn load_image(image: &std::path::Path) -> anyhow::Result<nsimage_namespace::Name
     Ok(ns)
 }
 
-fn apply(a: ApplyArgs) -> anyhow::Result<()> {
+fn apply(a: ApplyArgs, budget: Budget) -> anyhow::Result<()> {
     if a.writers > 1 || a.background_checkpoint_every_ops.is_some() {
-        return apply_concurrent(a);
+        return apply_concurrent(a, budget);
     }
     let started = Instant::now();
-    let store = open(&a.dir)?;
+    let store = open(&a.dir, budget)?;
     let w = Workload { seed: a.seed };
     let first = store.with_namespace(|ns| ns.info().last_txid);
     let Some(end) = first.checked_add(a.ops) else {
@@ -464,11 +488,11 @@ struct Applied<'a> {
 /// invalid op first, which must be refused), each waiting for its op to be
 /// durable before the next (group commit across the threads); a
 /// checkpointer takes checkpoints meanwhile.
-fn apply_concurrent(a: ApplyArgs) -> anyhow::Result<()> {
+fn apply_concurrent(a: ApplyArgs, budget: Budget) -> anyhow::Result<()> {
     use nsimage_store::{CheckpointEvent, CheckpointPolicy, SubmitError};
     use std::sync::atomic::{AtomicU64, Ordering};
     let started = Instant::now();
-    let store = Arc::new(open(&a.dir)?);
+    let store = Arc::new(open(&a.dir, budget)?);
     let w = Workload { seed: a.seed };
     let first = store.txid();
     let Some(end) = first.checked_add(a.ops) else {

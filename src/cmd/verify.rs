@@ -13,6 +13,8 @@ pub struct Args {
     /// Print JSON on stdout.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    memory: super::memory::MemoryLimit,
 }
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
@@ -24,6 +26,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         &VerifyOptions {
             read: ReadStrategy::Bulk,
             key: super::key()?,
+            budget: Some(a.memory.budget()),
         },
     ) {
         Ok(r) => r,

@@ -308,6 +308,7 @@ pub fn every_path(
                 parallel_threshold: 0,
                 key: key.cloned(),
                 timeline: None,
+                budget: None,
             };
             let v = load(path, &o).ok().map(|l| l.namespace.digest());
             out.push((format!("{read:?}/{threads}"), v));
@@ -318,6 +319,7 @@ pub fn every_path(
         &VerifyOptions {
             read: ReadStrategy::Bulk,
             key: key.cloned(),
+            ..VerifyOptions::default()
         },
     )
     .is_ok_and(|r| r.is_ok());

@@ -79,7 +79,7 @@ pub enum ViewError {
         given: bool,
     },
     /// An image the stream cannot take needs more memory to load whole
-    /// than the budget (about 80 bytes an inode).
+    /// than the budget (about 72 bytes an inode).
     #[error(
         "{}: this image cannot be streamed and loading it whole needs about {} MiB, more than the memory limit of {} MiB",
         image.display(),

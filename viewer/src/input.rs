@@ -13,7 +13,7 @@
 //!    read through the image's name section, errors included;
 //! 3. **a whole load** ([`Query::loaded`]): where the stream answers
 //!    [`Fallback::Unstreamable`], or the query does not stream
-//!    ([`Query::streams`]), once the load's size (about 80 bytes an
+//!    ([`Query::streams`]), once the load's size (about 72 bytes an
 //!    inode) is found to fit the budget.
 //!
 //! Before any refusal for size the image's declared counts (what the
@@ -31,62 +31,7 @@ use nsimage_namespace::Namespace;
 use std::path::Path;
 use std::time::Instant;
 
-/// Bytes a whole load takes per inode, about: what a refusal to load an
-/// image the stream cannot take is sized by.
-pub const LOAD_BYTES_PER_INODE: u64 = 80;
-
-/// The most memory a command may take for an image's tree (streamed) or
-/// namespace (loaded whole).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Budget {
-    bytes: u64,
-    given: bool,
-}
-
-impl Budget {
-    /// `given` bytes when the user gave a limit, else [`Budget::available`].
-    pub fn new(given: Option<u64>) -> Budget {
-        match given {
-            Some(bytes) => Budget { bytes, given: true },
-            None => Budget::available(),
-        }
-    }
-
-    /// What the machine has: the least of MemAvailable (`/proc/meminfo`)
-    /// and the memory limit of this process's cgroup; no limit where
-    /// neither can be read.
-    pub fn available() -> Budget {
-        Budget {
-            bytes: available()
-                .unwrap_or(u64::MAX)
-                .min(cgroup_limit().unwrap_or(u64::MAX)),
-            given: false,
-        }
-    }
-
-    /// The budget in bytes.
-    pub fn bytes(self) -> u64 {
-        self.bytes
-    }
-
-    /// Whether the user gave it (rather than the machine's memory).
-    pub fn is_given(self) -> bool {
-        self.given
-    }
-
-    /// Workers that fit beside a tree of `tree` bytes when each takes
-    /// `per_worker`: at most `asked` (0: the available cores), at least
-    /// one. A streamed command whose workers hold large buffers (an
-    /// export's row groups) runs fewer of them rather than go past the
-    /// budget.
-    pub fn workers(self, tree: u64, per_worker: u64, asked: usize) -> usize {
-        let cores = std::thread::available_parallelism().map_or(1, usize::from);
-        let asked = if asked == 0 { cores } else { asked };
-        let room = self.bytes.saturating_sub(tree);
-        let fit = usize::try_from(room / per_worker.max(1)).unwrap_or(usize::MAX);
-        asked.min(fit).max(1)
-    }
-}
+pub use nsimage_loader::budget::{Budget, LOAD_BYTES_PER_INODE};
 
 /// How [`Input::read`] answered.
 #[derive(Clone, Debug, PartialEq)]
@@ -179,13 +124,13 @@ impl Input {
             Streamable::Image(src)
         };
         let tree = Skeleton::estimate(&src);
-        if tree > budget.bytes {
+        if tree > budget.bytes() {
             src.check_counts()?;
             return Err(ViewError::TooLarge {
                 image: image.to_path_buf(),
                 needed: tree,
-                limit: budget.bytes,
-                given: budget.given,
+                limit: budget.bytes(),
+                given: budget.is_given(),
             });
         }
         let load = LoadOptions {
@@ -248,6 +193,7 @@ impl Input {
                         let opts = PathOptions {
                             with_children: true,
                             key: self.load.key.clone(),
+                            budget: Some(self.budget),
                         };
                         let view = crate::lookup::load_path(self.path(), path, &opts)?;
                         let answer = q.loaded(&view.namespace)?;
@@ -271,53 +217,18 @@ impl Input {
     /// [`LOAD_BYTES_PER_INODE`] an inode) is found to fit the budget.
     fn load_whole(&self) -> Result<Namespace, ViewError> {
         let needed = self.inode_count().saturating_mul(LOAD_BYTES_PER_INODE);
-        if needed > self.budget.bytes {
+        if needed > self.budget.bytes() {
             self.src.check_counts()?;
             return Err(ViewError::TooLargeToLoad {
                 image: self.path().to_path_buf(),
                 needed,
-                limit: self.budget.bytes,
+                limit: self.budget.bytes(),
             });
         }
         let loaded = nsimage_loader::load(self.path(), &self.load)?;
         nsimage_loader::release_free_memory();
         Ok(loaded.namespace)
     }
-}
-
-/// The memory limit of this process's cgroup (v2 `memory.max`, v1
-/// `memory.limit_in_bytes`), in bytes; `None` where there is none.
-fn cgroup_limit() -> Option<u64> {
-    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-    let mut least: Option<u64> = None;
-    for line in own.lines() {
-        // "ID:CONTROLLERS:PATH"; v2's line is "0::PATH".
-        let mut parts = line.splitn(3, ':');
-        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
-        let file = if controllers.is_empty() {
-            format!("/sys/fs/cgroup{path}/memory.max")
-        } else if controllers.split(',').any(|c| c == "memory") {
-            format!("/sys/fs/cgroup/memory{path}/memory.limit_in_bytes")
-        } else {
-            continue;
-        };
-        let Ok(text) = std::fs::read_to_string(&file) else {
-            continue;
-        };
-        // "max" (v2) or a huge number (v1) mean none.
-        if let Ok(n) = text.trim().parse::<u64>() {
-            least = Some(least.map_or(n, |l| l.min(n)));
-        }
-    }
-    least
-}
-
-/// MemAvailable from `/proc/meminfo`, in bytes.
-fn available() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    kib.checked_mul(1024)
 }
 
 #[cfg(test)]
@@ -438,10 +349,7 @@ mod tests {
         for (given, says) in [(Some(1), "(--memory-limit)"), (None, "")] {
             let budget = match given {
                 Some(_) => Budget::new(given),
-                None => Budget {
-                    bytes: 1,
-                    given: false,
-                },
+                None => Budget::of_machine(1),
             };
             let Err(e) = Input::open(&path, None, budget) else {
                 panic!("a 1-byte budget was accepted");

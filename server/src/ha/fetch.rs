@@ -79,7 +79,14 @@ pub fn fetch_checkpoint(
     out.sync_all()
         .map_err(|e| bad(format!("{}: {e}", path.display())))?;
     drop(out);
-    match load_checkpoint(&path, txid, Some(namespace_id), encrypted, key.as_ref()) {
+    match load_checkpoint(
+        &path,
+        txid,
+        Some(namespace_id),
+        encrypted,
+        key.as_ref(),
+        None,
+    ) {
         Ok(served) => Ok((txid, path, served)),
         Err(e) => {
             let _ = std::fs::remove_file(&path);

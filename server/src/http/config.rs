@@ -51,6 +51,11 @@ pub struct Config {
     /// With [`writable`](Self::writable): join this HA group (the
     /// journal in etcd, one active member, standbys).
     pub ha: Option<crate::ha::HaConfig>,
+    /// The memory a namespace may take: an image (or a store's checkpoint)
+    /// whose load would need more is refused before it is read; `None`: no
+    /// check. A writable store's recovery takes its budget from
+    /// [`Writable::store`]'s load options.
+    pub memory: Option<nsimage_loader::budget::Budget>,
 }
 
 /// The permission settings as given (the superuser's default needs the
@@ -198,6 +203,7 @@ impl Default for Config {
             permissions: PermissionConfig::default(),
             tls: None,
             ha: None,
+            memory: None,
         }
     }
 }

@@ -66,9 +66,10 @@ pub fn run_until(
             &source,
             &|l: &str| eprintln!("nsimage serve: {l}"),
             config.key.as_ref(),
+            config.memory,
         )?
     } else {
-        load_image(&source, None, config.key.as_ref())?
+        load_image(&source, None, config.key.as_ref(), config.memory)?
     };
     logger(&format!("serving {}", first.image.display()));
     let perms = config.permissions.resolve(&first.namespace);
@@ -76,7 +77,7 @@ pub fn run_until(
     let stop = Arc::new(AtomicBool::new(false));
     let poller = is_store.then(|| {
         let (current, stop, every) = (Arc::clone(&current), Arc::clone(&stop), config.poll_every);
-        let key = config.key.clone();
+        let (key, memory) = (config.key.clone(), config.memory);
         std::thread::spawn(move || {
             // Store switches and refusals are always worth a line.
             poll_store(
@@ -86,6 +87,7 @@ pub fn run_until(
                 &stop,
                 &|l: &str| eprintln!("nsimage serve: {l}"),
                 key.as_ref(),
+                memory,
             )
         })
     });

@@ -14,7 +14,7 @@ use crate::journal::{self, Sealing, Segment, SegmentSealer};
 use crate::op_view::JournalOpView;
 use nsimage_format::cipher::{Key, ID_LEN};
 use nsimage_format::Location;
-use nsimage_loader::{load, ImageSource};
+use nsimage_loader::{load, ImageSource, LoadError};
 use nsimage_namespace::Namespace;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -187,6 +187,11 @@ fn choose_image(
                     l.namespace.info().last_txid
                 ),
             )),
+            // A namespace the memory cannot hold is not a damaged image:
+            // the store's older images hold the same namespace a few ops
+            // back, no smaller for the memory, and falling back to one
+            // would hide why the newest was not used.
+            Err(e @ LoadError::TooLarge { .. }) => return Err(StoreError::Load(e)),
             Err(e) => {
                 // The load error names the image already: keep its cause
                 // only, the path is beside it.

@@ -9,6 +9,7 @@ mod export;
 mod hostile;
 mod human;
 mod layering;
+mod memory;
 mod peers;
 mod progress;
 mod trace;

@@ -74,6 +74,7 @@ fn read_every_way(path: &Path, key: Option<&Key>, want: Digest) -> Vec<(String, 
                 parallel_threshold: 0,
                 key: key.cloned(),
                 timeline: None,
+                budget: None,
             };
             let how = format!("load {}/{threads}", read.name());
             match load(path, &opts) {
@@ -93,6 +94,7 @@ fn read_every_way(path: &Path, key: Option<&Key>, want: Digest) -> Vec<(String, 
             &VerifyOptions {
                 read,
                 key: key.cloned(),
+                ..VerifyOptions::default()
             },
         ) {
             Ok(r) if r.problems.is_empty() && r.warnings.is_empty() => {}

@@ -18,6 +18,7 @@ fn opts(threads: usize, read: ReadStrategy) -> LoadOptions {
         parallel_threshold: 0,
         key: None,
         timeline: None,
+        budget: None,
     }
 }
 

@@ -60,6 +60,7 @@ fn lookup(img: &Path, path: &str, children: bool) -> Result<PathView, ViewError>
     let opts = PathOptions {
         with_children: children,
         key: None,
+        budget: None,
     };
     load_path(img, &ImagePath::parse(path).unwrap(), &opts)
 }

@@ -307,6 +307,7 @@ fn answer(img: &Path, key: Option<&Key>, path: &str, children: bool) -> Result<S
     let opts = PathOptions {
         with_children: children,
         key: key.cloned(),
+        budget: None,
     };
     let p = ImagePath::parse(path).unwrap();
     match load_path(img, &p, &opts) {

@@ -1,0 +1,202 @@
+//! How much memory a command may take for an image ([`Budget`]), and the
+//! refusal of a whole load that would not fit it, made before anything is
+//! sized from the image (issue 42): a load of N inodes takes about
+//! [`LOAD_BYTES_PER_INODE`] × N bytes at its peak, so an image the budget
+//! cannot hold is refused at open, saying how much it needs, rather than
+//! killed by the kernel half-way.
+//!
+//! The refusal rests on the count the image declares (its index's INODE
+//! records, or a Hadoop INODE header's `numInodes`); before refusing, that
+//! count is checked against the records themselves, so an image whose
+//! count lies is reported as damaged ([`LoadError::Corrupt`]), never as a
+//! memory shortfall.
+
+use crate::error::LoadError;
+use crate::source::ImageSource;
+use std::path::Path;
+
+/// Bytes a whole load takes per inode at its peak, about, at the
+/// generator's default shape (docs/performance.md: 59-61 kept, 65-71 at the
+/// peak, the most at small sizes): what a refusal to load is sized by.
+pub const LOAD_BYTES_PER_INODE: u64 = 72;
+
+/// The most memory a command may take for an image's tree (streamed) or
+/// namespace (loaded whole).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Budget {
+    bytes: u64,
+    given: bool,
+}
+
+impl Budget {
+    /// `given` bytes when the user gave a limit, else [`Budget::available`].
+    pub fn new(given: Option<u64>) -> Budget {
+        match given {
+            Some(bytes) => Budget { bytes, given: true },
+            None => Budget::available(),
+        }
+    }
+
+    /// What the machine has: the least of MemAvailable (`/proc/meminfo`)
+    /// and the memory limit of this process's cgroup; no limit where
+    /// neither can be read.
+    pub fn available() -> Budget {
+        Budget::of_machine(
+            available()
+                .unwrap_or(u64::MAX)
+                .min(cgroup_limit().unwrap_or(u64::MAX)),
+        )
+    }
+
+    /// A budget of `bytes` that stands for the machine's memory (not one the
+    /// user gave): what [`Budget::available`] measured, or a test's.
+    pub fn of_machine(bytes: u64) -> Budget {
+        Budget {
+            bytes,
+            given: false,
+        }
+    }
+
+    /// The budget in bytes.
+    pub fn bytes(self) -> u64 {
+        self.bytes
+    }
+
+    /// Whether the user gave it (rather than the machine's memory).
+    pub fn is_given(self) -> bool {
+        self.given
+    }
+
+    /// What is left of it once `used` bytes are taken (by a namespace
+    /// already held, say); who gave it stays the same.
+    pub fn less(self, used: u64) -> Budget {
+        Budget {
+            bytes: self.bytes.saturating_sub(used),
+            given: self.given,
+        }
+    }
+
+    /// Workers that fit beside a tree of `tree` bytes when each takes
+    /// `per_worker`: at most `asked` (0: the available cores), at least
+    /// one. A streamed command whose workers hold large buffers (an
+    /// export's row groups) runs fewer of them rather than go past the
+    /// budget.
+    pub fn workers(self, tree: u64, per_worker: u64, asked: usize) -> usize {
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        let asked = if asked == 0 { cores } else { asked };
+        let room = self.bytes.saturating_sub(tree);
+        let fit = usize::try_from(room / per_worker.max(1)).unwrap_or(usize::MAX);
+        asked.min(fit).max(1)
+    }
+}
+
+/// Bytes a whole load of `inodes` inodes needs, about.
+pub fn load_bytes(inodes: u64) -> u64 {
+    inodes.saturating_mul(LOAD_BYTES_PER_INODE)
+}
+
+/// The inodes `path` declares (nsimage or Hadoop, told apart by its bytes)
+/// and what a whole load of them needs, read from the index or the INODE
+/// header only; `key` unlocks an encrypted image's index.
+///
+/// # Errors
+/// What opening the image refuses.
+pub fn load_need(path: &Path, key: Option<&nsimage_format::cipher::Key>) -> Result<u64, LoadError> {
+    let inodes = if crate::hdfs::is_hdfs_file(path)? {
+        crate::hdfs::run::declared_inodes(path)?
+    } else {
+        let mut src = ImageSource::open(path)?;
+        src.unlock(key)?;
+        image_inodes(&src)
+    };
+    Ok(load_bytes(inodes))
+}
+
+/// The inodes an nsimage image's index declares.
+pub(crate) fn image_inodes(src: &ImageSource) -> u64 {
+    src.index
+        .section(nsimage_format::SectionKind::INODE)
+        .map_or(0, |s| s.records)
+}
+
+/// Refuses a whole load of `path` that needs `needed` bytes where `budget`
+/// holds less, once the image's declared counts are found honest (else
+/// the damage is the error).
+///
+/// # Errors
+/// [`LoadError::TooLarge`], or the [`LoadError::Corrupt`] of a count that
+/// lies.
+pub fn refuse_over(
+    path: &Path,
+    needed: u64,
+    budget: Budget,
+    key: Option<&nsimage_format::cipher::Key>,
+) -> Result<(), LoadError> {
+    if needed <= budget.bytes {
+        return Ok(());
+    }
+    check_declared(path, key)?;
+    Err(LoadError::TooLarge {
+        path: path.to_path_buf(),
+        needed,
+        limit: budget.bytes,
+        given: budget.given,
+    })
+}
+
+/// Checks the counts `path` declares (what [`load_need`] sizes from)
+/// against its records, one piece at a time in bounded memory
+/// ([`Streamable::check_counts`](crate::Streamable::check_counts)): what a
+/// caller does before it refuses an image for its size.
+///
+/// # Errors
+/// The located [`LoadError::Corrupt`] of a count that lies; what opening
+/// the image refuses.
+pub fn check_declared(
+    path: &Path,
+    key: Option<&nsimage_format::cipher::Key>,
+) -> Result<(), LoadError> {
+    let src = if crate::hdfs::is_hdfs_file(path)? {
+        crate::Streamable::Hdfs(Box::new(crate::hdfs::HdfsSource::open(path)?))
+    } else {
+        let mut src = ImageSource::open(path)?;
+        src.unlock(key)?;
+        crate::Streamable::Image(src)
+    };
+    src.check_counts()
+}
+
+/// The memory limit of this process's cgroup (v2 `memory.max`, v1
+/// `memory.limit_in_bytes`), in bytes; `None` where there is none.
+fn cgroup_limit() -> Option<u64> {
+    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let mut least: Option<u64> = None;
+    for line in own.lines() {
+        // "ID:CONTROLLERS:PATH"; v2's line is "0::PATH".
+        let mut parts = line.splitn(3, ':');
+        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        let file = if controllers.is_empty() {
+            format!("/sys/fs/cgroup{path}/memory.max")
+        } else if controllers.split(',').any(|c| c == "memory") {
+            format!("/sys/fs/cgroup/memory{path}/memory.limit_in_bytes")
+        } else {
+            continue;
+        };
+        let Ok(text) = std::fs::read_to_string(&file) else {
+            continue;
+        };
+        // "max" (v2) or a huge number (v1) mean none.
+        if let Ok(n) = text.trim().parse::<u64>() {
+            least = Some(least.map_or(n, |l| l.min(n)));
+        }
+    }
+    least
+}
+
+/// MemAvailable from `/proc/meminfo`, in bytes.
+fn available() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
+}
