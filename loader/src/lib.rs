@@ -53,7 +53,8 @@
 //! | `skeleton.rs` | [`skeleton`]: an image read piece by piece in bounded memory, the tree without the namespace ([`skeleton::Skeleton`]), for the viewer's streamed commands and the streamed export; its own modules in `skeleton/`: the nsimage tree (`image.rs`), the Hadoop tree (`hadoop.rs`), the links (`links.rs`), the names check (`names.rs`) |
 //! | `streamable.rs` | [`Streamable`]: an nsimage image or a Hadoop fsimage opened for the skeleton |
 //! | `verify.rs` | [`verify`]: every checksum and structural rule checked, each bad region listed |
-//! | `budget.rs` | [`budget`]: the memory a command may take ([`budget::Budget`]: `--memory-limit`, or what the machine has), and a whole load refused before it starts where the image's declared inodes need more |
+//! | `budget.rs` | [`budget`]: the memory a command may take ([`budget::Budget`]: `--memory-limit`, or what the machine has) and what a whole load takes an inode |
+//! | `need.rs` | a whole load sized from the inodes an image declares ([`load_need`]) and refused before it starts where the budget cannot hold it ([`refuse_over`]), once the count is found honest ([`check_declared`]) |
 //! | `trim.rs` | [`release_free_memory`], the caller's choice of giving the allocator's free pages back after a load |
 //! | `hdfs/` | [`hdfs`]: Hadoop fsimage files (magic `HDFSIMG1`), loaded into the same namespace through the same phases; [`hdfs::HdfsImage`] holds what they have beside it (snapshots, references, the summary); its own page lists its modules |
 //! | `error.rs` | [`LoadError`] |
@@ -113,6 +114,7 @@ mod lock_stats;
 mod lookup;
 mod mmap;
 mod name_index;
+mod need;
 mod options;
 pub mod prefetch;
 mod progress;
@@ -140,6 +142,7 @@ pub use load::load;
 pub use lock_stats::LockStats;
 pub use lookup::{load_path, PathOptions, PathView};
 pub use mmap::MmapOptIn;
+pub use need::{check_declared, load_need, refuse_over};
 pub use options::{LoadOptions, DEFAULT_PARALLEL_THRESHOLD};
 pub use source::{ImageSource, PieceBuf, ReadStrategy};
 pub use stats::{LoadStats, Loaded};

@@ -29,7 +29,7 @@ use std::time::Instant;
 pub fn load(path: &Path, opts: &LoadOptions) -> Result<Loaded, LoadError> {
     if let Some(budget) = opts.budget {
         let key = opts.key.as_ref();
-        crate::budget::refuse_over(path, crate::budget::load_need(path, key)?, budget, key)?;
+        crate::need::refuse_over(path, crate::need::load_need(path, key)?, budget, key)?;
     }
     if crate::hdfs::is_hdfs_file(path)? {
         return crate::hdfs::run::load_hdfs(path, opts);

@@ -71,7 +71,7 @@ pub struct VerifyOptions {
 pub fn verify(path: &Path, opts: &VerifyOptions) -> Result<VerifyReport, LoadError> {
     let (read, key) = (opts.read, opts.key.as_ref());
     if let Some(budget) = opts.budget {
-        crate::budget::refuse_over(path, crate::budget::load_need(path, key)?, budget, key)?;
+        crate::need::refuse_over(path, crate::need::load_need(path, key)?, budget, key)?;
     }
     if crate::hdfs::is_hdfs_file(path)? {
         // A Hadoop image: no checksums but the sidecar; the load's checks.

@@ -5,7 +5,7 @@
 //! when its last request finishes.
 
 use nsimage_format::cipher::Key;
-use nsimage_loader::budget::{self, Budget};
+use nsimage_loader::budget::Budget;
 use nsimage_loader::{
     load, verify, ImageSource, LoadError, LoadOptions, ReadStrategy, VerifyOptions,
 };
@@ -93,8 +93,8 @@ fn image_error(path: &Path, e: LoadError) -> SourceError {
 /// check), before anything else reads it.
 fn fits(path: &Path, budget: Option<Budget>, key: Option<&Key>) -> Result<(), SourceError> {
     let Some(b) = budget else { return Ok(()) };
-    budget::load_need(path, key)
-        .and_then(|need| budget::refuse_over(path, need, b, key))
+    nsimage_loader::load_need(path, key)
+        .and_then(|need| nsimage_loader::refuse_over(path, need, b, key))
         .map_err(|e| image_error(path, e))
 }
 

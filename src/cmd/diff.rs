@@ -6,7 +6,7 @@
 //! subtree lists every deleted inode.
 
 use anyhow::{bail, Context as _};
-use nsimage_loader::budget::{self, Budget};
+use nsimage_loader::budget::Budget;
 use nsimage_loader::{load, LoadOptions};
 use nsimage_viewer::diff;
 use std::io::Write as _;
@@ -83,11 +83,11 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
 fn both_fit(a: &Args, opts: &LoadOptions) -> anyhow::Result<()> {
     let budget = Budget::new(a.memory_limit);
     let key = opts.key.as_ref();
-    let old = budget::load_need(&a.old, key)?;
-    let new = budget::load_need(&a.new, key)?;
+    let old = nsimage_loader::load_need(&a.old, key)?;
+    let new = nsimage_loader::load_need(&a.new, key)?;
     if old.saturating_add(new) > budget.bytes() {
-        budget::check_declared(&a.old, key)?;
-        budget::check_declared(&a.new, key)?;
+        nsimage_loader::check_declared(&a.old, key)?;
+        nsimage_loader::check_declared(&a.new, key)?;
         bail!(
             "{} and {}: comparing them needs about {} MiB, both namespaces at once ({} + {} MiB), more than the memory limit of {} MiB ({}); raise --memory-limit or use a larger machine",
             a.old.display(),
