@@ -27,16 +27,9 @@ pub fn load_need(path: &Path, key: Option<&nsimage_format::cipher::Key>) -> Resu
     } else {
         let mut src = ImageSource::open(path)?;
         src.unlock(key)?;
-        image_inodes(&src)
+        Streamable::Image(src).inode_count()
     };
     Ok(load_bytes(inodes))
-}
-
-/// The inodes an nsimage image's index declares.
-pub(crate) fn image_inodes(src: &ImageSource) -> u64 {
-    src.index
-        .section(nsimage_format::SectionKind::INODE)
-        .map_or(0, |s| s.records)
 }
 
 /// Refuses a whole load of `path` that needs `needed` bytes where `budget`

@@ -228,8 +228,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 key: super::encryption_key(encrypt)?,
             };
             let id = fetch::peer_namespace_id(&from)?;
-            let (txid, fetched, served) =
-                fetch::fetch_checkpoint(&from, &user, &dir, id, false, super::key()?)?;
+            let (txid, fetched, served) = fetch::fetch_checkpoint(
+                &from,
+                &user,
+                &dir,
+                id,
+                false,
+                super::key()?,
+                Some(budget),
+            )?;
             let fs = Arc::new(nsimage_store::fs::RealFs::default());
             let made = Store::init_from(&dir, fs, &at_rest, &served.namespace);
             let _ = std::fs::remove_file(&fetched);

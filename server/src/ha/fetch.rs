@@ -25,8 +25,8 @@ pub const STATUS_PATH: &str = "/nsimage/ha/status";
 const CHUNK: usize = 1 << 20;
 
 /// Fetches `peer`'s newest checkpoint beside the store `dir`
-/// (`<dir>.fetched`), checks it, and returns its txid, path and
-/// namespace.
+/// (`<dir>.fetched`), checks it (refused, once fetched, where its load
+/// would not fit `budget`), and returns its txid, path and namespace.
 ///
 /// # Errors
 /// [`HaError::Fetch`]: the peer did not answer, sent something short, or
@@ -38,6 +38,7 @@ pub fn fetch_checkpoint(
     namespace_id: u64,
     encrypted: bool,
     key: Option<nsimage_format::cipher::Key>,
+    budget: Option<nsimage_loader::budget::Budget>,
 ) -> Result<(u64, PathBuf, Served), HaError> {
     let bad = |detail: String| HaError::Fetch {
         peer: peer.to_string(),
@@ -85,7 +86,7 @@ pub fn fetch_checkpoint(
         Some(namespace_id),
         encrypted,
         key.as_ref(),
-        None,
+        budget,
     ) {
         Ok(served) => Ok((txid, path, served)),
         Err(e) => {

@@ -1033,6 +1033,10 @@ impl Member {
             self.namespace_id,
             encrypted,
             self.key(),
+            // The member's live namespace is still held while the fetched
+            // one loads beside it; its store's own budget applies when it
+            // reopens from the checkpoint.
+            None,
         ) {
             Ok((txid, path, served)) => {
                 drop(served);
