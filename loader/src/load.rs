@@ -27,11 +27,8 @@ use std::time::Instant;
 /// inodes need more memory than the budget is refused first
 /// ([`LoadError::TooLarge`]).
 pub fn load(path: &Path, opts: &LoadOptions) -> Result<Loaded, LoadError> {
-    if let Some(budget) = opts.budget {
-        let key = opts.key.as_ref();
-        crate::need::refuse_over(path, crate::need::load_need(path, key)?, budget, key)?;
-    }
     if crate::hdfs::is_hdfs_file(path)? {
+        crate::need::hdfs_fits(path, opts.budget)?;
         return crate::hdfs::run::load_hdfs(path, opts);
     }
     let started = Instant::now();
@@ -42,6 +39,7 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<Loaded, LoadError> {
     let mut src = timeline.phase("open", || -> Result<ImageSource, LoadError> {
         let mut src = ImageSource::open(path)?;
         src.unlock(opts.key.as_ref())?;
+        crate::need::image_fits(&src, opts.budget, opts.key.as_ref())?;
         Ok(src)
     })?;
     src.set_timeline(Arc::clone(&timeline));

@@ -27,9 +27,36 @@ pub fn load_need(path: &Path, key: Option<&nsimage_format::cipher::Key>) -> Resu
     } else {
         let mut src = ImageSource::open(path)?;
         src.unlock(key)?;
-        Streamable::Image(src).inode_count()
+        src.inode_count()
     };
     Ok(load_bytes(inodes))
+}
+
+/// What a load or `verify` checks before it reads an image it has opened:
+/// with a `budget`, `src` (nsimage, its index read already) refused as
+/// [`refuse_over`] refuses, sized from the index without another read.
+pub(crate) fn image_fits(
+    src: &ImageSource,
+    budget: Option<Budget>,
+    key: Option<&nsimage_format::cipher::Key>,
+) -> Result<(), LoadError> {
+    match budget {
+        Some(b) => refuse_over(src.path(), load_bytes(src.inode_count()), b, key),
+        None => Ok(()),
+    }
+}
+
+/// [`image_fits`] for a Hadoop image, sized from its INODE header.
+pub(crate) fn hdfs_fits(path: &Path, budget: Option<Budget>) -> Result<(), LoadError> {
+    match budget {
+        Some(b) => refuse_over(
+            path,
+            load_bytes(crate::hdfs::run::declared_inodes(path)?),
+            b,
+            None,
+        ),
+        None => Ok(()),
+    }
 }
 
 /// Refuses a whole load of `path` that needs `needed` bytes where `budget`

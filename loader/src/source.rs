@@ -209,6 +209,13 @@ impl ImageSource {
         Ok(src)
     }
 
+    /// The inodes the index declares (its INODE section's records).
+    pub fn inode_count(&self) -> u64 {
+        self.index
+            .section(nsimage_format::SectionKind::INODE)
+            .map_or(0, |s| s.records)
+    }
+
     /// Whether the image is encrypted.
     pub fn is_encrypted(&self) -> bool {
         self.index.encryption.is_some()

@@ -32,7 +32,7 @@ impl Streamable {
     /// Hadoop INODE header's).
     pub fn inode_count(&self) -> u64 {
         match self {
-            Streamable::Image(s) => s.index.section(SectionKind::INODE).map_or(0, |s| s.records),
+            Streamable::Image(s) => s.inode_count(),
             Streamable::Hdfs(h) => h.inode_count(),
         }
     }

@@ -70,10 +70,8 @@ pub struct VerifyOptions {
 /// without them); problems inside sections are listed in the report.
 pub fn verify(path: &Path, opts: &VerifyOptions) -> Result<VerifyReport, LoadError> {
     let (read, key) = (opts.read, opts.key.as_ref());
-    if let Some(budget) = opts.budget {
-        crate::need::refuse_over(path, crate::need::load_need(path, key)?, budget, key)?;
-    }
     if crate::hdfs::is_hdfs_file(path)? {
+        crate::need::hdfs_fits(path, opts.budget)?;
         // A Hadoop image: no checksums but the sidecar; the load's checks.
         let c = crate::hdfs::run::check(path)?;
         return Ok(VerifyReport {
@@ -90,6 +88,7 @@ pub fn verify(path: &Path, opts: &VerifyOptions) -> Result<VerifyReport, LoadErr
     }
     let mut src = ImageSource::open(path)?;
     src.unlock(key)?;
+    crate::need::image_fits(&src, opts.budget, key)?;
     if let ReadStrategy::Mmap(opt_in) = read {
         src.map(opt_in)?;
     }
