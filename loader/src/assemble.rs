@@ -28,7 +28,7 @@ impl Assembly {
         builder.add_inode_parts(parts).map_err(|e| e.to_string())?;
         Ok(Assembly {
             builder,
-            dirs: DirBatch::new(0, 0),
+            dirs: DirBatch::new(0, 0, 0),
         })
     }
 

@@ -306,19 +306,26 @@ pub fn dirs(
     builder: &NamespaceBuilder,
     chunk: u32,
 ) -> Result<DirBatch> {
-    let mut batch = DirBatch::new(chunk, buf.len());
-    let mut children = Vec::new();
+    // Sized from the index's count, bounded by what the piece can hold (a
+    // record that can be valid takes at least 5 bytes: its length, the
+    // parent's tag and id, a child's): a hint, the vector grows past it if
+    // it must. Lists, when there are any, from a few bytes a child.
+    let dirs = usize::try_from(piece.records)
+        .unwrap_or(usize::MAX)
+        .min(buf.len() / 4);
+    let mut batch = DirBatch::new(chunk, dirs, buf.len() / 4);
     let mut first = None;
     let mut n: u64 = 0;
     for r in Records::new(buf, at.clone()) {
         let (off, body) = r?;
-        let parent = record::dir_entry(body, &mut children).map_err(|d| bad(at, off, d))?;
+        let (parent, children) = record::dir_entry_lazy(body).map_err(|d| bad(at, off, d))?;
         first.get_or_insert(parent);
         batch
-            .push(builder, parent, children.iter().copied())
+            .push(builder, parent, children)
             .map_err(|d| bad(at, off, d.to_string()))?;
         n = n.saturating_add(1);
     }
     check_piece(piece, at, n, first)?;
+    batch.shrink_to_fit();
     Ok(batch)
 }

@@ -438,6 +438,75 @@ pub fn inode_head(rec: &[u8]) -> Result<(u64, i32, &[u8]), WalkError> {
     Ok((id, ty, name))
 }
 
+/// Checks one `DirEntry` record whole and returns its parent and its
+/// children, read again from the record as the caller takes them: no
+/// list of the children is made (a directory of millions of children
+/// would otherwise need one, beside a whole namespace, at a load's peak).
+pub fn dir_entry_lazy(rec: &[u8]) -> Result<(u64, DirChildren<'_>), WalkError> {
+    let mut w = Cursor::new(rec);
+    let mut parent = 0;
+    while !w.done() {
+        let (f, wt) = w.key()?;
+        use fields::dir_entry as d;
+        match (f, wt) {
+            (d::PARENT, VARINT) => parent = w.varint()?,
+            (d::CHILDREN, VARINT) => {
+                w.varint()?;
+            }
+            (d::CHILDREN, LEN) => {
+                let mut p = Cursor::new(w.bytes()?);
+                while !p.done() {
+                    p.varint()?;
+                }
+            }
+            (d::PARENT | d::CHILDREN, _) => {
+                return Err(format!("DirEntry field {f} has wire type {wt}"))
+            }
+            _ => w.skip(wt)?,
+        }
+    }
+    let children = DirChildren {
+        fields: Cursor::new(rec),
+        packed: None,
+    };
+    Ok((parent, children))
+}
+
+/// The children of a `DirEntry` record that [`dir_entry_lazy`] checked,
+/// in the record's order.
+pub struct DirChildren<'a> {
+    fields: Cursor<'a>,
+    /// The rest of the packed field being read.
+    packed: Option<Cursor<'a>>,
+}
+
+impl Iterator for DirChildren<'_> {
+    type Item = u64;
+
+    fn next(&mut self) -> Option<u64> {
+        use fields::dir_entry as d;
+        // The record was checked whole: no read below fails (one that did
+        // would end the children).
+        loop {
+            if let Some(p) = &mut self.packed {
+                if !p.done() {
+                    return p.varint().ok();
+                }
+                self.packed = None;
+            }
+            if self.fields.done() {
+                return None;
+            }
+            let (f, wt) = self.fields.key().ok()?;
+            match (f, wt) {
+                (d::CHILDREN, VARINT) => return self.fields.varint().ok(),
+                (d::CHILDREN, LEN) => self.packed = Some(Cursor::new(self.fields.bytes().ok()?)),
+                _ => self.fields.skip(wt).ok()?,
+            }
+        }
+    }
+}
+
 /// Walks one `DirEntry` record: returns the parent and fills `children`.
 pub fn dir_entry(rec: &[u8], children: &mut Vec<u64>) -> Result<u64, WalkError> {
     children.clear();

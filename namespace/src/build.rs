@@ -19,14 +19,24 @@ use crate::strings::StringTable;
 use crate::values::{Extra, NsInfo};
 
 /// Child lists decoded from one INODE_DIR piece, with their own arena chunk.
+///
+/// What it holds lives until the batch is attached, beside the whole
+/// namespace, so it is kept small: a directory whose children are a run of
+/// slots (numbered in name order) stores no list and no bounds, and the
+/// directories' vector is sized once from its caller's count.
 pub struct DirBatch {
     chunk: u32,
+    /// The lists of the directories that are not runs, each its length
+    /// first (the form the namespace's child arena keeps).
     children: Vec<Slot>,
+    /// The capacity `children` takes when the first list arrives.
+    children_hint: usize,
     dirs: Vec<(Slot, Span)>,
-    /// The lowest and highest slot of each directory's children (as
-    /// `dirs`): a thread setting the parents of one range of the node
-    /// table passes over the directories whose children all lie outside.
-    bounds: Vec<(Slot, Slot)>,
+    /// The lowest and highest slot of each listed (not run) directory's
+    /// children, in the order of `dirs`: a thread setting the parents of
+    /// one range of the node table passes over the directories whose
+    /// children all lie outside (a run's bounds are its ends).
+    list_bounds: Vec<(Slot, Slot)>,
     /// The lowest and highest slot of all the batch's children.
     kids: (Slot, Slot),
     last_parent: Option<u64>,
@@ -35,14 +45,18 @@ pub struct DirBatch {
 }
 
 impl DirBatch {
-    /// A batch filling child arena chunk `chunk`; `bytes` (the piece's
-    /// length) bounds the capacity reserved.
-    pub fn new(chunk: u32, bytes: usize) -> Self {
+    /// A batch filling child arena chunk `chunk`, with room for `dirs`
+    /// directory records and, once the first directory that is not a run
+    /// arrives, for `children` slots of lists. Both are hints, never
+    /// limits; a caller that takes them from a file bounds them first (by
+    /// the piece's length).
+    pub fn new(chunk: u32, dirs: usize, children: usize) -> Self {
         DirBatch {
             chunk,
-            children: Vec::with_capacity(bytes / 4),
-            dirs: Vec::new(),
-            bounds: Vec::new(),
+            children: Vec::new(),
+            children_hint: children,
+            dirs: Vec::with_capacity(dirs),
+            list_bounds: Vec::new(),
             kids: (Slot::MAX, 0),
             last_parent: None,
             listed: 0,
@@ -68,9 +82,13 @@ impl DirBatch {
         if !b.ns.nodes[ps as usize].is_dir() {
             return Err(BuildError::ParentNotADirectory(parent));
         }
-        // The list's length goes first; set once the children are in.
-        let start = self.children.len();
-        self.children.push(0);
+        // Children numbered in name order (created so, as bulk copies and
+        // generators do) keep no list: the run of their slots is enough.
+        // A list is written only from the first child that breaks the run
+        // (the run so far copied in first), its length going first, set
+        // once the children are in.
+        let mut start: Option<usize> = None;
+        let mut len: u32 = 0;
         let mut prev: Option<&[u8]> = None;
         let (mut lo, mut hi) = (Slot::MAX, 0);
         for c in children {
@@ -86,40 +104,75 @@ impl DirBatch {
                 return Err(BuildError::ChildrenOutOfOrder { parent, child: c });
             }
             prev = Some(name);
+            if start.is_none() && len > 0 && lo.checked_add(len) != Some(cs) {
+                // The run ends here: write it out as the list's head.
+                start = Some(self.open_list(lo, len)?);
+            }
+            if start.is_some() {
+                self.children.push(cs);
+            }
             (lo, hi) = (lo.min(cs), hi.max(cs));
-            self.children.push(cs);
+            len = len.checked_add(1).ok_or(BuildError::ChildListTooLong)?;
         }
-        let len = self.children.len() - start - 1;
         if len == 0 {
             return Err(BuildError::EmptyChildList(parent));
         }
-        let len32 = u32::try_from(len).map_err(|_| BuildError::ChildListTooLong)?;
-        self.listed = self.listed.saturating_add(len);
-        // Children numbered in name order (created so, as bulk copies and
-        // generators do) keep no list: the run of their slots is enough.
-        let run = hi - lo == len32 - 1
-            && (lo..)
-                .zip(&self.children[start + 1..])
-                .all(|(want, &c)| c == want);
-        let span = if run {
-            self.children.truncate(start);
-            Span {
+        self.listed = self.listed.saturating_add(len as usize);
+        let span = match start {
+            None => Span {
                 chunk: RUN_CHILDREN,
                 start: lo,
-                len: len32,
-            }
-        } else {
-            self.children[start] = len32;
-            Span {
-                chunk: self.chunk,
-                start: u32::try_from(start).map_err(|_| BuildError::ChildListTooLong)?,
-                len: len32,
+                len,
+            },
+            Some(start) => {
+                self.children[start] = len;
+                self.list_bounds.push((lo, hi));
+                Span {
+                    chunk: self.chunk,
+                    start: u32::try_from(start).map_err(|_| BuildError::ChildListTooLong)?,
+                    len,
+                }
             }
         };
         self.dirs.push((ps, span));
-        self.bounds.push((lo, hi));
         self.kids = (self.kids.0.min(lo), self.kids.1.max(hi));
         Ok(())
+    }
+
+    /// Starts a list whose first `len` children are the run of slots from
+    /// `first`: its length's place, then the run. Returns where the list
+    /// starts.
+    fn open_list(&mut self, first: Slot, len: u32) -> Result<usize, BuildError> {
+        if self.children.capacity() == 0 {
+            self.children.reserve(self.children_hint);
+        }
+        let start = self.children.len();
+        self.children.push(0);
+        let end = first.checked_add(len).ok_or(BuildError::ChildListTooLong)?;
+        self.children.extend(first..end);
+        Ok(start)
+    }
+
+    /// Gives back what the batch reserved and did not use, once its piece
+    /// is decoded: the batches wait, all of them, for the link.
+    pub fn shrink_to_fit(&mut self) {
+        self.children.shrink_to_fit();
+        self.dirs.shrink_to_fit();
+        self.list_bounds.shrink_to_fit();
+    }
+
+    /// Each directory with the lowest and highest slot of its children.
+    fn dirs_with_bounds(&self) -> impl Iterator<Item = (Slot, Span, Slot, Slot)> + '_ {
+        let mut lists = self.list_bounds.iter();
+        self.dirs.iter().map(move |&(ps, span)| {
+            let (lo, hi) = if span.chunk == RUN_CHILDREN {
+                // `push` made the run's end from slots, so it fits.
+                (span.start, span.start + (span.len - 1))
+            } else {
+                lists.next().copied().unwrap_or((0, Slot::MAX))
+            };
+            (ps, span, lo, hi)
+        })
     }
 
     /// Sets the parents of this batch's children whose slots lie in
@@ -144,7 +197,7 @@ impl DirBatch {
         if dirs.is_none_or(|(a, b)| outside(a.0, b.0)) && outside(lo, hi) {
             return Ok(());
         }
-        for (&(ps, span), &(lo, hi)) in self.dirs.iter().zip(&self.bounds) {
+        for (ps, span, lo, hi) in self.dirs_with_bounds() {
             if let Some(dir) = part.get_mut(ps as usize) {
                 dir.set_list(if span.chunk == RUN_CHILDREN {
                     List::Run {
@@ -373,6 +426,7 @@ impl NamespaceBuilder {
             self.listing.extend(batch.dirs.iter().map(|d| d.0));
             self.listed = self.listed.saturating_add(batch.listed);
             let mut children = batch.children;
+            // A caller that did not shrink the batch once decoded.
             children.shrink_to_fit();
             ns.children.set_chunk(batch.chunk, children);
         }
@@ -467,32 +521,28 @@ impl NamespaceBuilder {
     /// the root unless some are on a cycle or hang from an inode in no
     /// directory, which the walk up from each of them finds.
     fn hangs_from_root(&self) -> bool {
-        const UNSEEN: u8 = 0;
-        const ON_PATH: u8 = 1;
-        const ROOTED: u8 = 2;
         let nodes = &self.ns.nodes;
         if nodes.is_empty() || self.listed != nodes.len() - 1 {
             return false;
         }
-        let mut state = vec![UNSEEN; nodes.len()];
-        state[0] = ROOTED;
-        let mut path: Vec<Slot> = Vec::new();
+        // Two bits a slot, not a byte: this runs beside a whole namespace.
+        let mut rooted = Bits::new(nodes.len());
+        let mut on_path = Bits::new(nodes.len());
+        rooted.set(0);
+        let mut path: Vec<usize> = Vec::new();
         for &d in &self.listing {
-            let mut x = d;
-            loop {
-                match state.get(x as usize) {
-                    Some(&ROOTED) => break,
-                    Some(&UNSEEN) => {
-                        state[x as usize] = ON_PATH;
-                        path.push(x);
-                        x = nodes[x as usize].parent;
-                    }
-                    // On the path being walked (a cycle), or no parent.
-                    _ => return false,
+            let mut x = d as usize;
+            while !rooted.get(x) {
+                // On the path being walked (a cycle), or no parent.
+                if x >= nodes.len() || on_path.get(x) {
+                    return false;
                 }
+                on_path.set(x);
+                path.push(x);
+                x = nodes[x].parent as usize;
             }
             for &p in &path {
-                state[p as usize] = ROOTED;
+                rooted.set(p);
             }
             path.clear();
         }
@@ -537,6 +587,25 @@ impl NamespaceBuilder {
             });
         }
         Ok(ns)
+    }
+}
+
+/// A fixed set of slots, a bit each; a slot past the end reads as unset.
+struct Bits(Vec<u64>);
+
+impl Bits {
+    fn new(len: usize) -> Self {
+        Bits(vec![0; len.div_ceil(64)])
+    }
+
+    fn get(&self, i: usize) -> bool {
+        self.0.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0)
+    }
+
+    fn set(&mut self, i: usize) {
+        if let Some(w) = self.0.get_mut(i / 64) {
+            *w |= 1 << (i % 64);
+        }
     }
 }
 
@@ -616,7 +685,7 @@ mod tests {
         dirs: &[(u64, Vec<u64>)],
     ) -> Result<NamespaceBuilder, String> {
         let mut b = inodes(n, dir_ids)?;
-        let mut d = DirBatch::new(0, 0);
+        let mut d = DirBatch::new(0, 0, 0);
         for (parent, children) in dirs {
             d.push(&b, id(*parent), children.iter().map(|&c| id(c)))
                 .map_err(|e| e.to_string())?;
@@ -697,7 +766,7 @@ mod tests {
         let mut b = inodes(n, dir_ids)?;
         let mut ds = Vec::new();
         for (k, dirs) in batches.iter().enumerate() {
-            let mut d = DirBatch::new(u32::try_from(k).unwrap(), 0);
+            let mut d = DirBatch::new(u32::try_from(k).unwrap(), 0, 0);
             for (parent, children) in dirs {
                 d.push(&b, id(*parent), children.iter().map(|&c| id(c)))
                     .map_err(|e| e.to_string())?;
@@ -803,6 +872,41 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// A directory whose children are a run of slots keeps no list; one
+    /// whose run breaks after some children (or at once) keeps them all,
+    /// the run's head included, in order.
+    #[test]
+    fn runs_keep_no_list_and_a_broken_run_keeps_every_child() {
+        let n = 40u64;
+        let dir_ids = [2, 3, 4, 5];
+        let b = inodes(n, &dir_ids).unwrap();
+        let cases: [(u64, Vec<u64>); 5] = [
+            (1, vec![2, 3, 4, 5]),
+            (2, (10..=19).collect()),
+            (3, vec![20, 21, 22, 30, 31]),
+            (4, vec![23, 25, 26]),
+            (5, vec![32]),
+        ];
+        let mut d = DirBatch::new(0, cases.len(), 64);
+        for (parent, kids) in &cases {
+            d.push(&b, id(*parent), kids.iter().map(|&c| id(c)))
+                .unwrap();
+        }
+        // Only 3's and 4's children are listed: each list its length first.
+        assert_eq!(d.children.len(), (1 + 5) + (1 + 3));
+        let links: Vec<(u32, u32)> = d.links().collect();
+        let want: Vec<(u32, u32)> = cases
+            .iter()
+            .flat_map(|(p, kids)| {
+                kids.iter()
+                    .map(move |&k| (u32::try_from(k - 1).unwrap(), u32::try_from(p - 1).unwrap()))
+            })
+            .collect();
+        assert_eq!(links, want);
+        let bounds: Vec<(u32, u32)> = d.dirs_with_bounds().map(|x| (x.2, x.3)).collect();
+        assert_eq!(bounds, vec![(1, 4), (9, 18), (19, 30), (22, 25), (31, 31)]);
     }
 
     /// `finish_linked` gives what the walk down the child lists gives:

@@ -685,7 +685,7 @@ mod tests {
         let (nodes, parts) = batch.into_nodes_and_parts();
         let mut b = NamespaceBuilder::new(*ns.info(), tables, nodes.into());
         b.add_inode_parts(parts).unwrap();
-        let mut d = DirBatch::new(0, 0);
+        let mut d = DirBatch::new(0, 0, 0);
         for n in ns.iter().filter(|n| n.kind() == InodeKind::Directory) {
             if !n.child_slots().is_empty() {
                 d.push(&b, n.id(), n.children().map(|c| c.id())).unwrap();

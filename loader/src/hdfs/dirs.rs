@@ -217,12 +217,17 @@ fn build(
     at: &Location,
     b: &NamespaceBuilder,
 ) -> Result<DirBatch, LoadError> {
-    let mut batch = DirBatch::new(chunk, e.kids.len().saturating_mul(4));
+    let mut batch = DirBatch::new(
+        chunk,
+        e.dirs.len(),
+        e.kids.len().saturating_add(e.dirs.len()),
+    );
     for &(parent, s, t, pos) in &e.dirs {
         batch
             .push(b, parent, e.kids[s..t].iter().copied())
             .map_err(|d| bad(f, at, pos, d.to_string()))?;
     }
+    batch.shrink_to_fit();
     Ok(batch)
 }
 

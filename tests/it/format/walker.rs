@@ -140,13 +140,41 @@ proptest! {
             prost::encoding::uint64::encode(2, c, &mut unpacked);
         }
         prop_assert_eq!(record::dir_entry(&unpacked, &mut got).unwrap(), parent);
-        prop_assert_eq!(got, children);
+        prop_assert_eq!(&got, &children);
+        // The lazy walk reads the same children from both encodings, and
+        // from one that splits them between a packed field and unpacked
+        // ones, with the parent last and an unknown field between.
+        for rec in [&bytes, &unpacked] {
+            let (p, kids) = record::dir_entry_lazy(rec).unwrap();
+            prop_assert_eq!(p, parent);
+            prop_assert_eq!(kids.collect::<Vec<u64>>(), children.clone());
+        }
+        let half = children.len() / 2;
+        let mut mixed = pb::DirEntry { parent: 0, children: children[..half].to_vec() }.encode_to_vec();
+        prost::encoding::string::encode(9, &"x".to_string(), &mut mixed);
+        for c in &children[half..] {
+            prost::encoding::uint64::encode(2, c, &mut mixed);
+        }
+        prost::encoding::uint64::encode(1, &parent, &mut mixed);
+        let (p, kids) = record::dir_entry_lazy(&mixed).unwrap();
+        prop_assert_eq!(p, parent);
+        prop_assert_eq!(kids.collect::<Vec<u64>>(), children);
     }
 
     #[test]
     fn walker_never_panics_on_garbage(bytes in bytes(200)) {
         let mut scratch = record::InodeScratch::default();
         let _ = record::inode(&bytes, &mut scratch);
-        let _ = record::dir_entry(&bytes, &mut Vec::new());
+        let mut got = Vec::new();
+        let eager = record::dir_entry(&bytes, &mut got);
+        // The lazy walk refuses what the eager one refuses, and reads the
+        // same children from what both accept.
+        match record::dir_entry_lazy(&bytes) {
+            Ok((p, kids)) => {
+                prop_assert_eq!(eager, Ok(p));
+                prop_assert_eq!(kids.collect::<Vec<u64>>(), got);
+            }
+            Err(e) => prop_assert_eq!(eager, Err(e)),
+        }
     }
 }
