@@ -198,7 +198,7 @@ pub fn loaded_from_pb<'m>(
                 a.permission,
             )?);
         }
-        e.under_construction = uc.map(UnderConstruction::from);
+        e.under_construction = uc.map(|u| Box::new(UnderConstruction::from(u)));
         Some(e)
     };
     Ok(LoadedNode {

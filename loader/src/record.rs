@@ -402,10 +402,11 @@ pub fn inode<'a>(
         }
     };
     if let Some((n, m)) = file.and_then(|f| f.uc) {
-        extra.get_or_insert_with(Extra::default).under_construction = Some(UnderConstruction {
-            client_name: n.into(),
-            client_machine: m.into(),
-        });
+        extra.get_or_insert_with(Extra::default).under_construction =
+            Some(Box::new(UnderConstruction {
+                client_name: n.into(),
+                client_machine: m.into(),
+            }));
     }
     Ok(LoadedNode {
         id,

@@ -230,9 +230,11 @@ impl Namespace {
         if self.nodes[s as usize].kind() != Kind::File {
             return Err(NsError::NotAFile(format!("inode {id}")));
         }
-        self.extra_mut(s).under_construction = client.map(|(n, m)| UnderConstruction {
-            client_name: n.into(),
-            client_machine: m.into(),
+        self.extra_mut(s).under_construction = client.map(|(n, m)| {
+            Box::new(UnderConstruction {
+                client_name: n.into(),
+                client_machine: m.into(),
+            })
         });
         self.tidy_extra(s);
         Ok(())

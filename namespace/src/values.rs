@@ -145,7 +145,9 @@ pub struct Extra {
     /// scope, kind, name), and mask and other entries are unnamed.
     pub acl: Vec<AclEntry>,
     /// Set while a client holds the file open (files only).
-    pub under_construction: Option<UnderConstruction>,
+    /// Boxed: few inodes are open, and every extra pays for this field's
+    /// width in its map's table.
+    pub under_construction: Option<Box<UnderConstruction>>,
 }
 
 impl Extra {

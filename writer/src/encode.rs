@@ -102,7 +102,7 @@ pub(crate) fn fill_inode(n: &Inode<'_>, strings: &StringMap, msg: &mut pb::Inode
                 preferred_block_size: f.preferred_block_size,
                 blocks: f.blocks.iter().map(|b| pb::Block::from(&b)).collect(),
                 storage_policy: u32::from(f.storage_policy),
-                under_construction: uc.map(pb::UnderConstruction::from),
+                under_construction: uc.map(|u| pb::UnderConstruction::from(&**u)),
             });
         }
         Attrs::Directory { ns_quota, ds_quota } => {

@@ -248,7 +248,7 @@ fn file<'a>(
             file_f::FILE_UC => {
                 Cursor::expect(wt, LEN)?;
                 let uc = under_construction(w.bytes()?)?;
-                extra.get_or_insert_with(Extra::default).under_construction = Some(uc);
+                extra.get_or_insert_with(Extra::default).under_construction = Some(Box::new(uc));
             }
             file_f::ACL => {
                 Cursor::expect(wt, LEN)?;

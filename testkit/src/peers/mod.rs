@@ -175,9 +175,11 @@ impl Rebuild {
                         perm,
                     });
                 }
-                e.under_construction = x.uc.map(|(n, m)| UnderConstruction {
-                    client_name: n.into(),
-                    client_machine: m.into(),
+                e.under_construction = x.uc.map(|(n, m)| {
+                    Box::new(UnderConstruction {
+                        client_name: n.into(),
+                        client_machine: m.into(),
+                    })
                 });
                 Some(e)
             }
