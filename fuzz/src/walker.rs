@@ -34,10 +34,31 @@ pub fn check_inode(rec: &[u8]) {
 }
 
 /// Panics if the walker accepts `rec` as a directory entry and prost
-/// disagrees.
+/// disagrees, or if the lazy walk (the load's) and the eager one (the
+/// viewer's) disagree on it.
 pub fn check_dir_entry(rec: &[u8]) {
     let mut children = Vec::new();
-    let Ok(parent) = record::dir_entry(rec, &mut children) else {
+    let eager = record::dir_entry(rec, &mut children);
+    match record::dir_entry_lazy(rec) {
+        Ok((parent, kids)) => {
+            assert_eq!(
+                eager,
+                Ok(parent),
+                "the lazy walk accepts what the eager one refuses"
+            );
+            assert_eq!(
+                kids.collect::<Vec<u64>>(),
+                children,
+                "the lazy walk's children differ"
+            );
+        }
+        Err(e) => assert_eq!(
+            eager,
+            Err(e),
+            "the lazy walk refuses what the eager one accepts"
+        ),
+    }
+    let Ok(parent) = eager else {
         return;
     };
     match pb::DirEntry::decode(rec) {

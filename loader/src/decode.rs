@@ -307,12 +307,13 @@ pub fn dirs(
     chunk: u32,
 ) -> Result<DirBatch> {
     // Sized from the index's count, bounded by what the piece can hold (a
-    // record that can be valid takes at least 5 bytes: its length, the
-    // parent's tag and id, a child's): a hint, the vector grows past it if
-    // it must. Lists, when there are any, from a few bytes a child.
+    // record whose parent is an inode takes at least 5 bytes: its length,
+    // the parent's tag and id, a child's): a hint, which the batch does
+    // not insist on and the vector grows past if it must. Lists, when
+    // there are any, from a few bytes a child.
     let dirs = usize::try_from(piece.records)
         .unwrap_or(usize::MAX)
-        .min(buf.len() / 4);
+        .min(buf.len() / 5);
     let mut batch = DirBatch::new(chunk, dirs, buf.len() / 4);
     let mut first = None;
     let mut n: u64 = 0;

@@ -48,14 +48,18 @@ impl DirBatch {
     /// A batch filling child arena chunk `chunk`, with room for `dirs`
     /// directory records and, once the first directory that is not a run
     /// arrives, for `children` slots of lists. Both are hints, never
-    /// limits; a caller that takes them from a file bounds them first (by
-    /// the piece's length).
+    /// limits: room the allocator refuses is not taken (the vectors grow
+    /// as they must), and a caller that takes them from a file bounds
+    /// them first (by the piece's length).
     pub fn new(chunk: u32, dirs: usize, children: usize) -> Self {
+        let mut dir_list = Vec::new();
+        // A hint: refused, the vector grows as directories come.
+        let _ = dir_list.try_reserve_exact(dirs);
         DirBatch {
             chunk,
             children: Vec::new(),
             children_hint: children,
-            dirs: Vec::with_capacity(dirs),
+            dirs: dir_list,
             list_bounds: Vec::new(),
             kids: (Slot::MAX, 0),
             last_parent: None,
@@ -144,7 +148,8 @@ impl DirBatch {
     /// starts.
     fn open_list(&mut self, first: Slot, len: u32) -> Result<usize, BuildError> {
         if self.children.capacity() == 0 {
-            self.children.reserve(self.children_hint);
+            // A hint: refused, the list grows as children come.
+            let _ = self.children.try_reserve(self.children_hint);
         }
         let start = self.children.len();
         self.children.push(0);
@@ -529,20 +534,20 @@ impl NamespaceBuilder {
         let mut rooted = Bits::new(nodes.len());
         let mut on_path = Bits::new(nodes.len());
         rooted.set(0);
-        let mut path: Vec<usize> = Vec::new();
+        let mut path: Vec<Slot> = Vec::new();
         for &d in &self.listing {
-            let mut x = d as usize;
-            while !rooted.get(x) {
+            let mut x = d;
+            while !rooted.get(x as usize) {
                 // On the path being walked (a cycle), or no parent.
-                if x >= nodes.len() || on_path.get(x) {
+                if x as usize >= nodes.len() || on_path.get(x as usize) {
                     return false;
                 }
-                on_path.set(x);
+                on_path.set(x as usize);
                 path.push(x);
-                x = nodes[x].parent as usize;
+                x = nodes[x as usize].parent;
             }
             for &p in &path {
-                rooted.set(p);
+                rooted.set(p as usize);
             }
             path.clear();
         }

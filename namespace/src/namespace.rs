@@ -14,7 +14,7 @@ use crate::node::{atime_of_tag, Body, Kind, List, NameRef, Node, OWNED_CHILDREN,
 use crate::nodes::Nodes;
 use crate::shards::SlotShards;
 use crate::strings::StringTable;
-use crate::values::{AclEntry, Extra, NsInfo, Perm, XAttr};
+use crate::values::{AclEntry, Extra, NsInfo, Perm, UnderConstruction, XAttr};
 
 /// A metadata server's namespace.
 ///
@@ -580,9 +580,9 @@ fn extra_bytes(e: &Extra) -> usize {
     e.xattrs.capacity() * size_of::<XAttr>()
         + e.xattrs.iter().map(|x| x.value.len()).sum::<usize>()
         + e.acl.capacity() * size_of::<AclEntry>()
-        + e.under_construction
-            .as_ref()
-            .map_or(0, |u| u.client_name.len() + u.client_machine.len())
+        + e.under_construction.as_ref().map_or(0, |u| {
+            size_of::<UnderConstruction>() + u.client_name.len() + u.client_machine.len()
+        })
 }
 
 /// Reads a length-prefixed name from the name arena. A reference that does
