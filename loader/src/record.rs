@@ -444,28 +444,7 @@ pub fn inode_head(rec: &[u8]) -> Result<(u64, i32, &[u8]), WalkError> {
 /// list of the children is made (a directory of millions of children
 /// would otherwise need one, beside a whole namespace, at a load's peak).
 pub fn dir_entry_lazy(rec: &[u8]) -> Result<(u64, DirChildren<'_>), WalkError> {
-    let mut w = Cursor::new(rec);
-    let mut parent = 0;
-    while !w.done() {
-        let (f, wt) = w.key()?;
-        use fields::dir_entry as d;
-        match (f, wt) {
-            (d::PARENT, VARINT) => parent = w.varint()?,
-            (d::CHILDREN, VARINT) => {
-                w.varint()?;
-            }
-            (d::CHILDREN, LEN) => {
-                let mut p = Cursor::new(w.bytes()?);
-                while !p.done() {
-                    p.varint()?;
-                }
-            }
-            (d::PARENT | d::CHILDREN, _) => {
-                return Err(format!("DirEntry field {f} has wire type {wt}"))
-            }
-            _ => w.skip(wt)?,
-        }
-    }
+    let parent = walk_dir_entry(rec, |_| {})?;
     let children = DirChildren {
         fields: Cursor::new(rec),
         packed: None,
@@ -511,6 +490,12 @@ impl Iterator for DirChildren<'_> {
 /// Walks one `DirEntry` record: returns the parent and fills `children`.
 pub fn dir_entry(rec: &[u8], children: &mut Vec<u64>) -> Result<u64, WalkError> {
     children.clear();
+    walk_dir_entry(rec, |c| children.push(c))
+}
+
+/// Walks one `DirEntry` record whole, handing each child to `child`;
+/// returns the parent.
+fn walk_dir_entry(rec: &[u8], mut child: impl FnMut(u64)) -> Result<u64, WalkError> {
     let mut w = Cursor::new(rec);
     let mut parent = 0;
     while !w.done() {
@@ -518,11 +503,11 @@ pub fn dir_entry(rec: &[u8], children: &mut Vec<u64>) -> Result<u64, WalkError> 
         use fields::dir_entry as d;
         match (f, wt) {
             (d::PARENT, VARINT) => parent = w.varint()?,
-            (d::CHILDREN, VARINT) => children.push(w.varint()?),
+            (d::CHILDREN, VARINT) => child(w.varint()?),
             (d::CHILDREN, LEN) => {
                 let mut p = Cursor::new(w.bytes()?);
                 while !p.done() {
-                    children.push(p.varint()?);
+                    child(p.varint()?);
                 }
             }
             (d::PARENT | d::CHILDREN, _) => {
