@@ -89,15 +89,6 @@ fn image_error(path: &Path, e: LoadError) -> SourceError {
     }
 }
 
-/// Refuses `path` where its whole load would not fit `budget` (none: no
-/// check), before anything else reads it.
-fn fits(path: &Path, budget: Option<Budget>, key: Option<&Key>) -> Result<(), SourceError> {
-    let Some(b) = budget else { return Ok(()) };
-    nsimage_loader::load_need(path, key)
-        .and_then(|need| nsimage_loader::refuse_over(path, need, b, key))
-        .map_err(|e| image_error(path, e))
-}
-
 /// Loads the image at `path` (nsimage or Hadoop fsimage; `key` unlocks an
 /// encrypted one), refused first where its load would not fit `budget`.
 pub fn load_image(
@@ -147,18 +138,17 @@ pub fn load_checkpoint(
             ));
         }
     }
-    // Sized before anything reads its records (the encryption check above
-    // reads the index only).
-    fits(path, budget, key)?;
+    // Sized from the index before anything reads its records (a shortfall
+    // stays one, not a bad image).
     let report = verify(
         path,
         &VerifyOptions {
             read: ReadStrategy::Bulk,
             key: key.cloned(),
-            ..VerifyOptions::default()
+            budget,
         },
     )
-    .map_err(|e| bad(e.to_string()))?;
+    .map_err(|e| image_error(path, e))?;
     if !report.is_ok() {
         let first = report
             .problems
