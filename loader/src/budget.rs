@@ -64,6 +64,19 @@ impl Budget {
         }
     }
 
+    /// What is left for a second namespace loaded while one of
+    /// `held()` bytes is still held (a server switching to a newer
+    /// checkpoint): a given limit less what is held, or the machine's
+    /// memory as it is now (which already counts what is held). `held` is
+    /// only asked for a given limit.
+    pub fn beside(self, held: impl FnOnce() -> u64) -> Budget {
+        if self.given {
+            self.less(held())
+        } else {
+            Budget::available()
+        }
+    }
+
     /// Workers that fit beside a tree of `tree` bytes when each takes
     /// `per_worker`: at most `asked` (0: the available cores), at least
     /// one. A streamed command whose workers hold large buffers (an
@@ -116,4 +129,21 @@ fn available() -> Option<u64> {
     let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     kib.checked_mul(1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Budget;
+
+    /// A given limit loses what is held; the machine's memory is measured
+    /// again (it already counts what is held), and what is held is then
+    /// never asked for.
+    #[test]
+    fn beside_takes_what_is_held_from_a_given_limit_only() {
+        let given = Budget::new(Some(1000)).beside(|| 300);
+        assert_eq!((given.bytes(), given.is_given()), (700, true));
+        assert_eq!(Budget::new(Some(100)).beside(|| 300).bytes(), 0);
+        let machine = Budget::of_machine(1000).beside(|| panic!("asked for what is held"));
+        assert!(!machine.is_given());
+    }
 }

@@ -14,7 +14,7 @@ use parking_lot::RwLock;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// A loaded image being served.
 #[derive(Debug)]
@@ -244,9 +244,12 @@ pub fn newest_checkpoint(
 
 /// Polls store `dir` every `every` until `stop` is set: a checkpoint newer
 /// than the one served is verified, loaded and then served; one that fails
-/// is logged (once) and skipped. The new namespace is loaded beside the one
-/// served: with a `budget`, it must fit what is left of it (a given limit
-/// less the heap of the namespace served; the machine's memory as it is then).
+/// is logged (once) and skipped, except one refused for want of memory,
+/// tried again every [`RETRY_POLLS`] polls (at most every
+/// [`RETRY_TOO_LARGE`]) until it fits. The new namespace is loaded beside
+/// the one served: with a `budget`, it must fit what is left of it (a
+/// given limit less the heap of the namespace served; the machine's
+/// memory as it is then).
 pub fn poll_store(
     dir: &Path,
     current: &Current,
@@ -256,7 +259,10 @@ pub fn poll_store(
     key: Option<&Key>,
     budget: Option<Budget>,
 ) {
+    // A checkpoint refused for good (it does not verify), and one refused
+    // for want of memory with when to try it again.
     let mut refused: Option<u64> = None;
+    let mut retry: Option<(u64, Instant)> = None;
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(every);
         let (served, namespace_id) = {
@@ -271,7 +277,8 @@ pub fn poll_store(
             }
         };
         let Some((txid, path)) = newest else { continue };
-        if txid <= served || refused == Some(txid) {
+        let waiting = retry.is_some_and(|(t, at)| t == txid && Instant::now() < at);
+        if txid <= served || refused == Some(txid) || waiting {
             continue;
         }
         let encrypted = match is_encrypted_store(dir) {
@@ -281,19 +288,22 @@ pub fn poll_store(
                 continue;
             }
         };
-        let room = budget.map(|b| {
-            if b.is_given() {
-                // One pass over the nodes, only when a newer checkpoint is
-                // there to load.
-                b.less(current.get().namespace.heap_bytes() as u64)
-            } else {
-                Budget::available()
-            }
-        });
+        // One pass over the nodes, only when a newer checkpoint is there
+        // to load and a limit was given.
+        let room = budget.map(|b| b.beside(|| current.get().namespace.heap_bytes() as u64));
         match load_checkpoint(&path, txid, Some(namespace_id), encrypted, key, room) {
             Ok(next) => {
+                retry = None;
                 current.replace(next);
                 log(&format!("serving {} (txid {txid})", path.display()));
+            }
+            Err(SourceError::TooLarge(e)) => {
+                // Memory may be freed later (another process ends, the
+                // namespace served is dropped): tried again, and said
+                // again, after a while.
+                let wait = every.saturating_mul(RETRY_POLLS).min(RETRY_TOO_LARGE);
+                retry = Some((txid, Instant::now() + wait));
+                log(&format!("not serving {} for now: {e}", path.display()));
             }
             Err(e) => {
                 refused = Some(txid);
@@ -302,6 +312,14 @@ pub fn poll_store(
         }
     }
 }
+
+/// Polls the poller lets pass before it tries again a checkpoint it
+/// refused for want of memory.
+pub const RETRY_POLLS: u32 = 30;
+
+/// The longest a server waits before it tries again a checkpoint it
+/// refused for want of memory.
+pub const RETRY_TOO_LARGE: Duration = Duration::from_secs(30);
 
 #[cfg(test)]
 mod tests {

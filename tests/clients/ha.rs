@@ -133,6 +133,8 @@ struct Member {
     log: PathBuf,
     child: Option<Child>,
     checkpoint_every: u64,
+    /// More `serve` arguments.
+    extra: Vec<String>,
 }
 
 impl Member {
@@ -160,6 +162,7 @@ impl Member {
                 .args(["--ha-etcd-timeout-ms", &ETCD_TIMEOUT_MS.to_string()])
                 .args(["--standby-reads", "--checkpoint-every-ops"])
                 .arg(self.checkpoint_every.to_string())
+                .args(&self.extra)
                 .stdin(Stdio::null())
                 .stdout(Stdio::piped())
                 .stderr(log)
@@ -402,6 +405,7 @@ impl Group {
                 log: dir.path().join(format!("{id}.log")),
                 child: None,
                 checkpoint_every: 0,
+                extra: Vec::new(),
             })
             .collect();
         for m in &mut members {
@@ -1341,6 +1345,7 @@ fn a_member_behind_the_trim_catches_up_from_a_peers_checkpoint() {
         log: dir.path().join(format!("{id}.log")),
         child: None,
         checkpoint_every: 600,
+        extra: Vec::new(),
     };
     let (mut a, mut b) = (member("a"), member("b"));
     common::store_from(&a.store, &img);
@@ -1391,6 +1396,23 @@ fn a_member_behind_the_trim_catches_up_from_a_peers_checkpoint() {
     let head = a.status().unwrap()["durable_txid"].as_u64().unwrap();
     assert_eq!(batches, head - trimmed, "{last}");
 
+    // Under a limit that holds b's own namespace but not a's checkpoint
+    // beside it, the fetched checkpoint is refused as one that does not
+    // fit (not as a bad image), and b stays behind.
+    b.extra = vec!["--memory-limit".into(), "300K".into()];
+    b.start(&endpoints);
+    wait("b refusing a's checkpoint for want of memory", &mut || {
+        std::fs::read_to_string(&b.log).is_ok_and(|l| l.contains("does not fit"))
+    });
+    let log = std::fs::read_to_string(&b.log).unwrap();
+    assert!(!log.contains("not usable"), "{log}");
+    assert!(
+        b.status()
+            .is_some_and(|s| s["durable_txid"].as_u64().is_some_and(|t| t < head)),
+        "b caught up past its limit: {log}"
+    );
+    b.terminate();
+    b.extra.clear();
     b.start(&endpoints);
     wait("b caught up as a standby", &mut || {
         b.status().is_some_and(|s| {

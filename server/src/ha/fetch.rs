@@ -7,7 +7,7 @@
 
 use super::HaError;
 use crate::live::Live;
-use crate::source::{load_checkpoint, Served};
+use crate::source::{load_checkpoint, Served, SourceError};
 use hyper::body::{Bytes, Frame};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -89,6 +89,13 @@ pub fn fetch_checkpoint(
         budget,
     ) {
         Ok(served) => Ok((txid, path, served)),
+        Err(e @ SourceError::TooLarge(_)) => {
+            let _ = std::fs::remove_file(&path);
+            Err(HaError::TooLarge {
+                peer: peer.to_string(),
+                detail: e.to_string(),
+            })
+        }
         Err(e) => {
             let _ = std::fs::remove_file(&path);
             Err(bad(format!("not usable: {e}")))

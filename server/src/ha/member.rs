@@ -1023,9 +1023,20 @@ impl Member {
             std::thread::sleep(Duration::from_secs(1));
             return;
         };
-        let encrypted = self
-            .live()
+        let live = self.live();
+        let encrypted = live
+            .as_ref()
             .is_some_and(|l| l.store.at_rest().is_encrypted());
+        // The member's live namespace is still held while the fetched one
+        // loads beside it (its store's own budget applies again when it
+        // reopens from the checkpoint).
+        let room = self.cfg.memory.map(|b| {
+            b.beside(|| {
+                live.as_ref()
+                    .map_or(0, |l| l.store.with_namespace(|ns| ns.heap_bytes()) as u64)
+            })
+        });
+        drop(live);
         match fetch::fetch_checkpoint(
             &peer,
             &self.fetch_user.lock().clone(),
@@ -1033,10 +1044,7 @@ impl Member {
             self.namespace_id,
             encrypted,
             self.key(),
-            // The member's live namespace is still held while the fetched
-            // one loads beside it; its store's own budget applies when it
-            // reopens from the checkpoint.
-            None,
+            room,
         ) {
             Ok((txid, path, served)) => {
                 drop(served);
@@ -1046,8 +1054,27 @@ impl Member {
             }
             Err(e) => {
                 self.say(&e.to_string());
-                std::thread::sleep(Duration::from_secs(1));
+                // A checkpoint that does not fit is not fetched again until
+                // memory may have been freed.
+                let wait = if matches!(e, HaError::TooLarge { .. }) {
+                    crate::source::RETRY_TOO_LARGE
+                } else {
+                    Duration::from_secs(1)
+                };
+                self.sleep_unless_stopped(wait);
             }
+        }
+    }
+
+    /// Sleeps `wait`, or less when the member is stopped meanwhile.
+    fn sleep_unless_stopped(&self, wait: Duration) {
+        let until = Instant::now() + wait;
+        while !self.stop.load(Ordering::Acquire) {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            std::thread::sleep(left.min(TICK));
         }
     }
 

@@ -41,6 +41,11 @@ pub struct HaConfig {
     /// active's by the standby's lag); otherwise they refuse them with
     /// `StandbyException`, as a standby NameNode does.
     pub standby_reads: bool,
+    /// The most memory a peer's checkpoint may take when a standby catches
+    /// up from it: it loads beside the namespace the member still holds
+    /// (a given limit less that one's heap; else the machine's memory as
+    /// it is then). `None`: no limit.
+    pub memory: Option<nsimage_loader::budget::Budget>,
 }
 
 impl HaConfig {
@@ -54,6 +59,7 @@ impl HaConfig {
             lease: Duration::from_secs(3),
             etcd_timeout: Duration::from_secs(1),
             standby_reads: false,
+            memory: None,
         }
     }
 }
@@ -111,6 +117,16 @@ pub enum HaError {
         /// The peer's URL.
         peer: String,
         /// Why.
+        detail: String,
+    },
+    /// A peer's checkpoint, fetched, needs more memory than is left beside
+    /// the namespace this member holds: tried again later, not the image's
+    /// fault.
+    #[error("a checkpoint fetched from {peer} does not fit: {detail}")]
+    TooLarge {
+        /// The peer's URL.
+        peer: String,
+        /// What it needs and what is left.
         detail: String,
     },
 }

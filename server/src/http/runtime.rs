@@ -198,6 +198,8 @@ fn run_ha(
     let (at, policy) = (dir.to_path_buf(), w.policy);
     let opener: crate::ha::member::Opener =
         Arc::new(move || Live::open(&at, Arc::clone(&fs), opts.clone(), policy));
+    let mut ha = ha;
+    ha.memory = ha.memory.or(config.memory);
     let member = crate::ha::member::Member::join(ha, dir.to_path_buf(), opener, config.log)?;
     let live = member
         .live()

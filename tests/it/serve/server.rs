@@ -549,6 +549,49 @@ fn a_store_is_followed_to_its_newest_checkpoint() {
     assert_eq!(served(), second);
 }
 
+/// A newer checkpoint that does not fit beside the namespace served (under
+/// `--memory-limit`) is refused for now, not for good: the poller tries it
+/// again every 30 polls, saying so each time, and serves the old one
+/// meanwhile.
+#[test]
+fn a_checkpoint_too_large_for_now_is_tried_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("store");
+    let d = dir.to_str().unwrap();
+    store(&["store", "init", d]);
+    store(&["store", "apply", d, "--ops", "300"]);
+    store(&["store", "checkpoint", d]);
+    // About 90 inodes: well within 400K.
+    let server = Server::start(&dir, &["--poll-ms", "50", "--memory-limit", "400K"]);
+    let served = || server.ok("/webhdfs/v1/?op=GETCONTENTSUMMARY")["ContentSummary"].clone();
+    let first = served();
+    // About 7,000 inodes: a load needs more than 400K.
+    store(&["store", "apply", d, "--ops", "30000"]);
+    store(&["store", "checkpoint", d]);
+    let newest = common::newest_image(&dir);
+    let name = newest.file_name().unwrap().to_str().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut logged: Vec<String> = Vec::new();
+    let mut seen: Vec<Instant> = Vec::new();
+    while seen.len() < 2 {
+        assert!(
+            Instant::now() < deadline,
+            "{name} was not tried again: {logged:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+        for l in server.stderr_lines() {
+            if l.contains("not serving") && l.contains(name) && l.contains("for now") {
+                seen.push(Instant::now());
+            }
+            logged.push(l);
+        }
+        assert_eq!(served(), first, "{name} was served: {logged:?}");
+    }
+    // Tried again after 30 polls of 50 ms, not at every poll.
+    let gap = seen[1] - seen[0];
+    assert!(gap >= Duration::from_millis(1000), "{gap:?}: {logged:?}");
+}
+
 #[test]
 fn sigterm_stops_the_server_cleanly() {
     let dir = tempfile::tempdir().unwrap();
