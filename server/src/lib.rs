@@ -22,6 +22,7 @@
 //! | `source.rs` | [`source`]: what a read-only server serves (one image, or a store's newest checkpoint) behind an `Arc` swapped under a lock |
 //! | `live.rs` | [`live`]: a writable server's store (recovery, durability waits shared by all requests, the checkpointer and its lines) |
 //! | `ha/` | [`ha`]: high availability on etcd: the group's journal in etcd (fenced appends), the election of the active, standbys that tail the journal and take the checkpoints, checkpoints fetched from peers |
+//! | `audit.rs` | [`audit`]: the audit log (`--audit-log`), one line per request in the NameNode's `FSNamesystem.audit` form |
 //! | `fdlimit.rs` | [`fdlimit`]: the open-file limit raised at startup, connections kept below it |
 //! | `http/` | [`http`]: the HTTP server (axum on tokio), a module per job: its configuration, its run (listener, limits, shutdown), TLS, the dispatch of a request through the op table, the connection registry, the write deadline, [`http::ServeError`] |
 //!
@@ -74,6 +75,7 @@
 #![forbid(unsafe_code)]
 
 pub mod acl;
+pub mod audit;
 pub mod error;
 pub mod fdlimit;
 pub mod ha;

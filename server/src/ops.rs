@@ -48,12 +48,33 @@ pub fn home_directory(_: &Namespace, _: &Parsed, gate: &Gate) -> Result<Value, R
     Ok(json!({ "Path": format!("/user/{}", gate.caller.user) }))
 }
 
-/// The answer of an op that neither server serves, when it is a read (an
-/// image holds no file data, no checksums, no tokens, no snapshots'
-/// diffs, no storage policies).
+/// The inode at the request's path as the audit log shows it after a
+/// write: `owner:group:rwxr-xr-x` (`None` when there is none).
+pub fn owner_group_mode(ns: &Namespace, req: &Parsed) -> Option<String> {
+    let inode = find(ns, req).ok()?;
+    let mode = nsimage_viewer::text::permission_string(inode.kind(), inode.mode());
+    Some(format!(
+        "{}:{}:{}",
+        lossy(inode.user()),
+        lossy(inode.group()),
+        mode.get(1..).unwrap_or_default()
+    ))
+}
+
+/// GETTRASHROOT: `/user/<caller>/.Trash`, HDFS's answer outside an
+/// encryption zone (an image records none).
+pub fn trash_root(_: &Namespace, _: &Parsed, gate: &Gate) -> Result<Value, RemoteError> {
+    Ok(json!({ "Path": format!("/user/{}/.Trash", gate.caller.user) }))
+}
+
+/// The answer of an op that neither server serves, when it is a read:
+/// both keep the namespace only (no file data, checksums or block
+/// locations, no tokens, snapshots' diffs or listings, storage or erasure
+/// coding policies).
 pub fn not_served(op: &str) -> RemoteError {
     RemoteError::unsupported(format!(
-        "op={} is not served: this server answers from a namespace image, read-only and without file data",
+        "op={} is not served: this server keeps the namespace's metadata only (no file data, \
+         block locations, tokens, snapshot listings or storage policies)",
         echo(op)
     ))
 }

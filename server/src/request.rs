@@ -12,7 +12,7 @@ pub const PREFIX: &str = "/webhdfs/v1";
 /// Longest request URI accepted (path and query), in bytes.
 pub const MAX_URI_BYTES: usize = 16 * 1024;
 /// Most query parameters parsed; a query with more is refused.
-pub const MAX_QUERY_PARAMS: usize = 64;
+pub const MAX_QUERY_PARAMS: usize = 1024;
 
 /// A checked request: the path and the query parameters.
 #[derive(Clone, Debug, PartialEq, Eq)]

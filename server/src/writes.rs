@@ -287,10 +287,17 @@ pub fn carries_data(s: &mut Steps<'_>, _: &Parsed) -> Result<Done, RemoteError> 
 /// (snapshots, storage policies, quotas, tokens): 400
 /// UnsupportedOperationException.
 pub fn not_served(s: &mut Steps<'_>, _: &Parsed) -> Result<Done, RemoteError> {
-    Err(RemoteError::unsupported(format!(
-        "op={} is not served by this metadata server",
-        s.op
-    )))
+    Err(write_not_served(s.op))
+}
+
+/// The refusal of a write neither server serves, the same from both
+/// (the read-only server's too): 400 UnsupportedOperationException.
+pub fn write_not_served(op: &str) -> RemoteError {
+    RemoteError::unsupported(format!(
+        "op={} is not served by this metadata server (no snapshots, quotas, storage or \
+         erasure coding policies, tokens)",
+        crate::error::echo(op)
+    ))
 }
 
 /// The next missing directory of `comps` (all of a path, or all but its

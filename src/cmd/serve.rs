@@ -51,9 +51,15 @@ pub struct Args {
     /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     tls_key: Option<PathBuf>,
-    /// One line per request (and each store switch) on stderr.
+    /// One line per request (and each store switch) on stderr, each
+    /// request's with its time (UTC).
     #[arg(long)]
     log: bool,
+    /// Append one line per request, answered or refused, to FILE in the
+    /// NameNode's audit log form (`allowed= ugi= ip= cmd= src= dst= perm=
+    /// proto=`, tab-separated; allowed=false for a refusal).
+    #[arg(long, value_name = "FILE")]
+    audit_log: Option<PathBuf>,
     /// For a store directory: milliseconds between looks for a newer
     /// checkpoint.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(10..=3_600_000))]
@@ -190,6 +196,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             ha
         }),
         memory: Some(a.memory.budget()),
+        audit_log: a.audit_log,
         ..Config::default()
     };
     if a.writable && !a.source.is_dir() {

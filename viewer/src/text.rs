@@ -88,6 +88,14 @@ pub fn utc_iso8601(ms: u64) -> String {
     format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z")
 }
 
+/// A time in milliseconds since the Unix epoch as Hadoop's logs write it
+/// (log4j's ISO8601 layout, UTC here): `2025-01-01 00:00:00,000`.
+pub fn log_time(ms: u64) -> String {
+    let (y, mo, d, h, mi, s) = civil(ms / 1000);
+    let milli = ms % 1000;
+    format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02},{milli:03}")
+}
+
 /// The same time as OIV's Delimited processor writes it (`yyyy-MM-dd
 /// HH:mm`, UTC).
 pub fn oiv_time(ms: u64) -> String {
@@ -175,6 +183,10 @@ mod tests {
         assert_eq!(utc_iso8601(951_782_400_000), "2000-02-29T00:00:00Z");
         assert_eq!(utc_iso8601(1_704_067_199_000), "2023-12-31T23:59:59Z");
         assert_eq!(oiv_time(1_735_689_600_000 + 61_000), "2025-01-01 00:01");
+        assert_eq!(
+            log_time(1_735_689_600_000 + 61_007),
+            "2025-01-01 00:01:01,007"
+        );
     }
 
     #[test]

@@ -56,6 +56,9 @@ pub struct Config {
     /// check. A writable store's recovery takes its budget from
     /// [`Writable::store`]'s load options.
     pub memory: Option<nsimage_loader::budget::Budget>,
+    /// Append one line per request to this file, in the NameNode's audit
+    /// log form ([`crate::audit`]).
+    pub audit_log: Option<std::path::PathBuf>,
 }
 
 /// The permission settings as given (the superuser's default needs the
@@ -204,6 +207,7 @@ impl Default for Config {
             tls: None,
             ha: None,
             memory: None,
+            audit_log: None,
         }
     }
 }

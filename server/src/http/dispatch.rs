@@ -5,6 +5,7 @@
 //! answered once durable, or the refusal the row and the server call for.
 
 use super::config::Backend;
+use crate::audit::{AuditEntry, AuditLog};
 use crate::error::RemoteError;
 use crate::identity::Groups;
 use crate::live::Live;
@@ -26,12 +27,18 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+/// The client's address, in each request's extensions (the audit log's
+/// `ip=`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Peer(pub(crate) Option<SocketAddr>);
+
 /// What every request of a server shares.
 pub(crate) struct AppState {
     pub(crate) backend: Backend,
     pub(crate) perms: Arc<Permissions>,
     pub(crate) groups: Arc<Groups>,
     pub(crate) log: bool,
+    pub(crate) audit: Option<Arc<AuditLog>>,
     pub(crate) request_timeout: Duration,
     /// The bound address (CREATE's redirect names it).
     pub(crate) addr: SocketAddr,
@@ -41,6 +48,7 @@ pub(crate) struct AppState {
 
 pub(crate) async fn handle(
     State(st): State<Arc<AppState>>,
+    peer: Option<axum::extract::Extension<Peer>>,
     method: Method,
     uri: Uri,
     headers: HeaderMap,
@@ -71,11 +79,21 @@ pub(crate) async fn handle(
         }
         Err(e) => (e.status, Body::from(e.body().to_string())),
     };
+    if let Some(audit) = &st.audit {
+        let ip = peer
+            .and_then(|p| p.0 .0)
+            .map_or(std::net::IpAddr::from([0, 0, 0, 0]), |a| a.ip());
+        audited(&st, audit, ip, &uri, status);
+    }
     if st.log {
         let shown: String = uri.to_string().chars().take(200).collect();
         let method = crate::error::echo(method.as_str());
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
         eprintln!(
-            "nsimage serve: {method} {shown} {status} {}us",
+            "nsimage serve: {} {method} {shown} {status} {}us",
+            nsimage_viewer::text::log_time(now),
             started.elapsed().as_micros()
         );
     }
@@ -85,6 +103,70 @@ pub(crate) async fn handle(
         response.headers_mut().insert(header::LOCATION, to);
     }
     response
+}
+
+/// The audit log's line for the request to `uri`, answered `status`.
+fn audited(st: &AppState, audit: &AuditLog, ip: std::net::IpAddr, uri: &Uri, status: u16) {
+    let allowed = status < 400;
+    let Ok(parsed) = parse(uri.path(), uri.query()) else {
+        audit.record(&AuditEntry {
+            allowed,
+            user: crate::perm::DEFAULT_USER,
+            ip,
+            cmd: "null",
+            src: uri.path().as_bytes(),
+            dst: None,
+            perm: None,
+        });
+        return;
+    };
+    let row = table::check(&parsed).ok();
+    let cmd = row.map_or_else(
+        || parsed.param("op").unwrap_or("null").to_ascii_lowercase(),
+        |r| {
+            r.audit
+                .map_or_else(|| r.name.to_ascii_lowercase(), str::to_string)
+        },
+    );
+    let user = parsed
+        .param("user.name")
+        .filter(|u| !u.is_empty())
+        .unwrap_or(crate::perm::DEFAULT_USER);
+    // The inode as a write that sets its owner, group or mode left it
+    // (CREATE's first step, a redirect, sets nothing yet).
+    let sets = row.is_some_and(|r| {
+        matches!(
+            r.name,
+            "MKDIRS" | "CREATE" | "CREATESYMLINK" | "SETPERMISSION" | "SETOWNER"
+        )
+    });
+    let perm = if allowed && status != 307 && sets {
+        durable(st).and_then(|ns| crate::ops::owner_group_mode(&ns, &parsed))
+    } else {
+        None
+    };
+    let dst = row
+        .filter(|r| matches!(r.name, "RENAME" | "CREATESYMLINK"))
+        .and_then(|_| parsed.param("destination"));
+    audit.record(&AuditEntry {
+        allowed,
+        user,
+        ip,
+        cmd: &cmd,
+        src: &parsed.path.canonical(),
+        dst,
+        perm,
+    });
+}
+
+/// The live store's durable namespace (none for a read-only server, or an
+/// HA member reopening its store).
+fn durable(st: &AppState) -> Option<Arc<nsimage_namespace::Namespace>> {
+    match &st.backend {
+        Backend::Image(_) => None,
+        Backend::Store(live) => live.reader().ok(),
+        Backend::Ha(m) => m.live().and_then(|l| l.reader().ok()),
+    }
 }
 
 /// An HA member's own paths: its status, and its newest checkpoint for a
@@ -193,14 +275,39 @@ async fn dispatch(
     if len > MAX_URI_BYTES {
         return Err(RemoteError::uri_too_long(len, MAX_URI_BYTES));
     }
+    let parsed = parse(uri.path(), uri.query())?;
+    let row = table::check(&parsed)?;
+    let Some(sent) = OpMethod::of(method.as_str()) else {
+        return Err(RemoteError::bad_argument(format!(
+            "method {} is not a WebHDFS method",
+            crate::error::echo(method.as_str())
+        )));
+    };
+    // A write neither server serves is refused alike by both, whatever
+    // it is sent with.
+    if row.unsupported_write() {
+        return Err(match row.handler {
+            Handler::Data => writes::data_refused(row.name),
+            _ => writes::write_not_served(row.name),
+        });
+    }
+    let wrong_method = || {
+        RemoteError::bad_argument(format!(
+            "Invalid value for webhdfs parameter \"op\": op={} is not a {} operation",
+            row.name,
+            crate::error::echo(method.as_str())
+        ))
+    };
     match &st.backend {
         Backend::Image(current) => {
-            // The read-only server: any method but GET is a write.
-            if method != Method::GET {
-                return Err(write_refused(method.as_str()));
+            // The read-only server refuses every write it would otherwise
+            // serve, sent with GET or with its own method.
+            if row.writes() {
+                return Err(write_refused(row.name));
             }
-            let parsed = parse(uri.path(), uri.query())?;
-            let row = table::check(&parsed)?;
+            if sent != row.method {
+                return Err(wrong_method());
+            }
             let gate = gate(st, &parsed).await?;
             let served = current.get();
             return timed(st, move || {
@@ -213,26 +320,14 @@ async fn dispatch(
         }
         Backend::Store(_) | Backend::Ha(_) => {}
     }
-    let parsed = parse(uri.path(), uri.query())?;
-    let row = table::check(&parsed)?;
     let (live, member) = match &st.backend {
         Backend::Store(live) => (Arc::clone(live), None),
         Backend::Ha(m) => (m.serving(row.writes())?, Some(Arc::clone(m))),
         Backend::Image(_) => return Err(RemoteError::internal("no store is served")),
     };
     let gate = gate(st, &parsed).await?;
-    let Some(sent) = OpMethod::of(method.as_str()) else {
-        return Err(RemoteError::bad_argument(format!(
-            "method {} is not a WebHDFS method",
-            crate::error::echo(method.as_str())
-        )));
-    };
     if sent != row.method {
-        return Err(RemoteError::bad_argument(format!(
-            "Invalid value for webhdfs parameter \"op\": op={} is not a {} operation",
-            row.name,
-            crate::error::echo(method.as_str())
-        )));
+        return Err(wrong_method());
     }
     if !row.writes() {
         // Answered from the durable view: never a write before it is

@@ -6,7 +6,7 @@
 use super::config::{Backend, Config, Listening, Writable, MAX_HEAD_BYTES};
 use super::conns::{Busy, Connections, Guarded};
 use super::deadline::WriteDeadline;
-use super::dispatch::{handle, AppState};
+use super::dispatch::{handle, AppState, Peer};
 use super::error::ServeError;
 use super::tls::tls_acceptor;
 use crate::identity::Groups;
@@ -262,6 +262,17 @@ fn run_runtime(
 ) -> Result<(), ServeError> {
     let groups = Groups::new(config.permissions.groups.clone())?;
     let tls = config.tls.as_ref().map(tls_acceptor).transpose()?;
+    let audit = config
+        .audit_log
+        .as_deref()
+        .map(|p| {
+            crate::audit::AuditLog::open(p).map_err(|source| ServeError::Io {
+                what: format!("opening the audit log {}", p.display()),
+                source,
+            })
+        })
+        .transpose()?
+        .map(Arc::new);
     // Answers are computed on the blocking pool (they are CPU work over the
     // namespace); as many threads as cores, so that a burst of clients
     // queues instead of growing a thread (and an allocator arena) per
@@ -297,6 +308,7 @@ fn run_runtime(
             perms: Arc::new(perms),
             groups: Arc::new(groups),
             log: config.log,
+            audit,
             request_timeout: config.request_timeout,
             addr: bound,
             tls: tls.is_some(),
@@ -408,12 +420,14 @@ fn spawn_connection(
     config: &Config,
 ) {
     let _ = stream.set_nodelay(true);
+    let peer = Peer(stream.peer_addr().ok());
     let slot = conns.add();
     let service = {
         let inner = TowerToHyperService::new(app.clone());
         let slot = Arc::clone(&slot);
         let conns = Arc::clone(conns);
-        hyper::service::service_fn(move |req: axum::http::Request<Incoming>| {
+        hyper::service::service_fn(move |mut req: axum::http::Request<Incoming>| {
+            req.extensions_mut().insert(peer);
             let busy = Busy::begin(&slot, &conns);
             let answer = hyper::service::Service::call(&inner, req);
             async move {

@@ -12,8 +12,8 @@ use crate::perm::Who;
 use crate::request::Parsed;
 use crate::writes::{self, WriteFn};
 
-/// Parameters every operation takes.
-const COMMON: [&str; 4] = ["op", "user.name", "doas", "delegation"];
+/// Parameters every operation takes (the caller's, and the op itself).
+pub const COMMON: [&str; 4] = ["op", "user.name", "doas", "delegation"];
 
 /// The HTTP method WebHDFS sends an operation with. It says whether the
 /// operation changes what the server holds: every GET operation is a read,
@@ -71,12 +71,12 @@ pub enum Handler {
     /// [`writes::create_args`]), the second, without data, is this write.
     Create(WriteFn),
     /// A write that would carry file data (APPEND, CONCAT, TRUNCATE):
-    /// refused by the writable server ([`writes::data_refused`]).
+    /// refused alike by both servers ([`writes::data_refused`]), 400.
     Data,
-    /// An operation neither server serves (no file data, tokens,
-    /// snapshots, storage policies or quotas here): a read is 400
-    /// UnsupportedOperationException on both servers, a write 403 on the
-    /// read-only one and 400 on the writable one.
+    /// An operation neither server serves (no file data, block locations,
+    /// tokens, snapshots, storage or erasure coding policies, quotas):
+    /// 400 UnsupportedOperationException on both servers, read or write,
+    /// whatever method it is sent with.
     NotServed,
 }
 
@@ -100,12 +100,15 @@ pub struct OpSpec {
     pub name: &'static str,
     /// The method it is sent with (GET: a read).
     pub method: Method,
-    /// The parameters it takes beyond those every op takes (`op`,
-    /// `user.name`, `doas`, `delegation`); any other is 400.
+    /// The parameters HDFS's WebHDFS defines for it beyond those every op
+    /// takes (`op`, `user.name`, `doas`, `delegation`). Any other parameter
+    /// is ignored, as the NameNode ignores it (clients send their own, such
+    /// as `tempdir=` with CREATE).
     pub params: &'static [&'static str],
-    /// Those of its parameters that may be given more than once with
-    /// different values (GETXATTRS' `xattr.name`).
-    pub repeats: &'static [&'static str],
+    /// The command the NameNode's audit log names it by (`cmd=`), or
+    /// `None` for an op the NameNode does not audit (the log then names
+    /// the op).
+    pub audit: Option<&'static str>,
     /// Who may run it: the permission check of its path.
     pub who: Who,
     /// What answers it.
@@ -116,6 +119,21 @@ impl OpSpec {
     /// Whether it changes the namespace (its method is not GET).
     pub fn writes(&self) -> bool {
         self.method.writes()
+    }
+
+    /// Whether it is a write neither server serves (file data, snapshots,
+    /// storage and erasure-coding policies, quotas, tokens): refused alike
+    /// by both, 400 UnsupportedOperationException.
+    pub fn unsupported_write(&self) -> bool {
+        self.writes() && matches!(self.handler, Handler::Data | Handler::NotServed)
+    }
+
+    /// The row named by the NameNode's audit command `cmd`.
+    const fn audited(self, cmd: &'static str) -> OpSpec {
+        OpSpec {
+            audit: Some(cmd),
+            ..self
+        }
     }
 }
 
@@ -130,7 +148,7 @@ const fn row(
         name,
         method,
         params,
-        repeats: &[],
+        audit: None,
         who,
         handler,
     }
@@ -147,46 +165,49 @@ pub const OPS: &[OpSpec] = &[
         &[],
         Who::Traverse,
         Read(ops::get_file_status),
-    ),
-    row("LISTSTATUS", Get, &[], Who::List, List),
+    )
+    .audited("getfileinfo"),
+    row("LISTSTATUS", Get, &[], Who::List, List).audited("listStatus"),
     row(
         "LISTSTATUS_BATCH",
         Get,
         &["startafter"],
         Who::List,
         Read(ops::list_status_batch),
-    ),
+    )
+    .audited("listStatus"),
     row(
         "GETCONTENTSUMMARY",
         Get,
         &[],
         Who::Summary,
         Read(ops::content_summary),
-    ),
+    )
+    .audited("contentSummary"),
     row(
         "GETACLSTATUS",
         Get,
         &[],
         Who::Traverse,
         Read(ops::acl_status),
-    ),
-    OpSpec {
-        repeats: &["xattr.name"],
-        ..row(
-            "GETXATTRS",
-            Get,
-            &["xattr.name", "encoding"],
-            Who::ReadXattrs,
-            Read(ops::get_xattrs),
-        )
-    },
+    )
+    .audited("getAclStatus"),
+    row(
+        "GETXATTRS",
+        Get,
+        &["xattr.name", "encoding"],
+        Who::ReadXattrs,
+        Read(ops::get_xattrs),
+    )
+    .audited("getXAttrs"),
     row(
         "LISTXATTRS",
         Get,
         &[],
         Who::ReadInode,
         Read(ops::list_xattrs),
-    ),
+    )
+    .audited("listXAttrs"),
     row(
         "GETHOMEDIRECTORY",
         Get,
@@ -200,7 +221,8 @@ pub const OPS: &[OpSpec] = &[
         &["offset", "length", "buffersize", "noredirect"],
         Who::Anyone,
         NotServed,
-    ),
+    )
+    .audited("open"),
     row(
         "GETFILECHECKSUM",
         Get,
@@ -214,24 +236,64 @@ pub const OPS: &[OpSpec] = &[
         &["renewer", "service", "kind"],
         Who::Anyone,
         NotServed,
-    ),
-    row("CHECKACCESS", Get, &["fsaction"], Who::Anyone, NotServed),
+    )
+    .audited("getDelegationToken"),
+    row("CHECKACCESS", Get, &["fsaction"], Who::Anyone, NotServed).audited("checkAccess"),
     row(
         "GETSNAPSHOTDIFF",
         Get,
         &["oldsnapshotname", "snapshotname"],
         Who::Anyone,
         NotServed,
-    ),
+    )
+    .audited("computeSnapshotDiff"),
     row(
         "GETSNAPSHOTTABLEDIRECTORYLIST",
         Get,
         &[],
         Who::Anyone,
         NotServed,
-    ),
+    )
+    .audited("listSnapshottableDirectory"),
     row("GETALLSTORAGEPOLICY", Get, &[], Who::Anyone, NotServed),
-    row("GETSTORAGEPOLICY", Get, &[], Who::Anyone, NotServed),
+    row("GETSTORAGEPOLICY", Get, &[], Who::Anyone, NotServed).audited("getStoragePolicy"),
+    row("GETTRASHROOT", Get, &[], Who::Anyone, Read(ops::trash_root)),
+    row("GETQUOTAUSAGE", Get, &[], Who::Anyone, NotServed).audited("quotaUsage"),
+    row(
+        "GETFILEBLOCKLOCATIONS",
+        Get,
+        &["offset", "length"],
+        Who::Anyone,
+        NotServed,
+    )
+    .audited("open"),
+    row(
+        "GET_BLOCK_LOCATIONS",
+        Get,
+        &["offset", "length"],
+        Who::Anyone,
+        NotServed,
+    )
+    .audited("open"),
+    row("GETSERVERDEFAULTS", Get, &[], Who::Anyone, NotServed),
+    row("GETSTATUS", Get, &[], Who::Anyone, NotServed),
+    row("GETECPOLICY", Get, &[], Who::Anyone, NotServed).audited("getErasureCodingPolicy"),
+    row("GETSNAPSHOTLIST", Get, &[], Who::Anyone, NotServed),
+    row(
+        "GETSNAPSHOTDIFFLISTING",
+        Get,
+        &[
+            "oldsnapshotname",
+            "snapshotname",
+            "snapshotdiffstartpath",
+            "snapshotdiffindex",
+        ],
+        Who::Anyone,
+        NotServed,
+    )
+    .audited("computeSnapshotDiff"),
+    row("GETLINKTARGET", Get, &[], Who::Anyone, NotServed),
+    row("GETFILELINKSTATUS", Get, &[], Who::Anyone, NotServed).audited("getfileinfo"),
     row(
         "CREATE",
         Put,
@@ -250,165 +312,212 @@ pub const OPS: &[OpSpec] = &[
         ],
         Who::AncestorWrite,
         Create(writes::create),
-    ),
+    )
+    .audited("create"),
     row(
         "MKDIRS",
         Put,
         &["permission", "unmaskedpermission"],
         Who::Traverse,
         Write(writes::mkdirs),
-    ),
+    )
+    .audited("mkdirs"),
     row(
         "CREATESYMLINK",
         Put,
         &["destination", "createparent"],
         Who::AncestorWrite,
         Write(writes::symlink),
-    ),
+    )
+    .audited("createSymlink"),
     row(
         "RENAME",
         Put,
         &["destination", "renameoptions"],
         Who::Rename,
         Write(writes::rename),
-    ),
+    )
+    .audited("rename"),
     row(
         "SETREPLICATION",
         Put,
         &["replication"],
         Who::InodeWrite,
         Write(writes::set_replication),
-    ),
+    )
+    .audited("setReplication"),
     row(
         "SETOWNER",
         Put,
         &["owner", "group"],
         Who::Owner,
         Write(writes::set_owner),
-    ),
+    )
+    .audited("setOwner"),
     row(
         "SETPERMISSION",
         Put,
         &["permission"],
         Who::Owner,
         Write(writes::set_permission),
-    ),
+    )
+    .audited("setPermission"),
     row(
         "SETTIMES",
         Put,
         &["modificationtime", "accesstime"],
         Who::InodeWrite,
         Write(writes::set_times),
-    ),
+    )
+    .audited("setTimes"),
     row(
         "RENEWDELEGATIONTOKEN",
         Put,
         &["token"],
         Who::Anyone,
         NotServed,
-    ),
+    )
+    .audited("renewDelegationToken"),
     row(
         "CANCELDELEGATIONTOKEN",
         Put,
         &["token"],
         Who::Anyone,
         NotServed,
-    ),
+    )
+    .audited("cancelDelegationToken"),
     row(
         "MODIFYACLENTRIES",
         Put,
         &["aclspec"],
         Who::Owner,
         Write(writes::set_acl),
-    ),
+    )
+    .audited("modifyAclEntries"),
     row(
         "REMOVEACLENTRIES",
         Put,
         &["aclspec"],
         Who::Owner,
         Write(writes::set_acl),
-    ),
+    )
+    .audited("removeAclEntries"),
     row(
         "REMOVEDEFAULTACL",
         Put,
         &[],
         Who::Owner,
         Write(writes::set_acl),
-    ),
-    row("REMOVEACL", Put, &[], Who::Owner, Write(writes::set_acl)),
+    )
+    .audited("removeDefaultAcl"),
+    row("REMOVEACL", Put, &[], Who::Owner, Write(writes::set_acl)).audited("removeAcl"),
     row(
         "SETACL",
         Put,
         &["aclspec"],
         Who::Owner,
         Write(writes::set_acl),
-    ),
+    )
+    .audited("setAcl"),
     row(
         "SETXATTR",
         Put,
         &["xattr.name", "xattr.value", "flag"],
         Who::XattrWrite,
         Write(writes::set_xattr),
-    ),
+    )
+    .audited("setXAttr"),
     row(
         "REMOVEXATTR",
         Put,
         &["xattr.name"],
         Who::XattrWrite,
         Write(writes::remove_xattr),
-    ),
+    )
+    .audited("removeXAttr"),
     row(
         "CREATESNAPSHOT",
         Put,
         &["snapshotname"],
         Who::Anyone,
         NotServed,
-    ),
+    )
+    .audited("createSnapshot"),
     row(
         "RENAMESNAPSHOT",
         Put,
         &["oldsnapshotname", "snapshotname"],
         Who::Anyone,
         NotServed,
-    ),
+    )
+    .audited("renameSnapshot"),
     row(
         "SETSTORAGEPOLICY",
         Put,
         &["storagepolicy"],
         Who::Anyone,
         NotServed,
-    ),
+    )
+    .audited("setStoragePolicy"),
     row(
         "SETQUOTA",
         Put,
         &["namespacequota", "storagespacequota"],
         Who::Anyone,
         NotServed,
-    ),
+    )
+    .audited("setQuota"),
+    row("ALLOWSNAPSHOT", Put, &[], Who::Anyone, NotServed).audited("allowSnapshot"),
+    row("DISALLOWSNAPSHOT", Put, &[], Who::Anyone, NotServed).audited("disallowSnapshot"),
+    row(
+        "SETQUOTABYSTORAGETYPE",
+        Put,
+        &["storagespacequota", "storagetype"],
+        Who::Anyone,
+        NotServed,
+    )
+    .audited("setQuota"),
+    row("SATISFYSTORAGEPOLICY", Put, &[], Who::Anyone, NotServed).audited("satisfyStoragePolicy"),
+    row("ENABLEECPOLICY", Put, &["ecpolicy"], Who::Anyone, NotServed)
+        .audited("enableErasureCodingPolicy"),
+    row(
+        "DISABLEECPOLICY",
+        Put,
+        &["ecpolicy"],
+        Who::Anyone,
+        NotServed,
+    )
+    .audited("disableErasureCodingPolicy"),
+    row("SETECPOLICY", Put, &["ecpolicy"], Who::Anyone, NotServed)
+        .audited("setErasureCodingPolicy"),
     row(
         "APPEND",
         Post,
         &["buffersize", "noredirect"],
         Who::Anyone,
         Data,
-    ),
-    row("CONCAT", Post, &["sources"], Who::Anyone, Data),
-    row("TRUNCATE", Post, &["newlength"], Who::Anyone, Data),
-    row("UNSETSTORAGEPOLICY", Post, &[], Who::Anyone, NotServed),
+    )
+    .audited("append"),
+    row("CONCAT", Post, &["sources"], Who::Anyone, Data).audited("concat"),
+    row("TRUNCATE", Post, &["newlength"], Who::Anyone, Data).audited("truncate"),
+    row("UNSETSTORAGEPOLICY", Post, &[], Who::Anyone, NotServed).audited("unsetStoragePolicy"),
+    row("UNSETECPOLICY", Post, &[], Who::Anyone, NotServed).audited("unsetErasureCodingPolicy"),
     row(
         "DELETE",
         Delete,
         &["recursive"],
         Who::Delete,
         Write(writes::delete),
-    ),
+    )
+    .audited("delete"),
     row(
         "DELETESNAPSHOT",
         Delete,
         &["snapshotname"],
         Who::Anyone,
         NotServed,
-    ),
+    )
+    .audited("deleteSnapshot"),
 ];
 
 /// The row of operation `op` (upper case), `None` for one WebHDFS does
@@ -428,42 +537,25 @@ pub fn ops() -> impl Iterator<Item = (&'static str, Method)> {
     OPS.iter().map(|r| (r.name, r.method))
 }
 
-/// The row of the request's op, its parameters checked: every parameter
-/// is one the op takes, none given twice with two values (but those the
-/// row lets repeat); an op WebHDFS does not have is refused.
+/// The row of the request's op (`op=`, any case). Other parameters are
+/// not checked here: one the op does not read is ignored and one given
+/// twice takes its first value, as the NameNode takes them; each op's
+/// handler checks the values it reads (`values.rs`).
 ///
 /// # Errors
-/// 400 IllegalArgumentException, naming the op or parameter.
+/// 400 IllegalArgumentException: no `op`, or one WebHDFS does not have.
 pub fn check(req: &Parsed) -> Result<&'static OpSpec, RemoteError> {
     let op = req
         .param("op")
+        .filter(|o| !o.is_empty())
         .ok_or_else(|| RemoteError::bad_argument("the op parameter is missing"))?
         .to_ascii_uppercase();
-    let Some(row) = find(&op) else {
-        return Err(RemoteError::bad_argument(format!(
+    find(&op).ok_or_else(|| {
+        RemoteError::bad_argument(format!(
             "Invalid value for webhdfs parameter \"op\": No enum constant for op \"{}\"",
             echo(&op)
-        )));
-    };
-    let name = row.name;
-    for (i, (n, value)) in req.params.iter().enumerate() {
-        if !COMMON.contains(&n.as_str()) && !row.params.contains(&n.as_str()) {
-            return Err(RemoteError::bad_argument(format!(
-                "Unknown parameter \"{}\" for op={name}",
-                echo(n)
-            )));
-        }
-        // The same value twice is one (a client's session adds
-        // `user.name` to a redirect's URL that holds it already).
-        let repeatable = row.repeats.contains(&n.as_str());
-        if !repeatable && req.params[..i].iter().any(|(m, v)| m == n && v != value) {
-            return Err(RemoteError::bad_argument(format!(
-                "Parameter \"{}\" is given more than once",
-                echo(n)
-            )));
-        }
-    }
-    Ok(row)
+        ))
+    })
 }
 
 #[cfg(test)]
@@ -471,22 +563,27 @@ mod tests {
     use super::*;
     use crate::request::parse;
 
+    /// The op is found in any case; any other parameter, known or not, is
+    /// left to the op (the NameNode ignores those an op does not read).
     #[test]
-    fn ops_take_only_their_parameters() {
+    fn ops_are_found_and_other_parameters_left_alone() {
         let req = |q: &str| parse("/webhdfs/v1/a", Some(q)).unwrap();
         assert_eq!(
             check(&req("op=mkdirs&permission=700")).unwrap().method,
             Method::Put
         );
-        assert_eq!(check(&req("op=MKDIRS&bogus=1")).unwrap_err().status, 400);
+        assert_eq!(check(&req("op=MKDIRS&bogus=1")).unwrap().name, "MKDIRS");
         assert_eq!(
-            check(&req("op=DELETE&recursive=true&recursive=false"))
-                .unwrap_err()
-                .status,
-            400
+            check(&req(
+                "op=CREATE&tempdir=/tmp&recursive=true&recursive=false"
+            ))
+            .unwrap()
+            .name,
+            "CREATE"
         );
-        assert!(check(&req("op=GETXATTRS&xattr.name=user.a&xattr.name=user.b")).is_ok());
         assert_eq!(check(&req("op=NOPE")).unwrap_err().status, 400);
+        assert_eq!(check(&req("op=")).unwrap_err().status, 400);
+        assert_eq!(check(&req("bogus=1")).unwrap_err().status, 400);
     }
 
     /// Each row is consistent: one row a name; reads (GET) have read
@@ -508,7 +605,7 @@ mod tests {
             if matches!(r.handler, Handler::Data | Handler::NotServed) {
                 assert_eq!(r.who, Who::Anyone, "{}", r.name);
             }
-            assert!(r.repeats.iter().all(|p| r.params.contains(p)));
+            assert!(r.params.iter().all(|p| !COMMON.contains(p)), "{}", r.name);
             assert_eq!(Method::of(r.method.name()), Some(r.method));
         }
     }

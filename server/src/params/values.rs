@@ -25,20 +25,28 @@ pub fn boolean(req: &Parsed, name: &str, default: bool) -> Result<bool, RemoteEr
     }
 }
 
-/// An octal permission, 0 to 1777 (HDFS's PermissionParam).
+/// A numeric parameter's text: `None` when absent, empty or HDFS's
+/// `null` (its numeric parameters' way of saying "the default").
+fn numeric<'a>(req: &'a Parsed, name: &str) -> Option<&'a str> {
+    req.param(name).filter(|v| !v.is_empty() && *v != "null")
+}
+
+/// An octal permission, 0 to 1777 (HDFS's PermissionParam: a radix-8
+/// short, a sign allowed, leading zeros too).
 pub fn permission(req: &Parsed, default: u16) -> Result<u16, RemoteError> {
-    match req.param("permission").filter(|v| !v.is_empty()) {
+    match numeric(req, "permission") {
         None => Ok(default),
-        Some(v) => u16::from_str_radix(v, 8)
+        Some(v) => i32::from_str_radix(v, 8)
             .ok()
-            .filter(|&p| p <= 0o1777 && v.len() <= 4)
+            .and_then(|p| u16::try_from(p).ok())
+            .filter(|&p| p <= 0o1777)
             .ok_or_else(|| invalid("permission", v, "octal, 0 to 1777")),
     }
 }
 
-/// A decimal number in `min..=max` (empty or absent: `None`).
+/// A decimal number in `min..=max` (absent, empty or `null`: `None`).
 pub fn number(req: &Parsed, name: &str, min: i64, max: i64) -> Result<Option<i64>, RemoteError> {
-    match req.param(name).filter(|v| !v.is_empty()) {
+    match numeric(req, name) {
         None => Ok(None),
         Some(v) => v
             .parse::<i64>()
@@ -153,7 +161,29 @@ mod tests {
         let req = |q: &str| parse("/webhdfs/v1/a", Some(q)).unwrap();
         let r = req("op=MKDIRS&permission=1777");
         assert_eq!(permission(&r, 0o755).unwrap(), 0o1777);
-        for bad in ["8", "2000", "-1", "abc", "01777x"] {
+        assert_eq!(
+            permission(&req("op=MKDIRS&permission=000755"), 0).unwrap(),
+            0o755
+        );
+        assert_eq!(
+            permission(&req("op=MKDIRS&permission=%2B644"), 0).unwrap(),
+            0o644
+        );
+        assert_eq!(
+            permission(&req("op=MKDIRS&permission=null"), 0o700).unwrap(),
+            0o700
+        );
+        assert_eq!(
+            number(
+                &req("op=SETTIMES&modificationtime=null"),
+                "modificationtime",
+                -1,
+                9
+            )
+            .unwrap(),
+            None
+        );
+        for bad in ["8", "2000", "-1", "abc", "01777x", "99999999999"] {
             assert!(
                 permission(&req(&format!("op=MKDIRS&permission={bad}")), 0).is_err(),
                 "{bad}"

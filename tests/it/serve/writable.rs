@@ -745,8 +745,7 @@ fn every_write_op_answers_as_hdfs_and_is_read_at_once() {
         ("GET", "/webhdfs/v1/x?op=MKDIRS"),
         ("PUT", "/webhdfs/v1/x?op=GETFILESTATUS"),
         ("DELETE", "/webhdfs/v1/x?op=MKDIRS"),
-        ("PUT", "/webhdfs/v1/x?op=MKDIRS&bogus=1"),
-        ("PUT", "/webhdfs/v1/x?op=MKDIRS&permission=7&permission=5"),
+        ("PUT", "/webhdfs/v1/x?op=MKDIRS&permission=8&permission=7"),
         ("PUT", "/webhdfs/v1/a/../x?op=MKDIRS"),
         ("PUT", "/webhdfs/v1/a/%2e%2e/x?op=MKDIRS"),
         ("PUT", "/webhdfs/v1/a/./x?op=MKDIRS"),
@@ -979,4 +978,152 @@ fn background_checkpoints_print_their_lines_while_writes_go_on() {
     let ro = Server::start(&store, &[]);
     let r = call(ro.addr, "PUT", "/webhdfs/v1/x?op=MKDIRS", b"");
     assert_eq!((r.status, r.exception()), (403, "AccessControlException"));
+}
+
+/// `--audit-log FILE`: one line per request in the NameNode's audit form,
+/// refusals included (`allowed=false`), `perm=` the inode's after a write
+/// that sets it, `dst=` a rename's destination; a parameter no op
+/// defines (a client's `tempdir=` beside CREATE) changes nothing.
+#[test]
+fn the_audit_log_has_a_line_per_request_in_the_namenodes_form() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = new_store(dir.path());
+    let log = dir.path().join("audit.log");
+    let server = Server::start(
+        &store,
+        &[
+            "--writable",
+            "--groups-file",
+            &su(dir.path()),
+            "--supergroup",
+            serve_common::TEST_SUPERGROUP,
+            "--audit-log",
+            log.to_str().unwrap(),
+        ],
+    );
+    let c = Client { addr: server.addr };
+    // A new directory takes its parent's group, as in HDFS.
+    let root_group = c.status("/")["group"].as_str().unwrap().to_string();
+    let made = format!("alice:{root_group}:rwxr-x---");
+    let requests: &[(&str, &str, u16)] = &[
+        ("GET", "/?op=GETFILESTATUS", 200),
+        ("PUT", "/in?op=MKDIRS&user.name=alice&permission=750", 200),
+        ("PUT", "/in/f?op=CREATE&user.name=alice&tempdir=/tmp/x", 307),
+        ("PUT", "/in?op=RENAME&user.name=alice&destination=/out", 200),
+        ("PUT", "/out/sub?op=MKDIRS&user.name=eve", 403),
+        ("GET", "/nope?op=GETFILESTATUS&user.name=eve", 404),
+        ("GET", "/?op=FROBNICATE", 400),
+        ("PUT", "/?op=SETQUOTA&namespacequota=5", 400),
+    ];
+    for (method, target, want) in requests {
+        let r = call(c.addr, method, &format!("/webhdfs/v1{target}"), b"");
+        assert_eq!(r.status, *want, "{method} {target}: {}", r.body);
+    }
+    drop(server);
+    let text = std::fs::read_to_string(&log).unwrap();
+    // The status read above, then the requests.
+    let lines: Vec<&str> = text.lines().skip(1).collect();
+    assert_eq!(lines.len(), requests.len(), "{text}");
+    let fields = |line: &str| -> Vec<(String, String)> {
+        let (head, rest) = line.split_once(" INFO FSNamesystem.audit: ").unwrap();
+        // `yyyy-MM-dd HH:mm:ss,SSS`
+        assert_eq!(head.len(), 23, "{line}");
+        assert_eq!(&head[19..20], ",", "{line}");
+        rest.split('\t')
+            .map(|kv| {
+                let (k, v) = kv.split_once('=').unwrap();
+                (k.to_string(), v.to_string())
+            })
+            .collect()
+    };
+    let want: &[&[(&str, &str)]] = &[
+        &[
+            ("allowed", "true"),
+            ("ugi", "dr.who (auth:SIMPLE)"),
+            ("ip", "/127.0.0.1"),
+            ("cmd", "getfileinfo"),
+            ("src", "/"),
+            ("dst", "null"),
+            ("perm", "null"),
+            ("proto", "webhdfs"),
+        ],
+        &[
+            ("allowed", "true"),
+            ("ugi", "alice (auth:SIMPLE)"),
+            ("ip", "/127.0.0.1"),
+            ("cmd", "mkdirs"),
+            ("src", "/in"),
+            ("dst", "null"),
+            ("perm", &made),
+            ("proto", "webhdfs"),
+        ],
+        &[
+            ("allowed", "true"),
+            ("ugi", "alice (auth:SIMPLE)"),
+            ("ip", "/127.0.0.1"),
+            ("cmd", "create"),
+            ("src", "/in/f"),
+            ("dst", "null"),
+            ("perm", "null"),
+            ("proto", "webhdfs"),
+        ],
+        &[
+            ("allowed", "true"),
+            ("ugi", "alice (auth:SIMPLE)"),
+            ("ip", "/127.0.0.1"),
+            ("cmd", "rename"),
+            ("src", "/in"),
+            ("dst", "/out"),
+            ("perm", "null"),
+            ("proto", "webhdfs"),
+        ],
+        &[
+            ("allowed", "false"),
+            ("ugi", "eve (auth:SIMPLE)"),
+            ("ip", "/127.0.0.1"),
+            ("cmd", "mkdirs"),
+            ("src", "/out/sub"),
+            ("dst", "null"),
+            ("perm", "null"),
+            ("proto", "webhdfs"),
+        ],
+        &[
+            ("allowed", "false"),
+            ("ugi", "eve (auth:SIMPLE)"),
+            ("ip", "/127.0.0.1"),
+            ("cmd", "getfileinfo"),
+            ("src", "/nope"),
+            ("dst", "null"),
+            ("perm", "null"),
+            ("proto", "webhdfs"),
+        ],
+        &[
+            ("allowed", "false"),
+            ("ugi", "dr.who (auth:SIMPLE)"),
+            ("ip", "/127.0.0.1"),
+            ("cmd", "frobnicate"),
+            ("src", "/"),
+            ("dst", "null"),
+            ("perm", "null"),
+            ("proto", "webhdfs"),
+        ],
+        &[
+            ("allowed", "false"),
+            ("ugi", "dr.who (auth:SIMPLE)"),
+            ("ip", "/127.0.0.1"),
+            ("cmd", "setQuota"),
+            ("src", "/"),
+            ("dst", "null"),
+            ("perm", "null"),
+            ("proto", "webhdfs"),
+        ],
+    ];
+    for (line, want) in lines.iter().zip(want) {
+        let got = fields(line);
+        let want: Vec<(String, String)> = want
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        assert_eq!(got, want, "{line}");
+    }
 }
