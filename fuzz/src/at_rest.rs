@@ -1001,6 +1001,7 @@ pub fn check(img: &[u8], built: Option<&Built>) -> Vec<(String, Result<u64, Stri
         std::fs::write(&path, img).expect("writing the image");
         for (name, k) in [("no key", None), ("another key", Some(other_key()))] {
             let opts = LoadOptions {
+                md5: nsimage_loader::hdfs::Md5Policy::Check,
                 threads: 1,
                 read: ReadStrategy::Bulk,
                 serial: true,

@@ -568,6 +568,7 @@ pub fn verdicts(img: &[u8]) -> Vec<(&'static str, Result<u64, String>)> {
     let mut out = Vec::new();
     for (name, threads, serial) in [("serial", 1, true), ("2 threads", 2, false)] {
         let opts = LoadOptions {
+            md5: nsimage_loader::hdfs::Md5Policy::Check,
             threads,
             read: ReadStrategy::Bulk,
             serial,

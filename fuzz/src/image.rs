@@ -637,6 +637,7 @@ pub fn verdicts_with(img: &[u8], key: Option<&Key>) -> Vec<(String, Result<u64, 
     }
     for (name, read, threads, serial) in runs {
         let opts = LoadOptions {
+            md5: nsimage_loader::hdfs::Md5Policy::Check,
             threads,
             read,
             serial,

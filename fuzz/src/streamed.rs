@@ -29,7 +29,8 @@ fn entry(id: u64, parent: Option<u64>, name: &[u8]) -> u64 {
 /// refused.
 fn streamed(path: &Path, hdfs: bool) -> Option<Result<TreeSum, String>> {
     let src = if hdfs {
-        HdfsSource::open(path).map(|h| Streamable::Hdfs(Box::new(h)))
+        HdfsSource::open(path, nsimage_loader::hdfs::Md5Policy::Check)
+            .map(|h| Streamable::Hdfs(Box::new(h)))
     } else {
         ImageSource::open(path).map(Streamable::Image)
     };
@@ -76,6 +77,7 @@ fn refusal(stage: &str, e: nsimage_loader::LoadError) -> String {
 /// The loaded namespace's tree sum, or why the load refused.
 fn loaded(path: &Path) -> Result<TreeSum, String> {
     let opts = LoadOptions {
+        md5: nsimage_loader::hdfs::Md5Policy::Check,
         threads: 1,
         read: ReadStrategy::Bulk,
         serial: true,

@@ -71,6 +71,37 @@ pub enum LoadError {
         /// Whether the user gave the budget.
         given: bool,
     },
+    /// A Hadoop image's `.md5` sidecar names another file (the image was
+    /// renamed, or copied with its sidecar under a new name): its digest
+    /// is not this file's to check. Not the image's fault.
+    #[error(
+        "{}: the MD5 sidecar names file {names}, not {image}: the image was renamed or copied \
+         under another name. Rename it back, fix the sidecar, or load it without the check \
+         (--md5 ignore)",
+        sidecar.display()
+    )]
+    Md5Names {
+        /// The sidecar.
+        sidecar: PathBuf,
+        /// The file it names.
+        names: String,
+        /// The image's own file name.
+        image: String,
+    },
+    /// The file is neither an nsimage image nor a Hadoop fsimage (no magic
+    /// of either at its start, nor nsimage's at its end): a file of
+    /// another kind, named as what it looks like, not as a damaged image.
+    /// Still the data's fault (exit 1): it cannot be read as an image.
+    #[error(
+        "{}: not an image: neither an nsimage image nor a Hadoop fsimage ({looks_like})",
+        path.display()
+    )]
+    NotAnImage {
+        /// The file.
+        path: PathBuf,
+        /// What it looks like instead.
+        looks_like: String,
+    },
     /// A well-formed image this build cannot read (version, features, kinds).
     #[error("{}: {source}", path.display())]
     Unsupported {
@@ -102,6 +133,9 @@ impl LoadError {
     /// True when the data is at fault (corrupt, unsupported, or without the
     /// path looked up), false for I/O and a memory shortfall.
     pub fn is_data_error(&self) -> bool {
-        !matches!(self, LoadError::Io { .. } | LoadError::TooLarge { .. })
+        !matches!(
+            self,
+            LoadError::Io { .. } | LoadError::TooLarge { .. } | LoadError::Md5Names { .. }
+        )
     }
 }

@@ -29,6 +29,7 @@
 //! |------|---------------|
 //! | `lib.rs` | this page and the re-exports |
 //! | `source.rs` | [`source`]: the image file: one read of the tail for footer and index, then one positioned read per piece (section or sub-section), or slices of a mapping |
+//! | `kind.rs` | what a file that is not an image looks like (a Parquet file, an XML dump, text), for the error that names it |
 //! | `mmap.rs` | the one place a file is mapped, and [`MmapOptIn`], the caller's `unsafe` promise that makes [`ReadStrategy::Mmap`] possible |
 //! | `ahead.rs` | a piece's checksum computed just ahead of its decoder, in blocks that stay in the core's cache |
 //! | `record.rs` | the zero-copy record decoder of the hot path (`Inode` and `DirEntry` records), walking them with `nsimage_format::wire::Cursor`, the one wire-format walker, which the Hadoop reader (`hdfs`) uses too (public with the `bench-internals` feature) |
@@ -109,6 +110,7 @@ mod error;
 pub mod hdfs;
 mod indexed;
 mod inode_phase;
+mod kind;
 mod load;
 mod lock_stats;
 mod lookup;

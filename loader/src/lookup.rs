@@ -74,6 +74,9 @@ pub struct PathOptions {
     /// one (a Hadoop image, an image without a name section): refused over
     /// it as [`load`](crate::load) refuses ([`LoadOptions::budget`]).
     pub budget: Option<crate::budget::Budget>,
+    /// Whether a Hadoop image's `.md5` sidecar is checked (the default)
+    /// or ignored.
+    pub md5: crate::hdfs::Md5Policy,
 }
 
 /// What [`load_path`] found, and what it cost.
@@ -236,6 +239,7 @@ fn full_load(
     let opts = LoadOptions {
         key: path_opts.key.clone(),
         budget: path_opts.budget,
+        md5: path_opts.md5,
         ..LoadOptions::default()
     };
     let loaded = crate::load::load(image, &opts)?;

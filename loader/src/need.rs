@@ -97,7 +97,11 @@ pub fn check_declared(
     key: Option<&nsimage_format::cipher::Key>,
 ) -> Result<(), LoadError> {
     let src = if crate::hdfs::is_hdfs_file(path)? {
-        Streamable::Hdfs(Box::new(crate::hdfs::HdfsSource::open(path)?))
+        // Only counts are checked: the sidecar is left to the load.
+        Streamable::Hdfs(Box::new(crate::hdfs::HdfsSource::open(
+            path,
+            crate::hdfs::Md5Policy::Ignore,
+        )?))
     } else {
         let mut src = ImageSource::open(path)?;
         src.unlock(key)?;

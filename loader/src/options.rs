@@ -35,6 +35,9 @@ pub struct LoadOptions {
     /// is refused before it is read ([`LoadError::TooLarge`](crate::LoadError::TooLarge));
     /// `None` (the default): no check.
     pub budget: Option<crate::budget::Budget>,
+    /// Whether a Hadoop image's `.md5` sidecar is checked (the default)
+    /// or ignored.
+    pub md5: crate::hdfs::Md5Policy,
 }
 
 impl Default for LoadOptions {
@@ -47,6 +50,7 @@ impl Default for LoadOptions {
             key: None,
             timeline: None,
             budget: None,
+            md5: crate::hdfs::Md5Policy::Check,
         }
     }
 }

@@ -181,6 +181,23 @@ impl ImageSource {
         };
         let fmt = |e| LoadError::from_format(path, e);
         let head = src.read_at(0, (header::SIZE as u64).min(len))?;
+        // Within two bytes of either format's magic (over the bytes there
+        // are): a damaged or cut image, not a file of another kind.
+        let near = |m: &[u8]| head.iter().zip(m).filter(|(a, b)| a != b).count() <= 2;
+        if !head.is_empty()
+            && !near(&nsimage_format::consts::HEADER_MAGIC)
+            && !near(&nsimage_format::hdfs::MAGIC)
+        {
+            // Neither magic: a file of another kind, not a damaged image
+            // (one damaged at its start still ends with the footer's).
+            let end = src.read_at(len.saturating_sub(8), len.min(8))?;
+            if end != nsimage_format::consts::FOOTER_MAGIC {
+                return Err(LoadError::NotAnImage {
+                    path: path.to_path_buf(),
+                    looks_like: crate::kind::guess(&head),
+                });
+            }
+        }
         src.header = Header::decode(&head).map_err(fmt)?;
         let tail_len = len.min(TAIL_READ);
         let tail_start = len.saturating_sub(tail_len);

@@ -63,6 +63,9 @@ pub struct VerifyOptions {
     /// inodes need more is refused first ([`LoadError::TooLarge`]); `None`
     /// (the default): no check.
     pub budget: Option<crate::budget::Budget>,
+    /// Whether a Hadoop image's `.md5` sidecar is checked (the default)
+    /// or ignored.
+    pub md5: crate::hdfs::Md5Policy,
 }
 
 /// Verifies the image at `path`, read as `opts` says. Header, footer and
@@ -73,7 +76,7 @@ pub fn verify(path: &Path, opts: &VerifyOptions) -> Result<VerifyReport, LoadErr
     if crate::hdfs::is_hdfs_file(path)? {
         crate::need::hdfs_fits(path, opts.budget)?;
         // A Hadoop image: no checksums but the sidecar; the load's checks.
-        let c = crate::hdfs::run::check(path)?;
+        let c = crate::hdfs::run::check(path, opts.md5)?;
         return Ok(VerifyReport {
             sections: c.sections,
             pieces: c.sections,

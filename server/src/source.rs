@@ -6,6 +6,7 @@
 
 use nsimage_format::cipher::Key;
 use nsimage_loader::budget::Budget;
+use nsimage_loader::hdfs::Md5Policy;
 use nsimage_loader::{
     load, verify, ImageSource, LoadError, LoadOptions, ReadStrategy, VerifyOptions,
 };
@@ -90,16 +91,19 @@ fn image_error(path: &Path, e: LoadError) -> SourceError {
 }
 
 /// Loads the image at `path` (nsimage or Hadoop fsimage; `key` unlocks an
-/// encrypted one), refused first where its load would not fit `budget`.
+/// encrypted one; a Hadoop image's `.md5` sidecar checked as `md5` says),
+/// refused first where its load would not fit `budget`.
 pub fn load_image(
     path: &Path,
     txid: Option<u64>,
     key: Option<&Key>,
+    md5: Md5Policy,
     budget: Option<Budget>,
 ) -> Result<Served, SourceError> {
     let opts = LoadOptions {
         key: key.cloned(),
         budget,
+        md5,
         ..LoadOptions::default()
     };
     let loaded = load(path, &opts).map_err(|e| image_error(path, e))?;
@@ -146,6 +150,7 @@ pub fn load_checkpoint(
             read: ReadStrategy::Bulk,
             key: key.cloned(),
             budget,
+            md5: Md5Policy::Check,
         },
     )
     .map_err(|e| image_error(path, e))?;
@@ -160,7 +165,7 @@ pub fn load_checkpoint(
             report.problems.len()
         )));
     }
-    let served = load_image(path, Some(txid), key, None)?;
+    let served = load_image(path, Some(txid), key, Md5Policy::Check, None)?;
     let info = served.namespace.info();
     if let Some(id) = namespace_id.filter(|&id| id != info.namespace_id) {
         return Err(bad(format!(

@@ -9,7 +9,7 @@ use nsimage_store::save::{
 };
 use nsimage_writer::hdfs::{image_file_name, md5_hex, HdfsCodec, HdfsWriteOptions};
 use nsimage_writer::WriteOptions;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -50,11 +50,12 @@ pub struct Args {
     /// Hadoop output: the codec of every section.
     #[arg(long, value_enum, default_value = "none")]
     codec: Codec,
-    /// Hadoop output: the layout version to write (-57 to -67; the default
-    /// is Hadoop 3.3's).
-    #[arg(long, allow_hyphen_values = true,
-          default_value_t = nsimage_writer::hdfs::HADOOP_3_3_LAYOUT_VERSION)]
-    layout_version: i32,
+    /// Hadoop output: the layout version to write, one of those the writer
+    /// writes faithfully (-57, Hadoop 2.5, to -67, Hadoop 3.4). Default: a
+    /// Hadoop input's own (a NameNode of that release reads the output),
+    /// else Hadoop 3.3's (-66).
+    #[arg(long, allow_hyphen_values = true, value_name = "N")]
+    layout_version: Option<i32>,
     /// Write the current tree only: a Hadoop image's snapshots (their
     /// diffs, the references they keep, the inodes only they see), which
     /// are otherwise carried into the output (an nsimage image keeps them
@@ -81,8 +82,13 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
-    if a.to == To::Nsimage && (a.sub_sections || a.codec != Codec::None) {
-        bail!("--sub-sections and --codec apply to --to hdfs only (nsimage images are cut into sub-sections by size)");
+    if a.to == To::Nsimage
+        && (a.sub_sections || a.codec != Codec::None || a.layout_version.is_some())
+    {
+        bail!("--sub-sections, --codec and --layout-version apply to --to hdfs only (nsimage images are cut into sub-sections by size)");
+    }
+    if let Some(lv) = a.layout_version {
+        hdfs_layout(Some(lv), None, &a.input)?;
     }
     if a.to == To::Hdfs && (a.encrypt || a.compress.codec != nsimage_format::codec::Codec::None) {
         bail!("--compress and --encrypt apply to --to nsimage only (Hadoop images take --codec)");
@@ -98,12 +104,14 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         threads: a.threads,
         key: super::key()?,
         budget: Some(a.memory.budget()),
+        md5: super::md5(),
         ..LoadOptions::default()
     };
     let lb = super::progress::LoadBar::start(&a.input);
     let loaded = load(&a.input, &opts);
     lb.finish().finish_and_clear();
     let mut loaded = loaded?;
+    let input_layout = loaded.hdfs.as_ref().map(|h| h.layout_version);
     let what = loaded.carry().map(|c| {
         format!(
             "{} snapshots of {} snapshottable directories, {} snapshot diff entries, {} inode references, {} inodes only snapshots see",
@@ -138,6 +146,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     // The writers report nothing while they run: a spinner.
     let pb = super::spinner(&format!("writing {}", output.display()));
     let writing = Instant::now();
+    let mut written_layout = None;
     let (bytes, md5, sections) = match a.to {
         To::Nsimage => {
             let write = WriteOptions {
@@ -155,6 +164,8 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             (s.bytes, None, Vec::new())
         }
         To::Hdfs => {
+            let layout_version = hdfs_layout(a.layout_version, input_layout, &a.input)?;
+            written_layout = Some(layout_version);
             let write = HdfsWriteOptions {
                 sub_sections: a.sub_sections,
                 target_sections: a.target_sections,
@@ -169,7 +180,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                     Codec::Zlib => HdfsCodec::Zlib,
                     Codec::Gzip => HdfsCodec::Gzip,
                 },
-                layout_version: a.layout_version,
+                layout_version,
                 ..HdfsWriteOptions::default()
             };
             let opts = HdfsSaveOptions {
@@ -208,6 +219,9 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         m.insert("snapshots_carried".into(), carry.is_some().into());
         m.insert("load_seconds".into(), load_seconds.into());
         m.insert("write_seconds".into(), write_seconds.into());
+        if let Some(lv) = written_layout {
+            m.insert("layout_version".into(), lv.into());
+        }
         if let Some(md5) = &md5 {
             m.insert("md5".into(), md5.clone().into());
             m.insert("sections".into(), sections.into());
@@ -224,4 +238,29 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The layout version a Hadoop output is written in: the one asked for,
+/// else a Hadoop input's own, else Hadoop 3.3's; one the writer does not
+/// write faithfully is a usage error before anything is written.
+fn hdfs_layout(asked: Option<i32>, input: Option<i32>, path: &Path) -> anyhow::Result<i32> {
+    use nsimage_writer::hdfs::{
+        HADOOP_3_3_LAYOUT_VERSION, NEWEST_LAYOUT_VERSION, OLDEST_LAYOUT_VERSION,
+    };
+    let known = NEWEST_LAYOUT_VERSION..=OLDEST_LAYOUT_VERSION;
+    match (asked, input) {
+        (Some(lv), _) if !known.contains(&lv) => anyhow::bail!(
+            "--layout-version {lv}: the Hadoop writer writes layout versions \
+             {OLDEST_LAYOUT_VERSION} to {NEWEST_LAYOUT_VERSION} only"
+        ),
+        (Some(lv), _) => Ok(lv),
+        (None, Some(lv)) if !known.contains(&lv) => anyhow::bail!(
+            "{}: a Hadoop image of layout version {lv}, which the Hadoop writer does not write \
+             ({OLDEST_LAYOUT_VERSION} to {NEWEST_LAYOUT_VERSION}); choose one with \
+             --layout-version",
+            path.display()
+        ),
+        (None, Some(lv)) => Ok(lv),
+        (None, None) => Ok(HADOOP_3_3_LAYOUT_VERSION),
+    }
 }

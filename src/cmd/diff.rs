@@ -47,6 +47,7 @@ pub struct Args {
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let opts = LoadOptions {
         key: super::key()?,
+        md5: super::md5(),
         ..LoadOptions::default()
     };
     both_fit(&a, &opts)?;

@@ -76,6 +76,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         key: super::key()?,
         timeline: Some(timeline.clone()),
         budget: Some(a.memory.budget()),
+        md5: super::md5(),
     };
     let label = format!("loading {}", a.file.display());
     let startup = super::progress::StartupProgress::start(timeline, a.progress, &label);

@@ -33,6 +33,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         with_children: a.children,
         key: super::key()?,
         budget: Some(a.memory.budget()),
+        md5: super::md5(),
     };
     let view = load_path(&a.image, &path, &opts)?;
     let seconds = t.elapsed().as_secs_f64();

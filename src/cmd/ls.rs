@@ -70,6 +70,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         with_children: true,
         key: super::key()?,
         budget: Some(a.memory.budget()),
+        md5: super::md5(),
     };
     let view = super::lookup::load_path(&a.image, &path, &opts)?;
     let listing = ls::ls(&view.namespace, &path)?;

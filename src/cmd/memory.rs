@@ -55,8 +55,9 @@ impl MemoryLimit {
 /// a whole load, where the input decides on one, mapping the image (the
 /// CLI's default read, as `nsimage load`) on `threads` workers.
 pub fn open_input(image: &Path, limit: MemoryLimit, threads: usize) -> anyhow::Result<Input> {
-    let input = Input::open(image, super::key()?, limit.budget())?;
+    let input = Input::open(image, super::key()?, super::md5(), limit.budget())?;
     Ok(input.with_load_options(LoadOptions {
+        md5: super::md5(),
         // SAFETY: as in `nsimage load`: images nsimage saved are never
         // rewritten in place while a reader holds them (a store's purge
         // cuts one only under an exclusive lock that the loader's shared

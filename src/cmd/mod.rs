@@ -59,8 +59,23 @@ pub struct Cli {
     /// or writes one. Never the key itself on the command line.
     #[arg(long, global = true, env = "NSIMAGE_KEY_FILE", value_name = "FILE")]
     key_file: Option<std::path::PathBuf>,
+    /// What is done with a Hadoop image's `.md5` sidecar, for every command
+    /// that reads one: `check` (a sidecar must name the image's own file
+    /// and hold its MD5, as a NameNode checks it) or `ignore` (not read,
+    /// as `hdfs oiv` does: for an image copied under another name with its
+    /// sidecar). An image without a sidecar is read either way.
+    #[arg(long, global = true, value_name = "POLICY", default_value = "check", value_parser = ["check", "ignore"])]
+    md5: String,
     #[command(subcommand)]
     cmd: Command,
+}
+
+/// `--md5`, as given to this process.
+static MD5: std::sync::OnceLock<nsimage_loader::hdfs::Md5Policy> = std::sync::OnceLock::new();
+
+/// What `--md5` says of a Hadoop image's sidecar (check, by default).
+pub fn md5() -> nsimage_loader::hdfs::Md5Policy {
+    MD5.get().copied().unwrap_or_default()
 }
 
 /// The key file given to this process, if any.
@@ -158,6 +173,7 @@ enum Command {
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let _ = KEY_FILE.set(cli.key_file);
+    let _ = MD5.set(nsimage_loader::hdfs::Md5Policy::parse(&cli.md5).unwrap_or_default());
     match cli.cmd {
         Command::Keygen(a) => keygen::run(a),
         Command::Generate(a) => generate::run(a),

@@ -197,6 +197,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         }),
         memory: Some(a.memory.budget()),
         audit_log: a.audit_log,
+        md5: super::md5(),
         ..Config::default()
     };
     if a.writable && !a.source.is_dir() {

@@ -33,6 +33,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         with_children: false,
         key: super::key()?,
         budget: Some(a.memory.budget()),
+        md5: super::md5(),
     };
     let view = super::lookup::load_path(&a.image, &path, &opts)?;
     let info = stat::stat(&view.namespace, &path)?;

@@ -368,6 +368,7 @@ fn load_image(
     let opts = nsimage_loader::LoadOptions {
         key: super::key()?,
         budget: Some(budget),
+        md5: super::md5(),
         ..nsimage_loader::LoadOptions::default()
     };
     let lb = super::progress::LoadBar::start(image);

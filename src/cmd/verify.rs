@@ -27,6 +27,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             read: ReadStrategy::Bulk,
             key: super::key()?,
             budget: Some(a.memory.budget()),
+            md5: super::md5(),
         },
     ) {
         Ok(r) => r,

@@ -309,6 +309,7 @@ pub fn every_path(
                 key: key.cloned(),
                 timeline: None,
                 budget: None,
+                md5: nsimage_loader::hdfs::Md5Policy::Check,
             };
             let v = load(path, &o).ok().map(|l| l.namespace.digest());
             out.push((format!("{read:?}/{threads}"), v));

@@ -32,6 +32,7 @@ use std::path::Path;
 use std::time::Instant;
 
 pub use nsimage_loader::budget::{Budget, LOAD_BYTES_PER_INODE};
+pub use nsimage_loader::hdfs::Md5Policy;
 
 /// How [`Input::read`] answered.
 #[derive(Clone, Debug, PartialEq)]
@@ -108,16 +109,24 @@ pub struct Input {
 
 impl Input {
     /// Opens `image` (nsimage or Hadoop fsimage, told apart by its bytes),
-    /// unlocking an encrypted image with `key`, and checks the estimate
-    /// of its tree ([`Skeleton::estimate`]) against `budget`.
+    /// unlocking an encrypted image with `key` (a Hadoop image's `.md5`
+    /// sidecar checked as `md5` says), and checks the estimate of its tree
+    /// ([`Skeleton::estimate`]) against `budget`.
     ///
     /// # Errors
     /// [`ViewError::Load`] for an image that cannot be opened or read, or
     /// whose declared counts lie; [`ViewError::TooLarge`] when the tree
     /// would not fit.
-    pub fn open(image: &Path, key: Option<Key>, budget: Budget) -> Result<Input, ViewError> {
+    pub fn open(
+        image: &Path,
+        key: Option<Key>,
+        md5: Md5Policy,
+        budget: Budget,
+    ) -> Result<Input, ViewError> {
         let src = if nsimage_loader::hdfs::is_hdfs_file(image)? {
-            Streamable::Hdfs(Box::new(nsimage_loader::hdfs::HdfsSource::open(image)?))
+            Streamable::Hdfs(Box::new(nsimage_loader::hdfs::HdfsSource::open(
+                image, md5,
+            )?))
         } else {
             let mut src = ImageSource::open(image)?;
             src.unlock(key.as_ref())?;
@@ -135,6 +144,7 @@ impl Input {
         }
         let load = LoadOptions {
             key,
+            md5,
             ..LoadOptions::default()
         };
         Ok(Input {
@@ -194,6 +204,7 @@ impl Input {
                             with_children: true,
                             key: self.load.key.clone(),
                             budget: Some(self.budget),
+                            md5: self.load.md5,
                         };
                         let view = crate::lookup::load_path(self.path(), path, &opts)?;
                         let answer = q.loaded(&view.namespace)?;
@@ -293,7 +304,7 @@ mod tests {
     #[test]
     fn each_fallback_is_answered_its_own_way() {
         let (_dir, path) = image();
-        let input = Input::open(&path, None, Budget::new(Some(1 << 30))).unwrap();
+        let input = Input::open(&path, None, Md5Policy::Check, Budget::new(Some(1 << 30))).unwrap();
         assert_eq!(input.inode_count(), 64);
         // Streamed: the namespace is never loaded.
         let mut q = Count {
@@ -351,7 +362,7 @@ mod tests {
                 Some(_) => Budget::new(given),
                 None => Budget::of_machine(1),
             };
-            let Err(e) = Input::open(&path, None, budget) else {
+            let Err(e) = Input::open(&path, None, Md5Policy::Check, budget) else {
                 panic!("a 1-byte budget was accepted");
             };
             assert!(matches!(e, ViewError::TooLarge { limit: 1, .. }), "{e:?}");
@@ -369,12 +380,12 @@ mod tests {
     #[test]
     fn a_whole_load_over_budget_is_refused_before_loading() {
         let (_dir, path) = image();
-        let tree = Input::open(&path, None, Budget::new(Some(1 << 30)))
+        let tree = Input::open(&path, None, Md5Policy::Check, Budget::new(Some(1 << 30)))
             .unwrap()
             .tree_bytes();
         let load = 64 * LOAD_BYTES_PER_INODE;
         assert!(tree < load, "the tree ({tree}) is below a load ({load})");
-        let input = Input::open(&path, None, Budget::new(Some(tree))).unwrap();
+        let input = Input::open(&path, None, Md5Policy::Check, Budget::new(Some(tree))).unwrap();
         // A streamed answer fits.
         let mut q = Count {
             streams: true,

@@ -35,7 +35,7 @@
 //! ```
 //! use nsimage_namespace::{Namespace, NsInfo, PermSpec};
 //! use nsimage_viewer::du::{du, DuOptions, DuReport, Sort};
-//! use nsimage_viewer::input::{Budget, Input, Query, Read};
+//! use nsimage_viewer::input::{Budget, Input, Md5Policy, Query, Read};
 //! use nsimage_viewer::paths::ImagePath;
 //! use nsimage_viewer::streamed::{du::du_streamed, Fallback};
 //! use nsimage_viewer::ViewError;
@@ -68,7 +68,7 @@
 //! let image = dir.path().join("fsimage");
 //! write_image(&ns, std::fs::File::create(&image)?, &WriteOptions::default())?;
 //!
-//! let input = Input::open(&image, None, Budget::new(Some(64 << 20)))?;
+//! let input = Input::open(&image, None, Md5Policy::Check, Budget::new(Some(64 << 20)))?;
 //! let opts = DuOptions { depth: 1, sort: Sort::Path };
 //! let mut q = Du { path: ImagePath::parse("/user")?, opts };
 //! let (report, read) = input.read(&mut q)?;

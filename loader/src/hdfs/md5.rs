@@ -13,6 +13,29 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+/// Whether a Hadoop image's `.md5` sidecar is checked (`--md5`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Md5Policy {
+    /// The sidecar, when there is one, must name the image's own file and
+    /// hold the file's MD5 (what a NameNode checks when it loads an image).
+    #[default]
+    Check,
+    /// The sidecar is not read (an image copied under a new name with its
+    /// sidecar; what `hdfs oiv` does): nothing checks the file's bytes.
+    Ignore,
+}
+
+impl Md5Policy {
+    /// `check` or `ignore`.
+    pub fn parse(s: &str) -> Option<Md5Policy> {
+        match s {
+            "check" => Some(Md5Policy::Check),
+            "ignore" => Some(Md5Policy::Ignore),
+            _ => None,
+        }
+    }
+}
+
 /// A running check.
 pub(crate) struct Md5Check {
     sidecar: PathBuf,
@@ -79,8 +102,12 @@ fn hex(d: &[u8; 16]) -> String {
     d.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Starts hashing `image` if its sidecar exists; `None` if there is none.
-pub(crate) fn start(image: &Path) -> Result<Option<Md5Check>, LoadError> {
+/// Starts hashing `image` if its sidecar exists and `policy` checks it;
+/// `None` if there is none or it is ignored.
+pub(crate) fn start(image: &Path, policy: Md5Policy) -> Result<Option<Md5Check>, LoadError> {
+    if policy == Md5Policy::Ignore {
+        return Ok(None);
+    }
     let sidecar = sidecar_path(image);
     let text = match open_regular(&sidecar).and_then(|mut f| {
         let mut t = Vec::new();
@@ -108,11 +135,11 @@ pub(crate) fn start(image: &Path) -> Result<Option<Md5Check>, LoadError> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     if name != own {
-        return Err(bad(format!(
-            "the MD5 sidecar names file {}, not {}",
-            shown(name),
-            shown(&own)
-        )));
+        return Err(LoadError::Md5Names {
+            sidecar,
+            names: shown(name),
+            image: shown(&own),
+        });
     }
     let stop = Arc::new(AtomicBool::new(false));
     let (path, flag) = (image.to_path_buf(), stop.clone());

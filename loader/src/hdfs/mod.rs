@@ -42,6 +42,6 @@ pub use image::{
     DiffCounts, DiffRecord, EcPolicy, HdfsImage, NameSystem, Reference, SectionEntry,
     SnapshotEntry, Snapshots,
 };
-pub use md5::{parse_sidecar, sidecar_path};
+pub use md5::{parse_sidecar, sidecar_path, Md5Policy};
 pub use run::describe;
 pub use stream::{HdfsSource, HdfsUnstreamable};

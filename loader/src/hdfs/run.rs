@@ -109,7 +109,7 @@ pub(crate) fn load_hdfs(path: &Path, opts: &LoadOptions) -> Result<Loaded, LoadE
         .unwrap_or_else(|| Arc::new(Timeline::new(false)));
     let mut f = timeline.phase("open", || HdfsFile::open(path))?;
     f.set_timeline(Arc::clone(&timeline));
-    let check = md5::start(path)?;
+    let check = md5::start(path, opts.md5)?;
     let result = load_open(&f, opts);
     let md5 = match check {
         Some(c) if result.is_ok() => Some(timeline.phase("md5", || c.finish(path))?),
@@ -277,13 +277,15 @@ pub(crate) struct Checked {
     pub(crate) problem: Option<(Location, String)>,
 }
 
-/// Runs the load's checks over a Hadoop image for `verify`.
-pub(crate) fn check(path: &Path) -> Result<Checked, LoadError> {
+/// Runs the load's checks over a Hadoop image for `verify`, its sidecar
+/// checked as `md5` says.
+pub(crate) fn check(path: &Path, md5: md5::Md5Policy) -> Result<Checked, LoadError> {
     let f = HdfsFile::open(path)?;
     let (sections, bytes) = (f.summary.sections.len(), f.len);
     drop(f);
     let opts = LoadOptions {
         serial: true,
+        md5,
         ..LoadOptions::default()
     };
     match load_hdfs(path, &opts) {

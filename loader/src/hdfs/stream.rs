@@ -122,11 +122,13 @@ pub struct ChunkBuf {
 
 impl HdfsSource {
     /// Opens `path` (a Hadoop fsimage: summary, small sections, string
-    /// table) and starts its `.md5` sidecar's check, if it has one.
+    /// table) and starts its `.md5` sidecar's check, if it has one and
+    /// `md5` checks it.
     ///
     /// # Errors
-    /// What a load of the image refuses in those parts.
-    pub fn open(path: &Path) -> Result<HdfsSource, LoadError> {
+    /// What a load of the image refuses in those parts; a sidecar that
+    /// names another file ([`LoadError::Md5Names`]).
+    pub fn open(path: &Path, md5: md5::Md5Policy) -> Result<HdfsSource, LoadError> {
         let f = HdfsFile::open(path)?;
         let (img, strings, ids) = side_and_strings(&f)?;
         let inode_pieces = pieces(&f, HdfsSection::Inode)?;
@@ -165,7 +167,7 @@ impl HdfsSource {
                 ));
             }
         }
-        let md5 = md5::start(path)?;
+        let md5 = md5::start(path, md5)?;
         Ok(HdfsSource {
             f,
             img,

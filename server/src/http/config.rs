@@ -59,6 +59,9 @@ pub struct Config {
     /// Append one line per request to this file, in the NameNode's audit
     /// log form ([`crate::audit`]).
     pub audit_log: Option<std::path::PathBuf>,
+    /// Whether a Hadoop image's `.md5` sidecar is checked when it is
+    /// loaded (the default) or ignored.
+    pub md5: nsimage_loader::hdfs::Md5Policy,
 }
 
 /// The permission settings as given (the superuser's default needs the
@@ -208,6 +211,7 @@ impl Default for Config {
             ha: None,
             memory: None,
             audit_log: None,
+            md5: nsimage_loader::hdfs::Md5Policy::Check,
         }
     }
 }

@@ -69,7 +69,13 @@ pub fn run_until(
             config.memory,
         )?
     } else {
-        load_image(&source, None, config.key.as_ref(), config.memory)?
+        load_image(
+            &source,
+            None,
+            config.key.as_ref(),
+            config.md5,
+            config.memory,
+        )?
     };
     logger(&format!("serving {}", first.image.display()));
     let perms = config.permissions.resolve(&first.namespace);

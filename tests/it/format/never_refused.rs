@@ -68,6 +68,7 @@ fn read_every_way(path: &Path, key: Option<&Key>, want: Digest) -> Vec<(String, 
     for read in [mmap(), ReadStrategy::Bulk, ReadStrategy::Stream] {
         for threads in [1, 2] {
             let opts = LoadOptions {
+                md5: nsimage_loader::hdfs::Md5Policy::Check,
                 threads,
                 read,
                 serial: threads == 1,

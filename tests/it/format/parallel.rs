@@ -12,6 +12,7 @@ use std::path::Path;
 
 fn opts(threads: usize, read: ReadStrategy) -> LoadOptions {
     LoadOptions {
+        md5: nsimage_loader::hdfs::Md5Policy::Check,
         threads,
         read,
         serial: false,

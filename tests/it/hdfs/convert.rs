@@ -110,6 +110,43 @@ fn every_shared_image_round_trips_through_nsimage_and_back() {
             );
             ok(&["verify", s(&back)]);
         }
+        // Straight from Hadoop to Hadoop: the input's own layout version
+        // is kept (a NameNode of its release reads the output), or the
+        // one asked for among those the writer knows.
+        let layout = |p: &Path| json(&["info", s(p), "--json"])["layout_version"].as_i64();
+        let own = layout(img);
+        let same = dir.path().join(format!("{i}-same.hdfs"));
+        let v = json(&["convert", s(img), s(&same), "--to", "hdfs", "--json"]);
+        assert_eq!(v["layout_version"].as_i64(), own, "{}", img.display());
+        assert_eq!(layout(&same), own, "{}", img.display());
+        assert_eq!(digest(&same, "2"), want, "{} -> hdfs", img.display());
+        let asked = dir.path().join(format!("{i}-64.hdfs"));
+        ok(&[
+            "convert",
+            s(img),
+            s(&asked),
+            "--to",
+            "hdfs",
+            "--layout-version",
+            "-64",
+        ]);
+        assert_eq!(layout(&asked), Some(-64), "{}", img.display());
+        assert_eq!(digest(&asked, "2"), want, "{} -> hdfs -64", img.display());
+    }
+    // Layout versions the writer does not write, and one asked of an
+    // nsimage output: usage errors, nothing written.
+    let img = &shared_images()[0];
+    let bad = dir.path().join("bad.hdfs");
+    for extra in [
+        &["--to", "hdfs", "--layout-version", "-50"][..],
+        &["--to", "hdfs", "--layout-version", "-68"][..],
+        &["--to", "nsimage", "--layout-version", "-64"][..],
+    ] {
+        let mut args = vec!["convert", s(img), s(&bad)];
+        args.extend_from_slice(extra);
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {o:?}");
+        assert!(!bad.exists(), "{extra:?}");
     }
 }
 

@@ -127,9 +127,22 @@ fn every_shared_file_loads_with_the_readme_counts() {
     }
 }
 
+/// The `.md5` sidecar's rules, on every command that reads a Hadoop image:
+/// a wrong digest is damage (exit 1); a sidecar naming another file (an
+/// image copied under a new name with its sidecar) is reported as that,
+/// not as damage (exit 2, naming both files and `--md5 ignore`); `--md5
+/// ignore` reads the image without the sidecar, whatever it holds; a
+/// missing sidecar is no check.
 #[test]
-fn a_wrong_md5_sidecar_is_exit_1() {
+fn the_md5_sidecar_rules() {
     let dir = tempfile::tempdir().unwrap();
+    let text = |out: &std::process::Output| {
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    };
     for rel in [
         "hadoop252/fsimage_0000000000000000003",
         "upgrade26/fsimage_0000000000000000026",
@@ -141,23 +154,114 @@ fn a_wrong_md5_sidecar_is_exit_1() {
         let side = dir.path().join(format!("{name}.md5"));
         std::fs::copy(format!("{}.md5", src.display()), &side).unwrap();
         assert_eq!(load(&img, &[])["md5_checked"], true);
+        let commands: &[&[&str]] = &[
+            &["load"],
+            &["verify"],
+            &["ls", "-R"],
+            &["dump", "--format", "delimited"],
+            &["du", "-d", "1"],
+            &["stat"],
+        ];
+        let args = |cmd: &[&str], extra: &[&str]| -> Vec<String> {
+            let mut v: Vec<String> = cmd.iter().map(|c| c.to_string()).collect();
+            v.insert(1, s(&img).to_string());
+            if matches!(cmd[0], "ls" | "du" | "stat") {
+                v.insert(2, "/".into());
+            }
+            v.extend(extra.iter().map(|e| e.to_string()));
+            v
+        };
+        let run = |cmd: &[&str], extra: &[&str]| {
+            let a = args(cmd, extra);
+            let a: Vec<&str> = a.iter().map(String::as_str).collect();
+            nsimage(&a)
+        };
+        // A wrong digest: damage.
         std::fs::write(&side, format!("{} *{name}\n", "0".repeat(32))).unwrap();
-        for cmd in ["load", "verify"] {
-            let out = nsimage(&[cmd, s(&img)]);
-            assert_eq!(code(&out), 1, "{cmd} {rel}");
-            let text = format!(
-                "{}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-            assert!(text.contains("MD5"), "{text}");
+        for cmd in commands {
+            let out = run(cmd, &[]);
+            assert_eq!(code(&out), 1, "{cmd:?} {rel}: {}", text(&out));
+            assert!(text(&out).contains("MD5"), "{}", text(&out));
+            let out = run(cmd, &["--md5", "ignore"]);
+            assert_eq!(code(&out), 0, "{cmd:?} --md5 ignore {rel}: {}", text(&out));
         }
-        // A sidecar naming another file is refused too.
-        std::fs::write(&side, format!("{} *other\n", "0".repeat(32))).unwrap();
-        assert_eq!(code(&nsimage(&["load", s(&img)])), 1);
+        // A sidecar naming another file: said as that, the way past named.
+        std::fs::write(&side, format!("{} *fsimage_copy\n", "0".repeat(32))).unwrap();
+        for cmd in commands {
+            let out = run(cmd, &[]);
+            let t = text(&out);
+            assert_eq!(code(&out), 2, "{cmd:?} {rel}: {t}");
+            assert!(
+                t.contains("names file \"fsimage_copy\"") || t.contains("names file fsimage_copy"),
+                "{t}"
+            );
+            assert!(t.contains("--md5 ignore") && !t.contains("corrupt"), "{t}");
+            assert_eq!(code(&run(cmd, &["--md5", "ignore"])), 0, "{cmd:?} {rel}");
+        }
+        assert_eq!(
+            load(&img, &["--md5", "ignore"])["md5_checked"],
+            false,
+            "{rel}"
+        );
+        // No sidecar: nothing to check.
         std::fs::remove_file(&side).unwrap();
         assert_eq!(load(&img, &[])["md5_checked"], false);
+        // Not a policy: a usage error.
+        assert_eq!(code(&run(&["load"], &["--md5", "maybe"])), 2);
     }
+}
+
+/// A file of another kind given as an image is named as what it is, not
+/// called corrupt (exit 1, as any input that is not an image); an image
+/// damaged at its first byte is still called corrupt.
+#[test]
+fn a_file_of_another_kind_is_not_called_corrupt() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: &[(&str, &[u8], &str)] = &[
+        (
+            "passwd",
+            b"root:x:0:0:root:/root:/bin/bash\n",
+            "a text file",
+        ),
+        (
+            "data.parquet",
+            b"PAR1\x15\x04\x15\x10\x15\x14L\x15\x02PAR1",
+            "a Parquet file",
+        ),
+        (
+            "dump.xml",
+            b"<?xml version=\"1.0\"?>\n<fsimage><version></version></fsimage>\n",
+            "an XML file",
+        ),
+    ];
+    for (name, bytes, kind) in cases {
+        let f = dir.path().join(name);
+        std::fs::write(&f, bytes).unwrap();
+        for cmd in [
+            &["load"][..],
+            &["verify"],
+            &["info"],
+            &["ls"],
+            &["dump", "--format", "xml"],
+        ] {
+            let mut a: Vec<&str> = cmd.to_vec();
+            a.push(s(&f));
+            let out = nsimage(&a);
+            let t = String::from_utf8_lossy(&out.stderr).to_string();
+            assert_eq!(code(&out), 1, "{a:?}: {t}");
+            assert!(t.contains("not an image") && t.contains(kind), "{a:?}: {t}");
+            assert!(!t.contains("corrupt"), "{a:?}: {t}");
+        }
+    }
+    let img = dir.path().join("img.nsi");
+    std::fs::write(&img, common::image(&common::sample(), &Default::default())).unwrap();
+    let mut b = std::fs::read(&img).unwrap();
+    b[0] ^= 0xff;
+    std::fs::write(&img, &b).unwrap();
+    let out = nsimage(&["load", s(&img)]);
+    let t = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(code(&out), 1, "{t}");
+    assert!(t.contains("corrupt") && !t.contains("not an image"), "{t}");
 }
 
 // ---- cutting sub-sectioned copies, as Hadoop's saver does (HDFS-14617) ----

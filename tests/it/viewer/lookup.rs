@@ -58,6 +58,7 @@ fn setup_with(legacy: bool) -> (tempfile::TempDir, PathBuf, Namespace) {
 
 fn lookup(img: &Path, path: &str, children: bool) -> Result<PathView, ViewError> {
     let opts = PathOptions {
+        md5: nsimage_loader::hdfs::Md5Policy::Check,
         with_children: children,
         key: None,
         budget: None,

@@ -305,6 +305,7 @@ fn mutant(legacy: bool, l: &Layout) -> Vec<u8> {
 /// or the "no such path" and why; a refusal is an error of the test.
 fn answer(img: &Path, key: Option<&Key>, path: &str, children: bool) -> Result<String, String> {
     let opts = PathOptions {
+        md5: nsimage_loader::hdfs::Md5Policy::Check,
         with_children: children,
         key: key.cloned(),
         budget: None,

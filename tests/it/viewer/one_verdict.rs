@@ -659,7 +659,11 @@ fn a_count_that_lies_is_damage_not_a_memory_shortfall() {
             let path = Path::new(path);
             let src = match form {
                 Form::Hadoop => nsimage_loader::Streamable::Hdfs(Box::new(
-                    nsimage_loader::hdfs::HdfsSource::open(path).unwrap(),
+                    nsimage_loader::hdfs::HdfsSource::open(
+                        path,
+                        nsimage_loader::hdfs::Md5Policy::Check,
+                    )
+                    .unwrap(),
                 )),
                 Form::Nsimage(_) => nsimage_loader::Streamable::Image(
                     nsimage_loader::ImageSource::open(path).unwrap(),

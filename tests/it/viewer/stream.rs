@@ -764,7 +764,11 @@ fn real_and_generated_images_stream_as_they_load() {
         let open = || {
             if nsimage_loader::hdfs::is_hdfs_file(&img).unwrap() {
                 Streamable::Hdfs(Box::new(
-                    nsimage_loader::hdfs::HdfsSource::open(&img).unwrap(),
+                    nsimage_loader::hdfs::HdfsSource::open(
+                        &img,
+                        nsimage_loader::hdfs::Md5Policy::Check,
+                    )
+                    .unwrap(),
                 ))
             } else {
                 Streamable::Image(ImageSource::open(&img).unwrap())
