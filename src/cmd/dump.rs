@@ -9,7 +9,7 @@ use super::output::{check_output, write_atomically};
 use super::progress::{LoadBar, RowCounter, Unit};
 use indicatif::ProgressBar;
 use nsimage_namespace::Namespace;
-use nsimage_viewer::dump::{dump, DumpFormat, DumpOptions, DumpStats};
+use nsimage_viewer::dump::{dump, DumpFormat, DumpOptions, DumpStats, HadoopVersion};
 use nsimage_viewer::input::{Input, Query, Read};
 use nsimage_viewer::streamed::dump::dump_streamed;
 use nsimage_viewer::streamed::Fallback;
@@ -151,6 +151,13 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         delimiter: a.delimiter,
         header: a.header,
         threads: a.threads,
+        hadoop: if a.format == DumpFormat::Xml && nsimage_loader::hdfs::is_hdfs_file(&a.image)? {
+            Some(HadoopVersion::of(&nsimage_loader::hdfs::describe(
+                &a.image,
+            )?))
+        } else {
+            None
+        },
         ..DumpOptions::default()
     };
     if let Some(out) = &a.output {

@@ -147,6 +147,37 @@ fn dump_xml_matches_oiv_for_every_shared_image() {
     );
 }
 
+/// The `version` element holds a Hadoop image's own layout and on-disk
+/// versions, and `NameSection` its NS_INFO as OIV prints it (the legacy
+/// generation stamp V1 and its limit included), for every shared image:
+/// read here from the summary and NS_INFO directly.
+#[test]
+fn dump_xml_version_and_name_section_are_the_images_own() {
+    for image in shared_images() {
+        let xml = dump_xml(&image).unwrap_or_else(|e| panic!("{}: {e}", image.display()));
+        let bytes = std::fs::read(&image).unwrap();
+        let (layout, ondisk, name) =
+            oiv::head(&bytes).unwrap_or_else(|e| panic!("{}: {e}", image.display()));
+        let version = oiv::extract(&xml, "version").unwrap();
+        assert!(
+            version.contains(&format!("<layoutVersion>{layout}</layoutVersion>")),
+            "{}: {version}",
+            image.display()
+        );
+        assert!(
+            version.contains(&format!("<onDiskVersion>{ondisk}</onDiskVersion>")),
+            "{}: {version}",
+            image.display()
+        );
+        assert_eq!(
+            oiv::extract(&xml, "NameSection").as_deref(),
+            Some(name.as_str()),
+            "{}",
+            image.display()
+        );
+    }
+}
+
 #[test]
 fn dump_xml_matches_oiv_for_a_built_image_of_what_the_model_holds() {
     let mut img = representable();

@@ -759,3 +759,30 @@ pub fn extract(xml: &str, tag: &str) -> Option<String> {
     let b = xml[a..].find(&close)? + a + close.len();
     Some(xml[a..b].to_string())
 }
+
+/// OIV's `version` facts and `NameSection` element for an image, from its
+/// summary and NS_INFO alone: (layout version, on-disk version, the
+/// `<NameSection>...</NameSection>\n` text: `namespaceId`, `genstampV1`,
+/// `genstampV2`, `genstampV1Limit`, `lastAllocatedBlockId`, `txid`, each a
+/// Java number).
+pub fn head(file: &[u8]) -> Result<(i32, u32, String), String> {
+    let sum = summary(file)?;
+    let codec = sum.codec.as_deref();
+    let s = find(&sum, "NS_INFO").ok_or("no NS_INFO section")?;
+    let bytes = section_bytes(file, s, codec)?;
+    let ns = nsimage_format::hdfs_pb::NameSystemSection::decode_length_delimited(&bytes[..])
+        .map_err(|e| format!("NS_INFO: {e}"))?;
+    let mut out = String::from("<NameSection>");
+    o("namespaceId", jint(ns.namespace_id()), &mut out);
+    o("genstampV1", jlong(ns.genstamp_v1()), &mut out);
+    o("genstampV2", jlong(ns.genstamp_v2()), &mut out);
+    o("genstampV1Limit", jlong(ns.genstamp_v1_limit()), &mut out);
+    o(
+        "lastAllocatedBlockId",
+        jlong(ns.last_allocated_block_id()),
+        &mut out,
+    );
+    o("txid", jlong(ns.transaction_id()), &mut out);
+    out.push_str("</NameSection>\n");
+    Ok((jint(sum.layout_version), sum.ondisk_version, out))
+}

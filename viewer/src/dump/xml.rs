@@ -8,8 +8,9 @@
 //! emulation of OIV written from its source).
 //!
 //! `<?xml version="1.0"?>` and one `fsimage` element holding, in the order
-//! OIV writes Hadoop's sections: `version` (`layoutVersion`: the nsimage
-//! format version, `onDiskVersion`, `oivRevision`), `NameSection`
+//! OIV writes Hadoop's sections: `version` (`layoutVersion`: a Hadoop
+//! image's own, the nsimage format version for an nsimage image;
+//! `onDiskVersion`, `oivRevision`), `NameSection`
 //! (`namespaceId`, `genstampV1`, `genstampV2`, `genstampV1Limit`,
 //! `lastAllocatedBlockId`, `txid`), `INodeSection` (`lastInodeId`,
 //! `numInodes`, one `inode` per inode in id order), an empty
@@ -73,10 +74,11 @@
 //!   U+FFFD where nsimage prints the bytes as `\00XX;`) and user or group
 //!   ids missing from the string table (OIV prints `null`).
 //!
-//! The other sections follow OIV's layout but not a Hadoop image's
-//! content: `version` holds nsimage's format version, `NameSection` prints
-//! 0 for the generation stamp V1 and its limit (the model keeps neither),
-//! and there is no `ErasureCodingSection`, `SecretManagerSection` or
+//! The other sections follow OIV's layout but not all of a Hadoop image's
+//! content: `version` and `NameSection` print a Hadoop image's layout
+//! version and generation stamp V1 and its limit when the caller gives them
+//! ([`super::HadoopVersion`]; 0 for an nsimage image, which keeps
+//! neither), and there is no `ErasureCodingSection`, `SecretManagerSection` or
 //! `CacheManagerSection`; OIV prints no `SnapshotDiffSection` for an image
 //! without that section, nsimage always an empty one.
 
@@ -89,6 +91,7 @@ use nsimage_namespace::{Attrs, Extra, Inode, StringTable};
 
 pub(crate) struct Xml {
     pub(crate) format_version: u16,
+    pub(crate) hadoop: Option<super::HadoopVersion>,
 }
 
 fn el(tag: &str, v: impl super::escape::itoa_like::Num, out: &mut Vec<u8>) {
@@ -270,7 +273,10 @@ impl Formatter for Xml {
             0 => {
                 let info = head.info;
                 out.extend_from_slice(b"<?xml version=\"1.0\"?>\n<fsimage><version>");
-                el("layoutVersion", self.format_version, out);
+                match self.hadoop {
+                    Some(h) => el("layoutVersion", i64::from(h.layout_version), out),
+                    None => el("layoutVersion", self.format_version, out),
+                }
                 el("onDiskVersion", 1u8, out);
                 el_text(
                     "oivRevision",
@@ -279,9 +285,12 @@ impl Formatter for Xml {
                 );
                 out.extend_from_slice(b"</version>\n<NameSection>");
                 el("namespaceId", info.namespace_id, out);
-                el("genstampV1", 0u64, out);
+                let (v1, v1_limit) = self
+                    .hadoop
+                    .map_or((0, 0), |h| (h.genstamp_v1, h.genstamp_v1_limit));
+                el_long("genstampV1", v1, out);
                 el_long("genstampV2", info.generation_stamp, out);
-                el("genstampV1Limit", 0u64, out);
+                el_long("genstampV1Limit", v1_limit, out);
                 el_long("lastAllocatedBlockId", info.last_block_id, out);
                 el_long("txid", info.last_txid, out);
                 out.extend_from_slice(b"</NameSection>\n<INodeSection>");
