@@ -38,6 +38,33 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
+/// What the load table's columns mean: printed under the table and in
+/// `nsimage bench --help`.
+pub const LEGEND: &str = "\
+Columns of the load table (medians of --repeat runs, each load in a child process):
+  read       how the image is read: mmap, bulk (positioned reads), stream (the serial
+             streaming baseline), hdfs / hdfs-zlib (the same namespace as Hadoop fsimages,
+             with the .md5 sidecar a NameNode writes), nsimage-zstd, -lz4, -aes, -zstd-aes
+             (stored compressed and/or encrypted), jsonl / sqlite (the peers: the same namespace as
+             JSON lines and as an SQLite database, loaded on one thread)
+  cache      warm: the file in the page cache; cold (--cold): taken out of it first
+  mode       serial or parallel: what the loader chose (serial below its threshold)
+  thr        worker threads
+  seconds    wall time of the load, open to a checked namespace
+  inodes/s   inodes over seconds; MB/s: the file's bytes over seconds
+  speedup    the streaming baseline's seconds over this row's: above 1x is faster
+  B/inode    resident bytes per inode once loaded (RSS after the load, less before)
+  allocs/in  heap allocations per inode during the load
+  contended  lock acquisitions that had to wait (sharded locks of the merge)
+  eff        parallel efficiency: the workers' busy time over threads x the wall time of
+             the parallel phases (100% on one thread)
+  serial s   wall time with at most one thread at work (open, index, the serial phases)
+  md5 s      a Hadoop image's CPU seconds hashing the file for its .md5 sidecar, on a
+             thread beside the workers
+A blank cell: the figure does not apply to that row (a peer has no workers or locks).
+In the at-rest table, x is this row over the plain mapped image on as many threads:
+time (above 1x: slower) and size (above 1x: larger).";
+
 /// The key file of the bench's encrypted copies, in `--dir`.
 const KEY_FILE: &str = "bench.key";
 
@@ -676,7 +703,7 @@ fn report(
                 c.of_ceiling
             );
         }
-        print_at_rest(rows);
+        print_at_rest(rows, a.cold);
         if a.cold {
             out!(
                 "cold runs: each file taken out of the page cache before the run with {}; \
@@ -688,24 +715,22 @@ fn report(
     }
 }
 
-/// Per strategy and threads: size, warm (and cold) medians, and ratios
-/// against the plain mapped image: the at-rest table of the README.
-fn print_at_rest(rows: &[Row]) {
+/// Per strategy and threads: size, warm (and, with `--cold`, cold)
+/// medians, and ratios against the plain mapped image: the at-rest table
+/// of the README. Every `x` of this table is this row over the plain
+/// image (above 1x: slower, or larger).
+fn print_at_rest(rows: &[Row], cold: bool) {
     out!("");
-    out!("against the plain image (mmap), per strategy and threads");
-    out!(
-        "{:>9} {:<17} {:>3} {:>11} {:>6} {:>8} {:>7} {:>8} {:>7} {:>9}",
-        "inodes",
-        "strategy",
-        "thr",
-        "bytes",
-        "size",
-        "warm s",
-        "warm x",
-        "cold s",
-        "cold x",
-        "cold/warm"
+    out!("against the plain image (mmap) on as many threads: x is this row over it (above 1x: slower, or larger)");
+    let head = format!(
+        "{:>9} {:<17} {:>3} {:>11} {:>6} {:>8} {:>7}",
+        "inodes", "strategy", "thr", "bytes", "size x", "warm s", "time x"
     );
+    if cold {
+        out!("{head} {:>8} {:>7} {:>9}", "cold s", "cold x", "cold/warm");
+    } else {
+        out!("{head}");
+    }
     for w in rows.iter().filter(|r| r.cache == Cache::Warm.name()) {
         let c = rows.iter().find(|c| {
             c.cache == Cache::Cold.name()
@@ -722,8 +747,8 @@ fn print_at_rest(rows: &[Row]) {
             ),
             None => ("-".into(), "-".into(), "-".into()),
         };
-        out!(
-            "{:>9} {:<17} {:>3} {:>11} {:>5.2}x {:>8.3} {:>7} {:>8} {:>7} {:>9}",
+        let line = format!(
+            "{:>9} {:<17} {:>3} {:>11} {:>5.2}x {:>8.3} {:>7}",
             w.inodes,
             w.strategy,
             w.threads,
@@ -731,15 +756,17 @@ fn print_at_rest(rows: &[Row]) {
             w.vs_plain_bytes,
             w.seconds,
             ratio(w.vs_plain_seconds),
-            cs,
-            cx,
-            cw
         );
+        if cold {
+            out!("{line} {cs:>8} {cx:>7} {cw:>9}");
+        } else {
+            out!("{line}");
+        }
     }
 }
 
 fn print_table(rows: &[Row], saves: &[Save], cores: usize, repeat: usize) {
-    out!("medians of {repeat} runs, {cores} cores; speedup against the serial streaming baseline; md5 s: a Hadoop image's CPU seconds of checking its .md5 sidecar, beside the workers");
+    out!("medians of {repeat} runs, {cores} cores (the columns: under the table)");
     out!(
         "{:>9} {:<17} {:<5} {:<8} {:>3} {:>9} {:>11} {:>8} {:>8} {:>8} {:>9} {:>10} {:>6} {:>8} {:>6}",
         "inodes",
@@ -759,13 +786,24 @@ fn print_table(rows: &[Row], saves: &[Save], cores: usize, repeat: usize) {
         "md5 s"
     );
     for r in rows {
+        // A peer has no workers, locks, serial phases or sidecar.
+        let ours = !is_peer(r);
         let md5 = if r.md5_cpu_seconds > 0.0 {
             format!("{:.3}", r.md5_cpu_seconds)
         } else {
-            "-".to_string()
+            String::new()
+        };
+        let (contended, eff, serial) = if ours {
+            (
+                r.lock_contended.to_string(),
+                format!("{:.1}%", r.parallel_efficiency * 100.0),
+                format!("{:.3}", r.serial_seconds),
+            )
+        } else {
+            (String::new(), String::new(), String::new())
         };
         out!(
-            "{:>9} {:<17} {:<5} {:<8} {:>3} {:>9.3} {:>11.0} {:>8.0} {:>7.2}x {:>8.1} {:>9.3} {:>10} {:>5.1}% {:>8.3} {:>6}",
+            "{:>9} {:<17} {:<5} {:<8} {:>3} {:>9.3} {:>11.0} {:>8.0} {:>7.2}x {:>8.1} {:>9.3} {:>10} {:>6} {:>8} {:>6}",
             r.inodes,
             r.strategy,
             r.cache,
@@ -777,9 +815,9 @@ fn print_table(rows: &[Row], saves: &[Save], cores: usize, repeat: usize) {
             r.speedup_vs_stream,
             r.resident_bytes_per_inode,
             r.allocations_per_inode,
-            r.lock_contended,
-            r.parallel_efficiency * 100.0,
-            r.serial_seconds,
+            contended,
+            eff,
+            serial,
             md5
         );
     }
@@ -791,4 +829,11 @@ fn print_table(rows: &[Row], saves: &[Save], cores: usize, repeat: usize) {
             s.image_bytes
         );
     }
+    out!("");
+    out!("{LEGEND}");
+}
+
+/// Whether `r` loads a peer's format (JSON lines, SQLite), not an image.
+fn is_peer(r: &Row) -> bool {
+    matches!(r.strategy.as_str(), "jsonl" | "sqlite")
 }

@@ -6,6 +6,7 @@
 //! etcd); `webhdfs` holds what the two server benches share.
 
 mod load;
+pub use load::LEGEND;
 mod lookup;
 mod serve;
 mod server;

@@ -346,6 +346,42 @@ fn bench_reports_every_strategy_with_one_digest_and_a_plot() {
         "--json",
     ]);
     assert!(json(&again)["saves"].as_array().unwrap().is_empty());
+    // The table explains its columns under it; the peers' rows leave the
+    // figures that do not apply to them blank; without --cold there is no
+    // cold column.
+    let table = nsimage(&[
+        "bench",
+        "--inodes",
+        "3000",
+        "--threads",
+        "1",
+        "--repeat",
+        "1",
+        "--dir",
+        dir.path().to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&table.stdout);
+    for word in ["B/inode ", "eff ", "serial s ", "speedup ", "A blank cell"] {
+        assert!(text.contains(word), "{word}: {text}");
+    }
+    assert!(
+        !text.contains("cold s") && !text.contains("cold/warm"),
+        "{text}"
+    );
+    for peer in ["jsonl", "sqlite"] {
+        let row = text
+            .lines()
+            .find(|l| l.split_whitespace().nth(1) == Some(peer))
+            .unwrap_or_else(|| panic!("no {peer} row: {text}"));
+        assert!(!row.contains('%'), "{row}");
+    }
+    let mmap = text
+        .lines()
+        .find(|l| l.split_whitespace().nth(1) == Some("mmap"))
+        .unwrap();
+    assert!(mmap.contains('%'), "{mmap}");
+    let help = nsimage(&["bench", "--help"]);
+    assert!(String::from_utf8_lossy(&help.stdout).contains("A blank cell"));
 }
 
 #[test]
