@@ -66,15 +66,16 @@ impl Budget {
 
     /// What is left for a second namespace loaded while one of
     /// `held()` bytes is still held (a server switching to a newer
-    /// checkpoint): a given limit less what is held, or the machine's
-    /// memory as it is now (which already counts what is held). `held` is
-    /// only asked for a given limit.
+    /// checkpoint): a given limit less what is held; else the least of
+    /// the machine's available memory as it is now (which already counts
+    /// what is held) and this process's cgroup limit less what is held
+    /// (which does not). `held` is only asked where it is subtracted.
     pub fn beside(self, held: impl FnOnce() -> u64) -> Budget {
         if self.given {
-            self.less(held())
-        } else {
-            Budget::available()
+            return self.less(held());
         }
+        let cgroup = cgroup_limit().map_or(u64::MAX, |l| l.saturating_sub(held()));
+        Budget::of_machine(available().unwrap_or(u64::MAX).min(cgroup))
     }
 
     /// Workers that fit beside a tree of `tree` bytes when each takes
@@ -136,14 +137,19 @@ mod tests {
     use super::Budget;
 
     /// A given limit loses what is held; the machine's memory is measured
-    /// again (it already counts what is held), and what is held is then
-    /// never asked for.
+    /// again (available memory already counts what is held; a cgroup's
+    /// limit does not, and loses it).
     #[test]
-    fn beside_takes_what_is_held_from_a_given_limit_only() {
+    fn beside_takes_what_is_held_from_a_given_limit_or_the_cgroups() {
         let given = Budget::new(Some(1000)).beside(|| 300);
         assert_eq!((given.bytes(), given.is_given()), (700, true));
         assert_eq!(Budget::new(Some(100)).beside(|| 300).bytes(), 0);
-        let machine = Budget::of_machine(1000).beside(|| panic!("asked for what is held"));
+        let machine = Budget::of_machine(1000).beside(|| 0);
         assert!(!machine.is_given());
+        assert!(machine.bytes() <= Budget::available().bytes().saturating_add(1 << 30));
+        // Holding everything leaves nothing under a cgroup limit.
+        if super::cgroup_limit().is_some() {
+            assert_eq!(Budget::of_machine(1000).beside(|| u64::MAX).bytes(), 0);
+        }
     }
 }

@@ -3,8 +3,10 @@
 //! a Parquet file, an XML dump or a text file given in an image's place is
 //! named as what it is.
 
-/// What the file whose first bytes are `head` looks like.
-pub(crate) fn guess(head: &[u8]) -> String {
+/// What the file whose first bytes are `head` looks like, when it is a
+/// kind this knows (`None` for other binary bytes: those may be a damaged
+/// image, and are reported as one).
+pub(crate) fn guess(head: &[u8]) -> Option<String> {
     let trimmed = head
         .iter()
         .position(|b| !b.is_ascii_whitespace())
@@ -22,24 +24,30 @@ pub(crate) fn guess(head: &[u8]) -> String {
         (b"SEQ", "a Hadoop SequenceFile"),
     ];
     if let Some((_, what)) = known.iter().find(|(m, _)| head.starts_with(m)) {
-        return (*what).to_string();
+        return Some((*what).to_string());
     }
     if trimmed.starts_with(b"<?xml") || trimmed.starts_with(b"<fsimage") {
-        return "an XML file: `nsimage dump --format xml` writes those; read the image it came \
-                from"
-            .into();
+        return Some(
+            "an XML file: `nsimage dump --format xml` writes those; read the image it came from"
+                .into(),
+        );
     }
     if trimmed.starts_with(b"{") || trimmed.starts_with(b"[") {
-        return "a JSON file".into();
+        return Some("a JSON file".into());
     }
-    let text = head
-        .iter()
-        .all(|&b| b.is_ascii_graphic() || b.is_ascii_whitespace() || b >= 0x80);
-    if text {
-        return "a text file".into();
-    }
-    let shown: String = head.iter().take(8).map(|b| format!("{b:02x}")).collect();
-    format!("it starts with bytes {shown}")
+    // Text: UTF-8 without control characters but whitespace (a character
+    // cut short at the end of `head` is still text).
+    let valid = match std::str::from_utf8(head) {
+        Ok(t) => Some(t),
+        Err(e) if e.error_len().is_none() => std::str::from_utf8(&head[..e.valid_up_to()]).ok(),
+        Err(_) => None,
+    };
+    let text = valid.is_some_and(|t| {
+        !t.is_empty()
+            && t.chars()
+                .all(|c| !c.is_control() || c.is_ascii_whitespace())
+    });
+    text.then(|| "a text file".into())
 }
 
 #[cfg(test)]
@@ -48,9 +56,19 @@ mod tests {
 
     #[test]
     fn files_of_other_kinds_are_named() {
-        assert_eq!(guess(b"PAR1\x15\x04"), "a Parquet file");
-        assert!(guess(b"<?xml version=\"1.0\"?>\n<fsimage>").starts_with("an XML file"));
-        assert_eq!(guess(b"root:x:0:0:root:/root:/bin/bash\n"), "a text file");
-        assert_eq!(guess(b"\x00\x01\x02\x03"), "it starts with bytes 00010203");
+        assert_eq!(guess(b"PAR1\x15\x04").as_deref(), Some("a Parquet file"));
+        assert!(guess(b"<?xml version=\"1.0\"?>\n<fsimage>")
+            .is_some_and(|g| g.starts_with("an XML file")));
+        assert_eq!(
+            guess(b"root:x:0:0:root:/root:/bin/bash\n").as_deref(),
+            Some("a text file")
+        );
+        assert_eq!(
+            guess("caf\u{e9}".as_bytes()[..4].as_ref()).as_deref(),
+            Some("a text file")
+        );
+        // Other binary bytes may be a damaged image: not named.
+        assert_eq!(guess(b"\x00\x01\x02\x03"), None);
+        assert_eq!(guess(b"\xb7DFSIMG1"), None);
     }
 }

@@ -192,10 +192,15 @@ impl ImageSource {
             // (one damaged at its start still ends with the footer's).
             let end = src.read_at(len.saturating_sub(8), len.min(8))?;
             if end != nsimage_format::consts::FOOTER_MAGIC {
-                return Err(LoadError::NotAnImage {
-                    path: path.to_path_buf(),
-                    looks_like: crate::kind::guess(&head),
-                });
+                // Named only when it is a kind `guess` knows: other bytes
+                // may be an image damaged at its start (a Hadoop image
+                // has no magic at its end to tell).
+                if let Some(looks_like) = crate::kind::guess(&head) {
+                    return Err(LoadError::NotAnImage {
+                        path: path.to_path_buf(),
+                        looks_like,
+                    });
+                }
             }
         }
         src.header = Header::decode(&head).map_err(fmt)?;

@@ -13,8 +13,11 @@
 //! that sets it (mkdirs, create, createSymlink, setPermission, setOwner);
 //! `allowed=false` marks a request that was refused (any 4xx or 5xx
 //! answer: a permission refusal as the NameNode marks it, and every other
-//! refusal too, which the NameNode does not log). Names are written with
-//! control characters escaped (`\x0a`), so that no path forges a line.
+//! refusal too, which the NameNode does not log). Every field is written
+//! with control characters escaped (`\x0a`), so that no path, user, owner
+//! or group name forges a line or a field. Only WebHDFS requests are
+//! logged (an HA member's own paths are not), and CREATE's two steps are
+//! two lines (the redirect's with `perm=null`).
 //! Lines are appended, each in one write, to a file opened in append mode;
 //! the log is not synced (nor is the NameNode's).
 
@@ -95,7 +98,9 @@ pub fn line(at: &str, e: &AuditEntry<'_>) -> String {
         escaped(e.cmd.as_bytes()),
         escaped(e.src),
         e.dst.map_or("null".into(), |d| escaped(d.as_bytes())),
-        e.perm.as_deref().unwrap_or("null"),
+        e.perm
+            .as_deref()
+            .map_or("null".into(), |p| escaped(p.as_bytes())),
     )
 }
 
@@ -112,12 +117,13 @@ mod tests {
             cmd: "rename",
             src: b"/a\nallowed=true\tb",
             dst: Some("/c"),
-            perm: None,
+            perm: Some("x\ny:g:rwx------".into()),
         };
         assert_eq!(
             line("2026-12-07 07:10:01,123", &e),
             "2026-12-07 07:10:01,123 INFO FSNamesystem.audit: allowed=false\tugi=etl (auth:SIMPLE)\t\
-             ip=/127.0.0.1\tcmd=rename\tsrc=/a\\x0aallowed=true\\x09b\tdst=/c\tperm=null\tproto=webhdfs\n"
+             ip=/127.0.0.1\tcmd=rename\tsrc=/a\\x0aallowed=true\\x09b\tdst=/c\t\
+             perm=x\\x0ay:g:rwx------\tproto=webhdfs\n"
         );
     }
 }

@@ -44,6 +44,10 @@ pub enum SourceError {
     /// checkpoint is no smaller.
     #[error(transparent)]
     TooLarge(LoadError),
+    /// The image could not be read for a reason that is not its data's
+    /// (an I/O error, a `.md5` sidecar naming another file).
+    #[error(transparent)]
+    NotData(LoadError),
     /// The store directory could not be listed, or holds no image.
     #[error("{}: {detail}", path.display())]
     Store {
@@ -79,10 +83,12 @@ impl Current {
     }
 }
 
-/// A load's error as the server's: a memory shortfall stays one.
+/// A load's error as the server's: a memory shortfall stays one, and what
+/// is not the data's fault (I/O, a sidecar naming another file) another.
 fn image_error(path: &Path, e: LoadError) -> SourceError {
     match e {
         LoadError::TooLarge { .. } => SourceError::TooLarge(e),
+        e if !e.is_data_error() => SourceError::NotData(e),
         e => SourceError::Image {
             path: path.to_path_buf(),
             detail: e.to_string(),

@@ -36,6 +36,15 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             problems: vec![nsimage_loader::Problem { at, detail }],
             ..Default::default()
         },
+        // A file of another kind, asked for JSON: the same shape, its one
+        // problem at 0 (in text, the error says it in words).
+        Err(e @ LoadError::NotAnImage { .. }) if a.json => nsimage_loader::VerifyReport {
+            problems: vec![nsimage_loader::Problem {
+                at: nsimage_format::Location::at(0),
+                detail: e.to_string(),
+            }],
+            ..Default::default()
+        },
         Err(e) => return Err(e.into()),
     };
     if a.json {

@@ -3,10 +3,12 @@
 //! against a full load (`lookup`, `--lookup`), the read-only WebHDFS
 //! server (`serve`, `--serve`) and the writable metadata server (`server`,
 //! `--server`; `server::ha`, `--server --ha`: against an HA group on
-//! etcd); `webhdfs` holds what the two server benches share.
+//! etcd); `webhdfs` holds what the two server benches share, `legend` what
+//! the load table's columns mean.
 
+mod legend;
 mod load;
-pub use load::LEGEND;
+pub use legend::LEGEND;
 mod lookup;
 mod serve;
 mod server;

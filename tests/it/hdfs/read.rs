@@ -198,6 +198,11 @@ fn the_md5_sidecar_rules() {
             assert!(t.contains("--md5 ignore") && !t.contains("corrupt"), "{t}");
             assert_eq!(code(&run(cmd, &["--md5", "ignore"])), 0, "{cmd:?} {rel}");
         }
+        // The server refuses to start on it the same way (it would serve
+        // with --md5 ignore, so that is not run here).
+        let out = nsimage(&["serve", s(&img), "--addr", "127.0.0.1:0"]);
+        assert_eq!(code(&out), 2, "serve {rel}: {}", text(&out));
+        assert!(text(&out).contains("names file"), "{}", text(&out));
         assert_eq!(
             load(&img, &["--md5", "ignore"])["md5_checked"],
             false,
@@ -247,11 +252,25 @@ fn a_file_of_another_kind_is_not_called_corrupt() {
             let mut a: Vec<&str> = cmd.to_vec();
             a.push(s(&f));
             let out = nsimage(&a);
-            let t = String::from_utf8_lossy(&out.stderr).to_string();
+            let t = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
             assert_eq!(code(&out), 1, "{a:?}: {t}");
             assert!(t.contains("not an image") && t.contains(kind), "{a:?}: {t}");
             assert!(!t.contains("corrupt"), "{a:?}: {t}");
         }
+        // verify --json says it as a report, on stdout.
+        let out = nsimage(&["verify", s(&f), "--json"]);
+        assert_eq!(code(&out), 1);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["ok"], false);
+        let detail = v["problems"][0]["detail"].as_str().unwrap_or("");
+        assert!(
+            detail.contains("not an image") && detail.contains(kind),
+            "{v}"
+        );
     }
     let img = dir.path().join("img.nsi");
     std::fs::write(&img, common::image(&common::sample(), &Default::default())).unwrap();

@@ -982,8 +982,9 @@ fn background_checkpoints_print_their_lines_while_writes_go_on() {
 
 /// `--audit-log FILE`: one line per request in the NameNode's audit form,
 /// refusals included (`allowed=false`), `perm=` the inode's after a write
-/// that sets it, `dst=` a rename's destination; a parameter no op
-/// defines (a client's `tempdir=` beside CREATE) changes nothing.
+/// that sets it (escaped: an owner with a line break forges no line),
+/// `dst=` a rename's destination; a parameter no op defines (a client's
+/// `tempdir=` beside CREATE) changes nothing.
 #[test]
 fn the_audit_log_has_a_line_per_request_in_the_namenodes_form() {
     let dir = tempfile::tempdir().unwrap();
@@ -1005,11 +1006,18 @@ fn the_audit_log_has_a_line_per_request_in_the_namenodes_form() {
     // A new directory takes its parent's group, as in HDFS.
     let root_group = c.status("/")["group"].as_str().unwrap().to_string();
     let made = format!("alice:{root_group}:rwxr-x---");
+    // An owner with a line break forges no line: written escaped.
+    let owned = format!("x\\x0aallowed=true:{root_group}:rwxr-x---");
     let requests: &[(&str, &str, u16)] = &[
         ("GET", "/?op=GETFILESTATUS", 200),
         ("PUT", "/in?op=MKDIRS&user.name=alice&permission=750", 200),
         ("PUT", "/in/f?op=CREATE&user.name=alice&tempdir=/tmp/x", 307),
         ("PUT", "/in?op=RENAME&user.name=alice&destination=/out", 200),
+        (
+            "PUT",
+            "/out?op=SETOWNER&owner=x%0aallowed=true&user.name=alice",
+            200,
+        ),
         ("PUT", "/out/sub?op=MKDIRS&user.name=eve", 403),
         ("GET", "/nope?op=GETFILESTATUS&user.name=eve", 404),
         ("GET", "/?op=FROBNICATE", 400),
@@ -1075,6 +1083,16 @@ fn the_audit_log_has_a_line_per_request_in_the_namenodes_form() {
             ("src", "/in"),
             ("dst", "/out"),
             ("perm", "null"),
+            ("proto", "webhdfs"),
+        ],
+        &[
+            ("allowed", "true"),
+            ("ugi", "alice (auth:SIMPLE)"),
+            ("ip", "/127.0.0.1"),
+            ("cmd", "setOwner"),
+            ("src", "/out"),
+            ("dst", "null"),
+            ("perm", &owned),
             ("proto", "webhdfs"),
         ],
         &[
