@@ -4,7 +4,7 @@
 mod cmd;
 mod mem;
 
-use clap::Parser;
+use clap::{Arg, ArgAction, Command, CommandFactory, FromArgMatches};
 use stats_alloc::{StatsAlloc, INSTRUMENTED_SYSTEM};
 use std::alloc::System;
 use std::process::ExitCode;
@@ -18,8 +18,28 @@ pub fn allocations() -> usize {
     GLOBAL.stats().allocations + GLOBAL.stats().reallocations
 }
 
+/// The command line, `-h` never meaning help: it is "human-readable
+/// sizes" wherever sizes are printed, as in `hdfs dfs` (help is `--help`),
+/// and an unknown argument elsewhere.
+fn command() -> Command {
+    fn long_help_only(c: Command) -> Command {
+        let c = if c.is_disable_help_flag_set() {
+            c
+        } else {
+            c.disable_help_flag(true).arg(
+                Arg::new("help")
+                    .long("help")
+                    .help("Print help")
+                    .action(ArgAction::HelpLong),
+            )
+        };
+        c.mut_subcommands(long_help_only)
+    }
+    long_help_only(cmd::Cli::command())
+}
+
 fn main() -> ExitCode {
-    let cli = cmd::Cli::parse();
+    let cli = cmd::Cli::from_arg_matches(&command().get_matches()).unwrap_or_else(|e| e.exit());
     match cmd::run(cli) {
         Ok(code) => code,
         Err(e) => {

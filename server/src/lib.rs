@@ -55,11 +55,12 @@
 //! let perms = Arc::new(Permissions::for_namespace(&ns));
 //! let gate = |user: &str| Gate { caller: perms.caller(user, vec![]), perms: Arc::clone(&perms) };
 //!
-//! // The table checks the parameters and names the op's method, check and handler.
-//! let req = parse("/webhdfs/v1/user/alice", Some("op=liststatus_batch")).unwrap();
+//! // The table finds the op and names its method, check and handler; a
+//! // parameter no op reads is ignored, as the NameNode ignores it.
+//! let req = parse("/webhdfs/v1/user/alice", Some("op=liststatus_batch&tempdir=/x")).unwrap();
 //! let row = params::check(&req).unwrap();
 //! assert_eq!((row.name, row.method, row.writes()), ("LISTSTATUS_BATCH", Method::Get, false));
-//! let bogus = parse("/webhdfs/v1/", Some("op=MKDIRS&bogus=1")).unwrap();
+//! let bogus = parse("/webhdfs/v1/", Some("op=FROBNICATE")).unwrap();
 //! assert_eq!(params::check(&bogus).unwrap_err().status, 400);
 //!
 //! // Alice may list her directory; bob, in none of its classes, may not.

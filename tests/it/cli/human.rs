@@ -1,6 +1,7 @@
 //! `-h/--human` on `du`, `ls`, `stat`, `info` and `distribution`: sizes in
 //! binary units where the plain output prints byte counts, `--help` still
-//! the usage, `--json` the same with and without `-h`.
+//! the usage, `--json` the same with and without `-h`; on no command is
+//! `-h` help.
 
 use crate::common;
 
@@ -166,5 +167,65 @@ fn json_is_the_same_with_and_without_human() {
         with_h.insert(1, "-h");
         assert_eq!(text(&with_h), plain, "{args:?}");
         assert!(!has_unit(&plain) || args[0] == "distribution", "{args:?}");
+    }
+}
+
+/// `-h` never means help: on the commands that print sizes it is
+/// `--human`, on every other command (and subcommand) an unknown argument
+/// (exit 2) that names `--help`, which prints the usage everywhere.
+#[test]
+fn dash_h_is_never_help_and_double_dash_help_always_is() {
+    let human = ["ls", "du", "stat", "info", "distribution"];
+    let mut commands: Vec<Vec<&str>> = [
+        "generate",
+        "info",
+        "load",
+        "verify",
+        "ls",
+        "stat",
+        "du",
+        "find",
+        "convert",
+        "dump",
+        "export",
+        "distribution",
+        "diff",
+        "bench",
+        "serve",
+        "keygen",
+    ]
+    .iter()
+    .map(|c| vec![*c])
+    .collect();
+    for sub in ["init", "apply", "checkpoint", "status", "recover"] {
+        commands.push(vec!["store", sub]);
+    }
+    commands.push(vec!["store"]);
+    commands.push(vec![]);
+    for cmd in &commands {
+        let mut help = cmd.clone();
+        help.push("--help");
+        let o = nsimage(&help);
+        assert!(o.status.success(), "{help:?}");
+        assert!(
+            String::from_utf8_lossy(&o.stdout).contains("Usage:"),
+            "{help:?}"
+        );
+        if cmd.first().is_some_and(|c| human.contains(c)) {
+            continue;
+        }
+        let mut h = cmd.clone();
+        h.push("-h");
+        let o = nsimage(&h);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{h:?}: {err}");
+        assert!(
+            !String::from_utf8_lossy(&o.stdout).contains("Usage:"),
+            "{h:?}"
+        );
+        assert!(
+            err.contains("'-h'") && err.contains("--help"),
+            "{h:?}: {err}"
+        );
     }
 }

@@ -479,6 +479,17 @@ fn sixty_four_concurrent_clients_get_their_answers() {
     assert!(total >= 64, "{total} requests");
 }
 
+/// A store in `tmp` with 300 ops and a checkpoint of them (about 90
+/// inodes).
+fn small_store(tmp: &Path) -> std::path::PathBuf {
+    let dir = tmp.join("store");
+    let d = dir.to_str().unwrap();
+    store(&["store", "init", d]);
+    store(&["store", "apply", d, "--ops", "300"]);
+    store(&["store", "checkpoint", d]);
+    dir
+}
+
 fn store(args: &[&str]) {
     let out = nsimage(args);
     assert!(
@@ -491,11 +502,8 @@ fn store(args: &[&str]) {
 #[test]
 fn a_store_is_followed_to_its_newest_checkpoint() {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("store");
+    let dir = small_store(tmp.path());
     let d = dir.to_str().unwrap();
-    store(&["store", "init", d]);
-    store(&["store", "apply", d, "--ops", "300"]);
-    store(&["store", "checkpoint", d]);
     let server = Server::start(&dir, &["--poll-ms", "50"]);
     let summary = |img: &Path| {
         let du = json(&nsimage(&[
@@ -551,11 +559,8 @@ fn a_store_is_followed_to_its_newest_checkpoint() {
 #[test]
 fn a_checkpoint_too_large_for_now_is_tried_again() {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("store");
+    let dir = small_store(tmp.path());
     let d = dir.to_str().unwrap();
-    store(&["store", "init", d]);
-    store(&["store", "apply", d, "--ops", "300"]);
-    store(&["store", "checkpoint", d]);
     // About 90 inodes: well within 400K.
     let server = Server::start(&dir, &["--poll-ms", "50", "--memory-limit", "400K"]);
     let served = || server.ok("/webhdfs/v1/?op=GETCONTENTSUMMARY")["ContentSummary"].clone();

@@ -80,6 +80,21 @@ fn su(dir: &Path) -> String {
     serve_common::superusers_file(dir, &["dr.who", "alice", "bob"])
 }
 
+/// `serve STORE --writable` with this file's superusers (a groups file in
+/// `dir`), and `extra` arguments.
+fn su_server(dir: &Path, store: &Path, extra: &[&str]) -> Server {
+    let groups = su(dir);
+    let mut args = vec![
+        "--writable",
+        "--groups-file",
+        &groups,
+        "--supergroup",
+        serve_common::TEST_SUPERGROUP,
+    ];
+    args.extend_from_slice(extra);
+    Server::start(store, &args)
+}
+
 /// A store made by `nsimage store init` in `dir`.
 fn new_store(dir: &Path) -> PathBuf {
     let store = dir.join("store");
@@ -175,16 +190,7 @@ fn true_(v: &Value) -> bool {
 fn create_checks_its_parameters_at_the_first_step_and_names_its_caller() {
     let dir = tempfile::tempdir().unwrap();
     let store = new_store(dir.path());
-    let server = Server::start(
-        &store,
-        &[
-            "--writable",
-            "--groups-file",
-            &su(dir.path()),
-            "--supergroup",
-            serve_common::TEST_SUPERGROUP,
-        ],
-    );
+    let server = su_server(dir.path(), &store, &[]);
     let c = Client { addr: server.addr };
     // (query, status, exception) at the first step, with and without
     // noredirect: none is redirected.
@@ -230,16 +236,7 @@ fn create_checks_its_parameters_at_the_first_step_and_names_its_caller() {
 fn every_write_op_answers_as_hdfs_and_is_read_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let store = new_store(dir.path());
-    let server = Server::start(
-        &store,
-        &[
-            "--writable",
-            "--groups-file",
-            &su(dir.path()),
-            "--supergroup",
-            serve_common::TEST_SUPERGROUP,
-        ],
-    );
+    let server = su_server(dir.path(), &store, &[]);
     let c = Client { addr: server.addr };
     let root_group = c.status("/")["group"].clone();
 
@@ -781,16 +778,7 @@ fn wait_for_line(server: &Server, seen: &mut Vec<String>, pat: &str) -> String {
 fn acknowledged_writes_survive_sigkill_and_sigterm_checkpoints_only_when_asked() {
     let dir = tempfile::tempdir().unwrap();
     let store = new_store(dir.path());
-    let server = Server::start(
-        &store,
-        &[
-            "--writable",
-            "--groups-file",
-            &su(dir.path()),
-            "--supergroup",
-            serve_common::TEST_SUPERGROUP,
-        ],
-    );
+    let server = su_server(dir.path(), &store, &[]);
     let addr = server.addr;
     // 8 concurrent clients, 10 directories each.
     let threads: Vec<_> = (0..8)
@@ -819,17 +807,7 @@ fn acknowledged_writes_survive_sigkill_and_sigterm_checkpoints_only_when_asked()
         t.join().unwrap();
     }
     drop(server); // SIGKILL
-    let mut server = Server::start(
-        &store,
-        &[
-            "--writable",
-            "--groups-file",
-            &su(dir.path()),
-            "--supergroup",
-            serve_common::TEST_SUPERGROUP,
-            "--checkpoint-on-exit",
-        ],
-    );
+    let mut server = su_server(dir.path(), &store, &["--checkpoint-on-exit"]);
     let listed = |server: &Server| {
         let r = call(server.addr, "GET", "/webhdfs/v1/t?op=LISTSTATUS", b"");
         r.body["FileStatuses"]["FileStatus"]
@@ -892,16 +870,7 @@ fn acknowledged_writes_survive_sigkill_and_sigterm_checkpoints_only_when_asked()
     assert_eq!(ls.len(), 81);
 
     // Without --checkpoint-on-exit a SIGTERM takes none.
-    let mut server = Server::start(
-        &store,
-        &[
-            "--writable",
-            "--groups-file",
-            &su(dir.path()),
-            "--supergroup",
-            serve_common::TEST_SUPERGROUP,
-        ],
-    );
+    let mut server = su_server(dir.path(), &store, &[]);
     assert_eq!(listed(&server), 81);
     let before = common::names(&store);
     Command::new("kill")
@@ -934,18 +903,7 @@ fn acknowledged_writes_survive_sigkill_and_sigterm_checkpoints_only_when_asked()
 fn background_checkpoints_print_their_lines_while_writes_go_on() {
     let dir = tempfile::tempdir().unwrap();
     let store = new_store(dir.path());
-    let server = Server::start(
-        &store,
-        &[
-            "--writable",
-            "--groups-file",
-            &su(dir.path()),
-            "--supergroup",
-            serve_common::TEST_SUPERGROUP,
-            "--checkpoint-every-ops",
-            "5",
-        ],
-    );
+    let server = su_server(dir.path(), &store, &["--checkpoint-every-ops", "5"]);
     for i in 0..12 {
         let r = call(
             server.addr,
@@ -990,18 +948,7 @@ fn the_audit_log_has_a_line_per_request_in_the_namenodes_form() {
     let dir = tempfile::tempdir().unwrap();
     let store = new_store(dir.path());
     let log = dir.path().join("audit.log");
-    let server = Server::start(
-        &store,
-        &[
-            "--writable",
-            "--groups-file",
-            &su(dir.path()),
-            "--supergroup",
-            serve_common::TEST_SUPERGROUP,
-            "--audit-log",
-            log.to_str().unwrap(),
-        ],
-    );
+    let server = su_server(dir.path(), &store, &["--audit-log", log.to_str().unwrap()]);
     let c = Client { addr: server.addr };
     // A new directory takes its parent's group, as in HDFS.
     let root_group = c.status("/")["group"].as_str().unwrap().to_string();
