@@ -6,14 +6,14 @@
 
 use super::memory::{open_input, report, MemoryLimit};
 use nsimage_namespace::Namespace;
-use nsimage_viewer::du::{self, DuOptions, DuReport, Sort};
+use nsimage_viewer::du::{self, DuOptions, DuReport, DuRow, Sort};
 use nsimage_viewer::input::{Input, Query};
 use nsimage_viewer::owners::{self, Key, OwnerReport};
 use nsimage_viewer::paths::ImagePath;
 use nsimage_viewer::streamed::{self, Fallback};
 use nsimage_viewer::ViewError;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
@@ -149,4 +149,34 @@ fn answer(a: &Args, path: &ImagePath, opts: &DuOptions) -> anyhow::Result<Answer
     })?;
     report(&read);
     Ok(answer)
+}
+
+/// The row of `path`'s whole subtree (what `count` prints), read however
+/// the input decides.
+pub fn subtree_row(
+    image: &Path,
+    path: &ImagePath,
+    memory: MemoryLimit,
+    threads: usize,
+) -> anyhow::Result<DuRow> {
+    let opts = DuOptions {
+        depth: 0,
+        sort: Sort::Path,
+    };
+    let input = open_input(image, memory, threads)?;
+    let (answer, read) = input.read(&mut Du {
+        path,
+        opts: &opts,
+        by: None,
+        threads,
+    })?;
+    report(&read);
+    match answer {
+        Answer::Tree(r) => r
+            .rows
+            .into_iter()
+            .next()
+            .ok_or_else(|| anyhow::anyhow!("no row for {}", path.given())),
+        Answer::ByKey(_) => anyhow::bail!("a report per owner where one per subtree was asked"),
+    }
 }

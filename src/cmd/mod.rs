@@ -11,6 +11,7 @@ macro_rules! out {
 
 mod bench;
 mod convert;
+mod count;
 mod diff;
 mod distribution;
 mod du;
@@ -129,6 +130,10 @@ enum Command {
     /// Per-subtree counts, bytes, space consumed and quota use (streamed
     /// in bounded memory).
     Du(du::Args),
+    /// Directories, files and bytes of each path's subtree, and its quotas,
+    /// in the columns of `hdfs dfs -count [-q] [-h] [-v]` (streamed in
+    /// bounded memory).
+    Count(count::Args),
     /// Find inodes by name, type, size, time or owner (streamed in bounded
     /// memory, in file order; `--sorted` loads the whole namespace).
     Find(find::Args),
@@ -185,6 +190,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Ls(a) => ls::run(a),
         Command::Stat(a) => stat::run(a),
         Command::Du(a) => du::run(a),
+        Command::Count(a) => count::run(a),
         Command::Find(a) => find::run(a),
         Command::Dump(a) => dump::run(a),
         Command::Export(a) => export::run(a),

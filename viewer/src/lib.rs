@@ -8,6 +8,7 @@
 //! | `lib.rs` | this page |
 //! | `paths.rs` | [`paths`]: the paths users type (absolute, no `.` or `..`), checked before anything is read |
 //! | `input.rs` | [`input`]: what a command reads, decided in one place: an image opened within a memory budget (given, or the machine's MemAvailable and cgroup limit) and a command's question answered streamed, from a one-path lookup or from a whole load |
+//! | `count.rs` | [`count`]: `hdfs dfs -count`'s columns (quotas, `-h` sizes as Hadoop prints them, the header) for a subtree's [`du`] row |
 //! | `diff.rs` | [`diff`]: what changed between two images of one namespace |
 //! | `lookup.rs` | [`lookup`]: one-path lookups that read only the pieces on the way |
 //! | `text.rs` | [`text`]: the human-readable forms shared by the commands (permission strings, UTC times, sizes) |
@@ -83,6 +84,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod count;
 pub mod diff;
 pub mod distribution;
 pub mod du;

@@ -229,3 +229,64 @@ fn dash_h_is_never_help_and_double_dash_help_always_is() {
         );
     }
 }
+
+/// `count` prints `hdfs dfs -count`'s columns with `du`'s figures: the
+/// directories (the path's own included), files and symlinks, bytes; `-q`
+/// the quotas (`none`/`inf` where unset), `-v` Hadoop's header, `-h`
+/// Hadoop's prefixes; one line per path, in the order given.
+#[test]
+fn count_is_hdfs_dfs_count_over_dus_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = dir.path().join("x.nsi");
+    generate(&img);
+    let img = img.to_str().unwrap();
+    let du = |p: &str| -> serde_json::Value {
+        let v: serde_json::Value =
+            serde_json::from_str(&text(&["du", img, p, "-d", "0", "--json"])).unwrap();
+        v["rows"][0].clone()
+    };
+    let top = text(&["ls", img, "/", "--json"]);
+    let first: serde_json::Value = serde_json::from_str(top.lines().next().unwrap()).unwrap();
+    let sub = first["path"].as_str().unwrap().to_string();
+    let out = text(&["count", "-v", img, "/", &sub]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines[0],
+        "   DIR_COUNT   FILE_COUNT       CONTENT_SIZE PATHNAME"
+    );
+    for (line, p) in lines[1..].iter().zip(["/", sub.as_str()]) {
+        let r = du(p);
+        let n = |k: &str| r[k].as_u64().unwrap();
+        let want = format!(
+            "{:>12} {:>12} {:>18} {p}",
+            n("directories"),
+            n("files") + n("symlinks"),
+            n("bytes")
+        );
+        assert_eq!(*line, want, "{r}");
+    }
+    let q = text(&["count", "-q", img, "/"]);
+    assert!(
+        q.starts_with(&format!(
+            "{:>12} {:>15} {:>15} {:>15} ",
+            "none", "inf", "none", "inf"
+        )),
+        "{q}"
+    );
+    let h = text(&["count", "-h", img, "/"]);
+    let r = du("/");
+    let hs = |k: &str| nsimage_viewer::count::hadoop_size(i128::from(r[k].as_u64().unwrap()));
+    let files = nsimage_viewer::count::hadoop_size(i128::from(
+        r["files"].as_u64().unwrap() + r["symlinks"].as_u64().unwrap(),
+    ));
+    assert_eq!(
+        h.trim_end(),
+        format!(
+            "{:>12} {:>12} {:>18} /",
+            hs("directories"),
+            files,
+            hs("bytes")
+        )
+    );
+    assert!(h.contains(" T ") || h.contains(" G "), "{h}");
+}
