@@ -6,7 +6,7 @@
 
 use super::memory::{open_input, report, MemoryLimit};
 use nsimage_namespace::{InodeKind, Namespace};
-use nsimage_viewer::find::{self, FindOptions, SizeFilter};
+use nsimage_viewer::find::{self, FindFormat, FindOptions, SizeFilter};
 use nsimage_viewer::input::{Input, Query};
 use nsimage_viewer::paths::ImagePath;
 use nsimage_viewer::streamed::{self, Fallback};
@@ -16,6 +16,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
+#[command(
+    after_help = "Examples:\n  nsimage find fsimage /data --name '*.tmp' --type f\n  \
+                        nsimage find fsimage / --type f --atime-before 2024-01-01 --count   \
+                        # cold files\n  nsimage find fsimage /logs --group etl --print0 | xargs -0 echo"
+)]
 pub struct Args {
     /// Image file.
     image: PathBuf,
@@ -36,12 +41,32 @@ pub struct Args {
     /// 2024-01-31T12:00:00Z) or milliseconds since the epoch.
     #[arg(long, value_parser = find::parse_time)]
     mtime_before: Option<u64>,
+    /// Modified after this time (the same forms).
+    #[arg(long, value_parser = find::parse_time)]
+    mtime_after: Option<u64>,
+    /// Files last read before this time (the same forms): the cold data.
+    /// Directories and symlinks have no access time and never match.
+    #[arg(long, value_parser = find::parse_time)]
+    atime_before: Option<u64>,
+    /// Files last read after this time (the same forms).
+    #[arg(long, value_parser = find::parse_time)]
+    atime_after: Option<u64>,
     /// Owned by this user.
     #[arg(long)]
     user: Option<String>,
-    /// JSON lines on stdout, one object per match.
+    /// Of this group.
     #[arg(long)]
+    group: Option<String>,
+    /// JSON lines on stdout, one object per match.
+    #[arg(long, conflicts_with_all = ["print0", "count"])]
     json: bool,
+    /// Each path followed by a NUL instead of a newline, unescaped (for
+    /// `xargs -0`).
+    #[arg(long, conflicts_with = "count")]
+    print0: bool,
+    /// Only the number of matches.
+    #[arg(long)]
+    count: bool,
     /// Matches depth first in name order (loads the whole namespace).
     /// Without it, an nsimage image is streamed in bounded memory and its
     /// matches come in the image's file order (inode id order).
@@ -74,13 +99,25 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         kind: a.kind,
         size: a.size,
         mtime_before: a.mtime_before,
+        mtime_after: a.mtime_after,
+        atime_before: a.atime_before,
+        atime_after: a.atime_after,
         user: a.user.map(String::into_bytes),
+        group: a.group.map(String::into_bytes),
+    };
+    let format = if a.json {
+        FindFormat::Json
+    } else if a.print0 {
+        FindFormat::Print0
+    } else {
+        FindFormat::Lines
     };
     let input = open_input(&a.image, a.memory, a.threads)?;
     let mut find = Find {
         path: &path,
         opts: &opts,
-        json: a.json,
+        format,
+        count: a.count,
         sorted: a.sorted,
         threads: a.threads,
     };
@@ -96,7 +133,9 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
 struct Find<'a> {
     path: &'a ImagePath,
     opts: &'a FindOptions,
-    json: bool,
+    format: FindFormat,
+    /// Only the number of matches is printed.
+    count: bool,
     sorted: bool,
     threads: usize,
 }
@@ -115,16 +154,21 @@ impl Query for Find<'_> {
 
     fn streamed(&mut self, input: &Input) -> anyhow::Result<Result<ExitCode, Fallback>> {
         let mut out = std::io::BufWriter::with_capacity(1 << 20, std::io::stdout());
+        let mut sink = std::io::sink();
         let r = streamed::find::find_streamed(
             input.source(),
             self.path,
             self.opts,
-            self.json,
+            self.format,
             self.threads,
-            &mut out,
+            if self.count { &mut sink } else { &mut out },
             std::path::Path::new("<stdout>"),
         );
         match r {
+            Ok(Ok(stats)) if self.count => {
+                super::ls::finish(writeln!(out, "{}", stats.matches).and_then(|()| out.flush()))
+                    .map(Ok)
+            }
             Ok(Ok(_)) => Ok(Ok(ExitCode::SUCCESS)),
             Ok(Err(fallback)) => Ok(Err(fallback)),
             Err(ViewError::Io { source, .. }) => super::ls::finish(Err(source)).map(Ok),
@@ -133,7 +177,7 @@ impl Query for Find<'_> {
     }
 
     fn loaded(&mut self, ns: &Namespace) -> anyhow::Result<ExitCode> {
-        walk(ns, self.path, self.opts, self.json)
+        walk(ns, self.path, self.opts, self.format, self.count)
     }
 }
 
@@ -142,18 +186,25 @@ fn walk(
     ns: &Namespace,
     path: &ImagePath,
     opts: &FindOptions,
-    json: bool,
+    format: FindFormat,
+    count: bool,
 ) -> anyhow::Result<ExitCode> {
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     // A write error stops the walk and is told apart from a lookup error.
     let mut write_err = None;
+    let mut matches = 0u64;
     let r = find::find_each(ns, path, opts, |f| {
-        find::write_found(f, json, &mut out).map_err(|e| {
+        matches += 1;
+        if count {
+            return Ok(());
+        }
+        find::write_found_as(f, format, &mut out).map_err(|e| {
             write_err = Some(e);
             Stop::Write
         })
     });
     match r {
+        Ok(()) if count => super::ls::finish(writeln!(out, "{matches}").and_then(|()| out.flush())),
         Ok(()) => super::ls::finish(out.flush()),
         Err(Stop::View(e)) => Err(e.into()),
         Err(Stop::Write) => super::ls::finish(Err(write_err.expect("set with Stop::Write"))),

@@ -150,8 +150,18 @@ pub struct FindOptions {
     pub size: Option<SizeFilter>,
     /// Modified strictly before this time (ms since the epoch).
     pub mtime_before: Option<u64>,
+    /// Modified strictly after this time.
+    pub mtime_after: Option<u64>,
+    /// Last read strictly before this time: files only (HDFS keeps no
+    /// access time for a directory, nsimage none for a symlink), the
+    /// cold-data question.
+    pub atime_before: Option<u64>,
+    /// Last read strictly after this time: files only.
+    pub atime_after: Option<u64>,
     /// Owned by this user.
     pub user: Option<Vec<u8>>,
+    /// Of this group.
+    pub group: Option<Vec<u8>>,
 }
 
 impl FindOptions {
@@ -174,7 +184,9 @@ impl FindOptions {
                 kind: inode.kind(),
                 length: length(inode),
                 mtime: inode.mtime(),
+                atime: atime(inode),
                 owner: inode.user(),
+                group: inode.group(),
             },
             inode.name(),
         )
@@ -186,10 +198,23 @@ impl FindOptions {
         if self.kind.is_some_and(|k| k != f.kind) {
             return false;
         }
-        if self.mtime_before.is_some_and(|t| f.mtime >= t) {
+        if self.mtime_before.is_some_and(|t| f.mtime >= t)
+            || self.mtime_after.is_some_and(|t| f.mtime <= t)
+        {
             return false;
         }
-        if self.user.as_deref().is_some_and(|u| u != f.owner) {
+        if self
+            .atime_before
+            .is_some_and(|t| f.atime.is_none_or(|a| a >= t))
+            || self
+                .atime_after
+                .is_some_and(|t| f.atime.is_none_or(|a| a <= t))
+        {
+            return false;
+        }
+        if self.user.as_deref().is_some_and(|u| u != f.owner)
+            || self.group.as_deref().is_some_and(|g| g != f.group)
+        {
             return false;
         }
         if self.size.is_some_and(|s| !s.matches(f.length)) {
@@ -217,8 +242,33 @@ pub struct Found<'a> {
     pub length: u64,
     /// Modification time, ms since the epoch.
     pub mtime: u64,
+    /// A file's last access time (none for a directory or a symlink).
+    pub atime: Option<u64>,
     /// Owning user.
     pub owner: &'a [u8],
+    /// Owning group.
+    pub group: &'a [u8],
+}
+
+/// A file's access time; `None` for the other kinds.
+fn atime(inode: &Inode<'_>) -> Option<u64> {
+    match inode.attrs() {
+        nsimage_namespace::Attrs::File(f) => Some(f.atime),
+        _ => None,
+    }
+}
+
+/// How matches are written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FindFormat {
+    /// One path a line (control characters escaped).
+    #[default]
+    Lines,
+    /// One JSON object a line.
+    Json,
+    /// Each path as its bytes followed by a NUL (`find -print0`, for
+    /// `xargs -0`): nothing escaped.
+    Print0,
 }
 
 /// Calls `each` with every match below `path` (itself included), depth
@@ -241,7 +291,9 @@ pub fn find_each<E: From<ViewError>>(
             kind: inode.kind(),
             length: length(&inode),
             mtime: inode.mtime(),
+            atime: atime(&inode),
             owner: inode.user(),
+            group: inode.group(),
         })
     })
 }
@@ -263,6 +315,16 @@ pub fn find(
 
 /// Writes one match: its path (text) or its JSON object (a line).
 pub fn write_found(f: &Found<'_>, json: bool, out: &mut impl Write) -> io::Result<()> {
+    let format = if json {
+        FindFormat::Json
+    } else {
+        FindFormat::Lines
+    };
+    write_found_as(f, format, out)
+}
+
+/// Writes one match in `format`.
+pub fn write_found_as(f: &Found<'_>, format: FindFormat, out: &mut impl Write) -> io::Result<()> {
     /// A match as JSON, serialized field by field.
     #[derive(serde::Serialize)]
     struct FoundJson<'a> {
@@ -274,21 +336,31 @@ pub fn write_found(f: &Found<'_>, json: bool, out: &mut impl Write) -> io::Resul
         modification_time: u64,
         modification_time_utc: String,
         owner: Cow<'a, str>,
+        group: Cow<'a, str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        access_time: Option<u64>,
     }
-    if json {
-        let j = FoundJson {
-            path: lossy(f.path),
-            id: f.id,
-            kind: kind_name(f.kind),
-            length: f.length,
-            modification_time: f.mtime,
-            modification_time_utc: utc_iso8601(f.mtime),
-            owner: lossy(f.owner),
-        };
-        serde_json::to_writer(&mut *out, &j)?;
-        writeln!(out)
-    } else {
-        writeln!(out, "{}", escaped(f.path))
+    match format {
+        FindFormat::Json => {
+            let j = FoundJson {
+                path: lossy(f.path),
+                id: f.id,
+                kind: kind_name(f.kind),
+                length: f.length,
+                modification_time: f.mtime,
+                modification_time_utc: utc_iso8601(f.mtime),
+                owner: lossy(f.owner),
+                group: lossy(f.group),
+                access_time: f.atime,
+            };
+            serde_json::to_writer(&mut *out, &j)?;
+            writeln!(out)
+        }
+        FindFormat::Lines => writeln!(out, "{}", escaped(f.path)),
+        FindFormat::Print0 => {
+            out.write_all(f.path)?;
+            out.write_all(&[0])
+        }
     }
 }
 

@@ -398,6 +398,39 @@ fn find_without_filters_lists_every_inode_and_filters_match_a_direct_filter() {
             i.mtime() < 1_717_200_000_000
         });
         check(&["--mtime-before", "30"], &|i| i.mtime() < 30);
+        check(&["--mtime-after", "2024-06-01"], &|i| {
+            i.mtime() > 1_717_200_000_000
+        });
+        check(&["--group", "supergroup"], &|i| i.group() == b"supergroup");
+        // Access times: files only (directories and symlinks have none).
+        let atime = |i: nsimage_namespace::Inode<'_>| match i.attrs() {
+            Attrs::File(f) => Some(f.atime),
+            _ => None,
+        };
+        check(&["--atime-before", "2024-06-01"], &|i| {
+            atime(i).is_some_and(|a| a < 1_717_200_000_000)
+        });
+        check(&["--atime-after", "0"], &|i| {
+            atime(i).is_some_and(|a| a > 0)
+        });
+        // --count: the number of matches, streamed and loaded alike;
+        // --print0: the paths, each ended by a NUL.
+        for sorted in [false, true] {
+            let mut a = vec!["find", s(&img), "--type", "f", "--count"];
+            if sorted {
+                a.push("--sorted");
+            }
+            assert_eq!(lines(&a), [files.to_string()], "{a:?}");
+        }
+        let o = nsimage(&["find", s(&img), "--print0", "--sorted"]);
+        let got: Vec<String> = o
+            .stdout
+            .split(|&b| b == 0)
+            .filter(|p| !p.is_empty())
+            .map(|p| String::from_utf8(p.to_vec()).unwrap())
+            .collect();
+        assert_eq!(got, all);
+        assert_eq!(o.stdout.last(), Some(&0));
         // Below a path: the path itself first.
         let sub = json_lines(&nsimage(&["find", s(&img), "/user", "--json", "--sorted"]));
         assert_eq!(sub[0]["path"], "/user");

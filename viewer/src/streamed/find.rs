@@ -7,7 +7,7 @@
 
 use super::{open, pool, push_path, write_in_order, Fallback, Subtree};
 use crate::error::ViewError;
-use crate::find::{write_found, FindOptions, Found};
+use crate::find::{write_found_as, FindFormat, FindOptions, Found};
 use crate::paths::ImagePath;
 use nsimage_loader::Streamable;
 use nsimage_namespace::{Attrs, Perm};
@@ -24,7 +24,7 @@ pub struct FindStats {
 }
 
 /// Writes every match below `path` in `src` (itself included) to `out`
-/// (as text paths, or JSON lines with `json`), in file order, on
+/// (in `format`: paths, JSON lines or NUL-ended paths), in file order, on
 /// `threads` workers (0: the available cores); `out_name` names the
 /// output in errors.
 ///
@@ -35,7 +35,7 @@ pub fn find_streamed(
     src: &Streamable,
     path: &ImagePath,
     opts: &FindOptions,
-    json: bool,
+    format: FindFormat,
     threads: usize,
     out: &mut (dyn Write + Send),
     out_name: &Path,
@@ -71,7 +71,12 @@ pub fn find_streamed(
                         _ => 0,
                     },
                     mtime: node.mtime,
+                    atime: match attrs {
+                        Attrs::File(f) => Some(f.atime),
+                        _ => None,
+                    },
                     owner: strings.get(Perm(node.perm).user()).unwrap_or_default(),
+                    group: strings.get(Perm(node.perm).group()).unwrap_or_default(),
                 };
                 if !opts.matches_found(&found, node.name) {
                     return Ok(());
@@ -80,7 +85,7 @@ pub fn find_streamed(
                 push_path(&skeleton, parent, node.name, cache, path_buf);
                 found.path = path_buf;
                 // Writing into memory cannot fail.
-                let _ = write_found(&found, json, buf);
+                let _ = write_found_as(&found, format, buf);
                 n += 1;
                 Ok(())
             })?;
