@@ -33,8 +33,9 @@ pub struct Args {
     /// Only files (f), directories (d) or symlinks (l).
     #[arg(long = "type", value_parser = parse_kind)]
     kind: Option<InodeKind>,
-    /// Length more than (+N), less than (-N) or exactly (N) N bytes; k, M,
-    /// G, T suffixes (powers of 1024).
+    /// Length more than (+N), less than (-N) or exactly (N) N bytes, N a
+    /// size as every option takes one: a binary unit K, M, G, T or P, any
+    /// case (`1M`, `1MB` and `1MiB` alike).
     #[arg(long, allow_hyphen_values = true, value_parser = SizeFilter::parse)]
     size: Option<SizeFilter>,
     /// Modified before this time: ISO 8601 UTC (2024-01-31,

@@ -7,27 +7,7 @@ use nsimage_loader::{LoadOptions, ReadStrategy};
 use nsimage_viewer::input::{Budget, Input, Read};
 use std::path::Path;
 
-/// Parses a size: digits and an optional binary unit (K, M, G, T, P; `2M`,
-/// `2MiB` and `2MB` all mean 2 MiB).
-pub fn parse_size(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (n, unit) = t.split_at(digits);
-    let n: u64 = n
-        .parse()
-        .map_err(|_| format!("{s:?}: a size is a number of bytes, e.g. 2M or 128G"))?;
-    let shift = match unit.to_ascii_lowercase().as_str() {
-        "" | "b" => 0,
-        "k" | "kb" | "kib" => 10,
-        "m" | "mb" | "mib" => 20,
-        "g" | "gb" | "gib" => 30,
-        "t" | "tb" | "tib" => 40,
-        "p" | "pb" | "pib" => 50,
-        _ => return Err(format!("{s:?}: unknown unit {unit:?} (K, M, G, T or P)")),
-    };
-    n.checked_mul(1u64 << shift)
-        .ok_or_else(|| format!("{s:?}: too large"))
-}
+pub use nsimage_viewer::text::parse_size;
 
 /// `--memory-limit`.
 #[derive(clap::Args, Clone, Copy, Debug)]

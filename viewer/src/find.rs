@@ -33,28 +33,15 @@ pub enum SizeFilter {
 }
 
 impl SizeFilter {
-    /// Parses `+N`, `-N` or `N`, N with an optional `k`, `M`, `G` or `T`
-    /// suffix (binary units).
+    /// Parses `+N`, `-N` or `N`, N a size as every option takes one
+    /// ([`crate::text::parse_size`]: `1M`, `1MB` and `1MiB` alike).
     pub fn parse(s: &str) -> Result<SizeFilter, String> {
         let (ctor, rest): (fn(u64) -> SizeFilter, &str) = match s.as_bytes().first() {
             Some(b'+') => (SizeFilter::Above, &s[1..]),
             Some(b'-') => (SizeFilter::Below, &s[1..]),
             _ => (SizeFilter::Exactly, s),
         };
-        let (digits, shift) = match rest.as_bytes().last() {
-            Some(b'k' | b'K') => (&rest[..rest.len() - 1], 10),
-            Some(b'M') => (&rest[..rest.len() - 1], 20),
-            Some(b'G') => (&rest[..rest.len() - 1], 30),
-            Some(b'T') => (&rest[..rest.len() - 1], 40),
-            _ => (rest, 0),
-        };
-        let n: u64 = digits
-            .parse()
-            .map_err(|_| format!("{s:?}: a size is +N, -N or N, N with k, M, G or T"))?;
-        let v = n
-            .checked_mul(1u64 << shift)
-            .ok_or_else(|| format!("{s:?}: too large"))?;
-        Ok(ctor(v))
+        crate::text::parse_size(rest).map(ctor)
     }
 
     /// Whether `len` passes.
@@ -373,7 +360,11 @@ mod tests {
         assert_eq!(SizeFilter::parse("+1k"), Ok(SizeFilter::Above(1024)));
         assert_eq!(SizeFilter::parse("-2M"), Ok(SizeFilter::Below(2 << 20)));
         assert_eq!(SizeFilter::parse("7"), Ok(SizeFilter::Exactly(7)));
+        // The size syntax of every option: `--step 2MB` and `--size -1MB`.
+        assert_eq!(SizeFilter::parse("-1MB"), Ok(SizeFilter::Below(1 << 20)));
+        assert_eq!(SizeFilter::parse("+2GiB"), Ok(SizeFilter::Above(2 << 30)));
         assert!(SizeFilter::parse("+x").is_err());
+        assert!(SizeFilter::parse("-1XB").is_err());
         assert!(SizeFilter::parse("+99999999999T").is_err());
         assert_eq!(parse_time("1234"), Ok(1234));
         assert_eq!(parse_time("2025-01-01"), Ok(1_735_689_600_000));

@@ -81,6 +81,29 @@ pub fn permission_string(kind: InodeKind, mode: u16) -> String {
     s
 }
 
+/// Parses a size, the one syntax of every option that takes one: digits
+/// and an optional binary unit, any case (K, M, G, T, P; `2M`, `2MiB` and
+/// `2MB` all mean 2 MiB).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (n, unit) = t.split_at(digits);
+    let n: u64 = n
+        .parse()
+        .map_err(|_| format!("{s:?}: a size is a number of bytes, e.g. 2M or 128G"))?;
+    let shift = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        "t" | "tb" | "tib" => 40,
+        "p" | "pb" | "pib" => 50,
+        _ => return Err(format!("{s:?}: unknown unit {unit:?} (K, M, G, T or P)")),
+    };
+    n.checked_mul(1u64 << shift)
+        .ok_or_else(|| format!("{s:?}: too large"))
+}
+
 /// A time in milliseconds since the Unix epoch as UTC ISO 8601, to the
 /// second: `2025-01-01T00:00:00Z`.
 pub fn utc_iso8601(ms: u64) -> String {

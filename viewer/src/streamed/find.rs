@@ -1,5 +1,5 @@
 //! `find` streamed: the matches of [`crate::find::find_each`] over the
-//! loaded namespace, each written the same way ([`write_found`]), but in
+//! loaded namespace, each written the same way ([`write_found_as`]), but in
 //! the image's file order (inode id order within each piece, pieces in
 //! order), not depth first by name: that order needs every name of the
 //! subtree at once. The same bytes for any thread count. Memory: the tree,
