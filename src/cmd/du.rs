@@ -17,7 +17,16 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
-#[command(disable_help_flag = true)]
+#[command(
+    disable_help_flag = true,
+    after_help = "Columns: FILES, DIRS (the path's own included) and SYMLINKS in the subtree; BYTES, \
+                  the files' lengths; SPACE_CONSUMED, each length times its replication; \
+                  SMALL_FILES, files shorter than their preferred block size (each takes a block \
+                  and a NameNode object for less than a block of data); NS_QUOTA and DS_QUOTA, the \
+                  namespace (inodes) and space (bytes consumed) quotas, and REM_ what is left \
+                  (none/inf where unset).\n\nExamples:\n  nsimage du fsimage /user -d 1 --sort \
+                  bytes\n  nsimage du fsimage /data -h\n  nsimage du fsimage / --by owner"
+)]
 pub struct Args {
     /// Image file.
     image: PathBuf,

@@ -323,9 +323,6 @@ pub fn write_found_as(f: &Found<'_>, format: FindFormat, out: &mut impl Write) -
         modification_time: u64,
         modification_time_utc: String,
         owner: Cow<'a, str>,
-        group: Cow<'a, str>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        access_time: Option<u64>,
     }
     match format {
         FindFormat::Json => {
@@ -337,8 +334,6 @@ pub fn write_found_as(f: &Found<'_>, format: FindFormat, out: &mut impl Write) -
                 modification_time: f.mtime,
                 modification_time_utc: utc_iso8601(f.mtime),
                 owner: lossy(f.owner),
-                group: lossy(f.group),
-                access_time: f.atime,
             };
             serde_json::to_writer(&mut *out, &j)?;
             writeln!(out)

@@ -290,3 +290,16 @@ fn count_is_hdfs_dfs_count_over_dus_figures() {
     );
     assert!(h.contains(" T ") || h.contains(" G "), "{h}");
 }
+
+/// `du --help` defines its columns, SMALL_FILES among them, and shows
+/// examples.
+#[test]
+fn du_help_defines_its_columns() {
+    let help = text(&["du", "--help"]);
+    for word in [
+        "SMALL_FILES, files shorter than their preferred block size",
+        "Examples:",
+    ] {
+        assert!(help.contains(word), "{word}: {help}");
+    }
+}
