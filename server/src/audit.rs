@@ -78,10 +78,7 @@ impl AuditLog {
     /// Appends `e`'s line, stamped with the time now. A write that fails
     /// is said on stderr; the request it records has been answered.
     pub fn record(&self, e: &AuditEntry<'_>) {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-        let line = line(&log_time(now), e);
+        let line = line(&log_time(crate::ha::journal::now_ms()), e);
         if let Err(err) = self.file.lock().write_all(line.as_bytes()) {
             eprintln!("nsimage serve: audit log {}: {err}", self.path.display());
         }

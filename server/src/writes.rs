@@ -11,6 +11,7 @@
 
 use crate::acl;
 use crate::error::{echo, RemoteError};
+use crate::ha::journal::now_ms;
 use crate::params::values::{self, boolean, check_new_path, number, permission, required};
 use crate::perm::{child, Access, Gate, Need, Who, XattrUse};
 use crate::request::Parsed;
@@ -232,12 +233,6 @@ fn parent_of(p: &ImagePath) -> Option<(Vec<u8>, Vec<u8>)> {
         parent.push(b'/');
     }
     Some((parent, name.clone()))
-}
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 fn user(req: &Parsed) -> Vec<u8> {

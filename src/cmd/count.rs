@@ -2,7 +2,7 @@
 //! per path (the viewer's `count` lays it out; `du` sums the subtree).
 
 use super::du::subtree_row;
-use super::memory::MemoryLimit;
+use super::memory::{open_input, MemoryLimit};
 use nsimage_viewer::count;
 use nsimage_viewer::paths::ImagePath;
 use std::io::Write;
@@ -50,6 +50,8 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|p| ImagePath::parse(p))
         .collect::<Result<Vec<_>, _>>()?;
+    // Opened once (its index, its tree's estimate); each path is a read.
+    let input = open_input(&a.image, a.memory, a.threads)?;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if a.header && !a.json {
         if let Err(e) = writeln!(out, "{}", count::header(a.quotas)) {
@@ -57,7 +59,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         }
     }
     for (given, path) in a.paths.iter().zip(&paths) {
-        let row = subtree_row(&a.image, path, a.memory, a.threads)?;
+        let row = subtree_row(&input, path, a.threads)?;
         let written = if a.json {
             let v = serde_json::json!({
                 "path": given,

@@ -13,7 +13,7 @@ use nsimage_viewer::paths::ImagePath;
 use nsimage_viewer::streamed::{self, Fallback};
 use nsimage_viewer::ViewError;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
@@ -150,37 +150,35 @@ impl Query for Du<'_> {
 /// The report, read however the input decides.
 fn answer(a: &Args, path: &ImagePath, opts: &DuOptions) -> anyhow::Result<Answer> {
     let input = open_input(&a.image, a.memory, a.threads)?;
+    read(&input, path, opts, a.by, a.threads)
+}
+
+/// `du` (or `du --by`) of `path` from `input`, read however it decides.
+fn read(
+    input: &Input,
+    path: &ImagePath,
+    opts: &DuOptions,
+    by: Option<Key>,
+    threads: usize,
+) -> anyhow::Result<Answer> {
     let (answer, read) = input.read(&mut Du {
         path,
         opts,
-        by: a.by,
-        threads: a.threads,
+        by,
+        threads,
     })?;
     report(&read);
     Ok(answer)
 }
 
-/// The row of `path`'s whole subtree (what `count` prints), read however
-/// the input decides.
-pub fn subtree_row(
-    image: &Path,
-    path: &ImagePath,
-    memory: MemoryLimit,
-    threads: usize,
-) -> anyhow::Result<DuRow> {
+/// The row of `path`'s whole subtree in `input` (what `count` prints),
+/// read however the input decides.
+pub fn subtree_row(input: &Input, path: &ImagePath, threads: usize) -> anyhow::Result<DuRow> {
     let opts = DuOptions {
         depth: 0,
         sort: Sort::Path,
     };
-    let input = open_input(image, memory, threads)?;
-    let (answer, read) = input.read(&mut Du {
-        path,
-        opts: &opts,
-        by: None,
-        threads,
-    })?;
-    report(&read);
-    match answer {
+    match read(input, path, &opts, None, threads)? {
         Answer::Tree(r) => r
             .rows
             .into_iter()

@@ -199,7 +199,7 @@ fn walk(
         if count {
             return Ok(());
         }
-        find::write_found_as(f, format, &mut out).map_err(|e| {
+        find::write_found(f, format, &mut out).map_err(|e| {
             write_err = Some(e);
             Stop::Write
         })

@@ -300,18 +300,9 @@ pub fn find(
     Ok(out)
 }
 
-/// Writes one match: its path (text) or its JSON object (a line).
-pub fn write_found(f: &Found<'_>, json: bool, out: &mut impl Write) -> io::Result<()> {
-    let format = if json {
-        FindFormat::Json
-    } else {
-        FindFormat::Lines
-    };
-    write_found_as(f, format, out)
-}
-
-/// Writes one match in `format`.
-pub fn write_found_as(f: &Found<'_>, format: FindFormat, out: &mut impl Write) -> io::Result<()> {
+/// Writes one match in `format`: its path (a line, or NUL-ended), or its
+/// JSON object (a line).
+pub fn write_found(f: &Found<'_>, format: FindFormat, out: &mut impl Write) -> io::Result<()> {
     /// A match as JSON, serialized field by field.
     #[derive(serde::Serialize)]
     struct FoundJson<'a> {

@@ -88,12 +88,9 @@ pub(crate) async fn handle(
     if st.log {
         let shown: String = uri.to_string().chars().take(200).collect();
         let method = crate::error::echo(method.as_str());
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
         eprintln!(
             "nsimage serve: {} {method} {shown} {status} {}us",
-            nsimage_viewer::text::log_time(now),
+            nsimage_viewer::text::log_time(crate::ha::journal::now_ms()),
             started.elapsed().as_micros()
         );
     }

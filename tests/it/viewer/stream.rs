@@ -529,7 +529,7 @@ fn streamed_du_and_find_equal_the_whole_namespaces() {
                     let mut want: Vec<Vec<u8>> = Vec::new();
                     let w = find_each(&full, &path, f, |m| {
                         let mut line = Vec::new();
-                        write_found(m, true, &mut line).unwrap();
+                        write_found(m, nsimage_viewer::find::FindFormat::Json, &mut line).unwrap();
                         want.push(line);
                         Ok::<(), nsimage_viewer::ViewError>(())
                     });
@@ -858,7 +858,7 @@ fn real_and_generated_images_stream_as_they_load() {
             let mut want: Vec<Vec<u8>> = Vec::new();
             find_each(&full, &root, &f, |m| {
                 let mut line = Vec::new();
-                write_found(m, false, &mut line).unwrap();
+                write_found(m, nsimage_viewer::find::FindFormat::Lines, &mut line).unwrap();
                 want.push(line);
                 Ok::<(), nsimage_viewer::ViewError>(())
             })

@@ -1,5 +1,5 @@
 //! `find` streamed: the matches of [`crate::find::find_each`] over the
-//! loaded namespace, each written the same way ([`write_found_as`]), but in
+//! loaded namespace, each written the same way ([`write_found`]), but in
 //! the image's file order (inode id order within each piece, pieces in
 //! order), not depth first by name: that order needs every name of the
 //! subtree at once. The same bytes for any thread count. Memory: the tree,
@@ -7,7 +7,7 @@
 
 use super::{open, pool, push_path, write_in_order, Fallback, Subtree};
 use crate::error::ViewError;
-use crate::find::{write_found_as, FindFormat, FindOptions, Found};
+use crate::find::{write_found, FindFormat, FindOptions, Found};
 use crate::paths::ImagePath;
 use nsimage_loader::Streamable;
 use nsimage_namespace::{Attrs, Perm};
@@ -85,7 +85,7 @@ pub fn find_streamed(
                 push_path(&skeleton, parent, node.name, cache, path_buf);
                 found.path = path_buf;
                 // Writing into memory cannot fail.
-                let _ = write_found_as(&found, format, buf);
+                let _ = write_found(&found, format, buf);
                 n += 1;
                 Ok(())
             })?;
