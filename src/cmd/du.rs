@@ -47,8 +47,8 @@ pub struct Args {
     /// Print help (`-h` is `--human` here).
     #[arg(long, action = clap::ArgAction::Help)]
     help: Option<bool>,
-    /// Sizes in binary units (`1.5 KiB`, `9.7 TiB`) instead of byte
-    /// counts, as `hdfs dfs -du -h`.
+    /// Sizes as `hdfs dfs -h` prints them (binary prefixes, one
+    /// decimal: `1.5 K`, `9.7 T`) instead of byte counts.
     #[arg(short = 'h', long)]
     human: bool,
     /// One JSON document on stdout.

@@ -7,17 +7,27 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
-#[command(disable_help_flag = true)]
+#[command(
+    disable_help_flag = true,
+    after_help = "Examples:\n  nsimage stat fsimage /user/alice/part-0\n  nsimage stat fsimage \
+                  /data --json\n  nsimage stat fsimage /data/part-0 --format '%F %u:%g %b %y'"
+)]
 pub struct Args {
     /// Image file.
     image: PathBuf,
     /// Absolute path inside the image.
     path: String,
+    /// One line in `hdfs dfs -stat FORMAT`'s format instead of every
+    /// field: %a/%A permission (octal/symbolic), %b length, %F type, %g
+    /// group, %n name, %o block size, %r replication, %u owner, %x/%y
+    /// access/modification time (UTC), %X/%Y the same in ms.
+    #[arg(long, conflicts_with_all = ["json", "human"])]
+    format: Option<String>,
     /// Print help (`-h` is `--human` here).
     #[arg(long, action = clap::ArgAction::Help)]
     help: Option<bool>,
-    /// Sizes in binary units (`1.5 KiB`, `9.7 TiB`) instead of byte
-    /// counts, as `hdfs dfs -du -h`.
+    /// Sizes as `hdfs dfs -h` prints them (binary prefixes, one
+    /// decimal: `1.5 K`, `9.7 T`) instead of byte counts.
     #[arg(short = 'h', long)]
     human: bool,
     /// One JSON document on stdout.
@@ -37,6 +47,11 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     };
     let view = super::lookup::load_path(&a.image, &path, &opts)?;
     let info = stat::stat(&view.namespace, &path)?;
+    if let Some(fmt) = &a.format {
+        let mut out = std::io::stdout().lock();
+        let line = stat::hadoop_format(&info, fmt);
+        return super::ls::finish(writeln!(out, "{line}").and_then(|()| out.flush()));
+    }
     // A Hadoop image's snapshots of this directory, if it is snapshottable.
     let snapshots = view.hdfs.as_ref().and_then(|h| {
         let s = &h.snapshots;

@@ -6,13 +6,14 @@
 //! followed by a space, then the path as given. A quota that is not set
 //! prints `none` and what is left of it `inf`. With `-h`, every figure
 //! (counts included, as Hadoop does) in Hadoop's binary prefixes with one
-//! decimal (`30.5 M`, `2 G`, `512`), not `ls -h`'s `KiB`.
+//! decimal (`30.5 M`, `2 G`, `512`), as every command's `-h` prints sizes.
 //!
 //! The figures are a [`DuRow`]'s (the subtree's top included, as HDFS
 //! counts it): directories, files and symlinks (Hadoop's file count has
 //! both), bytes, and the quotas against the inodes and the space consumed.
 
 use crate::du::DuRow;
+use crate::text::hadoop_size;
 
 /// The header line of `-v` (without its newline): the quota columns
 /// first with `quotas`, then the counts and `PATHNAME`.
@@ -76,57 +77,11 @@ fn count_fields(dirs: &str, files: &str, size: &str) -> String {
     format!("{dirs:>12} {files:>12} {size:>18} ")
 }
 
-/// `n` as Hadoop's `-h` prints it (`TraditionalBinaryPrefix.long2String(n,
-/// "", 1)`): below 1024 the number itself; else in the largest binary
-/// prefix (K, M, G, T, P, E) it reaches, an exact multiple without
-/// decimals, any other with one decimal rounded half up, then a space and
-/// the prefix letter.
-pub fn hadoop_size(n: i128) -> String {
-    const PREFIXES: [char; 6] = ['K', 'M', 'G', 'T', 'P', 'E'];
-    let sign = if n < 0 { "-" } else { "" };
-    let m = n.unsigned_abs();
-    if m < 1024 {
-        return format!("{sign}{m}");
-    }
-    // The largest prefix `m` reaches: 1024^(i + 1).
-    let mut i = 0;
-    while i + 1 < PREFIXES.len() && m >= 1u128 << (10 * (i + 2)) {
-        i += 1;
-    }
-    let unit = 1u128 << (10 * (i + 1));
-    if m.is_multiple_of(unit) {
-        return format!("{sign}{} {}", m / unit, PREFIXES[i]);
-    }
-    // Tenths, rounded half up, in integers: no float rounding to differ.
-    let mut tenths = (m * 10 + unit / 2) / unit;
-    if tenths >= 10_240 && i + 1 < PREFIXES.len() {
-        // 1023.95 K and above print as the next prefix.
-        i += 1;
-        let unit = unit << 10;
-        tenths = (m * 10 + unit / 2) / unit;
-    }
-    format!("{sign}{}.{} {}", tenths / 10, tenths % 10, PREFIXES[i])
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::du::Usage;
     use nsimage_namespace::InodeKind;
-
-    #[test]
-    fn sizes_as_hadoop_prints_them() {
-        assert_eq!(hadoop_size(0), "0");
-        assert_eq!(hadoop_size(1023), "1023");
-        assert_eq!(hadoop_size(1024), "1 K");
-        assert_eq!(hadoop_size(1280), "1.3 K");
-        assert_eq!(hadoop_size(1536), "1.5 K");
-        assert_eq!(hadoop_size(31_981_568), "30.5 M");
-        assert_eq!(hadoop_size(2 << 30), "2 G");
-        assert_eq!(hadoop_size(1024 * 1024 - 1), "1.0 M");
-        assert_eq!(hadoop_size(-1536), "-1.5 K");
-        assert_eq!(hadoop_size(i128::from(i64::MAX)), "8.0 E");
-    }
 
     #[test]
     fn lines_have_hadoops_fields() {

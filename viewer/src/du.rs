@@ -25,7 +25,7 @@
 
 use crate::error::ViewError;
 use crate::paths::ImagePath;
-use crate::text::{human_size, size_text};
+use crate::text::{hadoop_size, size_text};
 use crate::walk::{join, kind_name, lossy, resolve};
 use nsimage_namespace::{Attrs, Inode, InodeKind, Namespace};
 use rayon::prelude::*;
@@ -358,7 +358,7 @@ fn serial(top: Inode<'_>, path: Vec<u8>, depth: usize, max: usize) -> (Usage, Ve
 
 /// Writes `r` as an aligned table with a header line; with `human`, the
 /// byte columns (bytes, space consumed, space quota and its remainder) in
-/// binary units (`1.5 KiB`).
+/// Hadoop's binary prefixes (`1.5 K`).
 pub fn write_text(r: &DuReport, human: bool, out: &mut impl Write) -> io::Result<()> {
     let head = [
         "FILES",
@@ -374,10 +374,13 @@ pub fn write_text(r: &DuReport, human: bool, out: &mut impl Write) -> io::Result
     ];
     let quota = |q: Option<i64>| q.map_or_else(|| "none".to_string(), |v| v.to_string());
     let rem = |q: Option<i128>| q.map_or_else(|| "inf".to_string(), |v| v.to_string());
-    // A negative remainder (over quota) keeps its sign in binary units.
-    let bytes_of = |v: i128| match u64::try_from(v.unsigned_abs()) {
-        Ok(b) if human => format!("{}{}", if v < 0 { "-" } else { "" }, human_size(b)),
-        _ => v.to_string(),
+    // A negative remainder (over quota) keeps its sign.
+    let bytes_of = |v: i128| {
+        if human {
+            hadoop_size(v)
+        } else {
+            v.to_string()
+        }
     };
     let ds_quota = |q: Option<i64>| q.map_or_else(|| "none".to_string(), |v| bytes_of(v.into()));
     let ds_rem = |q: Option<i128>| q.map_or_else(|| "inf".to_string(), bytes_of);

@@ -1,25 +1,43 @@
 //! `ls`: a directory's entries (or one inode), like `hdfs dfs -ls`; with
-//! `recursive`, everything below, depth first in name order (`-ls -R`).
+//! `recursive`, everything below, depth first (`-ls -R`).
 //!
-//! Text, one line per entry, columns aligned over each directory's
-//! entries as hdfs aligns them:
+//! Text is Hadoop's `Ls` line, column for column:
 //!
 //! ```text
-//! Found 2 items
-//! drwxr-xr-x   - hdfs supergroup          0 2024-01-01T00:00:10Z /data/2024
-//! -rw-r--r--   3 hdfs supergroup       1234 2024-01-01T00:00:20Z /data/part-000
-//! lrwxrwxrwx   - hdfs supergroup          0 2024-01-01T00:00:31Z /data/latest -> /data/2024
+//! Found 3 items
+//! drwxr-xr-x   - hdfs supergroup          0 2024-01-01 00:00 /data/2024
+//! -rw-r--r--+  3 hdfs supergroup       1234 2024-01-01 00:00 /data/part-000
+//! lrwxrwxrwx   - hdfs supergroup          0 2024-01-01 00:00 /data/latest -> /data/2024
 //! ```
 //!
+//! - the permission, then `+` where the inode has an ACL (a space where
+//!   not);
+//! - the replication (`-` but for files), right-aligned to the widest seen
+//!   so far and at least 3 (a directory counts as `0`, as Hadoop measures
+//!   it);
+//! - owner and group, left-aligned to the widest seen so far;
+//! - the length, right-aligned to the widest byte count seen so far and at
+//!   least 10 (with `-h` the width is still the byte count's, as Hadoop's);
+//! - the time as `yyyy-MM-dd HH:mm` (UTC here; Hadoop prints the client's
+//!   zone), the modification time or with `-u` the access time;
+//! - the path.
+//!
+//! Widths only grow over one run, as Hadoop's shell keeps them: a
+//! recursive listing's later lines may be wider than its first ones.
 //! `Found N items` heads the listing of one directory (not a file's line,
-//! nor a recursive listing, as in hdfs). JSON lines, one object per entry:
-//! `{"path","type","permission":{"octal","string"},"replication","owner",
-//! "group","length","modification_time","modification_time_utc"}` and
-//! `"symlink_target"` for a symlink (`replication` is null but for files).
+//! nor a recursive or `-C` listing). Where nsimage differs: a symlink's
+//! type letter is `l` and its target follows ` -> ` (Hadoop's shell lists
+//! it as a file), and `-t`/`-S`/`-r` sort each directory of a recursive
+//! listing too (Hadoop's sorts only a directory listed alone).
+//!
+//! JSON lines, one object per entry: `{"path","type","permission":{"octal",
+//! "string"},"replication","owner","group","length","modification_time",
+//! "modification_time_utc"}` and `"symlink_target"` for a symlink
+//! (`replication` is null but for files).
 
 use crate::error::ViewError;
 use crate::paths::ImagePath;
-use crate::text::{escaped, permission_string, size_text, utc_iso8601};
+use crate::text::{escaped, oiv_time, permission_string, size_text, utc_iso8601};
 use crate::walk::{join, kind_name, length, lossy, resolve};
 use nsimage_namespace::{Attrs, Inode, InodeKind, Namespace};
 use std::borrow::Cow;
@@ -36,6 +54,8 @@ pub struct LsEntry {
     pub kind: InodeKind,
     /// Permission bits.
     pub mode: u16,
+    /// Whether the inode has ACL entries (`+` after the permission).
+    pub acl: bool,
     /// Replicas per block (files only).
     pub replication: Option<u16>,
     /// Owning user.
@@ -46,6 +66,8 @@ pub struct LsEntry {
     pub length: u64,
     /// Modification time, ms since the Unix epoch.
     pub mtime: u64,
+    /// Access time, ms since the Unix epoch (0 but for files).
+    pub atime: u64,
     /// A symlink's target.
     pub symlink_target: Option<Vec<u8>>,
 }
@@ -53,20 +75,32 @@ pub struct LsEntry {
 impl LsEntry {
     /// The entry for `inode` at `path`.
     pub fn of(inode: &Inode<'_>, path: Vec<u8>) -> LsEntry {
+        let (replication, atime) = match inode.attrs() {
+            Attrs::File(f) => (Some(f.replication), f.atime),
+            _ => (None, 0),
+        };
         LsEntry {
             path,
             id: inode.id(),
             kind: inode.kind(),
             mode: inode.mode(),
-            replication: match inode.attrs() {
-                Attrs::File(f) => Some(f.replication),
-                _ => None,
-            },
+            acl: inode.extra().is_some_and(|e| !e.acl.is_empty()),
+            replication,
             owner: inode.user().to_vec(),
             group: inode.group().to_vec(),
             length: length(inode),
             mtime: inode.mtime(),
+            atime,
             symlink_target: inode.symlink_target().map(<[u8]>::to_vec),
+        }
+    }
+
+    /// The time shown and sorted on: the access time with `atime`.
+    fn time(&self, atime: bool) -> u64 {
+        if atime {
+            self.atime
+        } else {
+            self.mtime
         }
     }
 }
@@ -75,7 +109,8 @@ impl LsEntry {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Listing {
     /// Whether the path is a directory (its children are listed) rather
-    /// than a file or symlink (itself is).
+    /// than a file or symlink (itself is), or a directory listed as itself
+    /// (`-d`).
     pub directory: bool,
     /// The entries: the directory's children in name order, or the one
     /// inode.
@@ -83,11 +118,12 @@ pub struct Listing {
 }
 
 /// `ls` of `path` (not recursive): a directory's children, or the inode
-/// itself. Needs only the path and, for a directory, its children.
-pub fn ls(ns: &Namespace, path: &ImagePath) -> Result<Listing, ViewError> {
+/// itself (a directory too with `itself`, as `-d`). Needs only the path
+/// and, for a directory listed, its children.
+pub fn ls(ns: &Namespace, path: &ImagePath, itself: bool) -> Result<Listing, ViewError> {
     let target = resolve(ns, path)?;
     let here = path.canonical();
-    if target.kind() != InodeKind::Directory {
+    if itself || target.kind() != InodeKind::Directory {
         return Ok(Listing {
             directory: false,
             entries: vec![LsEntry::of(&target, here)],
@@ -102,48 +138,96 @@ pub fn ls(ns: &Namespace, path: &ImagePath) -> Result<Listing, ViewError> {
     })
 }
 
-/// Text or JSON lines.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Text, paths or JSON lines.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Format {
-    /// hdfs-like aligned lines, lengths as byte counts.
+    /// Hadoop's aligned lines.
+    #[default]
     Text,
-    /// The same lines, lengths in binary units (`1.5 KiB`, `-ls -h`).
-    HumanText,
+    /// The paths alone, one per line (`-C`).
+    Paths,
     /// One JSON object per line.
     JsonLines,
 }
 
-/// Writes `listing` (from [`ls`]) in `format`.
-pub fn write_listing(listing: &Listing, format: Format, out: &mut impl Write) -> io::Result<()> {
-    match format {
-        Format::Text | Format::HumanText => {
-            let human = format == Format::HumanText;
-            if listing.directory {
-                writeln!(out, "Found {} items", listing.entries.len())?;
+/// The order of each directory's entries.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Order {
+    /// By name (bytewise), as the image keeps them.
+    #[default]
+    Name,
+    /// Newest first (`-t`): by modification time, or access time with
+    /// `atime`.
+    Time,
+    /// Largest first (`-S`).
+    Size,
+}
+
+/// How a listing is printed: `hdfs dfs -ls`'s options.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LsStyle {
+    /// Text, paths or JSON lines.
+    pub format: Format,
+    /// Lengths as Hadoop's `-h` prints them (`1.5 K`).
+    pub human: bool,
+    /// The order of each directory's entries.
+    pub order: Order,
+    /// The order reversed (`-r`); ties keep their name order either way,
+    /// as Hadoop's stable sort keeps them.
+    pub reverse: bool,
+    /// Access times shown and sorted on instead of modification times
+    /// (`-u`).
+    pub atime: bool,
+}
+
+impl LsStyle {
+    /// Sorts one directory's entries (and anything paired with them) in
+    /// this style's order: stable, so equal keys keep name order.
+    fn sort<T>(&self, items: &mut [T], entry: impl Fn(&T) -> &LsEntry) {
+        let reverse = self.reverse;
+        let cmp = |a: &T, b: &T| {
+            let (a, b) = (entry(a), entry(b));
+            let o = match self.order {
+                Order::Name => a.path.cmp(&b.path),
+                Order::Time => b.time(self.atime).cmp(&a.time(self.atime)),
+                Order::Size => b.length.cmp(&a.length),
+            };
+            if reverse {
+                o.reverse()
+            } else {
+                o
             }
-            let w = Widths::over(&listing.entries, human);
-            for e in &listing.entries {
-                write_text_line(e, &w, human, out)?;
-            }
+        };
+        if self.order != Order::Name || reverse {
+            items.sort_by(cmp);
         }
-        Format::JsonLines => {
-            for e in &listing.entries {
-                write_json_line(e, out)?;
-            }
-        }
+    }
+}
+
+/// Writes `listing` (from [`ls`]) in `style`.
+pub fn write_listing(listing: &Listing, style: LsStyle, out: &mut impl Write) -> io::Result<()> {
+    let mut entries: Vec<&LsEntry> = listing.entries.iter().collect();
+    style.sort(&mut entries, |e| e);
+    if listing.directory && style.format == Format::Text {
+        writeln!(out, "Found {} items", entries.len())?;
+    }
+    let mut w = Widths::default();
+    w.grow(&listing.entries);
+    for e in entries {
+        write_entry(e, &w, style, out)?;
     }
     Ok(())
 }
 
 /// `ls -R` of `path`, streamed to `out`: every inode below a directory
-/// (not the directory itself), depth first in name order, each
-/// directory's entries aligned together; a file or symlink lists itself.
-/// Holds one directory's entries per level of the walk, never the whole
-/// listing. Returns how many entries were written.
+/// (not the directory itself), depth first, each directory's entries in
+/// `style`'s order; a file or symlink lists itself. Holds one directory's
+/// entries per level of the walk, never the whole listing. Returns how
+/// many entries were written.
 pub fn write_recursive(
     ns: &Namespace,
     path: &ImagePath,
-    format: Format,
+    style: LsStyle,
     out: &mut impl Write,
 ) -> Result<u64, ViewError> {
     let io_err = |source| ViewError::Io {
@@ -157,61 +241,53 @@ pub fn write_recursive(
             directory: false,
             entries: vec![LsEntry::of(&target, here)],
         };
-        write_listing(&l, format, out).map_err(io_err)?;
+        write_listing(&l, style, out).map_err(io_err)?;
         return Ok(1);
     }
     let mut written = 0u64;
-    let mut stack = vec![Frame::of(target, &here, format == Format::HumanText)];
+    let mut widths = Widths::default();
+    let mut stack = vec![Frame::of(target, &here, style, &mut widths)];
     while let Some(f) = stack.last_mut() {
-        let Some(e) = f.entries.get(f.next) else {
+        let Some((e, inode)) = f.entries.get(f.next) else {
             stack.pop();
             continue;
         };
-        let inode = f.inodes[f.next];
         f.next += 1;
-        match format {
-            Format::Text => write_text_line(e, &f.widths, false, out),
-            Format::HumanText => write_text_line(e, &f.widths, true, out),
-            Format::JsonLines => write_json_line(e, out),
-        }
-        .map_err(io_err)?;
+        write_entry(e, &widths, style, out).map_err(io_err)?;
         written += 1;
         if inode.kind() == InodeKind::Directory {
-            let child = Frame::of(inode, &e.path.clone(), format == Format::HumanText);
+            let child = Frame::of(*inode, &e.path.clone(), style, &mut widths);
             stack.push(child);
         }
     }
     Ok(written)
 }
 
-/// One directory on the way down a recursive listing: its entries, their
-/// widths, the next to print, and the inodes (to descend into).
+/// One directory on the way down a recursive listing: its entries (with
+/// their inodes, to descend into) in order, and the next to print.
 struct Frame<'a> {
-    entries: Vec<LsEntry>,
-    inodes: Vec<Inode<'a>>,
-    widths: Widths,
+    entries: Vec<(LsEntry, Inode<'a>)>,
     next: usize,
 }
 
 impl<'a> Frame<'a> {
-    fn of(dir: Inode<'a>, dir_path: &[u8], human: bool) -> Frame<'a> {
-        let inodes: Vec<Inode<'a>> = dir.children().collect();
-        let entries: Vec<LsEntry> = inodes
-            .iter()
-            .map(|c| LsEntry::of(c, join(dir_path, c.name())))
+    fn of(dir: Inode<'a>, dir_path: &[u8], style: LsStyle, widths: &mut Widths) -> Frame<'a> {
+        let mut entries: Vec<(LsEntry, Inode<'a>)> = dir
+            .children()
+            .map(|c| (LsEntry::of(&c, join(dir_path, c.name())), c))
             .collect();
-        let widths = Widths::over(&entries, human);
-        Frame {
-            entries,
-            inodes,
-            widths,
-            next: 0,
+        style.sort(&mut entries, |(e, _)| e);
+        for (e, _) in &entries {
+            widths.grow(std::slice::from_ref(e));
         }
+        Frame { entries, next: 0 }
     }
 }
 
-/// Column widths over a directory's entries, as hdfs computes them.
-#[derive(Clone, Copy, Debug, Default)]
+/// Column widths, as Hadoop's shell computes them: the widest replication
+/// (at least 3) and byte count (at least 10) seen so far, and the widest
+/// owner and group; they only grow over a run.
+#[derive(Clone, Copy, Debug)]
 struct Widths {
     replication: usize,
     owner: usize,
@@ -219,41 +295,67 @@ struct Widths {
     length: usize,
 }
 
-impl Widths {
-    fn over(entries: &[LsEntry], human: bool) -> Widths {
-        let mut w = Widths {
-            replication: 1,
-            ..Widths::default()
-        };
-        for e in entries {
-            let r = e.replication.map_or(1, |r| r.to_string().len());
-            w.replication = w.replication.max(r);
-            w.owner = w.owner.max(escaped(&e.owner).chars().count());
-            w.group = w.group.max(escaped(&e.group).chars().count());
-            w.length = w.length.max(size_text(e.length, human).len());
+impl Default for Widths {
+    fn default() -> Widths {
+        Widths {
+            replication: 3,
+            owner: 0,
+            group: 0,
+            length: 10,
         }
-        w
     }
 }
 
-fn write_text_line(e: &LsEntry, w: &Widths, human: bool, out: &mut impl Write) -> io::Result<()> {
+impl Widths {
+    fn grow(&mut self, entries: &[LsEntry]) {
+        for e in entries {
+            let r = e.replication.unwrap_or(0).to_string().len();
+            self.replication = self.replication.max(r);
+            self.owner = self.owner.max(escaped(&e.owner).chars().count());
+            self.group = self.group.max(escaped(&e.group).chars().count());
+            self.length = self.length.max(e.length.to_string().len());
+        }
+    }
+}
+
+fn write_entry(e: &LsEntry, w: &Widths, style: LsStyle, out: &mut impl Write) -> io::Result<()> {
+    match style.format {
+        Format::Text => write_text_line(e, w, style, out),
+        Format::Paths => writeln!(out, "{}", escaped(&e.path)),
+        Format::JsonLines => write_json_line(e, out),
+    }
+}
+
+fn write_text_line(
+    e: &LsEntry,
+    w: &Widths,
+    style: LsStyle,
+    out: &mut impl Write,
+) -> io::Result<()> {
     let repl = e
         .replication
         .map_or_else(|| "-".to_string(), |r| r.to_string());
     write!(
         out,
-        "{} {:>rw$} {:<ow$} {:<gw$} {:>lw$} {} {}",
+        "{}{}{:>rw$} ",
         permission_string(e.kind, e.mode),
+        if e.acl { '+' } else { ' ' },
         repl,
-        escaped(&e.owner),
-        escaped(&e.group),
-        size_text(e.length, human),
-        utc_iso8601(e.mtime),
+        rw = w.replication,
+    )?;
+    // Hadoop leaves out the column's space where every name is empty.
+    for (name, width) in [(&e.owner, w.owner), (&e.group, w.group)] {
+        if width > 0 {
+            write!(out, "{:<width$} ", escaped(name))?;
+        }
+    }
+    write!(
+        out,
+        "{:>lw$} {} {}",
+        size_text(e.length, style.human),
+        oiv_time(e.time(style.atime)),
         escaped(&e.path),
-        rw = w.replication + 2,
-        ow = w.owner,
-        gw = w.group,
-        lw = w.length + 1,
+        lw = w.length,
     )?;
     if let Some(t) = &e.symlink_target {
         write!(out, " -> {}", escaped(t))?;
@@ -316,7 +418,7 @@ fn write_json_line(e: &LsEntry, out: &mut impl Write) -> io::Result<()> {
 mod tests {
     use super::*;
     use crate::stat::stat;
-    use nsimage_namespace::{FileSpec, PermSpec};
+    use nsimage_namespace::{Block, FileSpec, PermSpec};
 
     const P: PermSpec<'static> = PermSpec {
         user: b"u",
@@ -347,22 +449,23 @@ mod tests {
         whole.create(b"/user/zed", &P, &F, 9).unwrap();
         for p in ["/user/alice", "/user/alice/f", "/user/alice/l"] {
             let p = ImagePath::parse(p).unwrap();
-            assert_eq!(ls(&part, &p).unwrap(), ls(&whole, &p).unwrap());
+            assert_eq!(
+                ls(&part, &p, false).unwrap(),
+                ls(&whole, &p, false).unwrap()
+            );
             assert_eq!(stat(&part, &p).unwrap(), stat(&whole, &p).unwrap());
         }
-        let l = ls(&part, &ImagePath::parse("/user/alice").unwrap()).unwrap();
+        let l = ls(&part, &ImagePath::parse("/user/alice").unwrap(), false).unwrap();
         assert!(l.directory);
         assert_eq!(l.entries.len(), 2);
         assert_eq!(l.entries[1].symlink_target.as_deref(), Some(&b"/x"[..]));
-        let mut text = Vec::new();
-        write_listing(&l, Format::Text, &mut text).unwrap();
+        let text = listed(&l, LsStyle::default());
         assert_eq!(
-            String::from_utf8(text).unwrap(),
+            text,
             "Found 2 items\n\
-             -rwxr-x---   3 u g  0 1970-01-01T00:00:00Z /user/alice/f\n\
-             lrwxr-x---   - u g  0 1970-01-01T00:00:00Z /user/alice/l -> /x\n"
+             -rwxr-x---   3 u g          0 1970-01-01 00:00 /user/alice/f\n\
+             lrwxr-x---   - u g          0 1970-01-01 00:00 /user/alice/l -> /x\n"
         );
-        let mut human = Vec::new();
         let big = Listing {
             directory: false,
             entries: vec![LsEntry {
@@ -370,14 +473,133 @@ mod tests {
                 ..l.entries[0].clone()
             }],
         };
-        write_listing(&big, Format::HumanText, &mut human).unwrap();
+        let human = LsStyle {
+            human: true,
+            ..LsStyle::default()
+        };
         assert_eq!(
-            String::from_utf8(human).unwrap(),
-            "-rwxr-x---   3 u g  1.5 KiB 1970-01-01T00:00:00Z /user/alice/f\n"
+            listed(&big, human),
+            "-rwxr-x---   3 u g      1.5 K 1970-01-01 00:00 /user/alice/f\n"
         );
         assert!(matches!(
-            ls(&part, &ImagePath::parse("/data").unwrap()),
+            ls(&part, &ImagePath::parse("/data").unwrap(), false),
             Err(ViewError::NoSuchPath { .. })
         ));
+    }
+
+    fn listed(l: &Listing, style: LsStyle) -> String {
+        let mut out = Vec::new();
+        write_listing(l, style, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    /// Three files of different sizes and times, one with an ACL, and a
+    /// directory with a longer owner below.
+    fn sorted_dir() -> Namespace {
+        let mut ns = Namespace::default();
+        ns.mkdirs(b"/d", &P, 1).unwrap();
+        for (name, mtime, blocks) in [("a", 30, 1u64), ("b", 10, 3), ("c", 20, 2)] {
+            let path = format!("/d/{name}");
+            let id = ns.create(path.as_bytes(), &P, &F, mtime).unwrap();
+            for i in 0..blocks {
+                let block = Block {
+                    id: 1000 * id + i,
+                    generation_stamp: 0,
+                    length: 1 << 20,
+                };
+                ns.add_block(id, block).unwrap();
+            }
+            ns.set_times(id, None, Some(100 - mtime)).unwrap();
+        }
+        let c = ns.resolve(b"/d/c").unwrap();
+        ns.set_acl(c, &[(b"bob", 0, false, 5)]).unwrap();
+        let owner = PermSpec {
+            user: b"a-much-longer-owner",
+            ..P
+        };
+        ns.mkdirs(b"/d/e/f", &owner, 40).unwrap();
+        ns
+    }
+
+    fn names(text: &str) -> Vec<&str> {
+        text.lines()
+            .filter(|l| !l.starts_with("Found"))
+            .map(|l| l.rsplit('/').next().unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn orders_acls_and_paths_as_hadoops_ls() {
+        let ns = sorted_dir();
+        let d = ImagePath::parse("/d").unwrap();
+        let l = ls(&ns, &d, false).unwrap();
+        let by = |order, reverse, atime| LsStyle {
+            order,
+            reverse,
+            atime,
+            ..LsStyle::default()
+        };
+        // -t: newest first (the directory, then a, c, b); -S: largest
+        // first, ties (the directory and ...) in name order; -r reverses.
+        assert_eq!(
+            names(&listed(&l, by(Order::Time, false, false))),
+            ["e", "a", "c", "b"]
+        );
+        assert_eq!(
+            names(&listed(&l, by(Order::Time, true, false))),
+            ["b", "c", "a", "e"]
+        );
+        assert_eq!(
+            names(&listed(&l, by(Order::Size, false, false))),
+            ["b", "c", "a", "e"]
+        );
+        assert_eq!(
+            names(&listed(&l, by(Order::Name, true, false))),
+            ["e", "c", "b", "a"]
+        );
+        // -u -t: by access time (100 - mtime), the directory's being 0.
+        let atime = listed(&l, by(Order::Time, false, true));
+        assert_eq!(names(&atime), ["b", "c", "a", "e"]);
+        assert!(atime.contains(" 1970-01-01 00:00 /d/b\n"), "{atime}");
+        // The ACL's `+`, and the owner column as wide as its widest.
+        let text = listed(&l, LsStyle::default());
+        assert!(
+            text.contains(
+                "-rwxr-x---+  3 u                   g    2097152 1970-01-01 00:00 /d/c\n"
+            ),
+            "{text}"
+        );
+        // -C: the paths alone, no count line.
+        let paths = LsStyle {
+            format: Format::Paths,
+            ..LsStyle::default()
+        };
+        assert_eq!(listed(&l, paths), "/d/a\n/d/b\n/d/c\n/d/e\n");
+        // -d: the directory itself.
+        let itself = ls(&ns, &d, true).unwrap();
+        assert!(!itself.directory);
+        assert_eq!(itself.entries.len(), 1);
+        assert_eq!(itself.entries[0].path, b"/d");
+    }
+
+    #[test]
+    fn a_recursive_listings_widths_only_grow() {
+        let ns = sorted_dir();
+        let mut out = Vec::new();
+        let root = ImagePath::parse("/").unwrap();
+        let n = write_recursive(&ns, &root, LsStyle::default(), &mut out).unwrap();
+        assert_eq!(n, 6);
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        // `/d`'s own line is printed before its children (with the longer
+        // owner) are seen; the lines after it are aligned to that owner.
+        assert_eq!(
+            lines[0],
+            "drwxr-x---   - u g          0 1970-01-01 00:00 /d"
+        );
+        assert_eq!(
+            lines[1],
+            "-rwxr-x---   3 u                   g    1048576 1970-01-01 00:00 /d/a"
+        );
     }
 }

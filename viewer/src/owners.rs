@@ -139,7 +139,7 @@ pub(crate) fn report(path: &ImagePath, by: Key, sums: HashMap<&[u8], Usage>) -> 
 }
 
 /// Writes `r` as an aligned table with a header line; with `human`, bytes
-/// and space consumed in binary units (`1.5 KiB`).
+/// and space consumed in Hadoop's binary prefixes (`1.5 K`).
 pub fn write_text(r: &OwnerReport, human: bool, out: &mut impl Write) -> io::Result<()> {
     let head = [
         if r.by == Key::Owner { "OWNER" } else { "GROUP" },

@@ -35,7 +35,9 @@
 
 use crate::error::ViewError;
 use crate::paths::ImagePath;
-use crate::text::{escaped, human_size, permission_string, size_text, utc_iso8601};
+use crate::text::{
+    escaped, hadoop_size, human_size, permission_string, size_text, stat_time, utc_iso8601,
+};
 use crate::walk::{kind_name, length, lossy, resolve};
 use base64::Engine as _;
 use nsimage_namespace::{Attrs, Block, InodeKind, Namespace, XAttrNs};
@@ -263,8 +265,58 @@ pub fn stat(ns: &Namespace, path: &ImagePath) -> Result<StatInfo, ViewError> {
     })
 }
 
+/// `s` in `hdfs dfs -stat FORMAT`'s format: `%a` the permission in
+/// octal as Hadoop prints it (`755`, `1777`), `%A` symbolically
+/// (`rwxr-xr-x`), `%b` the length, `%F` `directory`, `regular file` or
+/// `symlink`, `%g` the group, `%n` the name, `%o` the block size, `%r` the
+/// replication (0 for a directory, as Hadoop's), `%u` the owner, `%x`/`%y`
+/// the access/modification time as `yyyy-MM-dd HH:mm:ss` (UTC), `%X`/`%Y`
+/// the same in ms since the epoch. Any other character after `%` is
+/// printed as itself (`%%` is `%`), and a trailing `%` is dropped, as
+/// Hadoop's shell does.
+pub fn hadoop_format(s: &StatInfo, fmt: &str) -> String {
+    let mut out = String::new();
+    let mut chars = fmt.chars();
+    let atime = s.file.as_ref().map_or(0, |f| f.atime);
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        let Some(c) = chars.next() else { break };
+        match c {
+            'a' => {
+                let m = u32::from(s.mode);
+                let n = (m >> 9 & 1) * 1000 + (m >> 6 & 7) * 100 + (m >> 3 & 7) * 10 + (m & 7);
+                out.push_str(&n.to_string());
+            }
+            'A' => out.push_str(&permission_string(s.kind, s.mode)[1..]),
+            'b' => out.push_str(&s.file.as_ref().map_or(0, |f| f.length).to_string()),
+            'F' => out.push_str(match s.kind {
+                InodeKind::Directory => "directory",
+                InodeKind::File => "regular file",
+                InodeKind::Symlink => "symlink",
+            }),
+            'g' => out.push_str(&escaped(&s.group)),
+            'n' => out.push_str(&escaped(&s.name)),
+            'o' => {
+                let b = s.file.as_ref().map_or(0, |f| f.preferred_block_size);
+                out.push_str(&b.to_string());
+            }
+            'r' => out.push_str(&s.file.as_ref().map_or(0, |f| f.replication).to_string()),
+            'u' => out.push_str(&escaped(&s.owner)),
+            'x' => out.push_str(&stat_time(atime)),
+            'X' => out.push_str(&atime.to_string()),
+            'y' => out.push_str(&stat_time(s.mtime)),
+            'Y' => out.push_str(&s.mtime.to_string()),
+            other => out.push(other),
+        }
+    }
+    out
+}
+
 /// Writes `s` as `field: value` lines; with `human`, the file's length,
-/// its blocks' lengths and the space quota in binary units (`1.5 KiB`).
+/// its blocks' lengths and the space quota in Hadoop's binary prefixes (`1.5 K`).
 pub fn write_text(s: &StatInfo, human: bool, out: &mut impl Write) -> io::Result<()> {
     let time = |ms: u64| format!("{} ({ms})", utc_iso8601(ms));
     writeln!(out, "  path: {}", escaped(&s.path))?;
@@ -315,7 +367,7 @@ pub fn write_text(s: &StatInfo, human: bool, out: &mut impl Write) -> io::Result
         let show = |q: Option<i64>| q.map_or_else(|| "none".to_string(), |v| v.to_string());
         writeln!(out, "  namespace quota: {}", show(nsq))?;
         let space = match dsq {
-            Some(v) if human => u64::try_from(v).map_or_else(|_| v.to_string(), human_size),
+            Some(v) if human => hadoop_size(i128::from(v)),
             q => show(q),
         };
         writeln!(out, "  space quota: {space}")?;
@@ -402,4 +454,47 @@ pub fn to_json(s: &StatInfo) -> serde_json::Value {
             "client_machine": lossy(m),
         })),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nsimage_namespace::{FileSpec, PermSpec};
+
+    #[test]
+    fn formats_as_hdfs_dfs_stat() {
+        let mut ns = Namespace::default();
+        let p = PermSpec {
+            user: b"alice",
+            group: b"etl",
+            mode: 0o1750,
+        };
+        ns.mkdirs(b"/d", &p, 86_400_000).unwrap();
+        let f = FileSpec {
+            replication: 3,
+            preferred_block_size: 128 << 20,
+            storage_policy: 0,
+        };
+        let file = PermSpec { mode: 0o640, ..p };
+        let id = ns
+            .create(b"/d/part-0", &file, &f, 1_600_000_000_123)
+            .unwrap();
+        ns.set_times(id, None, Some(1_600_000_061_000)).unwrap();
+        let at = |path: &str| stat(&ns, &ImagePath::parse(path).unwrap()).unwrap();
+        // The example of Hadoop's FileSystemShell documentation.
+        let fmt = "type:%F perm:%a %u:%g size:%b mtime:%y atime:%x name:%n";
+        assert_eq!(
+            hadoop_format(&at("/d/part-0"), fmt),
+            "type:regular file perm:640 alice:etl size:0 mtime:2020-09-13 12:26:40 \
+             atime:2020-09-13 12:27:41 name:part-0"
+        );
+        assert_eq!(
+            hadoop_format(&at("/d"), "%F %a %A %o %r %Y %X %q %% %"),
+            "directory 1750 rwxr-x--T 0 0 1600000000123 0 q % "
+        );
+        assert_eq!(
+            hadoop_format(&at("/d/part-0"), "%o %r %y"),
+            "134217728 3 2020-09-13 12:26:40"
+        );
+    }
 }

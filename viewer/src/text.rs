@@ -119,7 +119,14 @@ pub fn log_time(ms: u64) -> String {
     format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02},{milli:03}")
 }
 
-/// The same time as OIV's Delimited processor writes it (`yyyy-MM-dd
+/// A time as `hdfs dfs -stat`'s `%y` and `%x` print it (`yyyy-MM-dd
+/// HH:mm:ss`, UTC).
+pub fn stat_time(ms: u64) -> String {
+    let (y, mo, d, h, mi, s) = civil(ms / 1000);
+    format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02}")
+}
+
+/// The same time as OIV's Delimited processor and `hdfs dfs -ls` write it (`yyyy-MM-dd
 /// HH:mm`, UTC).
 pub fn oiv_time(ms: u64) -> String {
     let (y, mo, d, h, mi, _) = civil(ms / 1000);
@@ -163,11 +170,44 @@ pub fn human_size(bytes: u64) -> String {
     format!("{v:.1} {}", UNITS[unit])
 }
 
-/// A byte count as the text commands print it: [`human_size`] with
-/// `-h/--human`, the plain count otherwise.
+/// `n` as Hadoop's `-h` prints it (`TraditionalBinaryPrefix.long2String(n,
+/// "", 1)`): below 1024 the number itself; else in the largest binary
+/// prefix (K, M, G, T, P, E) it reaches, an exact multiple without
+/// decimals, any other with one decimal rounded half up, then a space and
+/// the prefix letter.
+pub fn hadoop_size(n: i128) -> String {
+    const PREFIXES: [char; 6] = ['K', 'M', 'G', 'T', 'P', 'E'];
+    let sign = if n < 0 { "-" } else { "" };
+    let m = n.unsigned_abs();
+    if m < 1024 {
+        return format!("{sign}{m}");
+    }
+    // The largest prefix `m` reaches: 1024^(i + 1).
+    let mut i = 0;
+    while i + 1 < PREFIXES.len() && m >= 1u128 << (10 * (i + 2)) {
+        i += 1;
+    }
+    let unit = 1u128 << (10 * (i + 1));
+    if m.is_multiple_of(unit) {
+        return format!("{sign}{} {}", m / unit, PREFIXES[i]);
+    }
+    // Tenths, rounded half up, in integers: no float rounding to differ.
+    let mut tenths = (m * 10 + unit / 2) / unit;
+    if tenths >= 10_240 && i + 1 < PREFIXES.len() {
+        // 1023.95 K and above print as the next prefix.
+        i += 1;
+        let unit = unit << 10;
+        tenths = (m * 10 + unit / 2) / unit;
+    }
+    format!("{sign}{}.{} {}", tenths / 10, tenths % 10, PREFIXES[i])
+}
+
+/// A byte count as the text commands print it: with `-h/--human` as
+/// Hadoop's shell prints it ([`hadoop_size`]: `30.5 M`), the plain count
+/// otherwise.
 pub fn size_text(bytes: u64, human: bool) -> String {
     if human {
-        human_size(bytes)
+        hadoop_size(i128::from(bytes))
     } else {
         bytes.to_string()
     }
@@ -182,6 +222,20 @@ pub fn bytes_summary(bytes: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_as_hadoop_prints_them() {
+        assert_eq!(hadoop_size(0), "0");
+        assert_eq!(hadoop_size(1023), "1023");
+        assert_eq!(hadoop_size(1024), "1 K");
+        assert_eq!(hadoop_size(1280), "1.3 K");
+        assert_eq!(hadoop_size(1536), "1.5 K");
+        assert_eq!(hadoop_size(31_981_568), "30.5 M");
+        assert_eq!(hadoop_size(2 << 30), "2 G");
+        assert_eq!(hadoop_size(1024 * 1024 - 1), "1.0 M");
+        assert_eq!(hadoop_size(-1536), "-1.5 K");
+        assert_eq!(hadoop_size(i128::from(i64::MAX)), "8.0 E");
+    }
 
     #[test]
     fn permission_strings() {
@@ -277,7 +331,7 @@ mod tests {
         assert_eq!(human_size(10_653_532_160_000), "9.7 TiB");
         assert_eq!(human_size(u64::MAX), "16.0 EiB");
         assert_eq!(size_text(1536, false), "1536");
-        assert_eq!(size_text(1536, true), "1.5 KiB");
+        assert_eq!(size_text(1536, true), "1.5 K");
         assert_eq!(
             bytes_summary(10_653_532_160_000),
             "10653532160000 bytes (9.7 TiB)"

@@ -1,5 +1,6 @@
 //! `-h/--human` on `du`, `ls`, `stat`, `info` and `distribution`: sizes in
-//! binary units where the plain output prints byte counts, `--help` still
+//! Hadoop's binary prefixes (`1.5 K`, as `hdfs dfs -h`) where the plain
+//! output prints byte counts, `--help` still
 //! the usage, `--json` the same with and without `-h`; on no command is
 //! `-h` help.
 
@@ -44,9 +45,17 @@ fn some_file(img: &str) -> (String, u64) {
         .expect("a file of 1 MiB or more")
 }
 
-/// Whether `s` has a size in binary units above bytes (`1.5 KiB`).
+/// Whether `s` has a size in Hadoop's binary prefixes above bytes (`1.5
+/// K`, `2 G`).
 fn has_unit(s: &str) -> bool {
-    ["KiB", "MiB", "GiB", "TiB"].iter().any(|u| s.contains(u))
+    let words: Vec<&str> = s.split_whitespace().collect();
+    words
+        .windows(2)
+        .any(|w| w[0].parse::<f64>().is_ok() && ["K", "M", "G", "T", "P", "E"].contains(&w[1]))
+}
+
+fn hadoop(n: u64) -> String {
+    nsimage_viewer::text::hadoop_size(i128::from(n))
 }
 
 #[test]
@@ -56,7 +65,7 @@ fn human_sizes_where_plain_output_has_byte_counts() {
     generate(&img);
     let img = img.to_str().unwrap();
     let (file, length) = some_file(img);
-    let human = nsimage_viewer::text::human_size(length);
+    let human = hadoop(length);
 
     // ls: the length column.
     let plain = text(&["ls", img, &file]);
@@ -87,7 +96,7 @@ fn human_sizes_where_plain_output_has_byte_counts() {
     let plain = text(&["du", img, "-d", "0"]);
     assert!(plain.contains(&bytes.to_string()) && !has_unit(&plain));
     let h = text(&["du", "-h", img, "-d", "0"]);
-    assert!(h.contains(&nsimage_viewer::text::human_size(bytes)), "{h}");
+    assert!(h.contains(&hadoop(bytes)), "{h}");
     assert!(!h.contains(&bytes.to_string()), "{h}");
     assert!(h.contains(&format!(" {files} ")), "{h}");
     let by = text(&["du", "-h", img, "--by", "owner"]);
@@ -275,8 +284,8 @@ fn count_is_hdfs_dfs_count_over_dus_figures() {
     );
     let h = text(&["count", "-h", img, "/"]);
     let r = du("/");
-    let hs = |k: &str| nsimage_viewer::count::hadoop_size(i128::from(r[k].as_u64().unwrap()));
-    let files = nsimage_viewer::count::hadoop_size(i128::from(
+    let hs = |k: &str| nsimage_viewer::text::hadoop_size(i128::from(r[k].as_u64().unwrap()));
+    let files = nsimage_viewer::text::hadoop_size(i128::from(
         r["files"].as_u64().unwrap() + r["symlinks"].as_u64().unwrap(),
     ));
     assert_eq!(

@@ -14,7 +14,9 @@
 //!
 //! `NSIMAGE_UPDATE_GOLDEN=1` rewrites the file instead of comparing: only
 //! for a build whose answers are known right (the file's history says
-//! which build wrote it).
+//! which build wrote it), or where a command's output changed on purpose
+//! and the rewrite changes that command's answers alone (issue 43: `ls`'s
+//! text became Hadoop's, and only the `ls -R` answers moved).
 
 use crate::common::nsimage;
 use nsimage_namespace::{Block, FileSpec, Namespace, PermSpec, XAttrNs, ROOT_ID};

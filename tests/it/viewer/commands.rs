@@ -151,7 +151,8 @@ fn ls_recursive_lists_every_inode_once_and_agrees_with_load() {
                 Some(target) => assert!(t.ends_with(&format!(" {p} -> {target}")), "{t}"),
                 None => assert!(t.ends_with(&format!(" {p}")), "{t}"),
             }
-            assert!(t.contains(l["modification_time_utc"].as_str().unwrap()));
+            let mtime = l["modification_time"].as_u64().unwrap();
+            assert!(t.contains(&format!(" {} ", nsimage_viewer::text::oiv_time(mtime))));
             let repl = t.split_whitespace().nth(1).unwrap();
             match l["replication"].as_u64() {
                 Some(r) => assert_eq!(repl, r.to_string()),
@@ -175,7 +176,7 @@ fn ls_of_a_directory_a_file_and_a_symlink() {
         first.starts_with("-rwxr-xr-x   3 hdfs supergroup "),
         "{first}"
     );
-    assert!(first.ends_with(" 1970-01-01T00:00:00Z /data/2024/01/part-000"));
+    assert!(first.ends_with(" 1970-01-01 00:00 /data/2024/01/part-000"));
     assert_eq!(lines.count(), 39);
     // The root lists its children (default path).
     let out = nsimage(&["ls", s(&img)]);
@@ -198,6 +199,82 @@ fn ls_of_a_directory_a_file_and_a_symlink() {
     assert!(
         text.contains(" /user/alice/latest -> /data/2024/01\n"),
         "{text}"
+    );
+}
+
+/// `ls -t -S -r -d -C -u` and `stat --format` on the command line, against
+/// the JSON lines of the same directory.
+#[test]
+fn ls_orders_and_forms_and_stat_formats_as_hdfs_dfs() {
+    let dir = tempfile::tempdir().unwrap();
+    let (img, _) = images(dir.path()).swap_remove(0);
+    let img = s(&img);
+    let text = |args: &[&str]| {
+        let out = nsimage(args);
+        assert!(out.status.success(), "{args:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let entries = json_lines(&nsimage(&["ls", img, "/data/2024/01", "--json"]));
+    let paths = |t: &str| -> Vec<String> {
+        t.lines()
+            .filter(|l| !l.starts_with("Found "))
+            .map(|l| l.rsplit(' ').next().unwrap().to_string())
+            .collect()
+    };
+    // -C: the paths alone, in name order; -r reverses them.
+    let names: Vec<String> = entries
+        .iter()
+        .map(|e| e["path"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(paths(&text(&["ls", img, "/data/2024/01", "-C"])), names);
+    let mut reversed = names.clone();
+    reversed.reverse();
+    assert_eq!(
+        paths(&text(&["ls", img, "/data/2024/01", "-C", "-r"])),
+        reversed
+    );
+    // -S: largest first, equal lengths in name order (a stable sort).
+    let mut by_size = entries.clone();
+    by_size.sort_by_key(|e| std::cmp::Reverse(e["length"].as_u64().unwrap()));
+    let want: Vec<&str> = by_size
+        .iter()
+        .map(|e| e["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths(&text(&["ls", img, "/data/2024/01", "-S"])), want);
+    // -t: newest first.
+    let mut by_time = entries.clone();
+    by_time.sort_by_key(|e| std::cmp::Reverse(e["modification_time"].as_u64().unwrap()));
+    let want: Vec<&str> = by_time
+        .iter()
+        .map(|e| e["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths(&text(&["ls", img, "/data/2024/01", "-t"])), want);
+    // -d: the directory itself, no count line.
+    let d = text(&["ls", img, "/data/2024/01", "-d"]);
+    assert_eq!(d.lines().count(), 1, "{d}");
+    assert!(
+        d.starts_with("drwx") && d.ends_with(" /data/2024/01\n"),
+        "{d}"
+    );
+    // -u: access times (a directory's is 0).
+    let u = text(&["ls", img, "/data/2024/01", "-d", "-u"]);
+    assert!(u.contains(" 1970-01-01 00:00 /data/2024/01\n"), "{u}");
+    // stat --format, field by field against stat --json.
+    let first = names[0].as_str();
+    let st = json(&nsimage(&["stat", img, first, "--json"]));
+    let line = text(&["stat", img, first, "--format", "%n|%b|%u:%g|%r|%o|%Y|%F"]);
+    assert_eq!(
+        line,
+        format!(
+            "{}|{}|{}:{}|{}|{}|{}|regular file\n",
+            first.rsplit('/').next().unwrap(),
+            st["length"],
+            st["owner"].as_str().unwrap(),
+            st["group"].as_str().unwrap(),
+            st["replication"],
+            st["preferred_block_size"],
+            st["modification_time"],
+        )
     );
 }
 
