@@ -21,11 +21,16 @@ use std::process::ExitCode;
     disable_help_flag = true,
     after_help = "Columns: FILES, DIRS (the path's own included) and SYMLINKS in the subtree; BYTES, \
                   the files' lengths; SPACE_CONSUMED, each length times its replication; \
-                  SMALL_FILES, files shorter than their preferred block size (each takes a block \
-                  and a NameNode object for less than a block of data); NS_QUOTA and DS_QUOTA, the \
-                  namespace (inodes) and space (bytes consumed) quotas, and REM_ what is left \
-                  (none/inf where unset).\n\nExamples:\n  nsimage du fsimage /user -d 1 --sort \
-                  bytes\n  nsimage du fsimage /data -h\n  nsimage du fsimage / --by owner"
+                  SMALL_FILES, files shorter than their preferred block size or --small-below \
+                  (each takes a block and a NameNode object for less than a block of data); \
+                  NS_QUOTA and DS_QUOTA, the namespace (inodes) and space (bytes consumed) quotas, \
+                  and REM_ what is left (none/inf where unset).\n\nWith --hdfs, -s or -v, the rows \
+                  of `hdfs dfs -du`: SIZE, DISK_SPACE_CONSUMED_WITH_ALL_REPLICAS and \
+                  FULL_PATH_NAME for each child of the path (files too), or with -s for the path \
+                  itself; the header line only with -v. Snapshots are not counted (as -x).\n\n\
+                  Examples:\n  nsimage du fsimage /user -d 1 --sort bytes\n  nsimage du fsimage \
+                  /data -h\n  nsimage du fsimage / --by owner\n  nsimage du fsimage /user -s -h \
+                  -v\n  nsimage du fsimage /data --small-below 16M"
 )]
 pub struct Args {
     /// Image file.
@@ -44,6 +49,20 @@ pub struct Args {
     /// (most bytes first).
     #[arg(long, value_parser = parse_key, conflicts_with_all = ["depth", "sort"])]
     by: Option<Key>,
+    /// `hdfs dfs -du`'s rows: size, space consumed and path of each child
+    /// of the path.
+    #[arg(long, conflicts_with_all = ["by", "depth", "sort", "json"])]
+    hdfs: bool,
+    /// `hdfs dfs -du -s`: one row, the path's own total.
+    #[arg(short = 's', long, conflicts_with_all = ["by", "depth", "sort", "json"])]
+    summary: bool,
+    /// `hdfs dfs -du -v`: a header line over the rows.
+    #[arg(short = 'v', long, conflicts_with_all = ["by", "depth", "sort", "json"])]
+    header: bool,
+    /// A file counts as small when shorter than this (1MB, 16MiB, bytes);
+    /// by default, when shorter than its own preferred block size.
+    #[arg(long, value_name = "SIZE", value_parser = super::memory::parse_size)]
+    small_below: Option<u64>,
     /// Print help (`-h` is `--human` here).
     #[arg(long, action = clap::ArgAction::Help)]
     help: Option<bool>,
@@ -80,9 +99,16 @@ fn parse_sort(s: &str) -> Result<Sort, String> {
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let path = ImagePath::parse(&a.path)?;
+    let hdfs = a.hdfs || a.summary || a.header;
     let opts = DuOptions {
-        depth: a.depth,
+        depth: match (hdfs, a.summary) {
+            (false, _) => a.depth,
+            (true, true) => 0,
+            (true, false) => 1,
+        },
         sort: a.sort,
+        files: hdfs,
+        small_below: a.small_below,
     };
     let pb = super::spinner(&match a.by {
         Some(by) => format!("summing per {}", by.name()),
@@ -101,6 +127,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         Answer::Tree(report) if a.json => serde_json::to_writer(&mut out, &du::to_json(&report))
             .map_err(std::io::Error::from)
             .and_then(|()| writeln!(out)),
+        Answer::Tree(report) if hdfs => du::write_hdfs(&report, a.human, a.header, &mut out),
         Answer::Tree(report) => du::write_text(&report, a.human, &mut out),
     };
     super::ls::finish(r.and_then(|()| out.flush()))
@@ -132,8 +159,14 @@ impl Query for Du<'_> {
     fn streamed(&mut self, input: &Input) -> Result<Result<Answer, Fallback>, ViewError> {
         let src = input.source();
         Ok(match self.by {
-            Some(by) => streamed::owners::usage_by_streamed(src, self.path, by, self.threads)?
-                .map(Answer::ByKey),
+            Some(by) => streamed::owners::usage_by_streamed(
+                src,
+                self.path,
+                by,
+                self.opts.small_below,
+                self.threads,
+            )?
+            .map(Answer::ByKey),
             None => streamed::du::du_streamed(src, self.path, self.opts, self.threads)?
                 .map(Answer::Tree),
         })
@@ -141,7 +174,7 @@ impl Query for Du<'_> {
 
     fn loaded(&mut self, ns: &Namespace) -> Result<Answer, ViewError> {
         Ok(match self.by {
-            Some(by) => Answer::ByKey(owners::usage_by(ns, self.path, by)?),
+            Some(by) => Answer::ByKey(owners::usage_by(ns, self.path, by, self.opts.small_below)?),
             None => Answer::Tree(du::du(ns, self.path, self.opts)?),
         })
     }
@@ -176,7 +209,7 @@ fn read(
 pub fn subtree_row(input: &Input, path: &ImagePath, threads: usize) -> anyhow::Result<DuRow> {
     let opts = DuOptions {
         depth: 0,
-        sort: Sort::Path,
+        ..DuOptions::default()
     };
     match read(input, path, &opts, None, threads)? {
         Answer::Tree(r) => r

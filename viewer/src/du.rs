@@ -79,6 +79,12 @@ impl Usage {
 
     /// The share of an inode with these attributes.
     pub fn of_attrs(attrs: &Attrs<'_>) -> Usage {
+        Usage::of_attrs_below(attrs, None)
+    }
+
+    /// The same, a file counted small when shorter than `small_below`
+    /// bytes (`None`: than its preferred block size).
+    pub fn of_attrs_below(attrs: &Attrs<'_>, small_below: Option<u64>) -> Usage {
         match attrs {
             Attrs::File(f) => {
                 let len = f.length();
@@ -86,7 +92,7 @@ impl Usage {
                     files: 1,
                     bytes: len,
                     space_consumed: len.saturating_mul(u64::from(f.replication)),
-                    small_files: u64::from(len < f.preferred_block_size),
+                    small_files: u64::from(len < small_below.unwrap_or(f.preferred_block_size)),
                     ..Usage::default()
                 }
             }
@@ -169,6 +175,12 @@ pub struct DuOptions {
     pub depth: usize,
     /// Row order.
     pub sort: Sort,
+    /// Rows for files and symlinks too, not only directories (as `hdfs
+    /// dfs -du` lists a directory's every child).
+    pub files: bool,
+    /// A file is small when shorter than this many bytes (`None`: than
+    /// its own preferred block size).
+    pub small_below: Option<u64>,
 }
 
 impl Default for DuOptions {
@@ -176,6 +188,8 @@ impl Default for DuOptions {
         DuOptions {
             depth: 1,
             sort: Sort::Path,
+            files: false,
+            small_below: None,
         }
     }
 }
@@ -203,7 +217,7 @@ impl DuReport {
 /// `du` of `path`.
 pub fn du(ns: &Namespace, path: &ImagePath, opts: &DuOptions) -> Result<DuReport, ViewError> {
     let top = resolve(ns, path)?;
-    let (_, mut rows) = summarize(top, path.canonical(), 0, opts.depth);
+    let (_, mut rows) = summarize(top, path.canonical(), 0, opts);
     order(&mut rows, opts.sort);
     Ok(DuReport {
         path: path.canonical(),
@@ -266,21 +280,26 @@ pub(crate) fn order(rows: &mut [DuRow], sort: Sort) {
 
 /// The usage of the subtree at `inode` (at `depth`) and its rows, in
 /// path order: the top levels in parallel, the rest serially.
-fn summarize(inode: Inode<'_>, path: Vec<u8>, depth: usize, max: usize) -> (Usage, Vec<DuRow>) {
+fn summarize(
+    inode: Inode<'_>,
+    path: Vec<u8>,
+    depth: usize,
+    opts: &DuOptions,
+) -> (Usage, Vec<DuRow>) {
     if inode.kind() != InodeKind::Directory || depth >= PARALLEL_LEVELS {
-        return serial(inode, path, depth, max);
+        return serial(inode, path, depth, opts);
     }
     let kids: Vec<Inode<'_>> = inode.children().collect();
     let parts: Vec<(Usage, Vec<DuRow>)> = kids
         .par_iter()
-        .map(|c| summarize(*c, join(&path, c.name()), depth + 1, max))
+        .map(|c| summarize(*c, join(&path, c.name()), depth + 1, opts))
         .collect();
     let mut usage = Usage::of(&inode);
     let mut rows = Vec::new();
     for (u, _) in &parts {
         usage.add(u);
     }
-    if depth <= max {
+    if depth <= opts.depth {
         rows.push(row(&inode, path, depth, usage));
     }
     for (_, r) in parts {
@@ -290,19 +309,21 @@ fn summarize(inode: Inode<'_>, path: Vec<u8>, depth: usize, max: usize) -> (Usag
 }
 
 /// The same, one thread, with an explicit stack (any depth).
-fn serial(top: Inode<'_>, path: Vec<u8>, depth: usize, max: usize) -> (Usage, Vec<DuRow>) {
+fn serial(top: Inode<'_>, path: Vec<u8>, depth: usize, opts: &DuOptions) -> (Usage, Vec<DuRow>) {
+    let max = opts.depth;
+    let usage_of = |i: &Inode<'_>| Usage::of_attrs_below(&i.attrs(), opts.small_below);
     let mut rows = Vec::new();
     // A directory's row, where it is one, is reserved on the way down (so
     // rows come out in path order) and filled on the way up.
     let own_row = |rows: &mut Vec<DuRow>, inode: &Inode<'_>, path: &[u8], d: usize| {
-        (d <= max && (d == 0 || inode.kind() == InodeKind::Directory)).then(|| {
+        (d <= max && (d == 0 || opts.files || inode.kind() == InodeKind::Directory)).then(|| {
             rows.push(row(inode, path.to_vec(), d, Usage::default()));
             rows.len() - 1
         })
     };
     let top_row = own_row(&mut rows, &top, &path, depth);
     if top.kind() != InodeKind::Directory {
-        let u = Usage::of(&top);
+        let u = usage_of(&top);
         if let Some(i) = top_row {
             rows[i].usage = u;
         }
@@ -317,7 +338,7 @@ fn serial(top: Inode<'_>, path: Vec<u8>, depth: usize, max: usize) -> (Usage, Ve
     let mut buf = path;
     let mut stack = vec![Frame {
         kids: top.children(),
-        usage: Usage::of(&top),
+        usage: usage_of(&top),
         path_len: buf.len(),
         row: top_row,
     }];
@@ -337,7 +358,18 @@ fn serial(top: Inode<'_>, path: Vec<u8>, depth: usize, max: usize) -> (Usage, Ve
             continue;
         };
         if c.kind() != InodeKind::Directory {
-            f.usage.add(&Usage::of(&c));
+            let u = usage_of(&c);
+            f.usage.add(&u);
+            let plen = f.path_len;
+            let d = depth + stack.len();
+            if opts.files && d <= max {
+                let mut p = buf[..plen].to_vec();
+                if p.last() != Some(&b'/') {
+                    p.push(b'/');
+                }
+                p.extend_from_slice(c.name());
+                rows.push(row(&c, p, d, u));
+            }
             continue;
         }
         buf.truncate(f.path_len);
@@ -349,11 +381,61 @@ fn serial(top: Inode<'_>, path: Vec<u8>, depth: usize, max: usize) -> (Usage, Ve
         let r = own_row(&mut rows, &c, &buf, d);
         stack.push(Frame {
             kids: c.children(),
-            usage: Usage::of(&c),
+            usage: usage_of(&c),
             path_len: buf.len(),
             row: r,
         });
     }
+}
+
+/// Writes `r` as `hdfs dfs -du` prints it: one row per child of the path
+/// (a report of depth 1 with `files`), or the path's own row (depth 0, as
+/// `-s`, or a path naming a file); each row the length, the space
+/// consumed with all replicas and the path, left-aligned in columns two
+/// spaces apart, the last unpadded. With `header` (`-v`), Hadoop's
+/// `SIZE`, `DISK_SPACE_CONSUMED_WITH_ALL_REPLICAS`, `FULL_PATH_NAME` line
+/// first; nothing at all for a directory without children, as Hadoop
+/// prints nothing.
+pub fn write_hdfs(r: &DuReport, human: bool, header: bool, out: &mut impl Write) -> io::Result<()> {
+    let top_is_dir = r.total().is_some_and(|t| t.kind == InodeKind::Directory);
+    let level = if top_is_dir { r.depth.min(1) } else { 0 };
+    let mut table: Vec<[String; 3]> = r
+        .rows
+        .iter()
+        .filter(|x| x.depth == level)
+        .map(|x| {
+            [
+                size_text(x.usage.bytes, human),
+                size_text(x.usage.space_consumed, human),
+                crate::text::escaped(&x.path).into_owned(),
+            ]
+        })
+        .collect();
+    if table.is_empty() {
+        return Ok(());
+    }
+    if header {
+        let names = [
+            "SIZE",
+            "DISK_SPACE_CONSUMED_WITH_ALL_REPLICAS",
+            "FULL_PATH_NAME",
+        ];
+        table.insert(0, names.map(str::to_string));
+    }
+    let w0 = table
+        .iter()
+        .map(|c| c[0].chars().count())
+        .max()
+        .unwrap_or(0);
+    let w1 = table
+        .iter()
+        .map(|c| c[1].chars().count())
+        .max()
+        .unwrap_or(0);
+    for [a, b, c] in &table {
+        writeln!(out, "{a:<w0$}  {b:<w1$}  {c}")?;
+    }
+    Ok(())
 }
 
 /// Writes `r` as an aligned table with a header line; with `human`, the
@@ -526,7 +608,7 @@ mod tests {
         let st = ns.stats();
         let opts = DuOptions {
             depth: 3,
-            sort: Sort::Path,
+            ..DuOptions::default()
         };
         let run = |threads| {
             rayon::ThreadPoolBuilder::new()
@@ -562,5 +644,55 @@ mod tests {
         assert_eq!(c.rows.len(), 2);
         assert_eq!(c.rows[0].usage.files, 3);
         assert_eq!(c.rows[0].usage.bytes, 70 * 3);
+    }
+
+    #[test]
+    fn hdfs_du_rows_and_a_small_file_threshold() {
+        let (ns, _) = tree();
+        let d = ImagePath::parse("/a1/b2/c3/d").unwrap();
+        let hdfs = |depth, header| {
+            let opts = DuOptions {
+                depth,
+                files: true,
+                ..DuOptions::default()
+            };
+            let mut out = Vec::new();
+            write_hdfs(&du(&ns, &d, &opts).unwrap(), false, header, &mut out).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        assert_eq!(
+            hdfs(1, false),
+            "0    0    /a1/b2/c3/d/f0\n70   140  /a1/b2/c3/d/f1\n140  280  /a1/b2/c3/d/f2\n"
+        );
+        assert_eq!(
+            hdfs(0, true),
+            "SIZE  DISK_SPACE_CONSUMED_WITH_ALL_REPLICAS  FULL_PATH_NAME\n\
+             210   420                                    /a1/b2/c3/d\n"
+        );
+        // A path naming a file lists the file, as Hadoop's does.
+        let f = ImagePath::parse("/a1/b2/c3/d/f2").unwrap();
+        let opts = DuOptions {
+            files: true,
+            ..DuOptions::default()
+        };
+        let mut out = Vec::new();
+        write_hdfs(&du(&ns, &f, &opts).unwrap(), false, false, &mut out).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "140  280  /a1/b2/c3/d/f2\n"
+        );
+        // Small files: below each file's block size (100), or a threshold.
+        let small = |small_below| {
+            let opts = DuOptions {
+                depth: 0,
+                small_below,
+                ..DuOptions::default()
+            };
+            du(&ns, &d, &opts).unwrap().rows[0].usage.small_files
+        };
+        assert_eq!(small(None), 2);
+        assert_eq!(small(Some(141)), 3);
+        assert_eq!(small(Some(70)), 1);
+        assert_eq!(small(Some(0)), 0);
     }
 }

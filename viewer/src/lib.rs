@@ -70,7 +70,7 @@
 //! write_image(&ns, std::fs::File::create(&image)?, &WriteOptions::default())?;
 //!
 //! let input = Input::open(&image, None, Md5Policy::Check, Budget::new(Some(64 << 20)))?;
-//! let opts = DuOptions { depth: 1, sort: Sort::Path };
+//! let opts = DuOptions { depth: 1, sort: Sort::Path, ..DuOptions::default() };
 //! let mut q = Du { path: ImagePath::parse("/user")?, opts };
 //! let (report, read) = input.read(&mut q)?;
 //! assert_eq!(read, Read::Streamed);

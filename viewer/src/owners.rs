@@ -86,11 +86,12 @@ fn merge<'a>(mut a: Sums<'a>, b: Sums<'a>) -> Sums<'a> {
 }
 
 /// Sums the subtree at `top` (itself included), one thread, explicit stack.
-fn subtree<'a>(top: Inode<'a>, key: Key) -> Sums<'a> {
+fn subtree<'a>(top: Inode<'a>, key: Key, small_below: Option<u64>) -> Sums<'a> {
     let mut sums = Sums::new();
     let mut stack = vec![top];
     while let Some(n) = stack.pop() {
-        sums.entry(key.of(&n)).or_default().add(&Usage::of(&n));
+        let u = Usage::of_attrs_below(&n.attrs(), small_below);
+        sums.entry(key.of(&n)).or_default().add(&u);
         if n.kind() == InodeKind::Directory {
             stack.extend(n.children());
         }
@@ -98,11 +99,19 @@ fn subtree<'a>(top: Inode<'a>, key: Key) -> Sums<'a> {
     sums
 }
 
-/// The usage per owner (or group) of the subtree at `path`.
-pub fn usage_by(ns: &Namespace, path: &ImagePath, by: Key) -> Result<OwnerReport, ViewError> {
+/// The usage per owner (or group) of the subtree at `path`, a file
+/// counted small below `small_below` bytes (`None`: below its preferred
+/// block size).
+pub fn usage_by(
+    ns: &Namespace,
+    path: &ImagePath,
+    by: Key,
+    small_below: Option<u64>,
+) -> Result<OwnerReport, ViewError> {
     let top = resolve(ns, path)?;
     let mut own = Sums::new();
-    own.entry(by.of(&top)).or_default().add(&Usage::of(&top));
+    let u = Usage::of_attrs_below(&top.attrs(), small_below);
+    own.entry(by.of(&top)).or_default().add(&u);
     let kids: Vec<Inode<'_>> = if top.kind() == InodeKind::Directory {
         top.children().collect()
     } else {
@@ -110,7 +119,7 @@ pub fn usage_by(ns: &Namespace, path: &ImagePath, by: Key) -> Result<OwnerReport
     };
     let sums = kids
         .par_iter()
-        .map(|c| subtree(*c, by))
+        .map(|c| subtree(*c, by, small_below))
         .reduce(Sums::new, merge);
     Ok(report(path, by, merge(own, sums)))
 }
@@ -263,7 +272,7 @@ mod tests {
                 .num_threads(threads)
                 .build()
                 .unwrap()
-                .install(|| usage_by(&ns, &ImagePath::parse(path).unwrap(), by).unwrap())
+                .install(|| usage_by(&ns, &ImagePath::parse(path).unwrap(), by, None).unwrap())
         };
         let r = run(1, "/a", Key::Owner);
         assert_eq!(r, run(3, "/a", Key::Owner));

@@ -278,6 +278,82 @@ fn ls_orders_and_forms_and_stat_formats_as_hdfs_dfs() {
     );
 }
 
+/// `du --hdfs/-s/-v` as `hdfs dfs -du` prints it, against `ls --json` and
+/// `du --json`; `--small-below` moves what SMALL_FILES counts.
+#[test]
+fn du_as_hdfs_dfs_du_and_a_small_file_threshold() {
+    let dir = tempfile::tempdir().unwrap();
+    let (img, _) = images(dir.path()).swap_remove(0);
+    let img = s(&img);
+    let text = |args: &[&str]| {
+        let out = nsimage(args);
+        assert!(out.status.success(), "{args:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let p = "/data/2024/01";
+    let total = json(&nsimage(&["du", img, p, "-d", "0", "--json"]));
+    let row = &total["rows"][0];
+    let (bytes, space) = (
+        row["bytes"].as_u64().unwrap(),
+        row["space_consumed"].as_u64().unwrap(),
+    );
+    // -s -v: the header, then the path's own row, columns two spaces
+    // apart and left-aligned.
+    let sv = text(&["du", img, p, "-s", "-v"]);
+    let w0 = bytes.to_string().len().max(4);
+    let w1 = space.to_string().len().max(37);
+    assert_eq!(
+        sv,
+        format!(
+            "{:<w0$}  {:<w1$}  FULL_PATH_NAME\n{bytes:<w0$}  {space:<w1$}  {p}\n",
+            "SIZE", "DISK_SPACE_CONSUMED_WITH_ALL_REPLICAS"
+        )
+    );
+    // Without -s: one row per child, files too, each as ls sees it.
+    let kids = json_lines(&nsimage(&["ls", img, p, "--json"]));
+    let rows = text(&["du", img, p, "--hdfs"]);
+    assert_eq!(rows.lines().count(), kids.len(), "{rows}");
+    for (line, k) in rows.lines().zip(&kids) {
+        let cols: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(cols[2], k["path"].as_str().unwrap());
+        if k["type"] == "file" {
+            let len = k["length"].as_u64().unwrap();
+            let r = k["replication"].as_u64().unwrap();
+            assert_eq!(cols[..2], [len.to_string(), (len * r).to_string()]);
+        }
+    }
+    // --small-below: every file is shorter than 1P, none shorter than 0.
+    let small = |args: &[&str]| {
+        let mut a = vec!["du", img, p, "-d", "0", "--json"];
+        a.extend_from_slice(args);
+        json(&nsimage(&a))["rows"][0]["small_files"]
+            .as_u64()
+            .unwrap()
+    };
+    assert_eq!(
+        small(&["--small-below", "1P"]),
+        row["files"].as_u64().unwrap()
+    );
+    assert_eq!(small(&["--small-below", "0"]), 0);
+    let by = json(&nsimage(&[
+        "du",
+        img,
+        p,
+        "--by",
+        "owner",
+        "--small-below",
+        "1P",
+        "--json",
+    ]));
+    let in_rows: u64 = by["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["small_files"].as_u64().unwrap())
+        .sum();
+    assert_eq!(in_rows, row["files"].as_u64().unwrap(), "{by}");
+}
+
 #[test]
 fn du_totals_equal_load_and_a_direct_sum() {
     let dir = tempfile::tempdir().unwrap();

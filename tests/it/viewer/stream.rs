@@ -481,14 +481,22 @@ fn streamed_du_and_find_equal_the_whole_namespaces() {
             let path = ImagePath::parse(&p).unwrap();
             let tree = full.root().children().next().is_some();
             for threads in [1, 2] {
-                for (depth, sort) in [
-                    (0, Sort::Path),
-                    (1, Sort::Path),
-                    (2, Sort::Bytes),
-                    (64, Sort::Path),
-                    (3, Sort::Files),
+                for (depth, sort, files, small_below) in [
+                    (0, Sort::Path, false, None),
+                    (1, Sort::Path, false, None),
+                    (2, Sort::Bytes, false, None),
+                    (64, Sort::Path, false, None),
+                    (3, Sort::Files, false, None),
+                    // `hdfs dfs -du`'s rows: every child, files too.
+                    (1, Sort::Path, true, None),
+                    (2, Sort::Path, true, Some(1000)),
                 ] {
-                    let o = DuOptions { depth, sort };
+                    let o = DuOptions {
+                        depth,
+                        sort,
+                        files,
+                        small_below,
+                    };
                     let got = streamed::du::du_streamed(&src, &path, &o, threads).unwrap();
                     match (got, du(&full, &path, &o)) {
                         (Ok(g), Ok(w)) => {
@@ -503,8 +511,9 @@ fn streamed_du_and_find_equal_the_whole_namespaces() {
                 }
                 for by in [Key::Owner, Key::Group] {
                     match (
-                        streamed::owners::usage_by_streamed(&src, &path, by, threads).unwrap(),
-                        usage_by(&full, &path, by),
+                        streamed::owners::usage_by_streamed(&src, &path, by, None, threads)
+                            .unwrap(),
+                        usage_by(&full, &path, by, None),
                     ) {
                         (Ok(g), Ok(w)) => {
                             assert_eq!(g, w, "{what}: du --by {p}");
@@ -746,7 +755,7 @@ fn converted_and_generated() -> Vec<(String, Vec<u8>)> {
 #[test]
 fn real_and_generated_images_stream_as_they_load() {
     use nsimage_export::{export_streamed_to_path, export_to_path, ExportOptions};
-    use nsimage_viewer::du::{du, DuOptions, Sort};
+    use nsimage_viewer::du::{du, DuOptions};
     use nsimage_viewer::find::{find_each, write_found, FindOptions};
     use nsimage_viewer::owners::{usage_by, Key};
     use nsimage_viewer::paths::ImagePath;
@@ -832,15 +841,21 @@ fn real_and_generated_images_stream_as_they_load() {
             }
             let o = DuOptions {
                 depth: 2,
-                sort: Sort::Path,
+                ..DuOptions::default()
             };
             let tree = full.root().children().next().is_some();
             match streamed::du::du_streamed(&src, &root, &o, threads).unwrap() {
                 Ok(g) => assert_eq!(g, du(&full, &root, &o).unwrap(), "{what}: du"),
                 Err(f) => assert!(!tree, "{what}: du not streamed: {f:?}"),
             }
-            match streamed::owners::usage_by_streamed(&src, &root, Key::Owner, threads).unwrap() {
-                Ok(g) => assert_eq!(g, usage_by(&full, &root, Key::Owner).unwrap(), "{what}"),
+            match streamed::owners::usage_by_streamed(&src, &root, Key::Owner, Some(4096), threads)
+                .unwrap()
+            {
+                Ok(g) => assert_eq!(
+                    g,
+                    usage_by(&full, &root, Key::Owner, Some(4096)).unwrap(),
+                    "{what}"
+                ),
                 Err(f) => assert!(!tree, "{what}: du --by not streamed: {f:?}"),
             }
             let f = FindOptions::default();

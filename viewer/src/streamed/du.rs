@@ -57,7 +57,7 @@ pub fn du_streamed(
             let dir = matches!(attrs, Attrs::Directory { .. });
             let (row, with_children) = sub.place(&skeleton, node.id, dir, parent);
             let Some(r) = row else { return Ok(()) };
-            let usage = Usage::of_attrs(&attrs);
+            let usage = Usage::of_attrs_below(&attrs, opts.small_below);
             if let Some(u) = s.own.get_mut(r) {
                 u.add(&usage);
             }
@@ -67,15 +67,21 @@ pub fn du_streamed(
                         *q = Some((ns_quota, ds_quota));
                     }
                 }
-                // An empty directory one level below a row of its
-                // parent's own, above the last level: a row of its own.
-                (None, Attrs::Directory { .. }, Some(p)) => {
+                // An empty directory (or with `files`, a file or symlink)
+                // one level below a row of its parent's own, above the
+                // last level: a row of its own.
+                (None, a, Some(p)) if dir || opts.files => {
                     if let Some(&(_, depth)) = sub.rows().get(r) {
                         if sub.is_own_row(r, p) && depth < max {
                             let mut path = Vec::new();
                             push_path(&skeleton, parent, node.name, &mut s.cache, &mut path);
+                            let kind = match a {
+                                Attrs::File(_) => InodeKind::File,
+                                Attrs::Symlink { .. } => InodeKind::Symlink,
+                                Attrs::Directory { .. } => InodeKind::Directory,
+                            };
                             s.empty.push(DuRow::new(
-                                InodeKind::Directory,
+                                kind,
                                 &attrs,
                                 path,
                                 (depth as usize).saturating_add(1),

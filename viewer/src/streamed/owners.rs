@@ -14,7 +14,8 @@ use nsimage_namespace::{Attrs, Perm};
 use std::collections::HashMap;
 
 /// The usage per owner (or group) of the subtree at `path` in `src`, on
-/// `threads` workers (0: the available cores).
+/// `threads` workers (0: the available cores), a file counted small below
+/// `small_below` bytes (`None`: below its preferred block size).
 ///
 /// # Errors
 /// As [`crate::owners::usage_by`]; anything a load refuses (but the
@@ -23,6 +24,7 @@ pub fn usage_by_streamed(
     src: &Streamable,
     path: &ImagePath,
     by: Key,
+    small_below: Option<u64>,
     threads: usize,
 ) -> Result<Result<OwnerReport, Fallback>, ViewError> {
     let pool = pool(threads)?;
@@ -44,7 +46,9 @@ pub fn usage_by_streamed(
                     Key::Owner => perm.user(),
                     Key::Group => perm.group(),
                 };
-                sums.entry(id).or_default().add(&Usage::of_attrs(&attrs));
+                sums.entry(id)
+                    .or_default()
+                    .add(&Usage::of_attrs_below(&attrs, small_below));
             }
             Ok(())
         },
