@@ -16,16 +16,28 @@ use std::process::ExitCode;
 #[derive(clap::Args)]
 #[command(after_help = "\
 Inodes are matched by id. Text output: one line per change, sorted by path, then a summary:
-  + /path                 created (directories and symlinks marked after the path)
-  - /path                 deleted (every inode of a deleted subtree is listed)
+  + /path                 created (directories and symlinks marked after the path); a
+                          created directory's subtree is its one line, `(directory, N
+                          below)`, unless --every-inode
+  - /path                 deleted, the same way
   R /old -> /new          renamed or moved: only where the inode's own parent or name
                           changed, not its descendants, whose paths changed with it
-  M /path (mtime, ...)    modified: the attributes that changed, and blocks +added
-                          -removed ~changed (same block id, new length or generation stamp)
---json: one document {summary, created[], deleted[], renamed[], modified[], warnings[]},
-modified entries with each attribute's old and new value.
+  M /path (mode 0644 -> 0600, ...)
+                          modified: each attribute that changed with its old and new
+                          value, and blocks +added -removed ~changed (same block id, new
+                          length or generation stamp)
+--summary: the summary alone. --hdfs: `hdfs snapshotDiff`'s report instead (M, +, -, R, a
+tab and the path relative to the root). --json: one document {summary, created[],
+deleted[], renamed[], modified[], warnings[]}, every inode listed, modified entries with
+each attribute's old and new value.
+
 Exit 1 when the images belong to different namespaces or one is corrupt; a NEW image
-older than OLD (lower last txid) is compared with a warning on stderr.")]
+older than OLD (lower last txid) is compared with a warning on stderr.
+
+Examples:
+  nsimage diff store/image_00000000000000000300 store/image_00000000000000000340
+  nsimage diff yesterday.fsimage today.fsimage --summary
+  nsimage diff old.nsi new.nsi --hdfs | grep -c '^-'")]
 pub struct Args {
     /// The older image.
     old: PathBuf,
@@ -35,6 +47,16 @@ pub struct Args {
     /// renamed[], modified[], warnings[]}.
     #[arg(long)]
     json: bool,
+    /// The summary alone, no line per change.
+    #[arg(long, conflicts_with_all = ["json", "hdfs", "every_inode"])]
+    summary: bool,
+    /// A line for every inode of a created or deleted subtree, not only
+    /// its top.
+    #[arg(long, conflicts_with_all = ["json", "hdfs"])]
+    every_inode: bool,
+    /// The report as `hdfs snapshotDiff` prints it.
+    #[arg(long, conflicts_with = "json")]
+    hdfs: bool,
     /// Most memory the two namespaces may take together (about 72 bytes
     /// an inode each): a size (160M, 2G); a pair that needs more is refused
     /// before either is loaded, saying how much it needs. Default: the
@@ -64,10 +86,20 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     }
     let stdout = std::io::stdout();
     let mut w = std::io::BufWriter::new(stdout.lock());
+    let detail = if a.summary {
+        diff::Detail::Summary
+    } else if a.every_inode {
+        diff::Detail::EveryInode
+    } else {
+        diff::Detail::Tops
+    };
     let res = if a.json {
         diff::write_json(&d, &mut w)
+    } else if a.hdfs {
+        let (old, new) = (a.old.display().to_string(), a.new.display().to_string());
+        diff::write_snapshot_diff(&d, &old, &new, &mut w)
     } else {
-        diff::write_text(&d, &mut w)
+        diff::write_text(&d, detail, &mut w)
     };
     match res.and_then(|()| w.flush()) {
         // A closed pipe (`nsimage diff a b | head`) is not an error.

@@ -26,7 +26,9 @@
 //! so a subtree follows its root), then by id.
 //!
 //! Rendering: [`write_text`] (one line per change, sorted by path, then the
-//! summary) and [`write_json`] (one document).
+//! summary; a created or deleted subtree as its top unless
+//! [`Detail::EveryInode`]), [`write_snapshot_diff`] (`hdfs snapshotDiff`'s
+//! report) and [`write_json`] (one document).
 
 mod compute;
 mod model;
@@ -37,4 +39,4 @@ pub use model::{
     path_order, Attr, AttrChange, AttrValue, BlockChange, Created, Deleted, Diff, Modified,
     Renamed, Summary,
 };
-pub use render::{kind_name, to_json, write_json, write_text};
+pub use render::{kind_name, to_json, write_json, write_snapshot_diff, write_text, Detail};

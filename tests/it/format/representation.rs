@@ -16,7 +16,9 @@
 //! for a build whose answers are known right (the file's history says
 //! which build wrote it), or where a command's output changed on purpose
 //! and the rewrite changes that command's answers alone (issue 43: `ls`'s
-//! text became Hadoop's, and only the `ls -R` answers moved).
+//! text became Hadoop's, and only the `ls -R` answers moved; then `diff`'s
+//! text came to show values and subtrees as their tops, and only `diff
+//! text` moved).
 
 use crate::common::nsimage;
 use nsimage_namespace::{Block, FileSpec, Namespace, PermSpec, XAttrNs, ROOT_ID};

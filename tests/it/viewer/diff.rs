@@ -12,6 +12,7 @@ use nsimage_store::fs::RealFs;
 use nsimage_store::journal::{self, Segment};
 use nsimage_store::{Store, StoreOptions};
 use nsimage_testkit::workload::Workload;
+use nsimage_viewer::diff::Detail;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -433,17 +434,33 @@ fn diff_of_two_checkpoints_is_what_the_journal_says_happened() {
         assert_eq!(doc["summary"]["new_txid"], n + m);
 
         // The text form: one line per change, sorted by path, then the
-        // summary.
-        let out = nsimage(&["diff", c.old.to_str().unwrap(), c.new.to_str().unwrap()]);
+        // summary; by default a created or deleted subtree is its top's
+        // line alone.
+        let (o, n) = (c.old.to_str().unwrap(), c.new.to_str().unwrap());
+        let tops = nsimage(&["diff", o, n]);
+        assert!(tops.status.success());
+        let below = ["created", "deleted"]
+            .iter()
+            .flat_map(|k| doc[k].as_array().unwrap())
+            .filter(|e| e["top"] == false)
+            .count();
+        let tops = String::from_utf8(tops.stdout).unwrap();
+        let lines = tops
+            .lines()
+            .take_while(|l| !l.starts_with("summary:"))
+            .count();
+        let entries =
+            want.created.len() + want.deleted.len() + want.renamed.len() + want.modified.len();
+        assert_eq!(lines + below, entries, "{tops}");
+        let out = nsimage(&["diff", o, n, "--every-inode"]);
         assert!(out.status.success());
         let text = String::from_utf8(out.stdout).unwrap();
         let changes: Vec<&str> = text
             .lines()
             .take_while(|l| !l.starts_with("summary:"))
             .collect();
-        let entries =
-            want.created.len() + want.deleted.len() + want.renamed.len() + want.modified.len();
         assert_eq!(changes.len(), entries, "{text}");
+        assert!(text.ends_with(tops.split_once("summary:").unwrap().1));
         let path_of = |l: &str| {
             l[2..]
                 .split(" (")
@@ -635,15 +652,47 @@ fn a_renamed_directory_is_one_rename_and_a_deleted_subtree_lists_each_inode() {
         ]
     );
     assert_eq!(d.modified[2].blocks_added.len(), 1);
-    let mut text = Vec::new();
-    nsimage_viewer::diff::write_text(&d, &mut text).unwrap();
-    let text = String::from_utf8(text).unwrap();
+    let text = |detail| {
+        let mut text = Vec::new();
+        nsimage_viewer::diff::write_text(&d, detail, &mut text).unwrap();
+        String::from_utf8(text).unwrap()
+    };
+    // Each change with its values; the deleted subtree as its top.
+    let mtimes = |m: &nsimage_viewer::diff::Modified| {
+        let c = &m.changes[0];
+        format!("mtime {} -> {}", c.old, c.new)
+    };
+    let (root, a) = (mtimes(&d.modified[0]), mtimes(&d.modified[1]));
+    let x = &d.modified[2].changes[0];
+    let tops = text(Detail::Tops);
     assert!(
-        text.starts_with(
-            "M / (mtime)\nM /a (mtime)\nR /a/b -> /moved (directory)\n- /gone (directory)\n\
-         - /gone/deep (directory)\n- /gone/deep/z\nM /moved/c/x (xattrs, blocks +1)\nsummary:"
-        ),
-        "{text}"
+        tops.starts_with(&format!(
+            "M / ({root})\nM /a ({a})\nR /a/b -> /moved (directory)\n\
+             - /gone (directory, 2 below)\nM /moved/c/x (xattrs {} -> {}, blocks +1)\nsummary:",
+            x.old, x.new
+        )),
+        "{tops}"
+    );
+    assert!(
+        root.starts_with("mtime 1970-01-01T00:00:00.") && root.contains(" -> "),
+        "{root}"
+    );
+    let every = text(Detail::EveryInode);
+    assert!(
+        every.contains("- /gone (directory)\n- /gone/deep (directory)\n- /gone/deep/z\n"),
+        "{every}"
+    );
+    let summary = text(Detail::Summary);
+    assert!(summary.starts_with("summary:"), "{summary}");
+    assert!(tops.ends_with(&summary) && every.ends_with(&summary));
+    // hdfs snapshotDiff's report: the parents of what was created,
+    // deleted or renamed are M, a subtree is its top, paths relative.
+    let mut snap = Vec::new();
+    nsimage_viewer::diff::write_snapshot_diff(&d, "s0", "s1", &mut snap).unwrap();
+    assert_eq!(
+        String::from_utf8(snap).unwrap(),
+        "Difference between s0 and s1 under directory /:\n\
+         M\t.\nM\t./a\nR\t./a/b -> ./moved\n-\t./gone\nM\t./moved/c/x\n"
     );
     // The streamed JSON is the same document as the value.
     let mut js = Vec::new();

@@ -7,6 +7,7 @@ use crate::diff::model::{
 use crate::text::{escaped, human_size};
 use nsimage_namespace::{Block, InodeKind};
 use serde_json::{json, Value};
+use std::collections::HashMap;
 use std::io::{self, Write};
 
 /// The type's name in output: `file`, `directory`, `symlink`.
@@ -30,13 +31,14 @@ fn kind_suffix(kind: InodeKind) -> &'static str {
     }
 }
 
-/// What a modified line shows in parentheses: the changed attributes, then
-/// `blocks +A -R ~C` (the non-zero parts).
+/// What a modified line shows in parentheses: each changed attribute
+/// with its old and new values (`mode 0644 -> 0600`), then `blocks +A -R
+/// ~C` (the non-zero parts).
 fn modified_detail(m: &Modified) -> String {
     let mut parts: Vec<String> = m
         .changes
         .iter()
-        .map(|c| c.attr.name().to_string())
+        .map(|c| format!("{} {} -> {}", c.attr.name(), c.old, c.new))
         .collect();
     if m.blocks_differ() {
         let mut b = String::from("blocks");
@@ -54,41 +56,144 @@ fn modified_detail(m: &Modified) -> String {
     parts.join(", ")
 }
 
+/// How much of a diff its text shows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Detail {
+    /// A line per change, a created or deleted subtree as one line for its
+    /// top (`- /logs (directory, 8090 below)`), then the summary.
+    #[default]
+    Tops,
+    /// A line for every inode created or deleted, then the summary.
+    EveryInode,
+    /// The summary alone.
+    Summary,
+}
+
 /// Writes the diff as text: one line per change, sorted by path
 /// ([`path_order`](crate::diff::path_order): a subtree follows its root; a rename
 /// by its old path; at one path: deletes, creates, renames, then
 /// modifications), then the summary. `+ /path`, `- /path`,
-/// `R /old -> /new`, `M /path (mtime, blocks +1)`; directories and
-/// symlinks are marked after the path.
-pub fn write_text(d: &Diff, w: &mut impl Write) -> io::Result<()> {
-    let mut lines: Vec<(&[u8], u8, u64, String)> =
-        Vec::with_capacity(d.created.len() + d.deleted.len() + d.renamed.len() + d.modified.len());
-    for c in &d.deleted {
-        let line = format!("- {}{}", escaped(&c.path), kind_suffix(c.kind));
-        lines.push((&c.path, 0, c.id, line));
-    }
-    for c in &d.created {
-        let line = format!("+ {}{}", escaped(&c.path), kind_suffix(c.kind));
-        lines.push((&c.path, 1, c.id, line));
-    }
-    for r in &d.renamed {
-        let line = format!(
-            "R {} -> {}{}",
-            escaped(&r.old_path),
-            escaped(&r.new_path),
-            kind_suffix(r.kind)
+/// `R /old -> /new`, `M /path (mode 0644 -> 0600, blocks +1)`;
+/// directories and symlinks are marked after the path, and (but with
+/// [`Detail::EveryInode`]) a created or deleted directory says how many
+/// inodes below it were created or deleted with it, which get no line.
+pub fn write_text(d: &Diff, detail: Detail, w: &mut impl Write) -> io::Result<()> {
+    if detail != Detail::Summary {
+        let every = detail == Detail::EveryInode;
+        let below_deleted = below_tops(d.deleted.iter().map(|c| (&c.path[..], c.top)));
+        let below_created = below_tops(d.created.iter().map(|c| (&c.path[..], c.top)));
+        let mark = |kind, n: Option<&u64>| match (kind, n) {
+            (InodeKind::Directory, Some(n)) if !every => format!(" (directory, {n} below)"),
+            _ => kind_suffix(kind).to_string(),
+        };
+        let mut lines: Vec<(&[u8], u8, u64, String)> = Vec::with_capacity(
+            d.created.len() + d.deleted.len() + d.renamed.len() + d.modified.len(),
         );
-        lines.push((&r.old_path, 2, r.id, line));
-    }
-    for m in &d.modified {
-        let line = format!("M {} ({})", escaped(&m.path), modified_detail(m));
-        lines.push((&m.path, 3, m.id, line));
-    }
-    lines.sort_by(|a, b| path_order(a.0, b.0).then((a.1, a.2).cmp(&(b.1, b.2))));
-    for (_, _, _, line) in &lines {
-        writeln!(w, "{line}")?;
+        for c in d.deleted.iter().filter(|c| every || c.top) {
+            let n = below_deleted.get(&c.path[..]);
+            let line = format!("- {}{}", escaped(&c.path), mark(c.kind, n));
+            lines.push((&c.path, 0, c.id, line));
+        }
+        for c in d.created.iter().filter(|c| every || c.top) {
+            let n = below_created.get(&c.path[..]);
+            let line = format!("+ {}{}", escaped(&c.path), mark(c.kind, n));
+            lines.push((&c.path, 1, c.id, line));
+        }
+        for r in &d.renamed {
+            let line = format!(
+                "R {} -> {}{}",
+                escaped(&r.old_path),
+                escaped(&r.new_path),
+                kind_suffix(r.kind)
+            );
+            lines.push((&r.old_path, 2, r.id, line));
+        }
+        for m in &d.modified {
+            let line = format!("M {} ({})", escaped(&m.path), modified_detail(m));
+            lines.push((&m.path, 3, m.id, line));
+        }
+        lines.sort_by(|a, b| path_order(a.0, b.0).then((a.1, a.2).cmp(&(b.1, b.2))));
+        for (_, _, _, line) in &lines {
+            writeln!(w, "{line}")?;
+        }
     }
     write_summary(&d.summary, w)
+}
+
+/// For each top of a created (or deleted) subtree, how many inodes below
+/// it were created (deleted) with it: each entry that is not a top counts
+/// for its nearest ancestor that is.
+fn below_tops<'a>(
+    entries: impl Iterator<Item = (&'a [u8], bool)> + Clone,
+) -> HashMap<&'a [u8], u64> {
+    let mut below: HashMap<&[u8], u64> = entries
+        .clone()
+        .filter(|(_, top)| *top)
+        .map(|(p, _)| (p, 0))
+        .collect();
+    for (path, _) in entries.filter(|(_, top)| !top) {
+        let mut end = path.len();
+        while let Some(cut) = path[..end].iter().rposition(|&c| c == b'/') {
+            let up = if cut == 0 { &path[..1] } else { &path[..cut] };
+            if let Some(n) = below.get_mut(up) {
+                *n += 1;
+                break;
+            }
+            if cut == 0 {
+                break;
+            }
+            end = cut;
+        }
+    }
+    below
+}
+
+/// Writes the diff as `hdfs snapshotDiff` prints a snapshot diff report:
+/// `Difference between OLD and NEW under directory /:`, then one entry a
+/// line, its type, a tab and the path relative to the root (`.`,
+/// `./dir/file`): `+` created and `-` deleted (a subtree as its top alone),
+/// `R ./old -> ./new` renamed, `M` modified, and `M` for each directory
+/// whose children were created, deleted or renamed, as HDFS reports it.
+/// Sorted by path; at one path `M`, then `-`, `+`, `R`.
+pub fn write_snapshot_diff(d: &Diff, old: &str, new: &str, w: &mut impl Write) -> io::Result<()> {
+    fn rel(p: &[u8]) -> String {
+        match p.strip_prefix(b"/") {
+            Some(rest) if !rest.is_empty() => format!("./{}", escaped(rest)),
+            _ => ".".to_string(),
+        }
+    }
+    fn parent(p: &[u8]) -> Option<&[u8]> {
+        let cut = p.iter().rposition(|&c| c == b'/')?;
+        (p.len() > 1).then(|| if cut == 0 { &p[..1] } else { &p[..cut] })
+    }
+    let mut lines: Vec<(&[u8], u8, String)> = Vec::new();
+    let mut parents: Vec<&[u8]> = Vec::new();
+    for c in d.deleted.iter().filter(|c| c.top) {
+        lines.push((&c.path, 1, format!("-\t{}", rel(&c.path))));
+        parents.extend(parent(&c.path));
+    }
+    for c in d.created.iter().filter(|c| c.top) {
+        lines.push((&c.path, 2, format!("+\t{}", rel(&c.path))));
+        parents.extend(parent(&c.path));
+    }
+    for r in &d.renamed {
+        let line = format!("R\t{} -> {}", rel(&r.old_path), rel(&r.new_path));
+        lines.push((&r.old_path, 3, line));
+        parents.extend(parent(&r.old_path));
+        parents.extend(parent(&r.new_path));
+    }
+    parents.extend(d.modified.iter().map(|m| &m.path[..]));
+    parents.sort_by(|a, b| path_order(a, b));
+    parents.dedup();
+    for p in parents {
+        lines.push((p, 0, format!("M\t{}", rel(p))));
+    }
+    lines.sort_by(|a, b| path_order(a.0, b.0).then(a.1.cmp(&b.1)));
+    writeln!(w, "Difference between {old} and {new} under directory /:")?;
+    for (_, _, line) in &lines {
+        writeln!(w, "{line}")?;
+    }
+    Ok(())
 }
 
 fn count(n: u64, one: &str, many: &str) -> String {
