@@ -57,6 +57,10 @@ pub struct Args {
     /// The report as `hdfs snapshotDiff` prints it.
     #[arg(long, conflicts_with = "json")]
     hdfs: bool,
+    /// Worker threads of each load (default: available cores; at most
+    /// 1024).
+    #[arg(long, default_value_t = 0, value_parser = super::parse_threads)]
+    threads: usize,
     /// Most memory the two namespaces may take together (about 72 bytes
     /// an inode each): a size (160M, 2G); a pair that needs more is refused
     /// before either is loaded, saying how much it needs. Default: the
@@ -70,6 +74,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let opts = LoadOptions {
         key: super::key()?,
         md5: super::md5(),
+        threads: a.threads,
         ..LoadOptions::default()
     };
     both_fit(&a, &opts)?;

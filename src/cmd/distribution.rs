@@ -17,7 +17,14 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
-#[command(disable_help_flag = true)]
+#[command(
+    disable_help_flag = true,
+    after_help = "Rows as OIV's FileDistribution processor counts them: files per size bucket \
+                  (0 B, then (low, high] of --step bytes up to --max, then one bucket above), \
+                  with their bytes.\n\nExamples:\n  nsimage distribution fsimage\n  nsimage \
+                  distribution fsimage --step 16M --max 1G -h\n  nsimage distribution fsimage \
+                  --plot sizes.svg"
+)]
 pub struct Args {
     /// Image file.
     image: PathBuf,
@@ -42,6 +49,9 @@ pub struct Args {
     /// Print JSON on stdout (every bucket, empty ones included).
     #[arg(long)]
     json: bool,
+    /// Worker threads (default: available cores; at most 1024).
+    #[arg(long, default_value_t = 0, value_parser = super::parse_threads)]
+    threads: usize,
     #[command(flatten)]
     memory: MemoryLimit,
 }
@@ -226,6 +236,7 @@ fn draw(d: &Distribution) -> Result<String, Box<dyn std::error::Error>> {
 struct Histogram {
     step: u64,
     max: u64,
+    threads: usize,
 }
 
 impl Query for Histogram {
@@ -233,7 +244,7 @@ impl Query for Histogram {
     type Error = ViewError;
 
     fn streamed(&mut self, input: &Input) -> Result<Result<Distribution, Fallback>, ViewError> {
-        distribution_streamed(input.source(), 0, self.step, self.max)
+        distribution_streamed(input.source(), self.threads, self.step, self.max)
     }
 
     fn loaded(&mut self, ns: &Namespace) -> Result<Distribution, ViewError> {
@@ -244,10 +255,11 @@ impl Query for Histogram {
 /// The histogram, read however the input decides.
 fn histogram(a: &Args) -> anyhow::Result<Distribution> {
     let pb = super::spinner(&format!("reading {}", a.image.display()));
-    let r = open_input(&a.image, a.memory, 0).and_then(|input| {
+    let r = open_input(&a.image, a.memory, a.threads).and_then(|input| {
         let mut q = Histogram {
             step: a.step,
             max: a.max,
+            threads: a.threads,
         };
         Ok(input.read(&mut q)?.0)
     });

@@ -62,6 +62,10 @@ pub struct Args {
     /// JSON lines on stdout, one object per entry.
     #[arg(long)]
     json: bool,
+    /// Worker threads of a recursive listing's load (default: available
+    /// cores; at most 1024).
+    #[arg(long, default_value_t = 0, value_parser = super::parse_threads)]
+    threads: usize,
     #[command(flatten)]
     memory: MemoryLimit,
 }
@@ -89,7 +93,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     };
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if a.recursive {
-        let input = open_input(&a.image, a.memory, 0)?;
+        let input = open_input(&a.image, a.memory, a.threads)?;
         let mut q = Recursive {
             path: &path,
             style,

@@ -60,6 +60,10 @@ pub struct Args {
     /// proto=`, tab-separated; allowed=false for a refusal).
     #[arg(long, value_name = "FILE")]
     audit_log: Option<PathBuf>,
+    /// Threads that answer requests, and that load a writable store's
+    /// checkpoint (default: available cores; at most 1024).
+    #[arg(long, default_value_t = 0, value_parser = super::parse_threads)]
+    threads: usize,
     /// For a store directory: milliseconds between looks for a newer
     /// checkpoint.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(10..=3_600_000))]
@@ -139,12 +143,13 @@ const HA_CHECKPOINT_WRITE_LIMIT_MB: u64 = 40;
 
 /// The writable server's store, opened as `nsimage store recover` opens
 /// one: images mapped and the allocator trimmed after the load.
-fn store_options(budget: Budget) -> StoreOptions {
+fn store_options(budget: Budget, threads: usize) -> StoreOptions {
     let mut opts = StoreOptions {
         release_memory_after_load: true,
         ..StoreOptions::default()
     };
     opts.load.budget = Some(budget);
+    opts.load.threads = threads;
     // SAFETY: the store's images are written once, renamed into place and
     // never changed while a reader has them open: a purge cuts an old one
     // only under an exclusive lock that no reader's shared lock allows
@@ -168,7 +173,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                     .checkpoint_write_limit
                     .or(a.ha_id.is_some().then_some(HA_CHECKPOINT_WRITE_LIMIT_MB))
                     .map(|mb| mb.saturating_mul(1_000_000)),
-                ..store_options(a.memory.budget())
+                ..store_options(a.memory.budget(), a.threads)
             },
             policy: CheckpointPolicy {
                 every_ops: a.checkpoint_every_ops,
@@ -198,6 +203,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         memory: Some(a.memory.budget()),
         audit_log: a.audit_log,
         md5: super::md5(),
+        threads: a.threads,
         ..Config::default()
     };
     if a.writable && !a.source.is_dir() {

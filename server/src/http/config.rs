@@ -62,6 +62,9 @@ pub struct Config {
     /// Whether a Hadoop image's `.md5` sidecar is checked when it is
     /// loaded (the default) or ignored.
     pub md5: nsimage_loader::hdfs::Md5Policy,
+    /// Threads that read requests and compute answers (each pool of the
+    /// runtime); 0: the available cores.
+    pub threads: usize,
 }
 
 /// The permission settings as given (the superuser's default needs the
@@ -212,6 +215,7 @@ impl Default for Config {
             memory: None,
             audit_log: None,
             md5: nsimage_loader::hdfs::Md5Policy::Check,
+            threads: 0,
         }
     }
 }

@@ -280,13 +280,17 @@ fn run_runtime(
         .transpose()?
         .map(Arc::new);
     // Answers are computed on the blocking pool (they are CPU work over the
-    // namespace); as many threads as cores, so that a burst of clients
+    // namespace); as many threads as cores (or `threads`), so that a burst of clients
     // queues instead of growing a thread (and an allocator arena) per
     // request in flight: memory stays bounded by the cores, not the load.
     // A write waits for durability off that pool (the syncer answers it).
-    let cores = std::thread::available_parallelism().map_or(2, usize::from);
+    let cores = match config.threads {
+        0 => std::thread::available_parallelism().map_or(2, usize::from),
+        n => n,
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .worker_threads(cores)
         .max_blocking_threads(cores.max(2))
         .build()
         .map_err(|source| ServeError::Io {

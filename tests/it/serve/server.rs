@@ -44,7 +44,8 @@ fn answers_equal_ls_stat_and_du() {
     let dir = tempfile::tempdir().unwrap();
     let img = generated(dir.path());
     let img_s = img.to_str().unwrap();
-    let server = Server::start(&img, &[]);
+    // One thread answers every request (`--threads`).
+    let server = Server::start(&img, &["--threads", "1"]);
     let top = lines(&nsimage(&["ls", img_s, "/", "--json"]));
     let mut paths = vec!["/".to_string()];
     for e in top.iter().take(4) {

@@ -354,6 +354,39 @@ fn du_as_hdfs_dfs_du_and_a_small_file_threshold() {
     assert_eq!(in_rows, row["files"].as_u64().unwrap(), "{by}");
 }
 
+/// `--threads` on the commands that read a whole image: the same answers
+/// on one thread as on several.
+#[test]
+fn threads_change_no_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let (img, _) = images(dir.path()).swap_remove(0);
+    let img = s(&img);
+    let run = |args: &[&str]| {
+        let out = nsimage(args);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out.stdout
+    };
+    for args in [
+        vec!["ls", img, "/", "-R"],
+        vec!["distribution", img, "--json"],
+        vec!["diff", img, img, "--json"],
+        vec!["du", img, "/", "-d", "2"],
+        vec!["count", img, "/", "/data"],
+        vec!["find", img, "/", "--sorted"],
+    ] {
+        let all = run(&args);
+        for t in ["1", "3"] {
+            let mut with = args.clone();
+            with.extend(["--threads", t]);
+            assert_eq!(run(&with), all, "{with:?}");
+        }
+    }
+}
+
 #[test]
 fn du_totals_equal_load_and_a_direct_sum() {
     let dir = tempfile::tempdir().unwrap();
