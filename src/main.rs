@@ -48,3 +48,42 @@ fn main() -> ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every command and subcommand a person runs has an example in its
+    /// `--help`, and every argument it takes says what it is.
+    #[test]
+    fn every_command_has_examples_and_every_argument_help() {
+        fn walk(c: &Command, path: &str, missing: &mut Vec<String>) {
+            let name = format!("{path} {}", c.get_name()).trim().to_string();
+            let leaf = c.get_subcommands().next().is_none();
+            if leaf && !c.is_hide_set() {
+                let after = [c.get_after_help(), c.get_after_long_help()]
+                    .into_iter()
+                    .flatten()
+                    .map(|s| s.to_string())
+                    .collect::<String>();
+                if !after.contains("Examples:\n  nsimage ") {
+                    missing.push(format!("{name}: no examples"));
+                }
+                for a in c.get_arguments().filter(|a| !a.is_hide_set()) {
+                    if a.get_help().is_none() && a.get_long_help().is_none() {
+                        missing.push(format!("{name}: {} has no help", a.get_id()));
+                    }
+                }
+            }
+            for s in c.get_subcommands().filter(|s| s.get_name() != "help") {
+                walk(s, &name, missing);
+            }
+        }
+        let mut missing = Vec::new();
+        let root = command();
+        for s in root.get_subcommands().filter(|s| s.get_name() != "help") {
+            walk(s, "", &mut missing);
+        }
+        assert!(missing.is_empty(), "{}", missing.join("\n"));
+    }
+}

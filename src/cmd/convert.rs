@@ -29,6 +29,9 @@ enum Codec {
 }
 
 #[derive(clap::Args)]
+#[command(
+    after_help = "Examples:\n  nsimage convert fsimage_0000000000000001234 ns.nsi --to nsimage\n  nsimage convert ns.nsi nn/current/fsimage_0000000000000001234 --to hdfs\n  nsimage convert fsimage_31 back.fsimage --to hdfs --layout-version=-64"
+)]
 pub struct Args {
     /// The image to read (either format; detected by its magic).
     input: PathBuf,

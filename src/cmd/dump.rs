@@ -20,6 +20,9 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 #[derive(clap::Args)]
+#[command(
+    after_help = "Examples:\n  nsimage dump ns.nsi --format xml -o ns.xml\n  nsimage dump fsimage_0000000000000001234 --format delimited --header -o ns.tsv\n  nsimage dump ns.nsi --format jsonl | head"
+)]
 pub struct Args {
     /// Image file.
     image: PathBuf,

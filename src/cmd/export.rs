@@ -18,6 +18,9 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 #[derive(clap::Args)]
+#[command(
+    after_help = "Examples:\n  nsimage export ns.nsi -o ns.parquet\n  nsimage export fsimage_0000000000000001234 -o dataset/ --row-groups-per-file 8\n  duckdb -c \"select owner, sum(length) from 'ns.parquet' group by owner\""
+)]
 pub struct Args {
     /// Image file (nsimage or Hadoop fsimage).
     image: PathBuf,

@@ -11,6 +11,9 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 #[derive(clap::Args)]
+#[command(
+    after_help = "Examples:\n  nsimage generate -o ns.nsi\n  nsimage generate -o big.nsi --inodes 5000000 --seed 7 --compress zstd\n  nsimage generate -o ns.nsi --inodes 200000 --json"
+)]
 pub struct Args {
     /// Output image.
     #[arg(short, long, default_value = "namespace.nsi")]

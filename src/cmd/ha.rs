@@ -34,6 +34,9 @@ impl Group {
 pub enum Cmd {
     /// Who is active, each member's role, txid, lag and newest
     /// checkpoint, and the journal etcd holds.
+    #[command(
+        after_help = "Examples:\n  nsimage ha status --ha-etcd http://127.0.0.1:2379\n  nsimage ha status --ha-etcd http://10.0.0.5:2379,http://10.0.0.6:2379 --json"
+    )]
     Status {
         #[command(flatten)]
         group: Group,
@@ -44,6 +47,9 @@ pub enum Cmd {
     /// Hand the active role to standby NAME: the active stops taking
     /// writes, NAME applies everything, then takes over. Exits 1 if NAME
     /// is not active within --wait-secs.
+    #[command(
+        after_help = "Examples:\n  nsimage ha transfer --ha-etcd http://127.0.0.1:2379 --to nn2\n  nsimage ha transfer --ha-etcd http://127.0.0.1:2379 --to nn2 --wait-secs 120"
+    )]
     Transfer {
         #[command(flatten)]
         group: Group,

@@ -9,7 +9,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
-#[command(disable_help_flag = true)]
+#[command(
+    disable_help_flag = true,
+    after_help = "Examples:\n  nsimage info ns.nsi\n  nsimage info fsimage_0000000000000001234 -h\n  nsimage info ns.nsi --json"
+)]
 pub struct Args {
     /// Image file.
     file: PathBuf,

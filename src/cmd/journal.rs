@@ -10,8 +10,14 @@ use std::process::ExitCode;
 #[derive(clap::Subcommand)]
 pub enum Cmd {
     /// Print the ops of a journal segment, or of every segment of a store.
+    #[command(
+        after_help = "Examples:\n  nsimage journal dump store/\n  nsimage journal dump store/edits_00000000000000000301-00000000000000000400 --json"
+    )]
     Dump {
+        /// A store directory (every segment, in txid order) or one
+        /// segment file.
         path: PathBuf,
+        /// JSON lines on stdout, one object per op.
         #[arg(long)]
         json: bool,
     },

@@ -8,6 +8,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
+#[command(
+    after_help = "Examples:\n  nsimage keygen ns.key\n  nsimage --key-file ns.key generate -o secret.nsi --encrypt"
+)]
 pub struct Args {
     /// The key file to create (must not exist).
     file: PathBuf,

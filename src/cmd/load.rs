@@ -9,6 +9,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
+#[command(
+    after_help = "Examples:\n  nsimage load ns.nsi\n  nsimage load ns.nsi --threads 2 --json\n  nsimage load fsimage_0000000000000001234"
+)]
 pub struct Args {
     /// Image file.
     file: PathBuf,

@@ -153,7 +153,7 @@ enum Command {
     Diff(diff::Args),
     /// Measure load time for every strategy and thread count, against the
     /// streaming baseline and the JSON-lines and SQLite peers.
-    #[command(after_long_help = bench::LEGEND)]
+    #[command(after_long_help = bench::long_help())]
     Bench(bench::Args),
     /// A WebHDFS server on an image or a store directory (loads the whole
     /// namespace).

@@ -18,6 +18,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 #[derive(clap::Args)]
+#[command(
+    after_help = "Examples:\n  nsimage serve ns.nsi\n  nsimage serve store/ --writable --audit-log audit.log\n  nsimage serve store/ --writable --ha-etcd http://127.0.0.1:2379 --ha-id nn1"
+)]
 pub struct Args {
     /// Image file (nsimage or Hadoop fsimage), or a store directory.
     source: PathBuf,

@@ -31,7 +31,11 @@ pub enum Cmd {
     /// Create an empty store in DIR (its checkpoints compressed and/or
     /// encrypted, with its journal, when asked: recorded for good), or
     /// with --from one holding IMAGE's namespace.
+    #[command(
+        after_help = "Examples:\n  nsimage store init store/\n  nsimage store init store/ --from fsimage_0000000000000001234 --compress zstd"
+    )]
     Init {
+        /// The store directory.
         dir: PathBuf,
         /// Start the store from this image (any format the loader reads:
         /// nsimage or a Hadoop fsimage): its first checkpoint is IMAGE's
@@ -51,7 +55,11 @@ pub enum Cmd {
     /// HA member (`serve --ha-etcd`) at URL, fetched and checked, to start
     /// a standby from (as `hdfs namenode -bootstrapStandby`): the standby
     /// then applies etcd's journal from that checkpoint's txid.
+    #[command(
+        after_help = "Examples:\n  nsimage store bootstrap-standby nn2/ --from http://10.0.0.1:5978"
+    )]
     BootstrapStandby {
+        /// The store directory.
         dir: PathBuf,
         /// The peer's URL (`http://HOST:PORT`).
         #[arg(long, value_name = "URL")]
@@ -70,22 +78,39 @@ pub enum Cmd {
         user: String,
     },
     /// Apply N more ops of the deterministic workload, journaled.
+    #[command(
+        after_help = "Examples:\n  nsimage store apply store/ --ops 100000\n  nsimage store apply store/ --ops 1000000 --writers 4 --background-checkpoint-every-ops 250000"
+    )]
     Apply(ApplyArgs),
     /// Save an image at the current txid and purge what is no longer needed.
-    Checkpoint { dir: PathBuf },
-    /// Show the store's txid, images and segments.
-    Status {
+    #[command(after_help = "Examples:\n  nsimage store checkpoint store/")]
+    Checkpoint {
+        /// The store directory.
         dir: PathBuf,
+    },
+    /// Show the store's txid, images and segments.
+    #[command(
+        after_help = "Examples:\n  nsimage store status store/\n  nsimage store status store/ --json"
+    )]
+    Status {
+        /// The store directory.
+        dir: PathBuf,
+        /// One JSON document on stdout.
         #[arg(long)]
         json: bool,
     },
     /// Recover the store (newest good image + journal) and report.
+    #[command(
+        after_help = "Examples:\n  nsimage store recover store/\n  nsimage store recover store/ --json --trace recovery.json"
+    )]
     Recover {
+        /// The store directory.
         dir: PathBuf,
         /// Segments up to this many bytes are replayed from one bulk read,
         /// larger ones streamed.
         #[arg(long, default_value_t = StoreOptions::default().bulk_replay_bytes)]
         bulk_limit: u64,
+        /// One JSON document on stdout.
         #[arg(long)]
         json: bool,
         /// Write the recovery's timeline to FILE as a Chrome trace-event
@@ -102,10 +127,12 @@ pub enum Cmd {
 
 #[derive(clap::Args)]
 pub struct ApplyArgs {
+    /// The store directory.
     dir: PathBuf,
     /// Ops to apply after the store's current txid.
     #[arg(long)]
     ops: u64,
+    /// The workload's seed (the same seed, the same ops).
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Checkpoint whenever the txid is a multiple of K.
@@ -129,6 +156,7 @@ pub struct ApplyArgs {
     /// instead of --checkpoint-every.
     #[arg(long, value_name = "N", conflicts_with = "checkpoint_every")]
     background_checkpoint_every_ops: Option<u64>,
+    /// One JSON document on stdout.
     #[arg(long)]
     json: bool,
 }

@@ -7,6 +7,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
+#[command(
+    after_help = "Examples:\n  nsimage verify ns.nsi\n  nsimage verify fsimage_0000000000000001234 --json\n  nsimage --md5 ignore verify copied.fsimage"
+)]
 pub struct Args {
     /// Image file.
     file: PathBuf,

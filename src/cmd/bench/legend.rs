@@ -26,3 +26,11 @@ Columns of the load table (medians of --repeat runs, each load in a child proces
 A blank cell: the figure does not apply to that row (a peer has no workers or locks).
 In the at-rest table, x is this row over the plain mapped image on as many threads:
 time (above 1x: slower) and size (above 1x: larger).";
+
+/// `nsimage bench --help`'s text after the options: the legend, then
+/// examples.
+pub fn long_help() -> String {
+    format!(
+        "{LEGEND}\n\nExamples:\n  nsimage bench\n  nsimage bench --inodes 5000000 --repeat 5 --cold\n  nsimage bench --json > bench.json"
+    )
+}

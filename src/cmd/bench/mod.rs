@@ -8,7 +8,7 @@
 
 mod legend;
 mod load;
-pub use legend::LEGEND;
+pub use legend::long_help;
 mod lookup;
 mod serve;
 mod server;
