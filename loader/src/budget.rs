@@ -132,9 +132,26 @@ fn available() -> Option<u64> {
     kib.checked_mul(1024)
 }
 
+/// A byte count as a refusal names it: bytes below 1 KiB, else one decimal
+/// in the largest binary unit it reaches (`512 bytes`, `1.5 KiB`, `300.0
+/// MiB`), so that a limit of 1K is not shown as 0 MiB.
+pub fn shown(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
+    if bytes < 1024 {
+        return format!("{bytes} bytes");
+    }
+    let mut v = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    format!("{v:.1} {}", UNITS[unit])
+}
+
 #[cfg(test)]
 mod tests {
-    use super::Budget;
+    use super::{shown, Budget};
 
     /// A given limit loses what is held; the machine's memory is measured
     /// again (available memory already counts what is held; a cgroup's
@@ -151,5 +168,13 @@ mod tests {
         if super::cgroup_limit().is_some() {
             assert_eq!(Budget::of_machine(1000).beside(|| u64::MAX).bytes(), 0);
         }
+    }
+
+    #[test]
+    fn refusals_name_sizes_that_are_not_zero() {
+        assert_eq!(shown(1000), "1000 bytes");
+        assert_eq!(shown(1024), "1.0 KiB");
+        assert_eq!(shown(28_160), "27.5 KiB");
+        assert_eq!(shown(3 << 30), "3.0 GiB");
     }
 }

@@ -55,10 +55,10 @@ pub enum LoadError {
     /// an inode): refused before anything is sized from the image. Not the
     /// data's fault.
     #[error(
-        "{}: loading it needs about {} MiB, more than the memory limit of {} MiB ({}); raise --memory-limit or use a larger machine",
+        "{}: loading it needs about {}, more than the memory limit of {} ({}); raise --memory-limit or use a larger machine",
         path.display(),
-        needed >> 20,
-        limit >> 20,
+        crate::budget::shown(*needed),
+        crate::budget::shown(*limit),
         if *given { "--memory-limit" } else { "the memory available" }
     )]
     TooLarge {

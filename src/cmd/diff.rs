@@ -6,7 +6,7 @@
 //! subtree lists every deleted inode.
 
 use anyhow::{bail, Context as _};
-use nsimage_loader::budget::Budget;
+use nsimage_loader::budget::{shown, Budget};
 use nsimage_loader::{load, LoadOptions};
 use nsimage_viewer::diff;
 use std::io::Write as _;
@@ -127,13 +127,13 @@ fn both_fit(a: &Args, opts: &LoadOptions) -> anyhow::Result<()> {
         nsimage_loader::check_declared(&a.old, key)?;
         nsimage_loader::check_declared(&a.new, key)?;
         bail!(
-            "{} and {}: comparing them needs about {} MiB, both namespaces at once ({} + {} MiB), more than the memory limit of {} MiB ({}); raise --memory-limit or use a larger machine",
+            "{} and {}: comparing them needs about {}, both namespaces at once ({} + {}), more than the memory limit of {} ({}); raise --memory-limit or use a larger machine",
             a.old.display(),
             a.new.display(),
-            old.saturating_add(new) >> 20,
-            old >> 20,
-            new >> 20,
-            budget.bytes() >> 20,
+            shown(old.saturating_add(new)),
+            shown(old),
+            shown(new),
+            shown(budget.bytes()),
             if budget.is_given() { "--memory-limit" } else { "the memory available" }
         );
     }

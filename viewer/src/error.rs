@@ -62,10 +62,10 @@ pub enum ViewError {
     /// ([`crate::input::Budget`]): a refusal before any output, not a
     /// fault of the image (whose counts were checked first).
     #[error(
-        "{}: streaming its tree needs about {} MiB, more than the memory limit of {} MiB ({}); raise --memory-limit or use a larger machine",
+        "{}: streaming its tree needs about {}, more than the memory limit of {} ({}); raise --memory-limit or use a larger machine",
         image.display(),
-        needed.div_ceil(1 << 20),
-        limit >> 20,
+        nsimage_loader::budget::shown(*needed),
+        nsimage_loader::budget::shown(*limit),
         if *given { "--memory-limit" } else { "the memory available" }
     )]
     TooLarge {
@@ -81,10 +81,10 @@ pub enum ViewError {
     /// An image the stream cannot take needs more memory to load whole
     /// than the budget (about 72 bytes an inode).
     #[error(
-        "{}: this image cannot be streamed and loading it whole needs about {} MiB, more than the memory limit of {} MiB",
+        "{}: this image cannot be streamed and loading it whole needs about {}, more than the memory limit of {}",
         image.display(),
-        needed.div_ceil(1 << 20),
-        limit >> 20
+        nsimage_loader::budget::shown(*needed),
+        nsimage_loader::budget::shown(*limit)
     )]
     TooLargeToLoad {
         /// The image.

@@ -5,6 +5,7 @@
 mod architecture;
 mod commands;
 mod documented;
+mod exit_codes;
 mod export;
 mod hostile;
 mod human;
