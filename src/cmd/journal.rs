@@ -1,23 +1,39 @@
 //! `nsimage journal dump`: the offline edits viewer, for one segment or a
-//! whole store.
+//! whole store, as `hdfs oev` prints an edit log (its XML, or JSON lines):
+//! the store's oldest checkpoint is loaded and the journal replayed over it
+//! so that each op after it names paths, not ids.
 
-use nsimage_store::edit::describe;
+use nsimage_loader::{load, LoadOptions, ReadStrategy};
+use nsimage_namespace::Namespace;
 use nsimage_store::fs::Fs as _;
 use nsimage_store::journal::{self, Segment};
-use std::path::PathBuf;
+use nsimage_viewer::edits;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(clap::Subcommand)]
 pub enum Cmd {
-    /// Print the ops of a journal segment, or of every segment of a store.
+    /// Print the ops of a journal segment, or of every segment of a store,
+    /// as `hdfs oev` prints an edit log.
     #[command(
-        after_help = "Examples:\n  nsimage journal dump store/\n  nsimage journal dump store/edits_00000000000000000301-00000000000000000400 --json"
+        after_help = "Each op as Hadoop's edits viewer shows it: its opcode (OP_MKDIR, OP_ADD, \
+                      OP_SYMLINK, OP_ADD_BLOCK, OP_RENAME_OLD, OP_DELETE, OP_TIMES, OP_SET_OWNER, \
+                      OP_SET_PERMISSIONS, OP_SET_REPLICATION, OP_SET_XATTR, OP_REMOVE_XATTR, \
+                      OP_SET_ACL), txid, paths, owners, modes (decimal, as oev) and times (ms). \
+                      Paths come from replaying the journal over the store's oldest checkpoint \
+                      (for one segment file, the store it lies in); an op before that \
+                      checkpoint, or in a segment outside a store, names inodes by id (INODEID, \
+                      PARENT_INODEID).\n\nExamples:\n  nsimage journal dump store/ > \
+                      edits.xml\n  nsimage journal dump store/ --json | jq -c 'select(.opcode \
+                      == \"OP_DELETE\")'\n  nsimage journal dump \
+                      store/edits_00000000000000000301-00000000000000000400 --json"
     )]
     Dump {
         /// A store directory (every segment, in txid order) or one
         /// segment file.
         path: PathBuf,
-        /// JSON lines on stdout, one object per op.
+        /// JSON lines on stdout, one object per op, instead of oev's XML.
         #[arg(long)]
         json: bool,
     },
@@ -59,31 +75,48 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
             .ok_or_else(|| anyhow::anyhow!("{}: not a journal segment name", path.display()))?]
     };
     segments.dedup();
+    // The store the segments belong to, whose oldest checkpoint gives the
+    // paths.
+    let store_dir = if path.is_dir() {
+        Some(path.clone())
+    } else {
+        path.parent()
+            .filter(|d| nsimage_store::Store::check_dir(d).is_ok())
+            .map(Path::to_path_buf)
+    };
+    let mut paths = match &store_dir {
+        Some(dir) => Paths::from_oldest_image(&fs, dir, key.as_ref())?,
+        None => Paths::default(),
+    };
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    if !json {
+        edits::write_xml_head(&mut out)?;
+    }
     for seg in &segments {
-        let name = seg.name();
         let opts = journal::ReadOptions {
             open: seg.last.is_none(),
             sealing: &sealing,
             bulk_limit: nsimage_store::StoreOptions::default().bulk_replay_bytes,
         };
+        let mut written: std::io::Result<()> = Ok(());
         let r = journal::read(journal::Source::File(&fs), seg, &opts, &mut |_, op| {
             let op = op.to_owned();
-            if json {
-                let text = describe(&op);
-                let body = text.trim_start().split_once(' ').map_or("", |x| x.1);
-                out!(
-                    "{}",
-                    serde_json::json!({"segment": name, "txid": op.txid, "op": body})
-                );
-            } else {
-                // Names from the segment, safe on a terminal.
-                out!(
-                    "{}",
-                    nsimage_viewer::text::escaped(describe(&op).as_bytes())
-                );
+            let rec = edits::record(&op, paths.before(op.txid));
+            paths.apply(op);
+            if written.is_ok() {
+                written = if json {
+                    serde_json::to_writer(&mut out, &edits::to_json(&rec))
+                        .map_err(std::io::Error::from)
+                        .and_then(|()| writeln!(out))
+                } else {
+                    edits::write_xml_record(&rec, &mut out)
+                };
             }
             Ok(())
         })?;
+        if let Err(e) = written {
+            return super::ls::finish(Err(e));
+        }
         if r.torn_bytes > 0 {
             eprintln!(
                 "{}: {} torn bytes at the end",
@@ -92,5 +125,86 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
             );
         }
     }
-    Ok(ExitCode::SUCCESS)
+    if !json {
+        edits::write_xml_tail(&mut out)?;
+    }
+    super::ls::finish(out.flush())
+}
+
+/// The namespace as it was before the next op, replayed from a
+/// checkpoint, for the ops' paths.
+#[derive(Default)]
+struct Paths {
+    /// The namespace at `txid`; `None` before the checkpoint, or once an
+    /// op could not be applied or one was missing.
+    ns: Option<Namespace>,
+    /// The txid `ns` is at.
+    txid: u64,
+}
+
+impl Paths {
+    /// The store's oldest checkpoint, loaded (none: ids only).
+    fn from_oldest_image(
+        fs: &nsimage_store::fs::RealFs,
+        dir: &Path,
+        key: Option<&nsimage_format::cipher::Key>,
+    ) -> anyhow::Result<Paths> {
+        let names = fs
+            .list(dir)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", dir.display()))?;
+        let Some(txid) = names
+            .iter()
+            .filter_map(|n| nsimage_store::image_txid(n))
+            .min()
+        else {
+            return Ok(Paths::default());
+        };
+        let image = dir.join(nsimage_store::image_name(txid));
+        let opts = LoadOptions {
+            key: key.cloned(),
+            budget: Some(nsimage_loader::budget::Budget::new(None)),
+            read: ReadStrategy::Bulk,
+            ..LoadOptions::default()
+        };
+        let ns = load(&image, &opts)?.namespace;
+        Ok(Paths { ns: Some(ns), txid })
+    }
+
+    /// The namespace just before op `txid`, if it is known there.
+    fn before(&self, txid: u64) -> Option<&Namespace> {
+        self.ns
+            .as_ref()
+            .filter(|_| txid == self.txid.saturating_add(1))
+    }
+
+    /// Applies op `op` where it is the next one; an op that is not (one
+    /// at or before the checkpoint) leaves the namespace as it is, and one
+    /// that cannot be applied (or a gap) ends the paths: later ops name
+    /// ids.
+    fn apply(&mut self, mut op: nsimage_format::pb::JournalOp) {
+        let Some(ns) = self.ns.as_mut() else { return };
+        if op.txid <= self.txid {
+            return;
+        }
+        let next = op.txid == self.txid.saturating_add(1);
+        let applied = next
+            && op
+                .op
+                .as_mut()
+                .is_some_and(|o| nsimage_store::edit::apply(ns, o).is_ok());
+        if applied {
+            self.txid = op.txid;
+        } else {
+            eprintln!(
+                "nsimage: txid {}: {}; later ops name inodes by id",
+                op.txid,
+                if next {
+                    "the op does not apply to the checkpoint's namespace"
+                } else {
+                    "ops are missing before it"
+                }
+            );
+            self.ns = None;
+        }
+    }
 }

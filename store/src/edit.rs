@@ -3,7 +3,6 @@
 //! on replay (checking that it allocates the same id).
 
 use crate::op_view::{AclEntryView, CreateView, OpView};
-use nsimage_format::pb;
 use nsimage_format::pb::journal_op::Op;
 use nsimage_format::wire::convert;
 use nsimage_format::FormatError;
@@ -135,42 +134,4 @@ pub fn apply_view(ns: &mut Namespace, op: &OpView<'_>) -> Result<Option<u64>, Ns
             ns.set_acl(a.id, &entries).map(|()| None)
         }
     }
-}
-
-/// A one-line description of an op, for `nsimage journal dump`.
-pub fn describe(op: &pb::JournalOp) -> String {
-    let s = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-    let body = match &op.op {
-        None => "(empty)".to_string(),
-        Some(Op::Mkdir(c)) => format!("mkdir {} in {} -> {}", s(&c.name), c.parent, c.new_id),
-        Some(Op::Create(c)) => format!("create {} in {} -> {}", s(&c.name), c.parent, c.new_id),
-        Some(Op::Symlink(c)) => format!(
-            "symlink {} in {} -> {} ({})",
-            s(&c.name),
-            c.parent,
-            c.new_id,
-            s(&c.target)
-        ),
-        Some(Op::AddBlock(a)) => {
-            let b = a.block.unwrap_or_default();
-            format!(
-                "add_block {} block {} gs {} len {}",
-                a.id, b.id, b.generation_stamp, b.length
-            )
-        }
-        Some(Op::Rename(r)) => format!("rename {} to {}/{}", r.id, r.new_parent, s(&r.new_name)),
-        Some(Op::Delete(d)) => format!(
-            "delete {}{}",
-            d.id,
-            if d.recursive { " recursive" } else { "" }
-        ),
-        Some(Op::SetTimes(t)) => format!("set_times {} mtime {} atime {}", t.id, t.mtime, t.atime),
-        Some(Op::SetOwner(o)) => format!("set_owner {} {}:{}", o.id, s(&o.user), s(&o.group)),
-        Some(Op::SetMode(m)) => format!("set_mode {} {:o}", m.id, m.mode),
-        Some(Op::SetReplication(r)) => format!("set_replication {} {}", r.id, r.replication),
-        Some(Op::SetXattr(x)) => format!("set_xattr {} {}", x.id, s(&x.name)),
-        Some(Op::RemoveXattr(x)) => format!("remove_xattr {} {}", x.id, s(&x.name)),
-        Some(Op::SetAcl(a)) => format!("set_acl {} ({} entries)", a.id, a.entries.len()),
-    };
-    format!("{:>10} {body}", op.txid)
 }

@@ -177,6 +177,6 @@ mod store;
 pub use error::{StoreError, SubmitError};
 pub use failpoint::failpoint;
 pub use store::{
-    AtRestSettings, CheckpointEvent, CheckpointPolicy, Checkpointer, RecoveryReport, Status, Store,
-    StoreOptions,
+    image_name, image_txid, AtRestSettings, CheckpointEvent, CheckpointPolicy, Checkpointer,
+    RecoveryReport, Status, Store, StoreOptions,
 };

@@ -10,6 +10,7 @@
 //! | `input.rs` | [`input`]: what a command reads, decided in one place: an image opened within a memory budget (given, or the machine's MemAvailable and cgroup limit) and a command's question answered streamed, from a one-path lookup or from a whole load |
 //! | `count.rs` | [`count`]: `hdfs dfs -count`'s columns (quotas, `-h` sizes as Hadoop prints them, the header) for a subtree's [`du`] row |
 //! | `diff.rs` | [`diff`]: what changed between two images of one namespace |
+//! | `edits.rs` | [`edits`]: a store's journal ops as `hdfs oev` prints an edit log (XML, JSON lines), with paths where the namespace before each op is given |
 //! | `lookup.rs` | [`lookup`]: one-path lookups that read only the pieces on the way |
 //! | `text.rs` | [`text`]: the human-readable forms shared by the commands (permission strings, UTC times, sizes) |
 //! | `walk.rs` | [`walk`]: a path resolved component by component, a subtree walked depth first in name order |
@@ -89,6 +90,7 @@ pub mod diff;
 pub mod distribution;
 pub mod du;
 pub mod dump;
+pub mod edits;
 pub mod error;
 pub mod find;
 pub mod input;

@@ -65,8 +65,8 @@ pub struct Status {
     pub recovered: bool,
 }
 
-/// `image_<txid, 20 digits>`.
-pub(super) fn image_name(txid: u64) -> String {
+/// A checkpoint image's file name in a store: `image_<txid, 20 digits>`.
+pub fn image_name(txid: u64) -> String {
     format!("image_{txid:020}")
 }
 
@@ -76,7 +76,7 @@ pub(super) fn temp_name(txid: u64) -> String {
 }
 
 /// `image_<20 digits>`: an image's txid; `None` for any other name.
-pub(super) fn parse_image(name: &str) -> Option<u64> {
+pub fn parse_image(name: &str) -> Option<u64> {
     journal::parse_txid20(name.strip_prefix("image_")?)
 }
 

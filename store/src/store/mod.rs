@@ -27,7 +27,7 @@ mod recover;
 
 pub use at_rest::AtRestSettings;
 pub use checkpointer::{CheckpointEvent, CheckpointPolicy, Checkpointer};
-pub use files::Status;
+pub use files::{image_name, parse_image as image_txid, Status};
 pub use options::StoreOptions;
 pub use recover::RecoveryReport;
 

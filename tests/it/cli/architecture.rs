@@ -690,10 +690,10 @@ fn every_journal_op_is_in_the_spec_the_op_view_the_edit_and_the_journal_dump() {
     let op_view = read("store/src/op_view.rs");
     let frame = read("store/src/journal/frame.rs");
     let edit = read("store/src/edit.rs");
-    let describe = edit
-        .split("pub fn describe(")
+    let record = read("viewer/src/edits.rs")
+        .split("pub fn record(")
         .nth(1)
-        .expect("store/src/edit.rs: fn describe")
+        .expect("viewer/src/edits.rs: fn record")
         .to_string();
     let mut wrong = Vec::new();
     for (message, name, number) in &ops {
@@ -714,10 +714,10 @@ fn every_journal_op_is_in_the_spec_the_op_view_the_edit_and_the_journal_dump() {
                 "{name}: store/src/edit.rs does not apply OpView::{variant}"
             ));
         }
-        // `journal dump`'s line: `describe`, at the end of edit.rs.
-        if !has_word(&describe, &format!("Op::{variant}")) {
+        // `journal dump`'s record: the viewer's `edits::record`.
+        if !has_word(&record, &format!("Op::{variant}")) {
             wrong.push(format!(
-                "{name}: store/src/edit.rs's describe (journal dump) has no Op::{variant}"
+                "{name}: viewer/src/edits.rs's record (journal dump) has no Op::{variant}"
             ));
         }
     }

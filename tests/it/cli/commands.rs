@@ -419,23 +419,36 @@ fn store_commands_and_their_exit_codes() {
     );
     // More ops without a checkpoint, then the journal viewer sees them.
     json(&nsimage(&["store", "apply", d, "--ops", "50", "--json"]));
-    let dump = nsimage(&["journal", "dump", d]);
+    let dump = nsimage(&["journal", "dump", d, "--json"]);
     assert_eq!(dump.status.code(), Some(0));
-    // Retention keeps the journal from the oldest kept image (txid 2000).
-    let text = String::from_utf8_lossy(&dump.stdout).to_string();
-    assert_eq!(text.lines().count(), 1050);
-    assert!(text
+    // Retention keeps the journal from the oldest kept image (txid 2000),
+    // and replayed over that image every op names its paths.
+    let ops: Vec<Value> = String::from_utf8_lossy(&dump.stdout)
         .lines()
-        .next()
-        .unwrap()
-        .trim_start()
-        .starts_with("2001 "));
-    assert!(text
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(ops.len(), 1050);
+    assert_eq!(ops[0]["txid"], 2001);
+    assert_eq!(ops[1049]["txid"], 3050);
+    for op in &ops {
+        let named = ["path", "src"]
+            .iter()
+            .any(|k| op[k].as_str().is_some_and(|p| p.starts_with('/')));
+        assert!(named, "{op}");
+        assert!(op["opcode"].as_str().unwrap().starts_with("OP_"), "{op}");
+    }
+    // The default is oev's XML: one RECORD an op, the same opcodes.
+    let xml = nsimage(&["journal", "dump", d]);
+    assert_eq!(xml.status.code(), Some(0));
+    let xml = String::from_utf8_lossy(&xml.stdout).to_string();
+    assert!(xml.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<EDITS>\n"));
+    assert!(xml.ends_with("</EDITS>\n"));
+    let opcodes: Vec<&str> = xml
         .lines()
-        .last()
-        .unwrap()
-        .trim_start()
-        .starts_with("3050 "));
+        .filter_map(|l| l.trim().strip_prefix("<OPCODE>")?.strip_suffix("</OPCODE>"))
+        .collect();
+    let want: Vec<&str> = ops.iter().map(|o| o["opcode"].as_str().unwrap()).collect();
+    assert_eq!(opcodes, want);
     // Damage in the middle of the open segment: recovery refuses, exit 1.
     let seg = std::fs::read_dir(&dir)
         .unwrap()

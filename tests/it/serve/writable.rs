@@ -700,24 +700,25 @@ fn every_write_op_answers_as_hdfs_and_is_read_at_once() {
     assert_eq!(c.acl("/d/p/q")["entries"], c.acl("/d/p")["entries"]);
     // Journaled as the inode with no group bits, then its ACL, then its
     // mode: whatever prefix a crash keeps grants no more than the whole.
-    let dump = nsimage(&["journal", "dump", store.to_str().unwrap()]);
-    let text = String::from_utf8_lossy(&dump.stdout).to_string();
-    let lines: Vec<&str> = text.lines().collect();
-    let at = lines
+    let dump = nsimage(&["journal", "dump", store.to_str().unwrap(), "--json"]);
+    let ops: Vec<Value> = String::from_utf8_lossy(&dump.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let at = ops
         .iter()
-        .position(|l| l.contains(" create inh in "))
-        .unwrap_or_else(|| panic!("no create of inh in:\n{text}"));
-    let id = lines[at].rsplit(' ').next().unwrap();
-    assert!(
-        lines[at + 1].contains(&format!("set_acl {id} ")),
+        .position(|o| o["opcode"] == "OP_ADD" && o["path"] == "/d/inh")
+        .unwrap_or_else(|| panic!("no create of /d/inh in {ops:?}"));
+    assert_eq!(ops[at + 1]["opcode"], "OP_SET_ACL", "{}", ops[at + 1]);
+    assert_eq!(ops[at + 1]["src"], "/d/inh", "{}", ops[at + 1]);
+    // Its mode, 0640 (416 in decimal, as oev prints modes).
+    assert_eq!(
+        ops[at + 2]["opcode"],
+        "OP_SET_PERMISSIONS",
         "{}",
-        lines[at + 1]
+        ops[at + 2]
     );
-    assert!(
-        lines[at + 2].ends_with(&format!("set_mode {id} 640")),
-        "{}",
-        lines[at + 2]
-    );
+    assert_eq!(ops[at + 2]["mode"], 0o640, "{}", ops[at + 2]);
     c.ok("/d", "op=REMOVEDEFAULTACL");
     assert!(c.acl("/d")["entries"]
         .as_array()

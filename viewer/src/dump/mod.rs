@@ -12,7 +12,7 @@
 //! image, without the namespace, are `crate::streamed::dump`'s.
 
 mod delimited;
-mod escape;
+pub(crate) mod escape;
 pub(crate) mod formatter;
 mod jsonl;
 mod names;
