@@ -676,22 +676,33 @@ impl Group {
             Some(5001),
             "the journal does not reach back to the start"
         );
-        // Names (unique) to the txid that made them; inodes by name.
-        let (mut made, mut inode, mut by_inode) = (BTreeMap::new(), BTreeMap::new(), Vec::new());
+        // Names (unique) to the txid that made them; each mode set and
+        // delete with the name of the inode it changed (the leaf of its
+        // path, or for an op the dump names by id, the name that id was
+        // made with).
+        let (mut made, mut name_of, mut by_name) = (BTreeMap::new(), BTreeMap::new(), Vec::new());
         for o in journal {
             let t = o["txid"].as_u64().unwrap();
-            let w: Vec<&str> = o["op"].as_str().unwrap().split(' ').collect();
-            match w[..] {
-                ["mkdir" | "create", name, "in", _, "->", id] => {
-                    made.insert(name.to_string(), t);
-                    inode.insert(name.to_string(), id.to_string());
+            if let Some(n) = made_name(o) {
+                made.insert(n.clone(), t);
+                if let Some(id) = o["inodeid"].as_u64() {
+                    name_of.insert(id, n);
                 }
-                ["rename", id, "to", dest] => {
-                    let name = dest.rsplit('/').next().unwrap().to_string();
-                    made.insert(name.clone(), t);
-                    inode.insert(name, id.to_string());
+                continue;
+            }
+            let target = ["src", "path"]
+                .iter()
+                .find_map(|k| o[k].as_str().map(leaf_of))
+                .or_else(|| {
+                    o["inodeid"]
+                        .as_u64()
+                        .and_then(|id| name_of.get(&id).cloned())
+                });
+            match (o["opcode"].as_str(), target) {
+                (Some("OP_SET_PERMISSIONS"), Some(n)) => {
+                    by_name.push((n, o["mode"].as_u64().map(|m| m as u32), t))
                 }
-                ["set_mode" | "delete", ..] => by_inode.push((w.join(" "), t)),
+                (Some("OP_DELETE"), Some(n)) => by_name.push((n, None, t)),
                 _ => {}
             }
         }
@@ -715,23 +726,13 @@ impl Group {
                         .into_iter()
                         .collect(),
                     op => {
-                        let id = inode.get(&leaf(path)).cloned().unwrap_or_default();
-                        let want = match op {
-                            "set_permission" => {
-                                format!("set_mode {id} {}", mode_of(v["mode"].as_str().unwrap()))
-                            }
-                            _ => format!("delete {id}"),
-                        };
-                        by_inode
+                        let name = leaf(path);
+                        let mode =
+                            (op == "set_permission").then(|| mode_of(v["mode"].as_str().unwrap()));
+                        by_name
                             .iter()
-                            .filter(|(text, _)| {
-                                *text == want
-                                    || (op == "set_permission"
-                                        && text.starts_with(&format!("set_mode {id} "))
-                                        && mode_of(text.rsplit(' ').next().unwrap())
-                                            == mode_of(v["mode"].as_str().unwrap()))
-                            })
-                            .map(|(_, t)| *t)
+                            .filter(|(n, m, _)| *n == name && *m == mode)
+                            .map(|(_, _, t)| *t)
                             .collect()
                     }
                 };
@@ -786,12 +787,7 @@ fn check_journal(id: &str, store: &Path) -> Vec<Value> {
             assert_eq!(t, l + 1, "{id}: txid {t} after {l}");
         }
         last = Some(t);
-        let text = o["op"].as_str().unwrap();
-        let name = match text.split(' ').collect::<Vec<_>>()[..] {
-            ["mkdir" | "create", name, ..] => Some(name.to_string()),
-            ["rename", _, "to", dest] => dest.rsplit('/').next().map(str::to_string),
-            _ => None,
-        };
+        let name = made_name(o);
         if let Some(n) = name.filter(|n| n.starts_with('c') && n.contains('-')) {
             if let Some(first) = made.insert(n.clone(), t) {
                 panic!("{id}: {n} made at txid {first} and again at {t}");
@@ -800,6 +796,26 @@ fn check_journal(id: &str, store: &Path) -> Vec<Value> {
     }
     assert!(!made.is_empty(), "{id}: no name made in the journal kept");
     ops
+}
+
+/// The last component of `path`.
+fn leaf_of(path: &str) -> String {
+    path.rsplit('/').next().unwrap_or(path).to_string()
+}
+
+/// The name a journal op (`journal dump --json`, oev's fields) gives an
+/// inode: a mkdir's or create's, a rename's new one; by path where the
+/// dump resolved it, else the op's own name field.
+fn made_name(o: &Value) -> Option<String> {
+    let (path, name) = match o["opcode"].as_str()? {
+        "OP_MKDIR" | "OP_ADD" => ("path", "name"),
+        "OP_RENAME_OLD" => ("dst", "dst_name"),
+        _ => return None,
+    };
+    o[path]
+        .as_str()
+        .map(leaf_of)
+        .or_else(|| o[name].as_str().map(str::to_string))
 }
 
 fn mode_of(text: &str) -> u32 {

@@ -613,7 +613,16 @@ fn write_figures(
         .filter(|r| r.cache == Cache::Warm.name())
         .cloned()
         .collect();
-    let svg = plot::render(&warm)
+    let samples: Vec<plot::Sample<'_>> = warm
+        .iter()
+        .map(|r| plot::Sample {
+            strategy: &r.strategy,
+            threads: r.threads,
+            inodes: r.inodes,
+            seconds: r.seconds,
+        })
+        .collect();
+    let svg = plot::render(&samples)
         .map_err(|e| anyhow::anyhow!("drawing the plot {}: {e}", plot_path.display()))?;
     if let Some(svg) = svg {
         write_atomically(plot_path, |w| {
