@@ -132,17 +132,19 @@ fn available() -> Option<u64> {
     kib.checked_mul(1024)
 }
 
-/// A byte count as a refusal names it: bytes below 1 KiB, else one decimal
-/// in the largest binary unit it reaches (`512 bytes`, `1.5 KiB`, `300.0
-/// MiB`), so that a limit of 1K is not shown as 0 MiB.
-pub fn shown(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
+/// Bytes in binary units, one decimal: `0 B`, `1023 B`, `1.5 KiB`,
+/// `128.0 MiB`; as a refusal names a size, so that a limit of 1K is not
+/// shown as 0 MiB (and as the viewer's summaries print sizes).
+pub fn human_size(bytes: u64) -> String {
+    const UNITS: [&str; 6] = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
     if bytes < 1024 {
-        return format!("{bytes} bytes");
+        return format!("{bytes} B");
     }
     let mut v = bytes as f64 / 1024.0;
     let mut unit = 0;
-    while v >= 1024.0 && unit + 1 < UNITS.len() {
+    // Also go up a unit when one decimal would round to 1024.0
+    // (1 MiB - 1 is `1.0 MiB`, not `1024.0 KiB`).
+    while v >= 1023.95 && unit + 1 < UNITS.len() {
         v /= 1024.0;
         unit += 1;
     }
@@ -151,7 +153,7 @@ pub fn shown(bytes: u64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{shown, Budget};
+    use super::{human_size, Budget};
 
     /// A given limit loses what is held; the machine's memory is measured
     /// again (available memory already counts what is held; a cgroup's
@@ -172,9 +174,9 @@ mod tests {
 
     #[test]
     fn refusals_name_sizes_that_are_not_zero() {
-        assert_eq!(shown(1000), "1000 bytes");
-        assert_eq!(shown(1024), "1.0 KiB");
-        assert_eq!(shown(28_160), "27.5 KiB");
-        assert_eq!(shown(3 << 30), "3.0 GiB");
+        assert_eq!(human_size(1000), "1000 B");
+        assert_eq!(human_size(1024), "1.0 KiB");
+        assert_eq!(human_size(28_160), "27.5 KiB");
+        assert_eq!(human_size(3 << 30), "3.0 GiB");
     }
 }

@@ -57,8 +57,8 @@ pub enum LoadError {
     #[error(
         "{}: loading it needs about {}, more than the memory limit of {} ({}); raise --memory-limit or use a larger machine",
         path.display(),
-        crate::budget::shown(*needed),
-        crate::budget::shown(*limit),
+        crate::budget::human_size(*needed),
+        crate::budget::human_size(*limit),
         if *given { "--memory-limit" } else { "the memory available" }
     )]
     TooLarge {

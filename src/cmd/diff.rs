@@ -6,7 +6,7 @@
 //! subtree lists every deleted inode.
 
 use anyhow::{bail, Context as _};
-use nsimage_loader::budget::{shown, Budget};
+use nsimage_loader::budget::{human_size, Budget};
 use nsimage_loader::{load, LoadOptions};
 use nsimage_viewer::diff;
 use std::io::Write as _;
@@ -130,10 +130,10 @@ fn both_fit(a: &Args, opts: &LoadOptions) -> anyhow::Result<()> {
             "{} and {}: comparing them needs about {}, both namespaces at once ({} + {}), more than the memory limit of {} ({}); raise --memory-limit or use a larger machine",
             a.old.display(),
             a.new.display(),
-            shown(old.saturating_add(new)),
-            shown(old),
-            shown(new),
-            shown(budget.bytes()),
+            human_size(old.saturating_add(new)),
+            human_size(old),
+            human_size(new),
+            human_size(budget.bytes()),
             if budget.is_given() { "--memory-limit" } else { "the memory available" }
         );
     }

@@ -81,18 +81,53 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
         Some(path.clone())
     } else {
         path.parent()
+            .map(|d| {
+                if d.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    d
+                }
+            })
             .filter(|d| nsimage_store::Store::check_dir(d).is_ok())
             .map(Path::to_path_buf)
     };
     let mut paths = match &store_dir {
-        Some(dir) => Paths::from_oldest_image(&fs, dir, key.as_ref())?,
+        Some(dir) => Paths::from_oldest_image(&fs, dir, key.as_ref()),
         None => Paths::default(),
     };
+    // One segment of a store: the store's segments before it are replayed
+    // (not printed), so that its ops name paths too.
+    let mut replayed: Vec<Segment> = Vec::new();
+    if let (false, Some(dir), Some(first), true) = (
+        path.is_dir(),
+        &store_dir,
+        segments.first().map(|s| s.first),
+        paths.ns.is_some(),
+    ) {
+        let names = fs
+            .list(dir)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", dir.display()))?;
+        replayed = names
+            .iter()
+            .filter_map(|n| Segment::parse(dir, n))
+            .filter(|s| s.first < first)
+            .collect();
+        replayed.sort_by_key(|s| (s.first, s.last.is_none()));
+        replayed.dedup();
+        // Segments wholly before the checkpoint add nothing.
+        replayed.retain(|s| s.last.is_none_or(|l| l > paths.txid));
+    }
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if !json {
-        edits::write_xml_head(&mut out)?;
+        if let Err(e) = edits::write_xml_head(&mut out) {
+            return super::ls::finish(Err(e));
+        }
     }
-    for seg in &segments {
+    let all = replayed
+        .iter()
+        .map(|s| (s, false))
+        .chain(segments.iter().map(|s| (s, true)));
+    for (seg, print) in all {
         let opts = journal::ReadOptions {
             open: seg.last.is_none(),
             sealing: &sealing,
@@ -101,6 +136,10 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
         let mut written: std::io::Result<()> = Ok(());
         let r = journal::read(journal::Source::File(&fs), seg, &opts, &mut |_, op| {
             let op = op.to_owned();
+            if !print {
+                paths.apply(op);
+                return Ok(());
+            }
             let rec = edits::record(&op, paths.before(op.txid));
             paths.apply(op);
             if written.is_ok() {
@@ -117,7 +156,7 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
         if let Err(e) = written {
             return super::ls::finish(Err(e));
         }
-        if r.torn_bytes > 0 {
+        if print && r.torn_bytes > 0 {
             eprintln!(
                 "{}: {} torn bytes at the end",
                 seg.path.display(),
@@ -125,10 +164,12 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
             );
         }
     }
-    if !json {
-        edits::write_xml_tail(&mut out)?;
-    }
-    super::ls::finish(out.flush())
+    let end = if json {
+        Ok(())
+    } else {
+        edits::write_xml_tail(&mut out)
+    };
+    super::ls::finish(end.and_then(|()| out.flush()))
 }
 
 /// The namespace as it was before the next op, replayed from a
@@ -143,21 +184,24 @@ struct Paths {
 }
 
 impl Paths {
-    /// The store's oldest checkpoint, loaded (none: ids only).
+    /// The store's oldest checkpoint, loaded. Without one, or where it
+    /// does not load (damaged, too large for the memory available, gone
+    /// in a purge), the ops name ids, with a warning that says why: the
+    /// journal is still dumped.
     fn from_oldest_image(
         fs: &nsimage_store::fs::RealFs,
         dir: &Path,
         key: Option<&nsimage_format::cipher::Key>,
-    ) -> anyhow::Result<Paths> {
-        let names = fs
-            .list(dir)
-            .map_err(|e| anyhow::anyhow!("{}: {e}", dir.display()))?;
+    ) -> Paths {
+        let Ok(names) = fs.list(dir) else {
+            return Paths::default();
+        };
         let Some(txid) = names
             .iter()
             .filter_map(|n| nsimage_store::image_txid(n))
             .min()
         else {
-            return Ok(Paths::default());
+            return Paths::default();
         };
         let image = dir.join(nsimage_store::image_name(txid));
         let opts = LoadOptions {
@@ -166,8 +210,19 @@ impl Paths {
             read: ReadStrategy::Bulk,
             ..LoadOptions::default()
         };
-        let ns = load(&image, &opts)?.namespace;
-        Ok(Paths { ns: Some(ns), txid })
+        match load(&image, &opts) {
+            Ok(l) => Paths {
+                ns: Some(l.namespace),
+                txid,
+            },
+            Err(e) => {
+                eprintln!(
+                    "nsimage: {}: {e}; the ops name inodes by id",
+                    image.display()
+                );
+                Paths::default()
+            }
+        }
     }
 
     /// The namespace just before op `txid`, if it is known there.
@@ -196,7 +251,7 @@ impl Paths {
             self.txid = op.txid;
         } else {
             eprintln!(
-                "nsimage: txid {}: {}; later ops name inodes by id",
+                "nsimage: journal txid {}: {}; later ops name inodes by id",
                 op.txid,
                 if next {
                     "the op does not apply to the checkpoint's namespace"

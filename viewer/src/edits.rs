@@ -34,6 +34,11 @@
 //! </EDITS>
 //! ```
 //!
+//! Where it differs from an edit log Hadoop wrote: no `OP_START_LOG_SEGMENT`
+//! or `OP_END_LOG_SEGMENT` records and no RPC ids (the journal has none),
+//! `OP_DELETE` carries `RECURSIVE`, and an op the namespace cannot name
+//! has ids in place of paths; `hdfs oev -p binary` does not read it back.
+//!
 //! JSON lines, one object an op (keys in alphabetical order): `{"opcode",
 //! "txid",...}`, each field under its element's name in lower case (`"path"`, `"permission_status":
 //! {"username","groupname","mode"}`), a repeated element (an ACL's
@@ -361,7 +366,8 @@ fn json_fields(fields: &[(&'static str, Value)]) -> Map<String, Json> {
             Value::Text(t) => Json::from(String::from_utf8_lossy(t).into_owned()),
             Value::Group(inner) => Json::Object(json_fields(inner)),
         };
-        let repeated = fields.iter().filter(|(n, _)| n == name).count() > 1;
+        // An ACL's entries are a list whatever their count.
+        let repeated = *name == "ENTRY" || fields.iter().filter(|(n, _)| n == name).count() > 1;
         match m.get_mut(&key) {
             Some(Json::Array(a)) if repeated => a.push(value),
             _ if repeated => {

@@ -64,8 +64,8 @@ pub enum ViewError {
     #[error(
         "{}: streaming its tree needs about {}, more than the memory limit of {} ({}); raise --memory-limit or use a larger machine",
         image.display(),
-        nsimage_loader::budget::shown(*needed),
-        nsimage_loader::budget::shown(*limit),
+        nsimage_loader::budget::human_size(*needed),
+        nsimage_loader::budget::human_size(*limit),
         if *given { "--memory-limit" } else { "the memory available" }
     )]
     TooLarge {
@@ -83,8 +83,8 @@ pub enum ViewError {
     #[error(
         "{}: this image cannot be streamed and loading it whole needs about {}, more than the memory limit of {}",
         image.display(),
-        nsimage_loader::budget::shown(*needed),
-        nsimage_loader::budget::shown(*limit)
+        nsimage_loader::budget::human_size(*needed),
+        nsimage_loader::budget::human_size(*limit)
     )]
     TooLargeToLoad {
         /// The image.

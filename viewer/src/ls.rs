@@ -25,7 +25,8 @@
 //! Widths only grow over one run, as Hadoop's shell keeps them: a
 //! recursive listing's later lines may be wider than its first ones.
 //! `Found N items` heads the listing of one directory (not a file's line,
-//! nor a recursive or `-C` listing). Where nsimage differs: a symlink's
+//! nor a recursive or `-C` listing, nor an empty directory's, which prints
+//! nothing). Where nsimage differs: a symlink's
 //! type letter is `l` and its target follows ` -> ` (Hadoop's shell lists
 //! it as a file), and `-t`/`-S`/`-r` sort each directory of a recursive
 //! listing too (Hadoop's sorts only a directory listed alone).
@@ -208,7 +209,8 @@ impl LsStyle {
 pub fn write_listing(listing: &Listing, style: LsStyle, out: &mut impl Write) -> io::Result<()> {
     let mut entries: Vec<&LsEntry> = listing.entries.iter().collect();
     style.sort(&mut entries, |e| e);
-    if listing.directory && style.format == Format::Text {
+    // Hadoop prints no count line for an empty directory.
+    if listing.directory && style.format == Format::Text && !entries.is_empty() {
         writeln!(out, "Found {} items", entries.len())?;
     }
     let mut w = Widths::default();
@@ -509,7 +511,9 @@ mod tests {
                 };
                 ns.add_block(id, block).unwrap();
             }
-            ns.set_times(id, None, Some(100 - mtime)).unwrap();
+            // Access times days apart: b the latest, then c, then a.
+            ns.set_times(id, None, Some((100 - mtime) * 86_400_000))
+                .unwrap();
         }
         let c = ns.resolve(b"/d/c").unwrap();
         ns.set_acl(c, &[(b"bob", 0, false, 5)]).unwrap();
@@ -557,10 +561,12 @@ mod tests {
             names(&listed(&l, by(Order::Name, true, false))),
             ["e", "c", "b", "a"]
         );
-        // -u -t: by access time (100 - mtime), the directory's being 0.
+        // -u -t: by access time (100 - mtime days), the directory's being
+        // 0; the times shown are the access times.
         let atime = listed(&l, by(Order::Time, false, true));
         assert_eq!(names(&atime), ["b", "c", "a", "e"]);
-        assert!(atime.contains(" 1970-01-01 00:00 /d/b\n"), "{atime}");
+        assert!(atime.contains(" 1970-04-01 00:00 /d/b\n"), "{atime}");
+        assert!(atime.contains(" 1970-01-01 00:00 /d/e\n"), "{atime}");
         // The ACL's `+`, and the owner column as wide as its widest.
         let text = listed(&l, LsStyle::default());
         assert!(

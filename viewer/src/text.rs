@@ -153,22 +153,8 @@ fn civil(secs: u64) -> (u64, u64, u64, u64, u64, u64) {
 }
 
 /// Bytes in binary units, one decimal: `0 B`, `1023 B`, `1.5 KiB`,
-/// `128.0 MiB`.
-pub fn human_size(bytes: u64) -> String {
-    const UNITS: [&str; 6] = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
-    if bytes < 1024 {
-        return format!("{bytes} B");
-    }
-    let mut v = bytes as f64 / 1024.0;
-    let mut unit = 0;
-    // Also go up a unit when one decimal would round to 1024.0
-    // (1 MiB - 1 is `1.0 MiB`, not `1024.0 KiB`).
-    while v >= 1023.95 && unit + 1 < UNITS.len() {
-        v /= 1024.0;
-        unit += 1;
-    }
-    format!("{v:.1} {}", UNITS[unit])
-}
+/// `128.0 MiB` (the loader's form, which its refusals print too).
+pub use nsimage_loader::budget::human_size;
 
 /// `n` as Hadoop's `-h` prints it (`TraditionalBinaryPrefix.long2String(n,
 /// "", 1)`): below 1024 the number itself; else in the largest binary
@@ -191,13 +177,14 @@ pub fn hadoop_size(n: i128) -> String {
     if m.is_multiple_of(unit) {
         return format!("{sign}{} {}", m / unit, PREFIXES[i]);
     }
-    // Tenths, rounded half up, in integers: no float rounding to differ.
-    let mut tenths = (m * 10 + unit / 2) / unit;
+    // Tenths, rounded half up, in integers: no float rounding to differ,
+    // and no product that could overflow (the remainder is below `unit`).
+    let tenths_of = |unit: u128| (m / unit) * 10 + ((m % unit) * 10 + unit / 2) / unit;
+    let mut tenths = tenths_of(unit);
     if tenths >= 10_240 && i + 1 < PREFIXES.len() {
         // 1023.95 K and above print as the next prefix.
         i += 1;
-        let unit = unit << 10;
-        tenths = (m * 10 + unit / 2) / unit;
+        tenths = tenths_of(unit << 10);
     }
     format!("{sign}{}.{} {}", tenths / 10, tenths % 10, PREFIXES[i])
 }

@@ -449,6 +449,31 @@ fn store_commands_and_their_exit_codes() {
         .collect();
     let want: Vec<&str> = ops.iter().map(|o| o["opcode"].as_str().unwrap()).collect();
     assert_eq!(opcodes, want);
+    // One segment alone (the open one, after the finished ones): the
+    // segments before it replayed unprinted, its ops named by path as in
+    // the whole store's dump.
+    let open_seg = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().contains("edits_inprogress"))
+        .unwrap();
+    let one = nsimage(&["journal", "dump", open_seg.to_str().unwrap(), "--json"]);
+    assert!(
+        one.status.success(),
+        "{}",
+        String::from_utf8_lossy(&one.stderr)
+    );
+    assert!(
+        one.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&one.stderr)
+    );
+    let one: Vec<Value> = String::from_utf8_lossy(&one.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(!one.is_empty() && one.len() < ops.len());
+    assert_eq!(one[..], ops[ops.len() - one.len()..]);
     // Damage in the middle of the open segment: recovery refuses, exit 1.
     let seg = std::fs::read_dir(&dir)
         .unwrap()

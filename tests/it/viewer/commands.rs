@@ -48,6 +48,22 @@ fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
+/// The stdout of a command that must succeed.
+fn stdout_of(args: &[&str]) -> Vec<u8> {
+    let out = nsimage(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+/// The same, as text.
+fn text_of(args: &[&str]) -> String {
+    String::from_utf8(stdout_of(args)).unwrap()
+}
+
 /// JSON lines on stdout of a successful command.
 fn json_lines(out: &std::process::Output) -> Vec<Value> {
     assert!(
@@ -209,11 +225,7 @@ fn ls_orders_and_forms_and_stat_formats_as_hdfs_dfs() {
     let dir = tempfile::tempdir().unwrap();
     let (img, _) = images(dir.path()).swap_remove(0);
     let img = s(&img);
-    let text = |args: &[&str]| {
-        let out = nsimage(args);
-        assert!(out.status.success(), "{args:?}");
-        String::from_utf8(out.stdout).unwrap()
-    };
+    let text = text_of;
     let entries = json_lines(&nsimage(&["ls", img, "/data/2024/01", "--json"]));
     let paths = |t: &str| -> Vec<String> {
         t.lines()
@@ -256,9 +268,27 @@ fn ls_orders_and_forms_and_stat_formats_as_hdfs_dfs() {
         d.starts_with("drwx") && d.ends_with(" /data/2024/01\n"),
         "{d}"
     );
-    // -u: access times (a directory's is 0).
-    let u = text(&["ls", img, "/data/2024/01", "-d", "-u"]);
-    assert!(u.contains(" 1970-01-01 00:00 /data/2024/01\n"), "{u}");
+    // -u: access times, in another minute than the modification time; a
+    // directory's is 0. The ACL's `+` after the permission.
+    let mut ns = Namespace::default();
+    let f = ns
+        .mkdirs(b"/t", &common::P, 0)
+        .and_then(|_| ns.create(b"/t/f", &common::P, &common::F, 60_000))
+        .unwrap();
+    ns.set_times(f, None, Some(86_400_000)).unwrap();
+    ns.set_acl(f, &[(b"bob", 0, false, 5)]).unwrap();
+    let timed = dir.path().join("timed.nsi");
+    std::fs::write(&timed, image(&ns, &tiny(200))).unwrap();
+    let timed = s(&timed);
+    let m = text(&["ls", timed, "/t"]);
+    assert!(
+        m.ends_with("+  3 hdfs supergroup          0 1970-01-01 00:01 /t/f\n"),
+        "{m}"
+    );
+    let u = text(&["ls", timed, "/t", "-u"]);
+    assert!(u.ends_with(" 1970-01-02 00:00 /t/f\n"), "{u}");
+    let du = text(&["ls", timed, "/", "-u"]);
+    assert!(du.ends_with(" 1970-01-01 00:00 /t\n"), "{du}");
     // stat --format, field by field against stat --json.
     let first = names[0].as_str();
     let st = json(&nsimage(&["stat", img, first, "--json"]));
@@ -285,11 +315,7 @@ fn du_as_hdfs_dfs_du_and_a_small_file_threshold() {
     let dir = tempfile::tempdir().unwrap();
     let (img, _) = images(dir.path()).swap_remove(0);
     let img = s(&img);
-    let text = |args: &[&str]| {
-        let out = nsimage(args);
-        assert!(out.status.success(), "{args:?}");
-        String::from_utf8(out.stdout).unwrap()
-    };
+    let text = text_of;
     let p = "/data/2024/01";
     let total = json(&nsimage(&["du", img, p, "-d", "0", "--json"]));
     let row = &total["rows"][0];
@@ -359,21 +385,21 @@ fn du_as_hdfs_dfs_du_and_a_small_file_threshold() {
 #[test]
 fn threads_change_no_answer() {
     let dir = tempfile::tempdir().unwrap();
-    let (img, _) = images(dir.path()).swap_remove(0);
+    let (img, ns) = images(dir.path()).swap_remove(0);
+    // A later image of the same namespace, so that the diff has changes.
+    let mut later = ns.clone();
+    later.mkdirs(b"/new/dir", &common::P, 99).unwrap();
+    later.delete(b"/data/2024/01/part-007", false, 100).unwrap();
+    let later_img = dir.path().join("later.nsi");
+    std::fs::write(&later_img, image(&later, &tiny(200))).unwrap();
     let img = s(&img);
-    let run = |args: &[&str]| {
-        let out = nsimage(args);
-        assert!(
-            out.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        out.stdout
-    };
+    let run = stdout_of;
+    let changes = json(&nsimage(&["diff", img, s(&later_img), "--json"]));
+    assert_eq!(changes["summary"]["created"], 2, "{changes}");
     for args in [
         vec!["ls", img, "/", "-R"],
         vec!["distribution", img, "--json"],
-        vec!["diff", img, img, "--json"],
+        vec!["diff", img, s(&later_img), "--json"],
         vec!["du", img, "/", "-d", "2"],
         vec!["count", img, "/", "/data"],
         vec!["find", img, "/", "--sorted"],

@@ -691,7 +691,7 @@ fn a_renamed_directory_is_one_rename_and_a_deleted_subtree_lists_each_inode() {
     nsimage_viewer::diff::write_snapshot_diff(&d, "s0", "s1", &mut snap).unwrap();
     assert_eq!(
         String::from_utf8(snap).unwrap(),
-        "Difference between s0 and s1 under directory /:\n\
+        "Difference between snapshot s0 and snapshot s1 under directory /:\n\
          M\t.\nM\t./a\nR\t./a/b -> ./moved\n-\t./gone\nM\t./moved/c/x\n"
     );
     // The streamed JSON is the same document as the value.

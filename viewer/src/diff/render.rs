@@ -149,7 +149,8 @@ fn below_tops<'a>(
 }
 
 /// Writes the diff as `hdfs snapshotDiff` prints a snapshot diff report:
-/// `Difference between OLD and NEW under directory /:`, then one entry a
+/// `Difference between snapshot OLD and snapshot NEW under directory /:`
+/// (the images named as Hadoop names snapshots), then one entry a
 /// line, its type, a tab and the path relative to the root (`.`,
 /// `./dir/file`): `+` created and `-` deleted (a subtree as its top alone),
 /// `R ./old -> ./new` renamed, `M` modified, and `M` for each directory
@@ -189,7 +190,10 @@ pub fn write_snapshot_diff(d: &Diff, old: &str, new: &str, w: &mut impl Write) -
         lines.push((p, 0, format!("M\t{}", rel(p))));
     }
     lines.sort_by(|a, b| path_order(a.0, b.0).then(a.1.cmp(&b.1)));
-    writeln!(w, "Difference between {old} and {new} under directory /:")?;
+    writeln!(
+        w,
+        "Difference between snapshot {old} and snapshot {new} under directory /:"
+    )?;
     for (_, _, line) in &lines {
         writeln!(w, "{line}")?;
     }

@@ -314,8 +314,9 @@ fn draw(samples: &[Sample<'_>], svg: &mut String) -> Result<()> {
         .map(|&s| {
             let t = threads_of(s);
             let most = t.last().copied().unwrap_or(1);
+            let least = t.first().copied().unwrap_or(1);
             let name = if t.len() > 1 {
-                format!("{s} (1-{most} threads)")
+                format!("{s} ({least}-{most} threads)")
             } else {
                 format!("{s} ({most} thread{})", if most == 1 { "" } else { "s" })
             };
@@ -433,7 +434,8 @@ mod tests {
         assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("bench.png"), &png).unwrap();
-        for (i, c) in PALETTE.iter().take(11).enumerate() {
+        // Series 0 is black, as the axes and text are: not counted.
+        for (i, c) in PALETTE.iter().enumerate().take(11).skip(1) {
             let drawn = pixmap
                 .pixels()
                 .iter()
