@@ -18,7 +18,8 @@
 //! and the rewrite changes that command's answers alone (issue 43: `ls`'s
 //! text became Hadoop's, and only the `ls -R` answers moved; then `diff`'s
 //! text came to show values and subtrees as their tops, and only `diff
-//! text` moved).
+//! text` moved; then `dump --format jsonl` took the one inode shape of
+//! docs/inode.schema.json, and only `dump jsonl` moved).
 
 use crate::common::nsimage;
 use nsimage_namespace::{Block, FileSpec, Namespace, PermSpec, XAttrNs, ROOT_ID};

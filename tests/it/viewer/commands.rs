@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 /// The sample namespace with a binary xattr value and a sticky directory
 /// added (what `stat` must show as base64 and `t`).
-fn rich_sample() -> Namespace {
+pub(super) fn rich_sample() -> Namespace {
     let mut ns = sample();
     let f = ns.resolve(b"/data/2024/01/part-003").unwrap();
     ns.set_xattr(f, XAttrNs::Trusted, b"bin", &[0, 159, 255, 10])

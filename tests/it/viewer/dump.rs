@@ -154,18 +154,18 @@ fn check_jsonl(ns: &Namespace, img: &Path) {
         let (size, kind, id) = want[&path];
         assert_eq!(v["id"].as_u64().unwrap(), id);
         let ty = match kind {
-            InodeKind::File => "FILE",
-            InodeKind::Directory => "DIRECTORY",
-            InodeKind::Symlink => "SYMLINK",
+            InodeKind::File => "file",
+            InodeKind::Directory => "directory",
+            InodeKind::Symlink => "symlink",
         };
         assert_eq!(v["type"], ty);
         if kind == InodeKind::File {
-            assert_eq!(v["size"].as_u64().unwrap(), size);
+            assert_eq!(v["length"].as_u64().unwrap(), size);
             let sum: u64 = v["blocks"]
                 .as_array()
                 .unwrap()
                 .iter()
-                .map(|b| b["numBytes"].as_u64().unwrap())
+                .map(|b| b["length"].as_u64().unwrap())
                 .sum();
             assert_eq!(sum, size);
         }
@@ -316,15 +316,21 @@ fn sample_namespace_every_format() {
         .lines()
         .find(|l| l.contains("\"path\":\"/user/alice\""))
         .unwrap();
-    assert!(alice.contains("\"nsQuota\":100"), "{alice}");
-    assert!(alice.contains("\"value\":\"core\""), "{alice}");
-    assert!(alice.contains("user:bob:r-x"), "{alice}");
+    assert!(alice.contains("\"quota\":{\"namespace\":100,"), "{alice}");
+    assert!(
+        alice.contains("\"value\":\"core\",\"encoding\":\"text\""),
+        "{alice}"
+    );
+    assert!(alice.contains("\"text\":\"user:bob:r-x\""), "{alice}");
     let link = j
         .lines()
-        .find(|l| l.contains("\"type\":\"SYMLINK\""))
+        .find(|l| l.contains("\"type\":\"symlink\""))
         .unwrap();
-    assert!(link.contains("\"target\":\"/data/2024/01\""), "{link}");
-    assert!(j.contains("\"underConstruction\":{\"clientName\":\"client-1\""));
+    assert!(
+        link.contains("\"symlink_target\":\"/data/2024/01\""),
+        "{link}"
+    );
+    assert!(j.contains("\"under_construction\":{\"client_name\":\"client-1\""));
     let x = String::from_utf8(ok(&["dump", s(&img), "--format", "xml"])).unwrap();
     assert!(x.contains("<permission>hdfs:supergroup:0755</permission>"));
     assert!(x.contains("<xattr><ns>USER</ns><name>team</name><val>core</val></xattr>"));
@@ -408,7 +414,7 @@ fn odd_names_stay_one_row_and_well_formed_xml() {
     for line in j.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
         let v: serde_json::Value = serde_json::from_slice(line).unwrap();
         if v["name"].as_str().unwrap().starts_with("bad") {
-            assert_eq!(v["nameBase64"], "YmFk/wE=");
+            assert_eq!(v["name_base64"], "YmFk/wE=");
         }
     }
 }

@@ -3,6 +3,7 @@
 mod commands;
 mod diff;
 mod dump;
+mod json_shape;
 mod lookup;
 mod lookup_mutants;
 mod one_verdict;

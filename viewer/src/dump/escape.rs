@@ -63,7 +63,7 @@ pub(crate) fn json_str(s: &[u8], out: &mut Vec<u8>) {
     out.push(b'"');
 }
 
-/// Appends `"key":"value"` for a byte string, and `,"keyBase64":"..."`
+/// Appends `"key":"value"` for a byte string, and `,"key_base64":"..."`
 /// when the bytes are not UTF-8 (the string field then holds them with
 /// U+FFFD in place of the invalid bytes).
 pub(crate) fn json_bytes_field(key: &str, s: &[u8], out: &mut Vec<u8>) {
@@ -74,7 +74,7 @@ pub(crate) fn json_bytes_field(key: &str, s: &[u8], out: &mut Vec<u8>) {
     if std::str::from_utf8(s).is_err() {
         out.extend_from_slice(b",\"");
         out.extend_from_slice(key.as_bytes());
-        out.extend_from_slice(b"Base64\":\"");
+        out.extend_from_slice(b"_base64\":\"");
         base64(s, out);
         out.push(b'"');
     }
