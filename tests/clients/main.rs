@@ -2,7 +2,8 @@
 //! (`tests/python/setup.sh`): DuckDB and Spark reading `nsimage export`,
 //! and the `hdfs` WebHDFS client walking `nsimage serve` and writing to
 //! `nsimage serve --writable`, and 16 of its clients writing to an HA
-//! group through failovers.
+//! group through failovers; and every command block of the docs, run as
+//! written.
 
 #[path = "../support/common.rs"]
 mod common;
@@ -13,6 +14,7 @@ mod python_env;
 #[path = "../support/serve_common.rs"]
 mod serve_common;
 
+mod docs_run;
 mod export_consumers;
 mod ha;
 mod permissions;
