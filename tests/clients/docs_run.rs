@@ -15,9 +15,11 @@
 //! its fence, `<!-- setup: COMMANDS -->`, holds the commands that make
 //! them, run first and not compared (a reader does not see it).
 //!
-//! `NSIMAGE_UPDATE_DOCS=1` writes each command's actual output into the
-//! block instead of comparing, for a person to put the wildcards back in
-//! where it varies.
+//! A command that exits non-zero prints `[exit N]` after its output, so a
+//! block shows every failure it means. `NSIMAGE_UPDATE_DOCS=1` writes the
+//! actual output of each command that no longer matches into the block
+//! instead of comparing (the others keep their wildcards), for a person
+//! to put the wildcards back in where it varies.
 
 use crate::python_env;
 use std::path::{Path, PathBuf};
@@ -116,7 +118,13 @@ fn sessions(file: &Path, lines: &[&str]) -> Vec<Session> {
 /// The bash script of a session: each command's output after a marker
 /// line of its own.
 fn script(s: &Session) -> String {
-    let mut sc = String::from("trap 'trap - TERM; kill -TERM -- -$$ 2>/dev/null' EXIT\n");
+    // The group ends with the session; a server of the block before that
+    // still holds the port is waited out first.
+    let mut sc = String::from(
+        "trap 'trap - TERM; kill -TERM -- -$$ 2>/dev/null' EXIT\n\
+         for _ in $(seq 300); do curl -s -o /dev/null --max-time 1 http://127.0.0.1:5978/ || break; \
+         sleep 0.1; done\n",
+    );
     if let Some(setup) = &s.setup {
         sc.push_str(&format!("{{\n{setup}\n}} >/dev/null 2>&1\n"));
     }
@@ -125,15 +133,22 @@ fn script(s: &Session) -> String {
         if let Some(bg) = background(&step.command) {
             sc.push_str(&format!("{{\n{bg}\n}} >/dev/null 2>&1 &\n"));
             if bg.contains("nsimage serve") {
-                // Until the server answers (at most 30 s).
+                // Until the server answers (at most 30 s), or a line that
+                // says it did not, which no block shows.
                 sc.push_str(
-                    "for _ in $(seq 300); do curl -s -o /dev/null -k \
-                     https://127.0.0.1:5978/ 2>/dev/null && break; curl -s -o /dev/null \
-                     http://127.0.0.1:5978/ && break; sleep 0.1; done\n",
+                    "up=no; for _ in $(seq 300); do curl -s -o /dev/null -k --max-time 1 \
+                     https://127.0.0.1:5978/ 2>/dev/null && up=yes && break; curl -s -o /dev/null \
+                     --max-time 1 http://127.0.0.1:5978/ && up=yes && break; sleep 0.1; done\n\
+                     [ $up = yes ] || echo 'the server did not start within 30 s'\n",
                 );
             }
         } else {
-            sc.push_str(&format!("{{\n{}\n}} 2>&1\n", step.command));
+            // A command that fails says so (`[exit N]` under its output),
+            // and the block must show it.
+            sc.push_str(&format!(
+                "{{\n{}\n}} 2>&1\nst=$?; [ $st -eq 0 ] || printf '[exit %d]\\n' $st\n",
+                step.command
+            ));
         }
     }
     sc.push_str(&format!("printf '\\036%d\\036\\n' {}\n", s.steps.len()));
@@ -221,7 +236,7 @@ fn every_command_block_of_the_docs_runs_as_written() {
             // EXIT trap ends: every server it started in the background
             // goes with it, and its port is free for the next block.
             let out = Command::new("timeout")
-                .args(["300", "setsid", "bash", "-c", &script(&s)])
+                .args(["-k", "10", "300", "setsid", "bash", "-c", &script(&s)])
                 .current_dir(dir.path())
                 .env("PATH", &path)
                 .env_remove("NSIMAGE_KEY_FILE")
@@ -234,16 +249,25 @@ fn every_command_block_of_the_docs_runs_as_written() {
                 ran += 1;
                 let got = parts
                     .get(2 + 2 * i)
-                    .map(|t| t.strip_prefix('\n').unwrap_or(t))
-                    .unwrap_or("<no output: the session stopped before this command>");
-                let got_lines: Vec<&str> = trimmed(&got.lines().collect::<Vec<_>>());
+                    .map(|t| t.strip_prefix('\n').unwrap_or(t));
+                let got_lines: Vec<&str> = match got {
+                    Some(g) => trimmed(&g.lines().collect::<Vec<_>>()),
+                    None => vec!["<no output: the session stopped before this command>"],
+                };
                 let want = trimmed(&lines[step.expected.clone()]);
+                let bg = background(&step.command).is_some();
                 if update {
+                    // Only what no longer matches is rewritten (wildcards
+                    // kept), never a background step's lines nor a
+                    // session that stopped early.
+                    if bg || got.is_none() || matches(&want, &got_lines) {
+                        continue;
+                    }
                     let mut new: Vec<String> = got_lines.iter().map(|l| l.to_string()).collect();
                     let blanks = step.expected.len() - want.len().min(step.expected.len());
                     new.extend(std::iter::repeat_n(String::new(), blanks));
                     replaced.push((step.expected.clone(), new));
-                } else if background(&step.command).is_none() && !matches(&want, &got_lines) {
+                } else if !bg && !matches(&want, &got_lines) {
                     failures.push(format!(
                         "{}:{}: $ {}\n--- the docs show:\n{}\n--- it printed:\n{}\n--- stderr of the session:\n{}",
                         s.file.strip_prefix(ROOT).unwrap_or(&s.file).display(),

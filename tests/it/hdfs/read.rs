@@ -1122,25 +1122,26 @@ fn acls_xattrs_leases_symlinks_and_high_byte_names() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|a| a.as_str().unwrap())
+        .map(|a| a["text"].as_str().unwrap())
         .collect();
     assert_eq!(acl, ["user:alice:rw-", "group:staff:r--", "mask::rwx"]);
     let xs = f["xattrs"].as_array().unwrap();
     assert_eq!(xs.len(), 2, "{f}");
     assert!(
         xs.iter()
-            .any(|x| x["ns"] == "USER" && x["name"] == "color" && x["value"] == "blue"),
+            .any(|x| x["namespace"] == "user" && x["name"] == "color" && x["value"] == "blue"),
         "{f}"
     );
     assert!(
-        xs.iter().any(|x| x["ns"] == "RAW" && x["name"] == "color"),
+        xs.iter()
+            .any(|x| x["namespace"] == "raw" && x["name"] == "color"),
         "{f}"
     );
-    assert_eq!(f["underConstruction"]["clientName"], "DFSClient_7");
+    assert_eq!(f["under_construction"]["client_name"], "DFSClient_7");
     assert_eq!(picked.len(), 2, "a file became a symlink");
     let l = find(picked[1]);
-    assert_eq!(l["type"], "SYMLINK");
-    assert_eq!(l["target"], "/somewhere/else");
+    assert_eq!(l["type"], "symlink");
+    assert_eq!(l["symlink_target"], "/somewhere/else");
     assert_eq!(v["symlinks"], 1);
 }
 

@@ -63,8 +63,7 @@ fn images(dir: &Path) -> Vec<PathBuf> {
     v
 }
 
-/// The fields two objects both have, but for `_base64` twins and what
-/// only one command means the same way (`io`).
+/// The fields two objects both have, but for `_base64` twins.
 fn shared(a: &Value, b: &Value) -> Vec<String> {
     let (Value::Object(a), Value::Object(b)) = (a, b) else {
         return Vec::new();

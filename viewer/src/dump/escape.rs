@@ -165,7 +165,7 @@ mod tests {
         json_bytes_field("p", b"a\"\n\xff", &mut o);
         assert_eq!(
             String::from_utf8(o).unwrap(),
-            "\"p\":\"a\\\"\\n\u{fffd}\",\"pBase64\":\"YSIK/w==\""
+            "\"p\":\"a\\\"\\n\u{fffd}\",\"p_base64\":\"YSIK/w==\""
         );
         let mut o = Vec::new();
         base64(b"foobar", &mut o);
