@@ -18,8 +18,9 @@
 //! or group name forges a line or a field. Only WebHDFS requests are
 //! logged (an HA member's own paths are not), and CREATE's two steps are
 //! two lines (the redirect's with `perm=null`).
-//! Lines are appended, each in one write, to a file opened in append mode;
-//! the log is not synced (nor is the NameNode's).
+//! Lines are appended, each in one write, to a file opened in append mode,
+//! before the request's answer is sent (off the runtime's other tasks:
+//! `block_in_place`); the log is not synced (nor is the NameNode's).
 
 use nsimage_viewer::text::{escaped, log_time};
 use parking_lot::Mutex;
@@ -79,8 +80,19 @@ impl AuditLog {
     /// is said on stderr; the request it records has been answered.
     pub fn record(&self, e: &AuditEntry<'_>) {
         let line = line(&log_time(crate::ha::journal::now_ms()), e);
-        if let Err(err) = self.file.lock().write_all(line.as_bytes()) {
-            eprintln!("nsimage serve: audit log {}: {err}", self.path.display());
+        let append = || {
+            if let Err(err) = self.file.lock().write_all(line.as_bytes()) {
+                eprintln!("nsimage serve: audit log {}: {err}", self.path.display());
+            }
+        };
+        // The line is written before the answer goes out (a client that
+        // has its answer finds its line), so the append blocks; on a
+        // worker of the server's multi-threaded runtime, the runtime is
+        // told first, and moves the worker's other tasks to another
+        // thread while a slow disk holds this one.
+        match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+            Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(append),
+            _ => append(),
         }
     }
 }
