@@ -61,24 +61,30 @@ pub fn spoofs_a_line(c: char) -> bool {
 /// `ls -l`'s type and permission string: `drwxr-xr-x`, `-rw-r--r--`,
 /// `lrwxrwxrwx`; the sticky bit shows as `t` (or `T` without others' x).
 pub fn permission_string(kind: InodeKind, mode: u16) -> String {
-    let mut s = String::with_capacity(10);
-    s.push(match kind {
-        InodeKind::Directory => 'd',
-        InodeKind::Symlink => 'l',
-        InodeKind::File => '-',
+    let mut b = Vec::with_capacity(10);
+    push_permission(kind, mode, &mut b);
+    b.into_iter().map(char::from).collect()
+}
+
+/// Appends [`permission_string`]'s ten ASCII bytes to `out`, without an
+/// allocation (the dumps write one per inode).
+pub fn push_permission(kind: InodeKind, mode: u16, out: &mut Vec<u8>) {
+    out.push(match kind {
+        InodeKind::Directory => b'd',
+        InodeKind::Symlink => b'l',
+        InodeKind::File => b'-',
     });
     for shift in [6u16, 3, 0] {
         let bits = (mode >> shift) & 7;
-        s.push(if bits & 4 != 0 { 'r' } else { '-' });
-        s.push(if bits & 2 != 0 { 'w' } else { '-' });
+        out.push(if bits & 4 != 0 { b'r' } else { b'-' });
+        out.push(if bits & 2 != 0 { b'w' } else { b'-' });
         let x = bits & 1 != 0;
         if shift == 0 && mode & 0o1000 != 0 {
-            s.push(if x { 't' } else { 'T' });
+            out.push(if x { b't' } else { b'T' });
         } else {
-            s.push(if x { 'x' } else { '-' });
+            out.push(if x { b'x' } else { b'-' });
         }
     }
-    s
 }
 
 /// Parses a size, the one syntax of every option that takes one: digits
@@ -107,8 +113,38 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 /// A time in milliseconds since the Unix epoch as UTC ISO 8601, to the
 /// second: `2025-01-01T00:00:00Z`.
 pub fn utc_iso8601(ms: u64) -> String {
+    let mut b = Vec::with_capacity(20);
+    push_utc_iso8601(ms, &mut b);
+    b.into_iter().map(char::from).collect()
+}
+
+/// Appends [`utc_iso8601`]'s ASCII bytes to `out`, without an allocation.
+pub fn push_utc_iso8601(ms: u64, out: &mut Vec<u8>) {
     let (y, mo, d, h, mi, s) = civil(ms / 1000);
-    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z")
+    // The year in at least four digits; the others in two.
+    let digits = |v: u64, width: usize, out: &mut Vec<u8>| {
+        let mut buf = [0u8; 20];
+        let mut n = v;
+        let mut i = buf.len();
+        loop {
+            i -= 1;
+            buf[i] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        for _ in (buf.len() - i)..width {
+            out.push(b'0');
+        }
+        out.extend_from_slice(&buf[i..]);
+    };
+    digits(y, 4, out);
+    for (sep, v) in [(b'-', mo), (b'-', d), (b'T', h), (b':', mi), (b':', s)] {
+        out.push(sep);
+        digits(v, 2, out);
+    }
+    out.push(b'Z');
 }
 
 /// A time in milliseconds since the Unix epoch as Hadoop's logs write it

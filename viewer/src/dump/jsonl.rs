@@ -24,7 +24,7 @@ use super::formatter::Formatter;
 use super::row::Row;
 use super::scratch::Scratch;
 use crate::stat::{storage_policy_name, xattr_ns_name};
-use crate::text::{permission_string, utc_iso8601};
+use crate::text::{push_permission, push_utc_iso8601};
 use crate::walk::kind_name;
 use nsimage_namespace::Attrs;
 
@@ -32,9 +32,15 @@ pub(crate) struct Jsonl;
 
 /// `,"key":` then a time in ms and `,"key_utc":"..."`.
 fn time(key: &str, ms: u64, out: &mut Vec<u8>) {
-    out.extend_from_slice(format!(",\"{key}\":").as_bytes());
+    out.extend_from_slice(b",\"");
+    out.extend_from_slice(key.as_bytes());
+    out.extend_from_slice(b"\":");
     num(ms, out);
-    out.extend_from_slice(format!(",\"{key}_utc\":\"{}\"", utc_iso8601(ms)).as_bytes());
+    out.extend_from_slice(b",\"");
+    out.extend_from_slice(key.as_bytes());
+    out.extend_from_slice(b"_utc\":\"");
+    push_utc_iso8601(ms, out);
+    out.push(b'"');
 }
 
 /// A quota as the shape holds it: the number, or null where none is set.
@@ -70,14 +76,21 @@ impl Formatter for Jsonl {
         json_bytes_field("owner", inode.user(), out);
         out.push(b',');
         json_bytes_field("group", inode.group(), out);
-        out.extend_from_slice(
-            format!(
-                ",\"permission\":{{\"octal\":\"{:04o}\",\"string\":\"{}\"}}",
-                inode.mode(),
-                permission_string(inode.kind(), inode.mode())
-            )
-            .as_bytes(),
-        );
+        let mode = inode.mode();
+        out.extend_from_slice(b",\"permission\":{\"octal\":\"");
+        // Four octal digits (more for a mode above 0o7777).
+        let mut octal = [b'0'; 6];
+        let mut n = u32::from(mode);
+        let mut i = octal.len();
+        while n > 0 || octal.len() - i < 4 {
+            i -= 1;
+            octal[i] = b'0' + (n & 7) as u8;
+            n >>= 3;
+        }
+        out.extend_from_slice(&octal[i..]);
+        out.extend_from_slice(b"\",\"string\":\"");
+        push_permission(inode.kind(), mode, out);
+        out.extend_from_slice(b"\"}");
         time("modification_time", inode.mtime(), out);
         match inode.attrs() {
             Attrs::File(f) => {
