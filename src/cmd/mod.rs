@@ -159,12 +159,21 @@ enum Command {
     /// namespace).
     Serve(serve::Args),
     /// A checkpoint store: journaled ops, atomic checkpoints, recovery.
+    #[command(
+        after_help = "Examples:\n  nsimage store init st --from fsimage_0000000000000001234\n  nsimage store apply st --ops 100000\n  nsimage store status st --json"
+    )]
     Store(store::Args),
     /// The journal viewer.
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  nsimage journal dump st > edits.xml\n  nsimage journal dump st --json | tail -1"
+    )]
     Journal(journal::Cmd),
     /// A high-availability group on etcd: its state, a manual failover.
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  nsimage ha status --ha-etcd http://127.0.0.1:2379\n  nsimage ha transfer --ha-etcd http://127.0.0.1:2379 --to nn2"
+    )]
     Ha(ha::Cmd),
     /// Write a new random key file for encrypted images.
     Keygen(keygen::Args),

@@ -73,7 +73,8 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                     serde_json::json!({
                         "id": e.id,
                         "name": String::from_utf8_lossy(&e.name),
-                        "mtime": e.mtime,
+                        "modification_time": e.mtime,
+                        "modification_time_utc": nsimage_viewer::text::utc_iso8601(e.mtime),
                     })
                 })
                 .collect();

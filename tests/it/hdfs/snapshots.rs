@@ -532,6 +532,31 @@ fn the_rich_image_loads_its_current_tree_and_reports_its_snapshots() {
     assert_eq!(r["snapshots"]["counter"], 2);
     assert_eq!(r["snapshots"]["snapshottable_dirs"][0], SNAPSHOTTABLE);
     assert_eq!(r["snapshots"]["snapshots"][1]["name"], "s2");
+    // `stat` of the snapshottable directory lists its snapshots, in the
+    // one inode shape (docs/inode.schema.json).
+    let st = json(&nsimage(&["stat", s(&path), "/test3", "--json"]));
+    assert_eq!(st["snapshottable"], true, "{st}");
+    let names: Vec<&str> = st["snapshots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["s1", "s2"], "{st}");
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/docs/inode.schema.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let errors: Vec<String> = jsonschema::validator_for(&schema)
+        .unwrap()
+        .iter_errors(&st)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{st}: {errors:?}");
     let d = &r["snapshots"]["diffs"];
     assert_eq!(
         (&d["entries"], &d["file_diffs"], &d["dir_diffs"]),
