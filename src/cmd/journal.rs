@@ -49,21 +49,18 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
         expect: None,
         key: key.clone(),
     };
-    let mut segments: Vec<Segment> = if path.is_dir() {
+    // A store directory's names, listed once: its segments and images.
+    let mut dir_names: Option<Vec<String>> = None;
+    let segments: Vec<Segment> = if path.is_dir() {
         // A store: exit 2 with a message for a directory that is not one.
         let at_rest = nsimage_store::Store::at_rest_of(&path)?;
         // An encrypted store without its key, or with another: exit 1
         // before any segment is read.
         at_rest.check_key(&path, key.as_ref())?;
         sealing = nsimage_store::Store::journal_sealing(&at_rest, key.as_ref());
-        let names = fs
-            .list(&path)
-            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-        let mut v: Vec<Segment> = names
-            .iter()
-            .filter_map(|n| Segment::parse(&path, n))
-            .collect();
-        v.sort_by_key(|s| (s.first, s.last.is_none()));
+        let names = listing(&fs, &path)?;
+        let v = store_segments(&path, &names);
+        dir_names = Some(names);
         v
     } else {
         let name = path
@@ -74,7 +71,6 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
         vec![Segment::parse(dir, &name)
             .ok_or_else(|| anyhow::anyhow!("{}: not a journal segment name", path.display()))?]
     };
-    segments.dedup();
     // The store the segments belong to, whose oldest checkpoint gives the
     // paths.
     let store_dir = if path.is_dir() {
@@ -91,8 +87,13 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
             .filter(|d| nsimage_store::Store::check_dir(d).is_ok())
             .map(Path::to_path_buf)
     };
+    let names = match (dir_names, &store_dir) {
+        (Some(names), _) => names,
+        (None, Some(dir)) => listing(&fs, dir)?,
+        (None, None) => Vec::new(),
+    };
     let mut paths = match &store_dir {
-        Some(dir) => Paths::from_oldest_image(&fs, dir, key.as_ref()),
+        Some(dir) => Paths::from_oldest_image(dir, &names, key.as_ref()),
         None => Paths::default(),
     };
     // One segment of a store: the store's segments before it are replayed
@@ -104,16 +105,8 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
         segments.first().map(|s| s.first),
         paths.ns.is_some(),
     ) {
-        let names = fs
-            .list(dir)
-            .map_err(|e| anyhow::anyhow!("{}: {e}", dir.display()))?;
-        replayed = names
-            .iter()
-            .filter_map(|n| Segment::parse(dir, n))
-            .filter(|s| s.first < first)
-            .collect();
-        replayed.sort_by_key(|s| (s.first, s.last.is_none()));
-        replayed.dedup();
+        replayed = store_segments(dir, &names);
+        replayed.retain(|s| s.first < first);
         // Segments wholly before the checkpoint add nothing.
         replayed.retain(|s| s.last.is_none_or(|l| l > paths.txid));
     }
@@ -172,6 +165,24 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
     super::ls::finish(end.and_then(|()| out.flush()))
 }
 
+/// The names in store directory `dir`.
+fn listing(fs: &nsimage_store::fs::RealFs, dir: &Path) -> anyhow::Result<Vec<String>> {
+    fs.list(dir)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", dir.display()))
+}
+
+/// The journal segments among a store's `names`, in txid order (a
+/// finished segment before an open one of the same first txid).
+fn store_segments(dir: &Path, names: &[String]) -> Vec<Segment> {
+    let mut v: Vec<Segment> = names
+        .iter()
+        .filter_map(|n| Segment::parse(dir, n))
+        .collect();
+    v.sort_by_key(|s| (s.first, s.last.is_none()));
+    v.dedup();
+    v
+}
+
 /// The namespace as it was before the next op, replayed from a
 /// checkpoint, for the ops' paths.
 #[derive(Default)]
@@ -189,13 +200,10 @@ impl Paths {
     /// in a purge), the ops name ids, with a warning that says why: the
     /// journal is still dumped.
     fn from_oldest_image(
-        fs: &nsimage_store::fs::RealFs,
         dir: &Path,
+        names: &[String],
         key: Option<&nsimage_format::cipher::Key>,
     ) -> Paths {
-        let Ok(names) = fs.list(dir) else {
-            return Paths::default();
-        };
         let Some(txid) = names
             .iter()
             .filter_map(|n| nsimage_store::image_txid(n))

@@ -536,3 +536,19 @@ pub fn encrypt(bytes: &[u8], key: &nsimage_format::cipher::Key) -> Vec<u8> {
     out.extend_from_slice(&foot.encode());
     out
 }
+
+/// What docs/inode.schema.json finds wrong with `v` (nothing: it has the
+/// one inode shape); the schema read and compiled once per test process.
+pub fn inode_schema_errors(v: &serde_json::Value) -> Vec<String> {
+    static SCHEMA: std::sync::OnceLock<jsonschema::Validator> = std::sync::OnceLock::new();
+    let validator = SCHEMA.get_or_init(|| {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/inode.schema.json");
+        let schema: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        jsonschema::validator_for(&schema).expect("docs/inode.schema.json is a schema")
+    });
+    validator
+        .iter_errors(v)
+        .map(|e| format!("{e} at {}", e.instance_path))
+        .collect()
+}

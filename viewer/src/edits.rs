@@ -46,6 +46,7 @@
 //! byte values as `0x` hex.
 
 use crate::dump::escape::xml_text;
+use crate::text::{acl_kind_name, rwx};
 use nsimage_format::pb::journal_op::Op;
 use nsimage_format::pb::{self, JournalOp};
 use nsimage_namespace::Namespace;
@@ -115,34 +116,21 @@ fn perm(user: &[u8], group: &[u8], mode: u32) -> (&'static str, Value) {
     )
 }
 
+/// An xattr namespace as oev names it (`USER`, ...; `UNKNOWN` for a value
+/// the format does not define).
 fn xattr_namespace(v: i32) -> &'static str {
-    match pb::XAttrNamespace::try_from(v) {
-        Ok(pb::XAttrNamespace::User) => "USER",
-        Ok(pb::XAttrNamespace::Trusted) => "TRUSTED",
-        Ok(pb::XAttrNamespace::Security) => "SECURITY",
-        Ok(pb::XAttrNamespace::System) => "SYSTEM",
-        Ok(pb::XAttrNamespace::Raw) => "RAW",
-        Err(_) => "UNKNOWN",
-    }
+    nsimage_format::wire::convert::xattr_ns(v).map_or("UNKNOWN", crate::dump::names::xattr_ns_name)
 }
 
-fn acl_type(v: i32) -> &'static str {
-    match pb::AclType::try_from(v) {
-        Ok(pb::AclType::AclUser) => "USER",
-        Ok(pb::AclType::AclGroup) => "GROUP",
-        Ok(pb::AclType::AclMask) => "MASK",
-        Ok(pb::AclType::AclOther) => "OTHER",
-        Err(_) => "UNKNOWN",
-    }
-}
-
-/// `rwx` bits as `r-x`.
-fn rwx(bits: u32) -> Vec<u8> {
-    let mut s = Vec::with_capacity(3);
-    for (bit, c) in [(4, b'r'), (2, b'w'), (1, b'x')] {
-        s.push(if bits & bit != 0 { c } else { b'-' });
-    }
-    s
+/// An ACL entry's type as oev names it (`USER`, ...; `UNKNOWN` for a
+/// value the format does not define).
+fn acl_type(v: i32) -> Vec<u8> {
+    u8::try_from(v)
+        .ok()
+        .filter(|&k| k <= 3)
+        .map_or("UNKNOWN", acl_kind_name)
+        .to_ascii_uppercase()
+        .into_bytes()
 }
 
 /// Bytes as oev writes a value: `0x` and two hex digits a byte.
@@ -291,12 +279,12 @@ pub fn record(op: &JournalOp, ns: Option<&Namespace>) -> EditRecord {
                         "SCOPE",
                         Text(if e.default_scope { "DEFAULT" } else { "ACCESS" }.into()),
                     ),
-                    ("TYPE", Text(acl_type(e.r#type).into())),
+                    ("TYPE", Text(acl_type(e.r#type))),
                 ];
                 if !e.name.is_empty() {
                     entry.push(("NAME", Text(e.name.clone())));
                 }
-                entry.push(("PERM", Text(rwx(e.permission))));
+                entry.push(("PERM", Text(rwx(e.permission).to_vec())));
                 f.push(("ENTRY", Group(entry)));
             }
             ("OP_SET_ACL", f)

@@ -36,7 +36,8 @@
 use crate::error::ViewError;
 use crate::paths::ImagePath;
 use crate::text::{
-    escaped, hadoop_size, human_size, permission_string, size_text, stat_time, utc_iso8601,
+    acl_kind_name, escaped, hadoop_size, human_size, permission_string, rwx, size_text, stat_time,
+    utc_iso8601,
 };
 use crate::walk::{kind_name, length, lossy, resolve};
 use base64::Engine as _;
@@ -137,16 +138,12 @@ pub struct AclStat {
 impl AclStat {
     /// `getfacl`'s form: `default:user:bob:r-x`.
     pub fn text(&self) -> String {
-        let p = self.perm;
-        let bit = |m: u8, c: char| if p & m != 0 { c } else { '-' };
         format!(
-            "{}{}:{}:{}{}{}",
+            "{}{}:{}:{}",
             if self.default_scope { "default:" } else { "" },
             self.kind,
             lossy(&self.name),
-            bit(4, 'r'),
-            bit(2, 'w'),
-            bit(1, 'x')
+            lossy(&rwx(u32::from(self.perm)))
         )
     }
 }
@@ -227,12 +224,7 @@ pub fn stat(ns: &Namespace, path: &ImagePath) -> Result<StatInfo, ViewError> {
             .iter()
             .map(|e| AclStat {
                 default_scope: e.default_scope,
-                kind: match e.kind {
-                    0 => "user",
-                    1 => "group",
-                    2 => "mask",
-                    _ => "other",
-                },
+                kind: acl_kind_name(e.kind),
                 name: if e.name == 0 {
                     Vec::new()
                 } else {

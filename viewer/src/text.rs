@@ -66,6 +66,23 @@ pub fn permission_string(kind: InodeKind, mode: u16) -> String {
     b.into_iter().map(char::from).collect()
 }
 
+/// `rwx` bits (the low three of `bits`) as `r-x`.
+pub fn rwx(bits: u32) -> [u8; 3] {
+    let on = |bit: u32, c: u8| if bits & bit != 0 { c } else { b'-' };
+    [on(4, b'r'), on(2, b'w'), on(1, b'x')]
+}
+
+/// An ACL entry's type as `getfacl` names it (0 `user`, 1 `group`, 2
+/// `mask`, anything else `other`).
+pub fn acl_kind_name(kind: u8) -> &'static str {
+    match kind {
+        0 => "user",
+        1 => "group",
+        2 => "mask",
+        _ => "other",
+    }
+}
+
 /// Appends [`permission_string`]'s ten ASCII bytes to `out`, without an
 /// allocation (the dumps write one per inode).
 pub fn push_permission(kind: InodeKind, mode: u16, out: &mut Vec<u8>) {

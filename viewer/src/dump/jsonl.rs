@@ -24,7 +24,7 @@ use super::formatter::Formatter;
 use super::row::Row;
 use super::scratch::Scratch;
 use crate::stat::{storage_policy_name, xattr_ns_name};
-use crate::text::{push_permission, push_utc_iso8601};
+use crate::text::{acl_kind_name, push_permission, push_utc_iso8601};
 use crate::walk::kind_name;
 use nsimage_namespace::Attrs;
 
@@ -167,12 +167,7 @@ impl Formatter for Jsonl {
                     if i > 0 {
                         out.push(b',');
                     }
-                    let kind = match e.kind {
-                        0 => "user",
-                        1 => "group",
-                        2 => "mask",
-                        _ => "other",
-                    };
+                    let kind = acl_kind_name(e.kind);
                     let scope = if e.default_scope { "default" } else { "access" };
                     out.extend_from_slice(
                         format!("{{\"scope\":\"{scope}\",\"type\":\"{kind}\",").as_bytes(),

@@ -15,7 +15,7 @@ mod delimited;
 pub(crate) mod escape;
 pub(crate) mod formatter;
 mod jsonl;
-mod names;
+pub(crate) mod names;
 mod paths;
 pub(crate) mod row;
 pub(crate) mod scratch;

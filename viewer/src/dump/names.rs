@@ -1,6 +1,7 @@
 //! The names OIV gives to inode types, xattr namespaces and ACL entries,
 //! shared by the XML and JSON-lines formats.
 
+use crate::text::{acl_kind_name, rwx};
 use nsimage_namespace::{AclEntry, InodeKind, StringTable, XAttrNs};
 
 /// OIV's name of an inode type.
@@ -29,18 +30,12 @@ pub(crate) fn acl_text(strings: &StringTable, e: &AclEntry) -> Vec<u8> {
     if e.default_scope {
         s.extend_from_slice(b"default:");
     }
-    s.extend_from_slice(match e.kind {
-        0 => b"user:".as_slice(),
-        1 => b"group:",
-        2 => b"mask:",
-        _ => b"other:",
-    });
+    s.extend_from_slice(acl_kind_name(e.kind).as_bytes());
+    s.push(b':');
     if e.name != 0 {
         s.extend_from_slice(strings.get(e.name).unwrap_or_default());
     }
     s.push(b':');
-    for (bit, c) in [(4, b'r'), (2, b'w'), (1, b'x')] {
-        s.push(if e.perm & bit != 0 { c } else { b'-' });
-    }
+    s.extend_from_slice(&rwx(u32::from(e.perm)));
     s
 }
