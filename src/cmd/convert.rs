@@ -1,13 +1,19 @@
 //! `nsimage convert`: an image of either format (nsimage, or a Hadoop
-//! fsimage) rewritten in the other, or in the same one with other options.
+//! fsimage) rewritten in the other, or in the same one with other options;
+//! and OIV's XML read back into a Hadoop fsimage (Hadoop's ReverseXML,
+//! `nsimage_viewer::reverse_xml`).
 
 use anyhow::{bail, Context};
 use nsimage_loader::{load, LoadOptions};
 use nsimage_store::fs::RealFs;
 use nsimage_store::save::{
-    check_target, save_hdfs_image, save_image, HdfsSaveOptions, SaveOptions,
+    check_target, save_hdfs_image, save_hdfs_with, save_image, HdfsSaveOptions, SaveOptions,
 };
-use nsimage_writer::hdfs::{image_file_name, md5_hex, HdfsCodec, HdfsWriteOptions};
+use nsimage_viewer::reverse_xml::{reverse_xml, MessageSink};
+use nsimage_viewer::ViewError;
+use nsimage_writer::hdfs::{
+    image_file_name, md5_hex, HdfsCodec, HdfsMessageWriter, HdfsWriteOptions,
+};
 use nsimage_writer::WriteOptions;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -30,10 +36,12 @@ enum Codec {
 
 #[derive(clap::Args)]
 #[command(
-    after_help = "Examples:\n  nsimage convert fsimage_0000000000000001234 ns.nsi --to nsimage\n  nsimage convert ns.nsi nn/current/fsimage_0000000000000001234 --to hdfs\n  nsimage convert fsimage_31 back.fsimage --to hdfs --layout-version=-64"
+    after_help = "Examples:\n  nsimage convert fsimage_0000000000000001234 ns.nsi --to nsimage\n  nsimage convert ns.nsi nn/current/fsimage_0000000000000001234 --to hdfs\n  nsimage convert fsimage_31 back.fsimage --to hdfs --layout-version=-64\n  nsimage convert fsimage.xml fsimage_0000000000000001234 --to hdfs   (OIV XML back to an image)"
 )]
 pub struct Args {
-    /// The image to read (either format; detected by its magic).
+    /// The image to read (either format; detected by its magic), or an
+    /// OIV XML document (`hdfs oiv -p XML`, `nsimage dump --format xml`;
+    /// read back into a Hadoop image, `--to hdfs` only).
     input: PathBuf,
     /// The image to write. For `--to hdfs`, an existing directory gets the
     /// NameNode's file name, `fsimage_<txid in 19 digits>`.
@@ -85,6 +93,9 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
+    if is_xml(&a.input)? {
+        return reverse(&a);
+    }
     if a.to == To::Nsimage
         && (a.sub_sections || a.codec != Codec::None || a.layout_version.is_some())
     {
@@ -241,6 +252,143 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether `path` starts as an XML document does (`<?xml` or `<fsimage`,
+/// after a byte-order mark and white space).
+fn is_xml(path: &Path) -> anyhow::Result<bool> {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(64);
+    std::fs::File::open(path)
+        .with_context(|| format!("{}: opening", path.display()))?
+        .take(64)
+        .read_to_end(&mut head)
+        .with_context(|| format!("{}: reading", path.display()))?;
+    let head = head.strip_prefix(b"\xef\xbb\xbf").unwrap_or(&head);
+    let start = head
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(head.len());
+    Ok(head[start..].starts_with(b"<?xml") || head[start..].starts_with(b"<fsimage"))
+}
+
+/// OIV's XML read back into a Hadoop fsimage at the output (and its
+/// `.md5` sidecar), saved atomically, then loaded to check that it reads
+/// back and to report its namespace.
+fn reverse(a: &Args) -> anyhow::Result<ExitCode> {
+    if a.to != To::Hdfs {
+        bail!(
+            "{}: an OIV XML document converts to a Hadoop image only (--to hdfs); convert that image to nsimage's format next",
+            a.input.display()
+        );
+    }
+    if a.sub_sections || a.drop_snapshots || a.encrypt {
+        bail!("--sub-sections, --drop-snapshots and --encrypt do not apply to an XML input");
+    }
+    if let Some(lv) = a.layout_version {
+        hdfs_layout(Some(lv), None, &a.input)?;
+    }
+    let codec = match a.codec {
+        Codec::None => HdfsCodec::None,
+        Codec::Zlib => HdfsCodec::Zlib,
+        Codec::Gzip => HdfsCodec::Gzip,
+    };
+    let fs = RealFs::default();
+    if a.output.is_dir() {
+        bail!(
+            "{}: a directory; an image read back from XML needs a file name (fsimage_<txid>)",
+            a.output.display()
+        );
+    }
+    check_target(&fs, &a.output)?;
+    let started = Instant::now();
+    let file =
+        std::fs::File::open(&a.input).with_context(|| format!("{}: opening", a.input.display()))?;
+    let pb = super::spinner(&format!("writing {}", a.output.display()));
+    let mut failed = None;
+    let mut reversed = None;
+    let saved = save_hdfs_with(&fs, &a.output, |out| {
+        let input = std::io::BufReader::with_capacity(1 << 20, &file);
+        let start = |lv: i32| {
+            HdfsMessageWriter::new(out, lv, codec)
+                .map(Sink)
+                .map_err(|e| ViewError::BadArgument {
+                    detail: e.to_string(),
+                })
+        };
+        match reverse_xml(input, &a.input, &a.output, a.layout_version, start) {
+            Ok((w, r)) => {
+                reversed = Some(r);
+                w.0.finish()
+            }
+            Err(e) => {
+                let m = e.to_string();
+                failed = Some(e);
+                Err(std::io::Error::other(m))
+            }
+        }
+    });
+    pb.finish_and_clear();
+    if let Some(e) = failed {
+        return Err(e.into());
+    }
+    let written = saved.context("saving the image")?;
+    let Some(r) = reversed else {
+        bail!("the XML was not read");
+    };
+    let opts = LoadOptions {
+        threads: a.threads,
+        budget: Some(a.memory.budget()),
+        ..LoadOptions::default()
+    };
+    let loaded = load(&a.output, &opts)
+        .with_context(|| format!("{}: reading the written image back", a.output.display()))?;
+    let ns = loaded.namespace;
+    let st = ns.stats();
+    let digest = ns.digest().to_string();
+    let seconds = started.elapsed().as_secs_f64();
+    let md5 = md5_hex(&written.md5);
+    if a.json {
+        let mut m = super::stats_json(&st, &digest, seconds);
+        m.insert("input".into(), a.input.display().to_string().into());
+        m.insert("output".into(), a.output.display().to_string().into());
+        m.insert("format".into(), "hdfs".into());
+        m.insert("image_bytes".into(), written.bytes.into());
+        m.insert("layout_version".into(), r.layout_version.into());
+        m.insert("md5".into(), md5.into());
+        let sections: Vec<serde_json::Value> = written
+            .sections
+            .iter()
+            .map(|s| serde_json::json!({"name": s.name, "offset": s.offset, "length": s.length}))
+            .collect();
+        m.insert("sections".into(), sections.into());
+        out!("{}", serde_json::Value::Object(m));
+    } else {
+        out!(
+            "{}: {}",
+            a.output.display(),
+            super::stats_text(&st, &digest)
+        );
+        out!(
+            "image {} bytes, layout version {}, md5 {md5}, {seconds:.2} s (read back from OIV XML)",
+            written.bytes,
+            r.layout_version
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The Hadoop writer as the sink of OIV XML read back.
+struct Sink<W: std::io::Write>(HdfsMessageWriter<W>);
+
+impl<W: std::io::Write> MessageSink for Sink<W> {
+    fn message(&mut self, body: &[u8]) -> std::io::Result<()> {
+        self.0.message(body)
+    }
+
+    fn commit(&mut self, name: &str) -> std::io::Result<()> {
+        self.0.commit(name)
+    }
 }
 
 /// The layout version a Hadoop output is written in: the one asked for,

@@ -9,7 +9,8 @@ use super::output::{check_output, write_atomically};
 use super::progress::{LoadBar, RowCounter, Unit};
 use indicatif::ProgressBar;
 use nsimage_namespace::Namespace;
-use nsimage_viewer::dump::{dump, DumpFormat, DumpOptions, DumpStats, HadoopVersion};
+use nsimage_viewer::dump::hadoop_xml::dump_hadoop_xml;
+use nsimage_viewer::dump::{dump, DumpFormat, DumpOptions, DumpStats};
 use nsimage_viewer::input::{Input, Query, Read};
 use nsimage_viewer::streamed::dump::dump_streamed;
 use nsimage_viewer::streamed::Fallback;
@@ -154,25 +155,48 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         delimiter: a.delimiter,
         header: a.header,
         threads: a.threads,
-        hadoop: if a.format == DumpFormat::Xml && nsimage_loader::hdfs::is_hdfs_file(&a.image)? {
-            Some(HadoopVersion::of(&nsimage_loader::hdfs::describe(
-                &a.image,
-            )?))
-        } else {
-            None
-        },
         ..DumpOptions::default()
     };
     if let Some(out) = &a.output {
         check_output(out)?;
     }
     let start = Instant::now();
-    let input = open_input(&a.image, a.memory, a.threads)?;
-    let pb = rows_bar(&input, a.format, &a.image);
+    // OIV's XML of a Hadoop image is printed from its stored sections, as
+    // they come, in one pass; every other dump from the viewer's input.
+    let hadoop_xml = a.format == DumpFormat::Xml && nsimage_loader::hdfs::is_hdfs_file(&a.image)?;
+    let input = match hadoop_xml {
+        true => None,
+        false => Some(open_input(&a.image, a.memory, a.threads)?),
+    };
+    let pb = match &input {
+        Some(input) => rows_bar(input, a.format, &a.image),
+        None => super::progress::bar(
+            None,
+            Unit::Items("rows"),
+            &format!("dumping {}", a.image.display()),
+        ),
+    };
+    let fill = |w: &mut (dyn Write + Send), name: &Path| -> anyhow::Result<(DumpStats, Read)> {
+        match &input {
+            Some(input) => dump_counted(input, &opts, w, name, &pb),
+            None => Ok((
+                dump_hadoop_xml(&a.image, super::md5(), w, name)?,
+                Read::Streamed,
+            )),
+        }
+    };
     let (stats, read) = match &a.output {
         None => {
             let mut w = BufWriter::with_capacity(1 << 20, std::io::stdout());
-            let r = dump_counted(&input, &opts, &mut w, Path::new("<stdout>"), &pb);
+            let r = fill(&mut w, Path::new("<stdout>")).and_then(|s| {
+                w.flush().map(|_| s).map_err(|e| {
+                    ViewError::Io {
+                        path: "<stdout>".into(),
+                        source: e,
+                    }
+                    .into()
+                })
+            });
             pb.finish_and_clear();
             match r {
                 Ok(s) => s,
@@ -190,7 +214,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             }
         }
         Some(out) => {
-            let r = write_atomically(out, |w| dump_counted(&input, &opts, w, out, &pb));
+            let r = write_atomically(out, |w| fill(w, out));
             pb.finish_and_clear();
             r?
         }

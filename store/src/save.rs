@@ -357,6 +357,23 @@ pub fn save_hdfs_image<'a>(
     opts: impl Into<HdfsSaveOptions<'a>>,
 ) -> Result<HdfsWritten, StoreError> {
     let opts = opts.into();
+    save_hdfs_with(fs, path, |out| {
+        write_hdfs_image_with_carry(ns, out, &opts.write, opts.carry)
+    })
+}
+
+/// The atomic save of a Hadoop fsimage whose bytes `write` writes (and
+/// whose MD5 it returns, in [`HdfsWritten`]), then its `.md5` sidecar, as
+/// [`save_hdfs_image`] saves one: an old sidecar removed first, the image
+/// renamed into place, the sidecar saved after it.
+///
+/// # Errors
+/// As [`save_hdfs_image`]; `write`'s errors.
+pub fn save_hdfs_with(
+    fs: &dyn Fs,
+    path: &Path,
+    write: impl FnOnce(&mut (dyn Write + Send)) -> std::io::Result<HdfsWritten>,
+) -> Result<HdfsWritten, StoreError> {
     check_target(fs, path)?;
     let name = path
         .file_name()
@@ -375,9 +392,7 @@ pub fn save_hdfs_image<'a>(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(io_err(&sidecar)(e)),
     }
-    let written = save_file(fs, path, |out| {
-        write_hdfs_image_with_carry(ns, out, &opts.write, opts.carry)
-    })?;
+    let written = save_file(fs, path, write)?;
     let line = md5_sidecar_line(&written.md5, &name);
     save_file(fs, &sidecar, |out| out.write_all(line.as_bytes()))?;
     Ok(written)

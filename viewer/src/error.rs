@@ -104,6 +104,16 @@ pub enum ViewError {
         /// The rule broken.
         detail: String,
     },
+    /// An OIV XML document read back breaks a rule of the format.
+    #[error("{path}: not OIV XML nsimage can read back, at byte offset {offset}: {detail}", path = .path.display())]
+    Xml {
+        /// The document.
+        path: PathBuf,
+        /// The byte offset of the event that broke the rule.
+        offset: u64,
+        /// The rule broken.
+        detail: String,
+    },
 }
 
 impl ViewError {
@@ -115,6 +125,7 @@ impl ViewError {
             ViewError::Load(l) => l.is_data_error(),
             ViewError::NoSuchPath { .. }
             | ViewError::Corrupt { .. }
+            | ViewError::Xml { .. }
             | ViewError::DifferentNamespaces { .. } => true,
             ViewError::BadPath { .. }
             | ViewError::BadArgument { .. }

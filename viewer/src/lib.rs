@@ -18,7 +18,8 @@
 //! | `stat.rs` | [`stat`]: everything one inode holds, as data, text and JSON |
 //! | `du.rs` | [`du`]: per-subtree counts and sizes over a loaded namespace |
 //! | `find.rs` | [`find`]: inodes by name, type, size, time or owner over a loaded namespace |
-//! | `dump/` | [`dump`]: every inode of a loaded namespace as OIV XML, OIV Delimited text or JSON lines, in parallel, the same bytes for any thread count |
+//! | `dump/` | [`dump`]: every inode of a loaded namespace as OIV XML, OIV Delimited text or JSON lines, in parallel, the same bytes for any thread count; a Hadoop image's OIV XML printed from its stored sections (`dump::hadoop_xml`) |
+//! | `reverse_xml.rs` | [`reverse_xml`]: OIV's XML read back into a Hadoop fsimage (Hadoop's ReverseXML), streamed |
 //! | `distribution.rs` | [`distribution`]: the file-size histogram of OIV FileDistribution, over a namespace or streamed |
 //! | `owners.rs` | [`owners`]: a subtree's usage per owner or per group (`du --by`) |
 //! | `streamed/` | [`streamed`]: `du`, `du --by`, `find` and `dump` read from an image's tree and pieces in bounded memory, without loading the namespace |
@@ -98,6 +99,7 @@ pub mod lookup;
 pub mod ls;
 pub mod owners;
 pub mod paths;
+pub mod reverse_xml;
 pub mod stat;
 pub mod streamed;
 pub mod text;

@@ -172,6 +172,55 @@ pub fn log_time(ms: u64) -> String {
     format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02},{milli:03}")
 }
 
+/// A time as OIV's XML prints the dates of delegation keys and tokens
+/// (Java's `yyyy-MM-dd'T'HH:mm:ss.SSS`, UTC): `2025-01-01T00:00:00.000`.
+/// Java reads the stored `uint64` as a signed `long`; values of 2^63 and
+/// above, which no NameNode writes, print here as the unsigned number.
+pub fn oiv_xml_date(ms: u64) -> String {
+    let (y, mo, d, h, mi, s) = civil(ms / 1000);
+    let milli = ms % 1000;
+    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{milli:03}")
+}
+
+/// [`oiv_xml_date`]'s text back to milliseconds since the epoch; `None`
+/// for text of another shape or a date before 1970.
+pub fn parse_oiv_xml_date(s: &str) -> Option<u64> {
+    let b = s.as_bytes();
+    if b.len() < 23 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[13] != b':' {
+        return None;
+    }
+    let n = |r: std::ops::Range<usize>| -> Option<u64> { s.get(r)?.parse().ok() };
+    let (y, mo, d) = (
+        n(0..b.len() - 19)?,
+        n(b.len() - 18..b.len() - 16)?,
+        n(b.len() - 15..b.len() - 13)?,
+    );
+    let (h, mi, sec, ms) = (
+        n(b.len() - 12..b.len() - 10)?,
+        n(b.len() - 9..b.len() - 7)?,
+        n(b.len() - 6..b.len() - 4)?,
+        n(b.len() - 3..b.len())?,
+    );
+    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 59 {
+        return None;
+    }
+    // Days from the civil date (the inverse of `civil`).
+    let (y, m) = if mo <= 2 {
+        (y.checked_sub(1)?, mo + 9)
+    } else {
+        (y, mo - 3)
+    };
+    let era = y / 400;
+    let yoe = y % 400;
+    let doy = (153 * m + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = (era * 146_097 + doe).checked_sub(719_468)?;
+    days.checked_mul(86_400)?
+        .checked_add(h * 3600 + mi * 60 + sec)?
+        .checked_mul(1000)?
+        .checked_add(ms)
+}
+
 /// A time as `hdfs dfs -stat`'s `%y` and `%x` print it (`yyyy-MM-dd
 /// HH:mm:ss`, UTC).
 pub fn stat_time(ms: u64) -> String {

@@ -17,7 +17,7 @@
 //! before the next is inflated), `delimited` (the varint-delimited records of bytes held
 //! whole), `strings` (STRING_TABLE ids), `record` (one
 //! INode record), `inodes` and `dirs` (the two phases), `image` (the side
-//! structure), `small` (the small sections), `md5` (the sidecar check), `run`
+//! structure), `small` (the small sections), `messages` (a section's messages, decoded one by one; the image read as it is stored), `md5` (the sidecar check), `run`
 //! (the load and `verify`), `reach` (the
 //! side structures checked against the inodes), `carry` (the snapshot carry of a load),
 //! `stream` (what the streamed viewer reads of an image, in bounded memory).
@@ -30,6 +30,7 @@ pub(crate) mod image;
 mod inflate;
 mod inodes;
 mod md5;
+mod messages;
 mod reach;
 mod record;
 pub(crate) mod run;
@@ -43,5 +44,6 @@ pub use image::{
     SnapshotEntry, Snapshots,
 };
 pub use md5::{parse_sidecar, sidecar_path, Md5Policy};
+pub use messages::{HdfsSections, Messages};
 pub use run::describe;
 pub use stream::{HdfsSource, HdfsUnstreamable};

@@ -3,13 +3,13 @@
 //! FILES_UNDERCONSTRUCTION), decoded with prost into the side structure
 //! ([`HdfsImage`]).
 
-use super::file::{HdfsFile, Stored};
+use super::file::HdfsFile;
 use super::image::{
     DiffRecord, EcPolicy, HdfsImage, NameSystem, Reference, SectionEntry, SnapshotEntry,
 };
-use super::inflate::Records;
+use super::messages::Messages;
 use crate::error::LoadError;
-use nsimage_format::hdfs::{HdfsSection, SummarySection};
+use nsimage_format::hdfs::HdfsSection;
 use nsimage_format::hdfs_pb::{
     files_under_construction_section::FileUnderConstructionEntry,
     i_node_reference_section::INodeReference,
@@ -17,8 +17,6 @@ use nsimage_format::hdfs_pb::{
     snapshot_section::Snapshot as PbSnapshot,
     ErasureCodingSection, NameSystemSection, SnapshotSection,
 };
-use nsimage_format::Location;
-use prost::Message;
 
 /// The summary's facts.
 pub(crate) fn from_summary(f: &HdfsFile) -> HdfsImage {
@@ -44,73 +42,6 @@ pub(crate) fn from_summary(f: &HdfsFile) -> HdfsImage {
         file_bytes: f.len,
         ..HdfsImage::default()
     }
-}
-
-/// The delimited messages of a section, each decoded with prost as it
-/// comes out of the file (inflated a chunk at a time: a bad message is
-/// refused before the rest of the section is inflated).
-struct Messages<'a> {
-    f: &'a HdfsFile,
-    sec: SummarySection,
-    recs: Records<'a, Stored<'a>>,
-}
-
-impl<'a> Messages<'a> {
-    /// The messages of section `s`, or `None` if the image has none;
-    /// `buf` is the window.
-    fn of(f: &'a HdfsFile, s: HdfsSection, buf: &'a mut Vec<u8>) -> Option<Self> {
-        let sec = f.summary.find(s).cloned()?;
-        let recs = f.records(sec.offset, sec.length, &sec.at(), "section", buf);
-        Some(Messages { f, sec, recs })
-    }
-
-    fn at(&self, pos: usize) -> (Location, String) {
-        let mut at = self.sec.at();
-        if self.f.summary.codec == nsimage_format::hdfs::Codec::None {
-            at.offset = at.offset.saturating_add(pos as u64);
-            (at, String::new())
-        } else {
-            (at, format!(" (byte {pos} of the inflated section)"))
-        }
-    }
-
-    fn err(&self, pos: usize, why: String) -> LoadError {
-        let (at, suffix) = self.at(pos);
-        self.f.corrupt(at, format!("{why}{suffix}"))
-    }
-
-    /// Where the next message starts.
-    fn pos(&self) -> usize {
-        self.recs.pos()
-    }
-
-    fn next<M: Message + Default>(&mut self, what: &str) -> Result<Option<M>, LoadError> {
-        let decoded = match self.recs.next()? {
-            None => return Ok(None),
-            Some((pos, body)) => (pos, M::decode(body)),
-        };
-        match decoded {
-            (_, Ok(m)) => Ok(Some(m)),
-            (pos, Err(e)) => Err(self.err(pos, format!("{what} does not decode: {e}"))),
-        }
-    }
-
-    fn must<M: Message + Default>(&mut self, what: &str) -> Result<M, LoadError> {
-        let pos = self.pos();
-        self.next(what)?
-            .ok_or_else(|| self.err(pos, format!("the section ends before {what}")))
-    }
-}
-
-/// A declared count, bounded by the bytes that could hold it (each
-/// message takes at least one byte): the section's stored bytes when
-/// plain; when compressed, its rule bounds the messages as they inflate.
-fn bound(m: &Messages<'_>, n: u64, what: &str) -> Result<u64, LoadError> {
-    let bytes = m.sec.length;
-    if m.f.summary.codec == nsimage_format::hdfs::Codec::None && n > bytes {
-        return Err(m.err(m.pos(), format!("{n} {what} cannot fit in {bytes} bytes")));
-    }
-    Ok(n)
 }
 
 /// Decodes NS_INFO (required).
@@ -166,7 +97,7 @@ pub(crate) fn small_sections(f: &HdfsFile, img: &mut HdfsImage) -> Result<(), Lo
             let s = &mut img.snapshots;
             s.counter = h.snapshot_counter();
             s.snapshottable_dirs = h.snapshottable_dir.clone();
-            let n = bound(&m, u64::from(h.num_snapshots()), "snapshots")?;
+            let n = m.bound(u64::from(h.num_snapshots()), "snapshots")?;
             for _ in 0..n {
                 let pos = m.pos();
                 let p: PbSnapshot = m.must("a snapshot")?;
@@ -196,7 +127,7 @@ pub(crate) fn small_sections(f: &HdfsFile, img: &mut HdfsImage) -> Result<(), Lo
             }
             let d = &mut img.snapshots.diffs;
             d.entries += 1;
-            let n = bound(&m, u64::from(e.num_of_diff()), "diffs")?;
+            let n = m.bound(u64::from(e.num_of_diff()), "diffs")?;
             let dir = e.r#type() == diff_entry::Type::Directorydiff;
             let mut rec = DiffRecord {
                 entry: e,
@@ -217,7 +148,7 @@ pub(crate) fn small_sections(f: &HdfsFile, img: &mut HdfsImage) -> Result<(), Lo
                     d.dir_diffs += 1;
                     d.deleted += dd.deleted_inode.len() as u64;
                     d.deleted_refs += dd.deleted_inode_ref.len() as u64;
-                    let c = bound(&m, u64::from(dd.created_list_size()), "created entries")?;
+                    let c = m.bound(u64::from(dd.created_list_size()), "created entries")?;
                     let mut created = Vec::new();
                     for _ in 0..c {
                         created.push(m.must::<CreatedListEntry>("a created-list entry")?);

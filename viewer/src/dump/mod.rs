@@ -14,6 +14,7 @@
 mod delimited;
 pub(crate) mod escape;
 pub(crate) mod formatter;
+pub mod hadoop_xml;
 mod jsonl;
 pub(crate) mod names;
 mod paths;

@@ -14,8 +14,9 @@ use super::batch::{encode_in_order, Encoded};
 use super::carry::Carried;
 use super::inodes::{dir_entry, inode_message};
 use super::options::{
-    HdfsWriteOptions, ERASURE_CODING_LAYOUT_VERSION, EXPANDED_STRING_TABLE_LAYOUT_VERSION,
-    NEWEST_LAYOUT_VERSION, OLDEST_LAYOUT_VERSION, ONDISK_VERSION,
+    HdfsCodec, HdfsWriteOptions, ERASURE_CODING_LAYOUT_VERSION,
+    EXPANDED_STRING_TABLE_LAYOUT_VERSION, NEWEST_LAYOUT_VERSION, OLDEST_LAYOUT_VERSION,
+    ONDISK_VERSION,
 };
 use super::serials::Serials;
 use super::sink::ImageSink;
@@ -175,7 +176,8 @@ pub fn write_hdfs_image_with_carry<W: Write>(
     write_snapshot_sections(&mut sink, ns, carried, hadoop3)?;
     write_managers(&mut sink)?;
     write_string_table(&mut sink, ns, opts, serials, carried)?;
-    let (md5, bytes, sections, summary_offset) = write_summary(sink, opts)?;
+    let (md5, bytes, sections, summary_offset) =
+        write_summary(sink, opts.layout_version, opts.codec)?;
     Ok(HdfsWritten {
         md5,
         bytes,
@@ -463,17 +465,17 @@ fn write_string_table<W: Write>(
 /// The FileSummary (every section's name, offset and length) after the
 /// last section, its length, then the MD5 of the whole file: the MD5, the
 /// bytes, the sections and the summary's offset.
-fn write_summary<W: Write>(
+pub(crate) fn write_summary<W: Write>(
     sink: ImageSink<W>,
-    opts: &HdfsWriteOptions,
+    layout_version: i32,
+    codec: HdfsCodec,
 ) -> io::Result<([u8; 16], u64, Vec<HdfsSection>, u64)> {
     let summary_offset = sink.pos();
-    // A negative int32 as the uint32 field holds it.
-    let layout_version = opts.layout_version.cast_unsigned();
     let summary = FileSummary {
         ondisk_version: ONDISK_VERSION,
-        layout_version,
-        codec: opts.codec.class_name().map(str::to_owned),
+        // A negative int32 as the uint32 field holds it.
+        layout_version: layout_version.cast_unsigned(),
+        codec: codec.class_name().map(str::to_owned),
         sections: sink
             .sections()
             .iter()

@@ -46,6 +46,7 @@ mod carry;
 mod deflate;
 mod image;
 mod inodes;
+mod messages;
 mod naming;
 mod options;
 mod serials;
@@ -55,6 +56,7 @@ mod summary;
 mod tests;
 
 pub use image::{write_hdfs_image, write_hdfs_image_with_carry, HDFS_MAGIC};
+pub use messages::HdfsMessageWriter;
 pub use naming::{image_file_name, md5_hex, md5_sidecar_line, md5_sidecar_name};
 pub use options::{
     HdfsCodec, HdfsWriteOptions, DEFAULT_INODE_THRESHOLD, DEFAULT_TARGET_SECTIONS,
