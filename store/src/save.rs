@@ -342,9 +342,10 @@ fn create_fresh(fs: &dyn Fs, path: &Path) -> Result<(PathBuf, Box<dyn FsFile>), 
 /// NameNode's `.md5` sidecar beside it (`PATH.md5`, one line:
 /// `<md5> *<file name>`), as a NameNode writes them.
 ///
-/// The order keeps every crash point loadable: an old sidecar is removed
-/// first (and the removal made durable), then the image is saved, then the
-/// new sidecar. A crash in between leaves an image without a sidecar (a
+/// The order keeps every crash point loadable: the image is written to
+/// its temporary file, an old sidecar is removed (and the removal made
+/// durable), the image is synced and renamed into place, then the new
+/// sidecar is saved. A crash in between leaves an image without a sidecar (a
 /// load then checks nothing), never an image beside a sidecar of another.
 ///
 /// # Errors
@@ -364,8 +365,9 @@ pub fn save_hdfs_image<'a>(
 
 /// The atomic save of a Hadoop fsimage whose bytes `write` writes (and
 /// whose MD5 it returns, in [`HdfsWritten`]), then its `.md5` sidecar, as
-/// [`save_hdfs_image`] saves one: an old sidecar removed first, the image
-/// renamed into place, the sidecar saved after it.
+/// [`save_hdfs_image`] saves one: the image written, an old sidecar
+/// removed, the image renamed into place, the sidecar saved after it (a
+/// failed write leaves the old image and sidecar as they were).
 ///
 /// # Errors
 /// As [`save_hdfs_image`]; `write`'s errors.
@@ -387,12 +389,20 @@ pub fn save_hdfs_with(
         .to_string();
     let sidecar = path.with_file_name(md5_sidecar_name(&name));
     check_target(fs, &sidecar)?;
-    match fs.remove(&sidecar) {
-        Ok(()) => fs.sync_dir(parent_dir(path)).map_err(io_err(&sidecar))?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(io_err(&sidecar)(e)),
-    }
-    let written = save_file(fs, path, write)?;
+    let written = save_file(fs, path, |out| {
+        let written = write(out)?;
+        // The old sidecar goes once the new image is written, before it
+        // replaces the old one: a failed write leaves both as they were.
+        let named = |e: std::io::Error| {
+            std::io::Error::new(e.kind(), format!("removing {}: {e}", sidecar.display()))
+        };
+        match fs.remove(&sidecar) {
+            Ok(()) => fs.sync_dir(parent_dir(path)).map_err(named)?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(named(e)),
+        }
+        Ok(written)
+    })?;
     let line = md5_sidecar_line(&written.md5, &name);
     save_file(fs, &sidecar, |out| out.write_all(line.as_bytes()))?;
     Ok(written)

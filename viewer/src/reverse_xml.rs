@@ -112,7 +112,15 @@ pub fn reverse_xml<R: BufRead, S: MessageSink>(
 ) -> Result<(S, Reversed), ViewError> {
     let mut x = Xml::new(input, name);
     x.expect_open("fsimage")?;
-    x.expect_open("version")?;
+    match x.tag()? {
+        Some(Tag::Open(n)) if n == "version" => {}
+        _ => {
+            return Err(x.err(
+                "no <version> element first: Hadoop 2.7's XML and earlier (no version, no inode count, symbolic permissions) is not read back"
+                    .into(),
+            ))
+        }
+    }
     let mut doc_layout = None;
     x.children("version", |x, tag| match tag {
         "layoutVersion" => {

@@ -62,6 +62,12 @@ fn fixtures(dir: &Path) {
     damaged[mid..mid + 8].copy_from_slice(b"XXXXXXXX");
     std::fs::write(at("DAMAGED"), damaged).unwrap();
     std::fs::write(at("TEXT"), "not an image\n").unwrap();
+    // OIV XML whose INodeSection promises an inode it does not hold.
+    std::fs::write(
+        at("BAD_XML"),
+        "<?xml version=\"1.0\"?>\n<fsimage><version><layoutVersion>-66</layoutVersion></version>\n<INodeSection><lastInodeId>16385</lastInodeId><numInodes>1</numInodes></INodeSection>\n</fsimage>\n",
+    )
+    .unwrap();
     run(&["convert", &at("IMG"), &at("HADOOP"), "--to", "hdfs"]);
     std::fs::copy(at("HADOOP"), at("RENAMED")).unwrap();
     std::fs::copy(at("HADOOP.md5"), at("RENAMED.md5")).unwrap();
