@@ -14,7 +14,8 @@
 //! hold, which the image gets as a NameNode would write it: string ids
 //! (names are numbered in order of first use; with the expanded tables of
 //! layout -65 and later, `maskBits` 3), `rollingUpgradeStartTime`,
-//! `lastAllocatedStripedBlockId`, a cache pool's default replication, a
+//! `lastAllocatedStripedBlockId`, nsimage's own creation time field of
+//! NS_INFO (in images nsimage wrote), a cache pool's default replication, a
 //! striped file's stored replication (OIV prints 1), mode bits above the
 //! sticky bit, and which of the always-printed fields were absent. A file
 //! diff's `snapshotCopy` that is the empty file OIV prints for an absent
@@ -145,6 +146,8 @@ pub fn reverse_xml<R: BufRead, S: MessageSink>(
         }),
         inodes: 0,
         ec_written: false,
+        name_system: None,
+        max_striped: None,
         layout_version: lv,
     };
     x.children("fsimage", |x, tag| r.section(x, tag))?;
@@ -154,6 +157,7 @@ pub fn reverse_xml<R: BufRead, S: MessageSink>(
         r.msg(&ErasureCodingSection::default())?;
         r.commit("ERASURE_CODING")?;
     }
+    r.ns_info()?;
     r.string_table()?;
     let rev = Reversed {
         layout_version: r.layout_version,
@@ -450,6 +454,10 @@ struct Rev<S: MessageSink> {
     strings: Strings,
     inodes: u64,
     ec_written: bool,
+    /// The NameSection, written last (see `ns_info`).
+    name_system: Option<NameSystemSection>,
+    /// The largest block group id seen.
+    max_striped: Option<u64>,
     layout_version: i32,
 }
 
@@ -585,8 +593,29 @@ impl<S: MessageSink> Rev<S> {
             }
             Ok(())
         })?;
+        if self.name_system.replace(s).is_some() {
+            return Err(x.err("a second NameSection".into()));
+        }
+        Ok(())
+    }
+
+    /// NS_INFO, last: its `lastAllocatedStripedBlockId`, which OIV does
+    /// not print, is the largest block group id the image holds, as a
+    /// NameNode that allocated them would have it.
+    fn ns_info(&mut self) -> Result<(), ViewError> {
+        let Some(mut s) = self.name_system.take() else {
+            return Ok(());
+        };
+        s.last_allocated_striped_block_id = self.max_striped;
         self.msg(&s)?;
         self.commit("NS_INFO")
+    }
+
+    /// Notes the id of `b` if it is a block group's (negative as Java's).
+    fn saw_block(&mut self, b: &BlockProto) {
+        if b.block_id.cast_signed() < 0 {
+            self.max_striped = Some(self.max_striped.map_or(b.block_id, |m| m.max(b.block_id)));
+        }
     }
 
     fn erasure_coding<R: BufRead>(&mut self, x: &mut Xml<R>) -> Result<(), ViewError> {
@@ -796,6 +825,9 @@ impl<S: MessageSink> Rev<S> {
             }
             Ok(())
         })?;
+        for b in &f.blocks {
+            self.saw_block(b);
+        }
         Ok(f)
     }
 
@@ -1112,6 +1144,9 @@ impl<S: MessageSink> Rev<S> {
             }
             Ok(())
         })?;
+        for b in &d.blocks {
+            self.saw_block(b);
+        }
         self.msg(&d)
     }
 

@@ -342,6 +342,33 @@ mod tests {
     }
 
     #[test]
+    fn oiv_xml_dates_round_trip() {
+        for ms in [
+            0,
+            1,
+            999,
+            951_782_400_000,
+            1_600_000_000_123,
+            4_102_444_800_000,
+        ] {
+            assert_eq!(parse_oiv_xml_date(&oiv_xml_date(ms)), Some(ms), "{ms}");
+        }
+        assert_eq!(
+            parse_oiv_xml_date("2020-09-13T12:26:40.123"),
+            Some(1_600_000_000_123)
+        );
+        for bad in [
+            "",
+            "2020-09-13 12:26:40.123",
+            "2020-13-01T00:00:00.000",
+            "1969-12-31T23:59:59.999",
+            "2020-09-13T12:26:40",
+        ] {
+            assert_eq!(parse_oiv_xml_date(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
     fn utc_times() {
         assert_eq!(utc_iso8601(0), "1970-01-01T00:00:00Z");
         assert_eq!(utc_iso8601(1_735_689_600_000), "2025-01-01T00:00:00Z");

@@ -816,12 +816,54 @@ fn ec_policy(p: &ErasureCodingPolicyProto) -> Option<Policy> {
         codec: schema.codec_name.clone(),
         data: jint(schema.data_units),
         parity: jint(schema.parity_units),
-        options: schema
-            .options
-            .iter()
-            .map(|o| (o.key.clone(), o.value.clone()))
-            .collect(),
+        options: java_hash_map_order(
+            schema
+                .options
+                .iter()
+                .map(|o| (o.key.clone(), o.value.clone())),
+        ),
     })
+}
+
+/// Java's `String.hashCode`: over UTF-16 code units.
+fn java_hash(s: &str) -> u32 {
+    s.encode_utf16()
+        .fold(0u32, |h, c| h.wrapping_mul(31).wrapping_add(u32::from(c)))
+}
+
+/// The order in which OIV prints a schema's options: Hadoop puts them in
+/// a `HashMap` sized for their count (a key given twice keeps its first
+/// place and its last value) and prints the map's iteration order, by
+/// bucket (`(h ^ h >>> 16)` masked to the table's size), then by insertion
+/// within a bucket. The table starts at the power of two at or above the
+/// count and doubles when the entries pass three quarters of it, or when
+/// a bucket's chain reaches nine entries in a table under 64 (bins of a
+/// larger table become trees, whose order is kept here as inserted).
+fn java_hash_map_order(entries: impl Iterator<Item = (String, String)>) -> Vec<(String, String)> {
+    let entries: Vec<(String, String)> = entries.collect();
+    let bucket = |k: &str, cap: usize| {
+        let h = java_hash(k);
+        ((h ^ (h >> 16)) as usize) & (cap - 1)
+    };
+    let mut cap = entries.len().max(1).next_power_of_two();
+    let mut kept: Vec<(String, String)> = Vec::with_capacity(entries.len());
+    for (k, v) in entries {
+        if let Some(e) = kept.iter_mut().find(|e| e.0 == k) {
+            e.1 = v;
+            continue;
+        }
+        let b = bucket(&k, cap);
+        kept.push((k, v));
+        let chain = kept.iter().filter(|e| bucket(&e.0, cap) == b).count();
+        if chain >= 9 && cap < 64 {
+            cap *= 2;
+        }
+        if kept.len() > cap * 3 / 4 {
+            cap *= 2;
+        }
+    }
+    kept.sort_by_key(|e| bucket(&e.0, cap));
+    kept
 }
 
 #[cfg(test)]

@@ -1,9 +1,12 @@
-//! The XML format: the element layout of Hadoop 3's OIV XML processor
-//! (`PBImageXmlWriter`), so that scripts written for `hdfs oiv -p XML` keep
-//! working; for an image read from a Hadoop fsimage, the `INodeSection`,
-//! `INodeDirectorySection` and `FileUnderConstructionSection` are the bytes
-//! `hdfs oiv -p XML` prints for that file wherever the in-memory model
-//! holds what OIV prints (the list of what it does not hold is below;
+//! The XML format of a namespace: the element layout of Hadoop 3's OIV
+//! XML processor (`PBImageXmlWriter`), so that scripts written for `hdfs
+//! oiv -p XML` keep working. A Hadoop fsimage is printed from its stored
+//! sections instead, every section as OIV prints it ([`super::hadoop_xml`],
+//! what `nsimage dump --format xml` does for one); this module prints what
+//! a namespace holds (an nsimage image, or a namespace loaded from a Hadoop
+//! image, whose `INodeSection`, `INodeDirectorySection` and
+//! `FileUnderConstructionSection` are OIV's bytes wherever the model holds
+//! what OIV prints: the list of what it does not hold is below;
 //! `tests/it/hdfs/oiv_xml.rs` compares every real Hadoop image with an
 //! emulation of OIV written from its source).
 //!
