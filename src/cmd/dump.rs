@@ -180,7 +180,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         match &input {
             Some(input) => dump_counted(input, &opts, w, name, &pb),
             None => Ok((
-                dump_hadoop_xml(&a.image, super::md5(), w, name)?,
+                dump_hadoop_xml(&a.image, super::md5(), a.threads, w, name)?,
                 Read::Streamed,
             )),
         }

@@ -11,7 +11,6 @@ use super::md5::{self, Md5Check, Md5Policy};
 use super::strings::{decode_strings, StringIds};
 use crate::error::LoadError;
 use nsimage_format::hdfs::{HdfsSection, StringTag, SummarySection};
-use nsimage_format::Location;
 use nsimage_namespace::StringTable;
 use prost::Message;
 use std::path::Path;
@@ -39,21 +38,19 @@ impl<'a> Messages<'a> {
         Messages { f, sec, recs }
     }
 
-    fn located(&self, pos: usize) -> (Location, String) {
-        let mut at = self.sec.at();
-        if self.f.summary.codec == nsimage_format::hdfs::Codec::None {
-            at.offset = at.offset.saturating_add(pos as u64);
-            (at, String::new())
-        } else {
-            (at, format!(" (byte {pos} of the inflated section)"))
-        }
-    }
-
     /// A `Corrupt` error at byte `pos` of the section (of its inflated
     /// bytes, with a codec).
     pub fn err(&self, pos: usize, why: String) -> LoadError {
-        let (at, suffix) = self.located(pos);
-        self.f.corrupt(at, format!("{why}{suffix}"))
+        corrupt_at(self.f, &self.sec, pos, why)
+    }
+
+    /// The next message's bytes, undecoded, and where it starts; `None` at
+    /// the section's end.
+    ///
+    /// # Errors
+    /// A length past the section, the file's or the inflation's errors.
+    pub fn next_raw(&mut self) -> Result<Option<(usize, &[u8])>, LoadError> {
+        self.recs.next()
     }
 
     /// Where the next message starts.
@@ -102,6 +99,18 @@ impl<'a> Messages<'a> {
             ));
         }
         Ok(n)
+    }
+}
+
+/// A `Corrupt` error at byte `pos` of section `sec` (of its inflated
+/// bytes, with a codec).
+fn corrupt_at(f: &HdfsFile, sec: &SummarySection, pos: usize, why: String) -> LoadError {
+    let mut at = sec.at();
+    if f.summary.codec == nsimage_format::hdfs::Codec::None {
+        at.offset = at.offset.saturating_add(pos as u64);
+        f.corrupt(at, why)
+    } else {
+        f.corrupt(at, format!("{why} (byte {pos} of the inflated section)"))
     }
 }
 
@@ -185,6 +194,13 @@ impl HdfsSections {
     /// The messages of the summary's entry `sec`; `buf` is the window.
     pub fn messages<'a>(&'a self, sec: &SummarySection, buf: &'a mut Vec<u8>) -> Messages<'a> {
         Messages::at(&self.f, sec.clone(), buf)
+    }
+
+    /// A `Corrupt` error at byte `pos` of section `sec` (of its inflated
+    /// bytes, with a codec), for a message read with
+    /// [`Messages::next_raw`] and decoded elsewhere.
+    pub fn corrupt_at(&self, sec: &SummarySection, pos: usize, why: String) -> LoadError {
+        corrupt_at(&self.f, sec, pos, why)
     }
 
     /// The name of serial id `serial` in table `tag` (user, group or

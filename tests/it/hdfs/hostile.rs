@@ -102,12 +102,16 @@ fn empties(n: usize) -> Vec<u8> {
     vec![0u8; n]
 }
 
-/// Runs `nsimage ARGS` with its address space limited to `limit_mb`.
+/// Runs `nsimage ARGS` with its address space limited to `limit_mb`
+/// (stdout discarded for a dump, whose text is not the point).
 fn limited(limit_mb: u64, args: &[&str]) -> std::process::Output {
     let bin = env!("CARGO_BIN_EXE_nsimage");
     let mut cmd = format!("ulimit -v {} && exec '{bin}'", limit_mb * 1024);
     for a in args {
         cmd.push_str(&format!(" '{a}'"));
+    }
+    if args.first() == Some(&"dump") {
+        cmd.push_str(" > /dev/null");
     }
     Command::new("sh")
         .arg("-c")
@@ -116,14 +120,16 @@ fn limited(limit_mb: u64, args: &[&str]) -> std::process::Output {
         .expect("running nsimage")
 }
 
-/// `verify`, `load` (serial and parallel) and `info` refuse the image with
-/// exit 1, a located error, within the memory limit.
+/// `verify`, `load` (serial and parallel) and the OIV XML dump (read
+/// from the stored sections) refuse the image with exit 1, a located
+/// error, within the memory limit.
 fn refused(path: &Path, limit_mb: u64, section: &str) {
     let p = path.to_str().unwrap();
     for args in [
         vec!["verify", p],
         vec!["load", p, "--threads", "1"],
         vec!["load", p, "--threads", "2"],
+        vec!["dump", p, "--format", "xml"],
     ] {
         let out = limited(limit_mb, &args);
         let err = String::from_utf8_lossy(&out.stderr);

@@ -781,3 +781,67 @@ fn every_section_of_a_rich_image_is_oivs_and_reads_back() {
         assert_eq!(v["digest"], orig["digest"], "{codec:?}");
     }
 }
+
+/// A Hadoop image of many batches and sub-sections (plain and with a
+/// codec): the dump is OIV's document whatever the thread count.
+#[test]
+fn dump_xml_of_a_large_sub_sectioned_image_is_oivs_for_any_thread_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let nsi = dir.path().join("ns.nsi");
+    let run = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_nsimage"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        o.stdout
+    };
+    run(&[
+        "generate",
+        "-o",
+        nsi.to_str().unwrap(),
+        "--inodes",
+        "40000",
+        "--seed",
+        "7",
+    ]);
+    for codec in ["none", "gzip"] {
+        let img = dir.path().join(format!("fsimage_{codec}"));
+        run(&[
+            "convert",
+            nsi.to_str().unwrap(),
+            img.to_str().unwrap(),
+            "--to",
+            "hdfs",
+            "--sub-sections",
+            "--codec",
+            codec,
+        ]);
+        let want = oiv::emulate(&std::fs::read(&img).unwrap())
+            .unwrap()
+            .document;
+        assert!(
+            want.len() > 4 << 20,
+            "{} bytes: not several batches",
+            want.len()
+        );
+        for threads in ["1", "2", "5"] {
+            let got = run(&[
+                "dump",
+                img.to_str().unwrap(),
+                "--format",
+                "xml",
+                "--threads",
+                threads,
+            ]);
+            let got = without_revision(&String::from_utf8(got).unwrap());
+            if let Some(d) = oiv::first_difference(&want, &got) {
+                panic!("{codec}, {threads} threads: {d}");
+            }
+        }
+    }
+}

@@ -147,6 +147,16 @@ pub(crate) mod itoa_like {
             u64::from(self).push_to(out);
         }
     }
+    impl Num for i32 {
+        fn push_to(self, out: &mut Vec<u8>) {
+            i64::from(self).push_to(out);
+        }
+    }
+    impl Num for i8 {
+        fn push_to(self, out: &mut Vec<u8>) {
+            i64::from(self).push_to(out);
+        }
+    }
 }
 
 #[cfg(test)]

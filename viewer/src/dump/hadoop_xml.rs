@@ -27,7 +27,8 @@
 //! are decoded as UTF-8 with U+FFFD for malformed bytes, and the built-in
 //! erasure coding policies (ids 1 to 5) print Hadoop's own definitions.
 
-use super::escape::xml_text;
+use super::escape::itoa_like::Num;
+use super::escape::{num, xml_text};
 use super::DumpStats;
 use crate::error::ViewError;
 use nsimage_format::hdfs::{AclBits, HdfsSection, PermBits, StringTag, SummarySection, XAttrBits};
@@ -45,15 +46,19 @@ use nsimage_format::hdfs_pb::{
 };
 use nsimage_loader::hdfs::{HdfsSections, Md5Policy, Messages};
 use nsimage_loader::LoadError;
+use prost::Message as _;
 use std::io::Write;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The output buffer's size at which it is written out.
 const FLUSH_AT: usize = 1 << 20;
 
 /// Dumps the Hadoop image at `image` as OIV's XML into `w` (`w_name`
 /// names it in errors); `md5` says whether its `.md5` sidecar is checked
-/// (hashed while the sections are read, the verdict at the end).
+/// (hashed while the sections are read, the verdict at the end). The
+/// inodes are decoded and formatted by `threads` workers (0: the
+/// available cores) in batches of about [`BATCH`] bytes, written in order.
 ///
 /// # Errors
 /// The image's damage (a `Corrupt` load error naming section and offset),
@@ -61,19 +66,27 @@ const FLUSH_AT: usize = 1 << 20;
 pub fn dump_hadoop_xml(
     image: &Path,
     md5: Md5Policy,
+    threads: usize,
     w: &mut (dyn Write + Send),
     w_name: &Path,
 ) -> Result<DumpStats, ViewError> {
     let img = HdfsSections::open(image, md5)?;
+    let threads = match threads {
+        0 => std::thread::available_parallelism().map_or(1, usize::from),
+        n => n,
+    };
     let mut p = Printer {
-        img: &img,
-        out: Vec::with_capacity(FLUSH_AT + (64 << 10)),
+        f: Fmt {
+            img: &img,
+            out: Vec::with_capacity(FLUSH_AT + (64 << 10)),
+        },
         w,
         w_name,
         stats: DumpStats {
-            threads: 1,
+            threads,
             ..DumpStats::default()
         },
+        threads,
     };
     p.out
         .extend_from_slice(b"<?xml version=\"1.0\"?>\n<fsimage><version>");
@@ -94,12 +107,53 @@ pub fn dump_hadoop_xml(
     Ok(stats)
 }
 
-struct Printer<'a, 'w> {
+/// The text of one piece of the document: the image's names, and the
+/// buffer the elements are formatted into.
+struct Fmt<'a> {
     img: &'a HdfsSections,
     out: Vec<u8>,
+}
+
+/// The document being printed: formatted into `f`'s buffer, which goes
+/// to `w` whenever it passes [`FLUSH_AT`].
+struct Printer<'a, 'w> {
+    f: Fmt<'a>,
     w: &'a mut (dyn Write + Send + 'w),
     w_name: &'a Path,
     stats: DumpStats,
+    threads: usize,
+}
+
+impl<'a> std::ops::Deref for Printer<'a, '_> {
+    type Target = Fmt<'a>;
+    fn deref(&self) -> &Fmt<'a> {
+        &self.f
+    }
+}
+
+impl std::ops::DerefMut for Printer<'_, '_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.f
+    }
+}
+
+/// A user or group name as OIV prints it in a permission: `null` for id 0
+/// or an id the table lacks.
+fn img_name(img: &HdfsSections, tag: StringTag, serial: u32) -> &[u8] {
+    match serial {
+        0 => b"null",
+        s => img.name(tag, s).unwrap_or(b"null"),
+    }
+}
+
+/// Refuses a message without a field every NameNode writes, as the load
+/// does: an empty message (one byte) would otherwise print as an element
+/// of hundreds of bytes, each byte of an inflated section one more.
+fn need(m: &Messages<'_>, pos: usize, present: bool, what: &str) -> Result<(), ViewError> {
+    match present {
+        true => Ok(()),
+        false => Err(m.err(pos, what.to_string()).into()),
+    }
 }
 
 /// A Java `long` of a protobuf `uint64`: the same bits, signed.
@@ -115,7 +169,7 @@ fn jint(v: u32) -> i32 {
 impl Printer<'_, '_> {
     fn flush(&mut self) -> Result<(), ViewError> {
         self.w
-            .write_all(&self.out)
+            .write_all(&self.f.out)
             .map_err(|source| ViewError::Io {
                 path: self.w_name.to_path_buf(),
                 source,
@@ -131,20 +185,35 @@ impl Printer<'_, '_> {
         }
         Ok(())
     }
+}
 
+impl Fmt<'_> {
     fn raw(&mut self, s: &str) {
         self.out.extend_from_slice(s.as_bytes());
     }
 
-    fn num(&mut self, tag: &str, v: impl std::fmt::Display) {
-        // Writes into a Vec cannot fail.
-        let _ = write!(self.out, "<{tag}>{v}</{tag}>");
+    fn open(&mut self, tag: &str) {
+        self.out.push(b'<');
+        self.out.extend_from_slice(tag.as_bytes());
+        self.out.push(b'>');
+    }
+
+    fn close(&mut self, tag: &str) {
+        self.out.extend_from_slice(b"</");
+        self.out.extend_from_slice(tag.as_bytes());
+        self.out.push(b'>');
+    }
+
+    fn num(&mut self, tag: &str, v: impl Num) {
+        self.open(tag);
+        num(v, &mut self.out);
+        self.close(tag);
     }
 
     fn text(&mut self, tag: &str, v: &[u8]) {
-        let _ = write!(self.out, "<{tag}>");
+        self.open(tag);
         xml_text(v, &mut self.out);
-        let _ = write!(self.out, "</{tag}>");
+        self.close(tag);
     }
 
     /// Bytes as Java's `ByteString.toStringUtf8` reads them: U+FFFD for
@@ -167,6 +236,185 @@ impl Printer<'_, '_> {
         self.text(tag, s.as_bytes());
     }
 
+    fn inode_fields(&mut self, p: &INode) -> Result<(), String> {
+        let ty = i_node_section::i_node::Type::try_from(p.r#type)
+            .map_err(|_| format!("inode {} has type {}", p.id, p.r#type))?;
+        self.num("id", jlong(p.id));
+        self.text("type", ty.as_str_name().as_bytes());
+        self.lossy("name", p.name());
+        if let Some(f) = &p.file {
+            self.file(f)?;
+        } else if let Some(d) = &p.directory {
+            self.directory(d)?;
+        } else if let Some(s) = &p.symlink {
+            self.permission(s.permission());
+            self.lossy("target", s.target());
+            self.num("mtime", jlong(s.modification_time()));
+            self.num("atime", jlong(s.access_time()));
+        }
+        Ok(())
+    }
+
+    fn blocks(&mut self, blocks: &[BlockProto]) {
+        if blocks.is_empty() {
+            return;
+        }
+        self.raw("<blocks>");
+        for b in blocks {
+            self.raw("<block>");
+            self.num("id", jlong(b.block_id));
+            self.num("genstamp", jlong(b.gen_stamp));
+            self.num("numBytes", jlong(b.num_bytes()));
+            self.raw("</block>\n");
+        }
+        self.raw("</blocks>\n");
+    }
+
+    fn file(&mut self, f: &i_node_section::INodeFile) -> Result<(), String> {
+        let replication = match f.erasure_coding_policy_id {
+            // INodeFile.DEFAULT_REPL_FOR_STRIPED_BLOCKS.
+            Some(_) => 1,
+            None => jint(f.replication()),
+        };
+        self.num("replication", replication);
+        self.num("mtime", jlong(f.modification_time()));
+        self.num("atime", jlong(f.access_time()));
+        self.num("preferredBlockSize", jlong(f.preferred_block_size()));
+        self.permission(f.permission());
+        if let Some(x) = &f.x_attrs {
+            self.xattrs(x)?;
+        }
+        self.acls(f.acl.as_ref());
+        self.blocks(&f.blocks);
+        if let Some(sp) = f.storage_policy_id {
+            self.num("storagePolicyId", jint(sp));
+        }
+        if let Some(ec) = f.erasure_coding_policy_id {
+            self.text("blockType", f.block_type().as_str_name().as_bytes());
+            self.num("erasureCodingPolicyId", jint(ec));
+        }
+        if let Some(uc) = &f.file_uc {
+            self.raw("<file-under-construction>");
+            self.text("clientName", uc.client_name().as_bytes());
+            self.text("clientMachine", uc.client_machine().as_bytes());
+            self.raw("</file-under-construction>\n");
+        }
+        Ok(())
+    }
+
+    fn directory(&mut self, d: &i_node_section::INodeDirectory) -> Result<(), String> {
+        self.num("mtime", jlong(d.modification_time()));
+        self.permission(d.permission());
+        if let Some(x) = &d.x_attrs {
+            self.xattrs(x)?;
+        }
+        self.acls(d.acl.as_ref());
+        if d.ns_quota.is_some() && d.ds_quota.is_some() {
+            self.num("nsquota", jlong(d.ns_quota()));
+            self.num("dsquota", jlong(d.ds_quota()));
+        }
+        for q in d.type_quotas.iter().flat_map(|t| &t.quotas) {
+            let st = StorageTypeProto::try_from(q.storage_type)
+                .map_err(|_| format!("storage type {}", q.storage_type))?;
+            self.raw("<typeQuota>");
+            self.text("type", st.as_str_name().as_bytes());
+            self.num("quota", jlong(q.quota));
+            self.raw("</typeQuota>");
+        }
+        Ok(())
+    }
+
+    /// A name of the string table, as OIV looks it up: id 0 and ids the
+    /// table lacks are Java's `null`.
+    fn name(&self, tag: StringTag, serial: u32) -> Option<&[u8]> {
+        if serial == 0 {
+            return None;
+        }
+        self.img.name(tag, serial)
+    }
+
+    /// `user:group:%04o`: the mode as `FsPermission` keeps it (the rwx
+    /// bits and the sticky bit).
+    fn permission(&mut self, v: u64) {
+        let p = PermBits::unpack(v);
+        let img = self.img;
+        self.open("permission");
+        // The table's names are UTF-8 (protobuf strings).
+        xml_text(img_name(img, StringTag::User, p.user), &mut self.out);
+        self.out.push(b':');
+        xml_text(img_name(img, StringTag::Group, p.group), &mut self.out);
+        self.out.push(b':');
+        let m = p.mode & 0o1777;
+        for shift in [9, 6, 3, 0] {
+            self.out.push(b'0' + ((m >> shift) & 7) as u8);
+        }
+        self.close("permission");
+    }
+
+    fn xattrs(&mut self, x: &i_node_section::XAttrFeatureProto) -> Result<(), String> {
+        self.raw("<xattrs>");
+        for a in &x.x_attrs {
+            let b = XAttrBits::unpack(a.name);
+            let ns = match b.ns {
+                0 => "USER",
+                1 => "TRUSTED",
+                2 => "SECURITY",
+                3 => "SYSTEM",
+                4 => "RAW",
+                n => return Err(format!("xattr namespace {n}")),
+            };
+            let Some(name) = self.name(StringTag::XAttr, b.name) else {
+                return Err(format!(
+                    "xattr name id {} is not in the string table",
+                    b.name
+                ));
+            };
+            let name = String::from_utf8_lossy(name).into_owned();
+            self.raw("<xattr>");
+            self.text("ns", ns.as_bytes());
+            self.text("name", name.as_bytes());
+            match std::str::from_utf8(a.value()) {
+                Ok(v) => self.text("val", v.as_bytes()),
+                Err(_) => {
+                    let mut hex = String::with_capacity(a.value().len() * 2);
+                    for byte in a.value() {
+                        let _ = std::fmt::Write::write_fmt(&mut hex, format_args!("{byte:02x}"));
+                    }
+                    self.text("valHex", hex.as_bytes());
+                }
+            }
+            self.raw("</xattr>");
+        }
+        self.raw("</xattrs>");
+        Ok(())
+    }
+
+    fn acls(&mut self, acl: Option<&i_node_section::AclFeatureProto>) {
+        let Some(acl) = acl.filter(|a| !a.entries.is_empty()) else {
+            return;
+        };
+        self.raw("<acls>");
+        for &v in &acl.entries {
+            let e = AclBits::unpack(v);
+            let mut s = Vec::new();
+            if e.default_scope {
+                s.extend_from_slice(b"default:");
+            }
+            s.extend_from_slice(crate::text::acl_kind_name(e.kind).as_bytes());
+            s.push(b':');
+            if e.kind < 2 {
+                s.extend_from_slice(self.name(e.name_tag(), e.name).unwrap_or_default());
+            }
+            s.push(b':');
+            s.extend_from_slice(&crate::text::rwx(u32::from(e.perm)));
+            let s = String::from_utf8_lossy(&s).into_owned();
+            self.text("acl", s.as_bytes());
+        }
+        self.raw("</acls>");
+    }
+}
+
+impl Printer<'_, '_> {
     /// The pieces of a section: its sub-sections, or itself whole.
     fn pieces(&self, sec: &SummarySection) -> Result<Vec<SummarySection>, ViewError> {
         Ok(self.img.pieces(sec)?)
@@ -264,232 +512,70 @@ impl Printer<'_, '_> {
         Ok(())
     }
 
+    /// INodeSection: the header here, then the inodes' messages read in
+    /// batches on this thread, decoded and formatted by the workers, and
+    /// written in order by a writer thread, at most [`WINDOW`] batches per
+    /// worker in flight.
     fn inodes(&mut self, sec: &SummarySection) -> Result<(), ViewError> {
-        let mut left = None;
-        for piece in self.pieces(sec)? {
-            let mut buf = Vec::new();
-            let img = self.img;
-            let mut m = img.messages(&piece, &mut buf);
-            let n = match left {
-                Some(n) => n,
-                None => {
-                    let h: INodeSection = m.must("the INODE header")?;
-                    self.raw("<INodeSection>");
-                    self.num("lastInodeId", jlong(h.last_inode_id()));
-                    self.num("numInodes", jlong(h.num_inodes()));
-                    m.bound(h.num_inodes(), "inodes")?
-                }
-            };
-            let mut n = n;
-            while n > 0 {
-                let Some(p) = m.next::<INode>("an inode")? else {
-                    break;
-                };
-                n -= 1;
-                self.raw("<inode>");
-                self.inode_fields(&m, &p)?;
-                self.raw("</inode>\n");
-                self.stats.rows += 1;
-                self.maybe_flush()?;
+        let img = self.img;
+        let pieces = self.pieces(sec)?;
+        let Some(first) = pieces.first() else {
+            return Ok(());
+        };
+        let mut buf = Vec::new();
+        let mut m = img.messages(first, &mut buf);
+        let h: INodeSection = m.must("the INODE header")?;
+        self.raw("<INodeSection>");
+        self.num("lastInodeId", jlong(h.last_inode_id()));
+        self.num("numInodes", jlong(h.num_inodes()));
+        let declared = m.bound(h.num_inodes(), "inodes")?;
+        self.flush()?;
+        let threads = self.threads.max(1);
+        let (w, w_name) = (&mut *self.w, self.w_name);
+        let stop = AtomicBool::new(false);
+        let (read, written) = std::thread::scope(|scope| {
+            let (todo_tx, todo_rx) = crossbeam_channel::bounded::<Batch>(threads);
+            let (done_tx, done_rx) = crossbeam_channel::bounded::<Done>(threads);
+            let (permit_tx, permit_rx) = crossbeam_channel::bounded::<()>(threads * WINDOW);
+            for _ in 0..threads {
+                let (todo_rx, done_tx, pieces) = (todo_rx.clone(), done_tx.clone(), &pieces);
+                scope.spawn(move || {
+                    for b in todo_rx {
+                        let out = format_batch(img, pieces, &b);
+                        if done_tx.send(Done { seq: b.seq, out }).is_err() {
+                            break;
+                        }
+                    }
+                });
             }
-            left = Some(n);
-        }
-        match left {
-            Some(0) => {}
-            Some(n) => {
-                return Err(LoadError::Corrupt {
-                    path: self.img.path().to_path_buf(),
-                    at: sec.at(),
-                    detail: format!("the INODE section ends {n} inodes before its header's count"),
-                }
-                .into())
+            drop((done_tx, todo_rx));
+            let stop = &stop;
+            let writer = scope.spawn(move || write_in_order(done_rx, permit_rx, w, w_name, stop));
+            let read = read_batches(img, m, &pieces, declared, &todo_tx, &permit_tx, stop);
+            drop((todo_tx, permit_tx));
+            let written = writer.join().unwrap_or_else(|_| {
+                Err(ViewError::Io {
+                    path: w_name.to_path_buf(),
+                    source: std::io::Error::other("the writer thread panicked"),
+                })
+            });
+            (read, written)
+        });
+        // The reader's error first: it stopped the rest.
+        let left = read?;
+        let (bytes, rows) = written?;
+        self.stats.bytes = self.stats.bytes.saturating_add(bytes);
+        self.stats.rows = self.stats.rows.saturating_add(rows);
+        if left > 0 {
+            return Err(LoadError::Corrupt {
+                path: img.path().to_path_buf(),
+                at: sec.at(),
+                detail: format!("the INODE section ends {left} inodes before its header's count"),
             }
-            None => {}
+            .into());
         }
         self.raw("</INodeSection>\n");
         Ok(())
-    }
-
-    fn inode_fields(&mut self, m: &Messages<'_>, p: &INode) -> Result<(), ViewError> {
-        let ty = i_node_section::i_node::Type::try_from(p.r#type)
-            .map_err(|_| m.err(m.pos(), format!("inode {} has type {}", p.id, p.r#type)))?;
-        self.num("id", jlong(p.id));
-        self.text("type", ty.as_str_name().as_bytes());
-        self.lossy("name", p.name());
-        if let Some(f) = &p.file {
-            self.file(m, f)?;
-        } else if let Some(d) = &p.directory {
-            self.directory(m, d)?;
-        } else if let Some(s) = &p.symlink {
-            self.permission(s.permission());
-            self.lossy("target", s.target());
-            self.num("mtime", jlong(s.modification_time()));
-            self.num("atime", jlong(s.access_time()));
-        }
-        Ok(())
-    }
-
-    fn blocks(&mut self, blocks: &[BlockProto]) {
-        if blocks.is_empty() {
-            return;
-        }
-        self.raw("<blocks>");
-        for b in blocks {
-            self.raw("<block>");
-            self.num("id", jlong(b.block_id));
-            self.num("genstamp", jlong(b.gen_stamp));
-            self.num("numBytes", jlong(b.num_bytes()));
-            self.raw("</block>\n");
-        }
-        self.raw("</blocks>\n");
-    }
-
-    fn file(&mut self, m: &Messages<'_>, f: &i_node_section::INodeFile) -> Result<(), ViewError> {
-        let replication = match f.erasure_coding_policy_id {
-            // INodeFile.DEFAULT_REPL_FOR_STRIPED_BLOCKS.
-            Some(_) => 1,
-            None => jint(f.replication()),
-        };
-        self.num("replication", replication);
-        self.num("mtime", jlong(f.modification_time()));
-        self.num("atime", jlong(f.access_time()));
-        self.num("preferredBlockSize", jlong(f.preferred_block_size()));
-        self.permission(f.permission());
-        if let Some(x) = &f.x_attrs {
-            self.xattrs(m, x)?;
-        }
-        self.acls(f.acl.as_ref());
-        self.blocks(&f.blocks);
-        if let Some(sp) = f.storage_policy_id {
-            self.num("storagePolicyId", jint(sp));
-        }
-        if let Some(ec) = f.erasure_coding_policy_id {
-            self.text("blockType", f.block_type().as_str_name().as_bytes());
-            self.num("erasureCodingPolicyId", jint(ec));
-        }
-        if let Some(uc) = &f.file_uc {
-            self.raw("<file-under-construction>");
-            self.text("clientName", uc.client_name().as_bytes());
-            self.text("clientMachine", uc.client_machine().as_bytes());
-            self.raw("</file-under-construction>\n");
-        }
-        Ok(())
-    }
-
-    fn directory(
-        &mut self,
-        m: &Messages<'_>,
-        d: &i_node_section::INodeDirectory,
-    ) -> Result<(), ViewError> {
-        self.num("mtime", jlong(d.modification_time()));
-        self.permission(d.permission());
-        if let Some(x) = &d.x_attrs {
-            self.xattrs(m, x)?;
-        }
-        self.acls(d.acl.as_ref());
-        if d.ns_quota.is_some() && d.ds_quota.is_some() {
-            self.num("nsquota", jlong(d.ns_quota()));
-            self.num("dsquota", jlong(d.ds_quota()));
-        }
-        for q in d.type_quotas.iter().flat_map(|t| &t.quotas) {
-            let st = StorageTypeProto::try_from(q.storage_type)
-                .map_err(|_| m.err(m.pos(), format!("storage type {}", q.storage_type)))?;
-            self.raw("<typeQuota>");
-            self.text("type", st.as_str_name().as_bytes());
-            self.num("quota", jlong(q.quota));
-            self.raw("</typeQuota>");
-        }
-        Ok(())
-    }
-
-    /// A name of the string table, as OIV looks it up: id 0 and ids the
-    /// table lacks are Java's `null`.
-    fn name(&self, tag: StringTag, serial: u32) -> Option<&[u8]> {
-        if serial == 0 {
-            return None;
-        }
-        self.img.name(tag, serial)
-    }
-
-    /// `user:group:%04o`: the mode as `FsPermission` keeps it (the rwx
-    /// bits and the sticky bit).
-    fn permission(&mut self, v: u64) {
-        let p = PermBits::unpack(v);
-        let mut s = Vec::new();
-        s.extend_from_slice(self.name(StringTag::User, p.user).unwrap_or(b"null"));
-        s.push(b':');
-        s.extend_from_slice(self.name(StringTag::Group, p.group).unwrap_or(b"null"));
-        let _ = write!(s, ":{:04o}", p.mode & 0o1777);
-        let s = String::from_utf8_lossy(&s).into_owned();
-        self.text("permission", s.as_bytes());
-    }
-
-    fn xattrs(
-        &mut self,
-        m: &Messages<'_>,
-        x: &i_node_section::XAttrFeatureProto,
-    ) -> Result<(), ViewError> {
-        self.raw("<xattrs>");
-        for a in &x.x_attrs {
-            let b = XAttrBits::unpack(a.name);
-            let ns = match b.ns {
-                0 => "USER",
-                1 => "TRUSTED",
-                2 => "SECURITY",
-                3 => "SYSTEM",
-                4 => "RAW",
-                n => return Err(m.err(m.pos(), format!("xattr namespace {n}")).into()),
-            };
-            let Some(name) = self.name(StringTag::XAttr, b.name) else {
-                return Err(m
-                    .err(
-                        m.pos(),
-                        format!("xattr name id {} is not in the string table", b.name),
-                    )
-                    .into());
-            };
-            let name = String::from_utf8_lossy(name).into_owned();
-            self.raw("<xattr>");
-            self.text("ns", ns.as_bytes());
-            self.text("name", name.as_bytes());
-            match std::str::from_utf8(a.value()) {
-                Ok(v) => self.text("val", v.as_bytes()),
-                Err(_) => {
-                    let mut hex = String::with_capacity(a.value().len() * 2);
-                    for byte in a.value() {
-                        let _ = std::fmt::Write::write_fmt(&mut hex, format_args!("{byte:02x}"));
-                    }
-                    self.text("valHex", hex.as_bytes());
-                }
-            }
-            self.raw("</xattr>");
-        }
-        self.raw("</xattrs>");
-        Ok(())
-    }
-
-    fn acls(&mut self, acl: Option<&i_node_section::AclFeatureProto>) {
-        let Some(acl) = acl.filter(|a| !a.entries.is_empty()) else {
-            return;
-        };
-        self.raw("<acls>");
-        for &v in &acl.entries {
-            let e = AclBits::unpack(v);
-            let mut s = Vec::new();
-            if e.default_scope {
-                s.extend_from_slice(b"default:");
-            }
-            s.extend_from_slice(crate::text::acl_kind_name(e.kind).as_bytes());
-            s.push(b':');
-            if e.kind < 2 {
-                s.extend_from_slice(self.name(e.name_tag(), e.name).unwrap_or_default());
-            }
-            s.push(b':');
-            s.extend_from_slice(&crate::text::rwx(u32::from(e.perm)));
-            let s = String::from_utf8_lossy(&s).into_owned();
-            self.text("acl", s.as_bytes());
-        }
-        self.raw("</acls>");
     }
 
     fn references(&mut self, sec: &SummarySection) -> Result<(), ViewError> {
@@ -498,7 +584,17 @@ impl Printer<'_, '_> {
             let mut buf = Vec::new();
             let img = self.img;
             let mut m = img.messages(&piece, &mut buf);
-            while let Some(r) = m.next::<INodeReference>("an INODE_REFERENCE entry")? {
+            loop {
+                let pos = m.pos();
+                let Some(r) = m.next::<INodeReference>("an INODE_REFERENCE entry")? else {
+                    break;
+                };
+                need(
+                    &m,
+                    pos,
+                    r.referred_id.is_some(),
+                    "an INODE_REFERENCE entry has no referredId",
+                )?;
                 self.raw("<ref>");
                 self.num("referredId", jlong(r.referred_id()));
                 self.lossy("name", r.name());
@@ -529,11 +625,19 @@ impl Printer<'_, '_> {
         }
         let n = m.bound(u64::from(s.num_snapshots()), "snapshots")?;
         for _ in 0..n {
+            let pos = m.pos();
             let p: Snapshot = m.must("a snapshot")?;
+            need(
+                &m,
+                pos,
+                p.root.is_some(),
+                "a snapshot has no root directory",
+            )?;
             self.raw("<snapshot>");
             self.num("id", jint(p.snapshot_id()));
             self.raw("<root>");
-            self.inode_fields(&m, &p.root.clone().unwrap_or_default())?;
+            self.inode_fields(&p.root.clone().unwrap_or_default())
+                .map_err(|d| m.err(pos, d))?;
             self.raw("</root></snapshot>");
             self.maybe_flush()?;
         }
@@ -547,7 +651,17 @@ impl Printer<'_, '_> {
             let mut buf = Vec::new();
             let img = self.img;
             let mut m = img.messages(&piece, &mut buf);
-            while let Some(e) = m.next::<DirEntry>("an INODE_DIR entry")? {
+            loop {
+                let pos = m.pos();
+                let Some(e) = m.next::<DirEntry>("an INODE_DIR entry")? else {
+                    break;
+                };
+                need(
+                    &m,
+                    pos,
+                    e.parent.is_some(),
+                    "an INODE_DIR entry has no parent",
+                )?;
                 self.raw("<directory>");
                 self.num("parent", jlong(e.parent()));
                 for &c in &e.children {
@@ -569,9 +683,19 @@ impl Printer<'_, '_> {
         let img = self.img;
         let mut m = img.messages(sec, &mut buf);
         self.raw("<FileUnderConstructionSection>");
-        while let Some(e) =
-            m.next::<FileUnderConstructionEntry>("a FILES_UNDERCONSTRUCTION entry")?
-        {
+        loop {
+            let pos = m.pos();
+            let Some(e) =
+                m.next::<FileUnderConstructionEntry>("a FILES_UNDERCONSTRUCTION entry")?
+            else {
+                break;
+            };
+            need(
+                &m,
+                pos,
+                e.inode_id.is_some(),
+                "a FILES_UNDERCONSTRUCTION entry has no inodeId",
+            )?;
             self.raw("<inode>");
             self.num("id", jlong(e.inode_id()));
             self.text("path", e.full_path().as_bytes());
@@ -588,7 +712,17 @@ impl Printer<'_, '_> {
             let mut buf = Vec::new();
             let img = self.img;
             let mut m = img.messages(&piece, &mut buf);
-            while let Some(e) = m.next::<DiffEntry>("a SNAPSHOT_DIFF entry")? {
+            loop {
+                let pos = m.pos();
+                let Some(e) = m.next::<DiffEntry>("a SNAPSHOT_DIFF entry")? else {
+                    break;
+                };
+                need(
+                    &m,
+                    pos,
+                    e.inode_id.is_some(),
+                    "a SNAPSHOT_DIFF entry has no inodeId",
+                )?;
                 let file = match diff_entry::Type::try_from(e.r#type) {
                     Ok(diff_entry::Type::Filediff) => true,
                     Ok(diff_entry::Type::Directorydiff) => false,
@@ -623,7 +757,14 @@ impl Printer<'_, '_> {
     }
 
     fn file_diff(&mut self, m: &mut Messages<'_>) -> Result<(), ViewError> {
+        let pos = m.pos();
         let f: FileDiff = m.must("a file diff")?;
+        need(
+            m,
+            pos,
+            f.snapshot_id.is_some(),
+            "a snapshot diff has no snapshotId",
+        )?;
         self.raw("<fileDiff>");
         self.num("snapshotId", jint(f.snapshot_id()));
         self.num("size", jlong(f.file_size()));
@@ -631,7 +772,8 @@ impl Printer<'_, '_> {
         // Java's getSnapshotCopy() is never null: an absent copy prints
         // as the default file's fields.
         self.raw("<snapshotCopy>");
-        self.file(m, &f.snapshot_copy.clone().unwrap_or_default())?;
+        self.file(&f.snapshot_copy.clone().unwrap_or_default())
+            .map_err(|d| m.err(pos, d))?;
         self.raw("</snapshotCopy>\n");
         self.blocks(&f.blocks);
         self.raw("</fileDiff>\n");
@@ -639,7 +781,14 @@ impl Printer<'_, '_> {
     }
 
     fn dir_diff(&mut self, m: &mut Messages<'_>) -> Result<(), ViewError> {
+        let pos = m.pos();
         let d: DirectoryDiff = m.must("a directory diff")?;
+        need(
+            m,
+            pos,
+            d.snapshot_id.is_some(),
+            "a snapshot diff has no snapshotId",
+        )?;
         self.raw("<dirDiff>");
         self.num("snapshotId", jint(d.snapshot_id()));
         self.num("childrenSize", jint(d.children_size()));
@@ -647,7 +796,7 @@ impl Printer<'_, '_> {
         self.lossy("name", d.name());
         if let Some(c) = &d.snapshot_copy {
             self.raw("<snapshotCopy>");
-            self.directory(m, c)?;
+            self.directory(c).map_err(|d| m.err(pos, d))?;
             self.raw("</snapshotCopy>\n");
         }
         self.num("createdListSize", jint(d.created_list_size()));
@@ -770,6 +919,192 @@ impl Printer<'_, '_> {
         }
         self.raw("</CacheManagerSection>\n");
         Ok(())
+    }
+}
+
+/// The bytes of inode messages one batch holds (about; a message may
+/// take it past).
+const BATCH: usize = 1 << 20;
+
+/// Batches in flight per worker: read, queued, formatted or waiting for
+/// their turn to be written (memory stays within a few MiB per worker).
+const WINDOW: usize = 4;
+
+/// Inode messages read, in file order.
+struct Batch {
+    seq: u64,
+    /// The piece (index into the section's pieces) they come from.
+    piece: usize,
+    data: Vec<u8>,
+    /// Each message: where it starts in the piece, and its range in `data`.
+    spans: Vec<(usize, std::ops::Range<usize>)>,
+}
+
+/// A batch formatted: its text and its inode count, or why not.
+struct Done {
+    seq: u64,
+    out: Result<(Vec<u8>, u64), ViewError>,
+}
+
+/// Reads up to `left` inode messages, from `m` (the first piece's, its
+/// header read) and then the other pieces, into batches sent to the
+/// workers, each after taking a permit (a batch holds one piece's
+/// messages); the messages the header declares that the section lacks.
+fn read_batches(
+    img: &HdfsSections,
+    m: Messages<'_>,
+    pieces: &[SummarySection],
+    left: u64,
+    todo: &crossbeam_channel::Sender<Batch>,
+    permits: &crossbeam_channel::Sender<()>,
+    stop: &AtomicBool,
+) -> Result<u64, ViewError> {
+    let mut r = Reader {
+        todo,
+        permits,
+        left,
+        seq: 0,
+        stopped: false,
+        stop,
+    };
+    r.piece(m, 0)?;
+    let mut buf = Vec::new();
+    for (i, p) in pieces.iter().enumerate().skip(1) {
+        if r.left == 0 || r.stopped {
+            break;
+        }
+        r.piece(img.messages(p, &mut buf), i)?;
+    }
+    Ok(r.left)
+}
+
+/// The reading side of the inodes' pipeline.
+struct Reader<'c> {
+    todo: &'c crossbeam_channel::Sender<Batch>,
+    permits: &'c crossbeam_channel::Sender<()>,
+    left: u64,
+    seq: u64,
+    /// Whether the workers are gone.
+    stopped: bool,
+    /// Set by the writer once a batch failed: nothing more is needed.
+    stop: &'c AtomicBool,
+}
+
+impl Reader<'_> {
+    /// Reads piece `piece`'s messages (up to the count left) into batches.
+    fn piece(&mut self, mut m: Messages<'_>, piece: usize) -> Result<(), ViewError> {
+        let mut batch = self.batch(piece);
+        while self.left > 0 && !self.stopped {
+            let Some((pos, body)) = m.next_raw()? else {
+                break;
+            };
+            self.left -= 1;
+            let start = batch.data.len();
+            batch.data.extend_from_slice(body);
+            batch.spans.push((pos, start..batch.data.len()));
+            if batch.data.len() >= BATCH {
+                let next = self.batch(piece);
+                self.send(std::mem::replace(&mut batch, next));
+            }
+        }
+        if !batch.spans.is_empty() {
+            self.send(batch);
+        }
+        Ok(())
+    }
+
+    fn batch(&self, piece: usize) -> Batch {
+        Batch {
+            seq: 0,
+            piece,
+            data: Vec::with_capacity(BATCH + (64 << 10)),
+            spans: Vec::new(),
+        }
+    }
+
+    fn send(&mut self, mut b: Batch) {
+        b.seq = self.seq;
+        self.seq += 1;
+        if self.stop.load(Ordering::Relaxed)
+            || self.permits.send(()).is_err()
+            || self.todo.send(b).is_err()
+        {
+            self.stopped = true;
+        }
+    }
+}
+
+/// Decodes and formats one batch of inodes.
+fn format_batch(
+    img: &HdfsSections,
+    pieces: &[SummarySection],
+    b: &Batch,
+) -> Result<(Vec<u8>, u64), ViewError> {
+    let mut f = Fmt {
+        img,
+        out: Vec::with_capacity(b.data.len().saturating_mul(3)),
+    };
+    let at = |pos: usize, why: String| -> ViewError {
+        match pieces.get(b.piece) {
+            Some(p) => img.corrupt_at(p, pos, why).into(),
+            None => ViewError::BadArgument { detail: why },
+        }
+    };
+    for (pos, range) in &b.spans {
+        let body = b.data.get(range.clone()).unwrap_or_default();
+        let p =
+            INode::decode(body).map_err(|e| at(*pos, format!("an inode does not decode: {e}")))?;
+        f.raw("<inode>");
+        f.inode_fields(&p).map_err(|d| at(*pos, d))?;
+        f.raw("</inode>\n");
+    }
+    Ok((f.out, b.spans.len() as u64))
+}
+
+/// Writes the batches' texts to `w` in order as they are formatted, each
+/// returning its permit once written; the bytes and inodes written, or the
+/// first error (the rest is still received, so that no worker waits).
+fn write_in_order(
+    done: crossbeam_channel::Receiver<Done>,
+    permits: crossbeam_channel::Receiver<()>,
+    w: &mut (dyn Write + Send + '_),
+    w_name: &Path,
+    stop: &AtomicBool,
+) -> Result<(u64, u64), ViewError> {
+    let mut held = std::collections::BTreeMap::new();
+    let (mut next, mut bytes, mut rows) = (0u64, 0u64, 0u64);
+    let mut failed = None;
+    for d in done {
+        held.insert(d.seq, d.out);
+        while let Some(out) = held.remove(&next) {
+            next += 1;
+            let _ = permits.recv();
+            if failed.is_some() {
+                continue;
+            }
+            match out {
+                Ok((text, n)) => match w.write_all(&text) {
+                    Ok(()) => {
+                        bytes = bytes.saturating_add(text.len() as u64);
+                        rows = rows.saturating_add(n);
+                    }
+                    Err(source) => {
+                        failed = Some(ViewError::Io {
+                            path: w_name.to_path_buf(),
+                            source,
+                        })
+                    }
+                },
+                Err(e) => failed = Some(e),
+            }
+            if failed.is_some() {
+                stop.store(true, Ordering::Relaxed);
+            }
+        }
+    }
+    match failed {
+        Some(e) => Err(e),
+        None => Ok((bytes, rows)),
     }
 }
 
