@@ -10,7 +10,7 @@ use nsimage_viewer::distribution::{
 };
 use nsimage_viewer::input::{Input, Query};
 use nsimage_viewer::streamed::Fallback;
-use nsimage_viewer::text::{bytes_summary, human_size, size_text};
+use nsimage_viewer::text::{bytes_summary, human_size, label_size, size_text};
 use nsimage_viewer::ViewError;
 use plotters::prelude::*;
 use std::path::PathBuf;
@@ -56,11 +56,14 @@ pub struct Args {
     memory: MemoryLimit,
 }
 
-fn range_text(b: &Bucket) -> String {
+/// A bucket's bounds, in the units of the output (`-h`: Hadoop's).
+fn range_text(b: &Bucket, hadoop_units: bool) -> String {
+    let l = |v| label_size(v, hadoop_units);
     match (b.low, b.high) {
+        (_, 0) if hadoop_units => "0".to_string(),
         (_, 0) => "0 B".to_string(),
-        (l, u64::MAX) => format!("> {}", human_size(l)),
-        (l, h) => format!("({}, {}]", human_size(l), human_size(h)),
+        (lo, u64::MAX) => format!("> {}", l(lo)),
+        (lo, h) => format!("({}, {}]", l(lo), l(h)),
     }
 }
 
@@ -133,10 +136,10 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             "{}: {} files, {}, largest {}; buckets of {} up to {} (empty buckets not shown)",
             a.image.display(),
             d.files,
-            bytes_summary(d.bytes),
+            bytes_summary(d.bytes, a.human),
             size_text(d.largest, a.human),
-            human_size(d.step),
-            human_size(d.max)
+            label_size(d.step, a.human),
+            label_size(d.max, a.human)
         );
         out!(
             "{:<26} {:>12} {:>7} {:>12}",
@@ -148,7 +151,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         for b in d.buckets.iter().filter(|b| b.files > 0) {
             out!(
                 "{:<26} {:>12} {:>6.2}% {:>12}",
-                range_text(b),
+                range_text(b, a.human),
                 b.files,
                 100.0 * b.files as f64 / d.files.max(1) as f64,
                 size_text(b.bytes, a.human)

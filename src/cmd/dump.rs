@@ -9,6 +9,7 @@ use super::output::{check_output, write_atomically};
 use super::progress::{LoadBar, RowCounter, Unit};
 use indicatif::ProgressBar;
 use nsimage_namespace::Namespace;
+use nsimage_viewer::distribution::distribution_streamed;
 use nsimage_viewer::dump::hadoop_xml::dump_hadoop_xml;
 use nsimage_viewer::dump::{dump, DumpFormat, DumpOptions, DumpStats};
 use nsimage_viewer::input::{Input, Query, Read};
@@ -100,6 +101,27 @@ impl Query for Dump<'_, '_> {
     }
 }
 
+/// The tree of an image read and checked as the streamed commands read
+/// it (its file sizes counted, the cheapest streamed question), or loaded
+/// whole where the stream cannot take it: the verdict on the image.
+struct Verdict {
+    threads: usize,
+}
+
+impl Query for Verdict {
+    type Answer = ();
+    type Error = ViewError;
+
+    fn streamed(&mut self, input: &Input) -> Result<Result<(), Fallback>, ViewError> {
+        let counted = distribution_streamed(input.source(), self.threads, 1 << 30, 1 << 40)?;
+        Ok(counted.map(|_| ()))
+    }
+
+    fn loaded(&mut self, _: &Namespace) -> Result<(), ViewError> {
+        Ok(())
+    }
+}
+
 /// A bar of the rows to write where a row is a line (delimited, JSON
 /// lines: one per inode), a spinner for XML.
 fn rows_bar(input: &Input, format: DumpFormat, image: &Path) -> ProgressBar {
@@ -164,26 +186,24 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     // OIV's XML of a Hadoop image is printed from its stored sections, as
     // they come, in one pass; every other dump from the viewer's input.
     let hadoop_xml = a.format == DumpFormat::Xml && nsimage_loader::hdfs::is_hdfs_file(&a.image)?;
-    let input = match hadoop_xml {
-        true => None,
-        false => Some(open_input(&a.image, a.memory, a.threads)?),
-    };
-    let pb = match &input {
-        Some(input) => rows_bar(input, a.format, &a.image),
-        None => super::progress::bar(
-            None,
-            Unit::Items("rows"),
-            &format!("dumping {}", a.image.display()),
-        ),
-    };
+    let input = open_input(&a.image, a.memory, a.threads)?;
+    let pb = rows_bar(&input, a.format, &a.image);
     let fill = |w: &mut (dyn Write + Send), name: &Path| -> anyhow::Result<(DumpStats, Read)> {
-        match &input {
-            Some(input) => dump_counted(input, &opts, w, name, &pb),
-            None => Ok((
-                dump_hadoop_xml(&a.image, super::md5(), a.threads, w, name)?,
-                Read::Streamed,
-            )),
+        if !hadoop_xml {
+            return dump_counted(&input, &opts, w, name, &pb);
         }
+        // OIV's XML of a Hadoop image is printed from its stored sections,
+        // while the image's tree is read and checked as every other
+        // command reads it: one verdict on a damaged image, the check's.
+        std::thread::scope(|s| {
+            let check = s.spawn(|| input.read(&mut Verdict { threads: a.threads }));
+            let dumped = dump_hadoop_xml(&a.image, super::md5(), a.threads, w, name);
+            let checked = check
+                .join()
+                .map_err(|_| anyhow::anyhow!("the tree check panicked"))?;
+            let (_, read) = checked?;
+            Ok((dumped?, read))
+        })
     };
     let (stats, read) = match &a.output {
         None => {

@@ -105,7 +105,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         "{}: nsimage format version {}, {}",
         a.file.display(),
         h.version,
-        bytes_summary(src.len())
+        bytes_summary(src.len(), a.human)
     );
     let size = |b: u64| size_text(b, a.human);
     out!(
@@ -233,7 +233,7 @@ fn hdfs(a: &Args) -> anyhow::Result<ExitCode> {
         a.file.display(),
         img.layout_version,
         img.codec_class.unwrap_or("none"),
-        bytes_summary(img.file_bytes),
+        bytes_summary(img.file_bytes, a.human),
         if sidecar {
             ", .md5 sidecar present"
         } else {
@@ -259,7 +259,7 @@ fn hdfs(a: &Args) -> anyhow::Result<ExitCode> {
         "summary at {} ({}); string table maskBits {}",
         img.summary.0,
         if a.human {
-            nsimage_viewer::text::human_size(img.summary.1)
+            nsimage_viewer::text::label_size(img.summary.1, true)
         } else {
             format!("{} bytes", img.summary.1)
         },

@@ -331,6 +331,6 @@ pub fn stats_text(st: &Stats, digest: &str) -> String {
         st.directories,
         st.symlinks,
         st.blocks,
-        nsimage_viewer::text::bytes_summary(st.bytes)
+        nsimage_viewer::text::bytes_summary(st.bytes, false)
     )
 }

@@ -302,10 +302,24 @@ pub fn size_text(bytes: u64, human: bool) -> String {
     }
 }
 
-/// A byte count in a summary line: the raw count with the human form
-/// beside it, `10653532160000 bytes (9.7 TiB)`.
-pub fn bytes_summary(bytes: u64) -> String {
-    format!("{bytes} bytes ({})", human_size(bytes))
+/// A byte count in a summary line: the raw count with a readable form
+/// beside it, `10653532160000 bytes (9.7 TiB)`; with `hadoop_units` (a
+/// command's `-h`, whose columns are in Hadoop's units) that form is
+/// Hadoop's too, `10653532160000 bytes (9.7 T)`, so that one output never
+/// mixes the two.
+pub fn bytes_summary(bytes: u64, hadoop_units: bool) -> String {
+    format!("{bytes} bytes ({})", label_size(bytes, hadoop_units))
+}
+
+/// A size where the output always shows a readable one (a bucket's
+/// bounds, a step): binary units (`2.0 MiB`), or Hadoop's (`2 M`) with
+/// `hadoop_units` (a command's `-h`).
+pub fn label_size(bytes: u64, hadoop_units: bool) -> String {
+    if hadoop_units {
+        hadoop_size(i128::from(bytes))
+    } else {
+        human_size(bytes)
+    }
 }
 
 #[cfg(test)]
@@ -449,8 +463,14 @@ mod tests {
         assert_eq!(size_text(1536, false), "1536");
         assert_eq!(size_text(1536, true), "1.5 K");
         assert_eq!(
-            bytes_summary(10_653_532_160_000),
+            bytes_summary(10_653_532_160_000, false),
             "10653532160000 bytes (9.7 TiB)"
         );
+        assert_eq!(
+            bytes_summary(10_653_532_160_000, true),
+            "10653532160000 bytes (9.7 T)"
+        );
+        assert_eq!(label_size(2 << 20, false), "2.0 MiB");
+        assert_eq!(label_size(2 << 20, true), "2 M");
     }
 }

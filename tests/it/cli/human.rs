@@ -114,8 +114,12 @@ fn human_sizes_where_plain_output_has_byte_counts() {
     let first = plain.lines().next().unwrap();
     assert!(first.ends_with(&summary), "{first}");
     assert!(!plain.lines().skip(1).any(has_unit), "{plain}");
+    // With -h the summary's readable form is in Hadoop's units too: one
+    // output, one kind of unit.
     let h = text(&["info", "-h", img]);
-    assert!(h.lines().next().unwrap().ends_with(&summary), "{h}");
+    let h_summary = nsimage_viewer::text::bytes_summary(image_bytes, true);
+    assert!(h.lines().next().unwrap().ends_with(&h_summary), "{h}");
+    assert!(!h.contains("iB"), "{h}");
     assert!(
         h.lines().any(|l| l.starts_with("INODE ") && has_unit(l)),
         "{h}"
@@ -143,6 +147,12 @@ fn human_sizes_where_plain_output_has_byte_counts() {
     );
     let h = text(&["distribution", "-h", img]);
     assert!(rows(&h).iter().any(|l| has_unit(&last_col(l))), "{h}");
+    // Bucket bounds and the summary in Hadoop's units as well.
+    assert!(!h.contains("iB"), "{h}");
+    assert!(
+        h.contains(&nsimage_viewer::text::bytes_summary(total, true)),
+        "{h}"
+    );
 }
 
 #[test]
