@@ -34,6 +34,17 @@ enum Codec {
     Gzip,
 }
 
+impl Codec {
+    /// The Hadoop writer's codec.
+    fn hdfs(self) -> HdfsCodec {
+        match self {
+            Codec::None => HdfsCodec::None,
+            Codec::Zlib => HdfsCodec::Zlib,
+            Codec::Gzip => HdfsCodec::Gzip,
+        }
+    }
+}
+
 #[derive(clap::Args)]
 #[command(
     after_help = "Examples:\n  nsimage convert fsimage_0000000000000001234 ns.nsi --to nsimage\n  nsimage convert ns.nsi nn/current/fsimage_0000000000000001234 --to hdfs\n  nsimage convert fsimage_31 back.fsimage --to hdfs --layout-version=-64\n  nsimage convert fsimage.xml fsimage_0000000000000001234 --to hdfs   (OIV XML back to an image)"
@@ -189,11 +200,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 } else {
                     HdfsWriteOptions::default().inode_threshold
                 },
-                codec: match a.codec {
-                    Codec::None => HdfsCodec::None,
-                    Codec::Zlib => HdfsCodec::Zlib,
-                    Codec::Gzip => HdfsCodec::Gzip,
-                },
+                codec: a.codec.hdfs(),
                 layout_version,
                 ..HdfsWriteOptions::default()
             };
@@ -282,17 +289,18 @@ fn reverse(a: &Args) -> anyhow::Result<ExitCode> {
             a.input.display()
         );
     }
-    if a.sub_sections || a.drop_snapshots || a.encrypt {
-        bail!("--sub-sections, --drop-snapshots and --encrypt do not apply to an XML input");
+    if a.sub_sections
+        || a.drop_snapshots
+        || a.encrypt
+        || a.compress.codec != nsimage_format::codec::Codec::None
+        || a.target_sections != nsimage_writer::hdfs::DEFAULT_TARGET_SECTIONS
+    {
+        bail!("--sub-sections, --target-sections, --drop-snapshots, --compress and --encrypt do not apply to an XML input");
     }
     if let Some(lv) = a.layout_version {
         hdfs_layout(Some(lv), None, &a.input)?;
     }
-    let codec = match a.codec {
-        Codec::None => HdfsCodec::None,
-        Codec::Zlib => HdfsCodec::Zlib,
-        Codec::Gzip => HdfsCodec::Gzip,
-    };
+    let codec = a.codec.hdfs();
     let fs = RealFs::default();
     if a.output.is_dir() {
         bail!(
@@ -307,45 +315,72 @@ fn reverse(a: &Args) -> anyhow::Result<ExitCode> {
     let pb = super::spinner(&format!("writing {}", a.output.display()));
     let mut failed = None;
     let mut reversed = None;
-    let saved = save_hdfs_with(&fs, &a.output, |out| {
-        let input = std::io::BufReader::with_capacity(1 << 20, &file);
-        let start = |lv: i32| {
-            HdfsMessageWriter::new(out, lv, codec)
-                .map(Sink)
-                .map_err(|e| ViewError::BadArgument {
-                    detail: e.to_string(),
-                })
-        };
-        match reverse_xml(input, &a.input, &a.output, a.layout_version, start) {
-            Ok((w, r)) => {
-                reversed = Some(r);
-                w.0.finish()
-            }
-            Err(e) => {
-                let m = e.to_string();
-                failed = Some(e);
-                Err(std::io::Error::other(m))
-            }
-        }
-    });
-    pb.finish_and_clear();
-    if let Some(e) = failed {
-        return Err(e.into());
-    }
-    let written = saved.context("saving the image")?;
-    let Some(r) = reversed else {
-        bail!("the XML was not read");
-    };
+    // The image is loaded before it takes the output's name: one nsimage
+    // cannot read back is refused, and the output is left as it was.
     let opts = LoadOptions {
         threads: a.threads,
         budget: Some(a.memory.budget()),
         ..LoadOptions::default()
     };
-    let loaded = load(&a.output, &opts)
-        .with_context(|| format!("{}: reading the written image back", a.output.display()))?;
-    let ns = loaded.namespace;
-    let st = ns.stats();
-    let digest = ns.digest().to_string();
+    let loaded = std::cell::RefCell::new(None);
+    let refused = std::cell::RefCell::new(None);
+    let check = |tmp: &Path| -> std::io::Result<()> {
+        match load(tmp, &opts) {
+            Ok(l) => {
+                let ns = l.namespace;
+                *loaded.borrow_mut() = Some((ns.stats(), ns.digest().to_string()));
+                Ok(())
+            }
+            Err(e) => {
+                let m = e.to_string();
+                *refused.borrow_mut() = Some(e);
+                Err(std::io::Error::other(m))
+            }
+        }
+    };
+    let saved = save_hdfs_with(
+        &fs,
+        &a.output,
+        |out| {
+            let input = std::io::BufReader::with_capacity(1 << 20, &file);
+            let start = |lv: i32| {
+                HdfsMessageWriter::new(out, lv, codec)
+                    .map(Sink)
+                    .map_err(|e| ViewError::Xml {
+                        path: a.input.clone(),
+                        offset: 0,
+                        detail: e.to_string(),
+                    })
+            };
+            match reverse_xml(input, &a.input, &a.output, a.layout_version, start) {
+                Ok((w, r)) => {
+                    reversed = Some(r);
+                    w.0.finish()
+                }
+                Err(e) => {
+                    let m = e.to_string();
+                    failed = Some(e);
+                    Err(std::io::Error::other(m))
+                }
+            }
+        },
+        Some(&check),
+    );
+    pb.finish_and_clear();
+    if let Some(e) = failed {
+        return Err(e.into());
+    }
+    if let Some(e) = refused.into_inner() {
+        return Err(anyhow::Error::new(e).context(format!(
+            "{}: the image it describes is not one nsimage reads back; {} is left as it was",
+            a.input.display(),
+            a.output.display()
+        )));
+    }
+    let written = saved.context("saving the image")?;
+    let (Some(r), Some((st, digest))) = (reversed, loaded.into_inner()) else {
+        bail!("the XML was not read");
+    };
     let seconds = started.elapsed().as_secs_f64();
     let md5 = md5_hex(&written.md5);
     if a.json {

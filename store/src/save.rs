@@ -165,13 +165,21 @@ impl Write for Paced {
     }
 }
 
+/// A check of a file written and synced under its temporary name, before
+/// it takes its final one (an error refuses it).
+pub type FileCheck<'a> = dyn Fn(&Path) -> std::io::Result<()> + 'a;
+
 /// How a save names its temporary file.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub(crate) enum Temp<'a> {
     /// Fresh names ([`temp_path`]), each created new: a name someone else
     /// holds is neither opened nor removed, the next one is tried. Errors
     /// name the target.
     Fresh,
+    /// A fresh name, whose file, once written and synced, is handed to the
+    /// check before it is renamed into place: a refusal leaves the target
+    /// as it was.
+    Checked(&'a FileCheck<'a>),
     /// The store's checkpoint: this one name (`image_<T>.tmp`), created or
     /// truncated (opening the store removes leftovers of that name), with
     /// the failpoints `checkpoint-written` (after the fsync of the
@@ -271,12 +279,12 @@ pub(crate) fn save_as<S>(
     check_target(fs, path)?;
     let dir = parent_dir(path);
     let (tmp, file) = match temp {
-        Temp::Fresh => create_fresh(fs, path)?,
+        Temp::Fresh | Temp::Checked(_) => create_fresh(fs, path)?,
         Temp::Checkpoint(tmp, _) => (tmp.to_path_buf(), fs.create(tmp).map_err(io_err(tmp))?),
     };
     let (checkpoint, limit) = match temp {
         Temp::Checkpoint(_, limit) => (true, limit),
-        Temp::Fresh => (false, None),
+        Temp::Fresh | Temp::Checked(_) => (false, None),
     };
     // Errors of the file name the target for a fresh name (the caller's
     // path, not a temporary one), the temporary file for a checkpoint.
@@ -299,6 +307,9 @@ pub(crate) fn save_as<S>(
         drop(file);
         if checkpoint {
             failpoint("checkpoint-written");
+        }
+        if let Temp::Checked(check) = temp {
+            check(&tmp).map_err(io_err(file_err))?;
         }
         check_target(fs, path)?;
         fs.rename(&tmp, path).map_err(io_err(file_err))?;
@@ -343,8 +354,8 @@ fn create_fresh(fs: &dyn Fs, path: &Path) -> Result<(PathBuf, Box<dyn FsFile>), 
 /// `<md5> *<file name>`), as a NameNode writes them.
 ///
 /// The order keeps every crash point loadable: the image is written to
-/// its temporary file, an old sidecar is removed (and the removal made
-/// durable), the image is synced and renamed into place, then the new
+/// its temporary file and synced, an old sidecar is removed (and the
+/// removal made durable), the image is renamed into place, then the new
 /// sidecar is saved. A crash in between leaves an image without a sidecar (a
 /// load then checks nothing), never an image beside a sidecar of another.
 ///
@@ -358,23 +369,29 @@ pub fn save_hdfs_image<'a>(
     opts: impl Into<HdfsSaveOptions<'a>>,
 ) -> Result<HdfsWritten, StoreError> {
     let opts = opts.into();
-    save_hdfs_with(fs, path, |out| {
-        write_hdfs_image_with_carry(ns, out, &opts.write, opts.carry)
-    })
+    save_hdfs_with(
+        fs,
+        path,
+        |out| write_hdfs_image_with_carry(ns, out, &opts.write, opts.carry),
+        None,
+    )
 }
 
 /// The atomic save of a Hadoop fsimage whose bytes `write` writes (and
 /// whose MD5 it returns, in [`HdfsWritten`]), then its `.md5` sidecar, as
-/// [`save_hdfs_image`] saves one: the image written, an old sidecar
-/// removed, the image renamed into place, the sidecar saved after it (a
-/// failed write leaves the old image and sidecar as they were).
+/// [`save_hdfs_image`] saves one: the image written and synced under a
+/// temporary name, handed to `check` (if any: a refusal leaves the old
+/// image and sidecar as they were), an old sidecar removed, the image
+/// renamed into place, the sidecar saved after it.
 ///
 /// # Errors
-/// As [`save_hdfs_image`]; `write`'s errors.
+/// As [`save_hdfs_image`]; `write`'s and `check`'s errors, naming the
+/// image.
 pub fn save_hdfs_with(
     fs: &dyn Fs,
     path: &Path,
     write: impl FnOnce(&mut (dyn Write + Send)) -> std::io::Result<HdfsWritten>,
+    check: Option<&FileCheck<'_>>,
 ) -> Result<HdfsWritten, StoreError> {
     check_target(fs, path)?;
     let name = path
@@ -389,20 +406,23 @@ pub fn save_hdfs_with(
         .to_string();
     let sidecar = path.with_file_name(md5_sidecar_name(&name));
     check_target(fs, &sidecar)?;
-    let written = save_file(fs, path, |out| {
-        let written = write(out)?;
-        // The old sidecar goes once the new image is written, before it
-        // replaces the old one: a failed write leaves both as they were.
+    // Once the new image is written, synced and checked, and before it
+    // replaces the old one, the old sidecar goes (durably): a crash then
+    // leaves an image without a sidecar, never one beside another's.
+    let before_rename = |tmp: &Path| -> std::io::Result<()> {
+        if let Some(check) = check {
+            check(tmp)?;
+        }
         let named = |e: std::io::Error| {
             std::io::Error::new(e.kind(), format!("removing {}: {e}", sidecar.display()))
         };
         match fs.remove(&sidecar) {
-            Ok(()) => fs.sync_dir(parent_dir(path)).map_err(named)?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(named(e)),
+            Ok(()) => fs.sync_dir(parent_dir(path)).map_err(named),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(named(e)),
         }
-        Ok(written)
-    })?;
+    };
+    let written = save_as(fs, path, Temp::Checked(&before_rename), write)?;
     let line = md5_sidecar_line(&written.md5, &name);
     save_file(fs, &sidecar, |out| out.write_all(line.as_bytes()))?;
     Ok(written)

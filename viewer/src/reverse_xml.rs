@@ -11,7 +11,7 @@
 //! permissions as `rwxr-xr-x`: such a document is refused, naming why.
 //!
 //! The image is the one OIV printed, but for what OIV's text does not
-//! hold, which the image gets as a NameNode would write it: string ids
+//! hold, where the image gets a choice of its own: string ids
 //! (names are numbered in order of first use; with the expanded tables of
 //! layout -65 and later, `maskBits` 3), `rollingUpgradeStartTime`,
 //! `lastAllocatedStripedBlockId`, nsimage's own creation time field of
@@ -19,7 +19,8 @@
 //! striped file's stored replication (OIV prints 1), mode bits above the
 //! sticky bit, and which of the always-printed fields were absent. A file
 //! diff's `snapshotCopy` that is the empty file OIV prints for an absent
-//! one is written absent. Sections are written in the document's order,
+//! one is written absent; a user or group printed `null` (OIV's word for
+//! a name id the image lacks) is read back as id 0. Sections are written in the document's order,
 //! the string table last; the summary lists them as written.
 //!
 //! Every text goes back through OIV's escapes (`&amp;` and the other
@@ -30,10 +31,16 @@
 //! Errors name the file and the byte offset of the event that broke a
 //! rule: an element OIV does not print where it stands, a number that does
 //! not parse, fewer inodes than `numInodes`, a text longer than
-//! [`MAX_TEXT`], a directory with more than [`MAX_CHILDREN`] children.
+//! [`MAX_TEXT`] (or a run of over eight times that without a tag), a
+//! document without a NameSection or INodeSection. The image written is
+//! then loaded before it takes the output's name (`convert` does), so one
+//! nsimage cannot read back is never left there.
 
 use crate::error::ViewError;
-use nsimage_format::hdfs::{AclBits, PermBits, StringTag, XAttrBits};
+use nsimage_format::hdfs::{
+    AclBits, HdfsSection, PermBits, StringTag, XAttrBits, ERASURE_CODING_LAYOUT_VERSION,
+    EXPANDED_STRING_TABLE_LAYOUT_VERSION,
+};
 use nsimage_format::hdfs_pb::{
     files_under_construction_section::FileUnderConstructionEntry,
     i_node_directory_section::DirEntry,
@@ -54,19 +61,15 @@ use std::collections::HashMap;
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
+/// The most children (and references) one INODE_DIR entry is written
+/// with: what `dfs.namenode.fs-limits.max-directory-items` allows, so that
+/// an entry stays within a message's 64 MiB; a wider directory is written
+/// as several entries of its parent, as Hadoop's writer does.
+const DIR_ENTRY_CHILDREN: usize = 6_400_000;
+
 /// The longest text one element may hold (a name, a target, an xattr
 /// value as hex, a key): 16 MiB.
 pub const MAX_TEXT: usize = 16 << 20;
-
-/// The most children one `directory` element may list (each held as 8
-/// bytes until the entry is written).
-pub const MAX_CHILDREN: usize = 64 << 20;
-
-/// Hadoop 3's first layout (-64): it writes an ERASURE_CODING section.
-const ERASURE_CODING_LAYOUT_VERSION: i32 = -64;
-
-/// The first layout with expanded string tables (-65, `maskBits`).
-const EXPANDED_STRING_TABLE_LAYOUT_VERSION: i32 = -65;
 
 /// Where the image's messages go: a Hadoop fsimage writer (the command
 /// line hands the writer crate's `HdfsMessageWriter`; the viewer imports
@@ -148,14 +151,21 @@ pub fn reverse_xml<R: BufRead, S: MessageSink>(
         ec_written: false,
         name_system: None,
         max_striped: None,
+        saw_inodes: false,
         layout_version: lv,
     };
     x.children("fsimage", |x, tag| r.section(x, tag))?;
     x.expect_end()?;
+    if r.name_system.is_none() {
+        return Err(x.err("no NameSection: an image needs NS_INFO".into()));
+    }
+    if !r.saw_inodes {
+        return Err(x.err("no INodeSection: an image needs INODE".into()));
+    }
     if lv <= ERASURE_CODING_LAYOUT_VERSION && !r.ec_written {
         // Hadoop 3 always writes the section; OIV prints none when empty.
         r.msg(&ErasureCodingSection::default())?;
-        r.commit("ERASURE_CODING")?;
+        r.commit(HdfsSection::ErasureCoding.name())?;
     }
     r.ns_info()?;
     r.string_table()?;
@@ -174,16 +184,68 @@ enum Tag {
 
 /// The document, read event by event.
 struct Xml<R: BufRead> {
-    r: Reader<R>,
+    r: Reader<Capped<R>>,
     buf: Vec<u8>,
     path: PathBuf,
     /// An empty element's end, handed on after its start.
     pending_close: Option<String>,
 }
 
+/// The most bytes the document may hold between one `<` or `>` and the
+/// next (a text with its escapes, a tag): what the reader buffers for one
+/// event is bounded before it is handed on.
+const MAX_RUN: usize = MAX_TEXT * 8;
+
+/// The document's bytes, refused once a run without `<` or `>` passes
+/// [`MAX_RUN`].
+struct Capped<R> {
+    inner: R,
+    run: usize,
+}
+
+impl<R: BufRead> std::io::Read for Capped<R> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        let n = {
+            let b = self.fill_buf()?;
+            let n = b.len().min(out.len());
+            out[..n].copy_from_slice(&b[..n]);
+            n
+        };
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+impl<R: BufRead> BufRead for Capped<R> {
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+        if self.run > MAX_RUN {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("over {MAX_RUN} bytes without a tag"),
+            ));
+        }
+        self.inner.fill_buf()
+    }
+
+    fn consume(&mut self, amt: usize) {
+        if let Ok(b) = self.inner.fill_buf() {
+            for &c in b.iter().take(amt) {
+                self.run = match c {
+                    b'<' | b'>' => 0,
+                    _ => self.run.saturating_add(1),
+                };
+            }
+        }
+        self.inner.consume(amt);
+    }
+}
+
 impl<R: BufRead> Xml<R> {
     fn new(input: R, path: &Path) -> Self {
-        let mut r = Reader::from_reader(input);
+        let mut r = Reader::from_reader(Capped {
+            inner: input,
+            run: 0,
+        });
         r.config_mut().trim_text(false);
         r.config_mut().expand_empty_elements = false;
         Xml {
@@ -299,21 +361,15 @@ impl<R: BufRead> Xml<R> {
                     raw.push_str(s);
                 }
                 Event::GeneralRef(g) => {
-                    let r = std::str::from_utf8(&g).unwrap_or("");
-                    let c = match r {
-                        "amp" => Some('&'),
-                        "lt" => Some('<'),
-                        "gt" => Some('>'),
-                        "quot" => Some('"'),
-                        "apos" => Some('\''),
-                        _ => r
-                            .strip_prefix("#x")
-                            .and_then(|h| u32::from_str_radix(h, 16).ok())
-                            .or_else(|| r.strip_prefix('#').and_then(|d| d.parse().ok()))
-                            .and_then(char::from_u32),
-                    };
-                    let c = c.ok_or_else(|| self.err(format!("unknown entity &{r};")))?;
-                    raw.push(c);
+                    let r = std::str::from_utf8(&g).unwrap_or("").to_string();
+                    match g.resolve_char_ref() {
+                        Ok(Some(c)) => raw.push(c),
+                        Ok(None) => match quick_xml::escape::resolve_predefined_entity(&r) {
+                            Some(t) => raw.push_str(t),
+                            None => return Err(self.err(format!("unknown entity &{r};"))),
+                        },
+                        Err(e) => return Err(self.err(format!("entity &{r};: {e}"))),
+                    }
                 }
                 Event::CData(c) => {
                     let s = std::str::from_utf8(&c)
@@ -363,7 +419,11 @@ impl<R: BufRead> Xml<R> {
 
     /// A Boolean element, `<tag/>`: present means true.
     fn flag(&mut self, name: &str) -> Result<bool, ViewError> {
-        self.skip_text(name)?;
+        if !self.text(name)?.is_empty() {
+            return Err(self.err(format!(
+                "<{name}> holds text; OIV prints an empty element for true and none for false"
+            )));
+        }
         Ok(true)
     }
 
@@ -410,8 +470,8 @@ fn unmangle(s: &str) -> Option<Vec<u8>> {
 /// space per kind with `maskBits` 3, one for all with 0.
 struct Strings {
     mask_bits: u32,
-    ids: HashMap<(u8, Vec<u8>), u32>,
-    next: [u32; 3],
+    /// Serial ids by name, per space (one with `maskBits` 0).
+    ids: [HashMap<Vec<u8>, u32>; 3],
     entries: Vec<(u32, Vec<u8>)>,
 }
 
@@ -422,24 +482,27 @@ impl Strings {
     fn new(mask_bits: u32) -> Self {
         Strings {
             mask_bits,
-            ids: HashMap::new(),
-            next: [1; 3],
+            ids: Default::default(),
             entries: Vec::new(),
         }
     }
 
+    /// The serial id of `s` in `tag`'s space, numbered on first use;
+    /// `None` past [`MAX_SERIAL`].
     fn serial(&mut self, tag: StringTag, s: &[u8]) -> Option<u32> {
-        let space = if self.mask_bits == 0 { 0 } else { tag as u8 };
-        if let Some(&id) = self.ids.get(&(space, s.to_vec())) {
+        let space = match (self.mask_bits, tag) {
+            (0, _) | (_, StringTag::User) => 0,
+            (_, StringTag::Group) => 1,
+            (_, StringTag::XAttr) => 2,
+        };
+        if let Some(&id) = self.ids[space].get(s) {
             return Some(id);
         }
-        let slot = usize::from(space.saturating_sub(1));
-        let id = self.next[slot];
+        let id = u32::try_from(self.ids[space].len()).ok()?.checked_add(1)?;
         if id > MAX_SERIAL {
             return None;
         }
-        self.next[slot] = id + 1;
-        self.ids.insert((space, s.to_vec()), id);
+        self.ids[space].insert(s.to_vec(), id);
         self.entries.push((tag.key(id, self.mask_bits), s.to_vec()));
         Some(id)
     }
@@ -458,6 +521,8 @@ struct Rev<S: MessageSink> {
     name_system: Option<NameSystemSection>,
     /// The largest block group id seen.
     max_striped: Option<u64>,
+    /// Whether the INodeSection was read.
+    saw_inodes: bool,
     layout_version: i32,
 }
 
@@ -608,7 +673,7 @@ impl<S: MessageSink> Rev<S> {
         };
         s.last_allocated_striped_block_id = self.max_striped;
         self.msg(&s)?;
-        self.commit("NS_INFO")
+        self.commit(HdfsSection::NsInfo.name())
     }
 
     /// Notes the id of `b` if it is a block group's (negative as Java's).
@@ -672,7 +737,7 @@ impl<S: MessageSink> Rev<S> {
         })?;
         self.msg(&s)?;
         self.ec_written = true;
-        self.commit("ERASURE_CODING")
+        self.commit(HdfsSection::ErasureCoding.name())
     }
 
     /// The permission text `user:group:mode`, packed with this image's
@@ -688,8 +753,16 @@ impl<S: MessageSink> Rev<S> {
             .ok()
             .and_then(|m| u16::from_str_radix(m, 8).ok())
             .ok_or_else(|| bad(x))?;
-        let user = self.serial(x, StringTag::User, user)?;
-        let group = self.serial(x, StringTag::Group, group)?;
+        // OIV prints `null` for a name id the image lacks (id 0): read
+        // back as id 0.
+        let user = match user {
+            b"null" => 0,
+            u => self.serial(x, StringTag::User, u)?,
+        };
+        let group = match group {
+            b"null" => 0,
+            g => self.serial(x, StringTag::Group, g)?,
+        };
         Ok(PermBits { user, group, mode }.pack())
     }
 
@@ -907,6 +980,9 @@ impl<S: MessageSink> Rev<S> {
     }
 
     fn inodes<R: BufRead>(&mut self, x: &mut Xml<R>) -> Result<(), ViewError> {
+        if std::mem::replace(&mut self.saw_inodes, true) {
+            return Err(x.err("a second INodeSection".into()));
+        }
         let mut header = INodeSection::default();
         let mut declared = None;
         let mut written = 0u64;
@@ -914,6 +990,9 @@ impl<S: MessageSink> Rev<S> {
             match t {
                 "lastInodeId" => header.last_inode_id = Some(x.long(t)?),
                 "numInodes" => {
+                    if declared.is_some() {
+                        return Err(x.err("a second numInodes".into()));
+                    }
                     let n = x.long(t)?;
                     header.num_inodes = Some(n);
                     declared = Some(n);
@@ -946,7 +1025,7 @@ impl<S: MessageSink> Rev<S> {
             Some(_) => {}
         }
         self.inodes = written;
-        self.commit("INODE")
+        self.commit(HdfsSection::Inode.name())
     }
 
     fn references<R: BufRead>(&mut self, x: &mut Xml<R>) -> Result<(), ViewError> {
@@ -967,13 +1046,18 @@ impl<S: MessageSink> Rev<S> {
             })?;
             self.msg(&r)
         })?;
-        self.commit("INODE_REFERENCE")
+        self.commit(HdfsSection::InodeReference.name())
     }
 
     fn snapshots<R: BufRead>(&mut self, x: &mut Xml<R>) -> Result<(), ViewError> {
+        // The header is written before the first snapshot (OIV prints its
+        // fields first), each snapshot as it is read.
         let mut h = SnapshotSection::default();
-        let mut snaps = Vec::new();
+        let (mut header_out, mut snaps) = (false, 0u64);
         x.children("SnapshotSection", |x, t| {
+            if header_out && t != "snapshot" {
+                return Err(x.err(format!("<{t}> after a snapshot")));
+            }
             match t {
                 "snapshotCounter" => h.snapshot_counter = Some(x.int(t)?),
                 "numSnapshots" => h.num_snapshots = Some(x.int(t)?),
@@ -997,24 +1081,27 @@ impl<S: MessageSink> Rev<S> {
                         }
                         Ok(())
                     })?;
-                    snaps.push(s);
+                    if !header_out {
+                        self.msg(&h)?;
+                        header_out = true;
+                    }
+                    self.msg(&s)?;
+                    snaps += 1;
                 }
                 _ => return Err(x.unexpected(t, "SnapshotSection")),
             }
             Ok(())
         })?;
-        if snaps.len() as u64 != u64::from(h.num_snapshots()) {
+        if snaps != u64::from(h.num_snapshots()) {
             return Err(x.err(format!(
-                "{} snapshots; numSnapshots says {}",
-                snaps.len(),
+                "{snaps} snapshots; numSnapshots says {}",
                 h.num_snapshots()
             )));
         }
-        self.msg(&h)?;
-        for s in &snaps {
-            self.msg(s)?;
+        if !header_out {
+            self.msg(&h)?;
         }
-        self.commit("SNAPSHOT")
+        self.commit(HdfsSection::Snapshot.name())
     }
 
     fn directories<R: BufRead>(&mut self, x: &mut Xml<R>) -> Result<(), ViewError> {
@@ -1022,22 +1109,42 @@ impl<S: MessageSink> Rev<S> {
             if t != "directory" {
                 return Err(x.unexpected(t, "INodeDirectorySection"));
             }
+            // Written as it comes, in entries of at most DIR_ENTRY_CHILDREN
+            // children and references of the same parent, as Hadoop's
+            // writer splits a directory wider than an entry may hold
+            // (loaders join them).
             let mut e = DirEntry::default();
+            let mut written = false;
             x.children(t, |x, t| {
                 match t {
-                    "parent" => e.parent = Some(x.long(t)?),
-                    "child" => e.children.push(x.long(t)?),
+                    "parent" if e.parent.is_none() && !written => e.parent = Some(x.long(t)?),
+                    "child" if e.ref_children.is_empty() => e.children.push(x.long(t)?),
                     "refChild" => e.ref_children.push(x.int(t)?),
+                    "parent" | "child" => {
+                        return Err(x.err(format!("<{t}> out of OIV's order in <directory>")))
+                    }
                     _ => return Err(x.unexpected(t, "directory")),
                 }
-                if e.children.len() + e.ref_children.len() > MAX_CHILDREN {
-                    return Err(x.err(format!("a directory of over {MAX_CHILDREN} children")));
+                if e.children.len() + e.ref_children.len() >= DIR_ENTRY_CHILDREN {
+                    if e.parent.is_none() {
+                        return Err(x.err("a directory without a parent".into()));
+                    }
+                    self.msg(&e)?;
+                    written = true;
+                    e.children.clear();
+                    e.ref_children.clear();
                 }
                 Ok(())
             })?;
-            self.msg(&e)
+            if e.parent.is_none() {
+                return Err(x.err("a directory without a parent".into()));
+            }
+            if !written || !e.children.is_empty() || !e.ref_children.is_empty() {
+                self.msg(&e)?;
+            }
+            Ok(())
         })?;
-        self.commit("INODE_DIR")
+        self.commit(HdfsSection::InodeDir.name())
     }
 
     fn under_construction<R: BufRead>(&mut self, x: &mut Xml<R>) -> Result<(), ViewError> {
@@ -1056,7 +1163,7 @@ impl<S: MessageSink> Rev<S> {
             })?;
             self.msg(&e)
         })?;
-        self.commit("FILES_UNDERCONSTRUCTION")
+        self.commit(HdfsSection::FilesUnderConstruction.name())
     }
 
     fn snapshot_diffs<R: BufRead>(&mut self, x: &mut Xml<R>) -> Result<(), ViewError> {
@@ -1117,7 +1224,7 @@ impl<S: MessageSink> Rev<S> {
             }
             Ok(())
         })?;
-        self.commit("SNAPSHOT_DIFF")
+        self.commit(HdfsSection::SnapshotDiff.name())
     }
 
     fn file_diff<R: BufRead>(&mut self, x: &mut Xml<R>, tag: &str) -> Result<(), ViewError> {
@@ -1155,8 +1262,13 @@ impl<S: MessageSink> Rev<S> {
             is_snapshot_root: Some(false),
             ..DirectoryDiff::default()
         };
-        let mut created = Vec::new();
+        // The diff is written before its first created entry (OIV prints
+        // its fields first), each entry as it is read.
+        let (mut diff_out, mut created) = (false, 0u64);
         x.children(tag, |x, t| {
+            if diff_out && t != "created" {
+                return Err(x.err(format!("<{t}> after a created entry")));
+            }
             match t {
                 "snapshotId" => d.snapshot_id = Some(x.int(t)?),
                 "childrenSize" => d.children_size = Some(x.int(t)?),
@@ -1178,34 +1290,46 @@ impl<S: MessageSink> Rev<S> {
                         c.name = Some(x.text(t)?);
                         Ok(())
                     })?;
-                    if created.len() >= MAX_CHILDREN {
-                        return Err(x.err(format!("over {MAX_CHILDREN} created entries")));
+                    if !diff_out {
+                        self.msg(&d)?;
+                        diff_out = true;
                     }
-                    created.push(c);
+                    self.msg(&c)?;
+                    created += 1;
                 }
                 _ => return Err(x.unexpected(t, "dirDiff")),
             }
             Ok(())
         })?;
-        if created.len() as u64 != u64::from(d.created_list_size()) {
+        if created != u64::from(d.created_list_size()) {
             return Err(x.err(format!(
-                "{} created entries; createdListSize says {}",
-                created.len(),
+                "{created} created entries; createdListSize says {}",
                 d.created_list_size()
             )));
         }
-        self.msg(&d)?;
-        for c in &created {
-            self.msg(c)?;
+        if !diff_out {
+            self.msg(&d)?;
         }
         Ok(())
     }
 
     fn secret_manager<R: BufRead>(&mut self, x: &mut Xml<R>) -> Result<(), ViewError> {
         let mut h = SecretManagerSection::default();
-        let mut keys = Vec::new();
-        let mut tokens = Vec::new();
+        // The header is written before the first key or token (OIV prints
+        // its fields first), each key and token as it is read.
+        let (mut header_out, mut keys, mut tokens) = (false, 0u64, 0u64);
         x.children("SecretManagerSection", |x, t| {
+            let item = matches!(t, "delegationKey" | "token");
+            if header_out && !item {
+                return Err(x.err(format!("<{t}> after a key or token")));
+            }
+            if item && !header_out {
+                self.msg(&h)?;
+                header_out = true;
+            }
+            if t == "delegationKey" && tokens > 0 {
+                return Err(x.err("a delegation key after a token".into()));
+            }
             match t {
                 "currentId" => h.current_id = Some(x.int(t)?),
                 "tokenSequenceNumber" => h.token_sequence_number = Some(x.int(t)?),
@@ -1228,7 +1352,8 @@ impl<S: MessageSink> Rev<S> {
                         }
                         Ok(())
                     })?;
-                    keys.push(k);
+                    self.msg(&k)?;
+                    keys += 1;
                 }
                 "token" => {
                     let mut k = PersistToken::default();
@@ -1247,38 +1372,43 @@ impl<S: MessageSink> Rev<S> {
                         }
                         Ok(())
                     })?;
-                    tokens.push(k);
+                    self.msg(&k)?;
+                    tokens += 1;
                 }
                 _ => return Err(x.unexpected(t, "SecretManagerSection")),
             }
             Ok(())
         })?;
-        if keys.len() as u64 != u64::from(h.num_keys())
-            || tokens.len() as u64 != u64::from(h.num_tokens())
-        {
+        if keys != u64::from(h.num_keys()) || tokens != u64::from(h.num_tokens()) {
             return Err(x.err(format!(
-                "{} keys and {} tokens; the counts say {} and {}",
-                keys.len(),
-                tokens.len(),
+                "{keys} keys and {tokens} tokens; the counts say {} and {}",
                 h.num_keys(),
                 h.num_tokens()
             )));
         }
-        self.msg(&h)?;
-        for k in &keys {
-            self.msg(k)?;
+        if !header_out {
+            self.msg(&h)?;
         }
-        for k in &tokens {
-            self.msg(k)?;
-        }
-        self.commit("SECRET_MANAGER")
+        self.commit(HdfsSection::SecretManager.name())
     }
 
     fn cache_manager<R: BufRead>(&mut self, x: &mut Xml<R>) -> Result<(), ViewError> {
         let mut h = CacheManagerSection::default();
-        let mut pools = Vec::new();
-        let mut directives = Vec::new();
+        // The header is written before the first pool or directive (OIV
+        // prints its fields first), each pool and directive as it is read.
+        let (mut header_out, mut pools, mut directives) = (false, 0u64, 0u64);
         x.children("CacheManagerSection", |x, t| {
+            let item = matches!(t, "pool" | "directive");
+            if header_out && !item {
+                return Err(x.err(format!("<{t}> after a pool or directive")));
+            }
+            if item && !header_out {
+                self.msg(&h)?;
+                header_out = true;
+            }
+            if t == "pool" && directives > 0 {
+                return Err(x.err("a cache pool after a directive".into()));
+            }
             match t {
                 "nextDirectiveId" => h.next_directive_id = x.long(t)?,
                 "numDirectives" => h.num_directives = x.int(t)?,
@@ -1297,7 +1427,8 @@ impl<S: MessageSink> Rev<S> {
                         }
                         Ok(())
                     })?;
-                    pools.push(p);
+                    self.msg(&p)?;
+                    pools += 1;
                 }
                 "directive" => {
                     let mut d = CacheDirectiveInfoProto::default();
@@ -1323,31 +1454,23 @@ impl<S: MessageSink> Rev<S> {
                         }
                         Ok(())
                     })?;
-                    directives.push(d);
+                    self.msg(&d)?;
+                    directives += 1;
                 }
                 _ => return Err(x.unexpected(t, "CacheManagerSection")),
             }
             Ok(())
         })?;
-        if pools.len() as u64 != u64::from(h.num_pools)
-            || directives.len() as u64 != u64::from(h.num_directives)
-        {
+        if pools != u64::from(h.num_pools) || directives != u64::from(h.num_directives) {
             return Err(x.err(format!(
-                "{} pools and {} directives; the counts say {} and {}",
-                pools.len(),
-                directives.len(),
-                h.num_pools,
-                h.num_directives
+                "{pools} pools and {directives} directives; the counts say {} and {}",
+                h.num_pools, h.num_directives
             )));
         }
-        self.msg(&h)?;
-        for p in &pools {
-            self.msg(p)?;
+        if !header_out {
+            self.msg(&h)?;
         }
-        for d in &directives {
-            self.msg(d)?;
-        }
-        self.commit("CACHE_MANAGER")
+        self.commit(HdfsSection::CacheManager.name())
     }
 
     fn string_table(&mut self) -> Result<(), ViewError> {
@@ -1363,7 +1486,7 @@ impl<S: MessageSink> Rev<S> {
                 str: Some(String::from_utf8_lossy(&s).into_owned()),
             })?;
         }
-        self.commit("STRING_TABLE")
+        self.commit(HdfsSection::StringTable.name())
     }
 }
 

@@ -186,22 +186,47 @@ pub fn oiv_xml_date(ms: u64) -> String {
 /// for text of another shape or a date before 1970.
 pub fn parse_oiv_xml_date(s: &str) -> Option<u64> {
     let b = s.as_bytes();
-    if b.len() < 23 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[13] != b':' {
+    let n = b.len();
+    // `Y...Y-MM-DDTHH:MM:SS.mmm`: the year in four digits or more.
+    if n < 23 {
         return None;
     }
-    let n = |r: std::ops::Range<usize>| -> Option<u64> { s.get(r)?.parse().ok() };
-    let (y, mo, d) = (
-        n(0..b.len() - 19)?,
-        n(b.len() - 18..b.len() - 16)?,
-        n(b.len() - 15..b.len() - 13)?,
-    );
+    let seps = [
+        (19, b'-'),
+        (16, b'-'),
+        (13, b'T'),
+        (10, b':'),
+        (7, b':'),
+        (4, b'.'),
+    ];
+    if seps.iter().any(|&(back, c)| b[n - back] != c) {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| -> Option<u64> {
+        let t = s.get(r)?;
+        if t.bytes().all(|c| c.is_ascii_digit()) {
+            t.parse().ok()
+        } else {
+            None
+        }
+    };
+    let y = num(0..n - 19)?;
+    let (mo, d) = (num(n - 18..n - 16)?, num(n - 15..n - 13)?);
     let (h, mi, sec, ms) = (
-        n(b.len() - 12..b.len() - 10)?,
-        n(b.len() - 9..b.len() - 7)?,
-        n(b.len() - 6..b.len() - 4)?,
-        n(b.len() - 3..b.len())?,
+        num(n - 12..n - 10)?,
+        num(n - 9..n - 7)?,
+        num(n - 6..n - 4)?,
+        num(n - 3..n)?,
     );
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 59 {
+    let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
+    let month_days = match mo {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return None,
+    };
+    if !(1..=month_days).contains(&d) || h > 23 || mi > 59 || sec > 59 {
         return None;
     }
     // Days from the civil date (the inverse of `civil`).
@@ -214,7 +239,10 @@ pub fn parse_oiv_xml_date(s: &str) -> Option<u64> {
     let yoe = y % 400;
     let doy = (153 * m + 2) / 5 + d - 1;
     let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = (era * 146_097 + doe).checked_sub(719_468)?;
+    let days = era
+        .checked_mul(146_097)?
+        .checked_add(doe)?
+        .checked_sub(719_468)?;
     days.checked_mul(86_400)?
         .checked_add(h * 3600 + mi * 60 + sec)?
         .checked_mul(1000)?

@@ -36,4 +36,7 @@ pub use carry::{decode_carry, encode_carry, map_string_ids, SnapshotCarry};
 pub use magic::{is_hdfs, MAGIC};
 pub use sections::HdfsSection;
 pub use summary::{HdfsSummary, SummarySection, TAIL_LENGTH_BYTES};
-pub use version::{Codec, NEWEST_LAYOUT_VERSION, OLDEST_LAYOUT_VERSION};
+pub use version::{
+    Codec, ERASURE_CODING_LAYOUT_VERSION, EXPANDED_STRING_TABLE_LAYOUT_VERSION, MAX_MESSAGE_BYTES,
+    NEWEST_LAYOUT_VERSION, OLDEST_LAYOUT_VERSION,
+};

@@ -9,6 +9,20 @@ pub const OLDEST_LAYOUT_VERSION: i32 = -57;
 /// -65 is `EXPANDED_STRING_TABLE` (3.2+), -66 `SNAPSHOT_MODIFICATION_TIME`.
 pub const NEWEST_LAYOUT_VERSION: i32 = -67;
 
+/// The layout version from which Hadoop writes an ERASURE_CODING section,
+/// block types and `lastAllocatedStripedBlockId` (Hadoop 3.0).
+pub const ERASURE_CODING_LAYOUT_VERSION: i32 = -64;
+
+/// The layout version from which the string table may be expanded (one
+/// serial number space per kind, `maskBits` 3) (Hadoop 3.0's
+/// EXPANDED_STRING_TABLE).
+pub const EXPANDED_STRING_TABLE_LAYOUT_VERSION: i32 = -65;
+
+/// The most bytes one delimited message of a section may hold (Hadoop's
+/// protobuf reader's default limit, 64 MiB): readers refuse a longer
+/// one, writers never write one.
+pub const MAX_MESSAGE_BYTES: u64 = 64 << 20;
+
 /// The summary's `layoutVersion` (a uint32 holding a negative int32) as the
 /// signed number Hadoop means, checked against the range this build reads.
 pub fn check_layout_version(stored: u32, at: &Location) -> Result<i32, FormatError> {

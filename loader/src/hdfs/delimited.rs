@@ -16,7 +16,7 @@ use nsimage_format::wire::{read_varint, Bad};
 /// bytes; an inode record is a few kilobytes (names of at most 64 KiB,
 /// blocks, 32 xattrs and 32 ACL entries at most). A reader holds one
 /// record whole, so this bounds what a record can make it hold.
-pub(crate) const MAX_RECORD: u64 = 64 << 20;
+pub(crate) const MAX_RECORD: u64 = nsimage_format::hdfs::MAX_MESSAGE_BYTES;
 
 /// A record (its offset in the buffer, its bytes), `None` at the end, or
 /// where and why the framing broke.

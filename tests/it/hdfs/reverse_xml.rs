@@ -217,6 +217,33 @@ fn broken_documents_are_refused_and_leave_nothing() {
             "Hadoop 2.7",
         ),
         ("not xml", "<fsimage><version></fsimage>".into(), "well-formed"),
+        (
+            "an image nsimage would not read back",
+            good.replacen("<name>test1</name>", "<name>a/b</name>", 1),
+            "not one nsimage reads back",
+        ),
+        (
+            "no NameSection",
+            {
+                let a = good.find("<NameSection>").unwrap();
+                let b = good.find("</NameSection>").unwrap() + "</NameSection>".len();
+                format!("{}{}", &good[..a], &good[b..])
+            },
+            "no NameSection",
+        ),
+        (
+            "two counts",
+            good.replace("<numInodes>19</numInodes>", "<numInodes>19</numInodes><numInodes>19</numInodes>"),
+            "a second numInodes",
+        ),
+        (
+            "a Boolean with text",
+            good.replacen("<dirDiffEntry>", "<dirDiffEntry>", 1).replace(
+                "<count>0</count>",
+                "<count>1</count><dirDiff><snapshotId>0</snapshotId><childrenSize>0</childrenSize><isSnapshotRoot>false</isSnapshotRoot><name></name><createdListSize>0</createdListSize></dirDiff>",
+            ),
+            "holds text",
+        ),
     ];
     for (what, doc, says) in cases {
         let xml = dir.path().join("bad.xml");

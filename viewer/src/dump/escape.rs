@@ -101,6 +101,15 @@ pub(crate) fn base64(s: &[u8], out: &mut Vec<u8>) {
     }
 }
 
+/// Appends `b` in lowercase hex, two digits a byte.
+pub(crate) fn push_hex(b: &[u8], out: &mut Vec<u8>) {
+    const D: &[u8; 16] = b"0123456789abcdef";
+    for &x in b {
+        out.push(D[usize::from(x >> 4)]);
+        out.push(D[usize::from(x & 15)]);
+    }
+}
+
 /// Appends `v` in decimal.
 pub(crate) fn num<T: itoa_like::Num>(v: T, out: &mut Vec<u8>) {
     v.push_to(out);

@@ -28,7 +28,7 @@
 //! erasure coding policies (ids 1 to 5) print Hadoop's own definitions.
 
 use super::escape::itoa_like::Num;
-use super::escape::{num, xml_text};
+use super::escape::{num, push_hex, xml_text};
 use super::DumpStats;
 use crate::error::ViewError;
 use nsimage_format::hdfs::{AclBits, HdfsSection, PermBits, StringTag, SummarySection, XAttrBits};
@@ -46,7 +46,9 @@ use nsimage_format::hdfs_pb::{
 };
 use nsimage_loader::hdfs::{HdfsSections, Md5Policy, Messages};
 use nsimage_loader::LoadError;
+use parking_lot::{Condvar, Mutex};
 use prost::Message as _;
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -376,11 +378,9 @@ impl Fmt<'_> {
             match std::str::from_utf8(a.value()) {
                 Ok(v) => self.text("val", v.as_bytes()),
                 Err(_) => {
-                    let mut hex = String::with_capacity(a.value().len() * 2);
-                    for byte in a.value() {
-                        let _ = std::fmt::Write::write_fmt(&mut hex, format_args!("{byte:02x}"));
-                    }
-                    self.text("valHex", hex.as_bytes());
+                    self.open("valHex");
+                    push_hex(a.value(), &mut self.out);
+                    self.close("valHex");
                 }
             }
             self.raw("</xattr>");
@@ -513,9 +513,8 @@ impl Printer<'_, '_> {
     }
 
     /// INodeSection: the header here, then the inodes' messages read in
-    /// batches on this thread, decoded and formatted by the workers, and
-    /// written in order by a writer thread, at most [`WINDOW`] batches per
-    /// worker in flight.
+    /// batches on this thread, decoded and formatted by the workers, each
+    /// writing its batch's text in turn (see [`Turn`]).
     fn inodes(&mut self, sec: &SummarySection) -> Result<(), ViewError> {
         let img = self.img;
         let pieces = self.pieces(sec)?;
@@ -528,44 +527,46 @@ impl Printer<'_, '_> {
         self.raw("<INodeSection>");
         self.num("lastInodeId", jlong(h.last_inode_id()));
         self.num("numInodes", jlong(h.num_inodes()));
-        let declared = m.bound(h.num_inodes(), "inodes")?;
+        // Only a counter: nothing is sized from it, and a section that
+        // ends before it is refused below.
+        let declared = h.num_inodes();
         self.flush()?;
         let threads = self.threads.max(1);
-        let (w, w_name) = (&mut *self.w, self.w_name);
-        let stop = AtomicBool::new(false);
-        let (read, written) = std::thread::scope(|scope| {
+        let w_name = self.w_name;
+        let turn = Turn {
+            state: Mutex::new(TurnState {
+                next: 0,
+                w: &mut *self.w,
+                bytes: 0,
+                rows: 0,
+                failed: None,
+            }),
+            moved: Condvar::new(),
+            stop: AtomicBool::new(false),
+        };
+        let read = std::thread::scope(|scope| {
             let (todo_tx, todo_rx) = crossbeam_channel::bounded::<Batch>(threads);
-            let (done_tx, done_rx) = crossbeam_channel::bounded::<Done>(threads);
-            let (permit_tx, permit_rx) = crossbeam_channel::bounded::<()>(threads * WINDOW);
             for _ in 0..threads {
-                let (todo_rx, done_tx, pieces) = (todo_rx.clone(), done_tx.clone(), &pieces);
+                let (todo_rx, turn, pieces) = (todo_rx.clone(), &turn, &pieces);
                 scope.spawn(move || {
                     for b in todo_rx {
-                        let out = format_batch(img, pieces, &b);
-                        if done_tx.send(Done { seq: b.seq, out }).is_err() {
-                            break;
-                        }
+                        work(img, pieces, &b, turn, w_name);
                     }
                 });
             }
-            drop((done_tx, todo_rx));
-            let stop = &stop;
-            let writer = scope.spawn(move || write_in_order(done_rx, permit_rx, w, w_name, stop));
-            let read = read_batches(img, m, &pieces, declared, &todo_tx, &permit_tx, stop);
-            drop((todo_tx, permit_tx));
-            let written = writer.join().unwrap_or_else(|_| {
-                Err(ViewError::Io {
-                    path: w_name.to_path_buf(),
-                    source: std::io::Error::other("the writer thread panicked"),
-                })
-            });
-            (read, written)
+            drop(todo_rx);
+            let read = read_batches(img, m, &pieces, declared, &todo_tx, &turn.stop);
+            drop(todo_tx);
+            read
         });
-        // The reader's error first: it stopped the rest.
+        let state = turn.state.into_inner();
+        // A batch's error is earlier in the file than the reader's.
+        if let Some(e) = state.failed {
+            return Err(e);
+        }
         let left = read?;
-        let (bytes, rows) = written?;
-        self.stats.bytes = self.stats.bytes.saturating_add(bytes);
-        self.stats.rows = self.stats.rows.saturating_add(rows);
+        self.stats.bytes = self.stats.bytes.saturating_add(state.bytes);
+        self.stats.rows = self.stats.rows.saturating_add(state.rows);
         if left > 0 {
             return Err(LoadError::Corrupt {
                 path: img.path().to_path_buf(),
@@ -832,11 +833,9 @@ impl Printer<'_, '_> {
             let k: DelegationKey = m.must("a delegation key")?;
             self.raw("<delegationKey>");
             self.num("id", jint(k.id()));
-            let mut hex = String::with_capacity(k.key().len() * 2);
-            for b in k.key() {
-                let _ = std::fmt::Write::write_fmt(&mut hex, format_args!("{b:02x}"));
-            }
-            self.text("key", hex.as_bytes());
+            self.open("key");
+            push_hex(k.key(), &mut self.out);
+            self.close("key");
             if let Some(d) = k.expiry_date {
                 self.date("expiry", d);
             }
@@ -923,12 +922,12 @@ impl Printer<'_, '_> {
 }
 
 /// The bytes of inode messages one batch holds (about; a message may
-/// take it past).
-const BATCH: usize = 1 << 20;
+/// take it past): their text is about three times as long.
+const BATCH: usize = 256 << 10;
 
-/// Batches in flight per worker: read, queued, formatted or waiting for
-/// their turn to be written (memory stays within a few MiB per worker).
-const WINDOW: usize = 4;
+/// The text a worker holds before it waits for its batch's turn to write
+/// it (at its batch's end it waits anyway).
+const HELD: usize = 8 << 20;
 
 /// Inode messages read, in file order.
 struct Batch {
@@ -940,28 +939,146 @@ struct Batch {
     spans: Vec<(usize, std::ops::Range<usize>)>,
 }
 
-/// A batch formatted: its text and its inode count, or why not.
-struct Done {
-    seq: u64,
-    out: Result<(Vec<u8>, u64), ViewError>,
+/// Whose turn it is to write: the workers take batches in file order and
+/// write their text in that order, each waiting for its batch's turn once
+/// its buffer passes [`HELD`] and at its batch's end, so that a worker
+/// holds at most one batch and [`HELD`] (and one inode) of text, whatever
+/// the names the inodes print.
+struct Turn<'w, 'o> {
+    state: Mutex<TurnState<'w, 'o>>,
+    moved: Condvar,
+    /// Set once a batch failed: the reader stops, the workers skip.
+    stop: AtomicBool,
+}
+
+struct TurnState<'w, 'o> {
+    /// The batch whose text goes out now.
+    next: u64,
+    w: &'w mut (dyn Write + Send + 'o),
+    bytes: u64,
+    rows: u64,
+    /// The first error, in batch order.
+    failed: Option<ViewError>,
+}
+
+impl Turn<'_, '_> {
+    /// Waits for batch `seq`'s turn, then writes `out` (unless a batch
+    /// failed) and empties it; with `end`, records `failed` or `rows` and
+    /// passes the turn on.
+    fn write(
+        &self,
+        seq: u64,
+        out: &mut Vec<u8>,
+        w_name: &Path,
+        end: Option<(u64, Option<ViewError>)>,
+    ) {
+        let mut st = self.state.lock();
+        while st.next != seq {
+            self.moved.wait(&mut st);
+        }
+        if st.failed.is_none() && !out.is_empty() {
+            match st.w.write_all(out) {
+                Ok(()) => st.bytes = st.bytes.saturating_add(out.len() as u64),
+                Err(source) => {
+                    st.failed = Some(ViewError::Io {
+                        path: w_name.to_path_buf(),
+                        source,
+                    })
+                }
+            }
+        }
+        out.clear();
+        if let Some((rows, failed)) = end {
+            if st.failed.is_none() {
+                st.failed = failed;
+                st.rows = st.rows.saturating_add(rows);
+            }
+            st.next += 1;
+            self.moved.notify_all();
+        }
+        if st.failed.is_some() {
+            self.stop.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// One worker's batch: decoded and formatted, written in its turn; the
+/// turn passed on whatever happens (a panic is caught and is the batch's
+/// error, so that no later batch waits for ever).
+fn work(
+    img: &HdfsSections,
+    pieces: &[SummarySection],
+    b: &Batch,
+    turn: &Turn<'_, '_>,
+    w_name: &Path,
+) {
+    let mut f = Fmt {
+        img,
+        out: Vec::with_capacity(BATCH * 4),
+    };
+    let done = if turn.stop.load(Ordering::Relaxed) {
+        Ok(0)
+    } else {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            format_batch(pieces, b, &mut f, turn, w_name)
+        }))
+        .unwrap_or_else(|_| {
+            Err(ViewError::BadArgument {
+                detail: "formatting an inode panicked".into(),
+            })
+        })
+    };
+    let (rows, failed) = match done {
+        Ok(n) => (n, None),
+        Err(e) => (0, Some(e)),
+    };
+    turn.write(b.seq, &mut f.out, w_name, Some((rows, failed)));
+}
+
+/// Decodes and formats one batch of inodes into `f`, writing its text in
+/// the batch's turn whenever it passes [`HELD`]; the inodes formatted.
+fn format_batch(
+    pieces: &[SummarySection],
+    b: &Batch,
+    f: &mut Fmt<'_>,
+    turn: &Turn<'_, '_>,
+    w_name: &Path,
+) -> Result<u64, ViewError> {
+    let img = f.img;
+    let at = |pos: usize, why: String| -> ViewError {
+        match pieces.get(b.piece) {
+            Some(p) => img.corrupt_at(p, pos, why).into(),
+            None => ViewError::BadArgument { detail: why },
+        }
+    };
+    for (pos, range) in &b.spans {
+        let body = b.data.get(range.clone()).unwrap_or_default();
+        let p =
+            INode::decode(body).map_err(|e| at(*pos, format!("an inode does not decode: {e}")))?;
+        f.raw("<inode>");
+        f.inode_fields(&p).map_err(|d| at(*pos, d))?;
+        f.raw("</inode>\n");
+        if f.out.len() >= HELD {
+            turn.write(b.seq, &mut f.out, w_name, None);
+        }
+    }
+    Ok(b.spans.len() as u64)
 }
 
 /// Reads up to `left` inode messages, from `m` (the first piece's, its
-/// header read) and then the other pieces, into batches sent to the
-/// workers, each after taking a permit (a batch holds one piece's
-/// messages); the messages the header declares that the section lacks.
+/// header read) and then the other pieces, into batches for the workers
+/// (a batch holds one piece's messages) until `stop`; the messages the
+/// header declares that the section lacks.
 fn read_batches(
     img: &HdfsSections,
     m: Messages<'_>,
     pieces: &[SummarySection],
     left: u64,
     todo: &crossbeam_channel::Sender<Batch>,
-    permits: &crossbeam_channel::Sender<()>,
     stop: &AtomicBool,
 ) -> Result<u64, ViewError> {
     let mut r = Reader {
         todo,
-        permits,
         left,
         seq: 0,
         stopped: false,
@@ -981,12 +1098,11 @@ fn read_batches(
 /// The reading side of the inodes' pipeline.
 struct Reader<'c> {
     todo: &'c crossbeam_channel::Sender<Batch>,
-    permits: &'c crossbeam_channel::Sender<()>,
     left: u64,
     seq: u64,
-    /// Whether the workers are gone.
+    /// Whether to read no more.
     stopped: bool,
-    /// Set by the writer once a batch failed: nothing more is needed.
+    /// Set once a batch failed.
     stop: &'c AtomicBool,
 }
 
@@ -1025,86 +1141,9 @@ impl Reader<'_> {
     fn send(&mut self, mut b: Batch) {
         b.seq = self.seq;
         self.seq += 1;
-        if self.stop.load(Ordering::Relaxed)
-            || self.permits.send(()).is_err()
-            || self.todo.send(b).is_err()
-        {
+        if self.stop.load(Ordering::Relaxed) || self.todo.send(b).is_err() {
             self.stopped = true;
         }
-    }
-}
-
-/// Decodes and formats one batch of inodes.
-fn format_batch(
-    img: &HdfsSections,
-    pieces: &[SummarySection],
-    b: &Batch,
-) -> Result<(Vec<u8>, u64), ViewError> {
-    let mut f = Fmt {
-        img,
-        out: Vec::with_capacity(b.data.len().saturating_mul(3)),
-    };
-    let at = |pos: usize, why: String| -> ViewError {
-        match pieces.get(b.piece) {
-            Some(p) => img.corrupt_at(p, pos, why).into(),
-            None => ViewError::BadArgument { detail: why },
-        }
-    };
-    for (pos, range) in &b.spans {
-        let body = b.data.get(range.clone()).unwrap_or_default();
-        let p =
-            INode::decode(body).map_err(|e| at(*pos, format!("an inode does not decode: {e}")))?;
-        f.raw("<inode>");
-        f.inode_fields(&p).map_err(|d| at(*pos, d))?;
-        f.raw("</inode>\n");
-    }
-    Ok((f.out, b.spans.len() as u64))
-}
-
-/// Writes the batches' texts to `w` in order as they are formatted, each
-/// returning its permit once written; the bytes and inodes written, or the
-/// first error (the rest is still received, so that no worker waits).
-fn write_in_order(
-    done: crossbeam_channel::Receiver<Done>,
-    permits: crossbeam_channel::Receiver<()>,
-    w: &mut (dyn Write + Send + '_),
-    w_name: &Path,
-    stop: &AtomicBool,
-) -> Result<(u64, u64), ViewError> {
-    let mut held = std::collections::BTreeMap::new();
-    let (mut next, mut bytes, mut rows) = (0u64, 0u64, 0u64);
-    let mut failed = None;
-    for d in done {
-        held.insert(d.seq, d.out);
-        while let Some(out) = held.remove(&next) {
-            next += 1;
-            let _ = permits.recv();
-            if failed.is_some() {
-                continue;
-            }
-            match out {
-                Ok((text, n)) => match w.write_all(&text) {
-                    Ok(()) => {
-                        bytes = bytes.saturating_add(text.len() as u64);
-                        rows = rows.saturating_add(n);
-                    }
-                    Err(source) => {
-                        failed = Some(ViewError::Io {
-                            path: w_name.to_path_buf(),
-                            source,
-                        })
-                    }
-                },
-                Err(e) => failed = Some(e),
-            }
-            if failed.is_some() {
-                stop.store(true, Ordering::Relaxed);
-            }
-        }
-    }
-    match failed {
-        Some(e) => Err(e),
-        None => Ok((bytes, rows)),
     }
 }
 
@@ -1175,34 +1214,58 @@ fn java_hash(s: &str) -> u32 {
 /// a bucket's chain reaches nine entries in a table under 64 (bins of a
 /// larger table become trees, whose order is kept here as inserted).
 fn java_hash_map_order(entries: impl Iterator<Item = (String, String)>) -> Vec<(String, String)> {
+    let bucket = |h: u32, cap: usize| ((h ^ (h >> 16)) as usize) & (cap - 1);
     let entries: Vec<(String, String)> = entries.collect();
-    let bucket = |k: &str, cap: usize| {
-        let h = java_hash(k);
-        ((h ^ (h >> 16)) as usize) & (cap - 1)
-    };
     let mut cap = entries.len().max(1).next_power_of_two();
-    let mut kept: Vec<(String, String)> = Vec::with_capacity(entries.len());
+    // Kept entries (key, value, hash), their index by key, and the length
+    // of each bucket's chain at the current size.
+    let mut kept: Vec<(String, String, u32)> = Vec::with_capacity(entries.len());
+    let mut index: HashMap<String, usize> = HashMap::with_capacity(entries.len());
+    let mut chains: HashMap<usize, usize> = HashMap::new();
     for (k, v) in entries {
-        if let Some(e) = kept.iter_mut().find(|e| e.0 == k) {
-            e.1 = v;
+        if let Some(&i) = index.get(&k) {
+            kept[i].1 = v;
             continue;
         }
-        let b = bucket(&k, cap);
-        kept.push((k, v));
-        let chain = kept.iter().filter(|e| bucket(&e.0, cap) == b).count();
-        if chain >= 9 && cap < 64 {
+        let h = java_hash(&k);
+        index.insert(k.clone(), kept.len());
+        kept.push((k, v, h));
+        let chain = chains.entry(bucket(h, cap)).or_insert(0);
+        *chain += 1;
+        let grow = (*chain >= 9 && cap < 64) || kept.len() > cap * 3 / 4;
+        if grow {
             cap *= 2;
-        }
-        if kept.len() > cap * 3 / 4 {
-            cap *= 2;
+            if kept.len() > cap * 3 / 4 {
+                cap *= 2;
+            }
+            chains.clear();
+            for e in &kept {
+                *chains.entry(bucket(e.2, cap)).or_insert(0) += 1;
+            }
         }
     }
-    kept.sort_by_key(|e| bucket(&e.0, cap));
-    kept
+    kept.sort_by_key(|e| bucket(e.2, cap));
+    kept.into_iter().map(|(k, v, _)| (k, v)).collect()
 }
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn options_come_in_java_hash_map_order() {
+        let kv = |k: &str, v: &str| (k.to_string(), v.to_string());
+        // "k1" hashes to bucket 2 of 4, "a" to bucket 1.
+        let got = super::java_hash_map_order([kv("k1", "v1"), kv("a", "b")].into_iter());
+        assert_eq!(got, vec![kv("a", "b"), kv("k1", "v1")]);
+        // A key given twice keeps its first place and its last value.
+        let got =
+            super::java_hash_map_order([kv("a", "1"), kv("k1", "2"), kv("a", "3")].into_iter());
+        assert_eq!(got, vec![kv("a", "3"), kv("k1", "2")]);
+        // Many keys: in bucket order of the grown table, quickly.
+        let many: Vec<_> = (0..200_000).map(|i| kv(&format!("key{i}"), "v")).collect();
+        let got = super::java_hash_map_order(many.into_iter());
+        assert_eq!(got.len(), 200_000);
+    }
+
     #[test]
     fn dates_print_as_java_does() {
         use crate::text::oiv_xml_date;

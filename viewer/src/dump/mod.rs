@@ -73,35 +73,6 @@ pub struct DumpOptions {
     pub threads: usize,
     /// The image format version, written in the XML `version` element.
     pub format_version: u16,
-    /// For a Hadoop image, what OIV's XML prints of it that the namespace
-    /// does not hold: its layout version and legacy generation stamps.
-    pub hadoop: Option<HadoopVersion>,
-}
-
-/// What the XML format prints of a Hadoop image beside its namespace,
-/// as `hdfs oiv -p XML` prints it: the `version` element's
-/// `layoutVersion` and the `NameSection`'s `genstampV1` and
-/// `genstampV1Limit` (from the image's summary and NS_INFO,
-/// [`nsimage_loader::hdfs::describe`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct HadoopVersion {
-    /// The layout version (negative, as Hadoop numbers them).
-    pub layout_version: i32,
-    /// `genstampV1`.
-    pub genstamp_v1: u64,
-    /// `genstampV1Limit`.
-    pub genstamp_v1_limit: u64,
-}
-
-impl HadoopVersion {
-    /// What `img` (a Hadoop image's side structure) holds of it.
-    pub fn of(img: &nsimage_loader::hdfs::HdfsImage) -> HadoopVersion {
-        HadoopVersion {
-            layout_version: img.layout_version,
-            genstamp_v1: img.name_system.genstamp_v1,
-            genstamp_v1_limit: img.name_system.genstamp_v1_limit,
-        }
-    }
 }
 
 impl Default for DumpOptions {
@@ -112,7 +83,6 @@ impl Default for DumpOptions {
             header: false,
             threads: 0,
             format_version: nsimage_format::consts::CURRENT_VERSION,
-            hadoop: None,
         }
     }
 }
@@ -160,7 +130,6 @@ pub(crate) fn formatter(opts: &DumpOptions) -> Box<dyn Formatter> {
     match opts.format {
         DumpFormat::Xml => Box::new(xml::Xml {
             format_version: opts.format_version,
-            hadoop: opts.hadoop,
         }),
         DumpFormat::Delimited => Box::new(delimited::Delimited {
             delimiter: opts.delimiter,

@@ -78,14 +78,14 @@
 //!   ids missing from the string table (OIV prints `null`).
 //!
 //! The other sections follow OIV's layout but not all of a Hadoop image's
-//! content: `version` and `NameSection` print a Hadoop image's layout
-//! version and generation stamp V1 and its limit when the caller gives them
-//! ([`super::HadoopVersion`]; 0 for an nsimage image, which keeps
-//! neither), and there is no `ErasureCodingSection`, `SecretManagerSection` or
-//! `CacheManagerSection`; OIV prints no `SnapshotDiffSection` for an image
-//! without that section, nsimage always an empty one.
+//! content: `version`'s `layoutVersion` is the nsimage format version and
+//! `NameSection`'s `genstampV1` and `genstampV1Limit` are 0 (a namespace
+//! keeps neither), and there is no `ErasureCodingSection`,
+//! `SecretManagerSection` or `CacheManagerSection`; OIV prints no
+//! `SnapshotDiffSection` for an image without that section, nsimage always
+//! an empty one.
 
-use super::escape::{num, xml_text};
+use super::escape::{num, push_hex, xml_text};
 use super::formatter::{Formatter, Head};
 use super::names::{acl_text, kind_name, xattr_ns_name};
 use super::row::Row;
@@ -94,7 +94,6 @@ use nsimage_namespace::{Attrs, Extra, Inode, StringTable};
 
 pub(crate) struct Xml {
     pub(crate) format_version: u16,
-    pub(crate) hadoop: Option<super::HadoopVersion>,
 }
 
 fn el(tag: &str, v: impl super::escape::itoa_like::Num, out: &mut Vec<u8>) {
@@ -222,9 +221,7 @@ fn xattrs_and_acls(strings: &StringTable, extra: Option<&Extra>, out: &mut Vec<u
                 el_text("val", &x.value, out);
             } else {
                 out.extend_from_slice(b"<valHex>");
-                for b in x.value.iter() {
-                    out.extend_from_slice(format!("{b:02x}").as_bytes());
-                }
+                push_hex(&x.value, out);
                 out.extend_from_slice(b"</valHex>");
             }
             out.extend_from_slice(b"</xattr>");
@@ -276,10 +273,7 @@ impl Formatter for Xml {
             0 => {
                 let info = head.info;
                 out.extend_from_slice(b"<?xml version=\"1.0\"?>\n<fsimage><version>");
-                match self.hadoop {
-                    Some(h) => el("layoutVersion", i64::from(h.layout_version), out),
-                    None => el("layoutVersion", self.format_version, out),
-                }
+                el("layoutVersion", self.format_version, out);
                 el("onDiskVersion", 1u8, out);
                 el_text(
                     "oivRevision",
@@ -288,12 +282,9 @@ impl Formatter for Xml {
                 );
                 out.extend_from_slice(b"</version>\n<NameSection>");
                 el("namespaceId", info.namespace_id, out);
-                let (v1, v1_limit) = self
-                    .hadoop
-                    .map_or((0, 0), |h| (h.genstamp_v1, h.genstamp_v1_limit));
-                el_long("genstampV1", v1, out);
+                el_long("genstampV1", 0, out);
                 el_long("genstampV2", info.generation_stamp, out);
-                el_long("genstampV1Limit", v1_limit, out);
+                el_long("genstampV1Limit", 0, out);
                 el_long("lastAllocatedBlockId", info.last_block_id, out);
                 el_long("txid", info.last_txid, out);
                 out.extend_from_slice(b"</NameSection>\n<INodeSection>");

@@ -51,7 +51,6 @@ pub fn dump_streamed(
     if opts.format == DumpFormat::Xml {
         let xml = Xml {
             format_version: opts.format_version,
-            hadoop: opts.hadoop,
         };
         if !skeleton.lists_in_hadoop_order() {
             return Ok(Err(Fallback::Unstreamable));

@@ -5,12 +5,13 @@
 //! sections in the order they were committed, its length, and the MD5 of
 //! every byte, as [`write_hdfs_image`](super::write_hdfs_image) writes
 //! them. The caller decides what the sections hold; this writes what it
-//! is given, checking only the layout version.
+//! is given, checking the layout version and each message's length.
 
 use super::image::{write_summary, HDFS_MAGIC};
 use super::options::{HdfsCodec, NEWEST_LAYOUT_VERSION, OLDEST_LAYOUT_VERSION};
 use super::sink::ImageSink;
 use super::summary::HdfsWritten;
+use nsimage_format::hdfs::MAX_MESSAGE_BYTES;
 use std::io::{self, Write};
 
 /// A Hadoop fsimage being written message by message.
@@ -51,8 +52,18 @@ impl<W: Write> HdfsMessageWriter<W> {
     /// being written (the writer puts its varint length in front).
     ///
     /// # Errors
-    /// `out`'s.
+    /// `out`'s; [`io::ErrorKind::InvalidInput`] for a body longer than
+    /// readers take ([`MAX_MESSAGE_BYTES`]), before a byte of it is written.
     pub fn message(&mut self, body: &[u8]) -> io::Result<()> {
+        if body.len() as u64 > MAX_MESSAGE_BYTES {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "a message of {} bytes: readers take at most {MAX_MESSAGE_BYTES}",
+                    body.len()
+                ),
+            ));
+        }
         self.messages += 1;
         self.sink.record_body(body)
     }

@@ -13,14 +13,9 @@ pub const OLDEST_LAYOUT_VERSION: i32 = -57;
 /// Hadoop 3.4).
 pub const NEWEST_LAYOUT_VERSION: i32 = -67;
 
-/// The layout version from which Hadoop writes an ERASURE_CODING section,
-/// block types and `lastAllocatedStripedBlockId` (Hadoop 3.0).
-pub const ERASURE_CODING_LAYOUT_VERSION: i32 = -64;
-
-/// The layout version from which the string table may be expanded (one
-/// serial number space per kind, `maskBits` 3) (Hadoop 3.0's
-/// EXPANDED_STRING_TABLE).
-pub const EXPANDED_STRING_TABLE_LAYOUT_VERSION: i32 = -65;
+pub use nsimage_format::hdfs::{
+    ERASURE_CODING_LAYOUT_VERSION, EXPANDED_STRING_TABLE_LAYOUT_VERSION,
+};
 
 /// The layout version from which the xattr namespace has a third bit
 /// (`raw.`, XATTRS_NAMESPACE_EXT).
