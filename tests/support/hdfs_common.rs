@@ -30,6 +30,27 @@ pub fn shared() -> Option<PathBuf> {
         .find(|p| p.join("README.md").is_file())
 }
 
+/// Every image file under [`data`] (one folder down; not the `.md5`
+/// sidecars or the README), sorted: at least the nine the README lists.
+pub fn shared_images() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for d in std::fs::read_dir(data()).unwrap() {
+        let d = d.unwrap().path();
+        if !d.is_dir() {
+            continue;
+        }
+        for f in std::fs::read_dir(&d).unwrap() {
+            let f = f.unwrap().path();
+            if f.extension().is_none_or(|e| e != "md5") {
+                out.push(f);
+            }
+        }
+    }
+    out.sort();
+    assert!(out.len() >= 9, "{out:?}");
+    out
+}
+
 /// The repository's copy, `tests/data/hdfs`.
 pub fn vendored() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/hdfs")

@@ -44,26 +44,6 @@ fn digest(img: &Path, threads: &str) -> String {
     v["digest"].as_str().unwrap().to_string()
 }
 
-/// Every image file under shared/data/hdfs (not the sidecars or README).
-fn shared_images() -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for d in std::fs::read_dir(hdfs_common::data()).unwrap() {
-        let d = d.unwrap().path();
-        if !d.is_dir() {
-            continue;
-        }
-        for f in std::fs::read_dir(&d).unwrap() {
-            let f = f.unwrap().path();
-            if f.extension().is_none_or(|e| e != "md5") {
-                out.push(f);
-            }
-        }
-    }
-    out.sort();
-    assert!(out.len() >= 9, "{out:?}");
-    out
-}
-
 /// Checks the `.md5` sidecar beside `img`: the MD5 of the file, and its
 /// own name.
 fn check_sidecar(img: &Path) {
@@ -77,7 +57,7 @@ fn check_sidecar(img: &Path) {
 #[test]
 fn every_shared_image_round_trips_through_nsimage_and_back() {
     let dir = tempfile::tempdir().unwrap();
-    for (i, img) in shared_images().iter().enumerate() {
+    for (i, img) in hdfs_common::shared_images().iter().enumerate() {
         let want = digest(img, "1");
         let nsi = dir.path().join(format!("{i}.nsi"));
         ok(&["convert", s(img), s(&nsi), "--to", "nsimage"]);
@@ -135,7 +115,7 @@ fn every_shared_image_round_trips_through_nsimage_and_back() {
     }
     // Layout versions the writer does not write, and one asked of an
     // nsimage output: usage errors, nothing written.
-    let img = &shared_images()[0];
+    let img = &hdfs_common::shared_images()[0];
     let bad = dir.path().join("bad.hdfs");
     for extra in [
         &["--to", "hdfs", "--layout-version", "-50"][..],

@@ -60,7 +60,7 @@ const FLUSH_AT: usize = 1 << 20;
 /// names it in errors); `md5` says whether its `.md5` sidecar is checked
 /// (hashed while the sections are read, the verdict at the end). The
 /// inodes are decoded and formatted by `threads` workers (0: the
-/// available cores) in batches of about [`BATCH`] bytes, written in order.
+/// available cores) in batches of about 256 KiB, written in order.
 ///
 /// # Errors
 /// The image's damage (a `Corrupt` load error naming section and offset),
@@ -579,32 +579,52 @@ impl Printer<'_, '_> {
         Ok(())
     }
 
-    fn references(&mut self, sec: &SummarySection) -> Result<(), ViewError> {
-        self.raw("<INodeReferenceSection>");
+    /// Each message of `sec`'s pieces, decoded as `M` (`what` in errors),
+    /// refused as the load refuses it unless `has` finds the field every
+    /// NameNode writes (`missing` says which), handed to `f` with the
+    /// messages and where it starts.
+    fn each<M: prost::Message + Default>(
+        &mut self,
+        sec: &SummarySection,
+        what: &str,
+        has: impl Fn(&M) -> bool,
+        missing: &str,
+        mut f: impl FnMut(&mut Self, M, &mut Messages<'_>, usize) -> Result<(), ViewError>,
+    ) -> Result<(), ViewError> {
+        let img = self.img;
         for piece in self.pieces(sec)? {
             let mut buf = Vec::new();
-            let img = self.img;
             let mut m = img.messages(&piece, &mut buf);
             loop {
                 let pos = m.pos();
-                let Some(r) = m.next::<INodeReference>("an INODE_REFERENCE entry")? else {
+                let Some(r) = m.next::<M>(what)? else {
                     break;
                 };
-                need(
-                    &m,
-                    pos,
-                    r.referred_id.is_some(),
-                    "an INODE_REFERENCE entry has no referredId",
-                )?;
-                self.raw("<ref>");
-                self.num("referredId", jlong(r.referred_id()));
-                self.lossy("name", r.name());
-                self.num("dstSnapshotId", jint(r.dst_snapshot_id()));
-                self.num("lastSnapshotId", jint(r.last_snapshot_id()));
-                self.raw("</ref>\n");
+                need(&m, pos, has(&r), missing)?;
+                f(self, r, &mut m, pos)?;
                 self.maybe_flush()?;
             }
         }
+        Ok(())
+    }
+
+    fn references(&mut self, sec: &SummarySection) -> Result<(), ViewError> {
+        self.raw("<INodeReferenceSection>");
+        self.each(
+            sec,
+            "an INODE_REFERENCE entry",
+            |r: &INodeReference| r.referred_id.is_some(),
+            "an INODE_REFERENCE entry has no referredId",
+            |p, r, _, _| {
+                p.raw("<ref>");
+                p.num("referredId", jlong(r.referred_id()));
+                p.lossy("name", r.name());
+                p.num("dstSnapshotId", jint(r.dst_snapshot_id()));
+                p.num("lastSnapshotId", jint(r.last_snapshot_id()));
+                p.raw("</ref>\n");
+                Ok(())
+            },
+        )?;
         self.raw("</INodeReferenceSection>");
         Ok(())
     }
@@ -648,88 +668,61 @@ impl Printer<'_, '_> {
 
     fn directories(&mut self, sec: &SummarySection) -> Result<(), ViewError> {
         self.raw("<INodeDirectorySection>");
-        for piece in self.pieces(sec)? {
-            let mut buf = Vec::new();
-            let img = self.img;
-            let mut m = img.messages(&piece, &mut buf);
-            loop {
-                let pos = m.pos();
-                let Some(e) = m.next::<DirEntry>("an INODE_DIR entry")? else {
-                    break;
-                };
-                need(
-                    &m,
-                    pos,
-                    e.parent.is_some(),
-                    "an INODE_DIR entry has no parent",
-                )?;
-                self.raw("<directory>");
-                self.num("parent", jlong(e.parent()));
+        self.each(
+            sec,
+            "an INODE_DIR entry",
+            |e: &DirEntry| e.parent.is_some(),
+            "an INODE_DIR entry has no parent",
+            |p, e, _, _| {
+                p.raw("<directory>");
+                p.num("parent", jlong(e.parent()));
                 for &c in &e.children {
-                    self.num("child", jlong(c));
+                    p.num("child", jlong(c));
                 }
                 for &r in &e.ref_children {
-                    self.num("refChild", jint(r));
+                    p.num("refChild", jint(r));
                 }
-                self.raw("</directory>\n");
-                self.maybe_flush()?;
-            }
-        }
+                p.raw("</directory>\n");
+                Ok(())
+            },
+        )?;
         self.raw("</INodeDirectorySection>\n");
         Ok(())
     }
 
     fn under_construction(&mut self, sec: &SummarySection) -> Result<(), ViewError> {
-        let mut buf = Vec::new();
-        let img = self.img;
-        let mut m = img.messages(sec, &mut buf);
         self.raw("<FileUnderConstructionSection>");
-        loop {
-            let pos = m.pos();
-            let Some(e) =
-                m.next::<FileUnderConstructionEntry>("a FILES_UNDERCONSTRUCTION entry")?
-            else {
-                break;
-            };
-            need(
-                &m,
-                pos,
-                e.inode_id.is_some(),
-                "a FILES_UNDERCONSTRUCTION entry has no inodeId",
-            )?;
-            self.raw("<inode>");
-            self.num("id", jlong(e.inode_id()));
-            self.text("path", e.full_path().as_bytes());
-            self.raw("</inode>\n");
-            self.maybe_flush()?;
-        }
+        self.each(
+            sec,
+            "a FILES_UNDERCONSTRUCTION entry",
+            |e: &FileUnderConstructionEntry| e.inode_id.is_some(),
+            "a FILES_UNDERCONSTRUCTION entry has no inodeId",
+            |p, e, _, _| {
+                p.raw("<inode>");
+                p.num("id", jlong(e.inode_id()));
+                p.text("path", e.full_path().as_bytes());
+                p.raw("</inode>\n");
+                Ok(())
+            },
+        )?;
         self.raw("</FileUnderConstructionSection>\n");
         Ok(())
     }
 
     fn snapshot_diffs(&mut self, sec: &SummarySection) -> Result<(), ViewError> {
         self.raw("<SnapshotDiffSection>");
-        for piece in self.pieces(sec)? {
-            let mut buf = Vec::new();
-            let img = self.img;
-            let mut m = img.messages(&piece, &mut buf);
-            loop {
-                let pos = m.pos();
-                let Some(e) = m.next::<DiffEntry>("a SNAPSHOT_DIFF entry")? else {
-                    break;
-                };
-                need(
-                    &m,
-                    pos,
-                    e.inode_id.is_some(),
-                    "a SNAPSHOT_DIFF entry has no inodeId",
-                )?;
+        self.each(
+            sec,
+            "a SNAPSHOT_DIFF entry",
+            |e: &DiffEntry| e.inode_id.is_some(),
+            "a SNAPSHOT_DIFF entry has no inodeId",
+            |p, e, m, pos| {
                 let file = match diff_entry::Type::try_from(e.r#type) {
                     Ok(diff_entry::Type::Filediff) => true,
                     Ok(diff_entry::Type::Directorydiff) => false,
                     Err(_) => {
                         return Err(m
-                            .err(m.pos(), format!("unknown diff entry type {}", e.r#type))
+                            .err(pos, format!("unknown diff entry type {}", e.r#type))
                             .into())
                     }
                 };
@@ -738,21 +731,22 @@ impl Printer<'_, '_> {
                 } else {
                     "dirDiffEntry"
                 };
-                let _ = write!(self.out, "<{tag}>");
-                self.num("inodeId", jlong(e.inode_id()));
-                self.num("count", jint(e.num_of_diff()));
+                p.open(tag);
+                p.num("inodeId", jlong(e.inode_id()));
+                p.num("count", jint(e.num_of_diff()));
                 let n = m.bound(u64::from(e.num_of_diff()), "diffs")?;
                 for _ in 0..n {
                     if file {
-                        self.file_diff(&mut m)?;
+                        p.file_diff(m)?;
                     } else {
-                        self.dir_diff(&mut m)?;
+                        p.dir_diff(m)?;
                     }
-                    self.maybe_flush()?;
+                    p.maybe_flush()?;
                 }
-                let _ = write!(self.out, "</{tag}>");
-            }
-        }
+                p.close(tag);
+                Ok(())
+            },
+        )?;
         self.raw("</SnapshotDiffSection>\n");
         Ok(())
     }
