@@ -346,10 +346,20 @@ fn reverse(a: &Args) -> anyhow::Result<ExitCode> {
             let start = |lv: i32| {
                 HdfsMessageWriter::new(out, lv, codec)
                     .map(Sink)
-                    .map_err(|e| ViewError::Xml {
-                        path: a.input.clone(),
-                        offset: 0,
-                        detail: e.to_string(),
+                    .map_err(|e| match e.kind() {
+                        // A layout version the writer does not write: the
+                        // document's (the command line's was checked).
+                        std::io::ErrorKind::InvalidInput => ViewError::Xml {
+                            path: a.input.clone(),
+                            offset: 0,
+                            detail: format!(
+                                "its layoutVersion: {e}; --layout-version N writes another"
+                            ),
+                        },
+                        _ => ViewError::Io {
+                            path: a.output.clone(),
+                            source: e,
+                        },
                     })
             };
             match reverse_xml(input, &a.input, &a.output, a.layout_version, start) {
@@ -371,8 +381,13 @@ fn reverse(a: &Args) -> anyhow::Result<ExitCode> {
         return Err(e.into());
     }
     if let Some(e) = refused.into_inner() {
+        let why = if e.is_data_error() {
+            "the image it describes (written under a temporary name) is not one nsimage reads back"
+        } else {
+            "the image written from it (under a temporary name) could not be read back to check it"
+        };
         return Err(anyhow::Error::new(e).context(format!(
-            "{}: the image it describes is not one nsimage reads back; {} is left as it was",
+            "{}: {why}; {} is left as it was",
             a.input.display(),
             a.output.display()
         )));

@@ -39,7 +39,7 @@
 use crate::error::ViewError;
 use nsimage_format::hdfs::{
     AclBits, HdfsSection, PermBits, StringTag, XAttrBits, ERASURE_CODING_LAYOUT_VERSION,
-    EXPANDED_STRING_TABLE_LAYOUT_VERSION,
+    EXPANDED_STRING_TABLE_LAYOUT_VERSION, MAX_MESSAGE_BYTES,
 };
 use nsimage_format::hdfs_pb::{
     files_under_construction_section::FileUnderConstructionEntry,
@@ -70,6 +70,10 @@ const DIR_ENTRY_CHILDREN: usize = 6_400_000;
 /// The longest text one element may hold (a name, a target, an xattr
 /// value as hex, a key): 16 MiB.
 pub const MAX_TEXT: usize = 16 << 20;
+
+/// The offset of an error `Rev` finds without the reader at hand, given
+/// the reader's offset before it leaves `reverse_xml`.
+const UNLOCATED: u64 = u64::MAX;
 
 /// Where the image's messages go: a Hadoop fsimage writer (the command
 /// line hands the writer crate's `HdfsMessageWriter`; the viewer imports
@@ -154,7 +158,15 @@ pub fn reverse_xml<R: BufRead, S: MessageSink>(
         saw_inodes: false,
         layout_version: lv,
     };
-    x.children("fsimage", |x, tag| r.section(x, tag))?;
+    let read = x.children("fsimage", |x, tag| r.section(x, tag));
+    read.map_err(|e| match e {
+        ViewError::Xml {
+            offset: UNLOCATED,
+            detail,
+            ..
+        } => x.err(detail),
+        e => e,
+    })?;
     x.expect_end()?;
     if r.name_system.is_none() {
         return Err(x.err("no NameSection: an image needs NS_INFO".into()));
@@ -191,13 +203,13 @@ struct Xml<R: BufRead> {
     pending_close: Option<String>,
 }
 
-/// The most bytes the document may hold between one `<` or `>` and the
-/// next (a text with its escapes, a tag): what the reader buffers for one
-/// event is bounded before it is handed on.
+/// The most bytes one event of the document may take (a text with its
+/// escapes, a tag, a comment): what the reader buffers for one event is
+/// bounded before it is handed on.
 const MAX_RUN: usize = MAX_TEXT * 8;
 
-/// The document's bytes, refused once a run without `<` or `>` passes
-/// [`MAX_RUN`].
+/// The document's bytes, refused once one event has taken more than
+/// [`MAX_RUN`] of them (the count starts again at each event).
 struct Capped<R> {
     inner: R,
     run: usize,
@@ -228,14 +240,7 @@ impl<R: BufRead> BufRead for Capped<R> {
     }
 
     fn consume(&mut self, amt: usize) {
-        if let Ok(b) = self.inner.fill_buf() {
-            for &c in b.iter().take(amt) {
-                self.run = match c {
-                    b'<' | b'>' => 0,
-                    _ => self.run.saturating_add(1),
-                };
-            }
-        }
+        self.run = self.run.saturating_add(amt);
         self.inner.consume(amt);
     }
 }
@@ -273,6 +278,7 @@ impl<R: BufRead> Xml<R> {
     /// The next raw event, owned.
     fn event(&mut self) -> Result<Event<'static>, ViewError> {
         self.buf.clear();
+        self.r.get_mut().run = 0;
         match self.r.read_event_into(&mut self.buf) {
             Ok(e) => Ok(e.into_owned()),
             Err(e) => Err(self.err(format!("not well-formed XML: {e}"))),
@@ -621,6 +627,18 @@ impl<S: MessageSink> Rev<S> {
         self.body.clear();
         // Encoding into a Vec cannot run out of room.
         let _ = m.encode(&mut self.body);
+        if self.body.len() as u64 > MAX_MESSAGE_BYTES {
+            // The element just read makes a message readers refuse: the
+            // document's fault, located where it ends (see `located`).
+            return Err(ViewError::Xml {
+                path: PathBuf::new(),
+                offset: UNLOCATED,
+                detail: format!(
+                    "the element ending here makes a message of {} bytes; readers take at most {MAX_MESSAGE_BYTES}",
+                    self.body.len()
+                ),
+            });
+        }
         self.w.message(&self.body).map_err(|e| self.io(e))
     }
 
@@ -772,9 +790,11 @@ impl<S: MessageSink> Rev<S> {
         tag: StringTag,
         s: &[u8],
     ) -> Result<u32, ViewError> {
-        self.strings
-            .serial(tag, s)
-            .ok_or_else(|| x.err(format!("more than {MAX_SERIAL} names of one kind")))
+        self.strings.serial(tag, s).ok_or_else(|| {
+            x.err(format!(
+                "more than {MAX_SERIAL} names of one kind (of all kinds, with maskBits 0)"
+            ))
+        })
     }
 
     /// The fields of an inode (or a snapshot root, or a snapshot copy):

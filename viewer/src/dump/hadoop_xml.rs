@@ -971,7 +971,12 @@ impl Turn<'_, '_> {
             self.moved.wait(&mut st);
         }
         if st.failed.is_none() && !out.is_empty() {
-            match st.w.write_all(out) {
+            // Caught, so that the turn is passed on whatever the writer
+            // does: a later batch never waits for ever.
+            let w = &mut st.w;
+            let wrote = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.write_all(out)))
+                .unwrap_or_else(|_| Err(std::io::Error::other("the output panicked")));
+            match wrote {
                 Ok(()) => st.bytes = st.bytes.saturating_add(out.len() as u64),
                 Err(source) => {
                     st.failed = Some(ViewError::Io {
@@ -1024,7 +1029,11 @@ fn work(
     };
     let (rows, failed) = match done {
         Ok(n) => (n, None),
-        Err(e) => (0, Some(e)),
+        Err(e) => {
+            // No half of a batch goes out.
+            f.out.clear();
+            (0, Some(e))
+        }
     };
     turn.write(b.seq, &mut f.out, w_name, Some((rows, failed)));
 }
