@@ -8,6 +8,7 @@ use super::memory::{open_input, MemoryLimit};
 use super::output::{check_output, write_atomically};
 use super::progress::{LoadBar, RowCounter, Unit};
 use indicatif::ProgressBar;
+use nsimage_loader::Streamable;
 use nsimage_namespace::Namespace;
 use nsimage_viewer::distribution::distribution_streamed;
 use nsimage_viewer::dump::hadoop_xml::dump_hadoop_xml;
@@ -185,8 +186,8 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let start = Instant::now();
     // OIV's XML of a Hadoop image is printed from its stored sections, as
     // they come, in one pass; every other dump from the viewer's input.
-    let hadoop_xml = a.format == DumpFormat::Xml && nsimage_loader::hdfs::is_hdfs_file(&a.image)?;
     let input = open_input(&a.image, a.memory, a.threads)?;
+    let hadoop_xml = a.format == DumpFormat::Xml && matches!(input.source(), Streamable::Hdfs(_));
     let pb = rows_bar(&input, a.format, &a.image);
     let fill = |w: &mut (dyn Write + Send), name: &Path| -> anyhow::Result<(DumpStats, Read)> {
         if !hadoop_xml {

@@ -557,7 +557,7 @@ struct Fields {
 }
 
 impl Fields {
-    fn file(&self) -> i_node_section::INodeFile {
+    fn file(self) -> i_node_section::INodeFile {
         i_node_section::INodeFile {
             // A striped file's replication is not what OIV prints.
             replication: if self.ec_policy.is_some() {
@@ -569,33 +569,31 @@ impl Fields {
             access_time: Some(self.atime.unwrap_or(0)),
             preferred_block_size: Some(self.preferred_block_size.unwrap_or(0)),
             permission: Some(self.permission),
-            blocks: self.blocks.clone(),
-            file_uc: self.uc.clone(),
-            acl: (!self.acl.is_empty()).then(|| i_node_section::AclFeatureProto {
-                entries: self.acl.clone(),
-            }),
-            x_attrs: self.xattrs.clone(),
+            blocks: self.blocks,
+            file_uc: self.uc,
+            acl: (!self.acl.is_empty())
+                .then_some(i_node_section::AclFeatureProto { entries: self.acl }),
+            x_attrs: self.xattrs,
             storage_policy_id: self.storage_policy,
             block_type: self.ec_policy.and(self.block_type),
             erasure_coding_policy_id: self.ec_policy,
         }
     }
 
-    fn directory(&self) -> i_node_section::INodeDirectory {
+    fn directory(self) -> i_node_section::INodeDirectory {
         i_node_section::INodeDirectory {
             modification_time: Some(self.mtime),
             ns_quota: self.ns_quota.filter(|_| self.ds_quota.is_some()),
             ds_quota: self.ds_quota.filter(|_| self.ns_quota.is_some()),
             permission: Some(self.permission),
-            acl: (!self.acl.is_empty()).then(|| i_node_section::AclFeatureProto {
-                entries: self.acl.clone(),
-            }),
-            x_attrs: self.xattrs.clone(),
-            type_quotas: (!self.type_quotas.is_empty()).then(|| {
+            acl: (!self.acl.is_empty())
+                .then_some(i_node_section::AclFeatureProto { entries: self.acl }),
+            x_attrs: self.xattrs,
+            type_quotas: (!self.type_quotas.is_empty()).then_some(
                 i_node_section::QuotaByStorageTypeFeatureProto {
-                    quotas: self.type_quotas.clone(),
-                }
-            }),
+                    quotas: self.type_quotas,
+                },
+            ),
         }
     }
 
@@ -974,14 +972,14 @@ impl<S: MessageSink> Rev<S> {
         .pack())
     }
 
-    fn inode_of<R: BufRead>(&self, x: &Xml<R>, f: &Fields) -> Result<INode, ViewError> {
+    fn inode_of<R: BufRead>(&self, x: &Xml<R>, mut f: Fields) -> Result<INode, ViewError> {
         let kind = f
             .kind
             .ok_or_else(|| x.err(format!("inode {} has no type", f.id as i64)))?;
         let mut p = INode {
             r#type: kind,
             id: f.id,
-            name: Some(f.name.clone()),
+            name: Some(std::mem::take(&mut f.name)),
             ..INode::default()
         };
         match i_node_section::i_node::Type::try_from(kind) {
@@ -990,7 +988,7 @@ impl<S: MessageSink> Rev<S> {
             _ => {
                 p.symlink = Some(i_node_section::INodeSymlink {
                     permission: Some(f.permission),
-                    target: Some(f.target.clone().unwrap_or_default()),
+                    target: Some(f.target.unwrap_or_default()),
                     modification_time: Some(f.mtime),
                     access_time: Some(f.atime.unwrap_or(0)),
                 })
@@ -1029,7 +1027,7 @@ impl<S: MessageSink> Rev<S> {
                         return Err(x.err(format!("more inodes than numInodes ({n})")));
                     }
                     let f = self.fields(x, t)?;
-                    let p = self.inode_of(x, &f)?;
+                    let p = self.inode_of(x, f)?;
                     self.msg(&p)?;
                     written += 1;
                 }
@@ -1095,7 +1093,7 @@ impl<S: MessageSink> Rev<S> {
                             "id" => s.snapshot_id = Some(x.int(t)?),
                             "root" => {
                                 let f = self.fields(x, t)?;
-                                s.root = Some(self.inode_of(x, &f)?);
+                                s.root = Some(self.inode_of(x, f)?);
                             }
                             _ => return Err(x.unexpected(t, "snapshot")),
                         }

@@ -28,7 +28,8 @@
 //! erasure coding policies (ids 1 to 5) print Hadoop's own definitions.
 
 use super::escape::itoa_like::Num;
-use super::escape::{num, push_hex, xml_text};
+use super::escape::{push_hex, xml_text};
+use super::xml::{close_tag, el, el_text, open_tag};
 use super::DumpStats;
 use crate::error::ViewError;
 use nsimage_format::hdfs::{AclBits, HdfsSection, PermBits, StringTag, SummarySection, XAttrBits};
@@ -139,13 +140,20 @@ impl std::ops::DerefMut for Printer<'_, '_> {
     }
 }
 
+/// A name of the string table, as OIV looks it up: id 0 and ids the
+/// table lacks are Java's `null`. The table's names are UTF-8 (protobuf
+/// strings), printed as they are.
+fn lookup(img: &HdfsSections, tag: StringTag, serial: u32) -> Option<&[u8]> {
+    match serial {
+        0 => None,
+        s => img.name(tag, s),
+    }
+}
+
 /// A user or group name as OIV prints it in a permission: `null` for id 0
 /// or an id the table lacks.
 fn img_name(img: &HdfsSections, tag: StringTag, serial: u32) -> &[u8] {
-    match serial {
-        0 => b"null",
-        s => img.name(tag, s).unwrap_or(b"null"),
-    }
+    lookup(img, tag, serial).unwrap_or(b"null")
 }
 
 /// Refuses a message without a field every NameNode writes, as the load
@@ -195,27 +203,19 @@ impl Fmt<'_> {
     }
 
     fn open(&mut self, tag: &str) {
-        self.out.push(b'<');
-        self.out.extend_from_slice(tag.as_bytes());
-        self.out.push(b'>');
+        open_tag(tag, &mut self.out);
     }
 
     fn close(&mut self, tag: &str) {
-        self.out.extend_from_slice(b"</");
-        self.out.extend_from_slice(tag.as_bytes());
-        self.out.push(b'>');
+        close_tag(tag, &mut self.out);
     }
 
     fn num(&mut self, tag: &str, v: impl Num) {
-        self.open(tag);
-        num(v, &mut self.out);
-        self.close(tag);
+        el(tag, v, &mut self.out);
     }
 
     fn text(&mut self, tag: &str, v: &[u8]) {
-        self.open(tag);
-        xml_text(v, &mut self.out);
-        self.close(tag);
+        el_text(tag, v, &mut self.out);
     }
 
     /// Bytes as Java's `ByteString.toStringUtf8` reads them: U+FFFD for
@@ -326,15 +326,6 @@ impl Fmt<'_> {
         Ok(())
     }
 
-    /// A name of the string table, as OIV looks it up: id 0 and ids the
-    /// table lacks are Java's `null`.
-    fn name(&self, tag: StringTag, serial: u32) -> Option<&[u8]> {
-        if serial == 0 {
-            return None;
-        }
-        self.img.name(tag, serial)
-    }
-
     /// `user:group:%04o`: the mode as `FsPermission` keeps it (the rwx
     /// bits and the sticky bit).
     fn permission(&mut self, v: u64) {
@@ -365,16 +356,16 @@ impl Fmt<'_> {
                 4 => "RAW",
                 n => return Err(format!("xattr namespace {n}")),
             };
-            let Some(name) = self.name(StringTag::XAttr, b.name) else {
+            let img = self.img;
+            let Some(name) = lookup(img, StringTag::XAttr, b.name) else {
                 return Err(format!(
                     "xattr name id {} is not in the string table",
                     b.name
                 ));
             };
-            let name = String::from_utf8_lossy(name).into_owned();
             self.raw("<xattr>");
             self.text("ns", ns.as_bytes());
-            self.text("name", name.as_bytes());
+            self.text("name", name);
             match std::str::from_utf8(a.value()) {
                 Ok(v) => self.text("val", v.as_bytes()),
                 Err(_) => {
@@ -393,22 +384,24 @@ impl Fmt<'_> {
         let Some(acl) = acl.filter(|a| !a.entries.is_empty()) else {
             return;
         };
+        let img = self.img;
         self.raw("<acls>");
         for &v in &acl.entries {
             let e = AclBits::unpack(v);
-            let mut s = Vec::new();
+            self.open("acl");
             if e.default_scope {
-                s.extend_from_slice(b"default:");
+                self.raw("default:");
             }
-            s.extend_from_slice(crate::text::acl_kind_name(e.kind).as_bytes());
-            s.push(b':');
+            self.raw(crate::text::acl_kind_name(e.kind));
+            self.raw(":");
             if e.kind < 2 {
-                s.extend_from_slice(self.name(e.name_tag(), e.name).unwrap_or_default());
+                let name = lookup(img, e.name_tag(), e.name).unwrap_or_default();
+                xml_text(name, &mut self.out);
             }
-            s.push(b':');
-            s.extend_from_slice(&crate::text::rwx(u32::from(e.perm)));
-            let s = String::from_utf8_lossy(&s).into_owned();
-            self.text("acl", s.as_bytes());
+            self.raw(":");
+            self.out
+                .extend_from_slice(&crate::text::rwx(u32::from(e.perm)));
+            self.close("acl");
         }
         self.raw("</acls>");
     }
@@ -657,7 +650,8 @@ impl Printer<'_, '_> {
             self.raw("<snapshot>");
             self.num("id", jint(p.snapshot_id()));
             self.raw("<root>");
-            self.inode_fields(&p.root.clone().unwrap_or_default())
+            // `need` found the root.
+            self.inode_fields(p.root.as_ref().unwrap_or(&INode::default()))
                 .map_err(|d| m.err(pos, d))?;
             self.raw("</root></snapshot>");
             self.maybe_flush()?;
@@ -767,7 +761,7 @@ impl Printer<'_, '_> {
         // Java's getSnapshotCopy() is never null: an absent copy prints
         // as the default file's fields.
         self.raw("<snapshotCopy>");
-        self.file(&f.snapshot_copy.clone().unwrap_or_default())
+        self.file(f.snapshot_copy.as_ref().unwrap_or(&Default::default()))
             .map_err(|d| m.err(pos, d))?;
         self.raw("</snapshotCopy>\n");
         self.blocks(&f.blocks);

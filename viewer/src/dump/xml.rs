@@ -96,14 +96,25 @@ pub(crate) struct Xml {
     pub(crate) format_version: u16,
 }
 
-fn el(tag: &str, v: impl super::escape::itoa_like::Num, out: &mut Vec<u8>) {
+/// `<tag>`.
+pub(crate) fn open_tag(tag: &str, out: &mut Vec<u8>) {
     out.push(b'<');
     out.extend_from_slice(tag.as_bytes());
     out.push(b'>');
-    num(v, out);
+}
+
+/// `</tag>`.
+pub(crate) fn close_tag(tag: &str, out: &mut Vec<u8>) {
     out.extend_from_slice(b"</");
     out.extend_from_slice(tag.as_bytes());
     out.push(b'>');
+}
+
+/// `<tag>v</tag>` for a number.
+pub(crate) fn el(tag: &str, v: impl super::escape::itoa_like::Num, out: &mut Vec<u8>) {
+    open_tag(tag, out);
+    num(v, out);
+    close_tag(tag, out);
 }
 
 /// `<tag>v</tag>` for a value OIV holds in a Java `long`: the same 64
@@ -112,14 +123,11 @@ fn el_long(tag: &str, v: u64, out: &mut Vec<u8>) {
     el(tag, v as i64, out);
 }
 
-fn el_text(tag: &str, v: &[u8], out: &mut Vec<u8>) {
-    out.push(b'<');
-    out.extend_from_slice(tag.as_bytes());
-    out.push(b'>');
+/// `<tag>v</tag>` for text, escaped.
+pub(crate) fn el_text(tag: &str, v: &[u8], out: &mut Vec<u8>) {
+    open_tag(tag, out);
     xml_text(v, out);
-    out.extend_from_slice(b"</");
-    out.extend_from_slice(tag.as_bytes());
-    out.push(b'>');
+    close_tag(tag, out);
 }
 
 fn permission(row: &Row<'_>, out: &mut Vec<u8>) {

@@ -19,7 +19,6 @@ pub struct HdfsMessageWriter<W: Write> {
     sink: ImageSink<W>,
     layout_version: i32,
     codec: HdfsCodec,
-    messages: u64,
 }
 
 impl<W: Write> HdfsMessageWriter<W> {
@@ -44,7 +43,6 @@ impl<W: Write> HdfsMessageWriter<W> {
             sink,
             layout_version,
             codec,
-            messages: 0,
         })
     }
 
@@ -64,7 +62,6 @@ impl<W: Write> HdfsMessageWriter<W> {
                 ),
             ));
         }
-        self.messages += 1;
         self.sink.record_body(body)
     }
 
@@ -79,7 +76,7 @@ impl<W: Write> HdfsMessageWriter<W> {
 
     /// Writes the summary and flushes: what was written (the MD5 of every
     /// byte, for the `.md5` sidecar, and the sections; the counts of
-    /// [`HdfsWritten`] are 0 but `inodes`, which counts every message).
+    /// [`HdfsWritten`] are 0: what the messages are is the caller's).
     ///
     /// # Errors
     /// `out`'s.
@@ -91,7 +88,7 @@ impl<W: Write> HdfsMessageWriter<W> {
             bytes,
             sections,
             summary_offset,
-            inodes: self.messages,
+            inodes: 0,
             dir_entries: 0,
             under_construction: 0,
             strings: 0,
