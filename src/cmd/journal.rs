@@ -7,6 +7,7 @@ use nsimage_loader::{load, LoadOptions, ReadStrategy};
 use nsimage_namespace::Namespace;
 use nsimage_store::fs::Fs as _;
 use nsimage_store::journal::{self, Segment};
+use nsimage_store::op_view::JournalOpView;
 use nsimage_viewer::edits;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -51,7 +52,8 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
     };
     // A store directory's names, listed once: its segments and images.
     let mut dir_names: Option<Vec<String>> = None;
-    let segments: Vec<Segment> = if path.is_dir() {
+    let is_dir = path.is_dir();
+    let segments: Vec<Segment> = if is_dir {
         // A store: exit 2 with a message for a directory that is not one.
         let at_rest = nsimage_store::Store::at_rest_of(&path)?;
         // An encrypted store without its key, or with another: exit 1
@@ -73,7 +75,7 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
     };
     // The store the segments belong to, whose oldest checkpoint gives the
     // paths.
-    let store_dir = if path.is_dir() {
+    let store_dir = if is_dir {
         Some(path.clone())
     } else {
         path.parent()
@@ -100,7 +102,7 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
     // (not printed), so that its ops name paths too.
     let mut replayed: Vec<Segment> = Vec::new();
     if let (false, Some(dir), Some(first), true) = (
-        path.is_dir(),
+        is_dir,
         &store_dir,
         segments.first().map(|s| s.first),
         paths.ns.is_some(),
@@ -108,7 +110,8 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
         replayed = store_segments(dir, &names);
         replayed.retain(|s| s.first < first);
         // Segments wholly before the checkpoint add nothing.
-        replayed.retain(|s| s.last.is_none_or(|l| l > paths.txid));
+        let at = paths.txid();
+        replayed.retain(|s| s.last.is_none_or(|l| l > at));
     }
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if !json {
@@ -128,13 +131,12 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
         };
         let mut written: std::io::Result<()> = Ok(());
         let r = journal::read(journal::Source::File(&fs), seg, &opts, &mut |_, op| {
-            let op = op.to_owned();
             if !print {
-                paths.apply(op);
+                paths.apply(&op);
                 return Ok(());
             }
-            let rec = edits::record(&op, paths.before(op.txid));
-            paths.apply(op);
+            let rec = edits::record(&op.clone().to_owned(), paths.before(op.txid));
+            paths.apply(&op);
             if written.is_ok() {
                 written = if json {
                     serde_json::to_writer(&mut out, &edits::to_json(&rec))
@@ -187,11 +189,9 @@ fn store_segments(dir: &Path, names: &[String]) -> Vec<Segment> {
 /// checkpoint, for the ops' paths.
 #[derive(Default)]
 struct Paths {
-    /// The namespace at `txid`; `None` before the checkpoint, or once an
-    /// op could not be applied or one was missing.
+    /// The namespace at its `last_txid`; `None` without a checkpoint, or
+    /// once an op could not be applied or one was missing.
     ns: Option<Namespace>,
-    /// The txid `ns` is at.
-    txid: u64,
 }
 
 impl Paths {
@@ -221,7 +221,6 @@ impl Paths {
         match load(&image, &opts) {
             Ok(l) => Paths {
                 ns: Some(l.namespace),
-                txid,
             },
             Err(e) => {
                 eprintln!(
@@ -233,30 +232,32 @@ impl Paths {
         }
     }
 
+    /// The txid the namespace is at (0 without one).
+    fn txid(&self) -> u64 {
+        self.ns.as_ref().map_or(0, |ns| ns.info().last_txid)
+    }
+
     /// The namespace just before op `txid`, if it is known there.
     fn before(&self, txid: u64) -> Option<&Namespace> {
         self.ns
             .as_ref()
-            .filter(|_| txid == self.txid.saturating_add(1))
+            .filter(|ns| txid == ns.info().last_txid.saturating_add(1))
     }
 
     /// Applies op `op` where it is the next one; an op that is not (one
     /// at or before the checkpoint) leaves the namespace as it is, and one
     /// that cannot be applied (or a gap) ends the paths: later ops name
     /// ids.
-    fn apply(&mut self, mut op: nsimage_format::pb::JournalOp) {
+    fn apply(&mut self, op: &JournalOpView<'_>) {
         let Some(ns) = self.ns.as_mut() else { return };
-        if op.txid <= self.txid {
+        let now = ns.info().last_txid;
+        if op.txid <= now {
             return;
         }
-        let next = op.txid == self.txid.saturating_add(1);
-        let applied = next
-            && op
-                .op
-                .as_mut()
-                .is_some_and(|o| nsimage_store::edit::apply(ns, o).is_ok());
+        let next = op.txid == now.saturating_add(1);
+        let applied = next && nsimage_store::edit::apply_view(ns, &op.op).is_ok();
         if applied {
-            self.txid = op.txid;
+            ns.info_mut().last_txid = op.txid;
         } else {
             eprintln!(
                 "nsimage: journal txid {}: {}; later ops name inodes by id",

@@ -363,12 +363,7 @@ fn serial(top: Inode<'_>, path: Vec<u8>, depth: usize, opts: &DuOptions) -> (Usa
             let plen = f.path_len;
             let d = depth + stack.len();
             if opts.files && d <= max {
-                let mut p = buf[..plen].to_vec();
-                if p.last() != Some(&b'/') {
-                    p.push(b'/');
-                }
-                p.extend_from_slice(c.name());
-                rows.push(row(&c, p, d, u));
+                rows.push(row(&c, join(&buf[..plen], c.name()), d, u));
             }
             continue;
         }

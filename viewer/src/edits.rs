@@ -55,7 +55,7 @@ use std::io::{self, Write};
 
 /// The layout version the XML's `EDITS_VERSION` names: the one `convert
 /// --to hdfs` writes by default, so that readers of oev XML take it.
-pub const EDITS_VERSION: i32 = -66;
+pub const EDITS_VERSION: i32 = nsimage_format::hdfs::HADOOP_3_3_LAYOUT_VERSION;
 
 /// One field's value.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -89,12 +89,7 @@ fn path(ns: Option<&Namespace>, id: u64) -> Option<Vec<u8>> {
 
 /// The path of child `name` of directory `parent` in `ns`.
 fn child_path(ns: Option<&Namespace>, parent: u64, name: &[u8]) -> Option<Vec<u8>> {
-    let mut p = path(ns, parent)?;
-    if p.last() != Some(&b'/') {
-        p.push(b'/');
-    }
-    p.extend_from_slice(name);
-    Some(p)
+    path(ns, parent).map(|p| crate::walk::join(&p, name))
 }
 
 /// `key` as the path of `id` where `ns` knows it, else `INODEID`.
@@ -131,15 +126,6 @@ fn acl_type(v: i32) -> Vec<u8> {
         .map_or("UNKNOWN", acl_kind_name)
         .to_ascii_uppercase()
         .into_bytes()
-}
-
-/// Bytes as oev writes a value: `0x` and two hex digits a byte.
-fn hex(b: &[u8]) -> Vec<u8> {
-    let mut s = b"0x".to_vec();
-    for x in b {
-        s.extend_from_slice(format!("{x:02x}").as_bytes());
-    }
-    s
 }
 
 /// `op` as oev shows it; `ns`, where given, is the namespace just before
@@ -254,7 +240,7 @@ pub fn record(op: &JournalOp, ns: Option<&Namespace>) -> EditRecord {
             let xattr = Group(vec![
                 ("NAMESPACE", Text(xattr_namespace(x.namespace).into())),
                 ("NAME", Text(x.name.clone())),
-                ("VALUE", Text(hex(&x.value))),
+                ("VALUE", Text(crate::dump::escape::hex0x(&x.value))),
             ]);
             (
                 "OP_SET_XATTR",
@@ -337,9 +323,8 @@ pub fn write_xml_record(r: &EditRecord, out: &mut impl Write) -> io::Result<()> 
     buf.extend_from_slice(b"  <RECORD>\n");
     buf.extend_from_slice(format!("    <OPCODE>{}</OPCODE>\n", r.opcode).as_bytes());
     buf.extend_from_slice(b"    <DATA>\n");
-    let mut fields = vec![("TXID", Value::Num(r.txid))];
-    fields.extend(r.fields.iter().cloned());
-    xml_fields(&fields, 3, &mut buf);
+    buf.extend_from_slice(format!("      <TXID>{}</TXID>\n", r.txid).as_bytes());
+    xml_fields(&r.fields, 3, &mut buf);
     buf.extend_from_slice(b"    </DATA>\n  </RECORD>\n");
     out.write_all(&buf)
 }

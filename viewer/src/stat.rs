@@ -112,9 +112,9 @@ impl XAttrStat {
     /// The value as shown: `("text", value)` when it is printable UTF-8,
     /// `("base64", encoded)` otherwise.
     pub fn shown_value(&self) -> (&'static str, String) {
-        match std::str::from_utf8(&self.value) {
-            Ok(s) if s.chars().all(|c| !c.is_control()) => ("text", s.to_string()),
-            _ => (
+        match crate::text::printable(&self.value) {
+            Some(s) => ("text", s.to_string()),
+            None => (
                 "base64",
                 base64::engine::general_purpose::STANDARD.encode(&self.value),
             ),

@@ -249,6 +249,15 @@ pub fn parse_oiv_xml_date(s: &str) -> Option<u64> {
         .checked_add(ms)
 }
 
+/// `b` as text where it is printable UTF-8 (no control characters), as
+/// `stat`, the JSON dump and `diff` show an xattr's value; `None` where it
+/// is shown encoded instead.
+pub fn printable(b: &[u8]) -> Option<&str> {
+    std::str::from_utf8(b)
+        .ok()
+        .filter(|s| !s.chars().any(char::is_control))
+}
+
 /// A time as `hdfs dfs -stat`'s `%y` and `%x` print it (`yyyy-MM-dd
 /// HH:mm:ss`, UTC).
 pub fn stat_time(ms: u64) -> String {

@@ -9,6 +9,10 @@ pub const OLDEST_LAYOUT_VERSION: i32 = -57;
 /// -65 is `EXPANDED_STRING_TABLE` (3.2+), -66 `SNAPSHOT_MODIFICATION_TIME`.
 pub const NEWEST_LAYOUT_VERSION: i32 = -67;
 
+/// The NameNode layout version Hadoop 3.3 writes (branch-3.3's
+/// `NameNodeLayoutVersion`: SNAPSHOT_MODIFICATION_TIME, -66; HDFS-16536).
+pub const HADOOP_3_3_LAYOUT_VERSION: i32 = -66;
+
 /// The layout version from which Hadoop writes an ERASURE_CODING section,
 /// block types and `lastAllocatedStripedBlockId` (Hadoop 3.0).
 pub const ERASURE_CODING_LAYOUT_VERSION: i32 = -64;

@@ -367,15 +367,9 @@ fn show_xattrs(v: &[(XAttrNs, &[u8], &[u8])]) -> String {
     if v.is_empty() {
         return "(none)".to_string();
     }
-    let value = |b: &[u8]| match std::str::from_utf8(b) {
-        Ok(s) if !s.chars().any(char::is_control) => format!("{s:?}"),
-        _ => {
-            let mut h = String::from("0x");
-            for byte in b {
-                h.push_str(&format!("{byte:02x}"));
-            }
-            h
-        }
+    let value = |b: &[u8]| match crate::text::printable(b) {
+        Some(s) => format!("{s:?}"),
+        None => String::from_utf8_lossy(&crate::dump::escape::hex0x(b)).into_owned(),
     };
     v.iter()
         .map(|(ns, name, val)| format!("{}.{}={}", xattr_prefix(*ns), lossy(name), value(val)))

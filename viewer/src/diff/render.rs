@@ -80,8 +80,15 @@ pub enum Detail {
 pub fn write_text(d: &Diff, detail: Detail, w: &mut impl Write) -> io::Result<()> {
     if detail != Detail::Summary {
         let every = detail == Detail::EveryInode;
-        let below_deleted = below_tops(d.deleted.iter().map(|c| (&c.path[..], c.top)));
-        let below_created = below_tops(d.created.iter().map(|c| (&c.path[..], c.top)));
+        // The counts below each top, which every inode's own line needs not.
+        let (below_deleted, below_created) = if every {
+            (HashMap::new(), HashMap::new())
+        } else {
+            (
+                below_tops(d.deleted.iter().map(|c| (&c.path[..], c.top))),
+                below_tops(d.created.iter().map(|c| (&c.path[..], c.top))),
+            )
+        };
         let mark = |kind, n: Option<&u64>| match (kind, n) {
             (InodeKind::Directory, Some(n)) if !every => format!(" (directory, {n} below)"),
             _ => kind_suffix(kind).to_string(),
@@ -131,21 +138,23 @@ fn below_tops<'a>(
         .filter(|(_, top)| *top)
         .map(|(p, _)| (p, 0))
         .collect();
-    for (path, _) in entries.filter(|(_, top)| !top) {
-        let mut end = path.len();
-        while let Some(cut) = path[..end].iter().rposition(|&c| c == b'/') {
-            let up = if cut == 0 { &path[..1] } else { &path[..cut] };
+    for (mut p, _) in entries.filter(|(_, top)| !top) {
+        while let Some(up) = parent(p) {
             if let Some(n) = below.get_mut(up) {
                 *n += 1;
                 break;
             }
-            if cut == 0 {
-                break;
-            }
-            end = cut;
+            p = up;
         }
     }
     below
+}
+
+/// The parent path of `p` (`/` for a child of the root); `None` for the
+/// root.
+fn parent(p: &[u8]) -> Option<&[u8]> {
+    let cut = p.iter().rposition(|&c| c == b'/')?;
+    (p.len() > 1).then(|| if cut == 0 { &p[..1] } else { &p[..cut] })
 }
 
 /// Writes the diff as `hdfs snapshotDiff` prints a snapshot diff report:
@@ -162,10 +171,6 @@ pub fn write_snapshot_diff(d: &Diff, old: &str, new: &str, w: &mut impl Write) -
             Some(rest) if !rest.is_empty() => format!("./{}", escaped(rest)),
             _ => ".".to_string(),
         }
-    }
-    fn parent(p: &[u8]) -> Option<&[u8]> {
-        let cut = p.iter().rposition(|&c| c == b'/')?;
-        (p.len() > 1).then(|| if cut == 0 { &p[..1] } else { &p[..cut] })
     }
     let mut lines: Vec<(&[u8], u8, String)> = Vec::new();
     let mut parents: Vec<&[u8]> = Vec::new();

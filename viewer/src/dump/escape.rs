@@ -110,6 +110,15 @@ pub(crate) fn push_hex(b: &[u8], out: &mut Vec<u8>) {
     }
 }
 
+/// `b` as `0x` and lowercase hex (an xattr value that is not text, in
+/// `diff` and `journal dump`).
+pub(crate) fn hex0x(b: &[u8]) -> Vec<u8> {
+    let mut s = Vec::with_capacity(2 + 2 * b.len());
+    s.extend_from_slice(b"0x");
+    push_hex(b, &mut s);
+    s
+}
+
 /// Appends `v` in decimal.
 pub(crate) fn num<T: itoa_like::Num>(v: T, out: &mut Vec<u8>) {
     v.push_to(out);

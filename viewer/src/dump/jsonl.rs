@@ -145,8 +145,8 @@ impl Formatter for Jsonl {
                     out.extend_from_slice(b"\",");
                     json_bytes_field("name", strings.get(x.name).unwrap_or_default(), out);
                     // As `stat` shows a value: printable text, else base64.
-                    match std::str::from_utf8(&x.value) {
-                        Ok(t) if t.chars().all(|c| !c.is_control()) => {
+                    match crate::text::printable(&x.value) {
+                        Some(_) => {
                             out.extend_from_slice(b",\"value\":");
                             json_str(&x.value, out);
                             out.extend_from_slice(b",\"encoding\":\"text\"");

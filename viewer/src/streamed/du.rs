@@ -70,18 +70,13 @@ pub fn du_streamed(
                 // An empty directory (or with `files`, a file or symlink)
                 // one level below a row of its parent's own, above the
                 // last level: a row of its own.
-                (None, a, Some(p)) if dir || opts.files => {
+                (None, _, Some(p)) if dir || opts.files => {
                     if let Some(&(_, depth)) = sub.rows().get(r) {
                         if sub.is_own_row(r, p) && depth < max {
                             let mut path = Vec::new();
                             push_path(&skeleton, parent, node.name, &mut s.cache, &mut path);
-                            let kind = match a {
-                                Attrs::File(_) => InodeKind::File,
-                                Attrs::Symlink { .. } => InodeKind::Symlink,
-                                Attrs::Directory { .. } => InodeKind::Directory,
-                            };
                             s.empty.push(DuRow::new(
-                                kind,
+                                node.body.kind(),
                                 &attrs,
                                 path,
                                 (depth as usize).saturating_add(1),

@@ -1,10 +1,6 @@
 //! [`HdfsWriteOptions`] and [`HdfsCodec`]: how a Hadoop fsimage is written,
 //! and the layout versions the writer knows.
 
-/// The NameNode layout version Hadoop 3.3 writes (branch-3.3's
-/// `NameNodeLayoutVersion`: SNAPSHOT_MODIFICATION_TIME, -66; HDFS-16536).
-pub const HADOOP_3_3_LAYOUT_VERSION: i32 = -66;
-
 /// The oldest layout version the writer writes: -57 (Hadoop 2.5, the first
 /// protobuf images with xattrs).
 pub const OLDEST_LAYOUT_VERSION: i32 = -57;
@@ -14,7 +10,7 @@ pub const OLDEST_LAYOUT_VERSION: i32 = -57;
 pub const NEWEST_LAYOUT_VERSION: i32 = -67;
 
 pub use nsimage_format::hdfs::{
-    ERASURE_CODING_LAYOUT_VERSION, EXPANDED_STRING_TABLE_LAYOUT_VERSION,
+    ERASURE_CODING_LAYOUT_VERSION, EXPANDED_STRING_TABLE_LAYOUT_VERSION, HADOOP_3_3_LAYOUT_VERSION,
 };
 
 /// The layout version from which the xattr namespace has a third bit
